@@ -1,0 +1,80 @@
+"""The result row: one measurement, with its dimensions as columns ("tidy" data).
+
+Field names are a contract (DESIGN.md): tests, reports and users' scripts read them, so add fields
+freely but never rename one. ``time_us`` is the average over the group's ranks (nccl-tests'
+default); ``time_us_max`` is when the collective really finished for everyone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "netbench.result/1"
+
+
+@dataclass
+class ResultRow:
+    run_id: str
+    collective: str
+    backend: str  # gloo | nccl | mpi
+    pattern: str  # world | ring | pair | intra | copy
+    hosts: list[str]
+    ranks: int
+    round: int | None
+    bytes: int  # nccl-tests "size"
+    count: int  # elements per rank buffer, as nccl-tests prints it
+    dtype: str
+    op: str | None  # reduction op, None for data movement
+    in_place: bool
+    iters: int
+    warmup: int
+    time_us: float | None
+    time_us_min: float | None
+    time_us_max: float | None
+    rank_time_us: list[float] | None
+    algbw_GBps: float | None
+    busbw_GBps: float | None
+    wrong: int | None
+    status: str = "ok"  # ok | timeout | error
+    error: str | None = None
+    root: int | None = None
+    group: str | None = None  # stable id of the group (e.g. "pair:a|b")
+    device: str | None = None  # cpu | cuda
+    cuda_graph: bool = False
+    ts: float | None = None  # unix time the row was measured
+    schema: str = SCHEMA
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ResultRow:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def failed_row(
+    *,
+    run_id: str,
+    collective: str,
+    backend: str,
+    pattern: str,
+    hosts: list[str],
+    ranks: int,
+    round: int | None,
+    status: str,
+    error: str,
+    group: str | None = None,
+    nbytes: int = 0,
+    dtype: str = "float",
+) -> ResultRow:
+    """A row that records a measurement (or a whole group) that did not happen, and why."""
+    return ResultRow(
+        run_id=run_id, collective=collective, backend=backend, pattern=pattern, hosts=hosts,
+        ranks=ranks, round=round, bytes=nbytes, count=0, dtype=dtype, op=None, in_place=False,
+        iters=0, warmup=0, time_us=None, time_us_min=None, time_us_max=None, rank_time_us=None,
+        algbw_GBps=None, busbw_GBps=None, wrong=None, status=status, error=error, group=group,
+    )

@@ -1,0 +1,165 @@
+"""The inventory data model: what netbench knows about one node.
+
+Every field is optional because every tool on a node is optional; when a value is missing the
+probe records *why* in ``NodeInventory.missing`` (field name -> reason) so a report can say
+"firmware unknown: ibstat not installed" instead of showing a silent blank.
+
+These dataclasses are the contract between the parsers (``inventory.parsers``), the collectors
+(local probe, SSH), ``inventory.jsonl`` in the run directory, and the report rules.
+Loading is tolerant: unknown keys are ignored so newer files load in older code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+SCHEMA = "netbench.inventory/1"
+
+T = TypeVar("T")
+
+
+def _from_dict(cls: type[T], data: dict[str, Any] | None) -> T | None:
+    """Build a flat dataclass from a dict, ignoring keys it does not know."""
+    if data is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class GPU:
+    """One GPU as nvidia-smi reports it."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    serial: str | None = None  # None when N/A, REDACTED or all zeros
+    pci_bus_id: str | None = None  # normalised lower case, e.g. "00000000:18:00.0"
+    vbios: str | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    memory_total_mib: int | None = None
+    numa_node: int | None = None
+
+
+@dataclass
+class NVLink:
+    """State of one NVLink of one GPU (``nvidia-smi nvlink --status`` or ``-q``)."""
+
+    gpu: int
+    link: int
+    up: bool
+    speed_GBps: float | None = None
+
+
+@dataclass
+class TopoMatrix:
+    """``nvidia-smi topo -m``: relations between GPUs and NICs plus CPU/NUMA affinity.
+
+    ``relations[a][b]`` is the legend code (X, NV12, PIX, PXB, PHB, NODE, SYS, SOC).
+    ``nic_names`` maps the matrix label (NIC0) to the device name (mlx5_0).
+    """
+
+    devices: list[str] = field(default_factory=list)
+    relations: dict[str, dict[str, str]] = field(default_factory=dict)
+    nic_names: dict[str, str] = field(default_factory=dict)
+    cpu_affinity: dict[str, str] = field(default_factory=dict)
+    numa_affinity: dict[str, str] = field(default_factory=dict)
+    gpu_numa_id: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class NIC:
+    """A network adapter port: an HCA port (InfiniBand/RoCE) or an Ethernet netdev."""
+
+    name: str  # mlx5_0, or the netdev name (ens1f0np0) for plain Ethernet
+    port: int | None = None
+    netdev: str | None = None
+    driver: str | None = None
+    driver_version: str | None = None
+    firmware: str | None = None
+    board_id: str | None = None  # PSID, e.g. MT_0000000838
+    hca_type: str | None = None  # MT4129
+    link_layer: str | None = None  # InfiniBand | Ethernet
+    state: str | None = None  # Active | Down | Init ... (word, no number)
+    phys_state: str | None = None  # LinkUp | Polling | Disabled ...
+    rate_gbps: float | None = None
+    max_rate_gbps: float | None = None
+    pci_bus_id: str | None = None
+    pcie_speed: str | None = None
+    pcie_width: int | None = None
+
+
+@dataclass
+class SwitchNeighbor:
+    """The switch port a local NIC is cabled to (from LLDP or InfiniBand discovery)."""
+
+    local_port: str  # NIC or netdev name on this node
+    switch: str | None = None  # switch system name / node description
+    switch_port: str | None = None
+    switch_id: str | None = None  # chassis id / GUID
+    source: str | None = None  # lldp | ibnetdiscover | iblinkinfo | label | topology
+
+
+@dataclass
+class NodeInventory:
+    """Everything recorded about one host. ``status`` says whether the probe reached it."""
+
+    host: str
+    status: str = "ok"  # ok | partial | unreachable | auth_failed | host_key_refused | timeout | error
+    error: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    collected_at: str | None = None
+    probe_seconds: float | None = None
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    cpu_model: str | None = None
+    cpu_sockets: int | None = None
+    cpu_cores: int | None = None
+    numa_nodes: int | None = None
+    gpus: list[GPU] = field(default_factory=list)
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    nvlinks: list[NVLink] = field(default_factory=list)
+    topo: TopoMatrix | None = None
+    nics: list[NIC] = field(default_factory=list)
+    neighbors: list[SwitchNeighbor] = field(default_factory=list)
+    ofed_version: str | None = None
+    nccl_version_system: str | None = None
+    nccl_version_torch: str | None = None
+    python_version: str | None = None
+    torch_version: str | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+    schema: str = SCHEMA
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "partial")
+
+    def switch(self) -> str | None:
+        """The leaf switch of this node: a ``switch=`` label wins, then discovered neighbours."""
+        if self.labels.get("switch"):
+            return self.labels["switch"]
+        for n in self.neighbors:
+            if n.switch:
+                return n.switch
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeInventory:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        kw["gpus"] = [_from_dict(GPU, g) for g in data.get("gpus") or []]
+        kw["nvlinks"] = [_from_dict(NVLink, g) for g in data.get("nvlinks") or []]
+        kw["nics"] = [_from_dict(NIC, g) for g in data.get("nics") or []]
+        kw["neighbors"] = [_from_dict(SwitchNeighbor, g) for g in data.get("neighbors") or []]
+        kw["topo"] = _from_dict(TopoMatrix, data.get("topo"))
+        return cls(**kw)

@@ -1,0 +1,3 @@
+from netbench.cli import main
+
+main()

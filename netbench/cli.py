@@ -1,0 +1,95 @@
+"""The ``netbench`` command line.
+
+Commands live one per file in ``netbench/commands/`` and are discovered here, so adding a command
+never touches this file. Each command module exports ``command`` (a click.Command) and keeps heavy
+imports (torch, pandas, plotly, paramiko) inside its body so ``netbench --help`` stays instant.
+Errors are turned into one line at this boundary; ``NETBENCH_DEBUG=1`` or ``--debug`` shows the
+traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import sys
+
+import click
+
+from netbench import __version__
+from netbench.errors import NetbenchError
+
+_COMMANDS_PKG = "netbench.commands"
+
+
+def _command_modules() -> dict[str, str]:
+    import netbench.commands as pkg
+
+    names = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        names[info.name.rstrip("_").replace("_", "-")] = f"{_COMMANDS_PKG}.{info.name}"
+    return names
+
+
+class LazyGroup(click.Group):
+    """A group whose sub-commands are the modules of netbench/commands, imported on demand."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(_command_modules()))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            return cmd
+        module = _command_modules().get(cmd_name)
+        if module is None:
+            return None
+        return importlib.import_module(module).command
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+        try:
+            return super().invoke(ctx)
+        except NetbenchError as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"netbench: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("netbench: interrupted", err=True)
+            ctx.exit(130)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Examples:
+  netbench sweep                          # local GPUs (NCCL) or CPU ranks (gloo)
+  netbench sweep --hosts hosts.txt        # every node pair + the whole ring, with a report
+  netbench inventory --hosts hosts.txt    # drivers, firmware, topology of every node
+  netbench preflight --hosts hosts.txt    # yes/no before a large job, nodes to drain
+  netbench report netbench-runs/<id>      # rebuild findings.json and report.html
+""",
+)
+@click.version_option(__version__, prog_name="netbench")
+@click.option("--debug", is_flag=True, envvar="NETBENCH_DEBUG", help="Show tracebacks on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Collective-communication benchmark and diagnostics for GPU clusters."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="netbench", standalone_mode=True)
+    except NetbenchError as exc:  # raised outside a command's invoke (e.g. while parsing)
+        click.echo(f"netbench: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

@@ -1,0 +1,1 @@
+"""One module per CLI command; each exports ``command``. See netbench/cli.py."""
