@@ -1,0 +1,103 @@
+"""The software environment of a rank's host: recorded with every run so numbers can be compared.
+
+NCCL's version is read from the library torch actually loaded (``torch.cuda.nccl.version()``), not
+from a header or a package name, because that is the one that ran.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+from typing import Any
+
+ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "TORCH_DISTRIBUTED", "CUDA_VISIBLE_DEVICES", "UCX_",
+                "OMPI_MCA_", "NETBENCH_")
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+
+
+def relevant_env() -> dict[str, str]:
+    """NCCL_*/GLOO_*/... variables (algorithm, protocol, interfaces) — never anything secret-looking."""
+    out = {}
+    for k, v in os.environ.items():
+        if k.startswith(ENV_PREFIXES) and not any(w in k for w in SECRET_WORDS):
+            out[k] = v
+    return dict(sorted(out.items()))
+
+
+def collect_env(device: str) -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": device,
+        "env": relevant_env(),
+    }
+    try:
+        import torch.distributed as dist
+
+        info["gloo"] = dist.is_gloo_available()
+        info["nccl_available"] = dist.is_nccl_available()
+    except Exception:  # noqa: BLE001 - diagnostics only
+        pass
+    if device == "cuda" and torch.cuda.is_available():
+        try:
+            v = torch.cuda.nccl.version()
+            info["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+        except Exception as exc:  # noqa: BLE001
+            info["nccl"] = f"unknown ({exc})"
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        try:
+            info["driver"] = _driver_version()
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        import mpi4py  # noqa: F401
+        from mpi4py import MPI
+
+        info["mpi"] = MPI.Get_library_version().splitlines()[0]
+    except Exception:  # noqa: BLE001
+        pass
+    return info
+
+
+def _driver_version() -> str | None:
+    path = "/proc/driver/nvidia/version"
+    if os.path.exists(path):
+        with open(path) as fh:
+            first = fh.readline()
+        for tok in first.split():
+            if tok.count(".") >= 1 and tok.replace(".", "").isdigit():
+                return tok
+    return None
+
+
+def local_address_towards(addr: str) -> str:
+    """The local IP address the kernel would use to reach ``addr`` (UDP connect sends nothing)."""
+    if addr in ("127.0.0.1", "localhost", "::1"):
+        return "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((addr, 9))
+        return s.getsockname()[0]
+
+
+def interface_of(ip: str) -> str | None:
+    """Name of the interface holding ``ip`` (for NCCL_SOCKET_IFNAME), from the kernel's table."""
+    import fcntl
+    import struct
+
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+            except OSError:
+                continue
+            if socket.inet_ntoa(packed[20:24]) == ip:
+                return name
+    return None

@@ -1,0 +1,177 @@
+"""The one measuring procedure every collective goes through (nccl-tests' common.cu, in Python).
+
+For one (collective, size, in-place) point on one rank:
+  1. allocate buffers once, fill the send buffer;
+  2. ``warmup`` untimed iterations;
+  3. line all ranks up (barrier), then a loop of ``iters`` operations timed as a whole: on a GPU with
+     CUDA events on the stream, issued back to back (pipelined, as nccl-tests); on CPU with a monotonic
+     clock around the loop, each operation waited before the next (gloo runs a collective on its own
+     threads; letting several overlap would measure something NCCL never does);
+  4. report time per operation;
+  5. optionally a separate, untimed correctness pass: refill, run once, count wrong elements.
+Per-rank times are then combined across the group by :func:`combine` (avg as nccl-tests, plus min,
+max and every rank's time, because the slowest rank decides when a collective really finishes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import torch
+
+from collectives.ops import Buffers, Call, Collective, Layout, fill_send
+
+CHECK_CHUNK = 1 << 24  # elements per slice when computing expected values (bounds check memory)
+
+
+@dataclass
+class Point:
+    """What one rank measured at one point."""
+
+    time_us: float
+    wrong: int | None
+
+
+class Timer:
+    """Times a loop of operations and returns microseconds per operation."""
+
+    def __init__(self, device: str):
+        self.device = device
+
+    def time_loop(self, run_once, iters: int, graph: torch.cuda.CUDAGraph | None = None) -> float:  # noqa: ANN001
+        if self.device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            if graph is not None:
+                graph.replay()
+            else:
+                for _ in range(iters):
+                    for w in run_once():
+                        w.wait()  # on CUDA this only orders the streams; it does not block the host
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) * 1000.0 / iters
+        t0 = time.perf_counter_ns()
+        for _ in range(iters):
+            for w in run_once():
+                w.wait()
+        return (time.perf_counter_ns() - t0) / 1000.0 / iters
+
+
+def _wait_all(works: list) -> None:
+    for w in works:
+        w.wait()
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def measure(
+    coll: Collective,
+    pg: object,
+    rank: int,
+    size: int,
+    lay: Layout,
+    dtype: torch.dtype,
+    op_name: str | None,
+    op: object | None,
+    root: int,
+    in_place: bool,
+    iters: int,
+    warmup: int,
+    check: bool,
+    device: str,
+    cuda_graph: bool = False,
+    corrupt: bool = False,
+) -> Point:
+    """Measure one point on this rank. ``corrupt`` damages this rank's result before the check
+    (fault injection, so tests can prove the check counts what it should)."""
+    buf = coll.buffers(lay, rank, dtype, device, in_place)
+    fill_send(coll, buf, lay, rank, size, op_name)
+    call = Call(pg=pg, rank=rank, size=size, op=op, root=root)
+
+    def run_once() -> list:
+        return coll.issue(call, buf)
+
+    for _ in range(warmup):
+        _wait_all(run_once())
+    _sync(device)
+
+    graph = None
+    if cuda_graph and device == "cuda":
+        graph = _capture(run_once, iters)
+
+    _wait_all([pg.barrier()]) if hasattr(pg, "barrier") else None
+    _sync(device)
+    time_us = Timer(device).time_loop(run_once, iters, graph)
+
+    wrong = None
+    if check:
+        fill_send(coll, buf, lay, rank, size, op_name)
+        if coll.seeds_recv and not in_place:
+            buf.recv.copy_(buf.send)
+        _wait_all(run_once())
+        _sync(device)
+        if corrupt and buf.recv.numel():
+            buf.recv.view(-1)[0] = buf.recv.view(-1)[0] + 1 if dtype.is_floating_point else buf.recv.view(-1)[0] ^ 1
+        wrong = count_wrong(coll, buf, lay, rank, size, op_name, root)
+    return Point(time_us=time_us, wrong=wrong)
+
+
+def _capture(run_once, iters: int) -> torch.cuda.CUDAGraph:  # noqa: ANN001
+    """Capture ``iters`` operations into one CUDA graph (nccl-tests -G): launch cost leaves the loop."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        for _ in range(iters):
+            for w in run_once():
+                w.wait()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()  # one untimed replay so the first timed one is warm
+    torch.cuda.synchronize()
+    return graph
+
+
+def count_wrong(
+    coll: Collective, buf: Buffers, lay: Layout, rank: int, size: int, op_name: str | None, root: int
+) -> int:
+    """Elements of this rank's result that differ from what the collective must produce."""
+    recv = buf.recv.reshape(-1)
+    n = recv.numel()
+    wrong = 0
+    tol = _tolerance(recv.dtype, op_name)
+    for start in range(0, n, CHECK_CHUNK):
+        stop = min(n, start + CHECK_CHUNK)
+        j = torch.arange(start, stop, dtype=torch.int64)
+        exp = coll.expected(j, rank, size, lay.chunk, op_name, root)
+        if exp is None:
+            return 0
+        got = recv[start:stop].to("cpu")
+        exp = exp.to(recv.dtype)  # integer types wrap exactly as the collective's arithmetic does
+        if tol == 0.0:
+            bad = got != exp
+        else:
+            bad = ~torch.isclose(got.to(torch.float64), exp.to(torch.float64), rtol=tol, atol=tol)
+        wrong += int(bad.sum())
+    return wrong
+
+
+def _tolerance(dtype: torch.dtype, op_name: str | None) -> float:
+    if not dtype.is_floating_point or op_name != "avg":
+        return 0.0  # small-integer data: sums, products, min and max are exact
+    return {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(dtype, 1e-5)
+
+
+def inject_corrupt_rank() -> int | None:
+    """Rank told to corrupt its results by ``NETBENCH_INJECT=corrupt:<rank>`` (tests only)."""
+    spec = os.environ.get("NETBENCH_INJECT", "")
+    for part in spec.split(","):
+        kind, _, value = part.partition(":")
+        if kind == "corrupt" and value.isdigit():
+            return int(value)
+    return None

@@ -1,0 +1,276 @@
+"""The collectives: each one a small declarative record, nccl-tests' ``testColl`` in Python.
+
+A ``Collective`` says how many bytes and elements a size means (nccl-tests' getCollByteCount), the
+bus-bandwidth factor (nccl-tests doc/PERFORMANCE.md), how to issue the call on a process-group
+backend, and what every element of the result must be (for the untimed check). It never times or
+loops: ``collectives.harness`` does that once for all of them.
+
+Sizes follow nccl-tests: for all_gather the size is the gathered (receive) buffer, n * send; for
+reduce_scatter it is the send buffer, n * receive; for all_to_all one rank's send buffer; for the
+others the buffer itself. A size that is not a multiple of what the collective needs is rounded down,
+as nccl-tests does, and rows carry the rounded size.
+
+The check uses fill(rank, index): small integers (1..4), so sums over up to 64 ranks are exact even in
+bfloat16 and the check can demand exact equality; for ``prod`` every element is 1 except one rank's 2,
+so products never overflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+Work = object  # torch.distributed Work handle
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Buffers for one measurement: element counts per rank and the size nccl-tests would print."""
+
+    nbytes: int  # S: the "size" column, after rounding
+    count: int  # the "count" column (nccl-tests prints elements of the size)
+    send_numel: int
+    recv_numel: int
+    chunk: int  # elements per rank chunk (all_gather, reduce_scatter, all_to_all), else count
+
+
+@dataclass
+class Buffers:
+    send: torch.Tensor
+    recv: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Call:
+    """Everything the issuing function needs besides buffers."""
+
+    pg: object  # a torch.distributed backend (ProcessGroupGloo / ProcessGroupNCCL)
+    rank: int
+    size: int
+    op: object | None  # torch ReduceOp
+    root: int
+
+
+def _fill(rank: torch.Tensor | int, idx: torch.Tensor, n: int, op: str | None) -> torch.Tensor:
+    """The value rank ``rank`` puts at position ``idx`` of its send buffer (float64)."""
+    if op == "prod":
+        return 1.0 + (idx % n == rank).to(torch.float64)
+    return ((idx + rank) % 4 + 1).to(torch.float64)
+
+
+def _reduce_over_ranks(n: int, idx: torch.Tensor, op: str | None) -> torch.Tensor:
+    acc = _fill(0, idx, n, op)
+    for r in range(1, n):
+        v = _fill(r, idx, n, op)
+        if op in ("sum", "avg"):
+            acc = acc + v
+        elif op == "prod":
+            acc = acc * v
+        elif op == "max":
+            acc = torch.maximum(acc, v)
+        elif op == "min":
+            acc = torch.minimum(acc, v)
+    if op == "avg":
+        acc = acc / n
+    return acc
+
+
+# --- byte accounting -----------------------------------------------------------------------------
+def _layout_plain(nbytes: int, esize: int, n: int) -> Layout:
+    count = nbytes // esize
+    return Layout(count * esize, count, count, count, count)
+
+
+def _layout_gather(nbytes: int, esize: int, n: int) -> Layout:
+    chunk = nbytes // (esize * n)
+    return Layout(chunk * n * esize, chunk * n, chunk, chunk * n, chunk)
+
+
+def _layout_scatter(nbytes: int, esize: int, n: int) -> Layout:
+    chunk = nbytes // (esize * n)
+    return Layout(chunk * n * esize, chunk * n, chunk * n, chunk, chunk)
+
+
+def _layout_alltoall(nbytes: int, esize: int, n: int) -> Layout:
+    chunk = nbytes // (esize * n)
+    return Layout(chunk * n * esize, chunk * n, chunk * n, chunk * n, chunk)
+
+
+# --- calls ----------------------------------------------------------------------------------------
+def _all_reduce(c: Call, b: Buffers) -> list[Work]:
+    import torch.distributed as dist
+
+    # torch.distributed has no out-of-place all_reduce: it reduces ``recv`` in place. The harness
+    # copies send -> recv before the (untimed) check; timed iterations reduce recv again and again.
+    opts = dist.AllreduceOptions()
+    opts.reduceOp = c.op
+    return [c.pg.allreduce([b.recv], opts)]
+
+
+def _all_gather(c: Call, b: Buffers) -> list[Work]:
+    return [c.pg._allgather_base(b.recv, b.send)]
+
+
+def _reduce_scatter(c: Call, b: Buffers) -> list[Work]:
+    import torch.distributed as dist
+
+    opts = dist.ReduceScatterOptions()
+    opts.reduceOp = c.op
+    return [c.pg._reduce_scatter_base(b.recv, b.send, opts)]
+
+
+def _broadcast(c: Call, b: Buffers) -> list[Work]:
+    import torch.distributed as dist
+
+    opts = dist.BroadcastOptions()
+    opts.rootRank = c.root
+    opts.rootTensor = 0
+    return [c.pg.broadcast([b.recv], opts)]
+
+
+def _reduce(c: Call, b: Buffers) -> list[Work]:
+    import torch.distributed as dist
+
+    opts = dist.ReduceOptions()
+    opts.reduceOp = c.op
+    opts.rootRank = c.root
+    opts.rootTensor = 0
+    return [c.pg.reduce([b.recv], opts)]
+
+
+def _all_to_all(c: Call, b: Buffers) -> list[Work]:
+    import torch.distributed as dist
+
+    return [c.pg.alltoall_base(b.recv, b.send, [], [], dist.AllToAllOptions())]
+
+
+def _sendrecv(c: Call, b: Buffers) -> list[Work]:
+    """Ring exchange: send to rank+1, receive from rank-1, both in flight at once (nccl-tests sendrecv)."""
+    if c.size == 1:
+        b.recv.copy_(b.send)
+        return []
+    nxt, prv = (c.rank + 1) % c.size, (c.rank - 1) % c.size
+    return [c.pg.send([b.send], nxt, 0), c.pg.recv([b.recv], prv, 0)]
+
+
+# --- expected results: value of recv[j] on `rank` ---------------------------------------------------
+Expected = Callable[[torch.Tensor, int, int, int, str | None, int], torch.Tensor | None]
+
+
+def _exp_all_reduce(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _reduce_over_ranks(n, j, op)
+
+
+def _exp_all_gather(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _fill(j // chunk, j % chunk, n, op)
+
+
+def _exp_reduce_scatter(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _reduce_over_ranks(n, rank * chunk + j, op)
+
+
+def _exp_broadcast(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _fill(root, j, n, op)
+
+
+def _exp_reduce(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _reduce_over_ranks(n, j, op) if rank == root else None
+
+
+def _exp_all_to_all(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _fill(j // chunk, rank * chunk + j % chunk, n, op)
+
+
+def _exp_sendrecv(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
+    return _fill((rank - 1) % n, j, n, op)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective, declared. ``busbw = algbw * bus_factor(n)`` (nccl-tests PERFORMANCE.md)."""
+
+    name: str
+    layout: Callable[[int, int, int], Layout]
+    bus_factor: Callable[[int], float]
+    issue: Callable[[Call, Buffers], list[Work]]
+    expected: Expected
+    reduces: bool = False
+    rooted: bool = False
+    out_of_place: bool = True
+    in_place: bool = True
+    # in-place views: which part of which buffer the other one is
+    in_place_view: str = "same"  # same | send_is_recv_chunk | recv_is_send_chunk
+    # True when the call works in place on ``recv``, so out-of-place must start from a copy of send
+    seeds_recv: bool = False
+
+    def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
+        if not in_place:
+            return Buffers(torch.empty(lay.send_numel, dtype=dtype, device=device),
+                           torch.empty(lay.recv_numel, dtype=dtype, device=device))
+        if self.in_place_view == "send_is_recv_chunk":
+            recv = torch.empty(lay.recv_numel, dtype=dtype, device=device)
+            return Buffers(recv[rank * lay.chunk:(rank + 1) * lay.chunk], recv)
+        if self.in_place_view == "recv_is_send_chunk":
+            send = torch.empty(lay.send_numel, dtype=dtype, device=device)
+            return Buffers(send, send[rank * lay.chunk:(rank + 1) * lay.chunk])
+        buf = torch.empty(lay.send_numel, dtype=dtype, device=device)
+        return Buffers(buf, buf)
+
+
+def _ring(n: int) -> float:
+    return 2.0 * (n - 1) / n
+
+
+def _share(n: int) -> float:
+    return (n - 1) / n
+
+
+def _one(n: int) -> float:
+    return 1.0
+
+
+COLLECTIVES: dict[str, Collective] = {
+    c.name: c
+    for c in [
+        Collective("all_reduce", _layout_plain, _ring, _all_reduce, _exp_all_reduce, reduces=True,
+                   seeds_recv=True),
+        Collective("all_gather", _layout_gather, _share, _all_gather, _exp_all_gather,
+                   in_place_view="send_is_recv_chunk"),
+        Collective("reduce_scatter", _layout_scatter, _share, _reduce_scatter, _exp_reduce_scatter,
+                   reduces=True, in_place_view="recv_is_send_chunk"),
+        # torch's broadcast/reduce work in place on one tensor: there is no out-of-place variant.
+        Collective("broadcast", _layout_plain, _one, _broadcast, _exp_broadcast, rooted=True,
+                   out_of_place=False),
+        Collective("reduce", _layout_plain, _one, _reduce, _exp_reduce, reduces=True, rooted=True,
+                   out_of_place=False),
+        # NCCL has no in-place all-to-all (and torch's all_to_all_single needs two buffers).
+        Collective("all_to_all", _layout_alltoall, _share, _all_to_all, _exp_all_to_all, in_place=False),
+        Collective("sendrecv", _layout_plain, _one, _sendrecv, _exp_sendrecv, in_place=False),
+    ]
+}
+DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
+
+
+def get_collective(name: str) -> Collective:
+    key = name.strip().lower().replace("-", "_")
+    key = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+           "alltoall": "all_to_all", "send_recv": "sendrecv"}.get(key, key)
+    if key not in COLLECTIVES:
+        raise ValueError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
+    return COLLECTIVES[key]
+
+
+def fill_send(coll: Collective, buf: Buffers, lay: Layout, rank: int, n: int, op: str | None) -> None:
+    """Write fill(rank, i) into the send buffer (and the in-place recv where they alias)."""
+    idx = torch.arange(buf.send.numel(), dtype=torch.int64)
+    buf.send.copy_(_fill(rank, idx, n, op).to(buf.send.dtype))
+
+
+def bandwidth(nbytes: int, time_us: float, n: int, coll: Collective) -> tuple[float, float]:
+    """(algbw, busbw) in decimal GB/s, as nccl-tests: algbw = S / 1e9 / t."""
+    if time_us <= 0:
+        return 0.0, 0.0
+    algbw = nbytes / 1e9 / (time_us / 1e6)
+    return algbw, algbw * coll.bus_factor(n)

@@ -1,0 +1,153 @@
+"""What one rank does: follow the plan phase by phase, measure in its groups, report.
+
+Groups are built directly as backend objects (``ProcessGroupGloo`` / ``ProcessGroupNCCL``) over a
+``PrefixStore`` of the run's store, never through the default process group. A pair's group therefore
+lives and dies alone: if a partner hangs or dies, this rank's operation fails after ``op_timeout_s``,
+the group is abandoned (NCCL: its communicator is aborted) and the rank goes on with the next phase.
+Plain ``dist.new_group`` would need every rank of the world to take part in every group's creation.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from collectives import messages
+from collectives.dtypes import get_dtype, reduce_op
+from collectives.harness import inject_corrupt_rank, measure
+from collectives.ops import bandwidth, get_collective
+from collectives.plan import GroupSpec, Phase, WorkerPlan
+
+STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
+
+
+@dataclass
+class RankContext:
+    rank: int
+    local_rank: int
+    host: str
+    plan: WorkerPlan
+    store: Any
+    device: str
+    gloo_addr: str | None = None
+
+
+def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, int]:
+    import torch.distributed as dist
+
+    prefix = f"p{phase.index}/{group.id}/"
+    pstore = dist.PrefixStore(prefix, ctx.store)
+    grank = group.ranks.index(ctx.rank)
+    timeout = _dt.timedelta(seconds=ctx.plan.op_timeout_s)
+    if ctx.plan.backend == "nccl":
+        opts = dist.ProcessGroupNCCL.Options()
+        opts._timeout = timeout
+        pg = dist.ProcessGroupNCCL(pstore, grank, len(group.ranks), opts)
+        # eager connect so set-up failures surface here, not inside the first timed loop
+        pg.allreduce([torch.zeros(1, device="cuda")]).wait()
+        torch.cuda.synchronize()
+    else:
+        opts = dist.ProcessGroupGloo._Options()
+        opts._timeout = timeout
+        if ctx.gloo_addr:
+            opts._devices = [dist.ProcessGroupGloo.create_device(hostname=ctx.gloo_addr)]
+        else:
+            opts._devices = [dist.ProcessGroupGloo.create_default_device()]
+        pg = dist.ProcessGroupGloo(pstore, grank, len(group.ranks), opts)
+    return pg, grank
+
+
+def run_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> None:
+    spec = phase.spec
+    pg, grank = make_group(ctx, group, phase)
+    n = len(group.ranks)
+    dt = get_dtype(spec.dtype)
+    corrupt_rank = inject_corrupt_rank()
+    step = 0
+    for cname in spec.collectives:
+        coll = get_collective(cname)
+        op = reduce_op(spec.op) if coll.reduces else None
+        seen: set[int] = set()
+        for size in spec.sizes:
+            lay = coll.layout(size, dt.size, n)
+            if lay.nbytes == 0 or lay.nbytes in seen:
+                continue  # rounded to nothing, or to a size already measured
+            seen.add(lay.nbytes)
+            for in_place in spec.in_place:
+                if (in_place and not coll.in_place) or (not in_place and not coll.out_of_place):
+                    continue
+                point = measure(
+                    coll, pg, grank, n, lay, dt.torch_dtype, spec.op if coll.reduces else None, op,
+                    spec.root if coll.rooted else 0, in_place, spec.iters, spec.warmup, spec.check,
+                    ctx.device, spec.cuda_graph, corrupt=(corrupt_rank == ctx.rank),
+                )
+                stats = torch.tensor([point.time_us, float(point.wrong or 0)], dtype=torch.float64,
+                                     device=ctx.device)
+                gathered = torch.empty(2 * n, dtype=torch.float64, device=ctx.device)
+                pg._allgather_base(gathered, stats).wait()
+                per_rank = gathered.view(n, 2).cpu()
+                step += 1
+                if grank == 0:
+                    times = [float(t) for t in per_rank[:, 0]]
+                    avg = sum(times) / n
+                    algbw, busbw = bandwidth(lay.nbytes, avg, n, coll)
+                    messages.emit("row", row={
+                        "run_id": ctx.plan.run_id, "collective": coll.name, "backend": ctx.plan.backend,
+                        "pattern": group.pattern, "hosts": group.hosts, "ranks": n, "round": group.round,
+                        "bytes": lay.nbytes, "count": lay.count, "dtype": dt.name,
+                        "op": spec.op if coll.reduces else None, "in_place": in_place,
+                        "iters": spec.iters, "warmup": spec.warmup, "time_us": avg,
+                        "time_us_min": min(times), "time_us_max": max(times), "rank_time_us": times,
+                        "algbw_GBps": algbw, "busbw_GBps": busbw,
+                        "wrong": int(per_rank[:, 1].sum()) if spec.check else None,
+                        "status": "ok", "error": None, "root": spec.root if coll.rooted else None,
+                        "group": group.id, "device": ctx.device, "cuda_graph": spec.cuda_graph,
+                        "ts": time.time(),
+                    }, phase=phase.index)
+                else:
+                    messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
+    return pg
+
+
+def _abandon(pg: Any, backend: str) -> None:
+    """Drop a failed group without waiting on it (NCCL: abort the communicator)."""
+    if pg is None:
+        return
+    try:
+        if backend == "nccl":
+            pg.abort()
+    except Exception:  # noqa: BLE001 - best effort on a group that already failed
+        pass
+
+
+def run_plan(ctx: RankContext) -> None:
+    """Execute every phase of the plan. Never raises for a failed group: it reports and goes on."""
+    keep_alive: list[Any] = []  # finished groups are kept: destroying a gloo group can block on peers
+    for phase in ctx.plan.phases:
+        key = f"go/{phase.index}"
+        ctx.store.wait([key], STORE_WAIT)
+        released = set(json.loads(ctx.store.get(key).decode()))
+        mine = [g for g in phase.groups if g.id in released and ctx.rank in g.ranks]
+        for group in mine:
+            pg = None
+            t0 = time.time()
+            try:
+                pg = run_group(ctx, group, phase)
+                messages.emit("group_done", rank=ctx.rank, phase=phase.index, group=group.id,
+                              seconds=time.time() - t0)
+                keep_alive.append(pg)
+            except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
+                text = f"{type(exc).__name__}: {exc}".strip()
+                kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"
+                messages.emit("group_error", rank=ctx.rank, phase=phase.index, group=group.id,
+                              kind=kind, error=text.splitlines()[0][:500] if text else kind,
+                              detail=traceback.format_exc(limit=3)[-1500:] if os.environ.get("NETBENCH_DEBUG") else None)
+                _abandon(pg, ctx.plan.backend)
+        messages.emit("phase_done", rank=ctx.rank, phase=phase.index)

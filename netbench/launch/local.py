@@ -1,0 +1,61 @@
+"""The local launcher: one agent process on this machine, its ranks its children."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+from netbench.launch import HostSlot
+
+
+class LocalAgent:
+    def __init__(self, host: str, proc: subprocess.Popen):
+        self.host = host
+        self.proc = proc
+
+    def lines(self) -> Iterator[str]:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            yield raw.decode("utf-8", "replace")
+
+    def terminate(self) -> None:
+        """Stop the agent and every rank: the agent's session is its own process group."""
+        if self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+
+class LocalLauncher:
+    name = "local"
+
+    def __init__(self, python: str | None = None):
+        self.python = python or sys.executable
+
+    def store_host(self) -> tuple[str, str]:
+        return "127.0.0.1", "127.0.0.1"
+
+    def start(self, slot: HostSlot, store_addr: str, store_port: int) -> LocalAgent:
+        cmd = [self.python, "-m", "netbench.worker", "agent", "--store-addr", store_addr,
+               "--store-port", str(store_port), "--host", slot.host, "--rank-base", str(slot.rank_base),
+               "--nprocs", str(slot.nprocs)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                start_new_session=True)
+        return LocalAgent(slot.host, proc)

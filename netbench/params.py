@@ -1,0 +1,66 @@
+"""click parameter types: sizes, comma lists, durations. Bad values raise BadParameter (exit 2)."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from collectives.sizes import parse_size
+
+
+class SizeType(click.ParamType):
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class CsvList(click.ParamType):
+    """``a,b,c`` -> ['a', 'b', 'c'], each checked by ``check`` (which raises ValueError)."""
+
+    name = "LIST"
+
+    def __init__(self, check=None):  # noqa: ANN001
+        self.check = check
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
+        if isinstance(value, list):
+            return value
+        items = [v.strip() for v in str(value).split(",") if v.strip()]
+        if not items:
+            self.fail("empty list", param, ctx)
+        if self.check:
+            out = []
+            for item in items:
+                try:
+                    out.append(self.check(item))
+                except ValueError as exc:
+                    self.fail(str(exc), param, ctx)
+            return out
+        return items
+
+
+class Duration(click.ParamType):
+    """``90``, ``90s``, ``2m``, ``1h`` -> seconds (float)."""
+
+    name = "DURATION"
+    _RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
+        if isinstance(value, int | float):
+            return float(value)
+        m = self._RE.match(str(value))
+        if not m:
+            self.fail(f"bad duration {value!r}: use e.g. 30, 30s, 2m, 1h", param, ctx)
+        mult = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
+        return float(m.group(1)) * mult
+
+
+SIZE = SizeType()
+DURATION = Duration()

@@ -1,0 +1,100 @@
+"""nccl-tests' table on stdout, so people and their scripts read netbench like nccl-tests.
+
+One line per size with the out-of-place and in-place measurements side by side; a variant a
+collective does not have (torch's broadcast is in place only) shows as ``N/A``. The summary gives
+large-message bus bandwidth and names the sizes it used, instead of nccl-tests' "Avg bus bandwidth"
+over every size, which tiny messages drag down (nccl-tests issues #294, #71).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+HEADER = (
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)"
+)
+
+
+def _num(v: float | None, width: int) -> str:
+    if v is None:
+        return "N/A".rjust(width)
+    if v >= 1e5:
+        return f"{v:{width}.0e}"
+    if v >= 1e4:
+        return f"{v:{width}.0f}"
+    if v >= 1e3:
+        return f"{v:{width}.1f}"
+    return f"{v:{width}.2f}"
+
+
+def _half(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>7}"
+    wrong = row.get("wrong")
+    return (f"{_num(row.get('time_us'), 8)} {_num(row.get('algbw_GBps'), 7)} {_num(row.get('busbw_GBps'), 7)} "
+            f"{('N/A' if wrong is None else str(wrong)):>7}")
+
+
+def format_line(oop: dict[str, Any] | None, ip: dict[str, Any] | None) -> str:
+    base = oop or ip
+    assert base is not None
+    redop = base.get("op") or "none"
+    root = base.get("root")
+    return (f"{base['bytes']:>12} {base['count']:>13} {base['dtype']:>9} {redop:>7} "
+            f"{(-1 if root is None else root):>7} {_half(oop)}  {_half(ip)}")
+
+
+@dataclass
+class TablePrinter:
+    """Prints rows as they stream in, one line per size once both variants are in (or skipped)."""
+
+    write: Callable[[str], None]
+    modes: list[bool] = field(default_factory=lambda: [False, True])
+    _pending: dict[tuple, dict[bool, dict[str, Any]]] = field(default_factory=dict)
+    _title: tuple | None = None
+
+    def add(self, row: dict[str, Any], has_oop: bool, has_ip: bool) -> None:
+        if row.get("status") != "ok":
+            self.write(f"# {row.get('collective')} {row.get('pattern')} {'+'.join(row.get('hosts') or [])}: "
+                       f"{row.get('status')}: {row.get('error')}")
+            return
+        title = (row["collective"], row["pattern"], tuple(row.get("hosts") or []), row["ranks"])
+        if title != self._title:
+            self._title = title
+            where = " ".join(row.get("hosts") or [])
+            self.write(f"#\n# {row['collective']}  pattern={row['pattern']}  ranks={row['ranks']}  "
+                       f"backend={row['backend']}  hosts={where}\n#\n{HEADER}")
+        key = (row.get("group"), row["collective"], row["bytes"])
+        got = self._pending.setdefault(key, {})
+        got[bool(row["in_place"])] = row
+        want = [m for m in self.modes if (has_ip if m else has_oop)]
+        if all(m in got for m in want):
+            self.write(format_line(got.get(False), got.get(True)))
+            del self._pending[key]
+
+
+def large_message_summary(rows: list[dict[str, Any]], top: int = 3) -> list[dict[str, Any]]:
+    """Per (collective, pattern, group): mean busbw over the ``top`` largest sizes measured.
+
+    That is the figure that says what the fabric delivers; the all-size average mostly says how
+    many tiny sizes were in the sweep.
+    """
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("status") == "ok" and r.get("busbw_GBps") is not None:
+            groups.setdefault((r["collective"], r["pattern"], r.get("group")), []).append(r)
+    out = []
+    for (coll, pattern, group), rs in groups.items():
+        sizes = sorted({r["bytes"] for r in rs})[-top:]
+        sel = [r for r in rs if r["bytes"] in sizes]
+        out.append({
+            "collective": coll, "pattern": pattern, "group": group, "sizes": sizes,
+            "busbw_GBps": sum(r["busbw_GBps"] for r in sel) / len(sel),
+            "algbw_GBps": sum(r["algbw_GBps"] for r in sel) / len(sel),
+            "wrong": sum(r.get("wrong") or 0 for r in rs),
+        })
+    return out

@@ -1,0 +1,141 @@
+"""Processes that run on each host: the per-host agent and the ranks it starts.
+
+``python -m netbench.worker agent ...`` is what a launcher starts on every host (locally through a
+pipe, remotely through one SSH channel): it starts that host's ranks, forwards their protocol lines
+on its own stdout, reports each rank's exit, and kills its ranks when its stdin closes (the
+coordinator went away or was interrupted) or when it is signalled — so no rank outlives its run.
+``python -m netbench.worker rank ...`` is one rank: it joins the run's store and follows the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+
+def _rank_main(args: argparse.Namespace) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from collectives import messages
+    from collectives.envinfo import collect_env, interface_of, local_address_towards
+    from collectives.plan import WorkerPlan
+    from collectives.rank import STORE_WAIT, RankContext, run_plan
+
+    store = dist.TCPStore(args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT,
+                          wait_for_workers=False)
+    store.wait(["plan"], STORE_WAIT)
+    plan = WorkerPlan.from_json(store.get("plan").decode())
+    if plan.device == "cuda":
+        torch.cuda.set_device(args.local_rank)
+    addr = local_address_towards(args.store_addr)
+    iface = interface_of(addr)
+    if iface and plan.backend == "nccl":
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", iface)
+    messages.emit("hello", rank=args.rank, host=args.host, pid=os.getpid(), addr=addr, iface=iface)
+    if args.local_rank == 0:
+        messages.emit("env", host=args.host, info={**collect_env(plan.device), "address": addr,
+                                                    "interface": iface})
+    ctx = RankContext(rank=args.rank, local_rank=args.local_rank, host=args.host, plan=plan,
+                      store=store, device=plan.device, gloo_addr=addr)
+    run_plan(ctx)
+    messages.emit("bye", rank=args.rank)
+    sys.stdout.flush()
+    os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
+
+
+def _forward(proc: subprocess.Popen, rank: int, lock: threading.Lock) -> None:
+    from collectives import messages
+
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        line = raw.decode("utf-8", "replace")
+        if line.startswith(messages.PREFIX):
+            with lock:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        else:
+            sys.stderr.write(f"[rank {rank}] {line}")
+    rc = proc.wait()
+    with lock:
+        messages.emit("exit", rank=rank, rc=rc)
+
+
+def _agent_main(args: argparse.Namespace) -> None:
+    procs: list[subprocess.Popen] = []
+    lock = threading.Lock()
+    stopping = threading.Event()
+
+    def stop(*_: object) -> None:
+        if stopping.is_set():
+            return
+        stopping.set()
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = _dt.datetime.now() + _dt.timedelta(seconds=3)
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, (deadline - _dt.datetime.now()).total_seconds()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    signal.signal(signal.SIGINT, stop)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    threads = []
+    for local in range(args.nprocs):
+        rank = args.rank_base + local
+        cmd = [sys.executable, "-m", "netbench.worker", "rank", "--store-addr", args.store_addr,
+               "--store-port", str(args.store_port), "--rank", str(rank), "--local-rank", str(local),
+               "--host", args.host]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env))
+        t = threading.Thread(target=_forward, args=(procs[-1], rank, lock), daemon=True)
+        t.start()
+        threads.append(t)
+
+    def watch_stdin() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        stop()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    for t in threads:
+        t.join()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="netbench.worker")
+    sub = parser.add_subparsers(dest="role", required=True)
+    for role in ("agent", "rank"):
+        p = sub.add_parser(role)
+        p.add_argument("--store-addr", required=True)
+        p.add_argument("--store-port", type=int, required=True)
+        p.add_argument("--host", required=True)
+        if role == "agent":
+            p.add_argument("--rank-base", type=int, required=True)
+            p.add_argument("--nprocs", type=int, required=True)
+        else:
+            p.add_argument("--rank", type=int, required=True)
+            p.add_argument("--local-rank", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.role == "agent":
+        _agent_main(args)
+    else:
+        _rank_main(args)
+
+
+if __name__ == "__main__":
+    main()

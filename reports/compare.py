@@ -1,0 +1,249 @@
+"""Compare a run with a baseline: per-size ratios, environment differences, fingerprints.
+
+Pure functions over the run-directory data (rows as dicts, env.json, inventory dicts) so the
+``netbench compare`` command, the regression rule and tests share one implementation.
+
+Matching is "like with like": rows are paired on collective, pattern, bytes, dtype and in_place,
+and on the group and rank count where both sides record them. A ``world`` row's group defaults to
+no group, so a baseline taken on another allocation of the same size still compares; pair/intra
+rows without a ``group`` id are grouped by their sorted host list. Several rows for one key (rounds,
+repeats) are reduced to their median, which one noisy repeat cannot drag.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+_BaseKey = tuple[str, str, int, str, bool]
+_SubKey = tuple[str | None, int | None]  # (group, ranks)
+_Index = dict[_BaseKey, dict[_SubKey, list[dict[str, Any]]]]
+
+
+@dataclass
+class SizeComparison:
+    """One message size of one collective/pattern/group, current against baseline (medians)."""
+
+    collective: str
+    pattern: str
+    bytes: int
+    dtype: str
+    in_place: bool
+    group: str | None
+    base_time_us: float
+    cur_time_us: float
+    base_busbw_GBps: float | None
+    cur_busbw_GBps: float | None
+    time_ratio: float | None  # cur / base: > 1 is slower; None when the baseline time is 0
+    busbw_ratio: float | None  # cur / base: < 1 is slower; None when either busbw is 0 or None
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def _group_of(row: dict[str, Any]) -> str | None:
+    """The row's group id; pair-like rows without one are identified by their hosts."""
+    group = row.get("group")
+    if group:
+        return str(group)
+    hosts = row.get("hosts") or []
+    if row.get("pattern") != "world" and hosts:
+        return "|".join(sorted(str(h) for h in hosts))
+    return None
+
+
+def _index(rows: Iterable[dict[str, Any]]) -> _Index:
+    """Usable rows (status ok, a time measured) by base key, then by (group, ranks)."""
+    out: _Index = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if row.get("status", "ok") != "ok" or row.get("time_us") is None:
+            continue
+        try:
+            key: _BaseKey = (
+                str(row["collective"]), str(row.get("pattern") or "world"), int(row["bytes"]),
+                str(row.get("dtype") or ""), bool(row.get("in_place", False)),
+            )
+        except (KeyError, TypeError, ValueError):
+            continue  # a row without its dimensions cannot be matched; skip rather than fail
+        ranks = row.get("ranks")
+        out[key][(_group_of(row), int(ranks) if isinstance(ranks, int) else None)].append(row)
+    return out
+
+
+def _matches(cur: _SubKey, base: _SubKey) -> bool:
+    """Group and ranks must agree where both sides have them."""
+    return all(c is None or b is None or c == b for c, b in zip(cur, base, strict=True))
+
+
+def _median(values: Iterable[Any]) -> float | None:
+    nums = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return statistics.median(nums) if nums else None
+
+
+def compare_rows(current: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> list[SizeComparison]:
+    """Pair every measured size of ``current`` with the same size in ``baseline``.
+
+    Sizes present on one side only are left out (nothing to compare). When the current side has a
+    group and the baseline has exactly that group, only it is used; otherwise every baseline row
+    whose group/ranks do not contradict the current one is pooled.
+    """
+    cur_idx, base_idx = _index(current), _index(baseline)
+    out: list[SizeComparison] = []
+    for key, cur_groups in cur_idx.items():
+        base_groups = base_idx.get(key)
+        if not base_groups:
+            continue
+        for cur_sub, cur_rows in cur_groups.items():
+            if cur_sub in base_groups:
+                base_rows = base_groups[cur_sub]
+            else:
+                base_rows = [r for sub, rows in base_groups.items() if _matches(cur_sub, sub) for r in rows]
+            if not base_rows:
+                continue
+            base_t = _median(r.get("time_us") for r in base_rows)
+            cur_t = _median(r.get("time_us") for r in cur_rows)
+            if base_t is None or cur_t is None:
+                continue
+            base_bw = _median(r.get("busbw_GBps") for r in base_rows)
+            cur_bw = _median(r.get("busbw_GBps") for r in cur_rows)
+            collective, pattern, nbytes, dtype, in_place = key
+            out.append(SizeComparison(
+                collective=collective, pattern=pattern, bytes=nbytes, dtype=dtype, in_place=in_place,
+                group=cur_sub[0], base_time_us=base_t, cur_time_us=cur_t,
+                base_busbw_GBps=base_bw, cur_busbw_GBps=cur_bw,
+                time_ratio=cur_t / base_t if base_t > 0 else None,
+                busbw_ratio=cur_bw / base_bw if base_bw and cur_bw else None,
+            ))
+    out.sort(key=lambda c: (c.collective, c.pattern, c.group or "", c.dtype, c.in_place, c.bytes))
+    return out
+
+
+# -- environment --------------------------------------------------------------------------------
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _flatten(data: Any, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    else:
+        out[prefix] = _scalar(data)
+
+
+def _summarise(values: dict[str, str]) -> str:
+    """One value when every host agrees, else each distinct value with its host count."""
+    distinct = sorted(set(values.values()))
+    if len(distinct) == 1:
+        return distinct[0]
+    counts = {v: sum(1 for x in values.values() if x == v) for v in distinct}
+    return ", ".join(f"{v} ({n} host{'s' if n > 1 else ''})" for v, n in counts.items())
+
+
+def flatten_env(env: dict[str, Any]) -> dict[str, str]:
+    """env.json as ``{"dotted.path": "value"}``, per-host entries collapsed to ``hosts.*.<key>``.
+
+    Host names are folded into ``*`` because a baseline is often taken on other nodes: what matters
+    is whether the software differs, not that the host names do. When hosts disagree the value
+    lists each distinct value with its host count. The ``schema`` tag is dropped.
+    """
+    out: dict[str, str] = {}
+    for k, v in env.items():
+        if k in ("schema", "hosts"):
+            continue
+        _flatten(v, str(k), out)
+    hosts = env.get("hosts") or {}
+    per_key: dict[str, dict[str, str]] = defaultdict(dict)
+    if isinstance(hosts, dict):
+        for host, data in hosts.items():
+            flat: dict[str, str] = {}
+            _flatten(data, "", flat)
+            for path, value in flat.items():
+                per_key[path][str(host)] = value
+        for path, values in per_key.items():
+            missing = len(hosts) - len(values)
+            summary = _summarise(values)
+            if missing:
+                summary += f" (missing on {missing} host{'s' if missing > 1 else ''})"
+            out[f"hosts.*.{path}"] = summary
+    return out
+
+
+def env_diff(
+    current_env: dict[str, Any], baseline_env: dict[str, Any]
+) -> list[tuple[str, str | None, str | None]]:
+    """Keys of env.json whose values differ, as ``(path, baseline_value, current_value)``.
+
+    The tuple reads left to right as "was -> now" (the same order as the comparison table's base
+    and current columns). A key present on one side only has ``None`` on the other.
+    """
+    cur, base = flatten_env(current_env), flatten_env(baseline_env)
+    keys = sorted(cur.keys() | base.keys())
+    return [(k, base.get(k), cur.get(k)) for k in keys if cur.get(k) != base.get(k)]
+
+
+# -- fingerprint ----------------------------------------------------------------------------------
+
+_ENV_ALIASES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch", "torch_version"),
+    "nccl": ("nccl", "nccl_version", "nccl_version_torch"),
+    "cuda": ("cuda", "cuda_version", "torch_cuda"),
+    "driver": ("driver", "driver_version"),
+    "python": ("python", "python_version"),
+    "mpi": ("mpi", "mpi_version"),
+    "nccl_tests": ("nccl_tests_version",),
+}
+_INV_FIELDS: dict[str, str] = {
+    "torch": "torch_version", "nccl": "nccl_version_torch", "cuda": "cuda_version",
+    "driver": "driver_version", "python": "python_version", "ofed": "ofed_version",
+}
+
+
+def _distinct(values: Iterable[Any]) -> str | None:
+    """``"v"`` when all agree, ``"v1 | v2"`` (sorted) when not, None when nothing is known."""
+    seen = sorted({str(v) for v in values if v not in (None, "")})
+    return " | ".join(seen) if seen else None
+
+
+def _nccl_vars(data: Any, out: dict[str, set[str]]) -> None:
+    """Collect NCCL_* variables wherever a host's env entry keeps them (flat or in a sub-dict)."""
+    if not isinstance(data, dict):
+        return
+    for k, v in data.items():
+        if isinstance(v, dict):
+            _nccl_vars(v, out)
+        elif str(k).startswith("NCCL_"):
+            out.setdefault(str(k), set()).add(str(v))
+
+
+def fingerprint(env: dict[str, Any], inventory: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a run was measured with: software/firmware versions, NCCL_* settings, host count.
+
+    Shown beside each side of a comparison so a reader sees at once whether a "regression" is a
+    software change. Each version is one string when every host agrees, ``"a | b"`` when hosts
+    differ, None when unknown. ``firmware`` covers NIC firmware and GPU VBIOS from the inventory.
+    """
+    hosts = env.get("hosts") if isinstance(env.get("hosts"), dict) else {}
+    host_names = set(hosts) | {str(n.get("host")) for n in inventory if n.get("host")}
+    fp: dict[str, Any] = {"hosts": len(host_names)}
+    for name, aliases in _ENV_ALIASES.items():
+        values = [h.get(a) for h in hosts.values() if isinstance(h, dict) for a in aliases]
+        if name in _INV_FIELDS:
+            values += [n.get(_INV_FIELDS[name]) for n in inventory]
+        fp[name] = _distinct(values)
+    fp["ofed"] = _distinct(n.get("ofed_version") for n in inventory)
+    fp["nic_firmware"] = _distinct(nic.get("firmware") for n in inventory for nic in n.get("nics") or [])
+    fp["gpu_vbios"] = _distinct(g.get("vbios") for n in inventory for g in n.get("gpus") or [])
+    fp["gpu"] = _distinct(g.get("name") for n in inventory for g in n.get("gpus") or [])
+    nccl_env: dict[str, set[str]] = {}
+    for h in hosts.values():
+        _nccl_vars(h, nccl_env)
+    fp["nccl_env"] = {k: " | ".join(sorted(v)) for k, v in sorted(nccl_env.items())}
+    return fp

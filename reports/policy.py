@@ -1,0 +1,227 @@
+"""The report policy: what "healthy" means for this fleet (TOML, ``--policy FILE``).
+
+Every number a rule compares against that is not measured from the fleet itself lives here, so a
+site can say "our HCAs must run firmware >= 28.39.1002, we expect 8 GPUs and 400 Gb/s links, and
+outdated firmware is a failure" without touching code. Without a file the defaults apply: rules
+then judge nodes and pairs against their peers (median/MAD), never against a fixed guess.
+
+Loading is strict on purpose: an unknown key is an error that names it, because a misspelt
+threshold silently falling back to its default is the worst kind of policy bug.
+See ``docs/policy.example.toml`` for every key, documented.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectives.sizes import parse_size
+from reports.findings import SEVERITIES
+
+#: Components whose versions are compared (inventory field -> meaning), shared with the rules.
+VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")
+HOP_CLASSES = ("intra", "leaf", "spine", "unknown", "any")
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message names the file and the key."""
+
+
+@dataclass
+class Thresholds:
+    """Statistical and practical limits used by the rules. Factors are ratios to the peers' level."""
+
+    slow_pair_factor: float = 0.8
+    """A pair is slow when its busbw is at most this fraction of what its hop class and its two
+    nodes predict (0.8: 20% or more below)."""
+    slow_node_factor: float = 0.9
+    """A node is slow when its effect over all partners is at most this fraction of the fleet's."""
+    mad_k: float = 4.0
+    """Robust z-score (in units of 1.4826*MAD) a deviation must also exceed. For many tests the
+    rules raise it further (Bonferroni), so 500k pairs do not yield false alarms from noise."""
+    large_min_bytes: int = 64 << 20
+    """Sizes at or above this are "large" (bandwidth-bound); if none were measured, the largest."""
+    large_sizes_max: int = 3
+    """At most this many of the largest sizes are used for per-pair busbw."""
+    small_max_bytes: int = 64 << 10
+    """Sizes at or below this are latency-bound: regressions are judged on time, not busbw."""
+    min_partners: int = 3
+    """A node needs this many measured partners before it is judged (else its pairs are judged
+    against their hop class only)."""
+    regression_busbw_factor: float = 0.9
+    """Large-message busbw below this fraction of the baseline is a regression."""
+    regression_time_factor: float = 1.25
+    """Small-message time above this multiple of the baseline is a regression."""
+    straggler_fraction: float = 0.5
+    """A host that is last in at least this fraction of world/ring collectives is a straggler."""
+    straggler_min_rows: int = 5
+    """... counted over at least this many rows."""
+    straggler_min_excess: float = 0.02
+    """... and on average at least this much slower (fraction) than the median rank."""
+    cross_spine_warn_ratio: float = 0.5
+    """Cross-spine pairs below this fraction of same-leaf pairs (oversubscription) are a warning."""
+    max_findings_per_rule: int = 200
+    """Keep the report readable at 1,000 nodes: beyond this, a rule's findings are summarised."""
+
+    def __post_init__(self) -> None:
+        for name in ("slow_pair_factor", "slow_node_factor", "regression_busbw_factor",
+                     "straggler_fraction", "cross_spine_warn_ratio"):
+            v = getattr(self, name)
+            if not 0 < v <= 1:
+                raise PolicyError(f"thresholds.{name} must be in (0, 1], got {v}")
+        if self.regression_time_factor < 1:
+            raise PolicyError(f"thresholds.regression_time_factor must be >= 1, got {self.regression_time_factor}")
+        if self.mad_k <= 0:
+            raise PolicyError(f"thresholds.mad_k must be > 0, got {self.mad_k}")
+        for name in ("large_min_bytes", "small_max_bytes"):
+            setattr(self, name, _size(getattr(self, name), f"thresholds.{name}"))
+        for name in ("large_sizes_max", "min_partners", "straggler_min_rows", "max_findings_per_rule"):
+            if int(getattr(self, name)) < 1:
+                raise PolicyError(f"thresholds.{name} must be >= 1")
+        if self.straggler_min_excess < 0:
+            raise PolicyError("thresholds.straggler_min_excess must be >= 0")
+
+
+@dataclass
+class ExpectedBusbw:
+    """A floor for busbw: rows matching collective/pattern/hop class at sizes >= min_bytes."""
+
+    collective: str
+    busbw_GBps: float
+    min_bytes: int = 0
+    pattern: str | None = None  # None: any pattern
+    hop_class: str = "any"  # leaf | spine | intra | unknown | any (pairs only)
+
+    def __post_init__(self) -> None:
+        self.min_bytes = _size(self.min_bytes, "expect.busbw.min_bytes")
+        if self.busbw_GBps <= 0:
+            raise PolicyError(f"expect.busbw.busbw_GBps must be > 0, got {self.busbw_GBps}")
+        if self.hop_class not in HOP_CLASSES:
+            raise PolicyError(f"expect.busbw.hop_class must be one of {HOP_CLASSES}, got {self.hop_class!r}")
+
+
+@dataclass
+class Expectations:
+    """What every node should have. None: judge against the fleet's majority only."""
+
+    gpus_per_node: int | None = None
+    link_rate_gbps: float | None = None
+    nvlinks_up: bool = True
+    """Every NVLink a GPU reports should be up."""
+    busbw: list[ExpectedBusbw] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.gpus_per_node is not None and self.gpus_per_node < 0:
+            raise PolicyError("expect.gpus_per_node must be >= 0")
+        if self.link_rate_gbps is not None and self.link_rate_gbps <= 0:
+            raise PolicyError("expect.link_rate_gbps must be > 0")
+        self.busbw = [b if isinstance(b, ExpectedBusbw) else _build(ExpectedBusbw, b, "expect.busbw")
+                      for b in self.busbw]
+
+
+@dataclass
+class Versions:
+    """Minimum versions per component. A value is a version string, or for ``nic_firmware`` /
+    ``nic_driver`` also a table keyed by HCA type (``{MT4129 = "28.39.1002"}``) since each NIC
+    model has its own firmware line."""
+
+    minimum: dict[str, str | dict[str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, value in self.minimum.items():
+            if key not in VERSION_COMPONENTS:
+                raise PolicyError(f"unknown key versions.minimum.{key} (known: {', '.join(VERSION_COMPONENTS)})")
+            if isinstance(value, dict):
+                if key not in ("nic_firmware", "nic_driver"):
+                    raise PolicyError(f"versions.minimum.{key} must be a version string")
+                for k, v in value.items():
+                    if not isinstance(v, str):
+                        raise PolicyError(f"versions.minimum.{key}.{k} must be a string")
+            elif not isinstance(value, str):
+                raise PolicyError(f"versions.minimum.{key} must be a version string, got {value!r}")
+
+    def minimum_for(self, component: str, hca_type: str | None = None) -> str | None:
+        value = self.minimum.get(component)
+        if isinstance(value, dict):
+            return value.get(hca_type or "") or value.get("default")
+        return value
+
+
+@dataclass
+class Policy:
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    expect: Expectations = field(default_factory=Expectations)
+    versions: Versions = field(default_factory=Versions)
+    severity: dict[str, str] = field(default_factory=dict)
+    """Per-rule severity overrides, e.g. ``outdated_firmware = "fail"``."""
+    source: str | None = None  # the file it came from, for the report
+
+    def __post_init__(self) -> None:
+        from reports.rules import RULE_IDS  # the registry knows every rule id
+
+        for rule, sev in self.severity.items():
+            if rule not in RULE_IDS:
+                raise PolicyError(f"unknown rule severity.{rule} (known: {', '.join(sorted(RULE_IDS))})")
+            if sev not in SEVERITIES:
+                raise PolicyError(f"severity.{rule} must be one of {SEVERITIES}, got {sev!r}")
+
+
+def _size(value: Any, where: str) -> int:
+    try:
+        return parse_size(value)
+    except (ValueError, TypeError) as exc:
+        raise PolicyError(f"{where}: {exc}") from None
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    """Build a dataclass from a TOML table, naming any unknown key."""
+    if not isinstance(data, dict):
+        raise PolicyError(f"{where} must be a table")
+    names = {f.name for f in dataclasses.fields(cls) if f.name != "source"}
+    for key in data:
+        if key not in names:
+            raise PolicyError(f"unknown key {where}.{key}")
+    try:
+        return cls(**data)
+    except TypeError as exc:  # a required field missing
+        raise PolicyError(f"{where}: {exc}") from None
+
+
+def policy_from_dict(data: dict[str, Any], source: str | None = None) -> Policy:
+    names = {"thresholds", "expect", "versions", "severity"}
+    for key in data:
+        if key not in names:
+            raise PolicyError(f"unknown key {key} (known: {', '.join(sorted(names))})")
+    kw: dict[str, Any] = {}
+    if "thresholds" in data:
+        kw["thresholds"] = _build(Thresholds, data["thresholds"], "thresholds")
+    if "expect" in data:
+        kw["expect"] = _build(Expectations, data["expect"], "expect")
+    if "versions" in data:
+        kw["versions"] = _build(Versions, data["versions"], "versions")
+    if "severity" in data:
+        if not isinstance(data["severity"], dict):
+            raise PolicyError("severity must be a table of rule = severity")
+        kw["severity"] = dict(data["severity"])
+    return Policy(source=source, **kw)
+
+
+def load_policy(path: str | Path | None = None) -> Policy:
+    """Load a TOML policy, or the defaults when ``path`` is None. Raises PolicyError (a ValueError)
+    with the file and the offending key in the message."""
+    if path is None:
+        return Policy()
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PolicyError(f"policy file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return policy_from_dict(data, source=str(path))
+    except PolicyError as exc:
+        raise PolicyError(f"{path}: {exc}") from None
