@@ -16,8 +16,8 @@ PREFIX = "@@nb "
 _lock = threading.Lock()
 
 
-def emit(kind: str, **fields: Any) -> None:
-    line = PREFIX + json.dumps({"type": kind, **fields}, default=str) + "\n"
+def emit(msg_type: str, /, **fields: Any) -> None:
+    line = PREFIX + json.dumps({"type": msg_type, **fields}, default=str) + "\n"
     with _lock:
         sys.stdout.write(line)
         sys.stdout.flush()

@@ -92,6 +92,8 @@ class NIC:
     pci_bus_id: str | None = None
     pcie_speed: str | None = None
     pcie_width: int | None = None
+    node_guid: str | None = None  # 0xa088c20300e3142a (ibstat form); matches fabric discovery output
+    port_guid: str | None = None
 
 
 @dataclass

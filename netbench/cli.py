@@ -82,12 +82,23 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Entry point. Every error the user can cause ends as ONE line on stderr and an exit code."""
     try:
-        cli.main(prog_name="netbench", standalone_mode=True)
-    except NetbenchError as exc:  # raised outside a command's invoke (e.g. while parsing)
+        rv = cli.main(args=argv, prog_name="netbench", standalone_mode=False)
+    except click.UsageError as exc:  # bad option value, unknown option: exit 2, one line
+        where = f" {exc.ctx.command.name}" if exc.ctx and exc.ctx.command and exc.ctx.parent else ""
+        click.echo(f"netbench{where}: error: {exc.format_message()} (see --help)", err=True)
+        sys.exit(2)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("netbench: interrupted", err=True)
+        sys.exit(130)
+    except NetbenchError as exc:  # raised outside a command's invoke
         click.echo(f"netbench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -242,7 +242,8 @@ class Coordinator:
             state["activity"][g.id] = start
         store.set(f"go/{phase.index}", json.dumps([g.id for g in run_groups]))
         pending = {g.id: g for g in run_groups}
-        limit = self.plan.op_timeout_s
+        # ranks' own operation timeouts fire at op_timeout_s; the silent ones are named GRACE_S later
+        limit = self.plan.op_timeout_s + GRACE_S
         while pending:
             try:
                 host, msg = self.q.get(timeout=0.2)

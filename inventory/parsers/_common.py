@@ -71,13 +71,18 @@ def norm_bus_id(value: str | None) -> str | None:
 def safe_xml(text: str) -> ET.Element:
     """Parse XML without fetching or expanding anything: the DOCTYPE (nvsmi_device_v13.dtd) is
     stripped and any entity declaration is refused, so no DTD is loaded and no entity bomb expands."""
-    body = _DOCTYPE.sub("", text, count=1)
-    if "<!ENTITY" in body.upper() or "<!DOCTYPE" in body.upper():
+    if "<!ENTITY" in text.upper():
         raise ValueError("XML with entity declarations is refused")
+    body = _DOCTYPE.sub("", text, count=1)
+    if "<!DOCTYPE" in body.upper():
+        raise ValueError("XML with more than one DOCTYPE is refused")
     start = body.find("<")
     if start < 0:
         raise ValueError("no XML element found")
-    return ET.fromstring(body[start:].strip())
+    try:
+        return ET.fromstring(body[start:].strip())
+    except ET.ParseError as e:
+        raise ValueError(f"malformed XML: {e}") from e
 
 
 def key_values(text: str, sep: str = ":") -> dict[str, str]:
@@ -88,3 +93,29 @@ def key_values(text: str, sep: str = ":") -> dict[str, str]:
             k, v = line.split(sep, 1)
             out.setdefault(k.strip(), v.strip())
     return out
+
+
+def norm_guid(value: str | None) -> str | None:
+    """GUIDs in one form, ``0x`` + 16 lower-case hex digits, whatever the tool printed:
+    ``0xa088c20300e3142a`` (ibstat), ``b859:9f03:0022:626e`` (ibv_devinfo, sysfs), ``(100007)``."""
+    v = clean(value)
+    if v is None:
+        return None
+    h = v.lower().strip("()")
+    h = h[2:] if h.startswith("0x") else h
+    h = h.replace(":", "")
+    if not h or not re.fullmatch(r"[0-9a-f]{1,16}", h):
+        return None
+    return "0x" + h.rjust(16, "0")
+
+
+def port_state(value: str | None) -> str | None:
+    """One word for a port state: ``4: ACTIVE`` / ``PORT_ACTIVE (4)`` / ``Active`` -> ``Active``;
+    ``5: LinkUp`` -> ``LinkUp``."""
+    v = clean(value)
+    if v is None:
+        return None
+    v = re.sub(r"^\d+\s*:\s*", "", v)
+    v = re.sub(r"\s*\(\d+\)\s*$", "", v)
+    v = re.sub(r"^PORT_", "", v)
+    return v.capitalize() if v.isupper() else v

@@ -8,4 +8,5 @@ from inventory.parsers._common import GpuReport, clean
 def parse_nvidia_smi_version(text: str) -> GpuReport:
     """Driver and CUDA versions (no GPUs); keys are matched case-insensitively."""
     kv = {k.strip().lower(): v for k, _, v in (line.partition(":") for line in text.splitlines()) if v}
-    return GpuReport(driver_version=clean(kv.get("driver version")), cuda_version=clean(kv.get("cuda version")))
+    return GpuReport(driver_version=clean(kv.get("driver version")),
+                     cuda_version=clean(kv.get("cuda version")))

@@ -1,0 +1,170 @@
+"""Everything a rule may look at, loaded once: rows, inventory, env, run info, topology, policy,
+baseline. Rules read it and return findings; they never open files themselves, which is what lets
+tests build a context from constructed data (``AnalysisContext.from_data``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reports.policy import Policy
+from reports.topology import build_switch_map, hop_class
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from reports.pairmodel import PairModel
+
+
+def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    """Rows as a DataFrame with every column the rules use present (missing ones filled)."""
+    import pandas as pd
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(rows)
+    defaults: dict[str, Any] = {
+        "collective": None, "pattern": None, "hosts": None, "ranks": None, "bytes": None,
+        "dtype": None, "in_place": False, "time_us": None, "rank_time_us": None, "busbw_GBps": None,
+        "algbw_GBps": None, "wrong": None, "status": "ok", "error": None, "group": None, "round": None,
+    }
+    for col, value in defaults.items():
+        if col not in df.columns:
+            df[col] = value
+    df["status"] = df["status"].fillna("ok")
+    return df
+
+
+@dataclass
+class Baseline:
+    rows: pd.DataFrame
+    env: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+
+    @property
+    def row_dicts(self) -> list[dict[str, Any]]:
+        return self.rows.to_dict("records")
+
+
+@dataclass
+class AnalysisContext:
+    rows: pd.DataFrame
+    inventory: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+    policy: Policy = field(default_factory=Policy)
+    topology: dict[str, str] | None = None  # host -> switch from a --topology file
+    baseline: Baseline | None = None
+    run_dir: Path | None = None
+
+    # -- construction -----------------------------------------------------------------------------
+    @classmethod
+    def from_data(
+        cls,
+        rows: list[dict[str, Any]] | pd.DataFrame,
+        inventory: list[dict[str, Any]] | None = None,
+        env: dict[str, Any] | None = None,
+        run: dict[str, Any] | None = None,
+        policy: Policy | None = None,
+        topology: dict[str, str] | None = None,
+        baseline: Baseline | None = None,
+    ) -> AnalysisContext:
+        return cls(rows=rows_frame(rows), inventory=[_inv_dict(n) for n in inventory or []],
+                   env=env or {"hosts": {}}, run=run or {}, policy=policy or Policy(),
+                   topology=topology, baseline=baseline)
+
+    @classmethod
+    def load(
+        cls,
+        run_dir: str | Path,
+        baseline: str | Path | None = None,
+        policy: Policy | None = None,
+        topology: dict[str, str] | None = None,
+    ) -> AnalysisContext:
+        from netbench.rundir import RunDir
+
+        rd = RunDir.open(run_dir)
+        base = None
+        if baseline is not None:
+            bd = RunDir.open(baseline)
+            base = Baseline(rows=rows_frame(bd.read_rows()), env=bd.read_env(), run=bd.read_run(),
+                            path=str(bd.path))
+        ctx = cls.from_data(rd.read_rows(), rd.read_inventory(), rd.read_env(), rd.read_run(),
+                            policy, topology, base)
+        ctx.run_dir = rd.path
+        if ctx.topology is None:
+            ctx.topology = _topology_from_run(ctx.run)
+        return ctx
+
+    # -- lookups ----------------------------------------------------------------------------------
+    @cached_property
+    def switches(self) -> dict[str, str]:
+        """host -> leaf switch (topology file, then switch= labels, then discovered neighbours)."""
+        return build_switch_map(self.inventory, self.topology)
+
+    def hop_class(self, a: str, b: str) -> str:
+        return hop_class(a, b, self.switches)
+
+    @cached_property
+    def hosts(self) -> list[str]:
+        """Every host named by the inventory or the rows, inventory order first."""
+        seen: dict[str, None] = {n["host"]: None for n in self.inventory if n.get("host")}
+        envh = (self.env or {}).get("hosts") or {}
+        for h in envh:
+            seen.setdefault(h, None)
+        if len(self.rows):
+            for hs in self.rows["hosts"].dropna():
+                if isinstance(hs, list) and len(hs) > 2:  # a world row names everyone at once
+                    for h in hs:
+                        seen.setdefault(h, None)
+            pairs = self.rows.loc[self.rows["pattern"] == "pair", "hosts"].dropna()
+            for hs in pairs.drop_duplicates(ignore_index=True) if len(pairs) < 50_000 else pairs:
+                for h in hs:
+                    seen.setdefault(h, None)
+        return list(seen)
+
+    @cached_property
+    def inventory_by_host(self) -> dict[str, dict[str, Any]]:
+        return {n["host"]: n for n in self.inventory if n.get("host")}
+
+    @cached_property
+    def ok_rows(self) -> pd.DataFrame:
+        return self.rows[self.rows["status"] == "ok"]
+
+    @cached_property
+    def pair_model(self) -> PairModel | None:
+        """The robust pair/node model over large-message pair busbw (None without pair rows)."""
+        from reports.pairmodel import fit_pair_model
+
+        return fit_pair_model(self)
+
+    def large_sizes(self, sizes: list[int]) -> list[int]:
+        """The sizes that count as large: >= large_min_bytes, else the largest; at most N of them."""
+        t = self.policy.thresholds
+        sizes = sorted(set(int(s) for s in sizes))
+        large = [s for s in sizes if s >= t.large_min_bytes] or sizes[-1:]
+        return large[-t.large_sizes_max:]
+
+
+def _inv_dict(node: Any) -> dict[str, Any]:
+    return node.to_dict() if hasattr(node, "to_dict") else dict(node)
+
+
+def _topology_from_run(run: dict[str, Any]) -> dict[str, str] | None:
+    """run.json may carry the topology the sweep used: a host -> switch table or switch -> hosts."""
+    topo = run.get("topology") or (run.get("options") or {}).get("topology")
+    if isinstance(topo, dict) and topo:
+        first = next(iter(topo.values()))
+        if isinstance(first, list):
+            return {h: str(sw) for sw, hs in topo.items() for h in hs}
+        return {str(h): str(sw) for h, sw in topo.items()}
+    if isinstance(topo, str) and Path(topo).is_file():
+        from reports.topology import TopologyError, load_topology
+
+        try:
+            return load_topology(topo)
+        except TopologyError:
+            return None
+    return None

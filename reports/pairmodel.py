@@ -1,0 +1,199 @@
+"""The pair model: tell "node X is slow" from "the link X-Y is slow".
+
+Large-message busbw of every measured pair is fitted robustly as
+
+    log bw_ij = c_class(ij) + a_i + a_j + e_ij
+
+where ``c`` is the level of the pair's hop class (same leaf / across the spine), ``a_i`` the
+effect of node i over all its partners, and ``e_ij`` what is left for the link. Fitting is a
+median polish (alternating medians), so a slow node does not pull its partners down and a bad
+link does not pull its nodes down. A node with a strongly negative ``a_i`` is slow with everyone;
+a pair with a strongly negative ``e_ij`` is slow while both its nodes are fine elsewhere.
+
+Dense N x N arrays (NaN = not measured): 1,024 nodes is 1M cells, a few MB, and numpy's
+nanmedian over rows is what makes the fit take about a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reports.stats import SIGMA_FLOOR, robust_sigma
+from reports.topology import LEAF, SPINE, UNKNOWN
+
+if TYPE_CHECKING:
+    from reports.context import AnalysisContext
+
+CLASSES = (LEAF, SPINE, UNKNOWN)
+
+
+@dataclass
+class PairModel:
+    collective: str
+    sizes: list[int]  # the large sizes used, ascending
+    hosts: list[str]  # matrix order
+    bw: np.ndarray  # (n_sizes, N, N) median busbw GB/s per pair and size, NaN if not measured
+    y: np.ndarray  # (N, N) log busbw relative to the size's median, combined over sizes
+    cls: np.ndarray  # (N, N) index into CLASSES
+    class_level: dict[str, float]  # c per class (log)
+    node_effect: np.ndarray  # a_i (log), 0 for nodes not judged
+    judged: np.ndarray  # bool: node had enough partners to estimate a_i
+    partners: np.ndarray  # measured partners per node
+    resid: np.ndarray  # (N, N) e_ij
+    sigma: float  # robust sigma of e (log)
+    class_pairs: dict[str, int] = field(default_factory=dict)
+    class_median_bw: dict[str, list[float | None]] = field(default_factory=dict)  # per size
+
+    @property
+    def index(self) -> dict[str, int]:
+        return {h: i for i, h in enumerate(self.hosts)}
+
+    def pair_bw(self, i: int, j: int) -> list[float | None]:
+        return [None if np.isnan(v) else float(v) for v in self.bw[:, i, j]]
+
+    def class_ratio(self, a: str, b: str) -> float | None:
+        """exp(c_a - c_b): e.g. spine vs leaf is the measured cross-spine penalty."""
+        if a in self.class_level and b in self.class_level:
+            return float(np.exp(self.class_level[a] - self.class_level[b]))
+        return None
+
+
+def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
+    counts = pairs["collective"].value_counts()
+    best = counts.max()
+    tied = sorted(c for c, n in counts.items() if n == best)
+    return "all_reduce" if "all_reduce" in tied else tied[0]
+
+
+def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | None:
+    rows = ctx.ok_rows
+    pairs = rows[(rows["pattern"] == "pair") & rows["busbw_GBps"].notna()]
+    if pairs.empty:
+        return None
+    pairs = pairs[pairs["busbw_GBps"].astype(float) > 0]
+    if pairs.empty:
+        return None
+    coll = _pick_collective(pairs)
+    pairs = pairs[pairs["collective"] == coll]
+    sizes = ctx.large_sizes(pairs["bytes"].astype(int).tolist())
+    pairs = pairs[pairs["bytes"].astype(int).isin(sizes)]
+    a_names = pairs["hosts"].str[0]
+    b_names = pairs["hosts"].str[1]
+    hosts = sorted(set(a_names) | set(b_names), key=_host_order(ctx))
+    idx = {h: i for i, h in enumerate(hosts)}
+    n = len(hosts)
+    ia = a_names.map(idx).to_numpy()
+    ib = b_names.map(idx).to_numpy()
+    keep = ia != ib
+    size_of = {s: k for k, s in enumerate(sizes)}
+    ks = pairs["bytes"].astype(int).map(size_of).to_numpy()[keep]
+    ia, ib = ia[keep], ib[keep]
+    bwv = pairs["busbw_GBps"].astype(float).to_numpy()[keep]
+
+    # median over repeats of the same pair and size (rounds re-run, or both directions listed)
+    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
+    bw = np.full((len(sizes), n, n), np.nan)
+    key = (ks * n + lo) * n + hi
+    order = np.argsort(key, kind="stable")
+    key_s, bw_s = key[order], bwv[order]
+    uniq, start = np.unique(key_s, return_index=True)
+    if len(uniq) == len(key_s):
+        med = bw_s
+    else:
+        med = np.array([np.median(seg) for seg in np.split(bw_s, start[1:])])
+    k_u, rem = np.divmod(uniq, n * n)
+    lo_u, hi_u = np.divmod(rem, n)
+    bw[k_u, lo_u, hi_u] = med
+    bw[k_u, hi_u, lo_u] = med
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        logbw = np.log(bw)
+    centre = np.nanmedian(logbw.reshape(len(sizes), -1), axis=1)
+    rel = logbw - centre[:, None, None]
+    y = rel[0] if len(sizes) == 1 else _nanmedian0(rel)
+
+    # hop class of every cell
+    sw = [ctx.switches.get(h) for h in hosts]
+    sw_codes = {s: i for i, s in enumerate(sorted({s for s in sw if s is not None}))}
+    code = np.array([sw_codes[s] if s is not None else -1 for s in sw])
+    cls = np.where(code[:, None] == code[None, :], 0, 1)
+    cls[(code[:, None] < 0) | (code[None, :] < 0)] = 2
+
+    valid = np.isfinite(y)
+    np.fill_diagonal(valid, False)
+    partners = valid.sum(axis=1)
+    judged = partners >= ctx.policy.thresholds.min_partners
+    if n < 4:  # with 3 nodes every pair is explained exactly by node effects: nothing to tell apart
+        judged[:] = False
+    upper = np.triu(valid, 1)
+    a = np.zeros(n)
+    level = np.zeros(3)
+    present = [k for k in range(3) if (upper & (cls == k)).any()]
+    masks = {k: upper & (cls == k) for k in present}
+    for _ in range(iterations):
+        r = y - a[:, None] - a[None, :]
+        for k in present:
+            level[k] = np.median(r[masks[k]])
+        lvl = level[cls]
+        with np.errstate(all="ignore"):
+            r = np.where(valid, y - lvl - a[None, :], np.nan)
+            new = np.where(judged, _nanmedian_rows(r), 0.0)
+        if judged.any():
+            new = np.where(judged, new - np.median(new[judged]), 0.0)
+        done = np.max(np.abs(new - a)) < 1e-6
+        a = new
+        if done:
+            break
+    r = y - a[:, None] - a[None, :]
+    for k in present:  # class levels consistent with the final node effects
+        level[k] = np.median(r[masks[k]])
+    resid = np.where(valid, y - level[cls] - a[:, None] - a[None, :], np.nan)
+    sigma = max(robust_sigma(resid[upper]), SIGMA_FLOOR)
+
+    class_pairs = {CLASSES[k]: int(masks[k].sum()) for k in present}
+    class_median_bw = {
+        CLASSES[k]: [_finite_median(bw[s][masks[k]]) for s in range(len(sizes))] for k in present
+    }
+    return PairModel(
+        collective=coll, sizes=sizes, hosts=hosts, bw=bw, y=y, cls=cls,
+        class_level={CLASSES[k]: float(level[k]) for k in present}, node_effect=a, judged=judged,
+        partners=partners, resid=resid, sigma=sigma, class_pairs=class_pairs,
+        class_median_bw=class_median_bw,
+    )
+
+
+def _finite_median(v: np.ndarray) -> float | None:
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else None
+
+
+def _nanmedian_rows(r: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nan_to_num(np.nanmedian(r, axis=1), nan=0.0)
+
+
+def _nanmedian0(r: np.ndarray) -> np.ndarray:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(r, axis=0)
+
+
+def _host_order(ctx: AnalysisContext):  # noqa: ANN202
+    """Hosts grouped by switch, then by name with numbers in numeric order (gpu2 before gpu10)."""
+    import re
+
+    def key(h: str) -> tuple:
+        parts = re.split(r"(\d+)", h)
+        natural = tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
+        return (ctx.switches.get(h) is None, ctx.switches.get(h) or "", natural)
+
+    return key

@@ -1,0 +1,87 @@
+"""Cross-switch traffic: host orders that cross leaves more than needed, and the spine's price.
+
+A ring over hosts on L leaves needs only L leaf changes; an order that interleaves leaves sends
+most ring steps through the spine, where uplinks are shared (often oversubscribed). The measured
+penalty is the pair model's class levels: cross-spine pairs vs same-leaf pairs at large sizes.
+"""
+
+from __future__ import annotations
+
+from reports.context import AnalysisContext
+from reports.findings import Finding
+from reports.rules.base import Rule, size_label
+from reports.stats import sig3
+from reports.topology import LEAF, SPINE, grouped_order, ring_crossings
+
+_SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    return _orders(ctx) + _penalty(ctx)
+
+
+def _orders(ctx: AnalysisContext) -> list[Finding]:
+    rows = ctx.rows
+    groups = rows[(rows["pattern"] != "pair") & rows["hosts"].notna()]
+    seen: dict[tuple[str, ...], list[str]] = {}
+    for hosts, coll in zip(groups["hosts"], groups["collective"], strict=True):
+        if isinstance(hosts, list) and len(hosts) > 2:
+            seen.setdefault(tuple(hosts), [])
+            if coll not in seen[tuple(hosts)]:
+                seen[tuple(hosts)].append(coll)
+    out = []
+    for order, colls in seen.items():
+        hosts = list(order)
+        if any(h not in ctx.switches for h in hosts):
+            continue  # cannot tell crossings without every host's leaf
+        crossings, needed = ring_crossings(hosts, ctx.switches)
+        if crossings <= needed:
+            continue
+        better = grouped_order(hosts, ctx.switches)
+        leaves = len({ctx.switches[h] for h in hosts})
+        out.append(Finding(
+            rule="cross_switch_order", severity="warn", subject_kind="run",
+            subject=f"host order of {len(hosts)} hosts ({', '.join(colls)})",
+            title=(f"Ring order of {len(hosts)} hosts changes leaf {crossings} times where {needed} would do "
+                   f"({leaves} leaves)"),
+            evidence={
+                "collectives": colls, "crossings": crossings, "needed": needed, "leaves": leaves,
+                "order": hosts, "switch_sequence": [ctx.switches[h] for h in hosts[:64]],
+                "suggested_order": better,
+            },
+            action=("List hosts grouped by leaf switch (hostfile / rank order) so rings and groups stay on a "
+                    f"leaf; e.g. start with {', '.join(better[:_SHOW])}{' ...' if len(better) > _SHOW else ''}."),
+            hosts=[],
+        ))
+    return out
+
+
+def _penalty(ctx: AnalysisContext) -> list[Finding]:
+    m = ctx.pair_model
+    if m is None:
+        return []
+    ratio = m.class_ratio(SPINE, LEAF)
+    if ratio is None:
+        return []
+    t = ctx.policy.thresholds
+    sev = "warn" if ratio < t.cross_spine_warn_ratio else "info"
+    leaf, spine = m.class_median_bw[LEAF][-1], m.class_median_bw[SPINE][-1]
+    return [Finding(
+        rule="cross_spine_penalty", severity=sev, subject_kind="run", subject="spine",
+        title=(f"Cross-spine pairs reach {sig3(ratio)}x of same-leaf pairs ({sig3(spine)} vs {sig3(leaf)} GB/s "
+               f"at {size_label(m.sizes[-1])}): about {sig3(1 / ratio)}:1 oversubscription under this load"),
+        evidence={
+            "collective": m.collective, "sizes_bytes": m.sizes, "ratio_spine_to_leaf": sig3(ratio),
+            "leaf_median_busbw_GBps": [sig3(v) for v in m.class_median_bw[LEAF]],
+            "spine_median_busbw_GBps": [sig3(v) for v in m.class_median_bw[SPINE]],
+            "leaf_pairs": m.class_pairs.get(LEAF, 0), "spine_pairs": m.class_pairs.get(SPINE, 0),
+            "warn_below": t.cross_spine_warn_ratio,
+        },
+        action=("Expected with oversubscribed uplinks when pairs run concurrently; keep jobs' rings within a "
+                "leaf where possible" + ("; the penalty is beyond the policy: check spine uplinks and routing"
+                                         " (adaptive routing, ECMP hashing)." if sev == "warn" else ".")),
+    )]
+
+
+RULE = Rule(name="cross_switch", ids={"cross_switch_order": "warn", "cross_spine_penalty": "info"},
+            check=check, doc=__doc__ or "")

@@ -1,0 +1,87 @@
+"""Wrong results, timeouts and errors: measurements that did not produce a trustworthy number.
+
+One finding per group (a pair, the world ring ...), with the sizes affected. When a host fails in
+most of its groups, that is said once about the host instead of once per partner.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from reports.context import AnalysisContext
+from reports.findings import Finding
+from reports.rules.base import Rule, size_label
+
+_WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
+
+
+def _group_id(row: dict[str, Any]) -> str:
+    if row.get("group"):
+        return str(row["group"])
+    hosts = row.get("hosts") or []
+    return f"{row.get('pattern')}:{'|'.join(hosts) if len(hosts) <= 4 else f'{len(hosts)} hosts'}"
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    df = ctx.rows
+    wrong = df["wrong"].fillna(0).astype(float) > 0
+    bad = df[wrong | (df["status"] != "ok")]
+    if bad.empty:
+        return []
+    per_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in bad.to_dict("records"):
+        w = row.get("wrong")
+        kind = "wrong_results" if w is not None and w == w and w > 0 else (
+            "timeout" if row.get("status") == "timeout" else "error")
+        per_group[(kind, _group_id(row))].append(row)
+    # groups per host, to tell a failing host from failing links
+    groups_of: Counter[str] = Counter()
+    for hosts in df.loc[df["pattern"] == "pair", "hosts"].dropna():
+        for h in hosts:
+            groups_of[h] += 1
+    failed_of: Counter[str] = Counter()
+    for rows in per_group.values():
+        if rows[0].get("pattern") == "pair":
+            for h in rows[0].get("hosts") or []:
+                failed_of[h] += len(rows)
+    bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]}
+    out: list[Finding] = []
+    for host in sorted(bad_hosts):
+        out.append(Finding(
+            rule="host_failing", severity="fail", subject_kind="node", subject=host,
+            title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed",
+            evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]},
+            action=f"Drain {host} and look at its worker log in the run directory (NCCL errors, hangs, Xids).",
+            hosts=[host],
+        ))
+    for (kind, gid), rows in sorted(per_group.items()):
+        hosts = rows[0].get("hosts") or []
+        if rows[0].get("pattern") == "pair" and set(hosts) & bad_hosts:
+            continue  # told once about the host
+        sizes = sorted({int(r.get("bytes") or 0) for r in rows})
+        errors = Counter(str(r.get("error")) for r in rows if r.get("error"))
+        subject_kind = "pair" if rows[0].get("pattern") == "pair" else "run"
+        colls = sorted({str(r.get("collective")) for r in rows})
+        evidence: dict[str, Any] = {"rows": len(rows), "collectives": colls,
+                                    "sizes_bytes": sizes[:40], "hosts": hosts if len(hosts) <= 16 else len(hosts)}
+        if kind == "wrong_results":
+            evidence["wrong_elements"] = int(sum(float(r.get("wrong") or 0) for r in rows))
+        if errors:
+            evidence["errors"] = dict(errors.most_common(3))
+        shown = ", ".join(size_label(s) for s in sizes[:6]) + (" ..." if len(sizes) > 6 else "")
+        out.append(Finding(
+            rule=kind, severity="fail", subject_kind=subject_kind,
+            subject="|".join(hosts) if subject_kind == "pair" else gid,
+            title=f"{gid} {_WHAT[kind]} in {len(rows)} measurement(s) ({', '.join(colls)} at {shown})",
+            evidence=evidence,
+            action=("Wrong results mean corrupted data: drain the hosts and check GPU memory (ECC, Xid 48/63/64) "
+                    "and NIC errors." if kind == "wrong_results" else
+                    "Re-run this group alone; if it fails again, check the hosts' logs and links."),
+            hosts=list(hosts) if len(hosts) <= 16 else [],
+        ))
+    return out
+
+
+RULE = Rule(name="errors", ids={"wrong_results": "fail", "timeout": "fail", "error": "fail", "host_failing": "fail"},
+            check=check, doc=__doc__ or "")

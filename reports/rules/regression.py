@@ -1,0 +1,116 @@
+"""Regressions against a baseline run, per size: small-message time and large-message busbw.
+
+Sizes up to ``small_max_bytes`` are latency-bound, so they are judged on time (ratio above
+regression_time_factor); larger sizes on busbw (ratio below regression_busbw_factor). Pair rows
+are pooled per size (median ratio over pairs): a single bad pair is slow_pair's business, a fleet
+that got slower is this rule's. The environments' differences are listed with every finding, since
+"NCCL 2.21 -> 2.23" or a changed NCCL_ALGO is the first explanation to rule out.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from reports.context import AnalysisContext
+from reports.findings import Finding
+from reports.rules.base import Rule, size_label
+from reports.stats import sig3
+
+
+def env_differences(ctx: AnalysisContext) -> list[tuple[str, str | None, str | None]]:
+    """(key, baseline, current) for env.json and the inventory fingerprint (firmware, OFED ...)."""
+    from reports.compare import env_diff, fingerprint
+
+    if ctx.baseline is None:
+        return []
+    diffs = list(env_diff(ctx.env, ctx.baseline.env))
+    cur = fingerprint(ctx.env, ctx.inventory)
+    base = fingerprint(ctx.baseline.env, ctx.baseline.inventory)
+    for key in ("driver", "cuda", "ofed", "nic_firmware", "gpu_vbios", "gpu", "hosts"):
+        if cur.get(key) != base.get(key) and (cur.get(key) or base.get(key)):
+            diffs.append((f"inventory.{key}", _s(base.get(key)), _s(cur.get(key))))
+    return diffs
+
+
+def _s(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    if ctx.baseline is None:
+        return []
+    from reports.compare import compare_rows
+
+    t = ctx.policy.thresholds
+    cur = _rows_for_compare(ctx.rows)
+    base = _rows_for_compare(ctx.baseline.rows)
+    comps = compare_rows(cur, base)
+    diffs = env_differences(ctx)
+    out: list[Finding] = []
+    if diffs:
+        out.append(Finding(
+            rule="env_changed", severity="info", subject_kind="run", subject="environment",
+            title=f"{len(diffs)} environment difference(s) from the baseline: "
+                  + ", ".join(k for k, _, _ in diffs[:4]) + (" ..." if len(diffs) > 4 else ""),
+            evidence={"differences": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs]},
+            action="Rule these out first when reading regressions.",
+        ))
+    pooled: dict[tuple[str, str, str, bool], dict[int, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    for c in comps:
+        slot = pooled[(c.collective, c.pattern, c.dtype, c.in_place)][c.bytes]
+        if c.time_ratio is not None:
+            slot["time"].append(c.time_ratio)
+        if c.busbw_ratio is not None:
+            slot["busbw"].append(c.busbw_ratio)
+        slot["base_t"].append(c.base_time_us)
+        slot["cur_t"].append(c.cur_time_us)
+        if c.base_busbw_GBps is not None and c.cur_busbw_GBps is not None:
+            slot["base_bw"].append(c.base_busbw_GBps)
+            slot["cur_bw"].append(c.cur_busbw_GBps)
+    for (coll, pattern, dtype, in_place), sizes in sorted(pooled.items()):
+        bad = []
+        for nbytes, s in sorted(sizes.items()):
+            med = {k: statistics.median(v) for k, v in s.items() if v}
+            if nbytes <= t.small_max_bytes:
+                if med.get("time", 1.0) > t.regression_time_factor:
+                    bad.append(("time", nbytes, med))
+            elif "busbw" in med and med["busbw"] < t.regression_busbw_factor:
+                bad.append(("busbw", nbytes, med))
+        if not bad:
+            continue
+        worst = max(bad, key=lambda b: b[2]["time"] if b[0] == "time" else 1 / b[2]["busbw"])
+        kind, nbytes, med = worst
+        what = (f"time x{sig3(med['time'])} at {size_label(nbytes)} ({sig3(med['base_t'])} -> {sig3(med['cur_t'])} us)"
+                if kind == "time" else
+                f"busbw x{sig3(med['busbw'])} at {size_label(nbytes)} "
+                f"({sig3(med.get('base_bw'))} -> {sig3(med.get('cur_bw'))} GB/s)")
+        groups = len(sizes[nbytes]["time"])
+        out.append(Finding(
+            rule="regression", severity="warn", subject_kind="run",
+            subject=f"{coll} {pattern}" + ("" if in_place is False else " in-place") + f" {dtype}",
+            title=f"{coll} ({pattern}) regressed at {len(bad)} size(s) vs baseline: {what}",
+            evidence={
+                "sizes": [{"bytes": b, "judged_on": k, "time_ratio": sig3(m.get("time")),
+                           "busbw_ratio": sig3(m.get("busbw")), "base_time_us": sig3(m.get("base_t")),
+                           "cur_time_us": sig3(m.get("cur_t")), "base_busbw_GBps": sig3(m.get("base_bw")),
+                           "cur_busbw_GBps": sig3(m.get("cur_bw"))} for k, b, m in bad],
+                "groups_pooled": groups,
+                "baseline": ctx.baseline.path,
+                "env_differences": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs[:20]],
+            },
+            action=("Check the environment differences first (NCCL version/settings, drivers, firmware); "
+                    "if none, compare per-pair findings for the nodes or links that got slower."),
+        ))
+    return out
+
+
+def _rows_for_compare(df) -> list[dict[str, Any]]:  # noqa: ANN001 - a DataFrame
+    cols = [c for c in ("collective", "pattern", "bytes", "dtype", "in_place", "group", "hosts", "ranks",
+                        "time_us", "busbw_GBps", "status") if c in df.columns]
+    return df[cols].to_dict("records")
+
+
+RULE = Rule(name="regression", ids={"regression": "warn", "env_changed": "info"}, check=check, doc=__doc__ or "")

@@ -1,0 +1,97 @@
+"""Slow node: a node whose pairs are slow with (nearly) all its partners.
+
+The node effect ``a_i`` of the pair model is its busbw over all partners after hop class and the
+partners' own effects are taken out. A node is slow when exp(a_i) <= slow_node_factor and its robust
+z (against the spread of node effects and its own estimate's error) is beyond the threshold. When
+most hosts of one switch are slow, that is reported once more against the switch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from reports.context import AnalysisContext
+from reports.findings import Finding
+from reports.rules.base import Rule, pct, size_label
+from reports.stats import SIGMA_FLOOR, robust_sigma, sig3, z_threshold
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    m = ctx.pair_model
+    if m is None or not m.judged.any():
+        return []
+    t = ctx.policy.thresholds
+    eff = m.node_effect
+    judged = m.judged
+    spread = robust_sigma(eff[judged])
+    se = m.sigma * 1.2533 / np.sqrt(np.maximum(m.partners, 1))  # error of a median of partners
+    scale = np.maximum(np.maximum(spread, se), SIGMA_FLOOR)
+    z = eff / scale
+    zt = z_threshold(t.mad_k, int(judged.sum()))
+    bad = judged & (eff <= np.log(t.slow_node_factor)) & (z <= -zt)
+    out: list[Finding] = []
+    fleet_med = [m.class_median_bw.get(k) for k in m.class_median_bw]
+    for i in sorted(np.nonzero(bad)[0].tolist(), key=lambda k: eff[k]):
+        host = m.hosts[i]
+        row = m.bw[-1, i]
+        partner_idx = np.nonzero(np.isfinite(row))[0]
+        # how many partners' pairs are slow against their own class median (raw, before attribution)
+        slow_with = 0
+        for j in partner_idx:
+            klass = ctx.hop_class(host, m.hosts[j])
+            med = (m.class_median_bw.get(klass) or [None])[-1]
+            if med and row[j] <= t.slow_node_factor * med:
+                slow_with += 1
+        worst = sorted(partner_idx.tolist(), key=lambda j: row[j])[:5]
+        ratio = float(np.exp(eff[i]))
+        node_pairs_med = float(np.median(row[partner_idx])) if partner_idx.size else None
+        evidence = {
+            "collective": m.collective,
+            "sizes_bytes": m.sizes,
+            "node_effect_ratio": sig3(ratio),
+            "robust_z": sig3(float(z[i])),
+            "z_threshold": sig3(zt),
+            "partners": int(m.partners[i]),
+            "partners_slow": slow_with,
+            "median_busbw_GBps_with_partners": sig3(node_pairs_med),
+            "fleet_class_median_busbw_GBps": {k: sig3(v[-1]) for k, v in zip(m.class_median_bw, fleet_med,
+                                                                                strict=True) if v},
+            "slowest_partners": {m.hosts[j]: sig3(float(row[j])) for j in worst},
+            "switch": ctx.switches.get(host),
+            "node_effect_spread_pct": sig3(100 * spread),
+        }
+        out.append(Finding(
+            rule="slow_node", severity="fail", subject_kind="node", subject=host,
+            title=(f"Node {host} is {pct(ratio)} than the fleet with {slow_with} of {int(m.partners[i])} "
+                   f"partners (busbw at {size_label(m.sizes[-1])}, {m.collective})"),
+            evidence=evidence,
+            action=(f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
+                    "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."),
+            hosts=[host],
+        ))
+    out.extend(_switch_findings(ctx, [m.hosts[i] for i in np.nonzero(bad)[0]], m.hosts))
+    return out
+
+
+def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: list[str]) -> list[Finding]:
+    per_switch = Counter(ctx.switches.get(h) for h in hosts if ctx.switches.get(h))
+    slow_per = Counter(ctx.switches.get(h) for h in slow if ctx.switches.get(h))
+    out = []
+    for sw, n_slow in slow_per.items():
+        total = per_switch[sw]
+        if n_slow >= 3 and n_slow >= 0.5 * total:
+            members = sorted(h for h in slow if ctx.switches.get(h) == sw)
+            out.append(Finding(
+                rule="slow_switch", severity="fail", subject_kind="switch", subject=sw,
+                title=f"{n_slow} of {total} hosts on switch {sw} are slow",
+                evidence={"slow_hosts": members, "hosts_on_switch": total},
+                action=f"Suspect switch {sw} itself (uplinks, firmware, congestion settings) before the nodes.",
+                hosts=members,
+            ))
+    return out
+
+
+RULE = Rule(name="slow_node", ids={"slow_node": "fail", "slow_switch": "fail"}, check=check,
+            doc=__doc__ or "")

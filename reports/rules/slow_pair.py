@@ -1,0 +1,70 @@
+"""Slow pair: a link/path that is slow while both its nodes are fine with their other partners.
+
+Judged on the pair model's residual (``reports.pairmodel``): the pair's large-message busbw
+against what its hop class (same leaf / across the spine) and its two nodes' effects predict.
+A pair must be both practically slow (<= slow_pair_factor of the prediction) and statistically
+so (robust z beyond mad_k, raised for the number of pairs tested), never against a fixed guess.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reports.context import AnalysisContext
+from reports.findings import Finding
+from reports.rules.base import Rule, pct, size_label
+from reports.stats import sig3, z_threshold
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    m = ctx.pair_model
+    if m is None:
+        return []
+    t = ctx.policy.thresholds
+    upper = np.triu(np.isfinite(m.resid), 1)
+    n_pairs = int(upper.sum())
+    if n_pairs < 3:  # one or two pairs have no peers to be judged against
+        return []
+    zt = z_threshold(t.mad_k, n_pairs)
+    z = m.resid / m.sigma
+    bad = upper & (m.resid <= np.log(t.slow_pair_factor)) & (z <= -zt)
+    out = []
+    ii, jj = np.nonzero(bad)
+    for i, j in sorted(zip(ii.tolist(), jj.tolist(), strict=True), key=lambda p: m.resid[p]):
+        a, b = m.hosts[i], m.hosts[j]
+        klass = ctx.hop_class(a, b)
+        ratio = float(np.exp(m.resid[i, j]))
+        class_med = m.class_median_bw.get(klass, [None] * len(m.sizes))
+        expected = None
+        if class_med[-1] is not None:
+            expected = class_med[-1] * float(np.exp(m.node_effect[i] + m.node_effect[j]))
+        evidence = {
+            "collective": m.collective,
+            "sizes_bytes": m.sizes,
+            "busbw_GBps": [sig3(v) for v in m.pair_bw(i, j)],
+            "hop_class": klass,
+            "switches": [ctx.switches.get(a), ctx.switches.get(b)],
+            "class_median_busbw_GBps": [sig3(v) for v in class_med],
+            "class_pairs_compared": m.class_pairs.get(klass, 0),
+            "expected_busbw_GBps": sig3(expected),
+            "ratio_to_expected": sig3(ratio),
+            "robust_z": sig3(float(z[i, j])),
+            "z_threshold": sig3(zt),
+            "noise_sigma_pct": sig3(100 * m.sigma),
+            "node_effect": {a: sig3(float(np.exp(m.node_effect[i]))),
+                            b: sig3(float(np.exp(m.node_effect[j])))},
+        }
+        out.append(Finding(
+            rule="slow_pair", severity="warn", subject_kind="pair", subject=f"{a}|{b}",
+            title=(f"Link {a} - {b} is {pct(ratio)} than {klass} pairs predict "
+                   f"({sig3(m.pair_bw(i, j)[-1])} vs {sig3(expected)} GB/s at {size_label(m.sizes[-1])})"),
+            evidence=evidence,
+            action=(f"Both nodes are fine with their other partners, so suspect the path: re-test {a} and {b} "
+                    "against known-good partners, then check cables, switch ports and port counters "
+                    f"(symbol errors, link downs) between {a} and {b}."),
+            hosts=[a, b],
+        ))
+    return out
+
+
+RULE = Rule(name="slow_pair", ids={"slow_pair": "warn"}, check=check, doc=__doc__ or "")

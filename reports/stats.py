@@ -1,0 +1,42 @@
+"""Robust statistics shared by the rules: median, MAD, and how many MADs make a finding.
+
+Median/MAD instead of mean/stddev because the thing we look for (a slow node, a bad link) is
+exactly the outlier that would drag a mean and inflate a stddev until it hides itself.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826  # MAD * this = stddev for normal data
+SIGMA_FLOOR = 0.005  # 0.5% in log space: below this, noise-free data would make any speck "significant"
+
+
+def robust_sigma(values: np.ndarray) -> float:
+    """1.4826 * MAD of the finite values (0.0 when there are none)."""
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return 0.0
+    return float(MAD_TO_SIGMA * np.median(np.abs(v - np.median(v))))
+
+
+def z_threshold(k: float, n_tests: int, alpha: float = 0.05) -> float:
+    """The z a deviation must exceed: at least ``k``, and more when many things are tested at once.
+
+    With n tests and a one-sided family-wise error of ``alpha`` (Bonferroni), noise alone flags
+    nothing with probability 1 - alpha: 523,776 pairs need about 5.2 sigma, 16 nodes 3.0.
+    """
+    if n_tests <= 1:
+        return k
+    return max(k, -NormalDist().inv_cdf(alpha / n_tests))
+
+
+def sig3(x: float | None) -> float | None:
+    """Round to 3 significant digits for evidence and plots (measurements are not better)."""
+    if x is None or not np.isfinite(x):
+        return None
+    if x == 0:
+        return 0.0
+    return float(f"{x:.3g}")

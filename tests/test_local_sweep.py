@@ -1,0 +1,165 @@
+"""`netbench sweep` on this machine with real gloo ranks (separate processes, TCPStore rendezvous)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collectives.rows import ResultRow
+from netbench import load_results
+from tests.helpers_proc import alive, rank_pids
+
+ALL = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv"
+CONTRACT = ["run_id", "collective", "backend", "pattern", "hosts", "ranks", "round", "bytes", "count",
+            "dtype", "op", "in_place", "iters", "warmup", "time_us", "time_us_min", "time_us_max",
+            "rank_time_us", "algbw_GBps", "busbw_GBps", "wrong", "status", "error"]
+
+
+def netbench(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("nprocs", [2, 3, 4])
+def test_every_collective_checks_clean(tmp_path: Path, nprocs: int) -> None:
+    out = tmp_path / "run"
+    res = netbench("sweep", "--procs", str(nprocs), "-c", ALL, "-b", "8", "-e", "64K", "-f", "32",
+                   "-n", "2", "-w", "1", "--out", str(out), "--no-report")
+    assert res.returncode == 0, res.stderr
+    got = rows(out)
+    assert {r["collective"] for r in got} == set(ALL.split(","))
+    for r in got:
+        assert all(k in r for k in CONTRACT)
+        assert r["status"] == "ok" and r["wrong"] == 0, r
+        assert r["ranks"] == nprocs and len(r["rank_time_us"]) == nprocs
+        assert r["time_us_min"] <= r["time_us"] <= r["time_us_max"]
+        ResultRow.from_dict(r)  # the contract loads back
+    # both variants where the collective has them
+    ar = [r for r in got if r["collective"] == "all_reduce"]
+    assert {r["in_place"] for r in ar} == {False, True}
+    assert "# Out of bounds values : 0 OK" in res.stdout
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed" and run["world_size"] == nprocs
+    env = json.loads((out / "env.json").read_text())
+    assert any(h["torch"] for h in env["hosts"].values())
+
+
+def test_corrupted_rank_is_counted(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = netbench("sweep", "--procs", "3", "-c", "all_reduce,all_gather", "-b", "1K", "-e", "4K",
+                   "-n", "1", "-w", "0", "--out", str(out), "--no-report", env={"NETBENCH_INJECT": "corrupt:1"})
+    assert res.returncode == 1
+    got = rows(out)
+    assert got and all(r["wrong"] == 1 for r in got)  # exactly the one element rank 1 damaged
+    assert "FAILED" in res.stdout
+
+
+def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
+    res = netbench("sweep", "-p", "2", "-c", "all_reduce", "-b", "1K", "-e", "2K", "-n", "2", "-w", "0",
+                   "--out", str(tmp_path / "r"), "--no-report")
+    lines = [ln for ln in res.stdout.splitlines() if ln and not ln.startswith("#")]
+    assert len(lines) == 2
+    cols = lines[0].split()
+    # size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+    assert cols[:5] == ["1024", "256", "float", "sum", "-1"] and len(cols) == 13
+    size, t, algbw = int(cols[0]), float(cols[5]), float(cols[6])
+    assert algbw == pytest.approx(size / 1e9 / (t / 1e6), abs=0.011)
+    assert "large-message busbw" in res.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-c", "all_reduse"], "unknown collective"),
+    (["-b", "12Q"], "bad size"),
+    (["--dtype", "float7"], "unknown dtype"),
+    (["-b", "1M", "-e", "1K"], "larger than"),
+    (["--op", "xor"], "unknown reduction op"),
+])
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+    res = netbench("sweep", *args, "--out", str(tmp_path / "r"), timeout=60)
+    assert res.returncode == 2
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) <= 3
+
+
+def _start(out: Path, timeout: str = "20s") -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "netbench", "sweep", "-p", "3", "-c", "all_reduce", "-b", "1K", "-e", "64M",
+         "-f", "2", "-n", "20", "-w", "2", "--out", str(out), "--timeout", timeout, "--no-report"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _wait_rows(out: Path, n: int, proc: subprocess.Popen, limit: float = 120) -> None:
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        p = out / "results.jsonl"
+        if p.exists() and len(p.read_text().splitlines()) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    raise AssertionError("no rows appeared")
+
+
+def test_killed_rank_ends_run_names_rank_keeps_rows(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _start(out)
+    _wait_rows(out, 4, proc)
+    ranks = rank_pids(proc.pid)
+    assert sorted(ranks) == [0, 1, 2]
+    before = len(rows(out))
+    os.kill(ranks[1], signal.SIGKILL)
+    t0 = time.time()
+    stdout, stderr = proc.communicate(timeout=60)
+    assert time.time() - t0 < 20  # within --timeout
+    assert proc.returncode == 1
+    assert "rank 1" in stderr + stdout and "signal 9" in stderr + stdout
+    after = rows(out)
+    assert len(after) >= before and all(r["status"] == "ok" for r in after[:before])
+    assert any(r["status"] != "ok" for r in after)  # the interrupted measurement is recorded as failed
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    time.sleep(0.5)
+    assert not [p for p in ranks.values() if alive(p)]  # no stray ranks
+
+
+def test_hung_rank_ends_run_within_timeout(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = _start(out, timeout="6s")
+    _wait_rows(out, 4, proc)
+    ranks = rank_pids(proc.pid)
+    os.kill(ranks[2], signal.SIGSTOP)
+    t0 = time.time()
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        for p in ranks.values():
+            if alive(p):
+                os.kill(p, signal.SIGCONT)
+    assert time.time() - t0 < 6 + 10
+    assert proc.returncode == 1
+    assert "[2]" in stderr or "rank 2" in stderr, stderr
+    assert json.loads((out / "run.json").read_text())["status"] == "failed"
+    time.sleep(0.5)
+    assert not [p for p in ranks.values() if alive(p)]
+
+
+def test_load_results_tolerates_truncated_line(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = netbench("sweep", "-p", "2", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0", "--out", str(out),
+                   "--no-report")
+    assert res.returncode == 0
+    with (out / "results.jsonl").open("a") as fh:
+        fh.write('{"run_id": "x", "collective": "all_red')  # a write cut short by a crash
+    df = load_results(out)
+    assert len(df) == len(rows_ok := [r for r in (out / "results.jsonl").read_text().splitlines()[:-1]])
+    assert rows_ok and set(df["collective"]) == {"all_reduce", "all_gather"}
+    assert df.groupby("collective")["busbw_GBps"].count().min() > 0
