@@ -2,14 +2,14 @@
 
 For one (collective, size, in-place) point on one rank:
   1. allocate buffers once, fill the send buffer;
-  2. ``warmup`` untimed iterations;
-  3. line all ranks up (barrier), then a loop of ``iters`` operations timed as a whole: on a GPU with
+  2. optionally the untimed correctness pass: run once, count wrong elements;
+  3. ``warmup`` untimed iterations;
+  4. line all ranks up (barrier), then a loop of ``iters`` operations timed as a whole: on a GPU with
      CUDA events on the stream, issued back to back (pipelined, as nccl-tests); on CPU with a monotonic
      clock around the loop, each operation waited before the next (gloo runs a collective on its own
      threads; letting several overlap would measure something NCCL never does);
-  4. report time per operation;
-  5. optionally a separate, untimed correctness pass: refill, run once, count wrong elements.
-Per-rank times are then combined across the group by :func:`combine` (avg as nccl-tests, plus min,
+  5. report time per operation.
+Per-rank times are then combined across the group by ``collectives.rank`` (avg as nccl-tests, plus min,
 max and every rank's time, because the slowest rank decides when a collective really finishes).
 """
 
@@ -91,11 +91,24 @@ def measure(
     """Measure one point on this rank. ``corrupt`` damages this rank's result before the check
     (fault injection, so tests can prove the check counts what it should)."""
     buf = coll.buffers(lay, rank, dtype, device, in_place)
-    fill_send(coll, buf, lay, rank, size, op_name)
     call = Call(pg=pg, rank=rank, size=size, op=op, root=root)
 
     def run_once() -> list:
         return coll.issue(call, buf)
+
+    # The untimed correctness pass runs first so the send buffer is filled once: the timed loop
+    # then starts from real data (never uninitialised memory, which may hold slow denormals).
+    fill_send(coll, buf, lay, rank, size, op_name)
+    wrong = None
+    if check:
+        if coll.seeds_recv and not in_place:
+            buf.recv.copy_(buf.send)
+        _wait_all(run_once())
+        _sync(device)
+        if corrupt and buf.recv.numel():
+            flat = buf.recv.view(-1)
+            flat[0] = flat[0] + 1 if dtype.is_floating_point else flat[0] ^ 1
+        wrong = count_wrong(coll, buf, lay, rank, size, op_name, root)
 
     for _ in range(warmup):
         _wait_all(run_once())
@@ -105,20 +118,9 @@ def measure(
     if cuda_graph and device == "cuda":
         graph = _capture(run_once, iters)
 
-    _wait_all([pg.barrier()]) if hasattr(pg, "barrier") else None
+    _wait_all([pg.barrier()])
     _sync(device)
     time_us = Timer(device).time_loop(run_once, iters, graph)
-
-    wrong = None
-    if check:
-        fill_send(coll, buf, lay, rank, size, op_name)
-        if coll.seeds_recv and not in_place:
-            buf.recv.copy_(buf.send)
-        _wait_all(run_once())
-        _sync(device)
-        if corrupt and buf.recv.numel():
-            buf.recv.view(-1)[0] = buf.recv.view(-1)[0] + 1 if dtype.is_floating_point else buf.recv.view(-1)[0] ^ 1
-        wrong = count_wrong(coll, buf, lay, rank, size, op_name, root)
     return Point(time_us=time_us, wrong=wrong)
 
 

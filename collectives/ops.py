@@ -263,9 +263,18 @@ def get_collective(name: str) -> Collective:
 
 
 def fill_send(coll: Collective, buf: Buffers, lay: Layout, rank: int, n: int, op: str | None) -> None:
-    """Write fill(rank, i) into the send buffer (and the in-place recv where they alias)."""
-    idx = torch.arange(buf.send.numel(), dtype=torch.int64)
-    buf.send.copy_(_fill(rank, idx, n, op).to(buf.send.dtype))
+    """Write fill(rank, i) into the send buffer (and the in-place recv where they alias).
+
+    fill() is periodic in i (period 4 * n), so one period is computed and tiled on the device:
+    filling a multi-GiB buffer costs a copy, not a host-side arange over every element.
+    """
+    numel = buf.send.numel()
+    if numel == 0:
+        return
+    period = 4 * n
+    base = _fill(rank, torch.arange(period, dtype=torch.int64), n, op).to(buf.send.dtype)
+    reps = -(-numel // period)
+    buf.send.copy_(base.to(buf.send.device).repeat(reps)[:numel])
 
 
 def bandwidth(nbytes: int, time_us: float, n: int, coll: Collective) -> tuple[float, float]:

@@ -46,6 +46,7 @@ class Outcome:
     rows: int = 0
     env: dict[str, dict[str, Any]] = field(default_factory=dict)
     down_hosts: set[str] = field(default_factory=set)
+    startup_s: float | None = None  # launch until every rank joined (imports, rendezvous)
 
 
 def count_points(phase: Phase, group: GroupSpec) -> int:
@@ -166,6 +167,7 @@ class Coordinator:
                               timeout=_dt.timedelta(seconds=30))
         store.set("plan", self.plan.to_json())
         state: dict[str, Any] = {}
+        t_launch = time.monotonic()
         try:
             for slot in self.slots:
                 try:
@@ -177,6 +179,7 @@ class Coordinator:
                 self.agents[slot.host] = agent
                 threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
             self._wait_started(state)
+            self.outcome.startup_s = round(time.monotonic() - t_launch, 3)
             for phase in self.plan.phases:
                 if self.fail_fast and self.outcome.faults:
                     break

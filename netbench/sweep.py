@@ -162,7 +162,7 @@ def execute(plan: WorkerPlan, slots: list[HostSlot], launcher: Any, rundir: RunD
         out = outcome or coord.outcome
         rundir.write_env(out.env)
         rundir.write_run(status=out.status, ended=utc_now(), seconds=round(time.time() - t0, 3),
-                         rows=out.rows, down_hosts=sorted(out.down_hosts),
+                         rows=out.rows, down_hosts=sorted(out.down_hosts), startup_s=out.startup_s,
                          faults=[asdict(f) for f in out.faults])
     summarize(rows, out, echo)
     return out

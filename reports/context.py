@@ -25,9 +25,22 @@ def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
 
     df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(rows)
     defaults: dict[str, Any] = {
-        "collective": None, "pattern": None, "hosts": None, "ranks": None, "bytes": None,
-        "dtype": None, "in_place": False, "time_us": None, "rank_time_us": None, "busbw_GBps": None,
-        "algbw_GBps": None, "wrong": None, "status": "ok", "error": None, "group": None, "round": None,
+        "collective": None,
+        "pattern": None,
+        "hosts": None,
+        "ranks": None,
+        "bytes": None,
+        "dtype": None,
+        "in_place": False,
+        "time_us": None,
+        "rank_time_us": None,
+        "busbw_GBps": None,
+        "algbw_GBps": None,
+        "wrong": None,
+        "status": "ok",
+        "error": None,
+        "group": None,
+        "round": None,
     }
     for col, value in defaults.items():
         if col not in df.columns:
@@ -42,6 +55,7 @@ class Baseline:
     env: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
+    inventory: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def row_dicts(self) -> list[dict[str, Any]]:
@@ -71,9 +85,15 @@ class AnalysisContext:
         topology: dict[str, str] | None = None,
         baseline: Baseline | None = None,
     ) -> AnalysisContext:
-        return cls(rows=rows_frame(rows), inventory=[_inv_dict(n) for n in inventory or []],
-                   env=env or {"hosts": {}}, run=run or {}, policy=policy or Policy(),
-                   topology=topology, baseline=baseline)
+        return cls(
+            rows=rows_frame(rows),
+            inventory=[_inv_dict(n) for n in inventory or []],
+            env=env or {"hosts": {}},
+            run=run or {},
+            policy=policy or Policy(),
+            topology=topology,
+            baseline=baseline,
+        )
 
     @classmethod
     def load(
@@ -89,10 +109,16 @@ class AnalysisContext:
         base = None
         if baseline is not None:
             bd = RunDir.open(baseline)
-            base = Baseline(rows=rows_frame(bd.read_rows()), env=bd.read_env(), run=bd.read_run(),
-                            path=str(bd.path))
-        ctx = cls.from_data(rd.read_rows(), rd.read_inventory(), rd.read_env(), rd.read_run(),
-                            policy, topology, base)
+            base = Baseline(
+                rows=rows_frame(bd.read_rows()),
+                env=bd.read_env(),
+                run=bd.read_run(),
+                path=str(bd.path),
+                inventory=bd.read_inventory(),
+            )
+        ctx = cls.from_data(
+            rd.read_rows(), rd.read_inventory(), rd.read_env(), rd.read_run(), policy, topology, base
+        )
         ctx.run_dir = rd.path
         if ctx.topology is None:
             ctx.topology = _topology_from_run(ctx.run)
@@ -145,7 +171,7 @@ class AnalysisContext:
         t = self.policy.thresholds
         sizes = sorted(set(int(s) for s in sizes))
         large = [s for s in sizes if s >= t.large_min_bytes] or sizes[-1:]
-        return large[-t.large_sizes_max:]
+        return large[-t.large_sizes_max :]
 
 
 def _inv_dict(node: Any) -> dict[str, Any]:

@@ -158,9 +158,19 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
         CLASSES[k]: [_finite_median(bw[s][masks[k]]) for s in range(len(sizes))] for k in present
     }
     return PairModel(
-        collective=coll, sizes=sizes, hosts=hosts, bw=bw, y=y, cls=cls,
-        class_level={CLASSES[k]: float(level[k]) for k in present}, node_effect=a, judged=judged,
-        partners=partners, resid=resid, sigma=sigma, class_pairs=class_pairs,
+        collective=coll,
+        sizes=sizes,
+        hosts=hosts,
+        bw=bw,
+        y=y,
+        cls=cls,
+        class_level={CLASSES[k]: float(level[k]) for k in present},
+        node_effect=a,
+        judged=judged,
+        partners=partners,
+        resid=resid,
+        sigma=sigma,
+        class_pairs=class_pairs,
         class_median_bw=class_median_bw,
     )
 

@@ -67,13 +67,20 @@ class Thresholds:
     """Keep the report readable at 1,000 nodes: beyond this, a rule's findings are summarised."""
 
     def __post_init__(self) -> None:
-        for name in ("slow_pair_factor", "slow_node_factor", "regression_busbw_factor",
-                     "straggler_fraction", "cross_spine_warn_ratio"):
+        for name in (
+            "slow_pair_factor",
+            "slow_node_factor",
+            "regression_busbw_factor",
+            "straggler_fraction",
+            "cross_spine_warn_ratio",
+        ):
             v = getattr(self, name)
             if not 0 < v <= 1:
                 raise PolicyError(f"thresholds.{name} must be in (0, 1], got {v}")
         if self.regression_time_factor < 1:
-            raise PolicyError(f"thresholds.regression_time_factor must be >= 1, got {self.regression_time_factor}")
+            raise PolicyError(
+                f"thresholds.regression_time_factor must be >= 1, got {self.regression_time_factor}"
+            )
         if self.mad_k <= 0:
             raise PolicyError(f"thresholds.mad_k must be > 0, got {self.mad_k}")
         for name in ("large_min_bytes", "small_max_bytes"):
@@ -118,8 +125,10 @@ class Expectations:
             raise PolicyError("expect.gpus_per_node must be >= 0")
         if self.link_rate_gbps is not None and self.link_rate_gbps <= 0:
             raise PolicyError("expect.link_rate_gbps must be > 0")
-        self.busbw = [b if isinstance(b, ExpectedBusbw) else _build(ExpectedBusbw, b, "expect.busbw")
-                      for b in self.busbw]
+        self.busbw = [
+            b if isinstance(b, ExpectedBusbw) else _build(ExpectedBusbw, b, "expect.busbw")
+            for b in self.busbw
+        ]
 
 
 @dataclass
@@ -133,7 +142,9 @@ class Versions:
     def __post_init__(self) -> None:
         for key, value in self.minimum.items():
             if key not in VERSION_COMPONENTS:
-                raise PolicyError(f"unknown key versions.minimum.{key} (known: {', '.join(VERSION_COMPONENTS)})")
+                raise PolicyError(
+                    f"unknown key versions.minimum.{key} (known: {', '.join(VERSION_COMPONENTS)})"
+                )
             if isinstance(value, dict):
                 if key not in ("nic_firmware", "nic_driver"):
                     raise PolicyError(f"versions.minimum.{key} must be a version string")

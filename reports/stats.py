@@ -40,3 +40,10 @@ def sig3(x: float | None) -> float | None:
     if x == 0:
         return 0.0
     return float(f"{x:.3g}")
+
+
+def g3(x: float | None) -> str:
+    """3 significant digits as text for titles: 192.4 -> '192', 0.8567 -> '0.857', None -> '?'."""
+    if x is None or not np.isfinite(x):
+        return "?"
+    return f"{x:.3g}" if abs(x) < 1e6 else f"{x:.3e}"

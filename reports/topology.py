@@ -47,7 +47,7 @@ def expand_hostlist(expr: str) -> list[str]:
         if not m:
             out.append(part)
             continue
-        head, tail = part[: m.start()], part[m.end():]
+        head, tail = part[: m.start()], part[m.end() :]
         for item in m.group(1).split(","):
             lo, _, hi = item.partition("-")
             if hi:
@@ -127,7 +127,9 @@ def switch_from_inventory(node: dict[str, Any]) -> str | None:
     return "+".join(names)
 
 
-def build_switch_map(inventory: list[dict[str, Any]], topology: dict[str, str] | None = None) -> dict[str, str]:
+def build_switch_map(
+    inventory: list[dict[str, Any]], topology: dict[str, str] | None = None
+) -> dict[str, str]:
     """host -> switch for every host we can place."""
     out: dict[str, str] = {}
     for node in inventory:

@@ -56,28 +56,117 @@ def test_h200_list_version_proc_nvcc() -> None:
 
 # file, driver, cuda, [(name, serial, bus id, vbios, gen cur/max, width cur/max, MiB)] per GPU
 XML_CASES = [
-    ("influxdata-telegraf__a100-sxm4-v12.xml", "535.54.03", "12.2",
-     [("NVIDIA A100-SXM4-80GB", "1650522003820", "00000000:01:00.0", "92.00.36.00.02", 4, 4, 16, 16, 81920)]),
-    ("influxdata-telegraf__tesla-t4.xml", "515.105.01", "11.7",
-     [("Tesla T4", None, "00000000:00:1e.0", "90.04.84.00.06", 3, 3, 8, 16, 15360)]),
-    ("influxdata-telegraf__gtx-1660-ti.xml", "418.43", "10.1",
-     [("Graphics Device", None, "00000000:43:00.0", "90.16.25.00.4C", 1, 3, 16, 16, 5912)]),
-    ("influxdata-telegraf__quadro-p400.xml", "418.43", "10.1",
-     [("Quadro P400", "0424418054852", "00000000:43:00.0", "86.07.3B.00.4A", 1, 3, 16, 16, 1998)]),
-    ("influxdata-telegraf__rtx-3080-v13.xml", "595.58.03", "13.2",
-     [("NVIDIA GeForce RTX 3080", None, "00000000:0c:00.0", "94.02.71.40.72", 4, 4, 16, 16, 10240)]),
-    ("influxdata-telegraf__dual_a5000-v13.xml", "590.44.01", "13.1",
-     [("NVIDIA RTX A5000", "0123456789012", "00000000:81:00.0", "94.02.6D.00.0D", 1, 4, 16, 16, 24564),
-      ("NVIDIA RTX A5000", "1234567890123", "00000000:c1:00.0", "94.02.6D.00.0D", 1, 4, 16, 16, 24564)]),
-    ("influxdata-telegraf__pro-6000-maxq-blackwell-v13.xml", "590.44.01", "13.1",
-     [("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "0123456789012", "00000000:61:00.0",
-       "98.02.6A.00.03", 1, 4, 16, 16, 97887)]),
-    ("netdata-go.d.plugin__a100-sxm4-mig.xml", "510.47.03", "11.6",
-     [("NVIDIA A100-SXM4-40GB", "1324321002473", "00000000:00:04.0", "92.00.45.00.03", 4, 4, 16, 16, 40960)]),
-    ("netdata-go.d.plugin__tesla-p100.xml", "510.47.03", "11.6",
-     [("Tesla P100-PCIE-16GB", "0324217145110", "00000000:00:04.0", "86.00.52.00.02", 3, 3, 16, 16, 16384)]),
-    ("netdata-go.d.plugin__rtx-4090-driver-535.xml", "535.86.05", "12.2",
-     [("NVIDIA GeForce RTX 4090", None, "00000000:84:00.0", "95.02.18.80.5F", 1, 3, 16, 16, 24564)]),
+    (
+        "influxdata-telegraf__a100-sxm4-v12.xml",
+        "535.54.03",
+        "12.2",
+        [
+            (
+                "NVIDIA A100-SXM4-80GB",
+                "1650522003820",
+                "00000000:01:00.0",
+                "92.00.36.00.02",
+                4,
+                4,
+                16,
+                16,
+                81920,
+            )
+        ],
+    ),
+    (
+        "influxdata-telegraf__tesla-t4.xml",
+        "515.105.01",
+        "11.7",
+        [("Tesla T4", None, "00000000:00:1e.0", "90.04.84.00.06", 3, 3, 8, 16, 15360)],
+    ),
+    (
+        "influxdata-telegraf__gtx-1660-ti.xml",
+        "418.43",
+        "10.1",
+        [("Graphics Device", None, "00000000:43:00.0", "90.16.25.00.4C", 1, 3, 16, 16, 5912)],
+    ),
+    (
+        "influxdata-telegraf__quadro-p400.xml",
+        "418.43",
+        "10.1",
+        [("Quadro P400", "0424418054852", "00000000:43:00.0", "86.07.3B.00.4A", 1, 3, 16, 16, 1998)],
+    ),
+    (
+        "influxdata-telegraf__rtx-3080-v13.xml",
+        "595.58.03",
+        "13.2",
+        [("NVIDIA GeForce RTX 3080", None, "00000000:0c:00.0", "94.02.71.40.72", 4, 4, 16, 16, 10240)],
+    ),
+    (
+        "influxdata-telegraf__dual_a5000-v13.xml",
+        "590.44.01",
+        "13.1",
+        [
+            ("NVIDIA RTX A5000", "0123456789012", "00000000:81:00.0", "94.02.6D.00.0D", 1, 4, 16, 16, 24564),
+            ("NVIDIA RTX A5000", "1234567890123", "00000000:c1:00.0", "94.02.6D.00.0D", 1, 4, 16, 16, 24564),
+        ],
+    ),
+    (
+        "influxdata-telegraf__pro-6000-maxq-blackwell-v13.xml",
+        "590.44.01",
+        "13.1",
+        [
+            (
+                "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+                "0123456789012",
+                "00000000:61:00.0",
+                "98.02.6A.00.03",
+                1,
+                4,
+                16,
+                16,
+                97887,
+            )
+        ],
+    ),
+    (
+        "netdata-go.d.plugin__a100-sxm4-mig.xml",
+        "510.47.03",
+        "11.6",
+        [
+            (
+                "NVIDIA A100-SXM4-40GB",
+                "1324321002473",
+                "00000000:00:04.0",
+                "92.00.45.00.03",
+                4,
+                4,
+                16,
+                16,
+                40960,
+            )
+        ],
+    ),
+    (
+        "netdata-go.d.plugin__tesla-p100.xml",
+        "510.47.03",
+        "11.6",
+        [
+            (
+                "Tesla P100-PCIE-16GB",
+                "0324217145110",
+                "00000000:00:04.0",
+                "86.00.52.00.02",
+                3,
+                3,
+                16,
+                16,
+                16384,
+            )
+        ],
+    ),
+    (
+        "netdata-go.d.plugin__rtx-4090-driver-535.xml",
+        "535.86.05",
+        "12.2",
+        [("NVIDIA GeForce RTX 4090", None, "00000000:84:00.0", "95.02.18.80.5F", 1, 3, 16, 16, 24564)],
+    ),
 ]
 
 
@@ -85,35 +174,75 @@ XML_CASES = [
 def test_public_xml(name: str, driver: str, cuda: str, gpus: list[tuple]) -> None:
     r = parse_nvidia_smi_xml(read_fixture(f"public/nvidia-smi-q-x/{name}"))
     assert (r.driver_version, r.cuda_version) == (driver, cuda)
-    got = [(g.name, g.serial, g.pci_bus_id, g.vbios, g.pcie_gen_current, g.pcie_gen_max,
-            g.pcie_width_current, g.pcie_width_max, g.memory_total_mib) for g in r.gpus]
+    got = [
+        (
+            g.name,
+            g.serial,
+            g.pci_bus_id,
+            g.vbios,
+            g.pcie_gen_current,
+            g.pcie_gen_max,
+            g.pcie_width_current,
+            g.pcie_width_max,
+            g.memory_total_mib,
+        )
+        for g in r.gpus
+    ]
     assert got == gpus
     assert [g.index for g in r.gpus] == list(range(len(gpus)))
     assert all(g.uuid and g.uuid.startswith("GPU-") for g in r.gpus)
 
 
 TEXT_CASES = [
-    ("leptonai-gpud__nvidia-smi-query.535.161.08.out.0.valid", "535.161.08", "12.2", 8,
-     ("NVIDIA H100 80GB HBM3", "1650124031592", "00000000:19:00.0", "96.00.74.00.0D", 5, 16, 81559),
-     "00000000:db:00.0", ("Completed", "Success")),
-    ("leptonai-gpud__nvidia-smi-query.535.183.01.out.0.valid", "535.183.01", "12.2", 8,
-     ("NVIDIA H100 80GB HBM3", "1655022005478", "00000000:53:00.0", "96.00.74.00.01", 5, 16, 81559),
-     "00000000:ca:00.0", None),
-    ("leptonai-gpud__nvidia-smi-query.560.35.03.out.0.valid", "560.35.03", "12.6", 1,
-     ("NVIDIA TITAN V", "0334517001520", "00000000:01:00.0", "88.00.36.00.01", 1, 16, 12288),
-     "00000000:01:00.0", None),
+    (
+        "leptonai-gpud__nvidia-smi-query.535.161.08.out.0.valid",
+        "535.161.08",
+        "12.2",
+        8,
+        ("NVIDIA H100 80GB HBM3", "1650124031592", "00000000:19:00.0", "96.00.74.00.0D", 5, 16, 81559),
+        "00000000:db:00.0",
+        ("Completed", "Success"),
+    ),
+    (
+        "leptonai-gpud__nvidia-smi-query.535.183.01.out.0.valid",
+        "535.183.01",
+        "12.2",
+        8,
+        ("NVIDIA H100 80GB HBM3", "1655022005478", "00000000:53:00.0", "96.00.74.00.01", 5, 16, 81559),
+        "00000000:ca:00.0",
+        None,
+    ),
+    (
+        "leptonai-gpud__nvidia-smi-query.560.35.03.out.0.valid",
+        "560.35.03",
+        "12.6",
+        1,
+        ("NVIDIA TITAN V", "0334517001520", "00000000:01:00.0", "88.00.36.00.01", 1, 16, 12288),
+        "00000000:01:00.0",
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "driver", "cuda", "count", "first", "last_bus", "fabric"), TEXT_CASES,
-                         ids=[c[0] for c in TEXT_CASES])
+@pytest.mark.parametrize(
+    ("name", "driver", "cuda", "count", "first", "last_bus", "fabric"),
+    TEXT_CASES,
+    ids=[c[0] for c in TEXT_CASES],
+)
 def test_public_text(name, driver, cuda, count, first, last_bus, fabric) -> None:
     text = read_fixture(f"public/nvidia-smi-q-text/{name}")
     r = parse_nvidia_smi_text(text)
     assert (r.driver_version, r.cuda_version, len(r.gpus)) == (driver, cuda, count)
     g = r.gpus[0]
-    assert (g.name, g.serial, g.pci_bus_id, g.vbios, g.pcie_gen_current, g.pcie_width_current,
-            g.memory_total_mib) == first
+    assert (
+        g.name,
+        g.serial,
+        g.pci_bus_id,
+        g.vbios,
+        g.pcie_gen_current,
+        g.pcie_width_current,
+        g.memory_total_mib,
+    ) == first
     assert r.gpus[-1].pci_bus_id == last_bus
     assert [g.index for g in r.gpus] == list(range(count))
     if fabric:

@@ -76,8 +76,11 @@ def test_numeric_versions_order_like_int_tuples(a: list[int], b: list[int]) -> N
     assert compare_versions(_dotted(a), _dotted(b)) == (ta > tb) - (ta < tb)
 
 
-@given(parts, st.sampled_from(["MLNX_OFED_LINUX-", "NCCL version ", "V", "release ", ""]),
-       st.sampled_from(["", "+cuda13.0", " (MT_0000000838)", ":"]))
+@given(
+    parts,
+    st.sampled_from(["MLNX_OFED_LINUX-", "NCCL version ", "V", "release ", ""]),
+    st.sampled_from(["", "+cuda13.0", " (MT_0000000838)", ":"]),
+)
 def test_prefix_and_suffix_noise_is_ignored(p: list[int], prefix: str, suffix: str) -> None:
     assert compare_versions(prefix + _dotted(p) + suffix, _dotted(p)) == 0
 

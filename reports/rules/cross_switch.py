@@ -10,7 +10,7 @@ from __future__ import annotations
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule, size_label
-from reports.stats import sig3
+from reports.stats import g3, sig3
 from reports.topology import LEAF, SPINE, grouped_order, ring_crossings
 
 _SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
@@ -39,20 +39,32 @@ def _orders(ctx: AnalysisContext) -> list[Finding]:
             continue
         better = grouped_order(hosts, ctx.switches)
         leaves = len({ctx.switches[h] for h in hosts})
-        out.append(Finding(
-            rule="cross_switch_order", severity="warn", subject_kind="run",
-            subject=f"host order of {len(hosts)} hosts ({', '.join(colls)})",
-            title=(f"Ring order of {len(hosts)} hosts changes leaf {crossings} times where {needed} would do "
-                   f"({leaves} leaves)"),
-            evidence={
-                "collectives": colls, "crossings": crossings, "needed": needed, "leaves": leaves,
-                "order": hosts, "switch_sequence": [ctx.switches[h] for h in hosts[:64]],
-                "suggested_order": better,
-            },
-            action=("List hosts grouped by leaf switch (hostfile / rank order) so rings and groups stay on a "
-                    f"leaf; e.g. start with {', '.join(better[:_SHOW])}{' ...' if len(better) > _SHOW else ''}."),
-            hosts=[],
-        ))
+        out.append(
+            Finding(
+                rule="cross_switch_order",
+                severity="warn",
+                subject_kind="run",
+                subject=f"host order of {len(hosts)} hosts ({', '.join(colls)})",
+                title=(
+                    f"Ring order of {len(hosts)} hosts changes leaf {crossings} times where {needed} would do "
+                    f"({leaves} leaves)"
+                ),
+                evidence={
+                    "collectives": colls,
+                    "crossings": crossings,
+                    "needed": needed,
+                    "leaves": leaves,
+                    "order": hosts,
+                    "switch_sequence": [ctx.switches[h] for h in hosts[:64]],
+                    "suggested_order": better,
+                },
+                action=(
+                    "List hosts grouped by leaf switch (hostfile / rank order) so rings and groups stay on a "
+                    f"leaf; e.g. start with {', '.join(better[:_SHOW])}{' ...' if len(better) > _SHOW else ''}."
+                ),
+                hosts=[],
+            )
+        )
     return out
 
 
@@ -66,22 +78,43 @@ def _penalty(ctx: AnalysisContext) -> list[Finding]:
     t = ctx.policy.thresholds
     sev = "warn" if ratio < t.cross_spine_warn_ratio else "info"
     leaf, spine = m.class_median_bw[LEAF][-1], m.class_median_bw[SPINE][-1]
-    return [Finding(
-        rule="cross_spine_penalty", severity=sev, subject_kind="run", subject="spine",
-        title=(f"Cross-spine pairs reach {sig3(ratio)}x of same-leaf pairs ({sig3(spine)} vs {sig3(leaf)} GB/s "
-               f"at {size_label(m.sizes[-1])}): about {sig3(1 / ratio)}:1 oversubscription under this load"),
-        evidence={
-            "collective": m.collective, "sizes_bytes": m.sizes, "ratio_spine_to_leaf": sig3(ratio),
-            "leaf_median_busbw_GBps": [sig3(v) for v in m.class_median_bw[LEAF]],
-            "spine_median_busbw_GBps": [sig3(v) for v in m.class_median_bw[SPINE]],
-            "leaf_pairs": m.class_pairs.get(LEAF, 0), "spine_pairs": m.class_pairs.get(SPINE, 0),
-            "warn_below": t.cross_spine_warn_ratio,
-        },
-        action=("Expected with oversubscribed uplinks when pairs run concurrently; keep jobs' rings within a "
-                "leaf where possible" + ("; the penalty is beyond the policy: check spine uplinks and routing"
-                                         " (adaptive routing, ECMP hashing)." if sev == "warn" else ".")),
-    )]
+    return [
+        Finding(
+            rule="cross_spine_penalty",
+            severity=sev,
+            subject_kind="run",
+            subject="spine",
+            title=(
+                f"Cross-spine pairs reach {g3(ratio)}x of same-leaf pairs ({g3(spine)} vs {g3(leaf)} GB/s "
+                f"at {size_label(m.sizes[-1])}): about {g3(1 / ratio)}:1 oversubscription under this load"
+            ),
+            evidence={
+                "collective": m.collective,
+                "sizes_bytes": m.sizes,
+                "ratio_spine_to_leaf": sig3(ratio),
+                "leaf_median_busbw_GBps": [sig3(v) for v in m.class_median_bw[LEAF]],
+                "spine_median_busbw_GBps": [sig3(v) for v in m.class_median_bw[SPINE]],
+                "leaf_pairs": m.class_pairs.get(LEAF, 0),
+                "spine_pairs": m.class_pairs.get(SPINE, 0),
+                "warn_below": t.cross_spine_warn_ratio,
+            },
+            action=(
+                "Expected with oversubscribed uplinks when pairs run concurrently; keep jobs' rings within a "
+                "leaf where possible"
+                + (
+                    "; the penalty is beyond the policy: check spine uplinks and routing"
+                    " (adaptive routing, ECMP hashing)."
+                    if sev == "warn"
+                    else "."
+                )
+            ),
+        )
+    ]
 
 
-RULE = Rule(name="cross_switch", ids={"cross_switch_order": "warn", "cross_spine_penalty": "info"},
-            check=check, doc=__doc__ or "")
+RULE = Rule(
+    name="cross_switch",
+    ids={"cross_switch_order": "warn", "cross_spine_penalty": "info"},
+    check=check,
+    doc=__doc__ or "",
+)

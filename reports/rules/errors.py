@@ -32,8 +32,11 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     per_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in bad.to_dict("records"):
         w = row.get("wrong")
-        kind = "wrong_results" if w is not None and w == w and w > 0 else (
-            "timeout" if row.get("status") == "timeout" else "error")
+        kind = (
+            "wrong_results"
+            if w is not None and w == w and w > 0
+            else ("timeout" if row.get("status") == "timeout" else "error")
+        )
         per_group[(kind, _group_id(row))].append(row)
     # groups per host, to tell a failing host from failing links
     groups_of: Counter[str] = Counter()
@@ -48,13 +51,18 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]}
     out: list[Finding] = []
     for host in sorted(bad_hosts):
-        out.append(Finding(
-            rule="host_failing", severity="fail", subject_kind="node", subject=host,
-            title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed",
-            evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]},
-            action=f"Drain {host} and look at its worker log in the run directory (NCCL errors, hangs, Xids).",
-            hosts=[host],
-        ))
+        out.append(
+            Finding(
+                rule="host_failing",
+                severity="fail",
+                subject_kind="node",
+                subject=host,
+                title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed",
+                evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]},
+                action=f"Drain {host} and look at its worker log in the run directory (NCCL errors, hangs, Xids).",
+                hosts=[host],
+            )
+        )
     for (kind, gid), rows in sorted(per_group.items()):
         hosts = rows[0].get("hosts") or []
         if rows[0].get("pattern") == "pair" and set(hosts) & bad_hosts:
@@ -63,25 +71,40 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         errors = Counter(str(r.get("error")) for r in rows if r.get("error"))
         subject_kind = "pair" if rows[0].get("pattern") == "pair" else "run"
         colls = sorted({str(r.get("collective")) for r in rows})
-        evidence: dict[str, Any] = {"rows": len(rows), "collectives": colls,
-                                    "sizes_bytes": sizes[:40], "hosts": hosts if len(hosts) <= 16 else len(hosts)}
+        evidence: dict[str, Any] = {
+            "rows": len(rows),
+            "collectives": colls,
+            "sizes_bytes": sizes[:40],
+            "hosts": hosts if len(hosts) <= 16 else len(hosts),
+        }
         if kind == "wrong_results":
             evidence["wrong_elements"] = int(sum(float(r.get("wrong") or 0) for r in rows))
         if errors:
             evidence["errors"] = dict(errors.most_common(3))
         shown = ", ".join(size_label(s) for s in sizes[:6]) + (" ..." if len(sizes) > 6 else "")
-        out.append(Finding(
-            rule=kind, severity="fail", subject_kind=subject_kind,
-            subject="|".join(hosts) if subject_kind == "pair" else gid,
-            title=f"{gid} {_WHAT[kind]} in {len(rows)} measurement(s) ({', '.join(colls)} at {shown})",
-            evidence=evidence,
-            action=("Wrong results mean corrupted data: drain the hosts and check GPU memory (ECC, Xid 48/63/64) "
-                    "and NIC errors." if kind == "wrong_results" else
-                    "Re-run this group alone; if it fails again, check the hosts' logs and links."),
-            hosts=list(hosts) if len(hosts) <= 16 else [],
-        ))
+        out.append(
+            Finding(
+                rule=kind,
+                severity="fail",
+                subject_kind=subject_kind,
+                subject="|".join(hosts) if subject_kind == "pair" else gid,
+                title=f"{gid} {_WHAT[kind]} in {len(rows)} measurement(s) ({', '.join(colls)} at {shown})",
+                evidence=evidence,
+                action=(
+                    "Wrong results mean corrupted data: drain the hosts and check GPU memory (ECC, Xid 48/63/64) "
+                    "and NIC errors."
+                    if kind == "wrong_results"
+                    else "Re-run this group alone; if it fails again, check the hosts' logs and links."
+                ),
+                hosts=list(hosts) if len(hosts) <= 16 else [],
+            )
+        )
     return out
 
 
-RULE = Rule(name="errors", ids={"wrong_results": "fail", "timeout": "fail", "error": "fail", "host_failing": "fail"},
-            check=check, doc=__doc__ or "")
+RULE = Rule(
+    name="errors",
+    ids={"wrong_results": "fail", "timeout": "fail", "error": "fail", "host_failing": "fail"},
+    check=check,
+    doc=__doc__ or "",
+)

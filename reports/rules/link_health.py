@@ -28,13 +28,18 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     nodes = _ok_nodes(ctx)
     for n in ctx.inventory:
         if n.get("status") not in (None, "ok", "partial"):
-            out.append(Finding(
-                rule="node_unreachable", severity="warn", subject_kind="node", subject=n["host"],
-                title=f"{n['host']}: inventory failed ({n.get('status')})",
-                evidence={"status": n.get("status"), "error": n.get("error")},
-                action="Check SSH access/host keys for this node; nothing about it could be verified.",
-                hosts=[n["host"]],
-            ))
+            out.append(
+                Finding(
+                    rule="node_unreachable",
+                    severity="warn",
+                    subject_kind="node",
+                    subject=n["host"],
+                    title=f"{n['host']}: inventory failed ({n.get('status')})",
+                    evidence={"status": n.get("status"), "error": n.get("error")},
+                    action="Check SSH access/host keys for this node; nothing about it could be verified.",
+                    hosts=[n["host"]],
+                )
+            )
     out += _gpu_count(ctx, nodes)
     out += _nics(ctx, nodes)
     out += _pcie(nodes)
@@ -53,14 +58,21 @@ def _gpu_count(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Findin
     for host, c in counts.items():
         if c < want:
             source = "policy" if expected is not None else "fleet majority"
-            out.append(Finding(
-                rule="gpu_count_low", severity="fail", subject_kind="node", subject=host,
-                title=f"{host}: {c} GPUs visible, {source} expects {want}",
-                evidence={"gpus": c, "expected": want, "source": source, "fleet_majority": peers},
-                action=(f"Drain {host}: a GPU fell off the bus or the driver lost it "
-                        "(check dmesg for Xid 79 / 'fallen off the bus', nvidia-smi -q, reseat)."),
-                hosts=[host],
-            ))
+            out.append(
+                Finding(
+                    rule="gpu_count_low",
+                    severity="fail",
+                    subject_kind="node",
+                    subject=host,
+                    title=f"{host}: {c} GPUs visible, {source} expects {want}",
+                    evidence={"gpus": c, "expected": want, "source": source, "fleet_majority": peers},
+                    action=(
+                        f"Drain {host}: a GPU fell off the bus or the driver lost it "
+                        "(check dmesg for Xid 79 / 'fallen off the bus', nvidia-smi -q, reseat)."
+                    ),
+                    hosts=[host],
+                )
+            )
     return out
 
 
@@ -87,15 +99,25 @@ def _nics(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
             down = (state and state not in _UP) or (phys and phys not in _UP)
             if down:
                 if up_count[name] > n_nodes / 2:
-                    out.append(Finding(
-                        rule="port_down", severity="fail", subject_kind="node", subject=host,
-                        title=f"{host}: {name} port is {nic.get('state')}/{nic.get('phys_state')} "
-                              f"(up on {up_count[name]} of {n_nodes} nodes)",
-                        evidence={"nic": name, "state": nic.get("state"), "phys_state": nic.get("phys_state"),
-                                  "peers_up": up_count[name], "nodes": n_nodes},
-                        action=f"Check the cable/transceiver and switch port of {host} {name}; a rail is missing.",
-                        hosts=[host],
-                    ))
+                    out.append(
+                        Finding(
+                            rule="port_down",
+                            severity="fail",
+                            subject_kind="node",
+                            subject=host,
+                            title=f"{host}: {name} port is {nic.get('state')}/{nic.get('phys_state')} "
+                            f"(up on {up_count[name]} of {n_nodes} nodes)",
+                            evidence={
+                                "nic": name,
+                                "state": nic.get("state"),
+                                "phys_state": nic.get("phys_state"),
+                                "peers_up": up_count[name],
+                                "nodes": n_nodes,
+                            },
+                            action=f"Check the cable/transceiver and switch port of {host} {name}; a rail is missing.",
+                            hosts=[host],
+                        )
+                    )
                 continue
             rate = nic.get("rate_gbps")
             if not rate:
@@ -110,15 +132,25 @@ def _nics(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
             if peer and rate < peer:
                 reasons.append(f"the fleet's {peer:g} Gb/s on {name}")
             if reasons:
-                out.append(Finding(
-                    rule="nic_rate_low", severity="warn", subject_kind="node", subject=host,
-                    title=f"{host}: {name} runs at {rate:g} Gb/s, below " + " and ".join(reasons),
-                    evidence={"nic": name, "rate_gbps": rate, "max_rate_gbps": nic.get("max_rate_gbps"),
-                              "policy_gbps": expected, "fleet_majority_gbps": peer},
-                    action=f"Re-seat or replace the cable/transceiver of {host} {name}; check its "
-                           "auto-negotiation and switch port speed.",
-                    hosts=[host],
-                ))
+                out.append(
+                    Finding(
+                        rule="nic_rate_low",
+                        severity="warn",
+                        subject_kind="node",
+                        subject=host,
+                        title=f"{host}: {name} runs at {rate:g} Gb/s, below " + " and ".join(reasons),
+                        evidence={
+                            "nic": name,
+                            "rate_gbps": rate,
+                            "max_rate_gbps": nic.get("max_rate_gbps"),
+                            "policy_gbps": expected,
+                            "fleet_majority_gbps": peer,
+                        },
+                        action=f"Re-seat or replace the cable/transceiver of {host} {name}; check its "
+                        "auto-negotiation and switch port speed.",
+                        hosts=[host],
+                    )
+                )
     return out
 
 
@@ -135,20 +167,32 @@ def _pcie(nodes: list[dict[str, Any]]) -> list[Finding]:
             if gen and gm and gen < gm:
                 slow.append(f"GPU{g.get('index')} gen{gen}/gen{gm}")
         if narrow:
-            out.append(Finding(
-                rule="pcie_degraded", severity="warn", subject_kind="node", subject=host,
-                title=f"{host}: PCIe link narrower than its maximum ({', '.join(narrow)})",
-                evidence={"gpus": narrow}, hosts=[host],
-                action="A link that trained narrow halves host<->GPU bandwidth: reseat the GPU/riser, check "
-                       "`lspci -vv` LnkSta, then the slot.",
-            ))
+            out.append(
+                Finding(
+                    rule="pcie_degraded",
+                    severity="warn",
+                    subject_kind="node",
+                    subject=host,
+                    title=f"{host}: PCIe link narrower than its maximum ({', '.join(narrow)})",
+                    evidence={"gpus": narrow},
+                    hosts=[host],
+                    action="A link that trained narrow halves host<->GPU bandwidth: reseat the GPU/riser, check "
+                    "`lspci -vv` LnkSta, then the slot.",
+                )
+            )
         if slow:
-            out.append(Finding(
-                rule="pcie_gen_low", severity="info", subject_kind="node", subject=host,
-                title=f"{host}: PCIe generation below maximum ({', '.join(slow[:4])}{' ...' if len(slow) > 4 else ''})",
-                evidence={"gpus": slow}, hosts=[host],
-                action="Idle GPUs drop their PCIe speed to save power; re-check under load before acting.",
-            ))
+            out.append(
+                Finding(
+                    rule="pcie_gen_low",
+                    severity="info",
+                    subject_kind="node",
+                    subject=host,
+                    title=f"{host}: PCIe generation below maximum ({', '.join(slow[:4])}{' ...' if len(slow) > 4 else ''})",
+                    evidence={"gpus": slow},
+                    hosts=[host],
+                    action="Idle GPUs drop their PCIe speed to save power; re-check under load before acting.",
+                )
+            )
     return out
 
 
@@ -157,22 +201,40 @@ def _nvlink(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
         return []
     out = []
     for n in nodes:
-        down = [f"GPU{link.get('gpu')} link {link.get('link')}" for link in n.get("nvlinks") or []
-                if link.get("up") is False]
+        down = [
+            f"GPU{link.get('gpu')} link {link.get('link')}"
+            for link in n.get("nvlinks") or []
+            if link.get("up") is False
+        ]
         if down:
             host = n["host"]
-            out.append(Finding(
-                rule="nvlink_down", severity="fail", subject_kind="node", subject=host,
-                title=f"{host}: {len(down)} NVLink(s) down ({', '.join(down[:4])}{' ...' if len(down) > 4 else ''})",
-                evidence={"down": down, "total_links": len(n.get("nvlinks") or [])},
-                action=f"Drain {host}: intra-node traffic falls back to PCIe; check `nvidia-smi nvlink -s` "
-                       "and Xid errors, then the baseboard/NVSwitch.",
-                hosts=[host],
-            ))
+            out.append(
+                Finding(
+                    rule="nvlink_down",
+                    severity="fail",
+                    subject_kind="node",
+                    subject=host,
+                    title=f"{host}: {len(down)} NVLink(s) down ({', '.join(down[:4])}{' ...' if len(down) > 4 else ''})",
+                    evidence={"down": down, "total_links": len(n.get("nvlinks") or [])},
+                    action=f"Drain {host}: intra-node traffic falls back to PCIe; check `nvidia-smi nvlink -s` "
+                    "and Xid errors, then the baseboard/NVSwitch.",
+                    hosts=[host],
+                )
+            )
     return out
 
 
-RULE = Rule(name="link_health",
-            ids={"node_unreachable": "warn", "gpu_count_low": "fail", "port_down": "fail", "nic_rate_low": "warn",
-                 "pcie_degraded": "warn", "pcie_gen_low": "info", "nvlink_down": "fail"},
-            check=check, doc=__doc__ or "")
+RULE = Rule(
+    name="link_health",
+    ids={
+        "node_unreachable": "warn",
+        "gpu_count_low": "fail",
+        "port_down": "fail",
+        "nic_rate_low": "warn",
+        "pcie_degraded": "warn",
+        "pcie_gen_low": "info",
+        "nvlink_down": "fail",
+    },
+    check=check,
+    doc=__doc__ or "",
+)

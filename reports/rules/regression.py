@@ -16,7 +16,7 @@ from typing import Any
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule, size_label
-from reports.stats import sig3
+from reports.stats import g3, sig3
 
 
 def env_differences(ctx: AnalysisContext) -> list[tuple[str, str | None, str | None]]:
@@ -50,15 +50,22 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     diffs = env_differences(ctx)
     out: list[Finding] = []
     if diffs:
-        out.append(Finding(
-            rule="env_changed", severity="info", subject_kind="run", subject="environment",
-            title=f"{len(diffs)} environment difference(s) from the baseline: "
-                  + ", ".join(k for k, _, _ in diffs[:4]) + (" ..." if len(diffs) > 4 else ""),
-            evidence={"differences": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs]},
-            action="Rule these out first when reading regressions.",
-        ))
+        out.append(
+            Finding(
+                rule="env_changed",
+                severity="info",
+                subject_kind="run",
+                subject="environment",
+                title=f"{len(diffs)} environment difference(s) from the baseline: "
+                + ", ".join(k for k, _, _ in diffs[:4])
+                + (" ..." if len(diffs) > 4 else ""),
+                evidence={"differences": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs]},
+                action="Rule these out first when reading regressions.",
+            )
+        )
     pooled: dict[tuple[str, str, str, bool], dict[int, dict[str, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for c in comps:
         slot = pooled[(c.collective, c.pattern, c.dtype, c.in_place)][c.bytes]
         if c.time_ratio is not None:
@@ -83,34 +90,68 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             continue
         worst = max(bad, key=lambda b: b[2]["time"] if b[0] == "time" else 1 / b[2]["busbw"])
         kind, nbytes, med = worst
-        what = (f"time x{sig3(med['time'])} at {size_label(nbytes)} ({sig3(med['base_t'])} -> {sig3(med['cur_t'])} us)"
-                if kind == "time" else
-                f"busbw x{sig3(med['busbw'])} at {size_label(nbytes)} "
-                f"({sig3(med.get('base_bw'))} -> {sig3(med.get('cur_bw'))} GB/s)")
+        what = (
+            f"time x{g3(med['time'])} at {size_label(nbytes)} ({g3(med['base_t'])} -> {g3(med['cur_t'])} us)"
+            if kind == "time"
+            else f"busbw x{g3(med['busbw'])} at {size_label(nbytes)} "
+            f"({g3(med.get('base_bw'))} -> {g3(med.get('cur_bw'))} GB/s)"
+        )
         groups = len(sizes[nbytes]["time"])
-        out.append(Finding(
-            rule="regression", severity="warn", subject_kind="run",
-            subject=f"{coll} {pattern}" + ("" if in_place is False else " in-place") + f" {dtype}",
-            title=f"{coll} ({pattern}) regressed at {len(bad)} size(s) vs baseline: {what}",
-            evidence={
-                "sizes": [{"bytes": b, "judged_on": k, "time_ratio": sig3(m.get("time")),
-                           "busbw_ratio": sig3(m.get("busbw")), "base_time_us": sig3(m.get("base_t")),
-                           "cur_time_us": sig3(m.get("cur_t")), "base_busbw_GBps": sig3(m.get("base_bw")),
-                           "cur_busbw_GBps": sig3(m.get("cur_bw"))} for k, b, m in bad],
-                "groups_pooled": groups,
-                "baseline": ctx.baseline.path,
-                "env_differences": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs[:20]],
-            },
-            action=("Check the environment differences first (NCCL version/settings, drivers, firmware); "
-                    "if none, compare per-pair findings for the nodes or links that got slower."),
-        ))
+        out.append(
+            Finding(
+                rule="regression",
+                severity="warn",
+                subject_kind="run",
+                subject=f"{coll} {pattern}" + ("" if in_place is False else " in-place") + f" {dtype}",
+                title=f"{coll} ({pattern}) regressed at {len(bad)} size(s) vs baseline: {what}",
+                evidence={
+                    "sizes": [
+                        {
+                            "bytes": b,
+                            "judged_on": k,
+                            "time_ratio": sig3(m.get("time")),
+                            "busbw_ratio": sig3(m.get("busbw")),
+                            "base_time_us": sig3(m.get("base_t")),
+                            "cur_time_us": sig3(m.get("cur_t")),
+                            "base_busbw_GBps": sig3(m.get("base_bw")),
+                            "cur_busbw_GBps": sig3(m.get("cur_bw")),
+                        }
+                        for k, b, m in bad
+                    ],
+                    "groups_pooled": groups,
+                    "baseline": ctx.baseline.path,
+                    "env_differences": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs[:20]],
+                },
+                action=(
+                    "Check the environment differences first (NCCL version/settings, drivers, firmware); "
+                    "if none, compare per-pair findings for the nodes or links that got slower."
+                ),
+            )
+        )
     return out
 
 
 def _rows_for_compare(df) -> list[dict[str, Any]]:  # noqa: ANN001 - a DataFrame
-    cols = [c for c in ("collective", "pattern", "bytes", "dtype", "in_place", "group", "hosts", "ranks",
-                        "time_us", "busbw_GBps", "status") if c in df.columns]
+    cols = [
+        c
+        for c in (
+            "collective",
+            "pattern",
+            "bytes",
+            "dtype",
+            "in_place",
+            "group",
+            "hosts",
+            "ranks",
+            "time_us",
+            "busbw_GBps",
+            "status",
+        )
+        if c in df.columns
+    ]
     return df[cols].to_dict("records")
 
 
-RULE = Rule(name="regression", ids={"regression": "warn", "env_changed": "info"}, check=check, doc=__doc__ or "")
+RULE = Rule(
+    name="regression", ids={"regression": "warn", "env_changed": "info"}, check=check, doc=__doc__ or ""
+)

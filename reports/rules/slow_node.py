@@ -56,21 +56,31 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             "partners": int(m.partners[i]),
             "partners_slow": slow_with,
             "median_busbw_GBps_with_partners": sig3(node_pairs_med),
-            "fleet_class_median_busbw_GBps": {k: sig3(v[-1]) for k, v in zip(m.class_median_bw, fleet_med,
-                                                                                strict=True) if v},
+            "fleet_class_median_busbw_GBps": {
+                k: sig3(v[-1]) for k, v in zip(m.class_median_bw, fleet_med, strict=True) if v
+            },
             "slowest_partners": {m.hosts[j]: sig3(float(row[j])) for j in worst},
             "switch": ctx.switches.get(host),
             "node_effect_spread_pct": sig3(100 * spread),
         }
-        out.append(Finding(
-            rule="slow_node", severity="fail", subject_kind="node", subject=host,
-            title=(f"Node {host} is {pct(ratio)} than the fleet with {slow_with} of {int(m.partners[i])} "
-                   f"partners (busbw at {size_label(m.sizes[-1])}, {m.collective})"),
-            evidence=evidence,
-            action=(f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
-                    "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."),
-            hosts=[host],
-        ))
+        out.append(
+            Finding(
+                rule="slow_node",
+                severity="fail",
+                subject_kind="node",
+                subject=host,
+                title=(
+                    f"Node {host} is {pct(ratio)} than the fleet with {slow_with} of {int(m.partners[i])} "
+                    f"partners (busbw at {size_label(m.sizes[-1])}, {m.collective})"
+                ),
+                evidence=evidence,
+                action=(
+                    f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
+                    "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
+                ),
+                hosts=[host],
+            )
+        )
     out.extend(_switch_findings(ctx, [m.hosts[i] for i in np.nonzero(bad)[0]], m.hosts))
     return out
 
@@ -83,15 +93,21 @@ def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: list[str]) ->
         total = per_switch[sw]
         if n_slow >= 3 and n_slow >= 0.5 * total:
             members = sorted(h for h in slow if ctx.switches.get(h) == sw)
-            out.append(Finding(
-                rule="slow_switch", severity="fail", subject_kind="switch", subject=sw,
-                title=f"{n_slow} of {total} hosts on switch {sw} are slow",
-                evidence={"slow_hosts": members, "hosts_on_switch": total},
-                action=f"Suspect switch {sw} itself (uplinks, firmware, congestion settings) before the nodes.",
-                hosts=members,
-            ))
+            out.append(
+                Finding(
+                    rule="slow_switch",
+                    severity="fail",
+                    subject_kind="switch",
+                    subject=sw,
+                    title=f"{n_slow} of {total} hosts on switch {sw} are slow",
+                    evidence={"slow_hosts": members, "hosts_on_switch": total},
+                    action=f"Suspect switch {sw} itself (uplinks, firmware, congestion settings) before the nodes.",
+                    hosts=members,
+                )
+            )
     return out
 
 
-RULE = Rule(name="slow_node", ids={"slow_node": "fail", "slow_switch": "fail"}, check=check,
-            doc=__doc__ or "")
+RULE = Rule(
+    name="slow_node", ids={"slow_node": "fail", "slow_switch": "fail"}, check=check, doc=__doc__ or ""
+)

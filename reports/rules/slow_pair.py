@@ -13,7 +13,7 @@ import numpy as np
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule, pct, size_label
-from reports.stats import sig3, z_threshold
+from reports.stats import g3, sig3, z_threshold
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
@@ -51,19 +51,30 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             "robust_z": sig3(float(z[i, j])),
             "z_threshold": sig3(zt),
             "noise_sigma_pct": sig3(100 * m.sigma),
-            "node_effect": {a: sig3(float(np.exp(m.node_effect[i]))),
-                            b: sig3(float(np.exp(m.node_effect[j])))},
+            "node_effect": {
+                a: sig3(float(np.exp(m.node_effect[i]))),
+                b: sig3(float(np.exp(m.node_effect[j]))),
+            },
         }
-        out.append(Finding(
-            rule="slow_pair", severity="warn", subject_kind="pair", subject=f"{a}|{b}",
-            title=(f"Link {a} - {b} is {pct(ratio)} than {klass} pairs predict "
-                   f"({sig3(m.pair_bw(i, j)[-1])} vs {sig3(expected)} GB/s at {size_label(m.sizes[-1])})"),
-            evidence=evidence,
-            action=(f"Both nodes are fine with their other partners, so suspect the path: re-test {a} and {b} "
+        out.append(
+            Finding(
+                rule="slow_pair",
+                severity="warn",
+                subject_kind="pair",
+                subject=f"{a}|{b}",
+                title=(
+                    f"Link {a} - {b} is {pct(ratio)} than {klass} pairs predict "
+                    f"({g3(m.pair_bw(i, j)[-1])} vs {g3(expected)} GB/s at {size_label(m.sizes[-1])})"
+                ),
+                evidence=evidence,
+                action=(
+                    f"Both nodes are fine with their other partners, so suspect the path: re-test {a} and {b} "
                     "against known-good partners, then check cables, switch ports and port counters "
-                    f"(symbol errors, link downs) between {a} and {b}."),
-            hosts=[a, b],
-        ))
+                    f"(symbol errors, link downs) between {a} and {b}."
+                ),
+                hosts=[a, b],
+            )
+        )
     return out
 
 

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule
-from reports.stats import sig3
+from reports.stats import g3, sig3
 
 
 def _binom_sf(k: int, n: int, p: float) -> float:
@@ -55,17 +55,32 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             if p >= alpha or mean_excess < t.straggler_min_excess:
                 continue
             rank, rank_k = Counter(e[1] for e in mine).most_common(1)[0]
-            out.append(Finding(
-                rule="straggler", severity="warn", subject_kind="node", subject=host,
-                title=(f"{host} finished last in {k} of {n} collectives over {len(hosts)} hosts "
-                       f"(chance: {sig3(100 / len(hosts))}%), {sig3(100 * mean_excess)}% behind the median rank"),
-                evidence={"last_count": k, "rows": n, "group_hosts": len(hosts), "p_value": sig3(p),
-                          "mean_excess_pct": sig3(100 * mean_excess), "most_often_last_rank": rank,
-                          "rank_last_count": rank_k},
-                action=(f"Everyone waits for {host}: check its CPU/GPU clocks and throttling, noisy neighbours, "
-                        "NIC errors and NUMA binding of its ranks."),
-                hosts=[host],
-            ))
+            out.append(
+                Finding(
+                    rule="straggler",
+                    severity="warn",
+                    subject_kind="node",
+                    subject=host,
+                    title=(
+                        f"{host} finished last in {k} of {n} collectives over {len(hosts)} hosts "
+                        f"(chance: {g3(100 / len(hosts))}%), {g3(100 * mean_excess)}% behind the median rank"
+                    ),
+                    evidence={
+                        "last_count": k,
+                        "rows": n,
+                        "group_hosts": len(hosts),
+                        "p_value": sig3(p),
+                        "mean_excess_pct": sig3(100 * mean_excess),
+                        "most_often_last_rank": rank,
+                        "rank_last_count": rank_k,
+                    },
+                    action=(
+                        f"Everyone waits for {host}: check its CPU/GPU clocks and throttling, noisy neighbours, "
+                        "NIC errors and NUMA binding of its ranks."
+                    ),
+                    hosts=[host],
+                )
+            )
     return out
 
 

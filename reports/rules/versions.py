@@ -19,8 +19,13 @@ from reports.findings import Finding
 from reports.rules.base import Rule
 
 LABELS = {
-    "driver": "GPU driver", "vbios": "GPU VBIOS", "nic_firmware": "NIC firmware",
-    "nic_driver": "NIC driver", "ofed": "OFED", "nccl": "NCCL", "cuda": "CUDA",
+    "driver": "GPU driver",
+    "vbios": "GPU VBIOS",
+    "nic_firmware": "NIC firmware",
+    "nic_driver": "NIC driver",
+    "ofed": "OFED",
+    "nccl": "NCCL",
+    "cuda": "CUDA",
 }
 
 
@@ -64,7 +69,9 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     out: list[Finding] = []
     for (comp, model), hosts in per.items():
         out += _mismatch(comp, model, hosts)
-        node_value = {h: min(v.values(), key=_key) for h, v in hosts.items()}  # a node is as old as its oldest
+        node_value = {
+            h: min(v.values(), key=_key) for h, v in hosts.items()
+        }  # a node is as old as its oldest
         out += _fleet(ctx, comp, model, node_value)
     return out
 
@@ -81,13 +88,18 @@ def _mismatch(comp: str, model: str | None, hosts: dict[str, dict[str, str]]) ->
         distinct = {str(_key(v).key): v for v in inst.values()}
         if len(distinct) < 2:
             continue
-        out.append(Finding(
-            rule="firmware_mismatch", severity="warn", subject_kind="node", subject=host,
-            title=f"{host}: {_name(comp, model)} differs between devices ({', '.join(sorted(distinct.values()))})",
-            evidence={"component": comp, "model": model, "per_device": dict(sorted(inst.items()))},
-            action=f"Finish the {LABELS[comp]} update on {host} so every device runs the same version.",
-            hosts=[host],
-        ))
+        out.append(
+            Finding(
+                rule="firmware_mismatch",
+                severity="warn",
+                subject_kind="node",
+                subject=host,
+                title=f"{host}: {_name(comp, model)} differs between devices ({', '.join(sorted(distinct.values()))})",
+                evidence={"component": comp, "model": model, "per_device": dict(sorted(inst.items()))},
+                action=f"Finish the {LABELS[comp]} update on {host} so every device runs the same version.",
+                hosts=[host],
+            )
+        )
     return out
 
 
@@ -108,48 +120,91 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
     for k, hosts in groups.items():
         v = spelled[k]
         hosts = sorted(hosts)
-        base = {"component": comp, "model": model, "version": v, "fleet_versions": fleet,
-                "hosts_count": len(hosts)}
+        base = {
+            "component": comp,
+            "model": model,
+            "version": v,
+            "fleet_versions": fleet,
+            "hosts_count": len(hosts),
+        }
         subject_kind, subject = ("node", hosts[0]) if len(hosts) == 1 else ("component", f"{name} {v}")
         who = hosts[0] if len(hosts) == 1 else f"{len(hosts)} nodes"
         if minimum and compare_versions(v, minimum) < 0:
-            out.append(Finding(
-                rule="version_below_minimum", severity="fail", subject_kind=subject_kind, subject=subject,
-                title=f"{who}: {name} {v} is below the policy minimum {minimum}",
-                evidence={**base, "policy_minimum": minimum, "hosts": hosts},
-                action=f"Update {LABELS[comp]} to {minimum} or newer (fleet newest: {spelled[newest_key]}).",
-                hosts=hosts,
-            ))
+            out.append(
+                Finding(
+                    rule="version_below_minimum",
+                    severity="fail",
+                    subject_kind=subject_kind,
+                    subject=subject,
+                    title=f"{who}: {name} {v} is below the policy minimum {minimum}",
+                    evidence={**base, "policy_minimum": minimum, "hosts": hosts},
+                    action=f"Update {LABELS[comp]} to {minimum} or newer (fleet newest: {spelled[newest_key]}).",
+                    hosts=hosts,
+                )
+            )
         elif majority_key is not None and k < majority_key:
-            out.append(Finding(
-                rule="outdated_firmware", severity="warn", subject_kind=subject_kind, subject=subject,
-                title=f"{who}: {name} {v} is behind the fleet majority {spelled[majority_key]}",
-                evidence={**base, "fleet_majority": spelled[majority_key], "fleet_newest": spelled[newest_key],
-                          "hosts": hosts},
-                action=f"Update {LABELS[comp]} on {who} to {spelled[majority_key]} like the rest of the fleet.",
-                hosts=hosts,
-            ))
+            out.append(
+                Finding(
+                    rule="outdated_firmware",
+                    severity="warn",
+                    subject_kind=subject_kind,
+                    subject=subject,
+                    title=f"{who}: {name} {v} is behind the fleet majority {spelled[majority_key]}",
+                    evidence={
+                        **base,
+                        "fleet_majority": spelled[majority_key],
+                        "fleet_newest": spelled[newest_key],
+                        "hosts": hosts,
+                    },
+                    action=f"Update {LABELS[comp]} on {who} to {spelled[majority_key]} like the rest of the fleet.",
+                    hosts=hosts,
+                )
+            )
         elif majority_key is None and k < newest_key and len(counts) > 1:
-            out.append(Finding(
-                rule="outdated_firmware", severity="warn", subject_kind=subject_kind, subject=subject,
-                title=f"{who}: {name} {v} is behind the fleet's newest {spelled[newest_key]} (no majority)",
-                evidence={**base, "fleet_newest": spelled[newest_key], "hosts": hosts},
-                action=f"Bring {LABELS[comp]} to one version across the fleet.",
-                hosts=hosts,
-            ))
+            out.append(
+                Finding(
+                    rule="outdated_firmware",
+                    severity="warn",
+                    subject_kind=subject_kind,
+                    subject=subject,
+                    title=f"{who}: {name} {v} is behind the fleet's newest {spelled[newest_key]} (no majority)",
+                    evidence={**base, "fleet_newest": spelled[newest_key], "hosts": hosts},
+                    action=f"Bring {LABELS[comp]} to one version across the fleet.",
+                    hosts=hosts,
+                )
+            )
     if majority_key is not None and majority_key < newest_key:
         ahead = sorted(h for k, hs in groups.items() if k > majority_key for h in hs)
-        out.append(Finding(
-            rule="version_behind_newest", severity="info", subject_kind="component", subject=name,
-            title=(f"{name}: fleet majority runs {spelled[majority_key]}, {len(ahead)} node(s) run newer "
-                   f"(up to {spelled[newest_key]})"),
-            evidence={"component": comp, "model": model, "fleet_versions": fleet, "newer_hosts": ahead[:50]},
-            action="A rollout in progress? Mixed versions across ranks are worth avoiding for one job.",
-        ))
+        out.append(
+            Finding(
+                rule="version_behind_newest",
+                severity="info",
+                subject_kind="component",
+                subject=name,
+                title=(
+                    f"{name}: fleet majority runs {spelled[majority_key]}, {len(ahead)} node(s) run newer "
+                    f"(up to {spelled[newest_key]})"
+                ),
+                evidence={
+                    "component": comp,
+                    "model": model,
+                    "fleet_versions": fleet,
+                    "newer_hosts": ahead[:50],
+                },
+                action="A rollout in progress? Mixed versions across ranks are worth avoiding for one job.",
+            )
+        )
     return out
 
 
-RULE = Rule(name="versions",
-            ids={"version_below_minimum": "fail", "outdated_firmware": "warn", "firmware_mismatch": "warn",
-                 "version_behind_newest": "info"},
-            check=check, doc=__doc__ or "")
+RULE = Rule(
+    name="versions",
+    ids={
+        "version_below_minimum": "fail",
+        "outdated_firmware": "warn",
+        "firmware_mismatch": "warn",
+        "version_behind_newest": "info",
+    },
+    check=check,
+    doc=__doc__ or "",
+)

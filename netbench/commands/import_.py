@@ -1,0 +1,54 @@
+"""``netbench import``: bring other tools' results into a run directory (today: nccl-tests)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(
+    "import",
+    short_help="Import nccl-tests logs/JSON into a run directory.",
+    epilog="""\b
+Examples:
+  netbench import nccl-tests all_reduce.log all_gather.log --out runs/nccl-2024-05
+  netbench import nccl-tests results.json --no-report
+""",
+)
+def command() -> None:
+    """Turn results measured by other tools into a netbench run directory, so report, compare and
+    the exporters read them like netbench's own runs."""
+
+
+@command.command(
+    "nccl-tests",
+    short_help="Import nccl-tests stdout logs or -J JSON files.",
+    epilog="""\b
+Reads every layout nccl-tests has printed since 2018 (old 'error' column, '#wrong', per-iteration
+columns, mpirun/srun line prefixes) and its -J JSON. All files go into one run directory.
+Example:
+  netbench import nccl-tests node*/all_reduce_perf.out --out runs/imported
+""",
+)
+@click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Run directory to write (default: netbench-runs/<timestamp>-<id>).")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Build findings.json and report.html after importing (needs `netbench report`).")
+@click.pass_context
+def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, report: bool) -> None:
+    from netbench.importers.nccl_tests import import_logs
+
+    run, tests = import_logs(list(logs), out)
+    rows = sum(len(t.rows) for t in tests)
+    hosts = sorted({h for t in tests for h in t.hosts})
+    click.echo(f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) "
+               f"into {run.path}")
+    if report:
+        root = ctx.find_root()
+        group = root.command
+        report_cmd = group.get_command(root, "report") if isinstance(group, click.Group) else None
+        if report_cmd is None:
+            click.echo(f"(no `netbench report` command here; run it later on {run.path})", err=True)
+        else:
+            report_cmd.main(args=[str(run.path)], prog_name="netbench report", standalone_mode=False,
+                            obj=ctx.obj)

@@ -1,0 +1,110 @@
+"""The machinery, written once: load a run, run every registered rule, apply the policy.
+
+Rules only look at an AnalysisContext and return findings. Here: severity overrides from the
+policy, a cap per rule (a broken fabric must not produce a 500,000-line report; the rest is
+summarised in one finding), a crashed rule turned into a finding instead of a lost report, and the
+order findings are read in (failures first).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from reports.context import AnalysisContext
+from reports.findings import SEVERITY_RANK, Finding
+from reports.policy import Policy, load_policy
+
+
+def resolve_policy(policy: Policy | str | Path | None) -> Policy:
+    return policy if isinstance(policy, Policy) else load_policy(policy)
+
+
+def resolve_topology(topology: dict[str, str] | str | Path | None) -> dict[str, str] | None:
+    if topology is None or isinstance(topology, dict):
+        return topology
+    from reports.topology import load_topology
+
+    return load_topology(topology)
+
+
+def load_context(
+    run_dir: str | Path,
+    baseline: str | Path | None = None,
+    policy: Policy | str | Path | None = None,
+    topology: dict[str, str] | str | Path | None = None,
+) -> AnalysisContext:
+    return AnalysisContext.load(
+        run_dir, baseline=baseline, policy=resolve_policy(policy), topology=resolve_topology(topology)
+    )
+
+
+def run_rules(ctx: AnalysisContext, rules: list[Any] | None = None) -> list[Finding]:
+    from reports.rules import RULES
+
+    order = {}
+    findings: list[Finding] = []
+    for pos, rule in enumerate(rules if rules is not None else RULES):
+        try:
+            found = rule.check(ctx)
+        except Exception as exc:  # one rule's bug must not cost the whole report
+            found = [
+                Finding(
+                    rule="analysis_error",
+                    severity="warn",
+                    subject_kind="run",
+                    subject=rule.name,
+                    title=f"Rule {rule.name} could not run on this data: {type(exc).__name__}: {exc}",
+                    evidence={"traceback": traceback.format_exc(limit=6)},
+                    action="Report this as a netbench bug with the run directory; other rules are unaffected.",
+                )
+            ]
+        for f in found:
+            order.setdefault(f.rule, pos)
+        findings.extend(found)
+    overrides = ctx.policy.severity
+    for f in findings:
+        if f.rule in overrides:
+            f.severity = overrides[f.rule]
+    findings = _cap(findings, ctx.policy.thresholds.max_findings_per_rule)
+    findings.sort(key=lambda f: (-SEVERITY_RANK[f.severity], order.get(f.rule, 99)))
+    return findings
+
+
+def _cap(findings: list[Finding], limit: int) -> list[Finding]:
+    by_rule: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        by_rule[f.rule].append(f)
+    out: list[Finding] = []
+    for rule, items in by_rule.items():
+        items.sort(key=lambda f: -SEVERITY_RANK[f.severity])  # stable: a rule's own order within a severity
+        out.extend(items[:limit])
+        rest = items[limit:]
+        if rest:
+            hosts = sorted({h for f in rest for h in f.hosts})
+            out.append(
+                Finding(
+                    rule="findings_truncated",
+                    severity=rest[0].severity,
+                    subject_kind="run",
+                    subject=rule,
+                    title=f"{len(rest)} more {rule} findings not listed ({len(hosts)} hosts involved)",
+                    evidence={"rule": rule, "more": len(rest), "subjects": [f.subject for f in rest[:200]]},
+                    action="See findings.json for every one; this many usually means one cause upstream "
+                    "(a switch, a fleet-wide setting).",
+                    hosts=hosts[:1000],
+                )
+            )
+    return out
+
+
+def analyze(
+    run_dir: str | Path,
+    baseline: str | Path | None = None,
+    policy: Policy | str | Path | None = None,
+    topology: dict[str, str] | str | Path | None = None,
+) -> list[Finding]:
+    """Every finding for a run directory, worst first. ``policy`` is a Policy, a TOML path or None."""
+    return run_rules(load_context(run_dir, baseline, policy, topology))

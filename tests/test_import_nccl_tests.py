@@ -1,0 +1,177 @@
+"""The nccl-tests importer against real logs (shared fixtures; tests/data/nccl_tests/SOURCES.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from netbench.cli import cli
+from netbench.errors import UsageError
+from netbench.importers.nccl_tests import nccl_version_from_code, parse_file, parse_text, to_rows
+from netbench.rundir import RunDir
+
+_DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(os.environ.get("NETBENCH_FIXTURES", _DEFAULT_FIXTURES))
+H200 = FIXTURES / "nccl-tests-h200-1gpu"
+H200_JSON = FIXTURES / "nccl-tests-h200-1gpu-json"
+PUBLIC = FIXTURES / "nccl-tests-public"
+
+pytestmark = pytest.mark.skipif(not H200.is_dir(), reason=f"shared fixtures not found at {FIXTURES}")
+
+
+def by_key(test, nbytes: int, in_place: bool, dtype: str = "float") -> dict:
+    [row] = [r for r in test.rows
+             if r["bytes"] == nbytes and r["in_place"] == in_place and r["dtype"] == dtype]
+    return row
+
+
+def test_h200_all_reduce_text():
+    [t] = parse_file(H200 / "all_reduce.txt")
+    assert t.collective == "all_reduce"
+    assert t.nccl_tests_version == "2.19.6"
+    assert t.nccl_version == "2.28.3"  # nccl-library=22803
+    assert t.hosts == ["vm"] and t.nranks == 1
+    assert t.config["iters"] == 20 and t.config["warmup_iters"] == 1 and t.config["graph"] == 0
+    assert len(t.rows) == 31 * 2
+    big = by_key(t, 8589934592, False)
+    assert big["count"] == 2147483648 and big["op"] == "sum"
+    assert big["time_us"] == 4000.09 and big["algbw_GBps"] == 2147.4 and big["busbw_GBps"] == 0.0
+    assert big["wrong"] == 0
+    assert by_key(t, 536870912, True)["algbw_GBps"] == 1e6  # printed "1e+06"
+    assert t.out_of_bounds == 0 and t.avg_busbw_GBps == 0
+
+
+def test_sendrecv_in_place_wrong_is_na():
+    [t] = parse_file(H200 / "sendrecv.txt")
+    assert by_key(t, 8, False)["wrong"] == 0
+    assert by_key(t, 8, True)["wrong"] is None  # "N/A"
+    assert by_key(t, 8, False)["time_us"] == 11.46
+
+
+def test_graph_run_marks_rows():
+    [t] = parse_file(H200 / "all_reduce_graph.txt")
+    assert t.config["graph"] == 20
+    out = to_rows(t, "r1")
+    assert all(r.cuda_graph for r in out)
+    assert out[0].time_us == 1.00 and out[0].bytes == 8
+
+
+def test_multinode_h100_hosts_and_ranks():
+    [t] = parse_file(PUBLIC / "lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt")
+    assert t.hosts == ["ztan-mig-235z", "ztan-mig-gq73"]
+    assert t.nranks == 16
+    assert [r.device for r in t.ranks[:8]] == list(range(8))
+    assert t.ranks[8].bus_id == "0000:04:00" and t.ranks[0].device_name == "NVIDIA H100 80GB HBM3"
+    big = by_key(t, 8589934592, False)
+    assert (big["time_us"], big["algbw_GBps"], big["busbw_GBps"], big["wrong"]) == (47535, 180.71, 338.82, 0)
+    assert by_key(t, 8589934592, True)["busbw_GBps"] == 337.35
+    assert t.avg_busbw_GBps == 70.742
+    assert len(t.rows) == 31 * 2  # the markdown prose after the table adds nothing
+
+
+def test_old_layouts_without_redop_or_root():
+    tests = parse_file(PUBLIC / "UNRESOLVED-dgx2-v100-old-layouts.txt")
+    assert [t.collective for t in tests] == ["all_gather", "all_reduce", "broadcast"]
+    ag, ar, bc = tests
+    assert all(t.nranks == 12 and t.hosts == ["seville"] for t in tests)
+    assert ag.config["warmup_iters"] == 5 and ag.config["iters"] == 20
+    row = by_key(ag, 8589934560, False)
+    assert row["op"] is None and row["root"] is None
+    assert row["time_us"] == 106773 and row["busbw_GBps"] == 73.75
+    assert row["wrong"] is None and row["max_error"] == 1.0  # old "error" column is not a count
+    assert ag.out_of_bounds == 4
+    assert by_key(ar, 8, False)["max_error"] == 2e-07 and by_key(ar, 8, False)["op"] == "sum"
+    assert by_key(bc, 8589934592, True)["root"] == "0" and by_key(bc, 8589934592, True)["time_us"] == 70368
+
+
+def test_three_hosts_step_bytes_no_validation():
+    [t] = parse_file(PUBLIC / "UNRESOLVED-wiki-nccl-t4-3hosts-stepbytes.txt")
+    assert t.hosts == ["gpu01", "gpu02", "gpu03"] and t.nranks == 3
+    assert t.config["step_bytes"] == 1048576 and t.config["validation"] == 0 and t.config["iters"] == 1
+    row = by_key(t, 104857600, False)
+    assert row["time_us"] == 202872 and row["max_error"] is None and row["wrong"] is None
+
+
+def test_json_matches_its_stdout():
+    """The -J file and the table of the same run agree to the table's printed precision."""
+    names = ("all_reduce_1gpu", "broadcast_1gpu", "reduce_scatter_1gpu_periter", "all_reduce_1gpu_alltypes")
+    for name in names:
+        [j] = parse_file(H200_JSON / f"{name}.json")
+        [t] = parse_file(H200_JSON / f"{name}.txt")
+        assert j.collective == t.collective and j.nccl_version == t.nccl_version == "2.28.9"
+        assert len(j.rows) == len(t.rows) > 0
+        for a, b in zip(j.rows, t.rows, strict=True):
+            assert (a["bytes"], a["count"], a["dtype"], a["in_place"]) == (b["bytes"], b["count"], b["dtype"],
+                                                                           b["in_place"])
+            assert a["time_us"] == pytest.approx(b["time_us"], abs=0.006, rel=0.001)
+            assert a["wrong"] == b["wrong"]
+        assert j.config["iters"] == t.config["iters"]
+        assert j.hosts == t.hosts == ["vm"]
+
+
+def test_json_details():
+    [j] = parse_file(H200_JSON / "reduce_scatter_1gpu_periter.json")
+    first = j.rows[0]
+    assert first["per_iter"]["times_us"] == [15.488, 12.864, 8.064, 8.928, 9.984]
+    assert j.env == {"NCCL_NVLS_ENABLE": "0"}  # only NCCL_* variables are kept
+    [b] = parse_file(H200_JSON / "broadcast_1gpu.json")
+    assert {r["root"] for r in b.rows} == {"0"}
+    [types] = parse_file(H200_JSON / "all_reduce_1gpu_alltypes.json")
+    assert len({r["dtype"] for r in types.rows}) == 12
+
+
+def test_prefixed_lines_mpirun_and_srun():
+    text = (H200 / "all_reduce.txt").read_text()
+    tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in text.splitlines())
+    labelled = "\n".join(f" 0: {line}" for line in text.splitlines())
+    plain = parse_text(text)[0].rows
+    assert parse_text(tagged)[0].rows == plain
+    assert parse_text(labelled)[0].rows == plain
+
+
+def test_nccl_version_codes():
+    assert nccl_version_from_code(22803) == "2.28.3"
+    assert nccl_version_from_code(2708) == "2.7.8"
+
+
+@pytest.mark.parametrize("content", ["hello\n", "", "# nThread 1 nGpus 1\n", "{not json", '{"results": 3}'])
+def test_bad_input_is_usage_error(tmp_path, content):
+    f = tmp_path / "x.log"
+    f.write_text(content)
+    with pytest.raises(UsageError):
+        parse_file(f)
+
+
+def test_cli_import_writes_run_dir(tmp_path):
+    out = tmp_path / "run"
+    multinode = PUBLIC / "lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt"
+    res = CliRunner().invoke(cli, ["import", "nccl-tests", str(H200 / "all_reduce.txt"), str(multinode),
+                                   "--out", str(out), "--no-report"])
+    assert res.exit_code == 0, res.output
+    run = RunDir.open(out)
+    meta = run.read_run()
+    assert meta["launcher"] == "import" and len(meta["sources"]) == 2
+    rows = run.read_rows()
+    assert len(rows) == 62 * 2
+    assert {r["pattern"] for r in rows} == {"world"} and {r["backend"] for r in rows} == {"nccl"}
+    multi = [r for r in rows if r["ranks"] == 16]
+    assert len(multi) == 62 and multi[0]["hosts"] == ["ztan-mig-235z", "ztan-mig-gq73"]
+    assert multi[0]["iters"] == 20 and multi[0]["warmup"] == 5
+    env = json.loads((out / "env.json").read_text())
+    assert env["hosts"]["vm"]["nccl"] == "2.28.3" and env["hosts"]["vm"]["nccl_tests_version"] == "2.19.6"
+    inv = run.read_inventory()
+    assert {n["host"] for n in inv} == {"vm", "ztan-mig-235z", "ztan-mig-gq73"}
+    assert len(next(n for n in inv if n["host"] == "ztan-mig-gq73")["gpus"]) == 8
+
+
+def test_cli_bad_input_one_line_exit_2(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("just some text\n")
+    res = CliRunner().invoke(cli, ["import", "nccl-tests", str(bad), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2
+    assert "no nccl-tests results" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "r").exists()

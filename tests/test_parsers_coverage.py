@@ -1,0 +1,120 @@
+"""Every fixture file under h200-node/ and public/ is read by a parser into something non-empty.
+
+The per-format tests check the values; this one makes sure no fixture is left without a parser (a
+new fixture with no entry here fails the test). Host lists and Slurm topology files are parsed by
+netbench.hosts / reports.topology and tested there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fixtures_path import fixtures_dir
+
+from inventory.parsers import (
+    ethtool,
+    iblinkinfo,
+    ibnetdiscover,
+    ibstat,
+    ibstatus,
+    ibswitches,
+    ibv_devinfo,
+    lldp_json,
+    lscpu,
+    nccl_debug,
+    nccl_topo_xml,
+    numactl,
+    nvcc,
+    nvidia_smi_list,
+    nvidia_smi_query,
+    nvidia_smi_text,
+    nvidia_smi_version,
+    nvidia_smi_xml,
+    nvlink_status,
+    ofed,
+    os_release,
+    proc_driver,
+    sysfs_ib,
+    topo_matrix,
+    uname,
+)
+
+OWNED_ELSEWHERE = {"public/hostfile", "public/slurm-topology.conf"}
+
+H200: dict[str, Callable[[str], object]] = {
+    "lscpu.txt": lambda t: lscpu.parse_lscpu(t).model,
+    "nccl-debug-init.txt": lambda t: nccl_debug.parse_nccl_debug(t).version,
+    "nccl-topo.xml": lambda t: nccl_topo_xml.parse_nccl_topo_xml(t).gpus,
+    "numactl.txt": lambda t: numactl.parse_numactl(t).nodes,
+    "nvcc.txt": lambda t: nvcc.parse_nvcc(t).version,
+    "nvidia-smi-L.txt": nvidia_smi_list.parse_nvidia_smi_list,
+    "nvidia-smi-q-x.txt": lambda t: nvidia_smi_xml.parse_nvidia_smi_xml(t).gpus,
+    "nvidia-smi-q.txt": lambda t: nvidia_smi_text.parse_nvidia_smi_text(t).gpus,
+    "nvidia-smi-query.txt": lambda t: nvidia_smi_query.parse_nvidia_smi_query(t).gpus,
+    "nvidia-smi-topo-m.txt": lambda t: topo_matrix.parse_topo_matrix(t).relations,
+    "nvidia-smi-topo-p2p-r.txt": topo_matrix.parse_topo_p2p,
+    "nvidia-smi-version.txt": lambda t: nvidia_smi_version.parse_nvidia_smi_version(t).driver_version,
+    "os-release.txt": os_release.pretty_name,
+    "proc-driver.txt": lambda t: proc_driver.parse_proc_driver(t).driver_version,
+    "uname.txt": lambda t: uname.parse_uname(t).kernel,
+}
+
+
+def _public(path: Path, text: str) -> object:
+    kind = path.relative_to(fixtures_dir() / "public").parts[0]
+    if kind == "ibnetdiscover" and path.name.endswith("fabric.net.input"):
+        return "ibsim input (not discovery output; see test_parsers_fabric)"
+    if kind == "lldpctl-json":
+        return (lldp_json.parse_lldp_keyvalue if path.suffix == ".txt" else lldp_json.parse_lldp_json)(text)
+    if kind == "ibswitches-smpquery":
+        return ibswitches.parse_ibnodes(text) or ibswitches.parse_smpquery(text)
+    if kind == "sysfs-infiniband":
+        return (
+            sysfs_ib.parse_sysfs_ib(f"{path.parent.name}/{path.name}: {text}")
+            if path.parent.name != "1"
+            else (sysfs_ib.parse_sysfs_ib(f"{path.parents[2].name}/ports/1/{path.name}: {text}"))
+        )
+    parsers: dict[str, Callable[[str], object]] = {
+        "nvidia-smi-q-x": lambda t: nvidia_smi_xml.parse_nvidia_smi_xml(t).gpus,
+        "nvidia-smi-q-text": lambda t: nvidia_smi_text.parse_nvidia_smi_text(t).gpus,
+        "nvidia-smi-nvlink-status": nvlink_status.parse_nvlink_status,
+        "nvidia-smi-topo-m": lambda t: topo_matrix.parse_topo_matrix(t).relations,
+        "nccl-topo-xml": lambda t: nccl_topo_xml.parse_nccl_topo_xml(t).gpus,
+        "ibstat": ibstat.parse_ibstat,
+        "ibstatus": ibstatus.parse_ibstatus,
+        "ibv_devinfo": ibv_devinfo.parse_ibv_devinfo,
+        "ethtool-i": lambda t: ethtool.parse_ethtool_i(t, "eth0").driver,
+        "ibnetdiscover": ibnetdiscover.parse_ibnetdiscover,
+        "iblinkinfo": iblinkinfo.parse_iblinkinfo,
+        "ofed_info": ofed.parse_ofed_info,
+    }
+    return parsers[kind](text)
+
+
+def _all_files() -> list[Path]:
+    root = fixtures_dir()
+    out = []
+    for p in sorted([*(root / "h200-node").rglob("*"), *(root / "public").rglob("*")]):
+        rel = p.relative_to(root).as_posix()
+        if (
+            p.is_file()
+            and p.name not in ("README.md", "SOURCES.md")
+            and not any(rel.startswith(o + "/") for o in OWNED_ELSEWHERE)
+        ):
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("path", _all_files(), ids=lambda p: p.relative_to(fixtures_dir()).as_posix())
+def test_every_fixture_parses_to_something(path: Path) -> None:
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    rel = path.relative_to(fixtures_dir())
+    if rel.parts[0] == "h200-node":
+        assert rel.name in H200, f"no parser registered for {rel}"
+        result = H200[rel.name](text)
+    else:
+        assert rel.parts[0] == "public", f"unknown fixture folder {rel}"
+        result = _public(path, text)
+    assert result, f"{rel} parsed to nothing"

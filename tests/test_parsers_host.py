@@ -1,0 +1,46 @@
+"""Host parsers: uname, os-release, lscpu, numactl, and the NCCL version from an NCCL_DEBUG log."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures_path import read_fixture
+
+from inventory.parsers.lscpu import parse_lscpu
+from inventory.parsers.nccl_debug import parse_nccl_debug
+from inventory.parsers.numactl import parse_numactl
+from inventory.parsers.os_release import parse_os_release, pretty_name
+from inventory.parsers.uname import parse_uname
+
+
+def test_uname() -> None:
+    u = parse_uname(read_fixture("h200-node/uname.txt"))
+    assert (u.system, u.nodename, u.kernel, u.machine) == ("Linux", "vm", "6.18.44-fc-v657-gpu", "x86_64")
+
+
+def test_os_release() -> None:
+    text = read_fixture("h200-node/os-release.txt")
+    assert pretty_name(text) == "Ubuntu 24.04.3 LTS"
+    kv = parse_os_release(text)
+    assert kv["VERSION_ID"] == "24.04" and kv["ID"] == "ubuntu" and kv["VERSION_CODENAME"] == "noble"
+    assert pretty_name('NAME="Debian GNU/Linux"\nVERSION_ID="12"\n') == "Debian GNU/Linux 12"
+
+
+def test_lscpu() -> None:
+    c = parse_lscpu(read_fixture("h200-node/lscpu.txt"))
+    assert c.model == "Intel(R) Xeon(R) Processor"
+    assert (c.sockets, c.cores, c.threads, c.numa_nodes) == (1, 16, 16, 1)
+
+
+def test_numactl() -> None:
+    n = parse_numactl(read_fixture("h200-node/numactl.txt"))
+    (node,) = n.nodes
+    assert (node.node, node.cpus, node.size_mb, node.free_mb) == (0, list(range(16)), 4443, 3176)
+    assert n.distances == {0: {0: 10}}
+    with pytest.raises(ValueError):
+        parse_numactl("numactl: command not found")
+
+
+def test_nccl_debug_log() -> None:
+    info = parse_nccl_debug(read_fixture("h200-node/nccl-debug-init.txt"))
+    assert (info.version, info.cuda_build, info.cuda_driver_version) == ("2.28.9", "13.0", "13.0")
+    assert info.network == "Socket" and info.interfaces == ["eth0"]
