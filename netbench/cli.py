@@ -98,6 +98,15 @@ def main(argv: list[str] | None = None) -> None:
     except NetbenchError as exc:  # raised outside a command's invoke
         click.echo(f"netbench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("netbench: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug: still one line, unless the user asked for the traceback
+        if os.environ.get("NETBENCH_DEBUG") or "--debug" in (argv or sys.argv):
+            raise
+        click.echo(f"netbench: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+                   "traceback)", err=True)
+        sys.exit(1)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -136,7 +136,8 @@ def _parse_line(text: str, where: str) -> list[HostEntry]:
             slots = int(value)
             continue
         labels[key] = value
-    return [HostEntry(name=n, slots=slots, labels=dict(labels), source=where, line=text.strip()) for n in names]
+    line = text.strip()
+    return [HostEntry(name=n, slots=slots, labels=dict(labels), source=where, line=line) for n in names]
 
 
 def parse_hosts_text(text: str, source: str = "<hosts>") -> list[HostEntry]:

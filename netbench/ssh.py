@@ -86,7 +86,7 @@ class SSHOptions:
     identity_files: list[str] = field(default_factory=list)
     """Private keys tried first (like ``ssh -i``), before the config's and the agent's."""
     known_hosts: str | Path | None = None
-    """known_hosts to check and record keys in; None: the config's UserKnownHostsFile or ~/.ssh/known_hosts."""
+    """known_hosts to check and record keys in; None: the config's UserKnownHostsFile or the default."""
     use_agent: bool = True
     """Use ssh-agent keys (SSH_AUTH_SOCK) unless the host's config says ``IdentitiesOnly yes``."""
     keepalive_s: int = 15
@@ -371,8 +371,8 @@ def _open_socket(t: SSHTarget, via: paramiko.Transport | None, timeout: float) -
                        t.name) from None
     except OSError as exc:
         why = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
-        raise SSHError("unreachable", f"cannot connect to {t.hostname}:{t.port}: {exc.strerror or why or exc}",
-                       t.name) from None
+        reason = exc.strerror or why or exc
+        raise SSHError("unreachable", f"cannot connect to {t.hostname}:{t.port}: {reason}", t.name) from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
@@ -497,7 +497,8 @@ def connect(target: SSHTarget, opts: SSHOptions | None = None) -> SSHConnection:
                 chain.append(_handshake(hop, sock, opts))
             except SSHError as exc:
                 if i < len(target.jumps):  # say which hop failed, keep the kind
-                    raise SSHError(exc.kind, f"via jump host {hop.name}: {exc.message}", target.name) from None
+                    msg = f"via jump host {hop.name}: {exc.message}"
+                    raise SSHError(exc.kind, msg, target.name) from None
                 raise
     except BaseException:
         for tr in reversed(chain):
@@ -792,7 +793,7 @@ class RemoteProcess:
         return bytes(self._stderr).decode("utf-8", errors="replace")
 
     def terminate(self, grace: float = 5.0) -> int | None:
-        """Kill the remote process tree: TERM to its process group, KILL after ``grace`` s; close the channel."""
+        """Kill the remote process tree: TERM to its process group, KILL after ``grace`` s; close."""
         self._terminated = True
         self._pgid_event.wait(min(grace, 5.0))
         if self.returncode is None or self.pgid:

@@ -109,7 +109,8 @@ def _agent_main(args: argparse.Namespace) -> None:
             pass
         stop()
 
-    threading.Thread(target=watch_stdin, daemon=True).start()
+    if args.watch_stdin:  # local launcher: our stdin is the coordinator's pipe
+        threading.Thread(target=watch_stdin, daemon=True).start()
     for t in threads:
         t.join()
     sys.stdout.flush()
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
         if role == "agent":
             p.add_argument("--rank-base", type=int, required=True)
             p.add_argument("--nprocs", type=int, required=True)
+            p.add_argument("--watch-stdin", action="store_true",
+                           help="stop the ranks when stdin closes (the coordinator is gone)")
         else:
             p.add_argument("--rank", type=int, required=True)
             p.add_argument("--local-rank", type=int, default=0)

@@ -247,3 +247,83 @@ def fingerprint(env: dict[str, Any], inventory: list[dict[str, Any]]) -> dict[st
         _nccl_vars(h, nccl_env)
     fp["nccl_env"] = {k: " | ".join(sorted(v)) for k, v in sorted(nccl_env.items())}
     return fp
+
+
+# -- rendering (netbench compare) -----------------------------------------------------------------------
+
+def is_regression(c: SizeComparison, threshold: float) -> bool:
+    """Slower by more than ``threshold`` (0.1 = 10 %) in time, or lower by as much in busbw."""
+    slow = c.time_ratio is not None and c.time_ratio > 1 + threshold
+    low_bw = c.busbw_ratio is not None and c.busbw_ratio < 1 - threshold
+    return slow or low_bw
+
+
+def _size(n: int) -> str:
+    from collectives.sizes import format_size
+
+    return format_size(n)
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _table_rows(comparisons: list[SizeComparison], threshold: float) -> list[list[str]]:
+    rows = []
+    for c in comparisons:
+        what = f"{c.collective} {c.pattern}{' ' + c.group if c.group else ''} {c.dtype} " \
+               f"{'in-place' if c.in_place else 'out-of-place'}"
+        rows.append([what, _size(c.bytes), _f(c.base_time_us), _f(c.cur_time_us), _f(c.time_ratio, 3),
+                     _f(c.base_busbw_GBps), _f(c.cur_busbw_GBps),
+                     "REGRESSED" if is_regression(c, threshold) else ""])
+    return rows
+
+
+_HEAD = ["what", "size", "base time (us)", "cur time (us)", "ratio", "base busbw", "cur busbw", ""]
+
+
+def render(
+    comparisons: list[SizeComparison],
+    fingerprints: tuple[dict[str, Any], dict[str, Any]],
+    diffs: list[tuple[str, str | None, str | None]],
+    threshold: float,
+    fmt: str = "text",
+) -> str:
+    """The comparison as ``text`` (aligned columns), ``markdown`` or ``json``."""
+    base_fp, cur_fp = fingerprints
+    regressed = [c for c in comparisons if is_regression(c, threshold)]
+    if fmt == "json":
+        return json.dumps({
+            "schema": "netbench.compare/1", "threshold": threshold, "regressed": len(regressed),
+            "fingerprint": {"baseline": base_fp, "current": cur_fp},
+            "env_diff": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs],
+            "sizes": [dict(c.to_dict(), regressed=is_regression(c, threshold)) for c in comparisons],
+        }, indent=2, default=str) + "\n"
+    rows = _table_rows(comparisons, threshold)
+    keys = sorted(set(base_fp) | set(cur_fp))
+    def show(v: Any) -> str:
+        return "-" if v is None or v == {} else _scalar(v)
+    fp_rows = [[k, show(base_fp.get(k)), show(cur_fp.get(k))] for k in keys]
+    diff_rows = [[k, "-" if b is None else b, "-" if c is None else c] for k, b, c in diffs]
+    summary = (f"{len(regressed)} of {len(comparisons)} sizes regressed by more than "
+               f"{threshold:.0%}" if comparisons else "no sizes in common")
+    if fmt == "markdown":
+        def md(head: list[str], body: list[list[str]]) -> str:
+            esc = [[cell.replace("|", "\\|").replace("\n", " ") for cell in r] for r in [head, *body]]
+            lines = ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(head)]
+            return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in esc[1:]])
+        parts = [f"**{summary}**", "", md(_HEAD, rows), "", "### Environment fingerprint", "",
+                 md(["", "baseline", "current"], fp_rows)]
+        if diff_rows:
+            parts += ["", "### Environment differences", "", md(["key", "baseline", "current"], diff_rows)]
+        return "\n".join(parts) + "\n"
+
+    def text_table(head: list[str], body: list[list[str]]) -> str:
+        widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+                         for r in [head, *body])
+    parts = [summary, "", text_table(_HEAD, rows), "", "environment fingerprint:",
+             text_table(["", "baseline", "current"], fp_rows)]
+    parts += ["", "environment differences:", text_table(["key", "baseline", "current"], diff_rows)] \
+        if diff_rows else ["", "environment differences: none"]
+    return "\n".join(parts) + "\n"

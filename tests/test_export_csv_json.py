@@ -15,14 +15,14 @@ from reports.findings import Finding
 def make_row(**kw) -> dict:
     base = dict(run_id="r", collective="all_reduce", backend="gloo", pattern="world", hosts=["a", 'b,"c"'],
                 ranks=4, round=None, bytes=1024, count=256, dtype="float", op="sum", in_place=False, iters=5,
-                warmup=1, time_us=10.5, time_us_min=9.0, time_us_max=12.0, rank_time_us=[9.0, 10.0, 11.0, 12.0],
-                algbw_GBps=0.1, busbw_GBps=0.15, wrong=0)
+                warmup=1, time_us=10.5, time_us_min=9.0, time_us_max=12.0,
+                rank_time_us=[9.0, 10.0, 11.0, 12.0], algbw_GBps=0.1, busbw_GBps=0.15, wrong=0)
     base.update(kw)
     return ResultRow(**base).to_dict()
 
 
 def test_csv_round_trip():
-    rows = [make_row(), make_row(bytes=2048, rank_time_us=None, extra={"note": "x\ny"}, custom=1)]
+    rows = [make_row(), dict(make_row(bytes=2048, rank_time_us=None, extra={"note": "x\ny"}), custom=1)]
     text = rows_to_csv(rows)
     back = list(csv.DictReader(io.StringIO(text)))
     assert len(back) == 2
@@ -40,7 +40,8 @@ def test_verdict_and_report():
     assert verdict([]) == ("pass", 0) and verdict([info]) == ("pass", 0)
     assert verdict([info, warn]) == ("warn", 1) and verdict([warn, fail]) == ("fail", 2)
     assert verdict([], could_run=False) == ("error", 3)
-    rep = to_report([fail, warn.to_dict(), info], {"run_id": "x"}, checks=["r", "w", "i", "z"], hosts=["n2", "n1"])
+    rep = to_report([fail, warn.to_dict(), info], {"run_id": "x"}, checks=["r", "w", "i", "z"],
+                    hosts=["n2", "n1"])
     assert rep["verdict"] == "fail" and rep["exit_code"] == 2 and rep["drain"] == ["n1"]
     assert rep["counts"] == {"info": 1, "warn": 1, "fail": 1}
     assert rep["checks"]["passed"] == ["i", "z"]

@@ -17,7 +17,8 @@ FINDINGS = [
             title=f"firmware old on {HOSTILE}", hosts=[HOSTILE]),
     Finding(rule="fabric_summary", severity="info", subject_kind="run", subject="run", title="8 nodes"),
 ]
-RUN = {"run_id": "20261129T000000Z-abc123", "started": "2026-11-29T00:00:00+00:00", "netbench_version": "0.1.0"}
+RUN = {"run_id": "20261129T000000Z-abc123", "started": "2026-11-29T00:00:00+00:00",
+       "netbench_version": "0.1.0"}
 
 
 def parse(text: str, tmp_path) -> list:
@@ -36,7 +37,8 @@ def test_counts_and_mapping(tmp_path):
     by_name = {(c.classname, c.name): c for c in cases}
     slow = by_name[("netbench.slow_pair", "pair:gpu-01|gpu-02")]
     [res] = slow.result
-    assert isinstance(res, Failure) and res.type == "fail" and res.message == "pair 3.1x slower than its class"
+    assert isinstance(res, Failure) and res.type == "fail"
+    assert res.message == "pair 3.1x slower than its class"
     assert "drain gpu-02" in res.text and "12.5" in res.text
     assert by_name[("netbench.nic_down", "all")].is_passed
     warn = next(c for c in cases if c.classname == "netbench.outdated_firmware")

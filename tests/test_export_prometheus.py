@@ -41,7 +41,8 @@ def test_values_and_labels():
     assert bw[1 << 20].value == 20.0 and bw[1 << 30].value == 40.0  # median; the timeout row is left out
     assert bw[1 << 20].labels["hosts"] == hosts_label(["gpu-02", HOSTILE])
     assert HOSTILE in bw[1 << 20].labels["hosts"]  # quotes, backslash and newline round-trip
-    assert {int(x.labels["bytes"]): x.value for x in s["netbench_time_us"]} == {1 << 20: 200.0, 1 << 30: 5000.0}
+    times = {int(x.labels["bytes"]): x.value for x in s["netbench_time_us"]}
+    assert times == {1 << 20: 200.0, 1 << 30: 5000.0}
     sev = {x.labels["severity"]: x.value for x in s["netbench_findings"]}
     assert sev == {"info": 0, "warn": 1, "fail": 1}
     assert {x.labels["subject"] for x in s["netbench_finding"]} == {HOSTILE, "gpu-02"}

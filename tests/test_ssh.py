@@ -72,7 +72,8 @@ def test_remote_command_quotes_every_argument() -> None:
 
 # -- real sshd -------------------------------------------------------------------------------------
 def _opts(net: TestNetwork, **kw) -> SSHOptions:
-    return SSHOptions(ssh_config=net.write_ssh_config(net.workdir / "ssh_config"), connect_timeout=3, **kw)
+    kw.setdefault("connect_timeout", 3)
+    return SSHOptions(ssh_config=net.write_ssh_config(net.workdir / "ssh_config"), **kw)
 
 
 def _procs(net: TestNetwork, host: str, word: str) -> list[str]:

@@ -36,4 +36,5 @@ def parse_nvlink_status(text: str) -> list[NVLink]:
 
 def gpu_uuids(text: str) -> dict[int, str]:
     """The ``(UUID: GPU-...)`` of each GPU header line: index -> UUID."""
-    return {int(m.group(1)): m.group(3).strip() for m in map(_GPU.match, text.splitlines()) if m and m.group(3)}
+    matches = (m for m in map(_GPU.match, text.splitlines()) if m and m.group(3))
+    return {int(m.group(1)): m.group(3).strip() for m in matches}

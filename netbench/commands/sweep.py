@@ -7,6 +7,12 @@ import click
 from netbench.params import DURATION, SIZE, CsvList
 
 
+def _size(text: str) -> int:
+    from collectives.sizes import parse_size
+
+    return parse_size(text)
+
+
 def _coll(name: str) -> str:
     from collectives.ops import get_collective
 
@@ -22,6 +28,13 @@ Examples:
   netbench sweep --procs 4 -b 1K -e 16M -f 4      # 4 gloo ranks, 1 KiB..16 MiB
   netbench sweep --collectives all_reduce,sendrecv -n 50 -w 10 --dtype bf16
   netbench sweep --out runs/today --no-check
+  netbench sweep --hosts hosts.txt                # ring over all sizes + every pair at 3 large sizes
+  netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
+  netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
+
+Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 rounds (N hosts) of
+N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
+one pair at those sizes, or N(N-1)/2 times with --pair-batch 1.
 
 Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 """,
@@ -59,6 +72,24 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
               help="Run directory (default netbench-runs/<UTC time>-<id>).")
 @click.option("--report/--no-report", default=True, show_default=True,
               help="Write findings.json and report.html at the end.")
+@click.option("--hosts", "hosts_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Hosts file: run on every host over SSH (pairs, ring).")
+@click.option("--pattern", "patterns", multiple=True, type=click.Choice(["ring", "pairwise", "intra"]),
+              help="With --hosts (repeatable; default ring + pairwise).")
+@click.option("--pair-batch", type=click.IntRange(min=1), default=None,
+              help="At most K pairs at once (default: whole rounds of disjoint pairs).")
+@click.option("--pair-sizes", type=CsvList(_size), default=None,
+              help="Sizes for pairs (default 1M,4M,16M gloo; 64M,256M,1G NCCL).")
+@click.option("--pair-collectives", type=CsvList(_coll), default=None,
+              help="Collectives for pairs (default: --collectives).")
+@click.option("--procs-per-host", type=click.IntRange(min=1), default=1, show_default=True,
+              help="CPU ranks per host with gloo (NCCL: one rank per GPU).")
+@click.option("--python", default=None, help="Python on the hosts (default: a host's python= label, "
+              "else python3).")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), default=None, help="ssh_config to use.")
+@click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
+@click.option("--advertise", default=None, help="Address the hosts use to reach this machine "
+              "(default: the one routing to the first host).")
 def command(**kw: object) -> None:
     """Sweep collectives over message sizes and print nccl-tests' table.
 
@@ -67,6 +98,19 @@ def command(**kw: object) -> None:
     """
     from netbench.sweep import SweepOptions, finish_report, run_local
 
+    if kw.get("hosts_file"):
+        from netbench.cluster import ClusterOptions, run_cluster
+
+        kw["patterns"] = list(kw["patterns"] or ["ring", "pairwise"])
+        copts = ClusterOptions(**kw)  # type: ignore[arg-type]
+        rundir, outcome = run_cluster(copts, echo=click.echo)
+        if copts.report:
+            finish_report(rundir, click.echo)
+        failed = [r for r in rundir.read_rows() if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
+        raise SystemExit(1 if failed or outcome.faults or outcome.down_hosts else 0)
+    for key in ("hosts_file", "patterns", "pair_batch", "pair_sizes", "pair_collectives", "procs_per_host",
+                "python", "ssh_config", "accept_new_host_keys", "advertise"):
+        kw.pop(key)
     opts = SweepOptions(**kw)  # type: ignore[arg-type]
     rundir, outcome = run_local(opts, echo=click.echo)
     if opts.report:

@@ -54,7 +54,7 @@ class LocalLauncher:
     def start(self, slot: HostSlot, store_addr: str, store_port: int) -> LocalAgent:
         cmd = [self.python, "-m", "netbench.worker", "agent", "--store-addr", store_addr,
                "--store-port", str(store_port), "--host", slot.host, "--rank-base", str(slot.rank_base),
-               "--nprocs", str(slot.nprocs)]
+               "--nprocs", str(slot.nprocs), "--watch-stdin"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                 start_new_session=True)

@@ -1,0 +1,233 @@
+#!/bin/sh
+# netbench inventory probe: runs on the node (locally, or over SSH as `sh -s -- [python] [nonce]`
+# with this script on stdin) and prints raw tool output in sections; all parsing happens on the
+# netbench side (inventory/assemble.py), so this script stays small, POSIX and dash-compatible.
+#
+# Output: for every section a header line
+#     @@netbench-section <name> rc=<exit code>@@            (or ... rc=<n> nonce=<nonce>@@)
+# followed by the command's stdout+stderr. A missing tool gives rc=127 and "<tool> not installed".
+# Every tool is optional and runs under `timeout` when that exists. Every command reads /dev/null:
+# under `sh -s` stdin is this script, and a tool reading stdin would swallow the rest of it.
+#
+# Arguments / environment (all optional):
+#   $1 or NETBENCH_PYTHON        python to ask for python/torch/NCCL versions (default python3)
+#   $2 or NETBENCH_PROBE_NONCE   token added to headers so output cannot forge a section
+#   NETBENCH_PROBE_TIMEOUT       seconds per tool (default 10); NETBENCH_IB_TIMEOUT for fabric
+#                                discovery (default 20); NETBENCH_PY_TIMEOUT for python (default 60)
+#   NETBENCH_IB_FULL=1           keep the whole iblinkinfo output instead of this node's lines
+#   NETBENCH_IB_SYSFS, NETBENCH_NET_SYSFS   roots of /sys/class/infiniband and /sys/class/net
+
+PY=${1:-${NETBENCH_PYTHON:-python3}}
+NONCE=${2:-${NETBENCH_PROBE_NONCE:-}}
+T=${NETBENCH_PROBE_TIMEOUT:-10}
+IB_T=${NETBENCH_IB_TIMEOUT:-20}
+PY_T=${NETBENCH_PY_TIMEOUT:-60}
+IB_SYS=${NETBENCH_IB_SYSFS:-/sys/class/infiniband}
+NET_SYS=${NETBENCH_NET_SYSFS:-/sys/class/net}
+LC_ALL=C
+export LC_ALL
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+header() { # header NAME RC
+    if [ -n "$NONCE" ]; then
+        printf '@@netbench-section %s rc=%s nonce=%s@@\n' "$1" "$2" "$NONCE"
+    else
+        printf '@@netbench-section %s rc=%s@@\n' "$1" "$2"
+    fi
+}
+
+limited() { # limited SECONDS CMD ARGS... : run with a timeout when `timeout` exists
+    _t=$1
+    shift
+    if have timeout; then
+        timeout "$_t" "$@" </dev/null 2>&1
+    else
+        "$@" </dev/null 2>&1
+    fi
+}
+
+section() { # section NAME SECONDS CMD ARGS...
+    _name=$1
+    _secs=$2
+    shift 2
+    if ! have "$1"; then
+        header "$_name" 127
+        printf '%s not installed\n' "$1"
+        return 0
+    fi
+    _out=$(limited "$_secs" "$@")
+    _rc=$?
+    header "$_name" "$_rc"
+    [ -n "$_out" ] && printf '%s\n' "$_out"
+    return 0
+}
+
+file_section() { # file_section NAME FILE...: the first readable file
+    for _f in "$@"; do
+        if [ -r "$_f" ]; then
+            header "$1" 0
+            cat "$_f" </dev/null
+            echo
+            return 0
+        fi
+    done
+    header "$1" 1
+    printf '%s not found\n' "$2"
+}
+
+sysfs_ib() {
+    if [ ! -d "$IB_SYS" ]; then
+        header sysfs-ib 1
+        printf '%s not found (no RDMA devices)\n' "$IB_SYS"
+        return 0
+    fi
+    header sysfs-ib 0
+    for _d in "$IB_SYS"/*; do
+        [ -d "$_d" ] || continue
+        _n=${_d##*/}
+        for _a in fw_ver board_id hca_type node_guid; do
+            [ -r "$_d/$_a" ] && printf '%s/%s: %s\n' "$_n" "$_a" "$(cat "$_d/$_a" 2>/dev/null)"
+        done
+        if [ -e "$_d/device" ]; then
+            _pci=$(readlink "$_d/device" 2>/dev/null)
+            [ -n "$_pci" ] && printf '%s/device: %s\n' "$_n" "${_pci##*/}"
+            for _a in current_link_speed current_link_width max_link_speed max_link_width; do
+                [ -r "$_d/device/$_a" ] && printf '%s/device/%s: %s\n' "$_n" "$_a" "$(cat "$_d/device/$_a" 2>/dev/null)"
+            done
+            if [ -d "$_d/device/net" ]; then
+                printf '%s/device/net:' "$_n"
+                for _x in "$_d"/device/net/*; do [ -e "$_x" ] && printf ' %s' "${_x##*/}"; done
+                echo
+            fi
+        fi
+        for _p in "$_d"/ports/*; do
+            [ -d "$_p" ] || continue
+            for _a in rate state phys_state link_layer; do
+                [ -r "$_p/$_a" ] && printf '%s/ports/%s/%s: %s\n' "$_n" "${_p##*/}" "$_a" "$(cat "$_p/$_a" 2>/dev/null)"
+            done
+        done
+    done
+    return 0
+}
+
+ethtool_all() {
+    if ! have ethtool; then
+        header ethtool-i 127
+        echo "ethtool not installed"
+        return 0
+    fi
+    _any=0
+    for _d in "$NET_SYS"/*; do
+        _n=${_d##*/}
+        [ "$_n" = lo ] && continue
+        [ -e "$_d/device" ] || continue # virtual devices (veth, bridges) have no firmware to report
+        case $_n in *[!A-Za-z0-9_.:@-]*) continue ;; esac
+        _any=1
+        section "ethtool-i:$_n" "$T" ethtool -i "$_n"
+    done
+    if [ "$_any" = 0 ]; then
+        header ethtool-i 1
+        echo "no physical network devices in $NET_SYS"
+    fi
+    return 0
+}
+
+ib_fabric() { # this node's lines of iblinkinfo -l (or ibnetdiscover -p): the switch ports it is cabled to
+    if have iblinkinfo; then
+        _tool=iblinkinfo
+        set -- iblinkinfo -l
+    elif have ibnetdiscover; then
+        _tool=ibnetdiscover
+        set -- ibnetdiscover -p
+    else
+        header iblinkinfo 127
+        echo "iblinkinfo not installed"
+        return 0
+    fi
+    _out=$(limited "$IB_T" "$@")
+    _rc=$?
+    header "$_tool" "$_rc"
+    if [ "${NETBENCH_IB_FULL:-0}" = 1 ]; then
+        printf '%s\n' "$_out"
+        return 0
+    fi
+    # Keep lines naming this host (node descriptions default to "<hostname> <hca>") or a local port GUID.
+    _host=$(hostname 2>/dev/null || uname -n)
+    _pats="${_host%%.*} "
+    if have ibstat; then
+        _guids=$(limited "$T" ibstat | sed -n 's/.*Port GUID: *\(0x[0-9a-fA-F]*\).*/\1/p' | grep -v '^0x0*$')
+        [ -n "$_guids" ] && _pats="$_pats
+$_guids"
+    fi
+    printf '%s\n' "$_out" | grep -i -F "$_pats"
+    return 0
+}
+
+nccl_system() {
+    _found=0
+    _tmp=""
+    if have ldconfig; then
+        _tmp=$(limited "$T" ldconfig -p | grep 'libnccl\.so' | sed 's/.*=> *//')
+    fi
+    _out=$(
+        for _l in $_tmp; do
+            printf 'lib: %s -> %s\n' "$_l" "$(readlink -f "$_l" 2>/dev/null)"
+        done
+        for _h in /usr/include/nccl.h /usr/local/include/nccl.h "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h"; do
+            if [ -r "$_h" ]; then
+                printf 'header: %s\n' "$_h"
+                grep -E '^#define NCCL_(MAJOR|MINOR|PATCH|SUFFIX)\b' "$_h"
+            fi
+        done
+    )
+    [ -n "$_out" ] && _found=1
+    if [ "$_found" = 1 ]; then
+        header nccl-system 0
+        printf '%s\n' "$_out"
+    else
+        header nccl-system 1
+        echo "libnccl not found (ldconfig -p, nccl.h)"
+    fi
+    return 0
+}
+
+PY_CODE='
+import platform, sys
+print("python=" + platform.python_version())
+print("executable=" + sys.executable)
+try:
+    import torch
+except Exception as e:
+    print("torch_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+else:
+    print("torch=" + str(torch.__version__))
+    print("torch_cuda=" + str(torch.version.cuda))
+    try:
+        v = torch.cuda.nccl.version()
+        print("torch_nccl=" + (".".join(map(str, v)) if isinstance(v, tuple) else str(v)))
+    except Exception as e:
+        print("torch_nccl_error=%s: %s" % (type(e).__name__, e))
+'
+
+# Untrusted, fabric-supplied text (LLDP, IB node descriptions) comes first: with no nonce the
+# reader keeps the last section of a name, so a forged header there is overridden by the real one.
+section lldp "$T" lldpcli -f json show neighbors details
+ib_fabric
+section uname "$T" uname -a
+section hostname "$T" hostname
+file_section os-release /etc/os-release /usr/lib/os-release
+section lscpu "$T" lscpu
+section numactl "$T" numactl -H
+section nvidia-smi-q-x "$T" nvidia-smi -q -x
+section nvidia-smi-topo "$T" nvidia-smi topo -m
+section nvidia-smi-nvlink "$T" nvidia-smi nvlink --status
+file_section proc-driver /proc/driver/nvidia/version
+section ibstat "$T" ibstat
+section ibv_devinfo "$T" ibv_devinfo
+sysfs_ib
+ethtool_all
+section ofed "$T" ofed_info -s
+nccl_system
+section python "$PY_T" "$PY" -c "$PY_CODE"
+header end 0

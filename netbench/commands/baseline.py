@@ -1,0 +1,50 @@
+"""``netbench baseline``: save, list and delete named baselines for ``netbench compare``."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(
+    short_help="Save, list or delete named baselines.",
+    epilog="""\b
+Examples:
+  netbench baseline save netbench-runs/20261129T020000Z-1a2b3c --name nightly
+  netbench baseline list
+  netbench compare netbench-runs/<id> --baseline nightly
+""",
+)
+def command() -> None:
+    """Named copies of runs, kept in $NETBENCH_BASELINES or ~/.local/share/netbench/baselines."""
+
+
+@command.command("save", short_help="Save a run directory as a named baseline.")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--name", required=True, help="Baseline name (letters, digits, . _ -).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing baseline of that name.")
+def save(run_dir: str, name: str, overwrite: bool) -> None:
+    from netbench.baselines import BaselineStore
+
+    dest = BaselineStore().save(run_dir, name, overwrite=overwrite)
+    click.echo(f"saved baseline {name!r} at {dest}")
+
+
+@command.command("list", short_help="List saved baselines.")
+def list_() -> None:
+    from netbench.baselines import BaselineStore
+
+    store = BaselineStore()
+    items = store.list()
+    if not items:
+        click.echo(f"no baselines in {store.root}")
+    for b in items:
+        click.echo(f"{b.name:<24} {b.rows:>7} rows  {b.started or '-':<26} {b.run_id or '-'}")
+
+
+@command.command("delete", short_help="Delete a saved baseline.")
+@click.argument("name")
+def delete(name: str) -> None:
+    from netbench.baselines import BaselineStore
+
+    BaselineStore().delete(name)
+    click.echo(f"deleted baseline {name!r}")

@@ -1,0 +1,47 @@
+"""``netbench compare``: a run against a baseline, size by size, with both environments."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(
+    short_help="Compare a run with a baseline; exit 1 on regression.",
+    epilog="""\b
+Exit codes: 0 no size regressed beyond the threshold, 1 regression, 2 bad input.
+Examples:
+  netbench compare netbench-runs/<id> --baseline nightly
+  netbench compare runs/today --baseline runs/last-week --format markdown --threshold 0.05
+""",
+)
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--baseline", "baseline", required=True,
+              help="Baseline name (netbench baseline list) or a run directory.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True)
+@click.option("--threshold", type=click.FloatRange(0, 10), default=0.1, show_default=True,
+              help="Relative slow-down that counts as a regression (0.1 = 10 %).")
+def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
+    """Compare RUN_DIR with a saved baseline (or another run directory) size by size."""
+    import sys
+
+    from netbench.baselines import BaselineStore
+    from netbench.errors import UsageError
+    from netbench.rundir import RunDir
+    from reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
+
+    try:
+        cur = RunDir.open(run_dir)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    if not cur.results_path.is_file():
+        raise UsageError(f"{run_dir} is not a run directory (no results.jsonl)")
+    base = RunDir.open(BaselineStore().resolve(baseline))
+    comparisons = compare_rows(cur.read_rows(), base.read_rows())
+    if not comparisons:
+        raise UsageError(f"{run_dir} and baseline {baseline!r} have no measured size in common")
+    fps = (fingerprint(base.read_env(), base.read_inventory()),
+           fingerprint(cur.read_env(), cur.read_inventory()))
+    click.echo(render(comparisons, fps, env_diff(cur.read_env(), base.read_env()), threshold, fmt), nl=False)
+    if any(is_regression(c, threshold) for c in comparisons):
+        sys.exit(1)

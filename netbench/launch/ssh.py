@@ -1,0 +1,85 @@
+"""The SSH launcher: one agent per host over one paramiko channel; its stdout carries the rows back.
+
+No shared filesystem is needed: the plan travels through the rendezvous store, results come back as
+JSON lines on the channel. The remote command is built from an argv list with shlex quoting (in
+netbench.ssh), never from anything a host reported. Ending the channel kills the remote process
+group (netbench.ssh's watchdog), so Ctrl-C or a dead coordinator leaves nothing running on any host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from collectives.envinfo import relevant_env
+from netbench.launch import HostSlot
+
+FORWARDED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "NETBENCH_INJECT", "CUDA_VISIBLE_DEVICES")
+
+
+class SSHAgent:
+    def __init__(self, host: str, proc: Any, conn: Any):
+        self.host = host
+        self.proc = proc
+        self.conn = conn
+
+    def lines(self) -> Iterator[str]:
+        for line in self.proc:
+            yield line + "\n"
+
+    def terminate(self) -> None:
+        try:
+            self.proc.terminate(grace=3.0)
+        finally:
+            self.conn.close()
+
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        return "\n".join(self.proc.stderr.strip().splitlines()[-lines:])
+
+
+class SSHLauncher:
+    name = "ssh"
+
+    def __init__(self, entries: dict[str, Any], ssh_opts: Any, python: str | None = None,
+                 advertise: str | None = None):
+        self.entries = entries
+        self.ssh_opts = ssh_opts
+        self.python = python
+        self.advertise = advertise
+
+    def python_for(self, host: str) -> str:
+        return self.entries[host].labels.get("python") or self.python or "python3"
+
+    def store_host(self) -> tuple[str, str]:
+        """Bind on every interface; tell hosts the address this machine uses towards them."""
+        if self.advertise:
+            return "0.0.0.0", self.advertise
+        from collectives.envinfo import local_address_towards
+        from netbench.ssh import resolve
+
+        first = next(iter(self.entries.values()))
+        target = resolve(first, self.ssh_opts)
+        hop = target.jumps[0].hostname if target.jumps else target.hostname
+        import socket
+
+        addr = socket.gethostbyname(hop)
+        return "0.0.0.0", local_address_towards(addr)
+
+    def start(self, slot: HostSlot, store_addr: str, store_port: int) -> SSHAgent:
+        from netbench.ssh import connect_entry
+
+        conn = connect_entry(self.entries[slot.host], self.ssh_opts)
+        argv = [self.python_for(slot.host), "-m", "netbench.worker", "agent", "--store-addr", store_addr,
+                "--store-port", str(store_port), "--host", slot.host, "--rank-base", str(slot.rank_base),
+                "--nprocs", str(slot.nprocs)]
+        env = {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
+        env["PYTHONUNBUFFERED"] = "1"
+        try:
+            proc = conn.start(argv, env=env)
+        except Exception:
+            conn.close()
+            raise
+        return SSHAgent(slot.host, proc, conn)

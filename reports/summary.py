@@ -1,0 +1,120 @@
+"""The terminal summary (``--format text|markdown|json``): verdict line, counts, top findings.
+
+The same verdict logic feeds the exit code and the HTML banner, so the three never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from reports.findings import SEVERITIES, Finding, worst
+
+VERDICTS = {None: "PASS", "info": "PASS", "warn": "WARN", "fail": "FAIL"}
+EXIT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}
+
+
+def verdict(findings: list[Finding]) -> str:
+    """PASS (nothing worse than info), WARN (warnings), FAIL (failures)."""
+    return VERDICTS[worst(findings)]
+
+
+def exit_code(findings: list[Finding]) -> int:
+    """0: no warn/fail findings, 1: warnings only, 2: failures."""
+    return EXIT_CODES[verdict(findings)]
+
+
+def counts(findings: list[Finding]) -> dict[str, int]:
+    c = Counter(f.severity for f in findings)
+    return {s: c.get(s, 0) for s in reversed(SEVERITIES)}
+
+
+def to_drain(findings: list[Finding]) -> list[str]:
+    """Hosts named by node findings that fail: the list an operator acts on first."""
+    seen: dict[str, None] = {}
+    for f in findings:
+        if f.severity == "fail" and f.subject_kind == "node":
+            for h in f.hosts or [f.subject]:
+                seen.setdefault(h, None)
+    return list(seen)
+
+
+def to_check(findings: list[Finding]) -> list[str]:
+    """Links (pairs) named by warn/fail pair findings."""
+    return [f.subject for f in findings if f.subject_kind == "pair" and f.severity in ("warn", "fail")]
+
+
+def headline(findings: list[Finding]) -> str:
+    """One sentence: the verdict and what to do first."""
+    v = verdict(findings)
+    c = counts(findings)
+    parts = [f"{c['fail']} failure{'s' * (c['fail'] != 1)}", f"{c['warn']} warning{'s' * (c['warn'] != 1)}",
+             f"{c['info']} info"]
+    text = f"{v}: {', '.join(parts)}"
+    drain = to_drain(findings)
+    if drain:
+        text += f". Drain {_few(drain)}"
+    links = to_check(findings)
+    if links:
+        text += f". Check link{'s' * (len(links) > 1)} {_few([s.replace('|', '-') for s in links])}"
+    return text + "."
+
+
+def _few(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+def summary_dict(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> dict[str, Any]:
+    run = run or {}
+    return {
+        "verdict": verdict(findings), "exit_code": exit_code(findings), "counts": counts(findings),
+        "headline": headline(findings), "run_id": run.get("run_id"), "drain": to_drain(findings),
+        "check_links": to_check(findings),
+        "top": [{"severity": f.severity, "rule": f.rule, "subject": f.subject, "title": f.title,
+                 "action": f.action} for f in findings[:top]],
+    }
+
+
+def summary_text(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
+    d = summary_dict(findings, run, top)
+    lines = [d["headline"]]
+    if d["run_id"]:
+        lines[0] += f"  (run {d['run_id']})"
+    for f in findings[:top]:
+        lines.append(f"  [{f.severity.upper():4}] {f.rule}: {f.title}")
+        if f.action and f.severity != "info":
+            lines.append(f"         -> {f.action}")
+    if len(findings) > top:
+        lines.append(f"  ... {len(findings) - top} more in findings.json / report.html")
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary_markdown(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
+    d = summary_dict(findings, run, top)
+    c = d["counts"]
+    lines = [f"### netbench: {d['verdict']}", "", _md(d["headline"]), "",
+             f"fail: {c['fail']} · warn: {c['warn']} · info: {c['info']}", ""]
+    if findings:
+        lines += ["| severity | rule | subject | finding | action |", "|---|---|---|---|---|"]
+        for f in findings[:top]:
+            lines.append(f"| {f.severity} | {f.rule} | {_md(f.subject)} | {_md(f.title)} | {_md(f.action)} |")
+        if len(findings) > top:
+            lines.append(f"\n{len(findings) - top} more in findings.json / report.html")
+    return "\n".join(lines)
+
+
+def summary_json(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
+    return json.dumps(summary_dict(findings, run, top), indent=2)
+
+
+FORMATS = {"text": summary_text, "markdown": summary_markdown, "json": summary_json}
+
+
+def format_summary(findings: list[Finding], fmt: str = "text", run: dict[str, Any] | None = None,
+                   top: int = 10) -> str:
+    return FORMATS[fmt](findings, run, top)

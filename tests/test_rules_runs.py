@@ -1,0 +1,162 @@
+"""Run-level rules: stragglers, failed/wrong measurements, regressions, policy floors, machinery."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from reports.analysis import analyze, run_rules
+from reports.context import AnalysisContext, Baseline, rows_frame
+from reports.findings import Finding
+from reports.policy import ExpectedBusbw, Expectations, Policy, Thresholds
+from reports.rules import errors, expected, stragglers
+from reports.rules.base import Rule
+from reports.synthetic import host_names, make_fleet, write_run_dir
+
+
+def ctx_of(fleet, **kw) -> AnalysisContext:
+    return AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, **kw)
+
+
+# -- stragglers -----------------------------------------------------------------------------------
+
+def test_straggler_host_found_with_its_rank():
+    hosts = host_names(8)
+    fleet = make_fleet(8, 2, gpus_per_node=4, pair_sizes=(), stragglers={hosts[6]: 0.08}, seed=1)
+    found = stragglers.check(ctx_of(fleet))
+    assert [f.subject for f in found] == [hosts[6]]
+    ev = found[0].evidence
+    assert ev["last_count"] == ev["rows"] == 20
+    assert 6 * 4 <= ev["most_often_last_rank"] < 7 * 4  # rank r lives on hosts[r // P]
+
+
+def test_no_straggler_when_last_place_is_chance():
+    fleet = make_fleet(8, 2, gpus_per_node=4, pair_sizes=(), seed=2)
+    assert stragglers.check(ctx_of(fleet)) == []
+
+
+def test_two_hosts_always_same_last_but_by_noise_margin_is_not_a_straggler():
+    hosts = host_names(2)
+    fleet = make_fleet(2, 1, gpus_per_node=2, pair_sizes=(), stragglers={hosts[1]: 0.001}, seed=3)
+    assert stragglers.check(ctx_of(fleet)) == []  # last every time, but 0.1%: below min excess
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+def _fleet_with_failures():
+    fleet = make_fleet(8, 2, pair_sizes=(1 << 20, 1 << 30), ring_sizes=(), seed=4)
+    for r in fleet.rows:
+        hs = r["hosts"]
+        if hs == ["gpu001", "gpu008"] and r["bytes"] == 1 << 30:
+            r["wrong"] = 12
+        if "gpu005" in hs:  # a host that fails with everyone
+            r.update(status="timeout", error="pair timed out after 60 s", busbw_GBps=None, time_us=None)
+        if sorted(hs) == ["gpu002", "gpu003"]:
+            r.update(status="error", error="NCCL error: unhandled system error", busbw_GBps=None, time_us=None)
+    return fleet
+
+
+def test_wrong_timeouts_errors_reported_and_failing_host_summarised():
+    found = errors.check(ctx_of(_fleet_with_failures()))
+    got = {(f.rule, f.subject) for f in found}
+    assert ("wrong_results", "gpu001|gpu008") in got
+    assert ("error", "gpu002|gpu003") in got or ("error", "gpu003|gpu002") in got
+    assert ("host_failing", "gpu005") in got
+    assert not any(f.rule == "timeout" and "gpu005" in f.hosts for f in found)  # told once, on the host
+    assert all(f.severity == "fail" for f in found)
+    wrong = next(f for f in found if f.rule == "wrong_results")
+    assert wrong.evidence["wrong_elements"] == 12 and wrong.evidence["sizes_bytes"] == [1 << 30]
+    err = next(f for f in found if f.rule == "error")
+    assert "NCCL error" in next(iter(err.evidence["errors"]))
+
+
+def test_clean_rows_have_no_error_findings():
+    assert errors.check(ctx_of(make_fleet(8, 2, seed=5))) == []
+
+
+# -- regression -------------------------------------------------------------------------------------
+
+def _regressed(factor_large: float, factor_small: float):
+    base = make_fleet(8, 2, pair_sizes=(1 << 30,), noise=0.01, seed=6)
+    cur = copy.deepcopy(base)
+    for r in cur.rows:
+        if r["pattern"] == "world" and r["bytes"] >= 64 << 20:
+            r["time_us"] /= factor_large
+            r["busbw_GBps"] *= factor_large
+        if r["pattern"] == "world" and r["bytes"] <= 8 << 10:
+            r["time_us"] *= factor_small
+            r["busbw_GBps"] /= factor_small
+    for h in cur.env["hosts"].values():
+        h["nccl"] = "2.29.1"
+        h["env"]["NCCL_ALGO"] = "Tree"
+    baseline = Baseline(rows=rows_frame(base.rows), env=base.env, run=base.run, inventory=base.inventory,
+                        path="base-run")
+    return ctx_of(cur, baseline=baseline)
+
+
+def test_regression_per_size_with_env_differences():
+    pytest.importorskip("reports.compare")
+    from reports.rules import regression
+
+    found = regression.check(_regressed(0.7, 1.6))
+    env = [f for f in found if f.rule == "env_changed"]
+    assert env and {d["key"] for d in env[0].evidence["differences"]} >= {"hosts.*.nccl", "hosts.*.env.NCCL_ALGO"}
+    reg = [f for f in found if f.rule == "regression"]
+    assert len(reg) == 1 and reg[0].subject.startswith("all_reduce world")
+    sizes = reg[0].evidence["sizes"]
+    assert {s["judged_on"] for s in sizes} == {"time", "busbw"}
+    assert all(s["bytes"] <= 8 << 10 for s in sizes if s["judged_on"] == "time")
+    assert all(0.65 < s["busbw_ratio"] < 0.75 for s in sizes if s["judged_on"] == "busbw")
+    assert reg[0].evidence["env_differences"]
+
+
+def test_no_regression_when_same():
+    pytest.importorskip("reports.compare")
+    from reports.rules import regression
+
+    found = regression.check(_regressed(1.0, 1.0))
+    assert [f.rule for f in found] == ["env_changed"]  # the env still differs; the numbers do not
+
+
+# -- policy floors ----------------------------------------------------------------------------------
+
+def test_below_expected_busbw_by_hop_class():
+    fleet = make_fleet(8, 2, pair_sizes=(1 << 30,), spine_factor=0.5, noise=0.01, seed=7)
+    pol = Policy(expect=Expectations(busbw=[ExpectedBusbw(collective="all_reduce", pattern="pair",
+                                                          hop_class="spine", min_bytes="1G", busbw_GBps=150)]))
+    found = expected.check(ctx_of(fleet, policy=pol))
+    assert len(found) == 1 and found[0].evidence["below_rows"] == 16  # 4 x 4 cross-leaf pairs at ~90 GB/s
+    ok = Policy(expect=Expectations(busbw=[ExpectedBusbw(collective="all_reduce", pattern="pair",
+                                                         hop_class="leaf", min_bytes="1G", busbw_GBps=150)]))
+    assert expected.check(ctx_of(fleet, policy=ok)) == []
+    assert expected.check(ctx_of(fleet)) == []  # no expectation, no guess
+
+
+# -- machinery --------------------------------------------------------------------------------------
+
+def test_severity_override_cap_and_crashing_rule():
+    def noisy(ctx):
+        return [Finding(rule="slow_pair", severity="warn", subject_kind="pair", subject=f"a|{i}", title="t",
+                        hosts=["a", str(i)]) for i in range(7)]
+
+    def broken(ctx):
+        raise RuntimeError("boom")
+
+    ctx = ctx_of(make_fleet(4, 1, seed=8), policy=Policy(severity={"slow_pair": "fail"},
+                                                         thresholds=Thresholds(max_findings_per_rule=5)))
+    found = run_rules(ctx, rules=[Rule("noisy", {"slow_pair": "warn"}, noisy), Rule("broken", {}, broken)])
+    assert [f.severity for f in found if f.rule == "slow_pair"] == ["fail"] * 5
+    trunc = [f for f in found if f.rule == "findings_truncated"]
+    assert len(trunc) == 1 and trunc[0].evidence["more"] == 2
+    crash = [f for f in found if f.rule == "analysis_error"]
+    assert crash and "boom" in crash[0].title
+    assert found[0].severity == "fail"
+
+
+def test_analyze_reads_a_run_directory(tmp_path):
+    hosts = host_names(16)
+    fleet = make_fleet(16, 2, slow_nodes={hosts[3]: 0.75}, seed=9)
+    write_run_dir(fleet, tmp_path / "run")
+    found = analyze(tmp_path / "run")
+    assert [f.subject for f in found if f.rule == "slow_node"] == [hosts[3]]
