@@ -45,13 +45,13 @@ def to_check(findings: list[Finding]) -> list[str]:
     return [f.subject for f in findings if f.subject_kind == "pair" and f.severity in ("warn", "fail")]
 
 
-def headline(findings: list[Finding]) -> str:
+def headline(findings: list[Finding], with_verdict: bool = True) -> str:
     """One sentence: the verdict and what to do first."""
     v = verdict(findings)
     c = counts(findings)
     parts = [f"{c['fail']} failure{'s' * (c['fail'] != 1)}", f"{c['warn']} warning{'s' * (c['warn'] != 1)}",
              f"{c['info']} info"]
-    text = f"{v}: {', '.join(parts)}"
+    text = f"{v}: {', '.join(parts)}" if with_verdict else ", ".join(parts).capitalize()
     drain = to_drain(findings)
     if drain:
         text += f". Drain {_few(drain)}"
@@ -76,22 +76,29 @@ def summary_dict(findings: list[Finding], run: dict[str, Any] | None = None, top
     }
 
 
+def _term(text: str) -> str:
+    """Host-reported text on a terminal: control characters (ANSI escapes, CR) shown, not obeyed."""
+    return "".join(ch if ch.isprintable() or ch == " " else f"\\x{ord(ch):02x}" for ch in text)
+
+
 def summary_text(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
     d = summary_dict(findings, run, top)
-    lines = [d["headline"]]
+    lines = [_term(d["headline"])]
     if d["run_id"]:
-        lines[0] += f"  (run {d['run_id']})"
+        lines[0] += f"  (run {_term(str(d['run_id']))})"
     for f in findings[:top]:
-        lines.append(f"  [{f.severity.upper():4}] {f.rule}: {f.title}")
+        lines.append(f"  [{f.severity.upper():4}] {f.rule}: {_term(f.title)}")
         if f.action and f.severity != "info":
-            lines.append(f"         -> {f.action}")
+            lines.append(f"         -> {_term(f.action)}")
     if len(findings) > top:
         lines.append(f"  ... {len(findings) - top} more in findings.json / report.html")
     return "\n".join(lines)
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Markdown table cell: no pipes, no raw HTML (renderers would interpret a host's <tags>)."""
+    text = _term(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|")
 
 
 def summary_markdown(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:

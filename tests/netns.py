@@ -125,7 +125,8 @@ def _remove_resources(netns: Sequence[str], links: Sequence[str], etc_dirs: Sequ
                 os.kill(int(pid), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
-    batch = "".join(f"netns del {ns}\n" for ns in netns) + "".join(f"link del {ln}\n" for ln in links)
+    # links first: deleting a veth end is synchronous, while a namespace's devices go away lazily
+    batch = "".join(f"link del {ln}\n" for ln in links) + "".join(f"netns del {ns}\n" for ns in netns)
     if batch:
         subprocess.run(["ip", "-force", "-batch", "-"], input=batch, capture_output=True, text=True)
     for d in etc_dirs:
@@ -613,7 +614,7 @@ class TestNetwork:
             if h.proc is not None and h.proc.poll() is None:
                 h.proc.kill()
         links = list(self.bridges.values()) + ([self.spine] if self.spine else [])
-        links += [a for a, _ in self.uplinks.values()]
+        links += [a for a, _ in self.uplinks.values()] + [h.veth for h in self.hosts.values()]
         _remove_resources([h.netns for h in self.hosts.values()], links,
                           [f"/etc/netns/{h.netns}" for h in self.hosts.values()])
         for h in self.hosts.values():

@@ -14,7 +14,7 @@ import pytest
 
 from collectives.rows import ResultRow
 from netbench import load_results
-from tests.helpers_proc import alive, rank_pids
+from helpers_proc import alive, rank_pids
 
 ALL = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv"
 CONTRACT = ["run_id", "collective", "backend", "pattern", "hosts", "ranks", "round", "bytes", "count",

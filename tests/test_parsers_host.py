@@ -44,3 +44,33 @@ def test_nccl_debug_log() -> None:
     info = parse_nccl_debug(read_fixture("h200-node/nccl-debug-init.txt"))
     assert (info.version, info.cuda_build, info.cuda_driver_version) == ("2.28.9", "13.0", "13.0")
     assert info.network == "Socket" and info.interfaces == ["eth0"]
+
+
+def test_nccl_system_section() -> None:
+    from inventory.parsers.nccl_system import parse_nccl_system
+
+    lib = "lib: /usr/lib/x86_64-linux-gnu/libnccl.so.2 -> /usr/lib/x86_64-linux-gnu/libnccl.so.2.28.9\n"
+    assert parse_nccl_system(lib) == "2.28.9"
+    header = (
+        "header: /usr/include/nccl.h\n#define NCCL_MAJOR 2\n#define NCCL_MINOR 27\n#define NCCL_PATCH 3\n"
+    )
+    assert parse_nccl_system(lib + header) == "2.27.3"  # the header states what was built
+    assert parse_nccl_system("lib: /opt/libnccl.so.2 -> /opt/libnccl.so.2\n") is None
+
+
+def test_python_env_section() -> None:
+    from inventory.parsers.python_env import parse_python_env
+
+    env = parse_python_env(
+        "python=3.12.3\nexecutable=/usr/bin/python3\ntorch=2.9.1+cu130\ntorch_cuda=13.0\ntorch_nccl=2.28.9\n"
+    )
+    assert (env.python, env.torch, env.torch_cuda, env.torch_nccl) == (
+        "3.12.3",
+        "2.9.1+cu130",
+        "13.0",
+        "2.28.9",
+    )
+    env = parse_python_env("python=3.11.7\ntorch_error=ModuleNotFoundError: No module named 'torch'\n")
+    assert env.torch is None and env.torch_error.startswith("ModuleNotFoundError")
+    with pytest.raises(ValueError):
+        parse_python_env("sh: 1: python3: not found\n")

@@ -1,0 +1,145 @@
+"""Inventory many hosts over SSH at once: one session per host, the probe on stdin, parsing here.
+
+Why this shape: the node runs only ``sh -s`` with inventory/probe.sh on stdin (nothing to install,
+nothing left behind); all parsing happens locally with the same assembler the local probe uses.
+Hosts are independent: a host that is down, refuses our key or hangs becomes its own record with a
+status and a reason, and the others finish. A probe that hangs is killed (its whole remote process
+group) when the per-host timeout expires.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TextIO
+
+from inventory.assemble import build_inventory, split_sections
+from inventory.local import read_probe_script
+from inventory.model import NodeInventory, SwitchNeighbor
+from netbench.hosts import HostEntry
+from netbench.ssh import SSHError, SSHOptions, connect, resolve
+
+if TYPE_CHECKING:
+    from netbench.topology import Topology
+
+DEFAULT_CONCURRENCY = 64
+# NodeInventory.status for each SSHError kind (a changed key is a refused key, with its own message).
+STATUS_OF_KIND = {
+    "unreachable": "unreachable",
+    "auth_failed": "auth_failed",
+    "host_key_refused": "host_key_refused",
+    "host_key_changed": "host_key_refused",
+    "timeout": "timeout",
+    "error": "error",
+}
+
+Progress = Callable[[int, int, NodeInventory], None]
+
+
+def _unique(entries: Sequence[HostEntry]) -> list[HostEntry]:
+    """One probe per node even when a hosts file splits a node by ``gpus=`` (labels of the first line)."""
+    seen: dict[str, HostEntry] = {}
+    for e in entries:
+        if e.name in seen:
+            seen[e.name].labels.pop("gpus", None)
+        else:
+            seen[e.name] = HostEntry(e.name, e.slots, dict(e.labels), e.source, e.line)
+    return list(seen.values())
+
+
+def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = 60,
+               python: str | None = None) -> NodeInventory:
+    """Inventory one host over SSH; never raises for the host's own failures (they become the status)."""
+    start = time.monotonic()
+    labels = dict(entry.labels)
+    py = labels.get("python") or python or ""
+    nonce = secrets.token_hex(8)  # headers must carry it: tool output cannot forge a section
+    try:
+        target = resolve(entry, opts)
+        with connect(target, opts) as conn:
+            argv = ["sh", "-s", "--", py, nonce]
+            rc, out, err = conn.run(argv, stdin=script.encode(), timeout=probe_timeout)
+    except SSHError as exc:
+        return NodeInventory(host=entry.name, labels=labels, status=STATUS_OF_KIND[exc.kind],
+                             error=exc.message, probe_seconds=round(time.monotonic() - start, 3))
+    except Exception as exc:  # noqa: BLE001 - one host's surprise must not stop the fleet
+        return NodeInventory(host=entry.name, labels=labels, status="error",
+                             error=f"{type(exc).__name__}: {exc}"[:300],
+                             probe_seconds=round(time.monotonic() - start, 3))
+    sections = split_sections(out.decode("utf-8", errors="replace"), nonce=nonce)
+    inv = build_inventory(entry.name, sections, labels)
+    inv.probe_seconds = round(time.monotonic() - start, 3)
+    if rc != 0 and inv.status == "ok":
+        inv.status = "partial"
+        inv.error = f"probe exited {rc}: {err.decode('utf-8', errors='replace').strip()[:200]}"
+    elif rc != 0 and not inv.error:
+        inv.error = f"probe exited {rc}: {err.decode('utf-8', errors='replace').strip()[:200]}"
+    return inv
+
+
+def collect_inventory(
+    entries: Sequence[HostEntry],
+    opts: SSHOptions,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    probe_timeout: float = 60,
+    python: str | None = None,
+    progress: Progress | None = None,
+) -> list[NodeInventory]:
+    """Probe every host, ``concurrency`` at a time; one record per distinct host, in hosts-file order.
+
+    ``python``: interpreter the probe asks for python/torch/NCCL versions when a host has no
+    ``python=`` label. ``progress(done, total, record)`` is called as each host finishes.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be >= 1")
+    hosts = _unique(entries)
+    if not hosts:
+        return []
+    script = read_probe_script()
+    done = 0
+    lock = threading.Lock()
+
+    def one(entry: HostEntry) -> NodeInventory:
+        nonlocal done
+        inv = probe_host(entry, opts, script, probe_timeout, python)
+        if progress is not None:
+            with lock:
+                done += 1
+                progress(done, len(hosts), inv)
+        return inv
+
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(hosts)), thread_name_prefix="inventory") as pool:
+        futures = [pool.submit(one, e) for e in hosts]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:  # Ctrl-C: do not start the hosts still queued
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def apply_topology(nodes: Sequence[NodeInventory], topo: Topology | None) -> None:
+    """Add each node's leaf from topology.conf as a neighbour with ``source="topology"``.
+
+    It goes after discovered neighbours (LLDP / InfiniBand), so what the cables say wins over what
+    the file says, and a ``switch=`` label wins over both (see ``NodeInventory.switch``).
+    """
+    if topo is None:
+        return
+    for n in nodes:
+        leaf = topo.leaf_of(n.host)
+        if leaf is not None and not any(x.source == "topology" for x in n.neighbors):
+            n.neighbors.append(SwitchNeighbor(local_port="-", switch=leaf, source="topology"))
+
+
+def progress_printer(stream: TextIO) -> Progress:
+    """A progress callback that rewrites one status line on a terminal (stderr)."""
+
+    def show(done: int, total: int, inv: NodeInventory) -> None:
+        end = "\n" if done == total else ""
+        stream.write(f"\r\x1b[Kinventory: {done}/{total} hosts (last: {inv.host} {inv.status}){end}")
+        stream.flush()
+
+    return show

@@ -1,0 +1,60 @@
+"""``netbench report RUN_DIR``: rebuild findings.json and report.html, print the verdict."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(
+    short_help="Diagnose a run: findings.json, report.html and a summary.",
+    epilog="""\b
+Exit status: 0 no warnings or failures, 1 warnings only, 2 failures
+(bad input, e.g. a broken policy file, also exits 2 with one error line).
+\b
+Examples:
+  netbench report netbench-runs/20261129T101500Z-3fa2c1
+  netbench report RUN --baseline netbench-runs/last-good --policy policy.toml
+  netbench report RUN --format markdown --plotlyjs cdn > summary.md
+""",
+)
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--baseline", type=click.Path(file_okay=False), help="An earlier run to compare against.")
+@click.option("--policy", "policy_path", type=click.Path(dir_okay=False),
+              help="Policy TOML (thresholds, minimum versions, severities); see docs/policy.example.toml.")
+@click.option("--topology", type=click.Path(dir_okay=False),
+              help="host -> switch map (JSON/TOML switches table or Slurm topology.conf).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True, help="Terminal summary format.")
+@click.option("--plotlyjs", type=click.Choice(["inline", "cdn"]), default="inline", show_default=True,
+              help="inline: works offline (+4.6 MB); cdn: small file, plots need the network.")
+@click.option("--top", type=click.IntRange(0), default=10, show_default=True, help="Findings in the summary.")
+@click.option("--no-html", is_flag=True, help="Write findings.json only.")
+def command(run_dir: str, baseline: str | None, policy_path: str | None, topology: str | None, fmt: str,
+            plotlyjs: str, top: int, no_html: bool) -> None:
+    """Analyse RUN_DIR: slow pairs and nodes, firmware, link health, stragglers, errors, regressions."""
+    from pathlib import Path
+
+    from netbench.errors import NetbenchError, UsageError
+    from reports.policy import PolicyError
+    from reports.report import write_report
+    from reports.summary import exit_code, format_summary
+    from reports.topology import TopologyError
+
+    for name, path in (("run directory", run_dir), ("baseline", baseline)):
+        if path and not Path(path).is_dir():
+            raise UsageError(f"{name} not found: {path}")
+    if not (Path(run_dir) / "results.jsonl").exists() and not (Path(run_dir) / "inventory.jsonl").exists():
+        raise UsageError(f"{run_dir} is not a run directory (no results.jsonl or inventory.jsonl)")
+    try:
+        findings, html_path = write_report(run_dir, baseline=baseline, policy=policy_path,
+                                           plotlyjs=plotlyjs, topology=topology, html=not no_html)
+    except (PolicyError, TopologyError) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise NetbenchError(f"cannot write the report: {exc}") from None
+    from netbench.rundir import RunDir
+
+    click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top))
+    if html_path is not None and fmt == "text":
+        click.echo(f"report: {html_path}")
+    raise SystemExit(exit_code(findings))

@@ -1,0 +1,476 @@
+"""The HTML incident report: ONE self-contained file, verdict first, then the evidence.
+
+Whoever opens it days later, offline, from a ticket, must see: the verdict; which node or link is
+bad and by how much against which peers; the busbw curves (with the baseline); the pair heatmap by
+switch; where the bad nodes sit; the firmware beside the fleet's majority; the software versions;
+and the raw rows. plotly.js is inlined by default (``plotlyjs="cdn"`` makes the file small but
+needs the network to show plots).
+
+Security: everything a host reported (hostnames, labels, firmware strings, errors) is untrusted.
+Text goes through ``html.escape``; data for the scripts is one JSON block whose ``<``, ``>``, ``&``
+are written as ``\\u003c`` etc., so ``</script>`` in a firmware string cannot end the block; the
+page's script only ever sets ``textContent``. Plotly text is escaped too (it understands a few tags).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import gzip
+import html
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from collectives.sizes import format_size
+from reports.findings import SCHEMA as FINDINGS_SCHEMA
+from reports.findings import SEVERITY_RANK, Finding
+from reports.summary import counts, headline, to_check, to_drain, verdict
+
+if TYPE_CHECKING:
+    from reports.context import AnalysisContext
+
+ASSETS = Path(__file__).parent / "assets"
+CSV_COLUMNS = ["run_id", "collective", "backend", "pattern", "hosts", "ranks", "round", "bytes", "count", "dtype",
+               "op", "in_place", "iters", "warmup", "time_us", "time_us_min", "time_us_max", "algbw_GBps",
+               "busbw_GBps", "wrong", "status", "error", "group"]
+HEATMAP_LABEL_MAX = 64  # above this many hosts, axes name switches instead of hosts
+INVENTORY_FULL_MAX = 16  # above this many hosts, the deviating ones are listed first
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
+
+
+def e(value: Any) -> str:
+    """Escape anything for HTML text or attribute values."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def safe_json(data: Any) -> str:
+    """JSON safe inside <script>: no '<', '>', '&' (so no '</script>'), no U+2028/9 line breaks."""
+    text = json.dumps(data, separators=(",", ":"), default=_json_default, allow_nan=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return None if not np.isfinite(o) else float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _clean(x: Any) -> Any:
+    """NaN/inf -> None recursively (JSON has no NaN)."""
+    if isinstance(x, float):
+        return x if np.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    return x
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+def _verdict(findings: list[Finding]) -> str:
+    v = verdict(findings)
+    c = counts(findings)
+    drain, links = to_drain(findings), to_check(findings)
+    todo = [f for f in findings if f.severity != "info"][:5]
+    items = "".join(
+        f'<li><span class="sev {e(f.severity)}">{e(f.severity)}</span> {e(f.title)}'
+        f'{" &mdash; <em>" + e(f.action) + "</em>" if f.action else ""}</li>' for f in todo)
+    extra = ""
+    if drain:
+        extra += f'<div><strong>Drain:</strong> <span class="mono">{e(", ".join(drain[:40]))}</span>' + (
+            f" and {len(drain) - 40} more" if len(drain) > 40 else "") + "</div>"
+    if links:
+        shown = ", ".join(s.replace("|", " - ") for s in links[:20])
+        extra += f'<div><strong>Check links:</strong> <span class="mono">{e(shown)}</span>' + (
+            f" and {len(links) - 20} more" if len(links) > 20 else "") + "</div>"
+    if not drain and not links and v == "PASS":
+        extra = "<div>No node or link needs attention.</div>"
+    return f"""
+<section id="verdict" class="verdict {v.lower()}" aria-label="verdict">
+  <div class="word">{v}</div>
+  <div class="headline">{e(headline(findings, with_verdict=False))}</div>
+  <div class="detail">{extra}</div>
+</section>
+{"<h3>First steps</h3><ol class='todo'>" + items + "</ol>" if items else ""}"""
+
+
+def _findings_table(findings: list[Finding]) -> str:
+    rows = []
+    for i, f in enumerate(findings):
+        ev = json.dumps(_clean(f.evidence), indent=1, default=str)
+        if len(ev) > 6000:
+            ev = ev[:6000] + "\n... (full evidence in findings.json)"
+        rows.append(
+            f'<tr class="sev-{e(f.severity)}" id="finding-{i}">'
+            f'<td data-sort="{2 - SEVERITY_RANK[f.severity]}"><span class="sev {e(f.severity)}">{e(f.severity)}</span></td>'
+            f'<td class="mono">{e(f.rule)}</td><td class="subject">{e(f.subject)}</td>'
+            f'<td class="title">{e(f.title)}</td><td class="action">{e(f.action)}</td>'
+            f'<td><details class="ev"><summary>evidence</summary><pre>{e(ev)}</pre></details></td></tr>')
+    if not rows:
+        return "<p class='note'>No findings.</p>"
+    return f"""
+<div class="filters no-print">Show:
+  <label><input type="checkbox" data-sev-filter="fail" checked> fail</label>
+  <label><input type="checkbox" data-sev-filter="warn" checked> warn</label>
+  <label><input type="checkbox" data-sev-filter="info" checked> info</label>
+  <span class="note">Click a column header to sort.</span></div>
+<div class="tablewrap"><table id="findings-table" class="sortable">
+<thead><tr><th>Severity</th><th>Rule</th><th>Subject</th><th>Finding</th><th>What to do</th><th>Evidence</th></tr></thead>
+<tbody>{''.join(rows)}</tbody></table></div>"""
+
+
+def _size_axis(sizes: list[int]) -> dict[str, Any]:
+    sizes = sorted(set(sizes))
+    step = max(1, len(sizes) // 12)
+    shown = sizes[::step]
+    return {"type": "log", "title": {"text": "message size (bytes, log)"}, "tickvals": shown,
+            "ticktext": [format_size(s) for s in shown]}
+
+
+def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
+    figs: list[dict[str, Any]] = []
+    df = ctx.ok_rows
+    df = df[df["busbw_GBps"].notna()]
+    base = None
+    if ctx.baseline is not None:
+        b = ctx.baseline.rows
+        base = b[(b["status"] == "ok") & b["busbw_GBps"].notna()]
+    for ci, coll in enumerate(sorted(df["collective"].dropna().unique())):
+        traces = []
+        sub = df[df["collective"] == coll]
+        all_sizes: list[int] = []
+        for pi, pattern in enumerate(sorted(sub["pattern"].dropna().unique())):
+            color = COLORS[pi % len(COLORS)]
+            for label, src, dash in (("", sub, "solid"), ("baseline ", base, "dash")):
+                if src is None:
+                    continue
+                part = src[(src["collective"] == coll) & (src["pattern"] == pattern)]
+                if part.empty:
+                    continue
+                g = part.groupby(part["bytes"].astype(int))["busbw_GBps"]
+                med = g.median()
+                all_sizes += med.index.tolist()
+                n = int(g.size().max())
+                name = f"{label}{pattern} median" + (f" of {n}" if pattern == "pair" and n > 1 else "")
+                traces.append({"type": "scatter", "mode": "lines+markers", "name": e(name),
+                               "x": med.index.tolist(), "y": [round(float(v), 3) for v in med.values],
+                               "line": {"color": color, "dash": dash, "width": 2 if not label else 1.5},
+                               "marker": {"size": 5}, "hovertemplate": "%{x} B: %{y:.3g} GB/s"})
+                if pattern == "pair" and n > 1 and not label:
+                    lo = g.min()
+                    traces.append({"type": "scatter", "mode": "lines", "name": "pair slowest",
+                                   "x": lo.index.tolist(), "y": [round(float(v), 3) for v in lo.values],
+                                   "line": {"color": color, "dash": "dot", "width": 1},
+                                   "hovertemplate": "%{x} B: %{y:.3g} GB/s (slowest pair)"})
+        if not traces:
+            continue
+        figs.append({"id": f"curve-{ci}", "title": coll, "data": traces, "layout": {
+            "title": {"text": e(f"{coll}: busbw vs message size")}, "xaxis": _size_axis(all_sizes),
+            "yaxis": {"title": {"text": "busbw (GB/s)"}, "rangemode": "tozero"},
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "height": 380,
+            "legend": {"orientation": "h", "y": -0.25}}})
+    return figs
+
+
+def _z_json(z: np.ndarray) -> str:
+    """A matrix as JSON with 3 significant digits (null for missing): 1024x1024 stays ~5 MB."""
+    txt = np.char.mod("%.3g", np.where(np.isfinite(z), z, 0.0))
+    txt = np.where(np.isfinite(z), txt, "null")
+    return "[" + ",".join("[" + ",".join(row) + "]" for row in txt.tolist()) + "]"
+
+
+def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | None]:
+    m = ctx.pair_model
+    if m is None:
+        return None, None
+    hosts = [e(h) for h in m.hosts]
+    sw = [ctx.switches.get(h) or "?" for h in m.hosts]
+    blocks: list[tuple[str, int, int]] = []
+    for i, s in enumerate(sw):
+        if blocks and blocks[-1][0] == s:
+            blocks[-1] = (s, blocks[-1][1], i)
+        else:
+            blocks.append((s, i, i))
+    shapes = []
+    if len(blocks) > 1:
+        for _, lo, hi in blocks:
+            shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": lo - 0.5, "x1": hi + 0.5,
+                           "y0": lo - 0.5, "y1": hi + 0.5, "line": {"color": "#101828", "width": 1.5}})
+    axis: dict[str, Any] = {"type": "category", "automargin": True}
+    if len(hosts) > HEATMAP_LABEL_MAX:
+        axis.update(tickmode="array", tickvals=[hosts[(lo + hi) // 2] for _, lo, hi in blocks],
+                    ticktext=[e(s) for s, _, _ in blocks])
+    else:
+        axis.update(tickfont={"size": 10})
+    size = format_size(m.sizes[-1])
+    fig = {"id": "heatmap-plot", "data": [{
+        "type": "heatmap", "x": hosts, "y": hosts, "z": "__NB_Z__", "colorscale": "Viridis",
+        "colorbar": {"title": {"text": "GB/s"}}, "hoverongaps": False,
+        "hovertemplate": "%{y} - %{x}: %{z} GB/s<extra></extra>"}],
+        "layout": {"title": {"text": e(f"{m.collective} busbw per pair at {size} (hosts grouped by switch)")},
+                   "xaxis": {**axis, "tickangle": -60}, "yaxis": {**axis, "autorange": "reversed"},
+                   "shapes": shapes, "height": 720 if len(hosts) > 24 else 560,
+                   "margin": {"l": 90, "r": 20, "t": 50, "b": 90}}}
+    return fig, _z_json(m.bw[-1])
+
+
+def _human(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
+
+
+def _host_severity(findings: list[Finding]) -> dict[str, tuple[str, list[str]]]:
+    out: dict[str, tuple[str, list[str]]] = {}
+    for f in findings:
+        if f.severity == "info" or f.subject_kind == "pair":
+            continue
+        for h in f.hosts:
+            sev, titles = out.get(h, ("info", []))
+            if SEVERITY_RANK[f.severity] > SEVERITY_RANK[sev]:
+                sev = f.severity
+            out[h] = (sev, titles + [f.title])
+    return out
+
+
+def _topology(ctx: AnalysisContext, findings: list[Finding]) -> str:
+    hosts = ctx.hosts
+    if not hosts:
+        return "<p class='note'>No hosts.</p>"
+    marks = _host_severity(findings)
+    by_sw: dict[str, list[str]] = {}
+    for h in hosts:
+        by_sw.setdefault(ctx.switches.get(h) or "switch unknown", []).append(h)
+    bad_switch = {f.subject: f.severity for f in findings if f.subject_kind == "switch"}
+    leaves = []
+    for sw in sorted(by_sw, key=lambda s: (s == "switch unknown", s)):
+        chips = []
+        worst = "info"
+        for h in by_sw[sw]:
+            sev, titles = marks.get(h, ("", []))
+            if sev and SEVERITY_RANK.get(sev, 0) > SEVERITY_RANK[worst]:
+                worst = sev
+            tip = "; ".join(titles[:3])
+            chips.append(f'<span class="chip {e(sev)}" title="{e(tip)}">{e(h)}</span>')
+        cls = bad_switch.get(sw) or (worst if worst != "info" else "")
+        n_bad = sum(1 for h in by_sw[sw] if h in marks)
+        leaves.append(f'<div class="leaf {e(cls)}"><h3><span>{e(sw)}</span><span class="note">{len(by_sw[sw])} hosts'
+                      f'{f", {n_bad} flagged" if n_bad else ""}</span></h3>{"".join(chips)}</div>')
+    links = [f for f in findings if f.subject_kind == "pair" and f.severity != "info"]
+    link_html = ""
+    if links:
+        items = []
+        for f in links[:100]:
+            a, _, b = f.subject.partition("|")
+            ratio = f.evidence.get("ratio_to_expected")
+            klass = f.evidence.get("hop_class", "")
+            items.append(f'<span class="link" title="{e(f.title)}">{e(a)} &harr; {e(b)}'
+                         f'{f" ({e(klass)}, x{e(ratio)})" if ratio else ""}</span>')
+        link_html = f'<div class="links"><strong>Bad links:</strong> {"".join(items)}</div>'
+    m = ctx.pair_model
+    spine_note = "spine"
+    if m is not None and m.class_ratio("spine", "leaf"):
+        spine_note += f" &mdash; cross-spine pairs at {m.class_ratio('spine', 'leaf'):.2f}x of same-leaf pairs"
+    spine = f'<div class="spine">{spine_note}</div>' if len(by_sw) > 1 else ""
+    legend = ('<div class="legend"><span class="chip fail">host</span> failure &nbsp; '
+              '<span class="chip warn">host</span> warning &nbsp; <span class="chip">host</span> fine '
+              '(hover a host for its findings)</div>')
+    return f"{legend}{spine}<div class='leaves'>{''.join(leaves)}</div>{link_html}"
+
+
+def _inventory(ctx: AnalysisContext) -> str:
+    from inventory.versions import compare_versions
+
+    if not ctx.inventory:
+        return "<p class='note'>No inventory was recorded for this run.</p>"
+    env_hosts = (ctx.env or {}).get("hosts") or {}
+    cols = [("gpus", "GPUs", False), ("gpu_model", "GPU", False), ("driver", "driver", True),
+            ("cuda", "CUDA", True), ("vbios", "VBIOS", True), ("nic_fw", "NIC firmware", True),
+            ("ofed", "OFED", True), ("nccl", "NCCL", True), ("nic_rate", "NIC ports", False)]
+    table = []
+    for n in ctx.inventory:
+        gpus = n.get("gpus") or []
+        nics = n.get("nics") or []
+        rates = Counter(f"{nic.get('rate_gbps'):g}G" if nic.get("rate_gbps") else "?" for nic in nics)
+        table.append({
+            "host": n.get("host"), "switch": ctx.switches.get(n.get("host") or ""), "status": n.get("status"),
+            "gpus": str(len(gpus)), "gpu_model": ", ".join(sorted({str(g.get("name")) for g in gpus if g.get("name")})),
+            "driver": n.get("driver_version"),
+            "cuda": n.get("cuda_version") or (env_hosts.get(n.get("host")) or {}).get("cuda"),
+            "vbios": ", ".join(sorted({str(g.get("vbios")) for g in gpus if g.get("vbios")})),
+            "nic_fw": ", ".join(sorted({str(x.get("firmware")) for x in nics if x.get("firmware")})),
+            "ofed": n.get("ofed_version"),
+            "nccl": (env_hosts.get(n.get("host")) or {}).get("nccl") or n.get("nccl_version_torch"),
+            "nic_rate": " ".join(f"{k}x{v}" for v, k in sorted(rates.items())) if nics else "",
+        })
+    ok_rows = [r for r in table if r["status"] in (None, "ok", "partial")]
+    majority = {c: (Counter(r[c] for r in ok_rows if r[c]).most_common(1) or [(None, 0)])[0][0] for c, _, _ in cols}
+
+    def cell(r: dict[str, Any], c: str, is_version: bool) -> tuple[str, bool]:
+        v, maj = r[c], majority[c]
+        if not v or maj is None or v == maj or r["status"] not in (None, "ok", "partial"):
+            return f"<td>{e(v)}</td>", False
+        older = False
+        if is_version and "," not in v and "," not in maj:
+            older = compare_versions(v, maj) < 0
+        elif c == "gpus":
+            older = int(v) < int(maj)
+        else:
+            older = True  # mixed within a node, or a different model/rate than the fleet
+        cls = "outdated" if older else "newer"
+        return f'<td class="{cls}" title="fleet majority: {e(maj)}">{e(v)}</td>', True
+
+    def render(rows: list[dict[str, Any]], table_id: str) -> str:
+        body = []
+        for r in rows:
+            cells = [cell(r, c, isv) for c, _, isv in cols]
+            st = r["status"]
+            st_cls = "" if st in (None, "ok", "partial") else ' class="bad-status"'
+            body.append(f"<tr><td class='mono'>{e(r['host'])}</td><td>{e(r['switch'])}</td><td{st_cls}>{e(st)}</td>"
+                        + "".join(c for c, _ in cells) + "</tr>")
+        head = "".join(f"<th>{e(t)}</th>" for _, t, _ in cols)
+        maj = "".join(f"<td>{e(majority[c])}</td>" for c, _, _ in cols)
+        return (f'<div class="tablewrap"><table id="{table_id}" class="sortable inv"><thead><tr><th>host</th>'
+                f"<th>switch</th><th>status</th>{head}</tr></thead><tbody>"
+                f'<tr class="majority"><td>fleet majority</td><td></td><td></td>{maj}</tr>'
+                f"{''.join(body)}</tbody></table></div>")
+
+    def deviates(r: dict[str, Any]) -> bool:
+        return r["status"] not in (None, "ok", "partial") or any(cell(r, c, v)[1] for c, _, v in cols)
+
+    legend = ("<p class='note'>Cells differing from the fleet majority are marked: "
+              "<span class='sev fail'>older</span> red, newer or different amber; hover a cell for the majority."
+              "</p>")
+    if len(table) <= INVENTORY_FULL_MAX:
+        return legend + render(table, "inventory-table")
+    dev = [r for r in table if deviates(r)]
+    return (legend + f"<p class='note'>{len(dev)} of {len(table)} hosts differ from the fleet majority:</p>"
+            + render(dev, "inventory-table")
+            + f"<details><summary>All {len(table)} hosts</summary>{render(table, 'inventory-all')}</details>")
+
+
+def _environment(ctx: AnalysisContext) -> str:
+    from reports.compare import flatten_env
+
+    run = ctx.run or {}
+    info = [("run id", run.get("run_id")), ("command", " ".join(map(str, run.get("argv") or [])) or None),
+            ("started", run.get("started") or run.get("start")), ("ended", run.get("ended") or run.get("end")),
+            ("launcher", run.get("launcher")), ("netbench", run.get("netbench_version") or run.get("version")),
+            ("status", run.get("status")), ("policy", ctx.policy.source or "defaults")]
+    rows = "".join(f"<tr><th>{e(k)}</th><td class='mono'>{e(v)}</td></tr>" for k, v in info if v is not None)
+    flat = flatten_env(ctx.env or {})
+    nccl = [(k, v) for k, v in flat.items() if "NCCL_" in k]
+    other = [(k, v) for k, v in flat.items() if "NCCL_" not in k]
+    env_rows = "".join(f"<tr><td class='mono'>{e(k)}</td><td class='mono'>{e(v)}</td></tr>" for k, v in nccl + other)
+    out = (f"<div class='grid2'><div class='tablewrap'><table><tbody>{rows}</tbody></table></div>"
+           f"<div class='tablewrap'><table id='env-table'><thead><tr><th>setting (hosts.*: every host)</th>"
+           f"<th>value</th></tr></thead><tbody>{env_rows or '<tr><td colspan=2>no env.json</td></tr>'}"
+           "</tbody></table></div></div>")
+    if ctx.baseline is not None:
+        from reports.rules.regression import env_differences
+
+        diffs = env_differences(ctx)
+        drows = "".join(f"<tr><td class='mono'>{e(k)}</td><td class='mono'>{e(b)}</td><td class='mono'>{e(c)}</td></tr>"
+                        for k, b, c in diffs)
+        out += (f"<h3>Differences from the baseline ({e(ctx.baseline.path)})</h3><div class='tablewrap'><table>"
+                f"<thead><tr><th>key</th><th>baseline</th><th>this run</th></tr></thead><tbody>"
+                f"{drows or '<tr><td colspan=3>none</td></tr>'}</tbody></table></div>")
+    return out
+
+
+def rows_csv_gz(ctx: AnalysisContext) -> tuple[bytes, int]:
+    """The raw rows (every column but per-rank times) as gzip'd CSV, and the row count."""
+    df = ctx.rows
+    cols = [c for c in CSV_COLUMNS if c in df.columns]
+    out = df[cols].copy()
+    if "hosts" in out:
+        out["hosts"] = [" ".join(h) if isinstance(h, list) else "" for h in out["hosts"]]
+    buf = io.StringIO()
+    out.to_csv(buf, index=False)
+    return gzip.compress(buf.getvalue().encode("utf-8"), compresslevel=6, mtime=0), len(out)
+
+
+def findings_doc(findings: list[Finding], ctx: AnalysisContext) -> dict[str, Any]:
+    """What findings.json holds: the verdict, counts and every finding."""
+    return {"schema": FINDINGS_SCHEMA, "run_id": (ctx.run or {}).get("run_id"), "verdict": verdict(findings),
+            "counts": counts(findings), "policy": ctx.policy.source,
+            "baseline": ctx.baseline.path if ctx.baseline else None,
+            "findings": [_clean(f.to_dict()) for f in findings]}
+
+
+def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
+    """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn"."""
+    import plotly
+    import plotly.offline
+
+    if plotlyjs not in ("inline", "cdn"):
+        raise ValueError(f"plotlyjs must be 'inline' or 'cdn', got {plotlyjs!r}")
+    figures = _curve_figures(ctx)
+    heat, zjson = _heatmap_figure(ctx)
+    if heat:
+        figures.append(heat)
+    gz, nrows = rows_csv_gz(ctx)
+    run_id = (ctx.run or {}).get("run_id") or (ctx.run_dir.name if ctx.run_dir else "run")
+    data = {"figures": figures, "findings_doc": findings_doc(findings, ctx), "csv_name": f"{run_id}-rows.csv"}
+    data_json = safe_json(data)
+    if zjson is not None:
+        data_json = data_json.replace('"__NB_Z__"', zjson, 1)
+    if plotlyjs == "inline":
+        plotly_tag = f"<script>{plotly.offline.get_plotlyjs()}</script>"
+    else:
+        plotly_tag = f'<script src="https://cdn.plot.ly/plotly-{plotly.__version__}.min.js" charset="utf-8"></script>'
+    curves = "".join(f'<div id="{f["id"]}" class="plot"></div>' for f in figures if f["id"].startswith("curve"))
+    heat_h = heat["layout"]["height"] if heat else 0
+    heat_html = (f'<div id="heatmap-plot" class="plot heat" style="height:{heat_h + 10}px"></div><p class="note">'
+                 "Each cell: the pair's busbw at the largest size measured; boxes are leaf switches. "
+                 "A dark row and column is a slow node; a single dark cell a slow link.</p>"
+                 if heat else "<p class='note'>No pair measurements in this run.</p>")
+    generated = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    n_hosts = len(ctx.hosts)
+    baseline_note = f" &middot; baseline {e(ctx.baseline.path)}" if ctx.baseline else ""
+    css = (ASSETS / "report.css").read_text()
+    js = (ASSETS / "report.js").read_text()
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>netbench {e(verdict(findings))} &mdash; {e(run_id)}</title>
+<style>{css}</style>
+</head><body><main>
+<header class="top"><h1>netbench report &mdash; <span class="mono">{e(run_id)}</span></h1>
+<div class="meta">{n_hosts} hosts &middot; {len(ctx.rows)} measurements{baseline_note} &middot; generated {generated}</div>
+<nav class="toc no-print"><a href="#findings">Findings</a><a href="#curves">Bandwidth</a><a href="#heatmap">Pairs</a>
+<a href="#topology">Topology</a><a href="#inventory">Inventory</a><a href="#environment">Environment</a>
+<a href="#data">Raw data</a></nav></header>
+{_verdict(findings)}
+<section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
+<section id="curves"><h2>Bus bandwidth vs message size</h2>
+<p class="note">Median busbw per size{"; dashed: the baseline" if ctx.baseline else ""}. nccl-tests conventions
+(GB/s = 1e9 B/s, busbw = algbw x the collective's bus factor).</p>
+<div class="grid2">{curves or "<p class='note'>No bandwidth measurements.</p>"}</div></section>
+<section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
+<section id="topology"><h2>Topology</h2>{_topology(ctx, findings)}</section>
+<section id="inventory"><h2>Inventory</h2>{_inventory(ctx)}</section>
+<section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>
+<section id="data"><h2>Raw data</h2>
+<p class="note">{nrows} rows (every field except per-rank times, which are in results.jsonl);
+embedded compressed ({_human(len(gz))}).</p>
+<div class="no-print"><button id="dl-csv">Download rows (CSV)</button><button id="dl-csv-gz">Download rows (CSV.gz)</button>
+<button id="dl-findings">Download findings (JSON)</button></div></section>
+<footer>netbench &middot; findings are rebuilt with <code>netbench report RUN_DIR</code>.</footer>
+</main>
+<script type="application/json" id="nb-data">{data_json}</script>
+<script type="application/octet-stream" id="nb-rows-csv-gz">{base64.b64encode(gz).decode("ascii")}</script>
+{plotly_tag}
+<script>{js}</script>
+</body></html>
+"""

@@ -1,0 +1,127 @@
+"""`netbench sweep --hosts` on real test hosts: network namespaces, Linux bridges as leaf switches
+joined by a rate-limited uplink (tc tbf), a real sshd per host, ranks started over SSH."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.netns
+
+LEAVES = {"leafA": ["a1", "a2", "a3"], "leafB": ["b1", "b2", "b3"]}
+SLOW_PAIR = ("a1", "a2")  # htb + u32 on this pair's traffic alone
+SLOW_NODE = "b3"  # all of its traffic rate-limited
+
+
+def sweep(net, tmp: Path, *extra: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, Path]:
+    cfg = net.write_ssh_config(tmp / "ssh_config")
+    hosts = net.hosts_file(tmp / "hosts.txt")
+    out = tmp / "run"
+    res = subprocess.run([sys.executable, "-m", "netbench", "sweep", "--hosts", str(hosts), "--ssh-config",
+                          str(cfg), "--python", sys.executable, "--out", str(out), *extra],
+                         capture_output=True, text=True, timeout=timeout)
+    return res, out
+
+
+def rows(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+
+
+def pair_bw(rs: list[dict]) -> dict[frozenset, float]:
+    """Large-message busbw per pair (largest size measured)."""
+    top = max(r["bytes"] for r in rs if r["pattern"] == "pair" and r["status"] == "ok")
+    out: dict[frozenset, list[float]] = {}
+    for r in rs:
+        if r["pattern"] == "pair" and r["status"] == "ok" and r["bytes"] == top:
+            out.setdefault(frozenset(r["hosts"]), []).append(r["busbw_GBps"])
+    return {k: sum(v) / len(v) for k, v in out.items()}
+
+
+@pytest.fixture(scope="module")
+def two_leaf_run(tmp_path_factory):
+    """One sweep over 6 hosts on two leaves, with a slow pair and a slow node planted."""
+    from netns import TestNetwork, netns_unavailable
+
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    tmp = tmp_path_factory.mktemp("twoleaf")
+    net = TestNetwork.create([h for hs in LEAVES.values() for h in hs], leaves=LEAVES, uplink_rate="300mbit")
+    try:
+        net.limit_pair(*SLOW_PAIR, "15mbit")
+        net.limit_host(SLOW_NODE, "60mbit")
+        res, out = sweep(net, tmp, "--pattern", "pairwise", "--pattern", "ring", "--pair-batch", "1",
+                         "--pair-sizes", "256K,1M", "-c", "all_reduce", "-b", "64K", "-e", "1M", "-f", "4",
+                         "-n", "5", "-w", "1", "--timeout", "30", "--no-report")
+        yield net, res, out
+    finally:
+        net.destroy()
+
+
+def test_two_leaf_sweep_finds_cross_leaf_penalty_and_slow_pair(two_leaf_run) -> None:
+    net, res, out = two_leaf_run
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    rs = rows(out)
+    bw = pair_bw(rs)
+    assert len(bw) == 15  # every pair of 6 hosts, exactly once
+    leaf = {h: leafname for leafname, hs in LEAVES.items() for h in hs}
+    healthy = {p: v for p, v in bw.items() if p != frozenset(SLOW_PAIR) and SLOW_NODE not in p}
+    same = sorted(v for p, v in healthy.items() if len({leaf[h] for h in p}) == 1)
+    cross = sorted(v for p, v in healthy.items() if len({leaf[h] for h in p}) == 2)
+    assert same and cross
+    assert max(cross) < 0.7 * min(same), (same, cross)  # crossing the uplink is measurably slower
+    slowest = min(bw, key=bw.get)
+    assert slowest == frozenset(SLOW_PAIR), sorted(bw.items(), key=lambda kv: kv[1])[:3]
+    # rounds: pair-batch 1 -> one pair per round, 15 rounds
+    assert sorted({r["round"] for r in rs if r["pattern"] == "pair"}) == list(range(1, 16))
+    ring = [r for r in rs if r["pattern"] == "ring"]
+    assert ring and all(r["status"] == "ok" and r["wrong"] == 0 and r["ranks"] == 6 for r in ring)
+    assert "pairwise: large-message busbw per pair" in res.stdout
+    env = json.loads((out / "env.json").read_text())["hosts"]
+    assert set(env) == set(leaf)  # every host reported its environment
+
+
+def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None:
+    net = netns_factory(["h0", "h1", "h2", "h3"])
+    cfg = net.write_ssh_config(tmp_path / "ssh_config")
+    hosts = net.hosts_file(tmp_path / "hosts.txt")
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "netbench", "sweep", "--hosts", str(hosts), "--ssh-config",
+                             str(cfg), "--python", sys.executable, "--out", str(out), "--pattern", "pairwise",
+                             "--pair-batch", "1", "--pair-sizes", "64K,256K", "-c", "all_reduce", "-n", "200",
+                             "-w", "1", "--timeout", "8", "--no-report"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait for the first pair's rows
+        if (out / "results.jsonl").exists() and len(rows(out)) >= 2:
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    net.kill_host("h3")  # sshd, its session and its ranks: a node that died
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1  # the sweep completed but reports the lost host
+    rs = rows(out)
+    by_pair: dict[frozenset, set[str]] = {}
+    for r in rs:
+        if r["pattern"] == "pair":
+            by_pair.setdefault(frozenset(r["hosts"]), set()).add(r["status"])
+    assert len(by_pair) == 6  # every pair has a row, run or not
+    for pair, statuses in by_pair.items():
+        if "h3" in pair:
+            assert statuses != {"ok"}, pair  # h3's pairs failed (or were not run) ...
+        else:
+            assert statuses == {"ok"}, (pair, statuses)  # ... the others completed
+    failed = [r for r in rs if r["status"] != "ok"]
+    assert all("h3" in r["hosts"] for r in failed)
+    assert all("h3" in (r["error"] or "") for r in failed)  # the error names the host
+    assert "h3" in stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed" and "h3" in run["down_hosts"]
+    for h in ("h0", "h1", "h2"):  # no worker left behind on any host
+        leftovers = [p for p in net.pids(h) if "netbench.worker" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert not leftovers, (h, leftovers)
