@@ -25,7 +25,7 @@ from netbench.errors import UsageError
 from netbench.launch import HostSlot
 from netbench.progress import Progress
 from netbench.rundir import RunDir
-from netbench.sweep import SweepOptions, build_spec, execute
+from netbench.sweep import SweepOptions, build_spec, detect_backend, execute
 
 PATTERNS = ("ring", "pairwise", "intra")
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
@@ -46,6 +46,7 @@ class ClusterOptions(SweepOptions):
     inventory: bool = True
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store
+    launcher: str = "ssh"  # ssh | local (every host of the file is a process group on this machine)
 
 
 def pair_group_id(a: str, b: str) -> str:
@@ -113,17 +114,22 @@ def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
     ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
     rundir = RunDir.create(opts.out)
     echo(f"# netbench sweep over {len(entries)} host(s) from {opts.hosts_file}; run directory {rundir.path}")
-    nodes = _inventory(entries, opts, ssh_opts, rundir, echo) if opts.inventory else {}
+    local = opts.launcher == "local"
+    nodes = _inventory(entries, opts, ssh_opts, rundir, echo) if opts.inventory and not local else {}
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
 
     backend = opts.backend
+    if backend is None and local:
+        backend = detect_backend(None)[0]
     if backend is None:
         gpu_counts = [len(nodes[e.name].gpus) for e in live if e.name in nodes]
         backend = "nccl" if gpu_counts and len(gpu_counts) == len(live) and min(gpu_counts) > 0 else "gloo"
     device = "cuda" if backend == "nccl" else "cpu"
     slots, base = [], 0
     for e in live:
-        if backend == "nccl":
+        if backend == "nccl" and e.labels.get("gpus"):
+            n = len(e.labels["gpus"].split(","))
+        elif backend == "nccl":
             n = len(nodes[e.name].gpus) if e.name in nodes else (e.slots or 1)
         else:
             n = e.slots or opts.procs_per_host
@@ -141,8 +147,14 @@ def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
          + ", ".join(p.name for p in plan.phases[:4]) + (" ..." if len(plan.phases) > 4 else ""))
     echo(f"# pair sizes {', '.join(format_size(s) for s in pair_spec.sizes)}; ring sizes "
          f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}")
-    launcher = SSHLauncher({e.name: e for e in live}, ssh_opts, python=opts.python, advertise=opts.advertise)
-    outcome = execute(plan, slots, launcher, rundir, opts, echo, progress, fail_fast=False, launcher_name="ssh",
+    if local:
+        from netbench.launch.local import LocalLauncher
+
+        launcher: Any = LocalLauncher(python=opts.python)
+    else:
+        launcher = SSHLauncher({e.name: e for e in live}, ssh_opts, python=opts.python, advertise=opts.advertise)
+    outcome = execute(plan, slots, launcher, rundir, opts, echo, progress, fail_fast=False,
+                      launcher_name=opts.launcher,
                       print_table=lambda row: row.get("pattern") != "pair")
     outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rundir.read_rows(), echo)

@@ -88,6 +88,9 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
               "else python3).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), default=None, help="ssh_config to use.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
+@click.option("--launcher", type=click.Choice(["ssh", "local"]), default="ssh", show_default=True,
+              help="With --hosts: ssh, or local (each host of the file runs on this machine, e.g. a "
+              "GPU subset given by its gpus= label).")
 @click.option("--advertise", default=None, help="Address the hosts use to reach this machine "
               "(default: the one routing to the first host).")
 def command(**kw: object) -> None:
@@ -109,7 +112,7 @@ def command(**kw: object) -> None:
         failed = [r for r in rundir.read_rows() if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
         raise SystemExit(1 if failed or outcome.faults or outcome.down_hosts else 0)
     for key in ("hosts_file", "patterns", "pair_batch", "pair_sizes", "pair_collectives", "procs_per_host",
-                "python", "ssh_config", "accept_new_host_keys", "advertise"):
+                "python", "ssh_config", "accept_new_host_keys", "advertise", "launcher"):
         kw.pop(key)
     opts = SweepOptions(**kw)  # type: ignore[arg-type]
     rundir, outcome = run_local(opts, echo=click.echo)

@@ -56,6 +56,8 @@ class LocalLauncher:
                "--store-port", str(store_port), "--host", slot.host, "--rank-base", str(slot.rank_base),
                "--nprocs", str(slot.nprocs), "--watch-stdin"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if slot.labels.get("gpus"):  # a "host" that is a subset of this machine's GPUs
+            env["CUDA_VISIBLE_DEVICES"] = slot.labels["gpus"]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                 start_new_session=True)
         return LocalAgent(slot.host, proc)

@@ -1,0 +1,159 @@
+"""The HTML report in a real headless Chromium: renders, shows the findings, runs no host data."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reports.html import safe_json
+from reports.report import write_report
+from reports.synthetic import host_names, make_fleet, write_run_dir
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+EVIL_FW = "<script>window.__pwned = 'firmware'</script>"
+EVIL_LABEL = "<img src=x onerror=\"window.__pwned='label'\">"
+EVIL_HOSTNAME = "</script><script>window.__pwned='hostname'</script>"
+EVIL_ERROR = "<script>window.__pwned='error'</script>"
+
+
+def _hostile_run(root: Path) -> Path:
+    hosts = host_names(16)
+    fleet = make_fleet(16, 2, slow_nodes={hosts[4]: 0.75}, slow_links={(hosts[1], hosts[12]): 0.6},
+                       noise=0.03, seed=21)
+    inv = {n["host"]: n for n in fleet.inventory}
+    inv[hosts[7]]["nics"][0]["firmware"] = EVIL_FW
+    inv[hosts[7]]["hostname"] = EVIL_HOSTNAME
+    inv[hosts[9]]["labels"]["switch"] = EVIL_LABEL  # a host label shown in the topology and heatmap
+    for row in fleet.rows:
+        if row["hosts"] == [hosts[2], hosts[15]] or row["hosts"] == [hosts[15], hosts[2]]:
+            row.update(status="error", error=EVIL_ERROR, busbw_GBps=None, time_us=None)
+    fleet.env["hosts"][hosts[3]]["env"]["NCCL_DEBUG"] = EVIL_FW
+    return write_run_dir(fleet, root / "run")
+
+
+def test_safe_json_cannot_close_a_script_block():
+    text = safe_json({"fw": "</script><script>alert(1)</script>", "amp": "a&b", "ls": "\u2028"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text)["fw"] == "</script><script>alert(1)</script>"
+
+
+def test_host_data_is_escaped_in_the_file(tmp_path):
+    run = _hostile_run(tmp_path)
+    findings, path = write_report(run)
+    text = path.read_text()
+    for evil in (EVIL_FW, EVIL_LABEL, EVIL_HOSTNAME, EVIL_ERROR):
+        assert evil not in text
+    assert "&lt;script&gt;window.__pwned = &#x27;firmware&#x27;&lt;/script&gt;" in text
+    doc = json.loads((run / "findings.json").read_text())
+    assert doc["verdict"] == "FAIL" and len(doc["findings"]) == len(findings)
+
+
+def test_cdn_variant_is_small_and_inline_is_self_contained(tmp_path):
+    run = write_run_dir(make_fleet(8, 2, seed=22), tmp_path / "run")
+    _, inline = write_report(run)
+    size_inline = inline.stat().st_size
+    assert "https://" not in inline.read_text().split("<script type=\"application/json\"")[0]
+    _, cdn = write_report(run, plotlyjs="cdn")
+    assert cdn.stat().st_size < size_inline - 4_000_000
+    assert 'src="https://cdn.plot.ly/plotly-' in cdn.read_text()
+
+
+browser = pytest.mark.skipif(not os.path.exists(CHROMIUM) or shutil.which("chromium") is None,
+                             reason="needs Debian chromium at /usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def page_of():
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+        def open_page(path: Path, **kw):
+            ctx = b.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, **kw)
+            pg = ctx.new_page()
+            problems: list[str] = []
+            pg.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
+                  else None)
+            pg.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
+            pg.goto(path.as_uri())
+            pg.wait_for_function("document.querySelectorAll('.plot').length > 0 && "
+                                 "[...document.querySelectorAll('.plot')].every(d => d.querySelector('.main-svg'))",
+                                 timeout=20_000)
+            return pg, problems
+
+        yield open_page
+        b.close()
+
+
+@browser
+@pytest.mark.browser
+def test_report_renders_without_errors_and_runs_no_host_data(tmp_path, page_of):
+    run = _hostile_run(tmp_path)
+    findings, path = write_report(run)
+    pg, problems = page_of(path)
+    assert problems == []
+    # every plot rendered: one busbw curve per collective + the heatmap
+    plots = pg.eval_on_selector_all(".plot", "els => els.map(e => e.id)")
+    assert "heatmap-plot" in plots and any(p.startswith("curve-") for p in plots)
+    assert pg.locator(".js-plotly-plot .main-svg").count() >= len(plots)
+    assert pg.locator("#heatmap-plot .hm, #heatmap-plot image").count() >= 1
+    # verdict first, findings present
+    assert pg.locator("#verdict .word").inner_text() == "FAIL"
+    assert pg.locator("#findings-table tbody tr").count() == len(findings)
+    body = pg.inner_text("body")
+    assert "slow_node" in body and "slow_pair" in body and host_names(16)[4] in body
+    # the injected scripts/handlers never ran and read as text
+    assert pg.evaluate("window.__pwned") is None
+    text = pg.evaluate("document.body.textContent")  # evidence inside closed <details> too
+    for evil in (EVIL_FW, EVIL_LABEL, EVIL_ERROR):
+        assert evil in text, evil
+    assert EVIL_FW in body and EVIL_LABEL in body  # visible: inventory cell, topology box
+    assert pg.evaluate("document.querySelectorAll('img[src=x]').length") == 0
+    pg.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+
+
+@browser
+@pytest.mark.browser
+def test_sorting_filter_and_csv_download(tmp_path, page_of):
+    run = _hostile_run(tmp_path)
+    _, path = write_report(run)
+    pg, problems = page_of(path)
+    # sort findings by rule name
+    pg.click("#findings-table thead th:nth-child(2)")
+    rules = pg.eval_on_selector_all("#findings-table tbody tr td:nth-child(2)", "t => t.map(x => x.textContent)")
+    assert rules == sorted(rules)
+    pg.uncheck("input[data-sev-filter=info]")
+    assert pg.locator("#findings-table tbody tr.sev-info:visible").count() == 0
+    # the raw rows download as CSV (decompressed in the browser) with every row
+    with pg.expect_download() as dl:
+        pg.click("#dl-csv")
+    csv_text = Path(dl.value.path()).read_text()
+    lines = csv_text.strip().splitlines()
+    n_rows = sum(1 for _ in (run / "results.jsonl").open())
+    assert lines[0].startswith("run_id,collective,backend,pattern,hosts")
+    assert len(lines) - 1 == n_rows
+    with pg.expect_download() as dl:
+        pg.click("#dl-csv-gz")
+    assert gzip.decompress(Path(dl.value.path()).read_bytes()).decode() == csv_text
+    assert problems == []
+
+
+@browser
+@pytest.mark.browser
+def test_prints_legibly(tmp_path, page_of):
+    run = write_run_dir(make_fleet(8, 2, seed=23), tmp_path / "run")
+    _, path = write_report(run)
+    pg, problems = page_of(path)
+    pg.emulate_media(media="print")
+    assert pg.evaluate("getComputedStyle(document.querySelector('nav.toc')).display") == "none"
+    assert pg.evaluate("getComputedStyle(document.querySelector('#dl-csv')).display") == "none"
+    pdf = pg.pdf(landscape=True)
+    assert pdf[:4] == b"%PDF" and len(pdf) > 20_000
+    assert problems == []
