@@ -99,6 +99,24 @@ def _inventory(entries: list[Any], opts: ClusterOptions, ssh_opts: Any, rundir: 
     return {n.host: n for n in nodes}
 
 
+def host_switches(entries: list[Any], topology_file: str | None,
+                  echo: Callable[[str], None]) -> dict[str, str]:
+    """host -> leaf switch: a Slurm topology.conf wins over ``switch=`` labels of the hosts file.
+    Recorded in run.json so the report can judge pairs against pairs of the same hop class."""
+    out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
+    if topology_file:
+        from netbench.topology import parse_topology_file
+
+        topo = parse_topology_file(topology_file)
+        for w in topo.warnings:
+            echo(f"# topology warning: {w}")
+        for e in entries:
+            leaf = topo.leaf_of(e.name)
+            if leaf:
+                out[e.name] = leaf
+    return out
+
+
 def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
                 progress: Progress | None = None) -> tuple[RunDir, Outcome]:
     from netbench.hosts import parse_hosts_file
@@ -114,6 +132,9 @@ def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
     ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
     rundir = RunDir.create(opts.out)
     echo(f"# netbench sweep over {len(entries)} host(s) from {opts.hosts_file}; run directory {rundir.path}")
+    topology = host_switches(entries, opts.topology, echo)
+    rundir.write_run(topology=topology, host_labels={e.name: e.labels for e in entries},
+                     hosts_file=str(opts.hosts_file))
     local = opts.launcher == "local"
     nodes = _inventory(entries, opts, ssh_opts, rundir, echo) if opts.inventory and not local else {}
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]

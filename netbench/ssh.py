@@ -49,6 +49,8 @@ _DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
 # The remote wrapper, run by `sh -c`. $1 says whether to arm the stdin watchdog; the rest is argv.
 # It prints the process-group id (this shell is the group leader after setsid), then execs argv.
+# The id is also the session id: tools that make their own process group (GNU `timeout` does) stay
+# in the session, so kills go to the group AND, where procps' pkill exists, to the whole session.
 # The watchdog (start() without stdin) waits for EOF on the channel's stdin, i.e. for the SSH
 # session to go away, and then kills the group: a launcher that dies without calling terminate()
 # still leaves nothing behind. It keeps a dup of stdin on fd 3 because a background job's own
@@ -56,7 +58,7 @@ _DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 _WRAPPER = (
     f'echo "{PGID_MARKER} $$"; w=$1; shift; '
     'if [ "$w" = 1 ]; then exec 3<&0; '
-    '( while read -r _ <&3; do :; done; kill -s KILL -- -$$ ) >/dev/null 2>&1 & '
+    '( while read -r _ <&3; do :; done; pkill -KILL -s $$; kill -s KILL -- -$$ ) >/dev/null 2>&1 & '
     'exec 3<&- </dev/null; fi; exec "$@"'
 )
 
@@ -640,7 +642,8 @@ class SSHConnection:
 
         try:
             chan = self.transport.open_session(timeout=10)
-            chan.exec_command(f"kill -s {sig} -- -{int(pgid)} 2>/dev/null; exit 0")
+            pg = int(pgid)
+            chan.exec_command(f"kill -s {sig} -- -{pg} 2>/dev/null; pkill -{sig} -s {pg} 2>/dev/null; exit 0")
             end = time.monotonic() + 10
             while not chan.exit_status_ready() and time.monotonic() < end:
                 time.sleep(0.005)

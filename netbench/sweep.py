@@ -183,16 +183,19 @@ def summarize(rows: list[dict[str, Any]], outcome: Outcome, echo: Callable[[str]
         echo(f"# fault: {f.message}")
 
 
-def finish_report(rundir: RunDir, echo: Callable[[str], None]) -> None:
-    """Write findings.json and report.html; a report failure never costs the measurements."""
+def finish_report(rundir: RunDir, echo: Callable[[str], None], baseline: str | None = None,
+                  policy: str | None = None, topology: str | None = None) -> list[Any]:
+    """Write findings.json and report.html and print the summary; a report failure never costs the
+    measurements (they are on disk already), it only warns."""
     try:
-        from reports.html import write_report  # noqa: F401 - optional until the report exists
-    except ImportError:
-        return
-    try:
-        from reports import write_report as _write
+        from reports.report import write_report
+        from reports.summary import format_summary
 
-        _, html = _write(rundir.path)
-        echo(f"# report: {html}")
+        findings, html = write_report(rundir.path, baseline=baseline, policy=policy, topology=topology)
+        echo(format_summary(findings, "text", rundir.read_run(), 10))
+        if html is not None:
+            echo(f"report: {html}")
+        return findings
     except Exception as exc:  # noqa: BLE001 - measurements are already safe on disk
-        print(f"netbench: warning: report not written: {exc}", file=sys.stderr)
+        print(f"netbench: warning: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return []

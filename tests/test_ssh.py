@@ -110,10 +110,11 @@ def test_run_timeout_kills_remote_group(netns_factory) -> None:
     with connect(resolve("h0", opts), opts) as c:
         t0 = time.monotonic()
         with pytest.raises(SSHError) as exc:
-            c.run(["sh", "-c", "sleep 300 & sleep 301; wait"], timeout=1)
+            # GNU timeout puts its child in a process group of its own: the kill must still reach it
+            c.run(["sh", "-c", "timeout 600 sleep 302 & sleep 301; wait"], timeout=1)
         assert exc.value.kind == "timeout" and time.monotonic() - t0 < 6
         time.sleep(0.3)
-        assert _procs(net, "h0", "sleep 30") == []
+        assert _procs(net, "h0", "sleep 30") == [] and _procs(net, "h0", "timeout 600") == []
 
 
 @pytest.mark.netns

@@ -88,6 +88,8 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
               "else python3).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), default=None, help="ssh_config to use.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
+@click.option("--topology", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Slurm topology.conf: which leaf switch each host hangs off (else switch= labels).")
 @click.option("--launcher", type=click.Choice(["ssh", "local"]), default="ssh", show_default=True,
               help="With --hosts: ssh, or local (each host of the file runs on this machine, e.g. a "
               "GPU subset given by its gpus= label).")
@@ -108,11 +110,11 @@ def command(**kw: object) -> None:
         copts = ClusterOptions(**kw)  # type: ignore[arg-type]
         rundir, outcome = run_cluster(copts, echo=click.echo)
         if copts.report:
-            finish_report(rundir, click.echo)
+            finish_report(rundir, click.echo, topology=copts.topology)
         failed = [r for r in rundir.read_rows() if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
         raise SystemExit(1 if failed or outcome.faults or outcome.down_hosts else 0)
     for key in ("hosts_file", "patterns", "pair_batch", "pair_sizes", "pair_collectives", "procs_per_host",
-                "python", "ssh_config", "accept_new_host_keys", "advertise", "launcher"):
+                "python", "ssh_config", "accept_new_host_keys", "advertise", "launcher", "topology"):
         kw.pop(key)
     opts = SweepOptions(**kw)  # type: ignore[arg-type]
     rundir, outcome = run_local(opts, echo=click.echo)
