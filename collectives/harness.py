@@ -24,6 +24,9 @@ import torch
 from collectives.ops import Buffers, Call, Collective, Layout, fill_send
 
 CHECK_CHUNK = 1 << 24  # elements per slice when computing expected values (bounds check memory)
+CHECK_CHUNK_CUDA = 1 << 25  # on a GPU the check runs on the device: bigger slices, fewer syncs
+GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
+GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)
 
 
 @dataclass
@@ -40,12 +43,15 @@ class Timer:
     def __init__(self, device: str):
         self.device = device
 
-    def time_loop(self, run_once, iters: int, graph: torch.cuda.CUDAGraph | None = None) -> float:  # noqa: ANN001
+    def time_loop(self, run_once, iters: int, graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
+                  launches: int = 1) -> float:
         if self.device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             if graph is not None:
-                graph.replay()
+                for _ in range(launches):  # as nccl-tests -G: time / (iters * launches)
+                    graph.replay()
+                iters *= launches
             else:
                 for _ in range(iters):
                     for w in run_once():
@@ -114,29 +120,50 @@ def measure(
         _wait_all(run_once())
     _sync(device)
 
-    graph = None
+    graph, launches = None, 1
     if cuda_graph and device == "cuda":
-        graph = _capture(run_once, iters)
+        graph, launches = _capture(run_once, iters)
 
-    _wait_all([pg.barrier()])
-    _sync(device)
-    time_us = Timer(device).time_loop(run_once, iters, graph)
+    _line_up(pg, device)
+    time_us = Timer(device).time_loop(run_once, iters, graph, launches)
     return Point(time_us=time_us, wrong=wrong)
 
 
-def _capture(run_once, iters: int) -> torch.cuda.CUDAGraph:  # noqa: ANN001
-    """Capture ``iters`` operations into one CUDA graph (nccl-tests -G): launch cost leaves the loop."""
+def _line_up(pg: object, device: str) -> None:
+    """Barrier before the timed loop. On NCCL a one-element all-reduce on this rank's GPU, then a
+    host sync: ``ProcessGroupNCCL.barrier()`` has to guess the device when no default group names
+    one, and it only orders streams, while the CPU clock below must start after every rank arrived."""
+    if device == "cuda":
+        pg.allreduce([torch.zeros(1, device="cuda")]).wait()
+        torch.cuda.synchronize()
+        return
+    _wait_all([pg.barrier()])
+
+
+def _capture(run_once, iters: int) -> tuple[torch.cuda.CUDAGraph, int]:  # noqa: ANN001
+    """Capture ``iters`` operations into one CUDA graph (nccl-tests -G): launch cost leaves the loop.
+
+    Returns the graph and how many times to replay it. nccl-tests replays its graph ``-G`` times and
+    divides by iters x launches, so the graph launch itself (a few us) is amortised over hundreds of
+    operations; we do the same for short graphs and replay long ones once (their launch cost is noise).
+    ``thread_local`` capture: ProcessGroupNCCL's watchdog thread queries events of earlier work while we
+    capture, which the default ``global`` mode would count as an illegal call and fail the capture.
+    """
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+    with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
         for _ in range(iters):
             for w in run_once():
                 w.wait()
     torch.cuda.current_stream().wait_stream(stream)
-    graph.replay()  # one untimed replay so the first timed one is warm
-    torch.cuda.synchronize()
-    return graph
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()  # one untimed replay so the first timed one is warm; its time sizes the replays
+    end.record()
+    end.synchronize()
+    ms = max(start.elapsed_time(end), 1e-3)
+    return graph, max(1, min(GRAPH_LAUNCHES_MAX, int(GRAPH_TARGET_MS / ms)))
 
 
 def count_wrong(
@@ -147,13 +174,17 @@ def count_wrong(
     n = recv.numel()
     wrong = 0
     tol = _tolerance(recv.dtype, op_name)
-    for start in range(0, n, CHECK_CHUNK):
-        stop = min(n, start + CHECK_CHUNK)
-        j = torch.arange(start, stop, dtype=torch.int64)
+    # Expected values are computed where the result lives: on a GPU an 8 GiB check is a few device
+    # passes, where copying it to the host and building the expectation there would take minutes.
+    dev = recv.device
+    step = CHECK_CHUNK_CUDA if dev.type == "cuda" else CHECK_CHUNK
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        j = torch.arange(start, stop, dtype=torch.int64, device=dev)
         exp = coll.expected(j, rank, size, lay.chunk, op_name, root)
         if exp is None:
             return 0
-        got = recv[start:stop].to("cpu")
+        got = recv[start:stop]
         exp = exp.to(recv.dtype)  # integer types wrap exactly as the collective's arithmetic does
         if tol == 0.0:
             bad = got != exp

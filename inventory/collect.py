@@ -20,7 +20,7 @@ from inventory.assemble import build_inventory, split_sections
 from inventory.local import read_probe_script
 from inventory.model import NodeInventory, SwitchNeighbor
 from netbench.hosts import HostEntry
-from netbench.ssh import SSHError, SSHOptions, connect, resolve
+from netbench.ssh import SSHConnection, SSHError, SSHOptions, connect, resolve
 
 if TYPE_CHECKING:
     from netbench.topology import Topology
@@ -51,8 +51,11 @@ def _unique(entries: Sequence[HostEntry]) -> list[HostEntry]:
 
 
 def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = 60,
-               python: str | None = None) -> NodeInventory:
-    """Inventory one host over SSH; never raises for the host's own failures (they become the status)."""
+               python: str | None = None, active: _Active | None = None) -> NodeInventory:
+    """Inventory one host over SSH; never raises for the host's own failures (they become the status).
+
+    ``active`` (internal) tracks open connections so an interrupted collection can close them all.
+    """
     start = time.monotonic()
     labels = dict(entry.labels)
     py = labels.get("python") or python or ""
@@ -60,8 +63,14 @@ def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: f
     try:
         target = resolve(entry, opts)
         with connect(target, opts) as conn:
-            argv = ["sh", "-s", "--", py, nonce]
-            rc, out, err = conn.run(argv, stdin=script.encode(), timeout=probe_timeout)
+            if active is not None:
+                active.add(conn)
+            try:
+                argv = ["sh", "-s", "--", py, nonce]
+                rc, out, err = conn.run(argv, stdin=script.encode(), timeout=probe_timeout)
+            finally:
+                if active is not None:
+                    active.discard(conn)
     except SSHError as exc:
         return NodeInventory(host=entry.name, labels=labels, status=STATUS_OF_KIND[exc.kind],
                              error=exc.message, probe_seconds=round(time.monotonic() - start, 3))
@@ -101,23 +110,51 @@ def collect_inventory(
     script = read_probe_script()
     done = 0
     lock = threading.Lock()
+    active = _Active()
 
     def one(entry: HostEntry) -> NodeInventory:
         nonlocal done
-        inv = probe_host(entry, opts, script, probe_timeout, python)
+        inv = probe_host(entry, opts, script, probe_timeout, python, active)
         if progress is not None:
             with lock:
                 done += 1
                 progress(done, len(hosts), inv)
         return inv
 
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(hosts)), thread_name_prefix="inventory") as pool:
+    pool = ThreadPoolExecutor(max_workers=min(concurrency, len(hosts)), thread_name_prefix="inventory")
+    try:
         futures = [pool.submit(one, e) for e in hosts]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:  # Ctrl-C: do not start the hosts still queued
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+        results = [f.result() for f in futures]
+    except BaseException:  # Ctrl-C: start no more hosts and cut the sessions in flight
+        pool.shutdown(wait=False, cancel_futures=True)
+        active.close_all()
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
+class _Active:
+    """The SSH connections in flight, so Ctrl-C can close them instead of waiting for every probe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conns: set[SSHConnection] = set()
+
+    def add(self, conn: SSHConnection) -> None:
+        with self._lock:
+            self._conns.add(conn)
+
+    def discard(self, conn: SSHConnection) -> None:
+        with self._lock:
+            self._conns.discard(conn)
+
+    def close_all(self) -> None:
+        """Kill the probes in flight (their remote process groups) and close the sessions, in parallel."""
+        with self._lock:
+            conns = list(self._conns)
+        if conns:
+            with ThreadPoolExecutor(max_workers=min(32, len(conns))) as pool:
+                list(pool.map(lambda c: c.abort(), conns))
 
 
 def apply_topology(nodes: Sequence[NodeInventory], topo: Topology | None) -> None:

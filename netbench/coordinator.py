@@ -72,6 +72,8 @@ class Coordinator:
         on_progress: Callable[[int, int, str], None] | None = None,
         on_note: Callable[[str], None] | None = None,
         fail_fast: bool = True,
+        store: Any = None,
+        before_phase: Callable[[Phase], bool] | None = None,
     ):
         self.plan = plan
         self.slots = slots
@@ -80,6 +82,9 @@ class Coordinator:
         self.on_progress = on_progress or (lambda *_: None)
         self.on_note = on_note or (lambda *_: None)
         self.fail_fast = fail_fast
+        # asked before each phase; False skips it (released empty: ranks pass through). Preflight's budget.
+        self.before_phase = before_phase
+        self.store = store  # given: ranks were started by mpirun/torchrun/srun around an existing store
         self.rank_host = {r: s.host for s in slots for r in s.ranks}
         self.agents: dict[str, AgentProcess] = {}
         self.q: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
@@ -162,16 +167,19 @@ class Coordinator:
     def run(self) -> Outcome:
         import torch.distributed as dist
 
-        bind, reach = self.launcher.store_host()
-        store = dist.TCPStore(bind, 0, is_master=True, wait_for_workers=False,
-                              timeout=_dt.timedelta(seconds=30))
+        if self.store is not None:
+            store, reach = self.store, ""
+        else:
+            bind, reach = self.launcher.store_host()
+            store = dist.TCPStore(bind, 0, is_master=True, wait_for_workers=False,
+                                  timeout=_dt.timedelta(seconds=30))
         store.set("plan", self.plan.to_json())
         state: dict[str, Any] = {}
         t_launch = time.monotonic()
         try:
             for slot in self.slots:
                 try:
-                    agent = self.launcher.start(slot, reach, store.port)
+                    agent = self.launcher.start(slot, reach, getattr(store, "port", 0))
                 except Exception as exc:  # noqa: BLE001 - a host that cannot start is a host fault
                     self._host_down(slot.host, f"host {slot.host}: could not start its ranks: {exc}",
                                     kind="start")
@@ -183,6 +191,9 @@ class Coordinator:
             for phase in self.plan.phases:
                 if self.fail_fast and self.outcome.faults:
                     break
+                if self.before_phase is not None and not self.before_phase(phase):
+                    store.set(f"go/{phase.index}", "[]")
+                    continue
                 self._run_phase(phase, store, state)
             if self.fail_fast and self.outcome.faults:
                 self.outcome.status = "failed"

@@ -541,6 +541,7 @@ class SSHConnection:
         self.target = target
         self._chain = chain
         self.transport = chain[-1]
+        self._inflight: dict[int, int] = {}  # channel id -> remote process group of a run() in progress
 
     @property
     def is_active(self) -> bool:
@@ -587,6 +588,8 @@ class SSHConnection:
                 _drain(chan, out, err)
                 if pgid is None:
                     pgid = _take_marker(out)
+                    if pgid:
+                        self._inflight[chan.get_id()] = pgid
                 if chan.exit_status_ready() and _eof(chan):
                     _drain(chan, out, err)
                     break
@@ -605,6 +608,7 @@ class SSHConnection:
                 raise SSHError("error", "connection lost before the command finished", self.target.name)
             return rc, bytes(out), bytes(err)
         finally:
+            self._inflight.pop(chan.get_id(), None)
             chan.close()
 
     def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
@@ -650,6 +654,12 @@ class SSHConnection:
             chan.close()
         except (paramiko.SSHException, OSError, EOFError) as exc:
             log.debug("%s: kill -%s -%s failed: %s", self.target.name, sig, pgid, exc)
+
+    def abort(self) -> None:
+        """KILL the remote process group of every run() in progress, then close (for Ctrl-C)."""
+        for pgid in list(self._inflight.values()):
+            self._signal(pgid, "KILL")
+        self.close()
 
     def close(self) -> None:
         for tr in reversed(self._chain):

@@ -73,11 +73,17 @@ def detect_backend(requested: str | None) -> tuple[str, str, int]:
 
 
 def free_gpu_cap(check: bool) -> int:
-    """Largest size that fits every GPU, as nccl-tests caps -e: (free - 1 GiB) / (3 with check, else 2)."""
+    """Largest size that fits every GPU, as nccl-tests caps -e, less what the harness needs besides.
+
+    Each point holds a send and a receive buffer of up to the size, and filling the send buffer tiles
+    one period into a temporary of the size: three buffers whether or not the check runs (the check
+    itself works in fixed slices, ``CHECK_CHUNK_CUDA`` elements, a few hundred MiB). 2 GiB stay free
+    for the CUDA context, NCCL's own buffers and those slices. ``check`` is kept for the callers.
+    """
     import torch
 
     free = min(torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count()))
-    return max(1 << 20, (free - (1 << 30)) // (3 if check else 2))
+    return max(1 << 20, (free - (2 << 30)) // 3)
 
 
 def build_spec(opts: SweepOptions, backend: str, cap: int | None) -> SweepSpec:
@@ -129,7 +135,8 @@ def run_local(opts: SweepOptions, echo: Callable[[str], None] = print,
 
 def execute(plan: WorkerPlan, slots: list[HostSlot], launcher: Any, rundir: RunDir, opts: Any,
             echo: Callable[[str], None], progress: Progress | None, fail_fast: bool,
-            launcher_name: str, print_table: Callable[[dict[str, Any]], bool] | None = None) -> Outcome:
+            launcher_name: str, print_table: Callable[[dict[str, Any]], bool] | None = None,
+            store: Any = None, before_phase: Callable[[Any], bool] | None = None) -> Outcome:
     """Run a plan and keep the run directory true at every moment (run.json says 'running' first)."""
     progress = progress or Progress()
     t0 = time.time()
@@ -149,7 +156,8 @@ def execute(plan: WorkerPlan, slots: list[HostSlot], launcher: Any, rundir: RunD
             table.add(row, coll.out_of_place and False in opts.modes(), coll.in_place and True in opts.modes())
 
     coord = Coordinator(plan, slots, launcher, on_row=on_row, on_progress=progress.update,
-                        on_note=lambda s: progress.note(f"netbench: {s}"), fail_fast=fail_fast)
+                        on_note=lambda s: progress.note(f"netbench: {s}"), fail_fast=fail_fast, store=store,
+                        before_phase=before_phase)
     outcome: Outcome | None = None
     try:
         outcome = coord.run()

@@ -19,34 +19,41 @@ import threading
 
 
 def _rank_main(args: argparse.Namespace) -> None:
-    import torch
     import torch.distributed as dist
+
+    from collectives.rank import STORE_WAIT
+
+    store = dist.TCPStore(args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT,
+                          wait_for_workers=False)
+    run_rank(store, args.store_addr, args.rank, args.local_rank, args.host)
+    sys.stdout.flush()
+    os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
+
+
+def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: str) -> None:
+    """One rank's whole life once it has the store: read the plan, say hello, follow the phases."""
+    import torch
 
     from collectives import messages
     from collectives.envinfo import collect_env, interface_of, local_address_towards
     from collectives.plan import WorkerPlan
     from collectives.rank import STORE_WAIT, RankContext, run_plan
 
-    store = dist.TCPStore(args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT,
-                          wait_for_workers=False)
     store.wait(["plan"], STORE_WAIT)
     plan = WorkerPlan.from_json(store.get("plan").decode())
     if plan.device == "cuda":
-        torch.cuda.set_device(args.local_rank)
-    addr = local_address_towards(args.store_addr)
+        torch.cuda.set_device(local_rank)
+    addr = local_address_towards(store_addr)
     iface = interface_of(addr)
-    if iface and plan.backend == "nccl":
+    if iface and plan.backend == "nccl" and iface != "lo":
         os.environ.setdefault("NCCL_SOCKET_IFNAME", iface)
-    messages.emit("hello", rank=args.rank, host=args.host, pid=os.getpid(), addr=addr, iface=iface)
-    if args.local_rank == 0:
-        messages.emit("env", host=args.host, info={**collect_env(plan.device), "address": addr,
-                                                    "interface": iface})
-    ctx = RankContext(rank=args.rank, local_rank=args.local_rank, host=args.host, plan=plan,
-                      store=store, device=plan.device, gloo_addr=addr)
+    messages.emit("hello", rank=rank, host=host, pid=os.getpid(), addr=addr, iface=iface)
+    if local_rank == 0:
+        messages.emit("env", host=host, info={**collect_env(plan.device), "address": addr, "interface": iface})
+    ctx = RankContext(rank=rank, local_rank=local_rank, host=host, plan=plan, store=store,
+                      device=plan.device, gloo_addr=addr)
     run_plan(ctx)
-    messages.emit("bye", rank=args.rank)
-    sys.stdout.flush()
-    os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
+    messages.emit("bye", rank=rank)
 
 
 def _forward(proc: subprocess.Popen, rank: int, lock: threading.Lock) -> None:

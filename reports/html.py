@@ -38,6 +38,10 @@ ASSETS = Path(__file__).parent / "assets"
 CSV_COLUMNS = ["run_id", "collective", "backend", "pattern", "hosts", "ranks", "round", "bytes", "count", "dtype",
                "op", "in_place", "iters", "warmup", "time_us", "time_us_min", "time_us_max", "algbw_GBps",
                "busbw_GBps", "wrong", "status", "error", "group"]
+CSV_LEAN_COLUMNS = ["collective", "pattern", "hosts", "ranks", "round", "bytes", "dtype", "in_place", "time_us",
+                    "busbw_GBps", "wrong", "status", "error"]
+CSV_FULL_MAX_ROWS = 100_000  # above this, the lean columns (keeps a 1,024-node report under 25 MB)
+CSV_GZ_BUDGET = 10_000_000  # compressed bytes of rows embedded in the report at most
 HEATMAP_LABEL_MAX = 64  # above this many hosts, axes name switches instead of hosts
 INVENTORY_FULL_MAX = 16  # above this many hosts, the deviating ones are listed first
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
@@ -387,16 +391,41 @@ def _environment(ctx: AnalysisContext) -> str:
     return out
 
 
-def rows_csv_gz(ctx: AnalysisContext) -> tuple[bytes, int]:
-    """The raw rows (every column but per-rank times) as gzip'd CSV, and the row count."""
-    df = ctx.rows
-    cols = [c for c in CSV_COLUMNS if c in df.columns]
+def _csv_bytes(df: Any, cols: list[str]) -> bytes:
     out = df[cols].copy()
     if "hosts" in out:
-        out["hosts"] = [" ".join(h) if isinstance(h, list) else "" for h in out["hosts"]]
+        out["hosts"] = [" ".join(map(str, h)) if isinstance(h, list) else "" for h in out["hosts"]]
     buf = io.StringIO()
     out.to_csv(buf, index=False)
-    return gzip.compress(buf.getvalue().encode("utf-8"), compresslevel=6, mtime=0), len(out)
+    return buf.getvalue().encode("utf-8")
+
+
+def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[bytes, int, str]:
+    """The raw rows as gzip'd CSV for the download button: (gz bytes, rows included, note).
+
+    Every column but per-rank times, while that fits ``budget`` (compressed). Large fleets (500k
+    pair rows) get the measurement columns only (derived ones like algbw and count are recomputable),
+    and if even that does not fit, every non-pair row plus as many pair rows as fit, said in the note.
+    results.jsonl always has everything.
+    """
+    df = ctx.rows
+    full = [c for c in CSV_COLUMNS if c in df.columns]
+    lean = [c for c in CSV_LEAN_COLUMNS if c in df.columns]
+    note = "every field except per-rank times (those are in results.jsonl)"
+    if len(df) > CSV_FULL_MAX_ROWS:
+        cols, note = lean, f"measurement fields ({', '.join(lean)}); every field is in results.jsonl"
+    else:
+        cols = full
+    gz = gzip.compress(_csv_bytes(df, cols), compresslevel=6, mtime=0)
+    if len(gz) <= budget:
+        return gz, len(df), note
+    is_pair = (df["pattern"] == "pair").to_numpy()
+    keep_pairs = int(is_pair.sum() * budget / len(gz) * 0.95)
+    pair_idx = np.nonzero(is_pair)[0][:keep_pairs]
+    sel = df.iloc[np.sort(np.concatenate([np.nonzero(~is_pair)[0], pair_idx]))]
+    gz = gzip.compress(_csv_bytes(sel, cols), compresslevel=6, mtime=0)
+    return gz, len(sel), (f"{note}; only {len(sel)} of {len(df)} rows (all non-pair rows, the first "
+                          f"{keep_pairs} pair rows) fit the report's size budget")
 
 
 def findings_doc(findings: list[Finding], ctx: AnalysisContext) -> dict[str, Any]:
@@ -418,7 +447,7 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
     heat, zjson = _heatmap_figure(ctx)
     if heat:
         figures.append(heat)
-    gz, nrows = rows_csv_gz(ctx)
+    gz, nrows, csv_note = rows_csv_gz(ctx)
     run_id = (ctx.run or {}).get("run_id") or (ctx.run_dir.name if ctx.run_dir else "run")
     data = {"figures": figures, "findings_doc": findings_doc(findings, ctx), "csv_name": f"{run_id}-rows.csv"}
     data_json = safe_json(data)
@@ -462,8 +491,7 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <section id="inventory"><h2>Inventory</h2>{_inventory(ctx)}</section>
 <section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>
 <section id="data"><h2>Raw data</h2>
-<p class="note">{nrows} rows (every field except per-rank times, which are in results.jsonl);
-embedded compressed ({_human(len(gz))}).</p>
+<p class="note">{nrows} rows: {e(csv_note)}; embedded compressed ({_human(len(gz))}).</p>
 <div class="no-print"><button id="dl-csv">Download rows (CSV)</button><button id="dl-csv-gz">Download rows (CSV.gz)</button>
 <button id="dl-findings">Download findings (JSON)</button></div></section>
 <footer>netbench &middot; findings are rebuilt with <code>netbench report RUN_DIR</code>.</footer>

@@ -80,13 +80,16 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
     pairs = pairs[pairs["collective"] == coll]
     sizes = ctx.large_sizes(pairs["bytes"].astype(int).tolist())
     pairs = pairs[pairs["bytes"].astype(int).isin(sizes)]
-    a_names = pairs["hosts"].str[0]
-    b_names = pairs["hosts"].str[1]
+    pairs = pairs[[isinstance(h, list) and len(h) == 2 for h in pairs["hosts"]]]
+    if pairs.empty:
+        return None
+    a_names = [h[0] for h in pairs["hosts"]]
+    b_names = [h[1] for h in pairs["hosts"]]
     hosts = sorted(set(a_names) | set(b_names), key=_host_order(ctx))
     idx = {h: i for i, h in enumerate(hosts)}
     n = len(hosts)
-    ia = a_names.map(idx).to_numpy()
-    ib = b_names.map(idx).to_numpy()
+    ia = np.fromiter((idx[h] for h in a_names), dtype=np.int64, count=len(a_names))
+    ib = np.fromiter((idx[h] for h in b_names), dtype=np.int64, count=len(b_names))
     keep = ia != ib
     size_of = {s: k for k, s in enumerate(sizes)}
     ks = pairs["bytes"].astype(int).map(size_of).to_numpy()[keep]
@@ -143,7 +146,7 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
             new = np.where(judged, _nanmedian_rows(r), 0.0)
         if judged.any():
             new = np.where(judged, new - np.median(new[judged]), 0.0)
-        done = np.max(np.abs(new - a)) < 1e-6
+        done = np.max(np.abs(new - a)) < 1e-5  # 0.001% in bandwidth: far below any threshold
         a = new
         if done:
             break
@@ -181,12 +184,18 @@ def _finite_median(v: np.ndarray) -> float | None:
 
 
 def _nanmedian_rows(r: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        import warnings
+    """Median of each row ignoring NaN (0 for an all-NaN row).
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nan_to_num(np.nanmedian(r, axis=1), nan=0.0)
+    numpy's nanmedian loops over rows in Python when NaNs are present (~50 ms for 1024 rows);
+    sorting once (NaN sorts last) and picking the middle of the valid part is ~10x faster.
+    """
+    k = np.isfinite(r).sum(axis=1)
+    srt = np.sort(r, axis=1)
+    lo = np.maximum((k - 1) // 2, 0)
+    hi = np.maximum(k // 2, 0)
+    rows = np.arange(r.shape[0])
+    med = 0.5 * (srt[rows, lo] + srt[rows, hi])
+    return np.where(k > 0, med, 0.0)
 
 
 def _nanmedian0(r: np.ndarray) -> np.ndarray:

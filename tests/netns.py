@@ -55,6 +55,7 @@ ip link set lo up
 ip link set eth0 up
 hostname "$2"
 if [ -n "$5" ]; then mkdir -p "$6"; mount --bind "$5" "$6"; fi
+if [ -n "$8" ] && [ -f /root/.bashrc ]; then mount --bind "$8" /root/.bashrc; fi
 exec "$3" -D -f "$4" -E "$7"
 """
 
@@ -223,6 +224,7 @@ class TestNetwork:
         self.spine: str | None = None
         self.uplinks: dict[str, tuple[str, str]] = {}  # leaf -> (leaf end, spine end)
         self._lock_fd = lock_fd
+        self.fresh_rc = True
         self._destroyed = False
         self._state = STATE_DIR / f"{net_id}.json"
 
@@ -236,6 +238,7 @@ class TestNetwork:
         tools: Mapping[str, str | Path] | None = None,
         start: bool = True,
         ready_timeout: float = 20.0,
+        fresh_rc: bool = True,
     ) -> TestNetwork:
         """Build the network and start every host's sshd (in parallel) unless ``start=False``.
 
@@ -243,6 +246,9 @@ class TestNetwork:
         host names; hosts not listed join the first leaf; with no leaves there is one leaf ``leaf0``.
         ``uplink_rate`` (e.g. ``"100mbit"``) limits each leaf<->spine uplink both ways with ``tc tbf``.
         ``tools``: host -> folder of executables bound onto that host's PATH (``/usr/local/sbin``).
+        ``fresh_rc``: give each host Debian's default ``/root/.bashrc`` (bound in its own mount
+        namespace), like a freshly installed node: bash sources it for every SSH command, and this
+        machine's own rc (pyenv init) costs ~200 ms per command. Run programs by absolute path.
         """
         reason = netns_unavailable()
         if reason:
@@ -260,6 +266,7 @@ class TestNetwork:
         net_id = secrets.token_hex(2)
         workdir = Path(tempfile.mkdtemp(prefix=f"nbt-{net_id}-"))
         net = cls(net_id, subnet, fd, workdir)
+        net.fresh_rc = fresh_rc
         atexit.register(net.destroy)
         try:
             net._build(names, leaves or {}, uplink_rate, dict(tools or {}))
@@ -332,6 +339,9 @@ class TestNetwork:
             (etc / "hosts").write_text("\n".join(hosts_lines) + "\n")
             (etc / "hostname").write_text(h.name + "\n")
         self.write_known_hosts(self.known_hosts)
+        default_rc = Path("/usr/share/base-files/dot.bashrc")
+        (self.workdir / "root.bashrc").write_text(
+            default_rc.read_text() if default_rc.is_file() else "# ~/.bashrc of a fresh test host\n")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
 
     def _sshd_config(self, h: NetHost) -> str:
@@ -374,7 +384,8 @@ class TestNetwork:
     def _spawn(self, h: NetHost) -> None:
         argv = ["ip", "netns", "exec", h.netns, "unshare", "--uts", "--mount", "--propagation", "private",
                 "sh", "-c", _SCRIPT, "sh", h.addr, h.name, SSHD, str(h.sshd_config),
-                str(h.tools_dir or ""), h.tools_mount, str(h.sshd_log)]
+                str(h.tools_dir or ""), h.tools_mount, str(h.sshd_log),
+                str(self.workdir / "root.bashrc") if self.fresh_rc else ""]
         # ip, unshare and sh all exec: the Popen pid *is* the sshd listener.
         h.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, start_new_session=True)

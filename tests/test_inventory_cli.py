@@ -13,7 +13,8 @@ from netbench.cli import cli
 
 
 def test_local_inventory_writes_run_dir(tmp_path: Path) -> None:
-    r = CliRunner().invoke(cli, ["inventory", "--out", str(tmp_path / "run"), "--json", "--python", "/usr/bin/python3"])
+    args = ["inventory", "--out", str(tmp_path / "run"), "--json", "--python", "/usr/bin/python3"]
+    r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     recs = json.loads(r.stdout)
     assert len(recs) == 1 and recs[0]["status"] in ("ok", "partial") and recs[0]["os"]

@@ -7,6 +7,7 @@ output) bound onto its own PATH, so the probe, SSH, parsing and the table run fo
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -28,8 +29,8 @@ def inventory(net: TestNetwork, tmp: Path, hosts: list[str] | None = None, *extr
     cfg = net.write_ssh_config(tmp / "ssh_config", known_hosts=known_hosts)
     hosts_file = net.hosts_file(tmp / "hosts.txt", hosts=hosts)
     out = tmp / f"run-{time.monotonic_ns()}"
-    argv = [sys.executable, "-m", "netbench", "inventory", "--hosts", str(hosts_file), "--ssh-config", str(cfg),
-            "--python", PY_NO_TORCH, "--out", str(out), *extra]
+    argv = [sys.executable, "-m", "netbench", "inventory", "--hosts", str(hosts_file), "--ssh-config",
+            str(cfg), "--python", PY_NO_TORCH, "--out", str(out), *extra]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     return r.returncode, r.stdout, r.stderr, read_jsonl(out / "inventory.jsonl")
 
@@ -76,9 +77,10 @@ def test_fleet_inventory_marks_old_firmware_and_reports_failures(fleet: TestNetw
     assert run["status"] == "failed" and sorted(run["failed_hosts"]) == ["h1", "h4"]
 
 
-def test_accept_new_host_keys_records_them_and_changed_key_is_refused(fleet: TestNetwork, tmp_path: Path) -> None:
+def test_new_keys_recorded_on_opt_in_changed_key_refused(fleet: TestNetwork, tmp_path: Path) -> None:
     kh = fleet.write_known_hosts(tmp_path / "known_hosts", hosts=["h0"])
-    rc, _, err, recs = inventory(fleet, tmp_path, ["h0", "h1", "h3"], "--accept-new-host-keys", known_hosts=kh)
+    accept = "--accept-new-host-keys"
+    rc, _, err, recs = inventory(fleet, tmp_path, ["h0", "h1", "h3"], accept, known_hosts=kh)
     assert rc == 0, err
     assert all(r["status"] in ("ok", "partial") for r in recs)
     lines = kh.read_text().splitlines()
@@ -103,7 +105,7 @@ def test_hanging_probe_is_cut_by_the_timeout(netns_factory, tmp_path: Path) -> N
     assert rc == 1 and time.monotonic() - t0 < 30, err
     assert by_host(recs)["h1"]["status"] == "timeout" and by_host(recs)["h0"]["status"] in ("ok", "partial")
     time.sleep(0.3)
-    leftovers = [p for p in net.pids("h1") if b"sleep" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    leftovers = [p for p in net.pids("h1") if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
     assert leftovers == []
 
 
@@ -112,7 +114,8 @@ def test_python_label_and_topology(netns_factory, tmp_path: Path) -> None:
     hosts = tmp_path / "hosts.txt"
     hosts.write_text(f"h0 python={sys.executable}\nh1\n")
     topo = tmp_path / "topology.conf"
-    topo.write_text("SwitchName=leafA Nodes=h0\nSwitchName=leafB Nodes=h[1-1]\nSwitchName=spine Switches=leaf[A]\n")
+    topo.write_text("SwitchName=leafA Nodes=h0\nSwitchName=leafB Nodes=h[1-1]\n"
+                    "SwitchName=spine Switches=leaf[A]\n")
     cfg = net.write_ssh_config(tmp_path / "cfg")
     argv = [sys.executable, "-m", "netbench", "inventory", "--hosts", str(hosts), "--ssh-config", str(cfg),
             "--python", PY_NO_TORCH, "--topology", str(topo), "--json", "--out", str(tmp_path / "run")]
@@ -125,3 +128,33 @@ def test_python_label_and_topology(netns_factory, tmp_path: Path) -> None:
         capture_output=True, text=True).stdout.strip()
     assert [n["switch"] for n in recs["h1"]["neighbors"] if n["source"] == "topology"] == ["leafB"]
     assert "bad Switches list" in r.stderr  # leaf[A] is not a hostlist: a warning, not a crash
+
+
+def test_ctrl_c_stops_quickly_and_kills_remote_probes(netns_factory, tmp_path: Path) -> None:
+    hang = make_fake_tools(tmp_path / "hang", {**GPU_PROFILE, "nvidia-smi -q -x": "@sleep:300"})
+    net = netns_factory(3, tools={"h0": hang, "h1": hang, "h2": hang})
+    cfg = net.write_ssh_config(tmp_path / "ssh_config")
+    argv = [sys.executable, "-m", "netbench", "inventory", "--hosts", str(net.hosts_file(tmp_path / "h.txt")),
+            "--ssh-config", str(cfg), "--python", PY_NO_TORCH, "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def sleepers() -> list[int]:
+        out = []
+        for p in (p for h in net.names for p in net.pids(h)):
+            try:
+                if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep"):
+                    out.append(p)
+            except OSError:
+                pass
+        return out
+
+    deadline = time.monotonic() + 30
+    while len(sleepers()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(sleepers()) == 3
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and time.monotonic() - t0 < 5
+    time.sleep(0.3)
+    assert sleepers() == []

@@ -19,7 +19,8 @@ def _probe(tmp: Path, name: str, profile: dict[str, str]) -> NodeInventory:
 
 def test_old_firmware_is_marked(tmp_path: Path) -> None:
     good = _probe(tmp_path, "n1", H200_PROFILE)
-    nodes = [good, _probe(tmp_path, "n2", H200_PROFILE), _probe(tmp_path, "n3", older_firmware_profile(tmp_path)),
+    old = older_firmware_profile(tmp_path)
+    nodes = [good, _probe(tmp_path, "n2", H200_PROFILE), _probe(tmp_path, "n3", old),
              NodeInventory(host="n4", status="unreachable", error="connection refused by 10.0.0.4:22")]
     assert differing(nodes) == {"n1": set(), "n2": set(), "n3": {"NIC firmware"}, "n4": set()}
     text = render_table(nodes)

@@ -47,7 +47,8 @@ def test_hosts_have_names_addresses_and_resolve_each_other(netns_factory) -> Non
     code = "import socket; print(socket.gethostbyname('gamma'), socket.gethostbyname(socket.gethostname()))"
     out = net.run("alpha", [sys.executable, "-c", code]).stdout.split()
     assert out == [net.host("gamma").addr, net.host("alpha").addr]
-    hosts = net.hosts_file(net.workdir / "hosts.txt", labels={"beta": {"rack": "r2"}}).read_text().splitlines()
+    hosts_file = net.hosts_file(net.workdir / "hosts.txt", labels={"beta": {"rack": "r2"}})
+    hosts = hosts_file.read_text().splitlines()
     assert hosts == ["alpha switch=l1", "beta switch=l2 rack=r2", "gamma switch=l2"]
     cfg = net.write_ssh_config(net.workdir / "cfg")
     r = subprocess.run(["ssh", "-F", str(cfg), "-o", "BatchMode=yes", "beta", "hostname"],

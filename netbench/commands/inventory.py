@@ -18,7 +18,8 @@ Examples:
 Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
 )
 @click.option("--hosts", "hosts_file", type=click.Path(), help="Hosts file (one host or hostlist per line).")
-@click.option("--ssh-config", type=click.Path(), help="ssh_config to use (default ~/.ssh/config).")
+@click.option("--ssh-config", type=click.Path(exists=True, dir_okay=False),
+              help="ssh_config to use (default ~/.ssh/config).")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys and record them.")
 @click.option("--python", help="Python on the nodes to ask for torch/NCCL (a host's python= label wins).")
 @click.option("--topology", type=click.Path(), help="Slurm topology.conf naming each node's switch.")

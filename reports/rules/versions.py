@@ -13,7 +13,10 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from inventory.versions import compare_versions, parse_version
+from functools import lru_cache
+
+from inventory.versions import compare_versions
+from inventory.versions import parse_version as _parse_version
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule
@@ -55,6 +58,12 @@ def component_values(ctx: AnalysisContext) -> Iterator[tuple[str, str | None, st
                 yield "nic_firmware", model, host, str(nic.get("name")), str(nic["firmware"])
             if nic.get("driver_version"):
                 yield "nic_driver", nic.get("driver"), host, str(nic.get("name")), str(nic["driver_version"])
+
+
+@lru_cache(maxsize=4096)
+def parse_version(v: str) -> Any:
+    """Cached: a fleet repeats the same few version strings thousands of times."""
+    return _parse_version(v)
 
 
 def _key(v: str) -> Any:

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# netbench against nccl-tests on the lent H200 machine (issues 7 and 8). Runs from the repo root there:
+#   benchmarks/gpu/run_h200.sh STAGE...      stages: setup build smoke gpu1 gpu2 extra compare
+# setup    wheels from .whl (if carried), versions, nvidia-smi, topo -m
+# build    (buildbg + wait: in the background, while smoke runs) nccl-tests from third_party/nccl-tests (git archive of NVIDIA/nccl-tests), sm_90 only, against
+#          the NCCL library torch loads (so both tools run the same libnccl), or unpack a carried build
+# smoke    netbench on 2 GPUs, every collective, small sizes, with and without --cuda-graph
+# gpu1     CUDA_VISIBLE_DEVICES=0: nccl-tests and netbench, all_reduce/all_gather/reduce_scatter,
+#          8 B..8 GiB, with and without CUDA graphs (nccl-tests -G 20 / netbench --cuda-graph)
+# gpu2     both GPUs: + sendrecv, NCCL default and NCCL_ALGO=Ring; `netbench sweep` with no arguments
+# extra    --pattern intra copy matrix, a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
+# compare  benchmarks/gpu/compare.py over everything measured
+# Everything lands in $OUT/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
+set -u
+OUT=${OUT:-/tmp/netbench-gpu}; R=$OUT/r; mkdir -p "$R"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+PY=python3
+NT=/tmp/ntb           # nccl-tests binaries
+RANGE="-b 8 -e 8G -f 2 -n 20 -w 5"
+NTARGS="-b 8 -e 8G -f 2 -n 20 -w 5 -c 1"
+snap() { tar czf "$OUT/results.tgz" -C "$OUT" r 2>/dev/null; }
+step() {  # step NAME CMD... : run with a time limit, log to $R/NAME.txt, show the tail
+  local name=$1; shift; local t0=$SECONDS
+  echo "=== $name: $*"
+  timeout "${STEP_TIMEOUT:-240}" "$@" > "$R/$name.txt" 2>&1; local rc=$?
+  echo "=== $name rc=$rc $((SECONDS - t0))s"; tail -n "${TAILN:-4}" "$R/$name.txt"; snap; return $rc
+}
+NB="$PY -m netbench sweep"  # word-split on purpose: timeout runs programs, not functions
+
+stage_setup() {
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  fi
+  { date -u; uname -a; nvidia-smi; nvcc --version; $PY -c "import torch, sys; print(sys.version); \
+print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), \
+'gpus', torch.cuda.device_count())"; mpirun --version 2>&1 | head -1; ls /usr/include/nccl*.h 2>&1;
+    $PY -c "import nvidia.nccl as m; print(list(m.__path__))" 2>&1; } > "$R/versions.txt" 2>&1
+  nvidia-smi topo -m > "$R/nvidia-smi-topo-m.txt" 2>&1
+  nvidia-smi topo -p2p r > "$R/nvidia-smi-topo-p2p-r.txt" 2>&1
+  nvidia-smi nvlink --status > "$R/nvidia-smi-nvlink-status.txt" 2>&1
+  cat "$R/versions.txt" "$R/nvidia-smi-topo-m.txt"; snap
+}
+
+nccl_dir() {  # the NCCL torch loads: pip's nvidia-nccl-cu13 when present, else the system one
+  $PY -c "import nvidia.nccl as m, os; d=list(m.__path__)[0]; print(d if os.path.isdir(d+'/lib') else '')" 2>/dev/null
+}
+
+stage_build() {
+  local pipd; pipd=$(nccl_dir); mkdir -p /tmp/nccl/include /tmp/nccl/lib
+  if [ -n "$pipd" ] && [ -f "$pipd/include/nccl.h" ]; then cp "$pipd"/include/nccl*.h /tmp/nccl/include/;
+  else cp /usr/include/nccl*.h /tmp/nccl/include/; fi
+  if [ -n "$pipd" ]; then ln -sf "$pipd"/lib/libnccl.so.2 /tmp/nccl/lib/libnccl.so;
+  else ln -sf "$(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2* | head -1)" /tmp/nccl/lib/libnccl.so; fi
+  ln -sf libnccl.so /tmp/nccl/lib/libnccl.so.2
+  if [ -f .ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf .ntb/ntb.tgz -C $NT && echo "nccl-tests: carried build"; return; fi
+  STEP_TIMEOUT=420 step build make -C third_party/nccl-tests/src -j 24 MPI=0 NCCL_HOME=/tmp/nccl CUDA_HOME=/usr/local/cuda \
+    BUILDDIR=$NT NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
+    $NT/all_reduce_perf $NT/all_gather_perf $NT/reduce_scatter_perf $NT/sendrecv_perf
+  tar czf "$OUT/ntb.tgz" -C $NT all_reduce_perf all_gather_perf reduce_scatter_perf sendrecv_perf
+}
+
+nt() {  # nt TAG COLL GRAPH [nccl-tests args]: LD_LIBRARY_PATH = torch's NCCL, so both run one library
+  local tag=$1 coll=$2 g=$3; shift 3
+  LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-} step "nt_${tag}_${coll}_g$g" $NT/${coll}_perf $NTARGS -G "$g" "$@"
+}
+
+stage_buildbg() { stage_build > "$R/build_bg.txt" 2>&1 & BUILD_PID=$!; }
+stage_wait() { wait "$BUILD_PID"; cat "$R/build_bg.txt"; ls -la $NT; }
+
+stage_smoke() {
+  step smoke_g0 $NB -c all_reduce,all_gather,reduce_scatter,sendrecv,broadcast,reduce,all_to_all \
+    -b 8 -e 64M -f 32 -n 5 -w 2 --no-report --out "$R/nb_smoke_g0"
+  step smoke_g1 $NB -c all_reduce,all_gather,reduce_scatter,sendrecv -b 8 -e 64M -f 32 -n 5 -w 2 \
+    --cuda-graph --no-report --out "$R/nb_smoke_g1"
+}
+
+stage_gpu1() {
+  export CUDA_VISIBLE_DEVICES=0
+  for g in 0 20; do for c in all_reduce all_gather reduce_scatter; do nt 1gpu $c $g -g 1; done; done
+  step nb_1gpu_g0 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --out "$R/nb_1gpu_g0"
+  step nb_1gpu_g20 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --cuda-graph --no-report \
+    --out "$R/nb_1gpu_g20"
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_gpu2() {
+  for c in all_reduce all_gather reduce_scatter sendrecv; do nt 2gpu $c 0 -t 2 -g 1; done
+  for c in all_reduce all_gather reduce_scatter sendrecv; do NCCL_ALGO=Ring nt 2gpu-ring $c 0 -t 2 -g 1; done
+  rm -rf netbench-runs
+  step nb_2gpu_g0 $NB         # `netbench sweep`, no arguments: every GPU, all_reduce + all_gather, 8 B..8 GiB
+  mv netbench-runs/* "$R/nb_2gpu_g0"; rmdir netbench-runs
+  step nb_2gpu_g0b $NB -c reduce_scatter,sendrecv $RANGE --no-report --out "$R/nb_2gpu_g0b"
+  NCCL_ALGO=Ring step nb_2gpu-ring_g0 $NB -c all_reduce,all_gather,reduce_scatter,sendrecv $RANGE \
+    --no-report --out "$R/nb_2gpu-ring_g0"
+}
+
+stage_extra() {
+  step intra $PY benchmarks/gpu/intra_matrix.py --out "$R/nb_intra"
+  printf 'g0 gpus=0\ng1 gpus=1\n' > /tmp/gpu-hosts.txt
+  step pairwise $NB --hosts /tmp/gpu-hosts.txt --launcher local --pattern pairwise --no-report \
+    --out "$R/nb_pairwise"
+  for d in bfloat16 half int8; do
+    step "dtype_$d" $NB -c all_reduce,reduce_scatter -d $d -b 1K -e 256M -f 16 --no-report --out "$R/nb_dtype_$d"
+  done
+}
+
+stage_compare() {
+  step compare $PY benchmarks/gpu/compare.py "$R" --markdown "$R/compare.md"; cat "$R/compare.md"
+}
+
+for s in "$@"; do "stage_$s"; done
+snap
