@@ -27,9 +27,10 @@ from pathlib import Path
 
 from collectives.sizes import parse_size
 
-MINIMAL = r'''
+MINIMAL = r"""
 import os, sys, time, json, torch, torch.distributed as dist
-rank, port = int(sys.argv[1]), int(sys.argv[2]); sizes = json.loads(sys.argv[3]); iters, warm = int(sys.argv[4]), int(sys.argv[5])
+rank, port = int(sys.argv[1]), int(sys.argv[2])
+sizes = json.loads(sys.argv[3]); iters, warm = int(sys.argv[4]), int(sys.argv[5])
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
 out = {}
 for s in sizes:
@@ -41,7 +42,7 @@ for s in sizes:
     us = (time.perf_counter_ns() - t0) / 1e3 / iters
     v = torch.tensor([us], dtype=torch.float64); dist.all_reduce(v); out[s] = v.item() / 2
 if rank == 0: print(json.dumps(out))
-'''
+"""
 
 
 def free_port() -> int:
@@ -54,8 +55,14 @@ def free_port() -> int:
 
 def minimal(sizes: list[int], iters: int, warm: int) -> dict[int, float]:
     port = free_port()
-    procs = [subprocess.Popen([sys.executable, "-c", MINIMAL, str(r), str(port), json.dumps(sizes), str(iters),
-                               str(warm)], stdout=subprocess.PIPE, text=True) for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MINIMAL, str(r), str(port), json.dumps(sizes), str(iters), str(warm)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(2)
+    ]
     out = procs[0].communicate()[0]
     procs[1].wait()
     return {int(k): v for k, v in json.loads(out).items()}
@@ -63,9 +70,34 @@ def minimal(sizes: list[int], iters: int, warm: int) -> dict[int, float]:
 
 def netbench_times(sizes: list[int], iters: int, warm: int) -> dict[int, float]:
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([sys.executable, "-m", "netbench", "sweep", "-p", "2", "-c", "all_reduce", "-b",
-                        str(sizes[0]), "-e", str(sizes[-1]), "-n", str(iters), "-w", str(warm), "--in-place", "in",
-                        "--no-check", "--no-report", "--out", d], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "netbench",
+                "sweep",
+                "-p",
+                "2",
+                "-c",
+                "all_reduce",
+                "-b",
+                str(sizes[0]),
+                "-e",
+                str(sizes[-1]),
+                "-n",
+                str(iters),
+                "-w",
+                str(warm),
+                "--in-place",
+                "in",
+                "--no-check",
+                "--no-report",
+                "--out",
+                d,
+            ],
+            check=True,
+            capture_output=True,
+        )
         rows = [json.loads(x) for x in Path(d, "results.jsonl").read_text().splitlines()]
     return {r["bytes"]: r["time_us"] for r in rows}
 
@@ -88,14 +120,19 @@ def fidelity(args: argparse.Namespace) -> None:
 def efficiency() -> None:
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "netbench", "sweep", "--no-report", "--out", d], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "netbench", "sweep", "--no-report", "--out", d],
+            check=True,
+            capture_output=True,
+        )
         wall = time.perf_counter() - t0
         rows = [json.loads(x) for x in Path(d, "results.jsonl").read_text().splitlines()]
         run = json.loads(Path(d, "run.json").read_text())
     inside = sum(r["time_us"] * (r["iters"] + r["warmup"]) for r in rows) / 1e6
-    print(f"default sweep: wall {wall:.2f} s, in collectives {inside:.2f} s ({100 * inside / wall:.1f} %), "
-          f"start-up {run.get('startup_s')} s, rows {len(rows)}, ranks {run['world_size']}")
+    print(
+        f"default sweep: wall {wall:.2f} s, in collectives {inside:.2f} s ({100 * inside / wall:.1f} %), "
+        f"start-up {run.get('startup_s')} s, rows {len(rows)}, ranks {run['world_size']}"
+    )
     print(f"share of the time after start-up: {100 * inside / (wall - (run.get('startup_s') or 0)):.1f} %")
 
 

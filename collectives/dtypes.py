@@ -34,11 +34,19 @@ _DTYPES = [
 ]
 DTYPES: dict[str, DType] = {d.name: d for d in _DTYPES}
 _ALIASES = {
-    "fp32": "float", "float32": "float", "f32": "float",
-    "fp16": "half", "float16": "half", "f16": "half",
+    "fp32": "float",
+    "float32": "float",
+    "f32": "float",
+    "fp16": "half",
+    "float16": "half",
+    "f16": "half",
     "bf16": "bfloat16",
-    "fp64": "double", "float64": "double", "f64": "double",
-    "char": "int8", "int": "int32", "uint": "uint32",
+    "fp64": "double",
+    "float64": "double",
+    "f64": "double",
+    "char": "int8",
+    "int": "int32",
+    "uint": "uint32",
 }
 # gloo cannot reduce unsigned 32/64-bit integers; NCCL can.
 GLOO_UNSUPPORTED = {"uint32", "uint64"}
@@ -66,6 +74,9 @@ def reduce_op(name: str) -> object:
     import torch.distributed as dist
 
     return {
-        "sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX,
-        "min": dist.ReduceOp.MIN, "avg": dist.ReduceOp.AVG,
+        "sum": dist.ReduceOp.SUM,
+        "prod": dist.ReduceOp.PRODUCT,
+        "max": dist.ReduceOp.MAX,
+        "min": dist.ReduceOp.MIN,
+        "avg": dist.ReduceOp.AVG,
     }[name]

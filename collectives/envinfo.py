@@ -12,8 +12,16 @@ import socket
 import sys
 from typing import Any
 
-ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "TORCH_DISTRIBUTED", "CUDA_VISIBLE_DEVICES", "UCX_",
-                "OMPI_MCA_", "NETBENCH_")
+ENV_PREFIXES = (
+    "NCCL_",
+    "GLOO_",
+    "TORCH_NCCL",
+    "TORCH_DISTRIBUTED",
+    "CUDA_VISIBLE_DEVICES",
+    "UCX_",
+    "OMPI_MCA_",
+    "NETBENCH_",
+)
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 
@@ -95,7 +103,9 @@ def interface_of(ip: str) -> str | None:
     for _, name in socket.if_nameindex():
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             try:
-                packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+                packed = fcntl.ioctl(
+                    s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15])
+                )  # SIOCGIFADDR
             except OSError:
                 continue
             if socket.inet_ntoa(packed[20:24]) == ip:

@@ -43,8 +43,13 @@ class Timer:
     def __init__(self, device: str):
         self.device = device
 
-    def time_loop(self, run_once, iters: int, graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
-                  launches: int = 1) -> float:
+    def time_loop(
+        self,
+        run_once,
+        iters: int,
+        graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
+        launches: int = 1,
+    ) -> float:
         if self.device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()

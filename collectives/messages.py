@@ -60,7 +60,7 @@ def parse(line: str) -> dict[str, Any] | None:
     if not line.startswith(PREFIX):
         return None
     try:
-        obj = json.loads(line[len(PREFIX):])
+        obj = json.loads(line[len(PREFIX) :])
     except json.JSONDecodeError:
         return None
     return obj if isinstance(obj, dict) and "type" in obj else None

@@ -134,8 +134,9 @@ def _broadcast(c: Call, b: Buffers) -> list[Work]:
 
 
 def _reduce(c: Call, b: Buffers) -> list[Work]:
-    return [c.pg.reduce([b.recv], _opts("ReduceOptions", b.recv, reduceOp=c.op, rootRank=c.root,
-                                        rootTensor=0))]
+    return [
+        c.pg.reduce([b.recv], _opts("ReduceOptions", b.recv, reduceOp=c.op, rootRank=c.root, rootTensor=0))
+    ]
 
 
 def _all_to_all(c: Call, b: Buffers) -> list[Work]:
@@ -212,14 +213,16 @@ class Collective:
 
     def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
         if not in_place:
-            return Buffers(torch.empty(lay.send_numel, dtype=dtype, device=device),
-                           torch.empty(lay.recv_numel, dtype=dtype, device=device))
+            return Buffers(
+                torch.empty(lay.send_numel, dtype=dtype, device=device),
+                torch.empty(lay.recv_numel, dtype=dtype, device=device),
+            )
         if self.in_place_view == "send_is_recv_chunk":
             recv = torch.empty(lay.recv_numel, dtype=dtype, device=device)
-            return Buffers(recv[rank * lay.chunk:(rank + 1) * lay.chunk], recv)
+            return Buffers(recv[rank * lay.chunk : (rank + 1) * lay.chunk], recv)
         if self.in_place_view == "recv_is_send_chunk":
             send = torch.empty(lay.send_numel, dtype=dtype, device=device)
-            return Buffers(send, send[rank * lay.chunk:(rank + 1) * lay.chunk])
+            return Buffers(send, send[rank * lay.chunk : (rank + 1) * lay.chunk])
         buf = torch.empty(lay.send_numel, dtype=dtype, device=device)
         return Buffers(buf, buf)
 
@@ -239,17 +242,33 @@ def _one(n: int) -> float:
 COLLECTIVES: dict[str, Collective] = {
     c.name: c
     for c in [
-        Collective("all_reduce", _layout_plain, _ring, _all_reduce, _exp_all_reduce, reduces=True,
-                   seeds_recv=True),
-        Collective("all_gather", _layout_gather, _share, _all_gather, _exp_all_gather,
-                   in_place_view="send_is_recv_chunk"),
-        Collective("reduce_scatter", _layout_scatter, _share, _reduce_scatter, _exp_reduce_scatter,
-                   reduces=True, in_place_view="recv_is_send_chunk"),
+        Collective(
+            "all_reduce", _layout_plain, _ring, _all_reduce, _exp_all_reduce, reduces=True, seeds_recv=True
+        ),
+        Collective(
+            "all_gather",
+            _layout_gather,
+            _share,
+            _all_gather,
+            _exp_all_gather,
+            in_place_view="send_is_recv_chunk",
+        ),
+        Collective(
+            "reduce_scatter",
+            _layout_scatter,
+            _share,
+            _reduce_scatter,
+            _exp_reduce_scatter,
+            reduces=True,
+            in_place_view="recv_is_send_chunk",
+        ),
         # torch's broadcast/reduce work in place on one tensor: there is no out-of-place variant.
-        Collective("broadcast", _layout_plain, _one, _broadcast, _exp_broadcast, rooted=True,
-                   out_of_place=False),
-        Collective("reduce", _layout_plain, _one, _reduce, _exp_reduce, reduces=True, rooted=True,
-                   out_of_place=False),
+        Collective(
+            "broadcast", _layout_plain, _one, _broadcast, _exp_broadcast, rooted=True, out_of_place=False
+        ),
+        Collective(
+            "reduce", _layout_plain, _one, _reduce, _exp_reduce, reduces=True, rooted=True, out_of_place=False
+        ),
         # NCCL has no in-place all-to-all (and torch's all_to_all_single needs two buffers).
         Collective("all_to_all", _layout_alltoall, _share, _all_to_all, _exp_all_to_all, in_place=False),
         Collective("sendrecv", _layout_plain, _one, _sendrecv, _exp_sendrecv, in_place=False),
@@ -260,8 +279,13 @@ DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
 
 def get_collective(name: str) -> Collective:
     key = name.strip().lower().replace("-", "_")
-    key = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-           "alltoall": "all_to_all", "send_recv": "sendrecv"}.get(key, key)
+    key = {
+        "allreduce": "all_reduce",
+        "allgather": "all_gather",
+        "reducescatter": "reduce_scatter",
+        "alltoall": "all_to_all",
+        "send_recv": "sendrecv",
+    }.get(key, key)
     if key not in COLLECTIVES:
         raise ValueError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
     return COLLECTIVES[key]

@@ -42,5 +42,5 @@ def batched_rounds(hosts: list[str], k: int) -> list[list[Pair]]:
     out: list[list[Pair]] = []
     for rnd in circle_rounds(hosts):
         for i in range(0, len(rnd), k):
-            out.append(rnd[i:i + k])
+            out.append(rnd[i : i + k])
     return out

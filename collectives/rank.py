@@ -84,12 +84,26 @@ def run_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> None:
                 if (in_place and not coll.in_place) or (not in_place and not coll.out_of_place):
                     continue
                 point = measure(
-                    coll, pg, grank, n, lay, dt.torch_dtype, spec.op if coll.reduces else None, op,
-                    spec.root if coll.rooted else 0, in_place, spec.iters, spec.warmup, spec.check,
-                    ctx.device, spec.cuda_graph, corrupt=(corrupt_rank == ctx.rank),
+                    coll,
+                    pg,
+                    grank,
+                    n,
+                    lay,
+                    dt.torch_dtype,
+                    spec.op if coll.reduces else None,
+                    op,
+                    spec.root if coll.rooted else 0,
+                    in_place,
+                    spec.iters,
+                    spec.warmup,
+                    spec.check,
+                    ctx.device,
+                    spec.cuda_graph,
+                    corrupt=(corrupt_rank == ctx.rank),
                 )
-                stats = torch.tensor([point.time_us, float(point.wrong or 0)], dtype=torch.float64,
-                                     device=ctx.device)
+                stats = torch.tensor(
+                    [point.time_us, float(point.wrong or 0)], dtype=torch.float64, device=ctx.device
+                )
                 gathered = torch.empty(2 * n, dtype=torch.float64, device=ctx.device)
                 pg._allgather_base(gathered, stats).wait()
                 per_rank = gathered.view(n, 2).cpu()
@@ -98,19 +112,40 @@ def run_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> None:
                     times = [float(t) for t in per_rank[:, 0]]
                     avg = sum(times) / n
                     algbw, busbw = bandwidth(lay.nbytes, avg, n, coll)
-                    messages.emit("row", row={
-                        "run_id": ctx.plan.run_id, "collective": coll.name, "backend": ctx.plan.backend,
-                        "pattern": group.pattern, "hosts": group.hosts, "ranks": n, "round": group.round,
-                        "bytes": lay.nbytes, "count": lay.count, "dtype": dt.name,
-                        "op": spec.op if coll.reduces else None, "in_place": in_place,
-                        "iters": spec.iters, "warmup": spec.warmup, "time_us": avg,
-                        "time_us_min": min(times), "time_us_max": max(times), "rank_time_us": times,
-                        "algbw_GBps": algbw, "busbw_GBps": busbw,
-                        "wrong": int(per_rank[:, 1].sum()) if spec.check else None,
-                        "status": "ok", "error": None, "root": spec.root if coll.rooted else None,
-                        "group": group.id, "device": ctx.device, "cuda_graph": spec.cuda_graph,
-                        "ts": time.time(),
-                    }, phase=phase.index)
+                    messages.emit(
+                        "row",
+                        row={
+                            "run_id": ctx.plan.run_id,
+                            "collective": coll.name,
+                            "backend": ctx.plan.backend,
+                            "pattern": group.pattern,
+                            "hosts": group.hosts,
+                            "ranks": n,
+                            "round": group.round,
+                            "bytes": lay.nbytes,
+                            "count": lay.count,
+                            "dtype": dt.name,
+                            "op": spec.op if coll.reduces else None,
+                            "in_place": in_place,
+                            "iters": spec.iters,
+                            "warmup": spec.warmup,
+                            "time_us": avg,
+                            "time_us_min": min(times),
+                            "time_us_max": max(times),
+                            "rank_time_us": times,
+                            "algbw_GBps": algbw,
+                            "busbw_GBps": busbw,
+                            "wrong": int(per_rank[:, 1].sum()) if spec.check else None,
+                            "status": "ok",
+                            "error": None,
+                            "root": spec.root if coll.rooted else None,
+                            "group": group.id,
+                            "device": ctx.device,
+                            "cuda_graph": spec.cuda_graph,
+                            "ts": time.time(),
+                        },
+                        phase=phase.index,
+                    )
                 else:
                     messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
     return pg
@@ -140,14 +175,23 @@ def run_plan(ctx: RankContext) -> None:
             t0 = time.time()
             try:
                 pg = run_group(ctx, group, phase)
-                messages.emit("group_done", rank=ctx.rank, phase=phase.index, group=group.id,
-                              seconds=time.time() - t0)
+                messages.emit(
+                    "group_done", rank=ctx.rank, phase=phase.index, group=group.id, seconds=time.time() - t0
+                )
                 keep_alive.append(pg)
             except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
                 text = f"{type(exc).__name__}: {exc}".strip()
                 kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"
-                messages.emit("group_error", rank=ctx.rank, phase=phase.index, group=group.id,
-                              kind=kind, error=text.splitlines()[0][:500] if text else kind,
-                              detail=traceback.format_exc(limit=3)[-1500:] if os.environ.get("NETBENCH_DEBUG") else None)
+                messages.emit(
+                    "group_error",
+                    rank=ctx.rank,
+                    phase=phase.index,
+                    group=group.id,
+                    kind=kind,
+                    error=text.splitlines()[0][:500] if text else kind,
+                    detail=traceback.format_exc(limit=3)[-1500:]
+                    if os.environ.get("NETBENCH_DEBUG")
+                    else None,
+                )
                 _abandon(pg, ctx.plan.backend)
         messages.emit("phase_done", rank=ctx.rank, phase=phase.index)

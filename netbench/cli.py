@@ -104,8 +104,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug: still one line, unless the user asked for the traceback
         if os.environ.get("NETBENCH_DEBUG") or "--debug" in (argv or sys.argv):
             raise
-        click.echo(f"netbench: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
-                   "traceback)", err=True)
+        click.echo(
+            f"netbench: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+            err=True,
+        )
         sys.exit(1)
     sys.exit(rv if isinstance(rv, int) else 0)
 

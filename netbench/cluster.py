@@ -53,8 +53,15 @@ def pair_group_id(a: str, b: str) -> str:
     return "pair:" + "|".join(sorted((a, b)))
 
 
-def build_plan(run_id: str, slots: list[HostSlot], opts: ClusterOptions, backend: str, device: str,
-               ring_spec: SweepSpec, pair_spec: SweepSpec) -> WorkerPlan:
+def build_plan(
+    run_id: str,
+    slots: list[HostSlot],
+    opts: ClusterOptions,
+    backend: str,
+    device: str,
+    ring_spec: SweepSpec,
+    pair_spec: SweepSpec,
+) -> WorkerPlan:
     hosts = [s.host for s in slots]
     ranks_of = {s.host: s.ranks for s in slots}
     phases: list[Phase] = []
@@ -65,27 +72,62 @@ def build_plan(run_id: str, slots: list[HostSlot], opts: ClusterOptions, backend
 
     for pattern in opts.patterns:
         if pattern == "ring" and len(hosts) >= 2:
-            add("ring", [GroupSpec(id="ring", pattern="ring", hosts=hosts,
-                                   ranks=[r for h in hosts for r in ranks_of[h]])], ring_spec)
+            add(
+                "ring",
+                [
+                    GroupSpec(
+                        id="ring", pattern="ring", hosts=hosts, ranks=[r for h in hosts for r in ranks_of[h]]
+                    )
+                ],
+                ring_spec,
+            )
         elif pattern == "pairwise":
             rounds = batched_rounds(hosts, opts.pair_batch) if opts.pair_batch else circle_rounds(hosts)
             for i, rnd in enumerate(rounds):
-                add(f"pairwise round {i + 1}/{len(rounds)}",
-                    [GroupSpec(id=pair_group_id(a, b), pattern="pair", hosts=[a, b], round=i + 1,
-                               ranks=ranks_of[a] + ranks_of[b]) for a, b in rnd], pair_spec)
+                add(
+                    f"pairwise round {i + 1}/{len(rounds)}",
+                    [
+                        GroupSpec(
+                            id=pair_group_id(a, b),
+                            pattern="pair",
+                            hosts=[a, b],
+                            round=i + 1,
+                            ranks=ranks_of[a] + ranks_of[b],
+                        )
+                        for a, b in rnd
+                    ],
+                    pair_spec,
+                )
         elif pattern == "intra":
-            add("intra", [GroupSpec(id=f"intra:{h}", pattern="intra", hosts=[h], ranks=ranks_of[h])
-                          for h in hosts if len(ranks_of[h]) > 1], ring_spec)
+            add(
+                "intra",
+                [
+                    GroupSpec(id=f"intra:{h}", pattern="intra", hosts=[h], ranks=ranks_of[h])
+                    for h in hosts
+                    if len(ranks_of[h]) > 1
+                ],
+                ring_spec,
+            )
     if not phases:
-        raise UsageError("nothing to run: pairwise and ring need at least 2 reachable hosts, "
-                         "intra needs several ranks per host")
+        raise UsageError(
+            "nothing to run: pairwise and ring need at least 2 reachable hosts, "
+            "intra needs several ranks per host"
+        )
     world = sum(s.nprocs for s in slots)
-    return WorkerPlan(run_id=run_id, backend=backend, device=device, world_size=world, phases=phases,
-                      op_timeout_s=opts.timeout_s, rank_hosts=[s.host for s in slots for _ in s.ranks])
+    return WorkerPlan(
+        run_id=run_id,
+        backend=backend,
+        device=device,
+        world_size=world,
+        phases=phases,
+        op_timeout_s=opts.timeout_s,
+        rank_hosts=[s.host for s in slots for _ in s.ranks],
+    )
 
 
-def _inventory(entries: list[Any], opts: ClusterOptions, ssh_opts: Any, rundir: RunDir,
-               echo: Callable[[str], None]) -> dict[str, Any]:
+def _inventory(
+    entries: list[Any], opts: ClusterOptions, ssh_opts: Any, rundir: RunDir, echo: Callable[[str], None]
+) -> dict[str, Any]:
     """Inventory every host; return the records by host. Hosts that fail are reported, not fatal."""
     try:
         from inventory.collect import collect_inventory
@@ -99,8 +141,9 @@ def _inventory(entries: list[Any], opts: ClusterOptions, ssh_opts: Any, rundir: 
     return {n.host: n for n in nodes}
 
 
-def host_switches(entries: list[Any], topology_file: str | None,
-                  echo: Callable[[str], None]) -> dict[str, str]:
+def host_switches(
+    entries: list[Any], topology_file: str | None, echo: Callable[[str], None]
+) -> dict[str, str]:
     """host -> leaf switch: a Slurm topology.conf wins over ``switch=`` labels of the hosts file.
     Recorded in run.json so the report can judge pairs against pairs of the same hop class."""
     out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
@@ -117,8 +160,9 @@ def host_switches(entries: list[Any], topology_file: str | None,
     return out
 
 
-def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
-                progress: Progress | None = None) -> tuple[RunDir, Outcome]:
+def run_cluster(
+    opts: ClusterOptions, echo: Callable[[str], None] = print, progress: Progress | None = None
+) -> tuple[RunDir, Outcome]:
     from netbench.hosts import parse_hosts_file
     from netbench.launch.ssh import SSHLauncher
     from netbench.ssh import SSHOptions
@@ -133,8 +177,9 @@ def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
     rundir = RunDir.create(opts.out)
     echo(f"# netbench sweep over {len(entries)} host(s) from {opts.hosts_file}; run directory {rundir.path}")
     topology = host_switches(entries, opts.topology, echo)
-    rundir.write_run(topology=topology, host_labels={e.name: e.labels for e in entries},
-                     hosts_file=str(opts.hosts_file))
+    rundir.write_run(
+        topology=topology, host_labels={e.name: e.labels for e in entries}, hosts_file=str(opts.hosts_file)
+    )
     local = opts.launcher == "local"
     nodes = _inventory(entries, opts, ssh_opts, rundir, echo) if opts.inventory and not local else {}
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
@@ -164,19 +209,35 @@ def run_cluster(opts: ClusterOptions, echo: Callable[[str], None] = print,
     pair_spec = build_spec(pair_opts, backend, None)
     pair_spec.sizes = sorted(sizes)
     plan = build_plan(rundir.run_id, slots, opts, backend, device, ring_spec, pair_spec)
-    echo(f"# {len(slots)} host(s), {plan.world_size} {device} rank(s) ({backend}); phases: "
-         + ", ".join(p.name for p in plan.phases[:4]) + (" ..." if len(plan.phases) > 4 else ""))
-    echo(f"# pair sizes {', '.join(format_size(s) for s in pair_spec.sizes)}; ring sizes "
-         f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}")
+    echo(
+        f"# {len(slots)} host(s), {plan.world_size} {device} rank(s) ({backend}); phases: "
+        + ", ".join(p.name for p in plan.phases[:4])
+        + (" ..." if len(plan.phases) > 4 else "")
+    )
+    echo(
+        f"# pair sizes {', '.join(format_size(s) for s in pair_spec.sizes)}; ring sizes "
+        f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}"
+    )
     if local:
         from netbench.launch.local import LocalLauncher
 
         launcher: Any = LocalLauncher(python=opts.python)
     else:
-        launcher = SSHLauncher({e.name: e for e in live}, ssh_opts, python=opts.python, advertise=opts.advertise)
-    outcome = execute(plan, slots, launcher, rundir, opts, echo, progress, fail_fast=False,
-                      launcher_name=opts.launcher,
-                      print_table=lambda row: row.get("pattern") != "pair")
+        launcher = SSHLauncher(
+            {e.name: e for e in live}, ssh_opts, python=opts.python, advertise=opts.advertise
+        )
+    outcome = execute(
+        plan,
+        slots,
+        launcher,
+        rundir,
+        opts,
+        echo,
+        progress,
+        fail_fast=False,
+        launcher_name=opts.launcher,
+        print_table=lambda row: row.get("pattern") != "pair",
+    )
     outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rundir.read_rows(), echo)
     return rundir, outcome

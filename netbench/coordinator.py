@@ -124,8 +124,9 @@ class Coordinator:
             if not state.get("finishing") and host not in self.outcome.down_hosts:
                 ranks = [r for r in self._slot(host).ranks if r not in self.finished_ranks]
                 if ranks:
-                    self._host_down(host, f"host {host}: agent ended before its ranks finished "
-                                    f"(ranks {ranks})")
+                    self._host_down(
+                        host, f"host {host}: agent ended before its ranks finished (ranks {ranks})"
+                    )
             return
         kind = msg.get("type")
         now = time.monotonic()
@@ -135,8 +136,11 @@ class Coordinator:
             self.outcome.rows += 1
             self.done_points += 1
             state.setdefault("activity", {})[row.get("group")] = now
-            self.on_progress(self.done_points, self.total,
-                             f"{row.get('collective')} {row.get('bytes')} B {row.get('pattern')}")
+            self.on_progress(
+                self.done_points,
+                self.total,
+                f"{row.get('collective')} {row.get('bytes')} B {row.get('pattern')}",
+            )
         elif kind == "step":
             state.setdefault("activity", {})[msg.get("group")] = now
         elif kind == "env":
@@ -155,7 +159,11 @@ class Coordinator:
             rank, rc = msg.get("rank"), msg.get("rc")
             self.exited.add(rank)
             if rc != 0 or rank not in self.finished_ranks:
-                how = f"was killed by signal {-rc}" if isinstance(rc, int) and rc < 0 else f"exited with code {rc}"
+                how = (
+                    f"was killed by signal {-rc}"
+                    if isinstance(rc, int) and rc < 0
+                    else f"exited with code {rc}"
+                )
                 self._host_down(host, f"rank {rank} on host {host} {how} before the sweep ended", rank)
         elif kind == "agent_error":
             self._host_down(host, f"host {host}: lost contact ({msg.get('error')})")
@@ -171,8 +179,9 @@ class Coordinator:
             store, reach = self.store, ""
         else:
             bind, reach = self.launcher.store_host()
-            store = dist.TCPStore(bind, 0, is_master=True, wait_for_workers=False,
-                                  timeout=_dt.timedelta(seconds=30))
+            store = dist.TCPStore(
+                bind, 0, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=30)
+            )
         store.set("plan", self.plan.to_json())
         state: dict[str, Any] = {}
         t_launch = time.monotonic()
@@ -181,8 +190,9 @@ class Coordinator:
                 try:
                     agent = self.launcher.start(slot, reach, getattr(store, "port", 0))
                 except Exception as exc:  # noqa: BLE001 - a host that cannot start is a host fault
-                    self._host_down(slot.host, f"host {slot.host}: could not start its ranks: {exc}",
-                                    kind="start")
+                    self._host_down(
+                        slot.host, f"host {slot.host}: could not start its ranks: {exc}", kind="start"
+                    )
                     continue
                 self.agents[slot.host] = agent
                 threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
@@ -238,8 +248,12 @@ class Coordinator:
                 return
         missing = sorted(want - state.get("hello", set()) - self._down_ranks())
         for host in sorted({self.rank_host[r] for r in missing}):
-            self._host_down(host, f"host {host}: ranks {[r for r in missing if self.rank_host[r] == host]} "
-                            f"did not start within {START_TIMEOUT_S:.0f} s", kind="start")
+            self._host_down(
+                host,
+                f"host {host}: ranks {[r for r in missing if self.rank_host[r] == host]} "
+                f"did not start within {START_TIMEOUT_S:.0f} s",
+                kind="start",
+            )
 
     def _down_ranks(self) -> set[int]:
         return {r for s in self.slots if s.host in self.outcome.down_hosts for r in s.ranks}
@@ -249,7 +263,9 @@ class Coordinator:
         run_groups = [g for g in phase.groups if not set(g.hosts) & down]
         for g in phase.groups:
             if g not in run_groups:
-                self._failed_group(phase, g, "error", f"not run: host {', '.join(sorted(set(g.hosts) & down))} is down")
+                self._failed_group(
+                    phase, g, "error", f"not run: host {', '.join(sorted(set(g.hosts) & down))} is down"
+                )
         state.update(reported={}, activity={}, phase_done=set())
         start = time.monotonic()
         for g in run_groups:
@@ -274,20 +290,25 @@ class Coordinator:
                 elif now - state["activity"].get(gid, start) > (GRACE_S if reported else limit):
                     silent = [r for r in g.ranks if r not in reported and r not in dead]
                     hosts = sorted({self.rank_host[r] for r in silent})
-                    self._fault("hang", f"{phase.name}: rank(s) {silent} on {', '.join(hosts)} made no progress "
-                                f"for {limit:.0f} s in group {gid}", hosts[0] if hosts else None,
-                                silent[0] if silent else None)
+                    self._fault(
+                        "hang",
+                        f"{phase.name}: rank(s) {silent} on {', '.join(hosts)} made no progress "
+                        f"for {limit:.0f} s in group {gid}",
+                        hosts[0] if hosts else None,
+                        silent[0] if silent else None,
+                    )
                     for h in hosts:
                         self._host_down(h, f"host {h}: hung in {phase.name} (group {gid})", kind="hang")
                     self._close_group(phase, g, reported, dead + silent, timed_out=True)
                     del pending[gid]
             if self.fail_fast and self.outcome.faults:
-                for gid, g in pending.items():
+                for g in pending.values():
                     self._failed_group(phase, g, "error", "run stopped: " + self.outcome.faults[0].message)
                 return
 
-    def _close_group(self, phase: Phase, g: GroupSpec, reported: dict[int, Any], lost: list[int],
-                     timed_out: bool = False) -> None:
+    def _close_group(
+        self, phase: Phase, g: GroupSpec, reported: dict[int, Any], lost: list[int], timed_out: bool = False
+    ) -> None:
         errors = [m for m in reported.values() if m.get("type") == "group_error"]
         if not errors and not lost:
             return
@@ -299,15 +320,29 @@ class Coordinator:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
             why = f"rank {errors[0].get('rank')}: {errors[0].get('error')}"
         if self.fail_fast and not self.outcome.faults:
-            self._fault(status, f"{phase.name}: {why}", self.rank_host.get(errors[0].get("rank")) if errors else None,
-                        errors[0].get("rank") if errors else None)
+            self._fault(
+                status,
+                f"{phase.name}: {why}",
+                self.rank_host.get(errors[0].get("rank")) if errors else None,
+                errors[0].get("rank") if errors else None,
+            )
         self._failed_group(phase, g, status, why)
 
     def _failed_group(self, phase: Phase, g: GroupSpec, status: str, why: str) -> None:
         """One row that says a group's measurements did not happen (status timeout/error), naming hosts."""
         for cname in phase.spec.collectives:
-            row = failed_row(run_id=self.plan.run_id, collective=cname, backend=self.plan.backend,
-                             pattern=g.pattern, hosts=g.hosts, ranks=len(g.ranks), round=g.round,
-                             status=status, error=why, group=g.id, dtype=phase.spec.dtype)
+            row = failed_row(
+                run_id=self.plan.run_id,
+                collective=cname,
+                backend=self.plan.backend,
+                pattern=g.pattern,
+                hosts=g.hosts,
+                ranks=len(g.ranks),
+                round=g.round,
+                status=status,
+                error=why,
+                group=g.id,
+                dtype=phase.spec.dtype,
+            )
             row.ts = time.time()
             self.on_row(row.to_dict())

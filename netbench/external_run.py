@@ -48,23 +48,41 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         spec = build_spec(opts, backend, None)
         if opts.patterns == ["world"]:
             hosts = [s.host for s in slots]
-            plan = WorkerPlan(run_id=rundir.run_id, backend=backend, device=device, world_size=env.world,
-                              phases=[Phase(0, "world", [GroupSpec("world", "world", list(range(env.world)),
-                                                                   hosts)], spec)],
-                              op_timeout_s=opts.timeout_s, rank_hosts=[s.host for s in slots for _ in s.ranks])
+            plan = WorkerPlan(
+                run_id=rundir.run_id,
+                backend=backend,
+                device=device,
+                world_size=env.world,
+                phases=[
+                    Phase(0, "world", [GroupSpec("world", "world", list(range(env.world)), hosts)], spec)
+                ],
+                op_timeout_s=opts.timeout_s,
+                rank_hosts=[s.host for s in slots for _ in s.ranks],
+            )
         else:
             pair_spec = build_spec(opts, backend, None)
             pair_spec.sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
             plan = build_plan(rundir.run_id, slots, opts, backend, device, spec, pair_spec)
-        echo(f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
-             f"run directory {rundir.path}")
+        echo(
+            f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
+            f"run directory {rundir.path}"
+        )
 
         cstore = client(addr, port)
 
         def coordinate() -> None:
-            result["outcome"] = execute(plan, slots, ExternalLauncher(cstore, env.source), rundir, opts, echo,
-                                        None, fail_fast=opts.patterns == ["world"], launcher_name=env.source,
-                                        store=cstore)
+            result["outcome"] = execute(
+                plan,
+                slots,
+                ExternalLauncher(cstore, env.source),
+                rundir,
+                opts,
+                echo,
+                None,
+                fail_fast=opts.patterns == ["world"],
+                launcher_name=env.source,
+                store=cstore,
+            )
             result["rundir"] = rundir
 
         coord = threading.Thread(target=coordinate, daemon=True)

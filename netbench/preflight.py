@@ -241,8 +241,9 @@ def stage_inventory(entries: list[Any], opts: PreflightOptions, ssh_opts: Any, r
     from inventory.collect import collect_inventory
 
     timeout = max(1.0, min(60.0, budget.left()))
-    nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, probe_timeout=timeout,
-                              python=opts.python)
+    # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
+    # seconds a node, and the ranks record the torch/NCCL versions they really use in env.json anyway.
+    nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, probe_timeout=timeout)
     rundir.write_inventory(nodes)
     down = [n for n in nodes if not n.ok]
     for n in down[:20]:
@@ -390,14 +391,21 @@ def plan_escalation(suspects: list[str], links: list[Pair], good: list[str], tes
 
 
 def judge(rows: list[dict[str, Any]], first_round: int, suspects: list[str], links: list[Pair],
-          switches: dict[str, str], thresholds: Any) -> dict[str, Retest]:
+          switches: dict[str, str], thresholds: Any, noise_sigma: float = 0.0) -> dict[str, Retest]:
     """Verdicts from the escalation rows (rounds >= ``first_round``) at the largest size measured.
 
     Each re-test pair's busbw is divided by its phase's reference: the median of that phase's control
     pairs (good-good) of the same hop class, else of any class, else the quick pass's good pairs.
-    A suspect node is confirmed when slow (<= slow_node_factor) with most of its re-test partners,
-    cleared when slow with none; a link is confirmed when its re-run is <= slow_pair_factor.
+    "Slow" is both practical and beyond noise, as in the rules: a ratio at most the policy's factor
+    (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
+    pair model's noise sigma (log space) from the quick pass. A suspect node is confirmed when slow
+    with most of its re-test partners, cleared when slow with none; a link when its re-run is slow.
     """
+    import math
+
+    def slow(ratio: float, factor: float) -> bool:
+        return ratio <= factor and math.log(max(ratio, 1e-12)) <= -thresholds.mad_k * noise_sigma
+
     from reports.topology import hop_class
 
     bad = set(suspects)
@@ -446,20 +454,20 @@ def judge(rows: list[dict[str, Any]], first_round: int, suspects: list[str], lin
         per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
         rt = out[s]
         rt.ratios = per
-        slow = sum(v <= thresholds.slow_node_factor for v in per.values())
+        n_slow = sum(slow(v, thresholds.slow_node_factor) for v in per.values())
         if not per:
             rt.reason = "no known-good partner was free in the phases that ran"
-        elif 2 * slow > len(per):
-            rt.verdict, rt.reason = "confirmed", f"slow with {slow} of {len(per)} known-good partner(s)"
-        elif slow == 0:
+        elif 2 * n_slow > len(per):
+            rt.verdict, rt.reason = "confirmed", f"slow with {n_slow} of {len(per)} known-good partner(s)"
+        elif n_slow == 0:
             rt.verdict, rt.reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
         else:
-            rt.verdict, rt.reason = "inconclusive", f"slow with {slow} of {len(per)} known-good partners"
+            rt.verdict, rt.reason = "inconclusive", f"slow with {n_slow} of {len(per)} known-good partners"
     for key, ratios in link_ratios.items():
         rt = out[key]
         med = statistics.median(ratios)
         rt.ratios = {f"run{i + 1}": round(v, 3) for i, v in enumerate(ratios)}
-        if med <= thresholds.slow_pair_factor:
+        if slow(med, thresholds.slow_pair_factor):
             rt.verdict, rt.reason = "confirmed", f"re-run at {med:.2f}x the controls"
         else:
             rt.verdict, rt.reason = "cleared", f"re-run at {med:.2f}x the controls"
@@ -618,7 +626,8 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
                 info["escalation"].update(phases_run=len(esc_gate.started),
                                           skipped="budget" if esc_gate.skipped else None,
                                           phase_s=[round(d, 3) for d in esc_gate.durations()])
-                retests = judge(rundir.read_rows(), first, suspects, links, ctx.switches, policy.thresholds)
+                retests = judge(rundir.read_rows(), first, suspects, links, ctx.switches, policy.thresholds,
+                                m.sigma if m is not None else 0.0)
                 default_reason = "flagged only after the re-tests, not re-tested itself"
                 for rt in retests.values():
                     echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")

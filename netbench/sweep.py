@@ -12,7 +12,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from collectives.ops import DEFAULT_COLLECTIVES, get_collective
@@ -96,17 +95,27 @@ def build_spec(opts: SweepOptions, backend: str, cap: int | None) -> SweepSpec:
         hi = max(lo, 1 << (cap.bit_length() - 1))
     try:
         sizes = size_sweep(lo, hi, opts.factor)
-        spec = SweepSpec(collectives=opts.collectives, sizes=sizes, iters=opts.iters, warmup=opts.warmup,
-                         dtype=opts.dtype, op=opts.op, check=opts.check, in_place=opts.modes(),
-                         root=opts.root, cuda_graph=opts.cuda_graph)
+        spec = SweepSpec(
+            collectives=opts.collectives,
+            sizes=sizes,
+            iters=opts.iters,
+            warmup=opts.warmup,
+            dtype=opts.dtype,
+            op=opts.op,
+            check=opts.check,
+            in_place=opts.modes(),
+            root=opts.root,
+            cuda_graph=opts.cuda_graph,
+        )
         spec.validate_for(backend)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     return spec
 
 
-def run_local(opts: SweepOptions, echo: Callable[[str], None] = print,
-              progress: Progress | None = None) -> tuple[RunDir, Outcome]:
+def run_local(
+    opts: SweepOptions, echo: Callable[[str], None] = print, progress: Progress | None = None
+) -> tuple[RunDir, Outcome]:
     """``netbench sweep`` on this machine: every GPU with NCCL, else ``procs`` CPU ranks with gloo."""
     from netbench.launch.local import LocalLauncher
 
@@ -122,28 +131,54 @@ def run_local(opts: SweepOptions, echo: Callable[[str], None] = print,
     host = os.uname().nodename
     slots = [HostSlot(host=host, nprocs=nprocs, rank_base=0)]
     group = GroupSpec(id="world", pattern="world", ranks=list(range(nprocs)), hosts=[host])
-    plan = WorkerPlan(run_id=rundir.run_id, backend=backend, device=device, world_size=nprocs,
-                      phases=[Phase(index=0, name="world", groups=[group], spec=spec)],
-                      op_timeout_s=opts.timeout_s, rank_hosts=[host] * nprocs)
-    echo(f"# netbench {__version__}: {len(spec.collectives)} collective(s) on {nprocs} {device} rank(s) "
-         f"({backend}), {format_size(spec.sizes[0])}..{format_size(spec.sizes[-1])} x{opts.factor}, "
-         f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}")
+    plan = WorkerPlan(
+        run_id=rundir.run_id,
+        backend=backend,
+        device=device,
+        world_size=nprocs,
+        phases=[Phase(index=0, name="world", groups=[group], spec=spec)],
+        op_timeout_s=opts.timeout_s,
+        rank_hosts=[host] * nprocs,
+    )
+    echo(
+        f"# netbench {__version__}: {len(spec.collectives)} collective(s) on {nprocs} {device} rank(s) "
+        f"({backend}), {format_size(spec.sizes[0])}..{format_size(spec.sizes[-1])} x{opts.factor}, "
+        f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}"
+    )
     echo(f"# run directory: {rundir.path}")
-    return rundir, execute(plan, slots, LocalLauncher(), rundir, opts, echo, progress, fail_fast=True,
-                           launcher_name="local")
+    return rundir, execute(
+        plan, slots, LocalLauncher(), rundir, opts, echo, progress, fail_fast=True, launcher_name="local"
+    )
 
 
-def execute(plan: WorkerPlan, slots: list[HostSlot], launcher: Any, rundir: RunDir, opts: Any,
-            echo: Callable[[str], None], progress: Progress | None, fail_fast: bool,
-            launcher_name: str, print_table: Callable[[dict[str, Any]], bool] | None = None,
-            store: Any = None, before_phase: Callable[[Any], bool] | None = None) -> Outcome:
+def execute(
+    plan: WorkerPlan,
+    slots: list[HostSlot],
+    launcher: Any,
+    rundir: RunDir,
+    opts: Any,
+    echo: Callable[[str], None],
+    progress: Progress | None,
+    fail_fast: bool,
+    launcher_name: str,
+    print_table: Callable[[dict[str, Any]], bool] | None = None,
+    store: Any = None,
+    before_phase: Callable[[Any], bool] | None = None,
+) -> Outcome:
     """Run a plan and keep the run directory true at every moment (run.json says 'running' first)."""
     progress = progress or Progress()
     t0 = time.time()
-    rundir.write_run(status="running", started=utc_now(), netbench_version=__version__,
-                     launcher=launcher_name, backend=plan.backend, device=plan.device,
-                     hosts=[s.host for s in slots], world_size=plan.world_size,
-                     options=asdict(opts) if hasattr(opts, "__dataclass_fields__") else dict(opts))
+    rundir.write_run(
+        status="running",
+        started=utc_now(),
+        netbench_version=__version__,
+        launcher=launcher_name,
+        backend=plan.backend,
+        device=plan.device,
+        hosts=[s.host for s in slots],
+        world_size=plan.world_size,
+        options=asdict(opts) if hasattr(opts, "__dataclass_fields__") else dict(opts),
+    )
     table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
     writer = rundir.writer()
     rows: list[dict[str, Any]] = []
@@ -153,11 +188,21 @@ def execute(plan: WorkerPlan, slots: list[HostSlot], launcher: Any, rundir: RunD
         rows.append(row)
         if print_table is None or print_table(row):
             coll = get_collective(row["collective"])
-            table.add(row, coll.out_of_place and False in opts.modes(), coll.in_place and True in opts.modes())
+            table.add(
+                row, coll.out_of_place and False in opts.modes(), coll.in_place and True in opts.modes()
+            )
 
-    coord = Coordinator(plan, slots, launcher, on_row=on_row, on_progress=progress.update,
-                        on_note=lambda s: progress.note(f"netbench: {s}"), fail_fast=fail_fast, store=store,
-                        before_phase=before_phase)
+    coord = Coordinator(
+        plan,
+        slots,
+        launcher,
+        on_row=on_row,
+        on_progress=progress.update,
+        on_note=lambda s: progress.note(f"netbench: {s}"),
+        fail_fast=fail_fast,
+        store=store,
+        before_phase=before_phase,
+    )
     outcome: Outcome | None = None
     try:
         outcome = coord.run()
@@ -169,9 +214,15 @@ def execute(plan: WorkerPlan, slots: list[HostSlot], launcher: Any, rundir: RunD
         writer.close()
         out = outcome or coord.outcome
         rundir.write_env(out.env)
-        rundir.write_run(status=out.status, ended=utc_now(), seconds=round(time.time() - t0, 3),
-                         rows=out.rows, down_hosts=sorted(out.down_hosts), startup_s=out.startup_s,
-                         faults=[asdict(f) for f in out.faults])
+        rundir.write_run(
+            status=out.status,
+            ended=utc_now(),
+            seconds=round(time.time() - t0, 3),
+            rows=out.rows,
+            down_hosts=sorted(out.down_hosts),
+            startup_s=out.startup_s,
+            faults=[asdict(f) for f in out.faults],
+        )
     summarize(rows, out, echo)
     return out
 
@@ -181,8 +232,10 @@ def summarize(rows: list[dict[str, Any]], outcome: Outcome, echo: Callable[[str]
     echo("#")
     for s in summary:
         sizes = ", ".join(format_size(b) for b in s["sizes"])
-        echo(f"# {s['collective']:<15} large-message busbw {s['busbw_GBps']:8.3f} GB/s "
-             f"(algbw {s['algbw_GBps']:.3f}; mean of the {len(s['sizes'])} largest sizes: {sizes})")
+        echo(
+            f"# {s['collective']:<15} large-message busbw {s['busbw_GBps']:8.3f} GB/s "
+            f"(algbw {s['algbw_GBps']:.3f}; mean of the {len(s['sizes'])} largest sizes: {sizes})"
+        )
     wrong = sum(r.get("wrong") or 0 for r in rows if r.get("status") == "ok")
     failed = [r for r in rows if r.get("status") != "ok"]
     echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
@@ -191,8 +244,13 @@ def summarize(rows: list[dict[str, Any]], outcome: Outcome, echo: Callable[[str]
         echo(f"# fault: {f.message}")
 
 
-def finish_report(rundir: RunDir, echo: Callable[[str], None], baseline: str | None = None,
-                  policy: str | None = None, topology: str | None = None) -> list[Any]:
+def finish_report(
+    rundir: RunDir,
+    echo: Callable[[str], None],
+    baseline: str | None = None,
+    policy: str | None = None,
+    topology: str | None = None,
+) -> list[Any]:
     """Write findings.json and report.html and print the summary; a report failure never costs the
     measurements (they are on disk already), it only warns."""
     try:

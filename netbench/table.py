@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-HEADER = (
-    "#                                                              out-of-place                       in-place\n"
-    "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
-    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)"
+HEADER = (  # nccl-tests prints these lines exactly so
+
+    "#                                                              out-of-place                       in-place\n"  # noqa: E501
+    "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"  # noqa: E501
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)"  # noqa: E501
 )
 
 
@@ -35,8 +36,10 @@ def _half(row: dict[str, Any] | None) -> str:
     if row is None:
         return f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>7}"
     wrong = row.get("wrong")
-    return (f"{_num(row.get('time_us'), 8)} {_num(row.get('algbw_GBps'), 7)} {_num(row.get('busbw_GBps'), 7)} "
-            f"{('N/A' if wrong is None else str(wrong)):>7}")
+    return (
+        f"{_num(row.get('time_us'), 8)} {_num(row.get('algbw_GBps'), 7)} {_num(row.get('busbw_GBps'), 7)} "
+        f"{('N/A' if wrong is None else str(wrong)):>7}"
+    )
 
 
 def format_line(oop: dict[str, Any] | None, ip: dict[str, Any] | None) -> str:
@@ -44,8 +47,10 @@ def format_line(oop: dict[str, Any] | None, ip: dict[str, Any] | None) -> str:
     assert base is not None
     redop = base.get("op") or "none"
     root = base.get("root")
-    return (f"{base['bytes']:>12} {base['count']:>13} {base['dtype']:>9} {redop:>7} "
-            f"{(-1 if root is None else root):>7} {_half(oop)}  {_half(ip)}")
+    return (
+        f"{base['bytes']:>12} {base['count']:>13} {base['dtype']:>9} {redop:>7} "
+        f"{(-1 if root is None else root):>7} {_half(oop)}  {_half(ip)}"
+    )
 
 
 @dataclass
@@ -59,15 +64,19 @@ class TablePrinter:
 
     def add(self, row: dict[str, Any], has_oop: bool, has_ip: bool) -> None:
         if row.get("status") != "ok":
-            self.write(f"# {row.get('collective')} {row.get('pattern')} {'+'.join(row.get('hosts') or [])}: "
-                       f"{row.get('status')}: {row.get('error')}")
+            self.write(
+                f"# {row.get('collective')} {row.get('pattern')} {'+'.join(row.get('hosts') or [])}: "
+                f"{row.get('status')}: {row.get('error')}"
+            )
             return
         title = (row["collective"], row["pattern"], tuple(row.get("hosts") or []), row["ranks"])
         if title != self._title:
             self._title = title
             where = " ".join(row.get("hosts") or [])
-            self.write(f"#\n# {row['collective']}  pattern={row['pattern']}  ranks={row['ranks']}  "
-                       f"backend={row['backend']}  hosts={where}\n#\n{HEADER}")
+            self.write(
+                f"#\n# {row['collective']}  pattern={row['pattern']}  ranks={row['ranks']}  "
+                f"backend={row['backend']}  hosts={where}\n#\n{HEADER}"
+            )
         key = (row.get("group"), row["collective"], row["bytes"])
         got = self._pending.setdefault(key, {})
         got[bool(row["in_place"])] = row
@@ -91,10 +100,15 @@ def large_message_summary(rows: list[dict[str, Any]], top: int = 3) -> list[dict
     for (coll, pattern, group), rs in groups.items():
         sizes = sorted({r["bytes"] for r in rs})[-top:]
         sel = [r for r in rs if r["bytes"] in sizes]
-        out.append({
-            "collective": coll, "pattern": pattern, "group": group, "sizes": sizes,
-            "busbw_GBps": sum(r["busbw_GBps"] for r in sel) / len(sel),
-            "algbw_GBps": sum(r["algbw_GBps"] for r in sel) / len(sel),
-            "wrong": sum(r.get("wrong") or 0 for r in rs),
-        })
+        out.append(
+            {
+                "collective": coll,
+                "pattern": pattern,
+                "group": group,
+                "sizes": sizes,
+                "busbw_GBps": sum(r["busbw_GBps"] for r in sel) / len(sel),
+                "algbw_GBps": sum(r["algbw_GBps"] for r in sel) / len(sel),
+                "wrong": sum(r.get("wrong") or 0 for r in rs),
+            }
+        )
     return out

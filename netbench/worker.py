@@ -23,8 +23,9 @@ def _rank_main(args: argparse.Namespace) -> None:
 
     from collectives.rank import STORE_WAIT
 
-    store = dist.TCPStore(args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT,
-                          wait_for_workers=False)
+    store = dist.TCPStore(
+        args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
+    )
     run_rank(store, args.store_addr, args.rank, args.local_rank, args.host)
     sys.stdout.flush()
     os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
@@ -49,9 +50,18 @@ def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: s
         os.environ.setdefault("NCCL_SOCKET_IFNAME", iface)
     messages.emit("hello", rank=rank, host=host, pid=os.getpid(), addr=addr, iface=iface)
     if local_rank == 0:
-        messages.emit("env", host=host, info={**collect_env(plan.device), "address": addr, "interface": iface})
-    ctx = RankContext(rank=rank, local_rank=local_rank, host=host, plan=plan, store=store,
-                      device=plan.device, gloo_addr=addr)
+        messages.emit(
+            "env", host=host, info={**collect_env(plan.device), "address": addr, "interface": iface}
+        )
+    ctx = RankContext(
+        rank=rank,
+        local_rank=local_rank,
+        host=host,
+        plan=plan,
+        store=store,
+        device=plan.device,
+        gloo_addr=addr,
+    )
     run_plan(ctx)
     messages.emit("bye", rank=rank)
 
@@ -100,9 +110,22 @@ def _agent_main(args: argparse.Namespace) -> None:
     threads = []
     for local in range(args.nprocs):
         rank = args.rank_base + local
-        cmd = [sys.executable, "-m", "netbench.worker", "rank", "--store-addr", args.store_addr,
-               "--store-port", str(args.store_port), "--rank", str(rank), "--local-rank", str(local),
-               "--host", args.host]
+        cmd = [
+            sys.executable,
+            "-m",
+            "netbench.worker",
+            "rank",
+            "--store-addr",
+            args.store_addr,
+            "--store-port",
+            str(args.store_port),
+            "--rank",
+            str(rank),
+            "--local-rank",
+            str(local),
+            "--host",
+            args.host,
+        ]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env))
         t = threading.Thread(target=_forward, args=(procs[-1], rank, lock), daemon=True)
         t.start()
@@ -135,8 +158,11 @@ def main(argv: list[str] | None = None) -> None:
         if role == "agent":
             p.add_argument("--rank-base", type=int, required=True)
             p.add_argument("--nprocs", type=int, required=True)
-            p.add_argument("--watch-stdin", action="store_true",
-                           help="stop the ranks when stdin closes (the coordinator is gone)")
+            p.add_argument(
+                "--watch-stdin",
+                action="store_true",
+                help="stop the ranks when stdin closes (the coordinator is gone)",
+            )
         else:
             p.add_argument("--rank", type=int, required=True)
             p.add_argument("--local-rank", type=int, default=0)

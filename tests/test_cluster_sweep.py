@@ -22,9 +22,26 @@ def sweep(net, tmp: Path, *extra: str, timeout: float = 600) -> tuple[subprocess
     cfg = net.write_ssh_config(tmp / "ssh_config")
     hosts = net.hosts_file(tmp / "hosts.txt")
     out = tmp / "run"
-    res = subprocess.run([sys.executable, "-m", "netbench", "sweep", "--hosts", str(hosts), "--ssh-config",
-                          str(cfg), "--python", sys.executable, "--out", str(out), *extra],
-                         capture_output=True, text=True, timeout=timeout)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "sweep",
+            "--hosts",
+            str(hosts),
+            "--ssh-config",
+            str(cfg),
+            "--python",
+            sys.executable,
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return res, out
 
 
@@ -55,9 +72,33 @@ def two_leaf_run(tmp_path_factory):
     try:
         net.limit_pair(*SLOW_PAIR, "15mbit")
         net.limit_host(SLOW_NODE, "60mbit")
-        res, out = sweep(net, tmp, "--pattern", "pairwise", "--pattern", "ring", "--pair-batch", "1",
-                         "--pair-sizes", "256K,1M", "-c", "all_reduce", "-b", "64K", "-e", "1M", "-f", "4",
-                         "-n", "5", "-w", "1", "--timeout", "30", "--no-report")
+        res, out = sweep(
+            net,
+            tmp,
+            "--pattern",
+            "pairwise",
+            "--pattern",
+            "ring",
+            "--pair-batch",
+            "1",
+            "--pair-sizes",
+            "256K,1M",
+            "-c",
+            "all_reduce",
+            "-b",
+            "64K",
+            "-e",
+            "1M",
+            "-f",
+            "4",
+            "-n",
+            "5",
+            "-w",
+            "1",
+            "--timeout",
+            "30",
+            "--no-report",
+        )
         yield net, res, out
     finally:
         net.destroy()
@@ -91,11 +132,40 @@ def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None
     cfg = net.write_ssh_config(tmp_path / "ssh_config")
     hosts = net.hosts_file(tmp_path / "hosts.txt")
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "netbench", "sweep", "--hosts", str(hosts), "--ssh-config",
-                             str(cfg), "--python", sys.executable, "--out", str(out), "--pattern", "pairwise",
-                             "--pair-batch", "1", "--pair-sizes", "64K,256K", "-c", "all_reduce", "-n", "200",
-                             "-w", "1", "--timeout", "8", "--no-report"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "sweep",
+            "--hosts",
+            str(hosts),
+            "--ssh-config",
+            str(cfg),
+            "--python",
+            sys.executable,
+            "--out",
+            str(out),
+            "--pattern",
+            "pairwise",
+            "--pair-batch",
+            "1",
+            "--pair-sizes",
+            "64K,256K",
+            "-c",
+            "all_reduce",
+            "-n",
+            "200",
+            "-w",
+            "1",
+            "--timeout",
+            "8",
+            "--no-report",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while time.time() < deadline:  # wait for the first pair's rows
         if (out / "results.jsonl").exists() and len(rows(out)) >= 2:

@@ -28,32 +28,83 @@ def _check(res: subprocess.CompletedProcess, out: Path, ranks: int, launcher: st
     assert res.stdout.count("# Out of bounds values : 0 OK") == 1  # only rank 0 prints
 
 
-ARGS = ["worker", "-c", "all_reduce,sendrecv", "-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1",
-        "--no-report"]
+ARGS = [
+    "worker",
+    "-c",
+    "all_reduce,sendrecv",
+    "-b",
+    "1K",
+    "-e",
+    "64K",
+    "-f",
+    "8",
+    "-n",
+    "3",
+    "-w",
+    "1",
+    "--no-report",
+]
 
 
-@pytest.mark.skipif(not (BIN / "mpirun").exists() and not shutil.which("mpirun"), reason="mpirun not installed")
+@pytest.mark.skipif(
+    not (BIN / "mpirun").exists() and not shutil.which("mpirun"), reason="mpirun not installed"
+)
 def test_mpirun_runs_a_local_sweep_through_the_worker(tmp_path: Path) -> None:
     pytest.importorskip("mpi4py")
     mpirun = str(BIN / "mpirun") if (BIN / "mpirun").exists() else shutil.which("mpirun")
     out = tmp_path / "run"
-    res = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3", sys.executable, "-m",
-                          "netbench", *ARGS, "--out", str(out)], capture_output=True, text=True, timeout=180,
-                         env={**os.environ, "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+    res = subprocess.run(
+        [
+            mpirun,
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "3",
+            sys.executable,
+            "-m",
+            "netbench",
+            *ARGS,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "OMPI_MCA_rmaps_base_oversubscribe": "1"},
+    )
     _check(res, out, 3, "mpi")
 
 
 def test_torchrun_runs_a_local_sweep_through_the_worker(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "netbench",
-                          *ARGS, "--out", str(out)], capture_output=True, text=True, timeout=180)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "netbench",
+            *ARGS,
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     _check(res, out, 2, "torchrun")
 
 
 def test_worker_without_a_launcher_says_so() -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK", "WORLD_SIZE", "OMPI_", "PMI", "SLURM_", "MASTER_", "TORCHELASTIC"))}
-    res = subprocess.run([sys.executable, "-m", "netbench", "worker"], capture_output=True, text=True, env=env,
-                         timeout=60)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANK", "WORLD_SIZE", "OMPI_", "PMI", "SLURM_", "MASTER_", "TORCHELASTIC"))
+    }
+    res = subprocess.run(
+        [sys.executable, "-m", "netbench", "worker"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert res.returncode == 2
     assert "no launcher environment found" in res.stderr and "Traceback" not in res.stderr

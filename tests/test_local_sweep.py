@@ -11,20 +11,49 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers_proc import alive, rank_pids
 
 from collectives.rows import ResultRow
 from netbench import load_results
-from helpers_proc import alive, rank_pids
 
 ALL = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv"
-CONTRACT = ["run_id", "collective", "backend", "pattern", "hosts", "ranks", "round", "bytes", "count",
-            "dtype", "op", "in_place", "iters", "warmup", "time_us", "time_us_min", "time_us_max",
-            "rank_time_us", "algbw_GBps", "busbw_GBps", "wrong", "status", "error"]
+CONTRACT = [
+    "run_id",
+    "collective",
+    "backend",
+    "pattern",
+    "hosts",
+    "ranks",
+    "round",
+    "bytes",
+    "count",
+    "dtype",
+    "op",
+    "in_place",
+    "iters",
+    "warmup",
+    "time_us",
+    "time_us_min",
+    "time_us_max",
+    "rank_time_us",
+    "algbw_GBps",
+    "busbw_GBps",
+    "wrong",
+    "status",
+    "error",
+]
 
 
-def netbench(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "netbench", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+def netbench(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "netbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def rows(out: Path) -> list[dict]:
@@ -34,8 +63,26 @@ def rows(out: Path) -> list[dict]:
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
 def test_every_collective_checks_clean(tmp_path: Path, nprocs: int) -> None:
     out = tmp_path / "run"
-    res = netbench("sweep", "--procs", str(nprocs), "-c", ALL, "-b", "8", "-e", "64K", "-f", "32",
-                   "-n", "2", "-w", "1", "--out", str(out), "--no-report")
+    res = netbench(
+        "sweep",
+        "--procs",
+        str(nprocs),
+        "-c",
+        ALL,
+        "-b",
+        "8",
+        "-e",
+        "64K",
+        "-f",
+        "32",
+        "-n",
+        "2",
+        "-w",
+        "1",
+        "--out",
+        str(out),
+        "--no-report",
+    )
     assert res.returncode == 0, res.stderr
     got = rows(out)
     assert {r["collective"] for r in got} == set(ALL.split(","))
@@ -57,8 +104,25 @@ def test_every_collective_checks_clean(tmp_path: Path, nprocs: int) -> None:
 
 def test_corrupted_rank_is_counted(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = netbench("sweep", "--procs", "3", "-c", "all_reduce,all_gather", "-b", "1K", "-e", "4K",
-                   "-n", "1", "-w", "0", "--out", str(out), "--no-report", env={"NETBENCH_INJECT": "corrupt:1"})
+    res = netbench(
+        "sweep",
+        "--procs",
+        "3",
+        "-c",
+        "all_reduce,all_gather",
+        "-b",
+        "1K",
+        "-e",
+        "4K",
+        "-n",
+        "1",
+        "-w",
+        "0",
+        "--out",
+        str(out),
+        "--no-report",
+        env={"NETBENCH_INJECT": "corrupt:1"},
+    )
     assert res.returncode == 1
     got = rows(out)
     assert got and all(r["wrong"] == 1 for r in got)  # exactly the one element rank 1 damaged
@@ -66,8 +130,24 @@ def test_corrupted_rank_is_counted(tmp_path: Path) -> None:
 
 
 def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
-    res = netbench("sweep", "-p", "2", "-c", "all_reduce", "-b", "1K", "-e", "2K", "-n", "2", "-w", "0",
-                   "--out", str(tmp_path / "r"), "--no-report")
+    res = netbench(
+        "sweep",
+        "-p",
+        "2",
+        "-c",
+        "all_reduce",
+        "-b",
+        "1K",
+        "-e",
+        "2K",
+        "-n",
+        "2",
+        "-w",
+        "0",
+        "--out",
+        str(tmp_path / "r"),
+        "--no-report",
+    )
     lines = [ln for ln in res.stdout.splitlines() if ln and not ln.startswith("#")]
     assert len(lines) == 2
     cols = lines[0].split()
@@ -78,13 +158,16 @@ def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
     assert "large-message busbw" in res.stdout
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["-c", "all_reduse"], "unknown collective"),
-    (["-b", "12Q"], "bad size"),
-    (["--dtype", "float7"], "unknown dtype"),
-    (["-b", "1M", "-e", "1K"], "larger than"),
-    (["--op", "xor"], "unknown reduction op"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["-c", "all_reduse"], "unknown collective"),
+        (["-b", "12Q"], "bad size"),
+        (["--dtype", "float7"], "unknown dtype"),
+        (["-b", "1M", "-e", "1K"], "larger than"),
+        (["--op", "xor"], "unknown reduction op"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
     res = netbench("sweep", *args, "--out", str(tmp_path / "r"), timeout=60)
     assert res.returncode == 2
@@ -94,9 +177,36 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: s
 
 def _start(out: Path, timeout: str = "20s") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "netbench", "sweep", "-p", "3", "-c", "all_reduce", "-b", "1K", "-e", "64M",
-         "-f", "2", "-n", "20", "-w", "2", "--out", str(out), "--timeout", timeout, "--no-report"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "sweep",
+            "-p",
+            "3",
+            "-c",
+            "all_reduce",
+            "-b",
+            "1K",
+            "-e",
+            "64M",
+            "-f",
+            "2",
+            "-n",
+            "20",
+            "-w",
+            "2",
+            "--out",
+            str(out),
+            "--timeout",
+            timeout,
+            "--no-report",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _wait_rows(out: Path, n: int, proc: subprocess.Popen, limit: float = 120) -> None:
@@ -154,8 +264,9 @@ def test_hung_rank_ends_run_within_timeout(tmp_path: Path) -> None:
 
 def test_load_results_tolerates_truncated_line(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = netbench("sweep", "-p", "2", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0", "--out", str(out),
-                   "--no-report")
+    res = netbench(
+        "sweep", "-p", "2", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0", "--out", str(out), "--no-report"
+    )
     assert res.returncode == 0
     with (out / "results.jsonl").open("a") as fh:
         fh.write('{"run_id": "x", "collective": "all_red')  # a write cut short by a crash

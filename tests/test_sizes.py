@@ -5,8 +5,19 @@ import pytest
 from collectives.sizes import format_size, parse_size, size_sweep
 
 
-@pytest.mark.parametrize("text,value", [("8", 8), ("64K", 65536), ("1M", 1 << 20), ("8G", 8 << 30),
-                                         ("1m", 1 << 20), ("2KB", 2048), ("4KiB", 4096), (" 16 ", 16)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("8", 8),
+        ("64K", 65536),
+        ("1M", 1 << 20),
+        ("8G", 8 << 30),
+        ("1m", 1 << 20),
+        ("2KB", 2048),
+        ("4KiB", 4096),
+        (" 16 ", 16),
+    ],
+)
 def test_parse_size_binary_suffixes(text: str, value: int) -> None:
     assert parse_size(text) == value
 

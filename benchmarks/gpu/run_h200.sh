@@ -8,6 +8,7 @@
 # gpu1     CUDA_VISIBLE_DEVICES=0: nccl-tests and netbench, all_reduce/all_gather/reduce_scatter,
 #          8 B..8 GiB, with and without CUDA graphs (nccl-tests -G 20 / netbench --cuda-graph)
 # gpu2     both GPUs: + sendrecv, NCCL default and NCCL_ALGO=Ring; `netbench sweep` with no arguments
+# intra, dtypes: the parts of extra that one GPU can run
 # extra    --pattern intra copy matrix, a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
 # compare  benchmarks/gpu/compare.py over everything measured
 # Everything lands in $OUT/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
@@ -54,7 +55,7 @@ stage_build() {
   else ln -sf "$(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2* | head -1)" /tmp/nccl/lib/libnccl.so; fi
   ln -sf libnccl.so /tmp/nccl/lib/libnccl.so.2
   if [ -f .ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf .ntb/ntb.tgz -C $NT && echo "nccl-tests: carried build"; return; fi
-  STEP_TIMEOUT=420 step build make -C third_party/nccl-tests/src -j 24 MPI=0 NCCL_HOME=/tmp/nccl CUDA_HOME=/usr/local/cuda \
+  STEP_TIMEOUT=420 step build make -C third_party/nccl-tests/src -j "$(nproc)" MPI=0 NCCL_HOME=/tmp/nccl CUDA_HOME=/usr/local/cuda \
     BUILDDIR=$NT NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
     $NT/all_reduce_perf $NT/all_gather_perf $NT/reduce_scatter_perf $NT/sendrecv_perf
   tar czf "$OUT/ntb.tgz" -C $NT all_reduce_perf all_gather_perf reduce_scatter_perf sendrecv_perf
@@ -95,14 +96,18 @@ stage_gpu2() {
     --no-report --out "$R/nb_2gpu-ring_g0"
 }
 
-stage_extra() {
-  step intra $PY benchmarks/gpu/intra_matrix.py --out "$R/nb_intra"
-  printf 'g0 gpus=0\ng1 gpus=1\n' > /tmp/gpu-hosts.txt
-  step pairwise $NB --hosts /tmp/gpu-hosts.txt --launcher local --pattern pairwise --no-report \
-    --out "$R/nb_pairwise"
+stage_intra() { step intra $PY benchmarks/gpu/intra_matrix.py --out "$R/nb_intra"; }
+stage_dtypes() {
   for d in bfloat16 half int8; do
     step "dtype_$d" $NB -c all_reduce,reduce_scatter -d $d -b 1K -e 256M -f 16 --no-report --out "$R/nb_dtype_$d"
   done
+}
+stage_extra() {  # needs 2 GPUs or more
+  stage_intra
+  printf 'g0 gpus=0\ng1 gpus=1\n' > /tmp/gpu-hosts.txt
+  step pairwise $NB --hosts /tmp/gpu-hosts.txt --launcher local --pattern pairwise --no-report \
+    --out "$R/nb_pairwise"
+  stage_dtypes
 }
 
 stage_compare() {

@@ -39,62 +39,173 @@ one pair at those sizes, or N(N-1)/2 times with --pair-batch 1.
 Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 """,
 )
-@click.option("--collectives", "-c", "collectives", type=CsvList(_coll), default="all_reduce,all_gather",
-              show_default=True, help="Comma list: all_reduce, all_gather, reduce_scatter, broadcast, "
-              "reduce, all_to_all, sendrecv.")
-@click.option("--min-bytes", "-b", type=SIZE, default=None, help="Smallest size (K/M/G binary). "
-              "Default 8 B.")
-@click.option("--max-bytes", "-e", type=SIZE, default=None, help="Largest size. Default 64M (gloo), "
-              "8G capped by free GPU memory (NCCL).")
-@click.option("--factor", "-f", type=click.IntRange(min=2), default=2, show_default=True,
-              help="Multiply the size by this each step.")
-@click.option("--iters", "-n", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Timed iterations per size.")
-@click.option("--warmup", "-w", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Untimed warm-up iterations per size.")
-@click.option("--dtype", "-d", default="float", show_default=True,
-              help="float, half, bfloat16, double, int8, uint8, int32, int64 (or fp32, bf16, fp16).")
+@click.option(
+    "--collectives",
+    "-c",
+    "collectives",
+    type=CsvList(_coll),
+    default="all_reduce,all_gather",
+    show_default=True,
+    help="Comma list: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv.",
+)
+@click.option("--min-bytes", "-b", type=SIZE, default=None, help="Smallest size (K/M/G binary). Default 8 B.")
+@click.option(
+    "--max-bytes",
+    "-e",
+    type=SIZE,
+    default=None,
+    help="Largest size. Default 64M (gloo), 8G capped by free GPU memory (NCCL).",
+)
+@click.option(
+    "--factor",
+    "-f",
+    type=click.IntRange(min=2),
+    default=2,
+    show_default=True,
+    help="Multiply the size by this each step.",
+)
+@click.option(
+    "--iters",
+    "-n",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Timed iterations per size.",
+)
+@click.option(
+    "--warmup",
+    "-w",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Untimed warm-up iterations per size.",
+)
+@click.option(
+    "--dtype",
+    "-d",
+    default="float",
+    show_default=True,
+    help="float, half, bfloat16, double, int8, uint8, int32, int64 (or fp32, bf16, fp16).",
+)
 @click.option("--op", "-o", default="sum", show_default=True, help="Reduction: sum, prod, max, min, avg.")
-@click.option("--check/--no-check", default=True, show_default=True,
-              help="Untimed pass that counts wrong result elements.")
-@click.option("--in-place", "in_place", type=click.Choice(["both", "out", "in"]), default="both",
-              show_default=True, help="Out-of-place, in-place, or both.")
-@click.option("--root", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Root rank of broadcast and reduce.")
-@click.option("--procs", "-p", type=click.IntRange(min=1), default=None,
-              help="CPU ranks on this machine when there is no GPU (default 2-4 by core count).")
-@click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None,
-              help="Force a backend (default: nccl when CUDA GPUs are visible, else gloo).")
+@click.option(
+    "--check/--no-check",
+    default=True,
+    show_default=True,
+    help="Untimed pass that counts wrong result elements.",
+)
+@click.option(
+    "--in-place",
+    "in_place",
+    type=click.Choice(["both", "out", "in"]),
+    default="both",
+    show_default=True,
+    help="Out-of-place, in-place, or both.",
+)
+@click.option(
+    "--root",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Root rank of broadcast and reduce.",
+)
+@click.option(
+    "--procs",
+    "-p",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPU ranks on this machine when there is no GPU (default 2-4 by core count).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["gloo", "nccl"]),
+    default=None,
+    help="Force a backend (default: nccl when CUDA GPUs are visible, else gloo).",
+)
 @click.option("--cuda-graph", is_flag=True, help="Capture the timed loop in a CUDA graph (nccl-tests -G).")
-@click.option("--timeout", "timeout_s", type=DURATION, default="60s", show_default=True,
-              help="A collective (or rank) silent this long has failed.")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Run directory (default netbench-runs/<UTC time>-<id>).")
-@click.option("--report/--no-report", default=True, show_default=True,
-              help="Write findings.json and report.html at the end.")
-@click.option("--hosts", "hosts_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Hosts file: run on every host over SSH (pairs, ring).")
-@click.option("--pattern", "patterns", multiple=True, type=click.Choice(["ring", "pairwise", "intra"]),
-              help="With --hosts (repeatable; default ring + pairwise).")
-@click.option("--pair-batch", type=click.IntRange(min=1), default=None,
-              help="At most K pairs at once (default: whole rounds of disjoint pairs).")
-@click.option("--pair-sizes", type=CsvList(_size), default=None,
-              help="Sizes for pairs (default 1M,4M,16M gloo; 64M,256M,1G NCCL).")
-@click.option("--pair-collectives", type=CsvList(_coll), default=None,
-              help="Collectives for pairs (default: --collectives).")
-@click.option("--procs-per-host", type=click.IntRange(min=1), default=1, show_default=True,
-              help="CPU ranks per host with gloo (NCCL: one rank per GPU).")
-@click.option("--python", default=None, help="Python on the hosts (default: a host's python= label, "
-              "else python3).")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=DURATION,
+    default="60s",
+    show_default=True,
+    help="A collective (or rank) silent this long has failed.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Run directory (default netbench-runs/<UTC time>-<id>).",
+)
+@click.option(
+    "--report/--no-report",
+    default=True,
+    show_default=True,
+    help="Write findings.json and report.html at the end.",
+)
+@click.option(
+    "--hosts",
+    "hosts_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Hosts file: run on every host over SSH (pairs, ring).",
+)
+@click.option(
+    "--pattern",
+    "patterns",
+    multiple=True,
+    type=click.Choice(["ring", "pairwise", "intra"]),
+    help="With --hosts (repeatable; default ring + pairwise).",
+)
+@click.option(
+    "--pair-batch",
+    type=click.IntRange(min=1),
+    default=None,
+    help="At most K pairs at once (default: whole rounds of disjoint pairs).",
+)
+@click.option(
+    "--pair-sizes",
+    type=CsvList(_size),
+    default=None,
+    help="Sizes for pairs (default 1M,4M,16M gloo; 64M,256M,1G NCCL).",
+)
+@click.option(
+    "--pair-collectives",
+    type=CsvList(_coll),
+    default=None,
+    help="Collectives for pairs (default: --collectives).",
+)
+@click.option(
+    "--procs-per-host",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="CPU ranks per host with gloo (NCCL: one rank per GPU).",
+)
+@click.option(
+    "--python", default=None, help="Python on the hosts (default: a host's python= label, else python3)."
+)
 @click.option("--ssh-config", type=click.Path(dir_okay=False), default=None, help="ssh_config to use.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
-@click.option("--topology", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Slurm topology.conf: which leaf switch each host hangs off (else switch= labels).")
-@click.option("--launcher", type=click.Choice(["ssh", "local"]), default="ssh", show_default=True,
-              help="With --hosts: ssh, or local (each host of the file runs on this machine, e.g. a "
-              "GPU subset given by its gpus= label).")
-@click.option("--advertise", default=None, help="Address the hosts use to reach this machine "
-              "(default: the one routing to the first host).")
+@click.option(
+    "--topology",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Slurm topology.conf: which leaf switch each host hangs off (else switch= labels).",
+)
+@click.option(
+    "--launcher",
+    type=click.Choice(["ssh", "local"]),
+    default="ssh",
+    show_default=True,
+    help="With --hosts: ssh, or local (each host of the file runs on this machine, e.g. a "
+    "GPU subset given by its gpus= label).",
+)
+@click.option(
+    "--advertise",
+    default=None,
+    help="Address the hosts use to reach this machine (default: the one routing to the first host).",
+)
 def command(**kw: object) -> None:
     """Sweep collectives over message sizes and print nccl-tests' table.
 
@@ -113,8 +224,20 @@ def command(**kw: object) -> None:
             finish_report(rundir, click.echo, topology=copts.topology)
         failed = [r for r in rundir.read_rows() if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
         raise SystemExit(1 if failed or outcome.faults or outcome.down_hosts else 0)
-    for key in ("hosts_file", "patterns", "pair_batch", "pair_sizes", "pair_collectives", "procs_per_host",
-                "python", "ssh_config", "accept_new_host_keys", "advertise", "launcher", "topology"):
+    for key in (
+        "hosts_file",
+        "patterns",
+        "pair_batch",
+        "pair_sizes",
+        "pair_collectives",
+        "procs_per_host",
+        "python",
+        "ssh_config",
+        "accept_new_host_keys",
+        "advertise",
+        "launcher",
+        "topology",
+    ):
         kw.pop(key)
     opts = SweepOptions(**kw)  # type: ignore[arg-type]
     rundir, outcome = run_local(opts, echo=click.echo)

@@ -30,15 +30,23 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
 @click.option("--op", "-o", default="sum", show_default=True)
 @click.option("--check/--no-check", default=True, show_default=True)
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None)
-@click.option("--pattern", "patterns", multiple=True, type=click.Choice(["world", "ring", "pairwise", "intra"]),
-              help="world (default): all ranks; ring/pairwise/intra as in sweep --hosts.")
+@click.option(
+    "--pattern",
+    "patterns",
+    multiple=True,
+    type=click.Choice(["world", "ring", "pairwise", "intra"]),
+    help="world (default): all ranks; ring/pairwise/intra as in sweep --hosts.",
+)
 @click.option("--pair-sizes", type=CsvList(_size), default=None)
 @click.option("--pair-batch", type=click.IntRange(min=1), default=None)
 @click.option("--timeout", "timeout_s", type=DURATION, default="60s", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), default=None)
 @click.option("--report/--no-report", default=True, show_default=True)
 def command(patterns: tuple[str, ...], **kw: object) -> None:
-    """One rank of a sweep; the launcher's environment says which (RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID)."""
+    """One rank of a sweep; the launcher's environment says which one.
+
+    torchrun: RANK/WORLD_SIZE/MASTER_ADDR; mpirun: OMPI_COMM_WORLD_RANK; srun: SLURM_PROCID.
+    """
     from netbench.external_run import WorkerOptions, run_worker
 
     pats = list(patterns) or ["world"]

@@ -38,8 +38,14 @@ def detect() -> RankEnv:
     e = os.environ
     port = int(e["MASTER_PORT"]) if e.get("MASTER_PORT", "").isdigit() else None
     if "RANK" in e and "WORLD_SIZE" in e and ("TORCHELASTIC_RUN_ID" in e or "MASTER_ADDR" in e):
-        return RankEnv(int(e["RANK"]), int(e["WORLD_SIZE"]), int(e.get("LOCAL_RANK", 0)), "torchrun",
-                       e.get("MASTER_ADDR"), port)
+        return RankEnv(
+            int(e["RANK"]),
+            int(e["WORLD_SIZE"]),
+            int(e.get("LOCAL_RANK", 0)),
+            "torchrun",
+            e.get("MASTER_ADDR"),
+            port,
+        )
     if "OMPI_COMM_WORLD_RANK" in e or ("SLURM_PROCID" not in e and ("PMI_RANK" in e or "PMIX_RANK" in e)):
         rank = int(e.get("OMPI_COMM_WORLD_RANK") or e.get("PMI_RANK") or e["PMIX_RANK"])
         world = int(e.get("OMPI_COMM_WORLD_SIZE") or e.get("PMI_SIZE") or 0)
@@ -53,10 +59,18 @@ def detect() -> RankEnv:
             addr = expand_hostlist(e["SLURM_JOB_NODELIST"])[0]
         if port is None:
             port = 20000 + int(e.get("SLURM_JOB_ID", "0")) % 20000
-        return RankEnv(int(e["SLURM_PROCID"]), int(e["SLURM_NTASKS"]), int(e.get("SLURM_LOCALID", 0)),
-                       "slurm", addr, port)
-    raise UsageError("netbench worker: no launcher environment found (expected torchrun's RANK/WORLD_SIZE, "
-                     "mpirun's OMPI_COMM_WORLD_RANK or srun's SLURM_PROCID)")
+        return RankEnv(
+            int(e["SLURM_PROCID"]),
+            int(e["SLURM_NTASKS"]),
+            int(e.get("SLURM_LOCALID", 0)),
+            "slurm",
+            addr,
+            port,
+        )
+    raise UsageError(
+        "netbench worker: no launcher environment found (expected torchrun's RANK/WORLD_SIZE, "
+        "mpirun's OMPI_COMM_WORLD_RANK or srun's SLURM_PROCID)"
+    )
 
 
 def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
@@ -67,8 +81,6 @@ def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
 
     import torch.distributed as dist
 
-    from collectives.rank import STORE_WAIT
-
     if env.source == "mpi":
         from mpi4py import MPI
 
@@ -77,8 +89,9 @@ def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
         server = None
         info = None
         if env.rank == 0:
-            server = dist.TCPStore("0.0.0.0", 0, is_master=True, wait_for_workers=False,
-                                   timeout=_dt.timedelta(seconds=60))
+            server = dist.TCPStore(
+                "0.0.0.0", 0, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=60)
+            )
             info = (_my_address(), server.port)
         addr, port = comm.bcast(info, root=0)
     elif env.source == "torchrun":
@@ -89,8 +102,9 @@ def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
         addr, port = env.master_addr or "127.0.0.1", int(env.master_port or 0)
         server = None
         if env.rank == 0:
-            server = dist.TCPStore("0.0.0.0", port, is_master=True, wait_for_workers=False,
-                                   timeout=_dt.timedelta(seconds=60))
+            server = dist.TCPStore(
+                "0.0.0.0", port, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=60)
+            )
     return client(addr, port), addr, port, server
 
 

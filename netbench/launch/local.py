@@ -52,12 +52,27 @@ class LocalLauncher:
         return "127.0.0.1", "127.0.0.1"
 
     def start(self, slot: HostSlot, store_addr: str, store_port: int) -> LocalAgent:
-        cmd = [self.python, "-m", "netbench.worker", "agent", "--store-addr", store_addr,
-               "--store-port", str(store_port), "--host", slot.host, "--rank-base", str(slot.rank_base),
-               "--nprocs", str(slot.nprocs), "--watch-stdin"]
+        cmd = [
+            self.python,
+            "-m",
+            "netbench.worker",
+            "agent",
+            "--store-addr",
+            store_addr,
+            "--store-port",
+            str(store_port),
+            "--host",
+            slot.host,
+            "--rank-base",
+            str(slot.rank_base),
+            "--nprocs",
+            str(slot.nprocs),
+            "--watch-stdin",
+        ]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if slot.labels.get("gpus"):  # a "host" that is a subset of this machine's GPUs
             env["CUDA_VISIBLE_DEVICES"] = slot.labels["gpus"]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True
+        )
         return LocalAgent(slot.host, proc)

@@ -43,8 +43,9 @@ class SSHAgent:
 class SSHLauncher:
     name = "ssh"
 
-    def __init__(self, entries: dict[str, Any], ssh_opts: Any, python: str | None = None,
-                 advertise: str | None = None):
+    def __init__(
+        self, entries: dict[str, Any], ssh_opts: Any, python: str | None = None, advertise: str | None = None
+    ):
         self.entries = entries
         self.ssh_opts = ssh_opts
         self.python = python
@@ -72,9 +73,22 @@ class SSHLauncher:
         from netbench.ssh import connect_entry
 
         conn = connect_entry(self.entries[slot.host], self.ssh_opts)
-        argv = [self.python_for(slot.host), "-m", "netbench.worker", "agent", "--store-addr", store_addr,
-                "--store-port", str(store_port), "--host", slot.host, "--rank-base", str(slot.rank_base),
-                "--nprocs", str(slot.nprocs)]
+        argv = [
+            self.python_for(slot.host),
+            "-m",
+            "netbench.worker",
+            "agent",
+            "--store-addr",
+            store_addr,
+            "--store-port",
+            str(store_port),
+            "--host",
+            slot.host,
+            "--rank-base",
+            str(slot.rank_base),
+            "--nprocs",
+            str(slot.nprocs),
+        ]
         env = {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
         env["PYTHONUNBUFFERED"] = "1"
         try:
