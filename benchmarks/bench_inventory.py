@@ -56,8 +56,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--machine-rc", action="store_true",
-                    help="keep this machine's /root/.bashrc on the test hosts (pyenv init: ~200 ms/command)")
+    ap.add_argument(
+        "--machine-rc",
+        action="store_true",
+        help="keep this machine's /root/.bashrc on the test hosts (pyenv init: ~200 ms/command)",
+    )
     args = ap.parse_args()
     reason = netns_unavailable()
     if reason:

@@ -28,10 +28,15 @@ def generate(nodes: int, leaves: int, out: Path) -> dict:
 
     hosts = host_names(nodes)
     slow_nodes, slow_links = plant_faults(hosts, 4, 8, seed=1)
-    fleet = make_fleet(nodes, leaves, pair_sizes=(1 << 30,), slow_nodes=slow_nodes, slow_links=slow_links,
-                       noise=0.05, seed=1)
+    fleet = make_fleet(
+        nodes, leaves, pair_sizes=(1 << 30,), slow_nodes=slow_nodes, slow_links=slow_links, noise=0.05, seed=1
+    )
     write_run_dir(fleet, out)
-    truth = {"nodes": sorted(slow_nodes), "links": sorted("|".join(k) for k in slow_links), "rows": len(fleet.rows)}
+    truth = {
+        "nodes": sorted(slow_nodes),
+        "links": sorted("|".join(k) for k in slow_links),
+        "rows": len(fleet.rows),
+    }
     (out / "truth.json").write_text(json.dumps(truth))
     return truth
 
@@ -51,9 +56,16 @@ def timed(run: Path) -> dict:
         (run / "findings.json").write_text(json.dumps(findings_doc(findings, ctx), default=str))
         (run / "report.html").write_text(render_html(ctx, findings), encoding="utf-8")
         t3 = time.perf_counter()
-    return {"load": t1 - t0, "analysis": t2 - t1, "html": t3 - t2, "findings": len(findings),
-            "slow_nodes": sorted(f.subject for f in findings if f.rule == "slow_node"),
-            "slow_links": sorted("|".join(sorted(f.subject.split("|"))) for f in findings if f.rule == "slow_pair")}
+    return {
+        "load": t1 - t0,
+        "analysis": t2 - t1,
+        "html": t3 - t2,
+        "findings": len(findings),
+        "slow_nodes": sorted(f.subject for f in findings if f.rule == "slow_node"),
+        "slow_links": sorted(
+            "|".join(sorted(f.subject.split("|"))) for f in findings if f.rule == "slow_pair"
+        ),
+    }
 
 
 def main() -> None:
@@ -74,22 +86,34 @@ def main() -> None:
         truth = generate(args.nodes, args.leaves, run)
         print(f"generated {truth['rows']} rows in {time.perf_counter() - t:.0f} s")
     print(f"results.jsonl: {(run / 'results.jsonl').stat().st_size / 1e6:.0f} MB, {truth['rows']} rows")
-    out = subprocess.run([sys.executable, __file__, "--timed", str(run)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--timed", str(run)], capture_output=True, text=True, check=True
+    )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     size = os.path.getsize(run / "report.html")
     t = time.perf_counter()
-    cli = subprocess.run([sys.executable, "-m", "netbench", "report", str(run), "--format", "json"],
-                         capture_output=True, text=True)
+    cli = subprocess.run(
+        [sys.executable, "-m", "netbench", "report", str(run), "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
     t_cli = time.perf_counter() - t
     total = r["load"] + r["analysis"] + r["html"]
     print("| nodes | pairs | rows | load s | analysis s | html s | total s | CLI end-to-end s | report MB |")
     print("|---|---|---|---|---|---|---|---|---|")
-    print(f"| {args.nodes} | {args.nodes * (args.nodes - 1) // 2} | {truth['rows']} | {r['load']:.1f} | "
-          f"{r['analysis']:.1f} | {r['html']:.1f} | {total:.1f} | {t_cli:.1f} (exit {cli.returncode}) | "
-          f"{size / 1e6:.1f} |")
-    print(f"planted faults found exactly: nodes {r['slow_nodes'] == truth['nodes']}, "
-          f"links {r['slow_links'] == truth['links']}; {r['findings']} findings")
-    print(f"goal <= 30 s: {'met' if t_cli <= 30 else 'MISSED'}; goal <= 25 MB: {'met' if size <= 25e6 else 'MISSED'}")
+    print(
+        f"| {args.nodes} | {args.nodes * (args.nodes - 1) // 2} | {truth['rows']} | {r['load']:.1f} | "
+        f"{r['analysis']:.1f} | {r['html']:.1f} | {total:.1f} | {t_cli:.1f} (exit {cli.returncode}) | "
+        f"{size / 1e6:.1f} |"
+    )
+    print(
+        f"planted faults found exactly: nodes {r['slow_nodes'] == truth['nodes']}, "
+        f"links {r['slow_links'] == truth['links']}; {r['findings']} findings"
+    )
+    print(
+        f"goal <= 30 s: {'met' if t_cli <= 30 else 'MISSED'}; goal <= 25 MB: "
+        f"{'met' if size <= 25e6 else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

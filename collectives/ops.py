@@ -18,7 +18,7 @@ so products never overflow.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -51,6 +51,9 @@ class Call:
     size: int
     op: object | None  # torch ReduceOp
     root: int
+    # options objects built on first use and reused by every iteration of the point (building one is
+    # a few pybind calls: microseconds that would otherwise land in the timed loop of small messages)
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _fill(rank: torch.Tensor | int, idx: torch.Tensor, n: int, op: str | None) -> torch.Tensor:
@@ -99,11 +102,14 @@ def _layout_alltoall(nbytes: int, esize: int, n: int) -> Layout:
 
 
 # --- calls ----------------------------------------------------------------------------------------
-def _opts(cls_name: str, tensor: torch.Tensor, **fields: object) -> object:
+def _opts(c: Call, cls_name: str, tensor: torch.Tensor, **fields: object) -> object:
     """Options for a backend call. On a GPU ``asyncOp=False``: ProcessGroupNCCL then launches on the
     caller's current stream, back to back like nccl-tests, instead of on its own stream fenced by two
     cross-stream event waits per operation (extra latency, and extra nodes in a captured graph).
     Gloo keeps its defaults, so CPU behaviour is unchanged."""
+    opts = c.cache.get(cls_name)
+    if opts is not None:
+        return opts
     import torch.distributed as dist
 
     cls = getattr(dist, cls_name, None) or getattr(torch._C._distributed_c10d, cls_name)
@@ -112,35 +118,37 @@ def _opts(cls_name: str, tensor: torch.Tensor, **fields: object) -> object:
         setattr(opts, key, value)
     if tensor.is_cuda and hasattr(opts, "asyncOp"):
         opts.asyncOp = False
+    c.cache[cls_name] = opts
     return opts
 
 
 def _all_reduce(c: Call, b: Buffers) -> list[Work]:
     # torch.distributed has no out-of-place all_reduce: it reduces ``recv`` in place. The harness
     # copies send -> recv before the (untimed) check; timed iterations reduce recv again and again.
-    return [c.pg.allreduce([b.recv], _opts("AllreduceOptions", b.recv, reduceOp=c.op))]
+    return [c.pg.allreduce([b.recv], _opts(c, "AllreduceOptions", b.recv, reduceOp=c.op))]
 
 
 def _all_gather(c: Call, b: Buffers) -> list[Work]:
-    return [c.pg._allgather_base(b.recv, b.send, _opts("AllgatherOptions", b.recv))]
+    return [c.pg._allgather_base(b.recv, b.send, _opts(c, "AllgatherOptions", b.recv))]
 
 
 def _reduce_scatter(c: Call, b: Buffers) -> list[Work]:
-    return [c.pg._reduce_scatter_base(b.recv, b.send, _opts("ReduceScatterOptions", b.recv, reduceOp=c.op))]
+    opts = _opts(c, "ReduceScatterOptions", b.recv, reduceOp=c.op)
+    return [c.pg._reduce_scatter_base(b.recv, b.send, opts)]
 
 
 def _broadcast(c: Call, b: Buffers) -> list[Work]:
-    return [c.pg.broadcast([b.recv], _opts("BroadcastOptions", b.recv, rootRank=c.root, rootTensor=0))]
+    return [c.pg.broadcast([b.recv], _opts(c, "BroadcastOptions", b.recv, rootRank=c.root, rootTensor=0))]
 
 
 def _reduce(c: Call, b: Buffers) -> list[Work]:
     return [
-        c.pg.reduce([b.recv], _opts("ReduceOptions", b.recv, reduceOp=c.op, rootRank=c.root, rootTensor=0))
+        c.pg.reduce([b.recv], _opts(c, "ReduceOptions", b.recv, reduceOp=c.op, rootRank=c.root, rootTensor=0))
     ]
 
 
 def _all_to_all(c: Call, b: Buffers) -> list[Work]:
-    return [c.pg.alltoall_base(b.recv, b.send, [], [], _opts("AllToAllOptions", b.recv))]
+    return [c.pg.alltoall_base(b.recv, b.send, [], [], _opts(c, "AllToAllOptions", b.recv))]
 
 
 def _sendrecv(c: Call, b: Buffers) -> list[Work]:
@@ -210,6 +218,8 @@ class Collective:
     in_place_view: str = "same"  # same | send_is_recv_chunk | recv_is_send_chunk
     # True when the call works in place on ``recv``, so out-of-place must start from a copy of send
     seeds_recv: bool = False
+    # True when the result is one chunk per rank (expected values restart at every chunk boundary)
+    segmented: bool = False
 
     def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
         if not in_place:
@@ -252,6 +262,7 @@ COLLECTIVES: dict[str, Collective] = {
             _all_gather,
             _exp_all_gather,
             in_place_view="send_is_recv_chunk",
+            segmented=True,
         ),
         Collective(
             "reduce_scatter",
@@ -270,7 +281,15 @@ COLLECTIVES: dict[str, Collective] = {
             "reduce", _layout_plain, _one, _reduce, _exp_reduce, reduces=True, rooted=True, out_of_place=False
         ),
         # NCCL has no in-place all-to-all (and torch's all_to_all_single needs two buffers).
-        Collective("all_to_all", _layout_alltoall, _share, _all_to_all, _exp_all_to_all, in_place=False),
+        Collective(
+            "all_to_all",
+            _layout_alltoall,
+            _share,
+            _all_to_all,
+            _exp_all_to_all,
+            in_place=False,
+            segmented=True,
+        ),
         Collective("sendrecv", _layout_plain, _one, _sendrecv, _exp_sendrecv, in_place=False),
     ]
 }

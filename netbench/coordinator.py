@@ -47,6 +47,7 @@ class Outcome:
     env: dict[str, dict[str, Any]] = field(default_factory=dict)
     down_hosts: set[str] = field(default_factory=set)
     startup_s: float | None = None  # launch until every rank joined (imports, rendezvous)
+    phases: list[dict[str, Any]] = field(default_factory=list)  # name, groups, seconds of each phase
 
 
 def count_points(phase: Phase, group: GroupSpec) -> int:
@@ -204,7 +205,16 @@ class Coordinator:
                 if self.before_phase is not None and not self.before_phase(phase):
                     store.set(f"go/{phase.index}", "[]")
                     continue
+                t_phase = time.monotonic()
                 self._run_phase(phase, store, state)
+                self.outcome.phases.append(
+                    {
+                        "index": phase.index,
+                        "name": phase.name,
+                        "groups": len(phase.groups),
+                        "seconds": round(time.monotonic() - t_phase, 4),
+                    }
+                )
             if self.fail_fast and self.outcome.faults:
                 self.outcome.status = "failed"
             state["finishing"] = True

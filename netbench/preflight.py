@@ -220,7 +220,8 @@ def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
         raise PreflightError(str(exc)) from None
     dup = [h for h, n in Counter(e.name for e in entries).items() if n > 1]
     if dup:
-        raise PreflightError(f"{opts.hosts_file}: host {dup[0]} appears twice")
+        raise PreflightError(f"{opts.hosts_file}: host {dup[0]} appears twice (preflight measures whole nodes: "
+                             "no gpus= splits)")
     # A node preflight could not reach cannot be vouched for: a failure unless the policy says otherwise.
     policy.severity.setdefault("node_unreachable", "fail")
     return entries, policy, baseline
@@ -355,25 +356,28 @@ def measure(setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring:
 
 def plan_escalation(suspects: list[str], links: list[Pair], good: list[str], tested: set[frozenset],
                     switches: dict[str, str], phases: int) -> list[list[Pair]]:
-    """Perfect matchings for the re-tests: each suspect with a known-good partner per phase (same
-    switch first, a partner it has not met first), suspect links re-run in the first phase, and the
-    other good nodes paired among themselves as the phase's controls."""
+    """Perfect matchings for the re-tests: each suspect node with a known-good partner per phase (same
+    switch first, a partner it has not met first), each suspect link re-run once (in the first phase
+    where both its nodes are free), and the other good nodes paired among themselves as the phase's
+    controls. At least as many phases as it takes to re-run every link."""
     out: list[list[Pair]] = []
     tested = set(tested)
     bad = set(suspects)
+    pending = [p for p in links if not set(p) & bad]
 
     def pick(a: str, pool: list[str]) -> str:
         return min(pool, key=lambda g: (switches.get(g) != switches.get(a), frozenset((a, g)) in tested,
                                         pool.index(g)))
 
-    for k in range(phases):
+    while len(out) < phases or pending:
         busy: set[str] = set()
         pairs: list[Pair] = []
-        for a, b in links if k == 0 else []:
-            if not {a, b} & (busy | bad):
+        for a, b in list(pending):
+            if not {a, b} & busy:
                 pairs.append((a, b))
                 busy |= {a, b}
-        for s in suspects:
+                pending.remove((a, b))
+        for s in suspects if len(out) < phases else []:
             free = [g for g in good if g not in busy]
             if free:
                 g = pick(s, free)
@@ -390,9 +394,9 @@ def plan_escalation(suspects: list[str], links: list[Pair], good: list[str], tes
     return out
 
 
-def judge(rows: list[dict[str, Any]], first_round: int, suspects: list[str], links: list[Pair],
+def judge(rows: list[dict[str, Any]], rounds: range, suspects: list[str], links: list[Pair],
           switches: dict[str, str], thresholds: Any, noise_sigma: float = 0.0) -> dict[str, Retest]:
-    """Verdicts from the escalation rows (rounds >= ``first_round``) at the largest size measured.
+    """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
     Each re-test pair's busbw is divided by its phase's reference: the median of that phase's control
     pairs (good-good) of the same hop class, else of any class, else the quick pass's good pairs.
@@ -414,7 +418,7 @@ def judge(rows: list[dict[str, Any]], first_round: int, suspects: list[str], lin
                                                       for p in links}
     ok = [r for r in rows if r.get("pattern") == "pair" and r.get("status") == "ok"
           and (r.get("busbw_GBps") or 0) > 0 and len(r.get("hosts") or []) == 2]
-    esc = [r for r in ok if (r.get("round") or 0) >= first_round]
+    esc = [r for r in ok if r.get("round") in rounds]
     if not esc:
         for r in out.values():
             r.reason = "no re-test was measured"
@@ -427,7 +431,7 @@ def judge(rows: list[dict[str, Any]], first_round: int, suspects: list[str], lin
     refs: dict[Any, list[float]] = defaultdict(list)
     for r in ok:
         if r["bytes"] == top and is_control(r["hosts"]):
-            rnd = r["round"] if r["round"] >= first_round else "quick"
+            rnd = r["round"] if r["round"] in rounds else "quick" if (r["round"] or 0) < rounds.start else None
             refs[(rnd, hop_class(*r["hosts"], switches))].append(r["busbw_GBps"])
             refs[(rnd, None)].append(r["busbw_GBps"])
 
@@ -514,23 +518,69 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def find_suspects(findings: list[Any], exclude: set[str], done: set[str]) -> tuple[list[str], list[Pair]]:
+    """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects)."""
+    nodes = sorted({f.subject for f in findings if f.rule == "slow_node"} - exclude - done)
+    links = sorted({tuple(sorted(f.hosts)) for f in findings if f.rule == "slow_pair" and len(f.hosts) == 2
+                    and not set(f.hosts) & (exclude | set(nodes)) and "|".join(sorted(f.hosts)) not in done})
+    return nodes, links  # type: ignore[return-value]
+
+
+def stage_escalation(setup: _Setup, ctx: Any, live: list[str], exclude: set[str], suspects: list[str],
+                     links: list[Pair], tested: set[frozenset], first_round: int, phase_s: float,
+                     startup_s: float, budget: Budget, thresholds: Any) -> tuple[dict[str, Retest], dict[str, Any]]:
+    """One launch re-testing the suspects against known-good partners, phase by phase within the budget."""
+    m = ctx.pair_model
+    effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
+    good = sorted((h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0))
+    plan = [p for p in plan_escalation(suspects, links, good, tested, ctx.switches,
+                                       setup.opts.confirm if suspects else 0) if p]
+    info: dict[str, Any] = {"suspects": suspects + ["|".join(p) for p in links], "phases_planned": len(plan),
+                            "phases_run": 0, "skipped": None}
+    if not plan or not any(set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph):
+        info["skipped"] = "no known-good partner to re-test against"
+        return {}, info
+    if not budget.fits(startup_s + phase_s):
+        info["skipped"] = (f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
+                           f"{max(budget.left(), 0):.0f} s left")
+        return {}, info
+    gate = PhaseGate(budget, prior_s=phase_s)
+    setup.echo(f"# escalation: up to {len(plan)} phase(s) re-testing {', '.join(info['suspects'])} "
+               "against known-good partners")
+    rounds = range(first_round, first_round + len(plan))
+    t0 = budget.elapsed()
+    outcome = measure(setup, [(f"re-test {k + 1}/{len(plan)}", rounds[k], p) for k, p in enumerate(plan)], [],
+                      gate)
+    info.update(phases_run=len(gate.started), phase_s=[round(d, 3) for d in gate.durations()],
+                startup_s=outcome.startup_s, launch_s=round(budget.elapsed() - t0, 3),
+                rounds=[rounds.start, rounds.stop - 1], skipped="budget" if gate.skipped else None)
+    retests = judge(setup.rundir.read_rows(), rounds, suspects, links, ctx.switches, thresholds,
+                    m.sigma if m is not None else 0.0)
+    for rt in retests.values():
+        setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
+    return retests, info
+
+
 def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
-                  clock: Callable[[], float] = time.monotonic) -> PreflightResult:
-    """Inventory, quick pass, suspects, escalation, report: see the module docstring."""
+                  clock: Callable[[], float] = time.monotonic, max_escalations: int = 3) -> PreflightResult:
+    """Inventory, quick pass, suspects, escalation, report: see the module docstring.
+
+    Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
+    measured names suspects not re-tested yet and the budget allows."""
     from netbench import __version__
     from netbench.cluster import host_switches
     from netbench.rundir import RunDir, utc_now
     from netbench.ssh import SSHOptions
+    from reports.export.json_out import verdict
     from reports.findings import worst
 
     budget = Budget(opts.budget_s, clock=clock)
     stages: dict[str, float] = {}
-    info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": stages, "suspects": [], "retests": {},
-                            "escalation": {"phases_planned": 0, "phases_run": 0, "skipped": None}}
+    info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": stages, "escalations": [], "retests": {}}
 
     def mark(name: str, since: float) -> float:
         now = budget.elapsed()
-        stages[name] = round(now - since, 3)
+        stages[name] = round(stages.get(name, 0.0) + now - since, 3)
         return now
 
     entries, policy, baseline = load_inputs(opts)
@@ -551,11 +601,11 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
     # 1. inventory and policy
     nodes = stage_inventory(entries, opts, ssh_opts, rundir, budget, echo)
     _, inv_findings = analyse(rundir, policy, topology)
-    excluded, _ = drain_and_check(inv_findings, len(entries))
-    live = [h for h in by_name if nodes[h].ok and h not in excluded]
+    failing, _ = drain_and_check(inv_findings, len(entries))
+    live = [h for h in by_name if nodes[h].ok and h not in failing]
     t = mark("inventory", 0.0)
     echo(f"# inventory: {sum(n.ok for n in nodes.values())} of {len(nodes)} reachable in {t:.1f} s; "
-         + (f"failing before any traffic: {', '.join(excluded)}" if excluded else "no node fails it"))
+         + (f"failing before any traffic: {', '.join(failing)}" if failing else "no node fails it"))
     stop = opts.fail_fast and worst(inv_findings) == "fail"
     if stop:
         echo("# --fail-fast: the inventory already fails; nothing measured")
@@ -565,73 +615,58 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
     retests: dict[str, Retest] = {}
     default_reason = "not a suspect after the quick pass"
     if not stop and len(live) >= 2:
+        # 2. quick pass
         if budget.left() < MIN_QUICK_PASS_S:
             raise PreflightError(
                 f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
-                f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more (try --budget "
-                f"{int(t + 4 * MIN_QUICK_PASS_S + budget.reserve_s)}s); run directory {rundir.path}")
+                f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}")
         setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo)
         rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners)
         gate = PhaseGate(budget)
-        echo(f"# quick pass: {len(rounds)} round(s) of pairs + the ring over {len(live)} node(s), "
-             f"{setup.backend}, {opts.collective} at {', '.join(_size(s) for s in setup.spec.sizes)}")
+        echo(f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
+             f"{len(live)} node(s), {setup.backend}, {opts.collective} at "
+             + ", ".join(_size(s) for s in setup.spec.sizes))
         quick = measure(setup, [(f"pairs {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)],
                         live if opts.ring else [], gate)
         t = mark("quick_pass", t)
-        pair_phase_s = [round(d, 3) for d in gate.durations()[:len(rounds)]]
-        info.update(startup_s=quick.startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()],
+        startup_s = quick.startup_s or 0.0
+        phase_s = max(gate.durations()[:len(rounds)] or [gate.estimate()])
+        info.update(startup_s=startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()],
                     rounds=len(rounds))
         if gate.skipped:
             rundir.write_run(status="budget", ended=utc_now())
             raise PreflightError(
-                f"budget {opts.budget_s:g} s is too small for the quick pass: {len(gate.skipped)} of its phases "
-                f"did not fit (start-up {quick.startup_s or 0:.1f} s, {gate.estimate():.1f} s per phase); "
-                f"the rows measured so far are in {rundir.path}")
+                f"budget {opts.budget_s:g} s is too small for the quick pass: {len(gate.skipped)} of its "
+                f"phases did not fit (start-up {startup_s:.1f} s, {gate.estimate():.1f} s a phase); what was "
+                f"measured is in {rundir.path}")
 
-        # 3. suspects
-        ctx, quick_findings = analyse(rundir, policy, topology)
-        down = set(quick.down_hosts)
-        suspects = sorted({f.subject for f in quick_findings if f.rule == "slow_node"} - down)
-        links = sorted({tuple(sorted(f.hosts)) for f in quick_findings if f.rule == "slow_pair"
-                        and not set(f.hosts) & (down | set(suspects))})
-        t = mark("suspects", t)
-        info["suspects"] = suspects + ["|".join(p) for p in links]
-        echo(f"# suspects after the quick pass: {', '.join(info['suspects']) or 'none'}")
-
-        # 4. escalation
-        if suspects or links:
-            m = ctx.pair_model
-            effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
-            good = sorted((h for h in live if h not in suspects and h not in down),
-                          key=lambda h: -effect.get(h, 0.0))
-            tested = {frozenset(p) for rnd in rounds for p in rnd}
-            plan = plan_escalation(suspects, links, good, tested, ctx.switches, max(opts.confirm, 1 if links else 0))
-            plan = [p for p in plan if p]
-            phase_s = max(pair_phase_s or [gate.estimate()])
-            info["escalation"]["phases_planned"] = len(plan)
-            if not plan:
-                default_reason = "no known-good partner to re-test against"
-            elif not budget.fits((quick.startup_s or 0.0) + phase_s):
-                info["escalation"]["skipped"] = "budget"
-                default_reason = (f"no time left in the budget to re-test (needs ~{(quick.startup_s or 0) + phase_s:.0f}"
-                                  f" s, {max(budget.left(), 0):.0f} s left)")
-                echo(f"# escalation skipped: {default_reason}")
-            else:
-                first = len(rounds) + 1
-                esc_gate = PhaseGate(budget, prior_s=phase_s)
-                echo(f"# escalation: up to {len(plan)} phase(s) re-testing {', '.join(info['suspects'])} "
-                     "against known-good partners")
-                measure(setup, [(f"re-test {k + 1}/{len(plan)}", first + k, p) for k, p in enumerate(plan)], [],
-                        esc_gate)
-                info["escalation"].update(phases_run=len(esc_gate.started),
-                                          skipped="budget" if esc_gate.skipped else None,
-                                          phase_s=[round(d, 3) for d in esc_gate.durations()])
-                retests = judge(rundir.read_rows(), first, suspects, links, ctx.switches, policy.thresholds,
-                                m.sigma if m is not None else 0.0)
-                default_reason = "flagged only after the re-tests, not re-tested itself"
-                for rt in retests.values():
-                    echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
-                t = mark("escalation", t)
+        # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
+        exclude = set(quick.down_hosts)
+        tested = {frozenset(p) for rnd in rounds for p in rnd}
+        next_round = len(rounds) + 1
+        for _ in range(max_escalations):
+            ctx, found = analyse(rundir, policy, topology)
+            suspects, links = find_suspects(found, exclude, set(retests))
+            t = mark("analysis", t)
+            echo(f"# suspects: {', '.join(suspects + ['|'.join(p) for p in links]) or 'none'}")
+            if not suspects and not links:
+                break
+            new, esc = stage_escalation(setup, ctx, live, exclude, suspects, links, tested, next_round, phase_s,
+                                        startup_s, budget, policy.thresholds)
+            info["escalations"].append(esc)
+            t = mark("escalation", t)
+            if not new:
+                default_reason = f"not re-tested: {esc['skipped']}"
+                echo(f"# escalation stopped: {esc['skipped']}")
+                break
+            retests.update(new)
+            tested |= {frozenset(p) for p in _pairs_in(rundir.read_rows(), esc["rounds"])}
+            next_round = esc["rounds"][1] + 1
+            if esc["skipped"]:
+                default_reason = "not re-tested: the budget ran out"
+                break
+        else:
+            default_reason = f"not re-tested: {max_escalations} escalations already ran"
         info["retests"] = {k: asdict(v) for k, v in retests.items()}
 
     # 5. report
@@ -641,14 +676,17 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
     html = _write_report(rundir, ctx, findings, opts.html)
     mark("report", t)
     info.update(elapsed_s=round(budget.elapsed(), 3), drain=drain, check=check)
-    from reports.export.json_out import verdict
-
     v, code = verdict(findings)
     rundir.write_run(status="completed", started=started, ended=utc_now(), finished=utc_now(),
                      seconds=info["elapsed_s"], rows=len(rundir.read_rows()), preflight=info,
-                     options=asdict(opts))
+                     options=asdict(opts), verdict=v)
     return PreflightResult(exit_code=code, verdict=v, drain=drain, check=check, findings=findings,
                            rundir=rundir, hosts=list(by_name), info=info, report_html=html)
+
+
+def _pairs_in(rows: list[dict[str, Any]], rounds: list[int]) -> set[Pair]:
+    return {tuple(r["hosts"]) for r in rows if r.get("pattern") == "pair" and rounds[0] <= (r.get("round") or 0)
+            <= rounds[1]}
 
 
 def _size(n: int) -> str:

@@ -221,6 +221,7 @@ def execute(
             rows=out.rows,
             down_hosts=sorted(out.down_hosts),
             startup_s=out.startup_s,
+            phases=out.phases,
             faults=[asdict(f) for f in out.faults],
         )
     summarize(rows, out, echo)

@@ -58,7 +58,9 @@ def run_rules(ctx: AnalysisContext, rules: list[Any] | None = None) -> list[Find
                     subject=rule.name,
                     title=f"Rule {rule.name} could not run on this data: {type(exc).__name__}: {exc}",
                     evidence={"traceback": traceback.format_exc(limit=6)},
-                    action="Report this as a netbench bug with the run directory; other rules are unaffected.",
+                    action=(
+                        "Report this as a netbench bug with the run directory; other rules are unaffected."
+                    ),
                 )
             ]
         for f in found:
@@ -92,8 +94,9 @@ def _cap(findings: list[Finding], limit: int) -> list[Finding]:
                     subject=rule,
                     title=f"{len(rest)} more {rule} findings not listed ({len(hosts)} hosts involved)",
                     evidence={"rule": rule, "more": len(rest), "subjects": [f.subject for f in rest[:200]]},
-                    action="See findings.json for every one; this many usually means one cause upstream "
-                    "(a switch, a fleet-wide setting).",
+                    action="Their subjects are in this finding's evidence; this many usually means one cause "
+                    "upstream (a switch, a fleet-wide setting). "
+                    "Raise thresholds.max_findings_per_rule to list all.",
                     hosts=hosts[:1000],
                 )
             )

@@ -35,11 +35,46 @@ if TYPE_CHECKING:
     from reports.context import AnalysisContext
 
 ASSETS = Path(__file__).parent / "assets"
-CSV_COLUMNS = ["run_id", "collective", "backend", "pattern", "hosts", "ranks", "round", "bytes", "count", "dtype",
-               "op", "in_place", "iters", "warmup", "time_us", "time_us_min", "time_us_max", "algbw_GBps",
-               "busbw_GBps", "wrong", "status", "error", "group"]
-CSV_LEAN_COLUMNS = ["collective", "pattern", "hosts", "ranks", "round", "bytes", "dtype", "in_place", "time_us",
-                    "busbw_GBps", "wrong", "status", "error"]
+CSV_COLUMNS = [
+    "run_id",
+    "collective",
+    "backend",
+    "pattern",
+    "hosts",
+    "ranks",
+    "round",
+    "bytes",
+    "count",
+    "dtype",
+    "op",
+    "in_place",
+    "iters",
+    "warmup",
+    "time_us",
+    "time_us_min",
+    "time_us_max",
+    "algbw_GBps",
+    "busbw_GBps",
+    "wrong",
+    "status",
+    "error",
+    "group",
+]
+CSV_LEAN_COLUMNS = [
+    "collective",
+    "pattern",
+    "hosts",
+    "ranks",
+    "round",
+    "bytes",
+    "dtype",
+    "in_place",
+    "time_us",
+    "busbw_GBps",
+    "wrong",
+    "status",
+    "error",
+]
 CSV_FULL_MAX_ROWS = 100_000  # above this, the lean columns (keeps a 1,024-node report under 25 MB)
 CSV_GZ_BUDGET = 10_000_000  # compressed bytes of rows embedded in the report at most
 HEATMAP_LABEL_MAX = 64  # above this many hosts, axes name switches instead of hosts
@@ -55,8 +90,13 @@ def e(value: Any) -> str:
 def safe_json(data: Any) -> str:
     """JSON safe inside <script>: no '<', '>', '&' (so no '</script>'), no U+2028/9 line breaks."""
     text = json.dumps(data, separators=(",", ":"), default=_json_default, allow_nan=False)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _json_default(o: Any) -> Any:
@@ -82,22 +122,30 @@ def _clean(x: Any) -> Any:
 
 # -- sections -----------------------------------------------------------------------------------
 
+
 def _verdict(findings: list[Finding]) -> str:
     v = verdict(findings)
-    c = counts(findings)
     drain, links = to_drain(findings), to_check(findings)
     todo = [f for f in findings if f.severity != "info"][:5]
     items = "".join(
         f'<li><span class="sev {e(f.severity)}">{e(f.severity)}</span> {e(f.title)}'
-        f'{" &mdash; <em>" + e(f.action) + "</em>" if f.action else ""}</li>' for f in todo)
+        f"{' &mdash; <em>' + e(f.action) + '</em>' if f.action else ''}</li>"
+        for f in todo
+    )
     extra = ""
     if drain:
-        extra += f'<div><strong>Drain:</strong> <span class="mono">{e(", ".join(drain[:40]))}</span>' + (
-            f" and {len(drain) - 40} more" if len(drain) > 40 else "") + "</div>"
+        extra += (
+            f'<div><strong>Drain:</strong> <span class="mono">{e(", ".join(drain[:40]))}</span>'
+            + (f" and {len(drain) - 40} more" if len(drain) > 40 else "")
+            + "</div>"
+        )
     if links:
         shown = ", ".join(s.replace("|", " - ") for s in links[:20])
-        extra += f'<div><strong>Check links:</strong> <span class="mono">{e(shown)}</span>' + (
-            f" and {len(links) - 20} more" if len(links) > 20 else "") + "</div>"
+        extra += (
+            f'<div><strong>Check links:</strong> <span class="mono">{e(shown)}</span>'
+            + (f" and {len(links) - 20} more" if len(links) > 20 else "")
+            + "</div>"
+        )
     if not drain and not links and v == "PASS":
         extra = "<div>No node or link needs attention.</div>"
     return f"""
@@ -117,10 +165,12 @@ def _findings_table(findings: list[Finding]) -> str:
             ev = ev[:6000] + "\n... (full evidence in findings.json)"
         rows.append(
             f'<tr class="sev-{e(f.severity)}" id="finding-{i}">'
-            f'<td data-sort="{2 - SEVERITY_RANK[f.severity]}"><span class="sev {e(f.severity)}">{e(f.severity)}</span></td>'
+            f'<td data-sort="{2 - SEVERITY_RANK[f.severity]}">'
+            f'<span class="sev {e(f.severity)}">{e(f.severity)}</span></td>'
             f'<td class="mono">{e(f.rule)}</td><td class="subject">{e(f.subject)}</td>'
             f'<td class="title">{e(f.title)}</td><td class="action">{e(f.action)}</td>'
-            f'<td><details class="ev"><summary>evidence</summary><pre>{e(ev)}</pre></details></td></tr>')
+            f'<td><details class="ev"><summary>evidence</summary><pre>{e(ev)}</pre></details></td></tr>'
+        )
     if not rows:
         return "<p class='note'>No findings.</p>"
     return f"""
@@ -130,16 +180,21 @@ def _findings_table(findings: list[Finding]) -> str:
   <label><input type="checkbox" data-sev-filter="info" checked> info</label>
   <span class="note">Click a column header to sort.</span></div>
 <div class="tablewrap"><table id="findings-table" class="sortable">
-<thead><tr><th>Severity</th><th>Rule</th><th>Subject</th><th>Finding</th><th>What to do</th><th>Evidence</th></tr></thead>
-<tbody>{''.join(rows)}</tbody></table></div>"""
+<thead><tr><th>Severity</th><th>Rule</th><th>Subject</th><th>Finding</th><th>What to do</th>
+<th>Evidence</th></tr></thead>
+<tbody>{"".join(rows)}</tbody></table></div>"""
 
 
 def _size_axis(sizes: list[int]) -> dict[str, Any]:
     sizes = sorted(set(sizes))
     step = max(1, len(sizes) // 12)
     shown = sizes[::step]
-    return {"type": "log", "title": {"text": "message size (bytes, log)"}, "tickvals": shown,
-            "ticktext": [format_size(s) for s in shown]}
+    return {
+        "type": "log",
+        "title": {"text": "message size (bytes, log)"},
+        "tickvals": shown,
+        "ticktext": [format_size(s) for s in shown],
+    }
 
 
 def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
@@ -167,23 +222,48 @@ def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
                 all_sizes += med.index.tolist()
                 n = int(g.size().max())
                 name = f"{label}{pattern} median" + (f" of {n}" if pattern == "pair" and n > 1 else "")
-                traces.append({"type": "scatter", "mode": "lines+markers", "name": e(name),
-                               "x": med.index.tolist(), "y": [round(float(v), 3) for v in med.values],
-                               "line": {"color": color, "dash": dash, "width": 2 if not label else 1.5},
-                               "marker": {"size": 5}, "hovertemplate": "%{x} B: %{y:.3g} GB/s"})
+                traces.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines+markers",
+                        "name": e(name),
+                        "x": med.index.tolist(),
+                        "y": [round(float(v), 3) for v in med.values],
+                        "line": {"color": color, "dash": dash, "width": 2 if not label else 1.5},
+                        "marker": {"size": 5},
+                        "hovertemplate": "%{x} B: %{y:.3g} GB/s",
+                    }
+                )
                 if pattern == "pair" and n > 1 and not label:
                     lo = g.min()
-                    traces.append({"type": "scatter", "mode": "lines", "name": "pair slowest",
-                                   "x": lo.index.tolist(), "y": [round(float(v), 3) for v in lo.values],
-                                   "line": {"color": color, "dash": "dot", "width": 1},
-                                   "hovertemplate": "%{x} B: %{y:.3g} GB/s (slowest pair)"})
+                    traces.append(
+                        {
+                            "type": "scatter",
+                            "mode": "lines",
+                            "name": "pair slowest",
+                            "x": lo.index.tolist(),
+                            "y": [round(float(v), 3) for v in lo.values],
+                            "line": {"color": color, "dash": "dot", "width": 1},
+                            "hovertemplate": "%{x} B: %{y:.3g} GB/s (slowest pair)",
+                        }
+                    )
         if not traces:
             continue
-        figs.append({"id": f"curve-{ci}", "title": coll, "data": traces, "layout": {
-            "title": {"text": e(f"{coll}: busbw vs message size")}, "xaxis": _size_axis(all_sizes),
-            "yaxis": {"title": {"text": "busbw (GB/s)"}, "rangemode": "tozero"},
-            "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "height": 380,
-            "legend": {"orientation": "h", "y": -0.25}}})
+        figs.append(
+            {
+                "id": f"curve-{ci}",
+                "title": coll,
+                "data": traces,
+                "layout": {
+                    "title": {"text": e(f"{coll}: busbw vs message size")},
+                    "xaxis": _size_axis(all_sizes),
+                    "yaxis": {"title": {"text": "busbw (GB/s)"}, "rangemode": "tozero"},
+                    "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+                    "height": 380,
+                    "legend": {"orientation": "h", "y": -0.25},
+                },
+            }
+        )
     return figs
 
 
@@ -209,23 +289,58 @@ def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | 
     shapes = []
     if len(blocks) > 1:
         for _, lo, hi in blocks:
-            shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": lo - 0.5, "x1": hi + 0.5,
-                           "y0": lo - 0.5, "y1": hi + 0.5, "line": {"color": "#101828", "width": 1.5}})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": "y",
+                    "x0": lo - 0.5,
+                    "x1": hi + 0.5,
+                    "y0": lo - 0.5,
+                    "y1": hi + 0.5,
+                    "line": {"color": "#101828", "width": 1.5},
+                }
+            )
     axis: dict[str, Any] = {"type": "category", "automargin": True}
     if len(hosts) > HEATMAP_LABEL_MAX:
-        axis.update(tickmode="array", tickvals=[hosts[(lo + hi) // 2] for _, lo, hi in blocks],
-                    ticktext=[e(s) for s, _, _ in blocks])
+        axis.update(
+            tickmode="array",
+            tickvals=[hosts[(lo + hi) // 2] for _, lo, hi in blocks],
+            ticktext=[e(s) for s, _, _ in blocks],
+        )
     else:
         axis.update(tickfont={"size": 10})
     size = format_size(m.sizes[-1])
-    fig = {"id": "heatmap-plot", "data": [{
-        "type": "heatmap", "x": hosts, "y": hosts, "z": "__NB_Z__", "colorscale": "Viridis",
-        "colorbar": {"title": {"text": "GB/s"}}, "hoverongaps": False,
-        "hovertemplate": "%{y} - %{x}: %{z} GB/s<extra></extra>"}],
-        "layout": {"title": {"text": e(f"{m.collective} busbw per pair at {size} (hosts grouped by switch)")},
-                   "xaxis": {**axis, "tickangle": -60}, "yaxis": {**axis, "autorange": "reversed"},
-                   "shapes": shapes, "height": 720 if len(hosts) > 24 else 560,
-                   "margin": {"l": 90, "r": 20, "t": 50, "b": 90}}}
+    z = m.bw[-1]
+    finite = z[np.isfinite(z)]
+    # contrast where the findings are: 0.6x the median (slow nodes/links) up to the top 0.1%
+    zmin = float(0.6 * np.median(finite)) if finite.size else None
+    zmax = float(np.percentile(finite, 99.9)) if finite.size else None
+    fig = {
+        "id": "heatmap-plot",
+        "data": [
+            {
+                "type": "heatmap",
+                "x": hosts,
+                "y": hosts,
+                "z": "__NB_Z__",
+                "colorscale": "Viridis",
+                "zmin": zmin,
+                "zmax": zmax,
+                "colorbar": {"title": {"text": "GB/s"}},
+                "hoverongaps": False,
+                "hovertemplate": "%{y} - %{x}: %{z} GB/s<extra></extra>",
+            }
+        ],
+        "layout": {
+            "title": {"text": e(f"{m.collective} busbw per pair at {size} (hosts grouped by switch)")},
+            "xaxis": {**axis, "tickangle": -60},
+            "yaxis": {**axis, "autorange": "reversed"},
+            "shapes": shapes,
+            "height": 720 if len(hosts) > 24 else 560,
+            "margin": {"l": 90, "r": 20, "t": 50, "b": 90},
+        },
+    }
     return fig, _z_json(m.bw[-1])
 
 
@@ -267,8 +382,10 @@ def _topology(ctx: AnalysisContext, findings: list[Finding]) -> str:
             chips.append(f'<span class="chip {e(sev)}" title="{e(tip)}">{e(h)}</span>')
         cls = bad_switch.get(sw) or (worst if worst != "info" else "")
         n_bad = sum(1 for h in by_sw[sw] if h in marks)
-        leaves.append(f'<div class="leaf {e(cls)}"><h3><span>{e(sw)}</span><span class="note">{len(by_sw[sw])} hosts'
-                      f'{f", {n_bad} flagged" if n_bad else ""}</span></h3>{"".join(chips)}</div>')
+        leaves.append(
+            f'<div class="leaf {e(cls)}"><h3><span>{e(sw)}</span><span class="note">{len(by_sw[sw])} hosts'
+            f"{f', {n_bad} flagged' if n_bad else ''}</span></h3>{''.join(chips)}</div>"
+        )
     links = [f for f in findings if f.subject_kind == "pair" and f.severity != "info"]
     link_html = ""
     if links:
@@ -277,17 +394,23 @@ def _topology(ctx: AnalysisContext, findings: list[Finding]) -> str:
             a, _, b = f.subject.partition("|")
             ratio = f.evidence.get("ratio_to_expected")
             klass = f.evidence.get("hop_class", "")
-            items.append(f'<span class="link" title="{e(f.title)}">{e(a)} &harr; {e(b)}'
-                         f'{f" ({e(klass)}, x{e(ratio)})" if ratio else ""}</span>')
+            items.append(
+                f'<span class="link" title="{e(f.title)}">{e(a)} &harr; {e(b)}'
+                f"{f' ({e(klass)}, x{e(ratio)})' if ratio else ''}</span>"
+            )
         link_html = f'<div class="links"><strong>Bad links:</strong> {"".join(items)}</div>'
     m = ctx.pair_model
     spine_note = "spine"
     if m is not None and m.class_ratio("spine", "leaf"):
-        spine_note += f" &mdash; cross-spine pairs at {m.class_ratio('spine', 'leaf'):.2f}x of same-leaf pairs"
+        spine_note += (
+            f" &mdash; cross-spine pairs at {m.class_ratio('spine', 'leaf'):.2f}x of same-leaf pairs"
+        )
     spine = f'<div class="spine">{spine_note}</div>' if len(by_sw) > 1 else ""
-    legend = ('<div class="legend"><span class="chip fail">host</span> failure &nbsp; '
-              '<span class="chip warn">host</span> warning &nbsp; <span class="chip">host</span> fine '
-              '(hover a host for its findings)</div>')
+    legend = (
+        '<div class="legend"><span class="chip fail">host</span> failure &nbsp; '
+        '<span class="chip warn">host</span> warning &nbsp; <span class="chip">host</span> fine '
+        "(hover a host for its findings)</div>"
+    )
     return f"{legend}{spine}<div class='leaves'>{''.join(leaves)}</div>{link_html}"
 
 
@@ -297,27 +420,42 @@ def _inventory(ctx: AnalysisContext) -> str:
     if not ctx.inventory:
         return "<p class='note'>No inventory was recorded for this run.</p>"
     env_hosts = (ctx.env or {}).get("hosts") or {}
-    cols = [("gpus", "GPUs", False), ("gpu_model", "GPU", False), ("driver", "driver", True),
-            ("cuda", "CUDA", True), ("vbios", "VBIOS", True), ("nic_fw", "NIC firmware", True),
-            ("ofed", "OFED", True), ("nccl", "NCCL", True), ("nic_rate", "NIC ports", False)]
+    cols = [
+        ("gpus", "GPUs", False),
+        ("gpu_model", "GPU", False),
+        ("driver", "driver", True),
+        ("cuda", "CUDA", True),
+        ("vbios", "VBIOS", True),
+        ("nic_fw", "NIC firmware", True),
+        ("ofed", "OFED", True),
+        ("nccl", "NCCL", True),
+        ("nic_rate", "NIC ports", False),
+    ]
     table = []
     for n in ctx.inventory:
         gpus = n.get("gpus") or []
         nics = n.get("nics") or []
         rates = Counter(f"{nic.get('rate_gbps'):g}G" if nic.get("rate_gbps") else "?" for nic in nics)
-        table.append({
-            "host": n.get("host"), "switch": ctx.switches.get(n.get("host") or ""), "status": n.get("status"),
-            "gpus": str(len(gpus)), "gpu_model": ", ".join(sorted({str(g.get("name")) for g in gpus if g.get("name")})),
-            "driver": n.get("driver_version"),
-            "cuda": n.get("cuda_version") or (env_hosts.get(n.get("host")) or {}).get("cuda"),
-            "vbios": ", ".join(sorted({str(g.get("vbios")) for g in gpus if g.get("vbios")})),
-            "nic_fw": ", ".join(sorted({str(x.get("firmware")) for x in nics if x.get("firmware")})),
-            "ofed": n.get("ofed_version"),
-            "nccl": (env_hosts.get(n.get("host")) or {}).get("nccl") or n.get("nccl_version_torch"),
-            "nic_rate": " ".join(f"{k}x{v}" for v, k in sorted(rates.items())) if nics else "",
-        })
+        table.append(
+            {
+                "host": n.get("host"),
+                "switch": ctx.switches.get(n.get("host") or ""),
+                "status": n.get("status"),
+                "gpus": str(len(gpus)),
+                "gpu_model": ", ".join(sorted({str(g.get("name")) for g in gpus if g.get("name")})),
+                "driver": n.get("driver_version"),
+                "cuda": n.get("cuda_version") or (env_hosts.get(n.get("host")) or {}).get("cuda"),
+                "vbios": ", ".join(sorted({str(g.get("vbios")) for g in gpus if g.get("vbios")})),
+                "nic_fw": ", ".join(sorted({str(x.get("firmware")) for x in nics if x.get("firmware")})),
+                "ofed": n.get("ofed_version"),
+                "nccl": (env_hosts.get(n.get("host")) or {}).get("nccl") or n.get("nccl_version_torch"),
+                "nic_rate": " ".join(f"{k}x{v}" for v, k in sorted(rates.items())) if nics else "",
+            }
+        )
     ok_rows = [r for r in table if r["status"] in (None, "ok", "partial")]
-    majority = {c: (Counter(r[c] for r in ok_rows if r[c]).most_common(1) or [(None, 0)])[0][0] for c, _, _ in cols}
+    majority = {
+        c: (Counter(r[c] for r in ok_rows if r[c]).most_common(1) or [(None, 0)])[0][0] for c, _, _ in cols
+    }
 
     def cell(r: dict[str, Any], c: str, is_version: bool) -> tuple[str, bool]:
         v, maj = r[c], majority[c]
@@ -339,55 +477,79 @@ def _inventory(ctx: AnalysisContext) -> str:
             cells = [cell(r, c, isv) for c, _, isv in cols]
             st = r["status"]
             st_cls = "" if st in (None, "ok", "partial") else ' class="bad-status"'
-            body.append(f"<tr><td class='mono'>{e(r['host'])}</td><td>{e(r['switch'])}</td><td{st_cls}>{e(st)}</td>"
-                        + "".join(c for c, _ in cells) + "</tr>")
+            body.append(
+                f"<tr><td class='mono'>{e(r['host'])}</td><td>{e(r['switch'])}</td><td{st_cls}>{e(st)}</td>"
+                + "".join(c for c, _ in cells)
+                + "</tr>"
+            )
         head = "".join(f"<th>{e(t)}</th>" for _, t, _ in cols)
         maj = "".join(f"<td>{e(majority[c])}</td>" for c, _, _ in cols)
-        return (f'<div class="tablewrap"><table id="{table_id}" class="sortable inv"><thead><tr><th>host</th>'
-                f"<th>switch</th><th>status</th>{head}</tr></thead><tbody>"
-                f'<tr class="majority"><td>fleet majority</td><td></td><td></td>{maj}</tr>'
-                f"{''.join(body)}</tbody></table></div>")
+        return (
+            f'<div class="tablewrap"><table id="{table_id}" class="sortable inv"><thead><tr><th>host</th>'
+            f"<th>switch</th><th>status</th>{head}</tr></thead><tbody>"
+            f'<tr class="majority"><td>fleet majority</td><td></td><td></td>{maj}</tr>'
+            f"{''.join(body)}</tbody></table></div>"
+        )
 
     def deviates(r: dict[str, Any]) -> bool:
         return r["status"] not in (None, "ok", "partial") or any(cell(r, c, v)[1] for c, _, v in cols)
 
-    legend = ("<p class='note'>Cells differing from the fleet majority are marked: "
-              "<span class='sev fail'>older</span> red, newer or different amber; hover a cell for the majority."
-              "</p>")
+    legend = (
+        "<p class='note'>Cells differing from the fleet majority are marked: "
+        "<span class='sev fail'>older</span> red, newer or different amber; hover a cell for the majority."
+        "</p>"
+    )
     if len(table) <= INVENTORY_FULL_MAX:
         return legend + render(table, "inventory-table")
     dev = [r for r in table if deviates(r)]
-    return (legend + f"<p class='note'>{len(dev)} of {len(table)} hosts differ from the fleet majority:</p>"
-            + render(dev, "inventory-table")
-            + f"<details><summary>All {len(table)} hosts</summary>{render(table, 'inventory-all')}</details>")
+    return (
+        legend
+        + f"<p class='note'>{len(dev)} of {len(table)} hosts differ from the fleet majority:</p>"
+        + render(dev, "inventory-table")
+        + f"<details><summary>All {len(table)} hosts</summary>{render(table, 'inventory-all')}</details>"
+    )
 
 
 def _environment(ctx: AnalysisContext) -> str:
     from reports.compare import flatten_env
 
     run = ctx.run or {}
-    info = [("run id", run.get("run_id")), ("command", " ".join(map(str, run.get("argv") or [])) or None),
-            ("started", run.get("started") or run.get("start")), ("ended", run.get("ended") or run.get("end")),
-            ("launcher", run.get("launcher")), ("netbench", run.get("netbench_version") or run.get("version")),
-            ("status", run.get("status")), ("policy", ctx.policy.source or "defaults")]
+    info = [
+        ("run id", run.get("run_id")),
+        ("command", " ".join(map(str, run.get("argv") or [])) or None),
+        ("started", run.get("started") or run.get("start")),
+        ("ended", run.get("ended") or run.get("end")),
+        ("launcher", run.get("launcher")),
+        ("netbench", run.get("netbench_version") or run.get("version")),
+        ("status", run.get("status")),
+        ("policy", ctx.policy.source or "defaults"),
+    ]
     rows = "".join(f"<tr><th>{e(k)}</th><td class='mono'>{e(v)}</td></tr>" for k, v in info if v is not None)
     flat = flatten_env(ctx.env or {})
     nccl = [(k, v) for k, v in flat.items() if "NCCL_" in k]
     other = [(k, v) for k, v in flat.items() if "NCCL_" not in k]
-    env_rows = "".join(f"<tr><td class='mono'>{e(k)}</td><td class='mono'>{e(v)}</td></tr>" for k, v in nccl + other)
-    out = (f"<div class='grid2'><div class='tablewrap'><table><tbody>{rows}</tbody></table></div>"
-           f"<div class='tablewrap'><table id='env-table'><thead><tr><th>setting (hosts.*: every host)</th>"
-           f"<th>value</th></tr></thead><tbody>{env_rows or '<tr><td colspan=2>no env.json</td></tr>'}"
-           "</tbody></table></div></div>")
+    env_rows = "".join(
+        f"<tr><td class='mono'>{e(k)}</td><td class='mono'>{e(v)}</td></tr>" for k, v in nccl + other
+    )
+    out = (
+        f"<div class='grid2'><div class='tablewrap'><table><tbody>{rows}</tbody></table></div>"
+        f"<div class='tablewrap'><table id='env-table'><thead><tr><th>setting (hosts.*: every host)</th>"
+        f"<th>value</th></tr></thead><tbody>{env_rows or '<tr><td colspan=2>no env.json</td></tr>'}"
+        "</tbody></table></div></div>"
+    )
     if ctx.baseline is not None:
         from reports.rules.regression import env_differences
 
         diffs = env_differences(ctx)
-        drows = "".join(f"<tr><td class='mono'>{e(k)}</td><td class='mono'>{e(b)}</td><td class='mono'>{e(c)}</td></tr>"
-                        for k, b, c in diffs)
-        out += (f"<h3>Differences from the baseline ({e(ctx.baseline.path)})</h3><div class='tablewrap'><table>"
-                f"<thead><tr><th>key</th><th>baseline</th><th>this run</th></tr></thead><tbody>"
-                f"{drows or '<tr><td colspan=3>none</td></tr>'}</tbody></table></div>")
+        drows = "".join(
+            f"<tr><td class='mono'>{e(k)}</td><td class='mono'>{e(b)}</td><td class='mono'>{e(c)}</td></tr>"
+            for k, b, c in diffs
+        )
+        out += (
+            f"<h3>Differences from the baseline ({e(ctx.baseline.path)})</h3><div class='tablewrap'><table>"
+            f"<thead><tr><th>key</th><th>baseline</th><th>this run</th></tr></thead><tbody>"
+            f"{drows or '<tr><td colspan=3>none</td></tr>'}</tbody></table></div>"
+        )
     return out
 
 
@@ -424,16 +586,27 @@ def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[byte
     pair_idx = np.nonzero(is_pair)[0][:keep_pairs]
     sel = df.iloc[np.sort(np.concatenate([np.nonzero(~is_pair)[0], pair_idx]))]
     gz = gzip.compress(_csv_bytes(sel, cols), compresslevel=6, mtime=0)
-    return gz, len(sel), (f"{note}; only {len(sel)} of {len(df)} rows (all non-pair rows, the first "
-                          f"{keep_pairs} pair rows) fit the report's size budget")
+    return (
+        gz,
+        len(sel),
+        (
+            f"{note}; only {len(sel)} of {len(df)} rows (all non-pair rows, the first "
+            f"{keep_pairs} pair rows) fit the report's size budget"
+        ),
+    )
 
 
 def findings_doc(findings: list[Finding], ctx: AnalysisContext) -> dict[str, Any]:
     """What findings.json holds: the verdict, counts and every finding."""
-    return {"schema": FINDINGS_SCHEMA, "run_id": (ctx.run or {}).get("run_id"), "verdict": verdict(findings),
-            "counts": counts(findings), "policy": ctx.policy.source,
-            "baseline": ctx.baseline.path if ctx.baseline else None,
-            "findings": [_clean(f.to_dict()) for f in findings]}
+    return {
+        "schema": FINDINGS_SCHEMA,
+        "run_id": (ctx.run or {}).get("run_id"),
+        "verdict": verdict(findings),
+        "counts": counts(findings),
+        "policy": ctx.policy.source,
+        "baseline": ctx.baseline.path if ctx.baseline else None,
+        "findings": [_clean(f.to_dict()) for f in findings],
+    }
 
 
 def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
@@ -456,13 +629,20 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
     if plotlyjs == "inline":
         plotly_tag = f"<script>{plotly.offline.get_plotlyjs()}</script>"
     else:
-        plotly_tag = f'<script src="https://cdn.plot.ly/plotly-{plotly.__version__}.min.js" charset="utf-8"></script>'
-    curves = "".join(f'<div id="{f["id"]}" class="plot"></div>' for f in figures if f["id"].startswith("curve"))
+        plotly_tag = (
+            f'<script src="https://cdn.plot.ly/plotly-{plotly.__version__}.min.js" charset="utf-8"></script>'
+        )
+    curves = "".join(
+        f'<div id="{f["id"]}" class="plot"></div>' for f in figures if f["id"].startswith("curve")
+    )
     heat_h = heat["layout"]["height"] if heat else 0
-    heat_html = (f'<div id="heatmap-plot" class="plot heat" style="height:{heat_h + 10}px"></div><p class="note">'
-                 "Each cell: the pair's busbw at the largest size measured; boxes are leaf switches. "
-                 "A dark row and column is a slow node; a single dark cell a slow link.</p>"
-                 if heat else "<p class='note'>No pair measurements in this run.</p>")
+    heat_html = (
+        f'<div id="heatmap-plot" class="plot heat" style="height:{heat_h + 10}px"></div><p class="note">'
+        "Each cell: the pair's busbw at the largest size measured; boxes are leaf switches. "
+        "A dark row and column is a slow node; a single dark cell a slow link.</p>"
+        if heat
+        else "<p class='note'>No pair measurements in this run.</p>"
+    )
     generated = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     n_hosts = len(ctx.hosts)
     baseline_note = f" &middot; baseline {e(ctx.baseline.path)}" if ctx.baseline else ""
@@ -476,14 +656,17 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <style>{css}</style>
 </head><body><main>
 <header class="top"><h1>netbench report &mdash; <span class="mono">{e(run_id)}</span></h1>
-<div class="meta">{n_hosts} hosts &middot; {len(ctx.rows)} measurements{baseline_note} &middot; generated {generated}</div>
-<nav class="toc no-print"><a href="#findings">Findings</a><a href="#curves">Bandwidth</a><a href="#heatmap">Pairs</a>
+<div class="meta">{n_hosts} hosts &middot; {len(ctx.rows)} measurements{baseline_note}
+&middot; generated {generated}</div>
+<nav class="toc no-print"><a href="#findings">Findings</a><a href="#curves">Bandwidth</a>
+<a href="#heatmap">Pairs</a>
 <a href="#topology">Topology</a><a href="#inventory">Inventory</a><a href="#environment">Environment</a>
 <a href="#data">Raw data</a></nav></header>
 {_verdict(findings)}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
 <section id="curves"><h2>Bus bandwidth vs message size</h2>
-<p class="note">Median busbw per size{"; dashed: the baseline" if ctx.baseline else ""}. nccl-tests conventions
+<p class="note">Median busbw per size{"; dashed: the baseline" if ctx.baseline else ""}.
+nccl-tests conventions
 (GB/s = 1e9 B/s, busbw = algbw x the collective's bus factor).</p>
 <div class="grid2">{curves or "<p class='note'>No bandwidth measurements.</p>"}</div></section>
 <section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
@@ -492,7 +675,8 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>
 <section id="data"><h2>Raw data</h2>
 <p class="note">{nrows} rows: {e(csv_note)}; embedded compressed ({_human(len(gz))}).</p>
-<div class="no-print"><button id="dl-csv">Download rows (CSV)</button><button id="dl-csv-gz">Download rows (CSV.gz)</button>
+<div class="no-print"><button id="dl-csv">Download rows (CSV)</button>
+<button id="dl-csv-gz">Download rows (CSV.gz)</button>
 <button id="dl-findings">Download findings (JSON)</button></div></section>
 <footer>netbench &middot; findings are rebuilt with <code>netbench report RUN_DIR</code>.</footer>
 </main>

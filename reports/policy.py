@@ -40,8 +40,12 @@ class Thresholds:
     slow_node_factor: float = 0.9
     """A node is slow when its effect over all partners is at most this fraction of the fleet's."""
     mad_k: float = 4.0
-    """Robust z-score (in units of 1.4826*MAD) a deviation must also exceed. For many tests the
-    rules raise it further (Bonferroni), so 500k pairs do not yield false alarms from noise."""
+    """Robust z-score (in units of 1.4826*MAD) a deviation must at least reach. For many tests the
+    rules raise it further (false-discovery control, ``fdr``), so 500k pairs do not yield false
+    alarms from noise."""
+    fdr: float = 0.05
+    """False-discovery rate for slow pairs/nodes (Benjamini-Hochberg over all pairs or nodes tested):
+    the expected share of such findings that are noise. Also makes a healthy fleet come out clean."""
     large_min_bytes: int = 64 << 20
     """Sizes at or above this are "large" (bandwidth-bound); if none were measured, the largest."""
     large_sizes_max: int = 3

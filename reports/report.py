@@ -40,7 +40,9 @@ def write_report(
         ctx = load_context(run_dir, baseline, policy, topology)
         findings = run_rules(ctx)
         out = Path(run_dir)
-        _atomic_write(out / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n")
+        _atomic_write(
+            out / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n"
+        )
         if not html:
             return findings, None
         path = out / "report.html"

@@ -49,8 +49,11 @@ def headline(findings: list[Finding], with_verdict: bool = True) -> str:
     """One sentence: the verdict and what to do first."""
     v = verdict(findings)
     c = counts(findings)
-    parts = [f"{c['fail']} failure{'s' * (c['fail'] != 1)}", f"{c['warn']} warning{'s' * (c['warn'] != 1)}",
-             f"{c['info']} info"]
+    parts = [
+        f"{c['fail']} failure{'s' * (c['fail'] != 1)}",
+        f"{c['warn']} warning{'s' * (c['warn'] != 1)}",
+        f"{c['info']} info",
+    ]
     text = f"{v}: {', '.join(parts)}" if with_verdict else ", ".join(parts).capitalize()
     drain = to_drain(findings)
     if drain:
@@ -68,11 +71,23 @@ def _few(items: list[str], n: int = 6) -> str:
 def summary_dict(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> dict[str, Any]:
     run = run or {}
     return {
-        "verdict": verdict(findings), "exit_code": exit_code(findings), "counts": counts(findings),
-        "headline": headline(findings), "run_id": run.get("run_id"), "drain": to_drain(findings),
+        "verdict": verdict(findings),
+        "exit_code": exit_code(findings),
+        "counts": counts(findings),
+        "headline": headline(findings),
+        "run_id": run.get("run_id"),
+        "drain": to_drain(findings),
         "check_links": to_check(findings),
-        "top": [{"severity": f.severity, "rule": f.rule, "subject": f.subject, "title": f.title,
-                 "action": f.action} for f in findings[:top]],
+        "top": [
+            {
+                "severity": f.severity,
+                "rule": f.rule,
+                "subject": f.subject,
+                "title": f.title,
+                "action": f.action,
+            }
+            for f in findings[:top]
+        ],
     }
 
 
@@ -104,8 +119,14 @@ def _md(text: str) -> str:
 def summary_markdown(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
     d = summary_dict(findings, run, top)
     c = d["counts"]
-    lines = [f"### netbench: {d['verdict']}", "", _md(d["headline"]), "",
-             f"fail: {c['fail']} · warn: {c['warn']} · info: {c['info']}", ""]
+    lines = [
+        f"### netbench: {d['verdict']}",
+        "",
+        _md(d["headline"]),
+        "",
+        f"fail: {c['fail']} · warn: {c['warn']} · info: {c['info']}",
+        "",
+    ]
     if findings:
         lines += ["| severity | rule | subject | finding | action |", "|---|---|---|---|---|"]
         for f in findings[:top]:
@@ -122,6 +143,7 @@ def summary_json(findings: list[Finding], run: dict[str, Any] | None = None, top
 FORMATS = {"text": summary_text, "markdown": summary_markdown, "json": summary_json}
 
 
-def format_summary(findings: list[Finding], fmt: str = "text", run: dict[str, Any] | None = None,
-                   top: int = 10) -> str:
+def format_summary(
+    findings: list[Finding], fmt: str = "text", run: dict[str, Any] | None = None, top: int = 10
+) -> str:
     return FORMATS[fmt](findings, run, top)

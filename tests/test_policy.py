@@ -42,20 +42,23 @@ def test_example_documents_every_rule_id():
     assert missing == []
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("[thresholds]\nslow_pair_factr = 0.8\n", "thresholds.slow_pair_factr"),
-    ("[thresholds]\nslow_pair_factor = 1.5\n", "thresholds.slow_pair_factor"),
-    ("[thresholds]\nlarge_min_bytes = \"64Q\"\n", "thresholds.large_min_bytes"),
-    ("[expect]\ngpus = 8\n", "expect.gpus"),
-    ("[[expect.busbw]]\ncollective = \"all_reduce\"\nbusbw_GBps = 10\nhop_class = \"rack\"\n", "hop_class"),
-    ("[[expect.busbw]]\ncollective = \"all_reduce\"\n", "busbw_GBps"),
-    ("[versions.minimum]\nfirmware = \"1.0\"\n", "versions.minimum.firmware"),
-    ("[versions.minimum]\ndriver = 550\n", "versions.minimum.driver"),
-    ("[severity]\nslow_pairs = \"fail\"\n", "severity.slow_pairs"),
-    ("[severity]\nslow_pair = \"fatal\"\n", "severity.slow_pair"),
-    ("[thresholds]\n[surprise]\n", "surprise"),
-    ("this is = = not toml", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[thresholds]\nslow_pair_factr = 0.8\n", "thresholds.slow_pair_factr"),
+        ("[thresholds]\nslow_pair_factor = 1.5\n", "thresholds.slow_pair_factor"),
+        ('[thresholds]\nlarge_min_bytes = "64Q"\n', "thresholds.large_min_bytes"),
+        ("[expect]\ngpus = 8\n", "expect.gpus"),
+        ('[[expect.busbw]]\ncollective = "all_reduce"\nbusbw_GBps = 10\nhop_class = "rack"\n', "hop_class"),
+        ('[[expect.busbw]]\ncollective = "all_reduce"\n', "busbw_GBps"),
+        ('[versions.minimum]\nfirmware = "1.0"\n', "versions.minimum.firmware"),
+        ("[versions.minimum]\ndriver = 550\n", "versions.minimum.driver"),
+        ('[severity]\nslow_pairs = "fail"\n', "severity.slow_pairs"),
+        ('[severity]\nslow_pair = "fatal"\n', "severity.slow_pair"),
+        ("[thresholds]\n[surprise]\n", "surprise"),
+        ("this is = = not toml", "not valid TOML"),
+    ],
+)
 def test_bad_policy_names_the_problem(tmp_path, text, needle):
     with pytest.raises(PolicyError) as err:
         load_policy(write(tmp_path, text))

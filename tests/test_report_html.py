@@ -15,8 +15,15 @@ from reports.report import write_report
 from reports.synthetic import host_names, make_fleet, write_run_dir
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 EVIL_FW = "<script>window.__pwned = 'firmware'</script>"
 EVIL_LABEL = "<img src=x onerror=\"window.__pwned='label'\">"
 EVIL_HOSTNAME = "</script><script>window.__pwned='hostname'</script>"
@@ -25,8 +32,9 @@ EVIL_ERROR = "<script>window.__pwned='error'</script>"
 
 def _hostile_run(root: Path) -> Path:
     hosts = host_names(16)
-    fleet = make_fleet(16, 2, slow_nodes={hosts[4]: 0.75}, slow_links={(hosts[1], hosts[12]): 0.6},
-                       noise=0.03, seed=21)
+    fleet = make_fleet(
+        16, 2, slow_nodes={hosts[4]: 0.75}, slow_links={(hosts[1], hosts[12]): 0.6}, noise=0.03, seed=21
+    )
     inv = {n["host"]: n for n in fleet.inventory}
     inv[hosts[7]]["nics"][0]["firmware"] = EVIL_FW
     inv[hosts[7]]["hostname"] = EVIL_HOSTNAME
@@ -59,14 +67,16 @@ def test_cdn_variant_is_small_and_inline_is_self_contained(tmp_path):
     run = write_run_dir(make_fleet(8, 2, seed=22), tmp_path / "run")
     _, inline = write_report(run)
     size_inline = inline.stat().st_size
-    assert "https://" not in inline.read_text().split("<script type=\"application/json\"")[0]
+    assert "https://" not in inline.read_text().split('<script type="application/json"')[0]
     _, cdn = write_report(run, plotlyjs="cdn")
     assert cdn.stat().st_size < size_inline - 4_000_000
     assert 'src="https://cdn.plot.ly/plotly-' in cdn.read_text()
 
 
-browser = pytest.mark.skipif(not os.path.exists(CHROMIUM) or shutil.which("chromium") is None,
-                             reason="needs Debian chromium at /usr/bin/chromium")
+browser = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM) or shutil.which("chromium") is None,
+    reason="needs Debian chromium at /usr/bin/chromium",
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,13 +89,17 @@ def page_of():
             ctx = b.new_context(accept_downloads=True, viewport={"width": 1400, "height": 1000}, **kw)
             pg = ctx.new_page()
             problems: list[str] = []
-            pg.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
-                  else None)
+            pg.on(
+                "console",
+                lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+            )
             pg.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
             pg.goto(path.as_uri())
-            pg.wait_for_function("document.querySelectorAll('.plot').length > 0 && "
-                                 "[...document.querySelectorAll('.plot')].every(d => d.querySelector('.main-svg'))",
-                                 timeout=20_000)
+            pg.wait_for_function(
+                "document.querySelectorAll('.plot').length > 0 && "
+                "[...document.querySelectorAll('.plot')].every(d => d.querySelector('.main-svg'))",
+                timeout=20_000,
+            )
             return pg, problems
 
         yield open_page
@@ -127,7 +141,9 @@ def test_sorting_filter_and_csv_download(tmp_path, page_of):
     pg, problems = page_of(path)
     # sort findings by rule name
     pg.click("#findings-table thead th:nth-child(2)")
-    rules = pg.eval_on_selector_all("#findings-table tbody tr td:nth-child(2)", "t => t.map(x => x.textContent)")
+    rules = pg.eval_on_selector_all(
+        "#findings-table tbody tr td:nth-child(2)", "t => t.map(x => x.textContent)"
+    )
     assert rules == sorted(rules)
     pg.uncheck("input[data-sev-filter=info]")
     assert pg.locator("#findings-table tbody tr.sev-info:visible").count() == 0

@@ -29,6 +29,7 @@ def by_rule(findings, rule):
 
 # -- versions -------------------------------------------------------------------------------------
 
+
 def test_uniform_fleet_has_no_version_findings(fleet):
     assert versions.check(ctx_of(fleet)) == []
 
@@ -39,7 +40,9 @@ def test_behind_majority_firmware_is_outdated(fleet):
     found = by_rule(versions.check(ctx_of(fleet)), "outdated_firmware")
     assert [f.subject for f in found] == ["gpu003"]
     ev = found[0].evidence
-    assert ev["fleet_majority"] == "28.39.1002" and ev["component"] == "nic_firmware" and ev["model"] == "MT4129"
+    assert (
+        ev["fleet_majority"] == "28.39.1002" and ev["component"] == "nic_firmware" and ev["model"] == "MT4129"
+    )
 
 
 def test_versions_compared_by_meaning_not_text(fleet):
@@ -91,6 +94,7 @@ def test_newer_minority_is_info_only(fleet):
 
 # -- link health ----------------------------------------------------------------------------------
 
+
 def test_healthy_inventory_has_no_link_findings(fleet):
     assert link_health.check(ctx_of(fleet)) == []
 
@@ -128,10 +132,18 @@ def test_gpu_count_pcie_nvlink_unreachable(fleet):
     found = link_health.check(ctx_of(fleet))
     got = {(f.rule, f.subject, f.severity) for f in found}
     assert got == {
-        ("gpu_count_low", "gpu001", "fail"), ("pcie_degraded", "gpu002", "warn"),
-        ("pcie_gen_low", "gpu003", "info"), ("nvlink_down", "gpu004", "fail"),
+        ("gpu_count_low", "gpu001", "fail"),
+        ("pcie_degraded", "gpu002", "warn"),
+        ("pcie_gen_low", "gpu003", "info"),
+        ("nvlink_down", "gpu004", "fail"),
         ("node_unreachable", "gpu005", "warn"),
     }
+
+
+def test_nic_pcie_width_below_peers(fleet):
+    node(fleet, "gpu006")["nics"][5]["pcie_width"] = 8
+    found = by_rule(link_health.check(ctx_of(fleet)), "pcie_degraded")
+    assert [f.subject for f in found] == ["gpu006"] and "mlx5_5 x8 (peers x16)" in found[0].title
 
 
 def test_gpu_count_against_policy(fleet):

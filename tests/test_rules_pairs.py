@@ -15,9 +15,11 @@ def ctx_of(fleet, **kw) -> AnalysisContext:
     return AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, **kw)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_healthy_fleet_with_noise_has_no_warning_or_failure(seed):
-    fleet = make_fleet(32, 4, noise=0.05, seed=seed)
+@pytest.mark.parametrize(("nodes", "leaves", "sizes", "seed"), [
+    (32, 4, 3, 0), (32, 4, 3, 1), (32, 4, 3, 2), (12, 1, 3, 3), (96, 3, 1, 4)])
+def test_healthy_fleet_with_noise_has_no_warning_or_failure(nodes, leaves, sizes, seed):
+    pair_sizes = (64 << 20, 256 << 20, 1 << 30)[-sizes:]
+    fleet = make_fleet(nodes, leaves, pair_sizes=pair_sizes, noise=0.05, seed=seed)
     findings = run_rules(ctx_of(fleet))
     assert [f for f in findings if f.severity != "info"] == []
 
@@ -120,6 +122,8 @@ def test_topology_file_overrides_labels(tmp_path):
 
     fleet = make_fleet(8, 1, spine_factor=0.5, seed=12)
     # the synthetic labels say one leaf; a Slurm topology.conf says two
-    topo = parse_topology("SwitchName=s0 Switches=a,b\nSwitchName=a Nodes=gpu[001-004]\nSwitchName=b Nodes=gpu[005-008]\n")
+    topo = parse_topology(
+        "SwitchName=s0 Switches=a,b\nSwitchName=a Nodes=gpu[001-004]\nSwitchName=b Nodes=gpu[005-008]\n"
+    )
     ctx = ctx_of(fleet, topology=topo)
     assert ctx.hop_class("gpu001", "gpu004") == "leaf" and ctx.hop_class("gpu001", "gpu005") == "spine"

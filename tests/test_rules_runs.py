@@ -9,7 +9,7 @@ import pytest
 from reports.analysis import analyze, run_rules
 from reports.context import AnalysisContext, Baseline, rows_frame
 from reports.findings import Finding
-from reports.policy import ExpectedBusbw, Expectations, Policy, Thresholds
+from reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
 from reports.rules import errors, expected, stragglers
 from reports.rules.base import Rule
 from reports.synthetic import host_names, make_fleet, write_run_dir
@@ -20,6 +20,7 @@ def ctx_of(fleet, **kw) -> AnalysisContext:
 
 
 # -- stragglers -----------------------------------------------------------------------------------
+
 
 def test_straggler_host_found_with_its_rank():
     hosts = host_names(8)
@@ -44,6 +45,7 @@ def test_two_hosts_always_same_last_but_by_noise_margin_is_not_a_straggler():
 
 # -- errors ----------------------------------------------------------------------------------------
 
+
 def _fleet_with_failures():
     fleet = make_fleet(8, 2, pair_sizes=(1 << 20, 1 << 30), ring_sizes=(), seed=4)
     for r in fleet.rows:
@@ -53,7 +55,9 @@ def _fleet_with_failures():
         if "gpu005" in hs:  # a host that fails with everyone
             r.update(status="timeout", error="pair timed out after 60 s", busbw_GBps=None, time_us=None)
         if sorted(hs) == ["gpu002", "gpu003"]:
-            r.update(status="error", error="NCCL error: unhandled system error", busbw_GBps=None, time_us=None)
+            r.update(
+                status="error", error="NCCL error: unhandled system error", busbw_GBps=None, time_us=None
+            )
     return fleet
 
 
@@ -77,6 +81,7 @@ def test_clean_rows_have_no_error_findings():
 
 # -- regression -------------------------------------------------------------------------------------
 
+
 def _regressed(factor_large: float, factor_small: float):
     base = make_fleet(8, 2, pair_sizes=(1 << 30,), noise=0.01, seed=6)
     cur = copy.deepcopy(base)
@@ -90,8 +95,9 @@ def _regressed(factor_large: float, factor_small: float):
     for h in cur.env["hosts"].values():
         h["nccl"] = "2.29.1"
         h["env"]["NCCL_ALGO"] = "Tree"
-    baseline = Baseline(rows=rows_frame(base.rows), env=base.env, run=base.run, inventory=base.inventory,
-                        path="base-run")
+    baseline = Baseline(
+        rows=rows_frame(base.rows), env=base.env, run=base.run, inventory=base.inventory, path="base-run"
+    )
     return ctx_of(cur, baseline=baseline)
 
 
@@ -101,7 +107,10 @@ def test_regression_per_size_with_env_differences():
 
     found = regression.check(_regressed(0.7, 1.6))
     env = [f for f in found if f.rule == "env_changed"]
-    assert env and {d["key"] for d in env[0].evidence["differences"]} >= {"hosts.*.nccl", "hosts.*.env.NCCL_ALGO"}
+    assert env and {d["key"] for d in env[0].evidence["differences"]} >= {
+        "hosts.*.nccl",
+        "hosts.*.env.NCCL_ALGO",
+    }
     reg = [f for f in found if f.rule == "regression"]
     assert len(reg) == 1 and reg[0].subject.startswith("all_reduce world")
     sizes = reg[0].evidence["sizes"]
@@ -121,30 +130,57 @@ def test_no_regression_when_same():
 
 # -- policy floors ----------------------------------------------------------------------------------
 
+
 def test_below_expected_busbw_by_hop_class():
     fleet = make_fleet(8, 2, pair_sizes=(1 << 30,), spine_factor=0.5, noise=0.01, seed=7)
-    pol = Policy(expect=Expectations(busbw=[ExpectedBusbw(collective="all_reduce", pattern="pair",
-                                                          hop_class="spine", min_bytes="1G", busbw_GBps=150)]))
+    pol = Policy(
+        expect=Expectations(
+            busbw=[
+                ExpectedBusbw(
+                    collective="all_reduce", pattern="pair", hop_class="spine", min_bytes="1G", busbw_GBps=150
+                )
+            ]
+        )
+    )
     found = expected.check(ctx_of(fleet, policy=pol))
     assert len(found) == 1 and found[0].evidence["below_rows"] == 16  # 4 x 4 cross-leaf pairs at ~90 GB/s
-    ok = Policy(expect=Expectations(busbw=[ExpectedBusbw(collective="all_reduce", pattern="pair",
-                                                         hop_class="leaf", min_bytes="1G", busbw_GBps=150)]))
+    ok = Policy(
+        expect=Expectations(
+            busbw=[
+                ExpectedBusbw(
+                    collective="all_reduce", pattern="pair", hop_class="leaf", min_bytes="1G", busbw_GBps=150
+                )
+            ]
+        )
+    )
     assert expected.check(ctx_of(fleet, policy=ok)) == []
     assert expected.check(ctx_of(fleet)) == []  # no expectation, no guess
 
 
 # -- machinery --------------------------------------------------------------------------------------
 
+
 def test_severity_override_cap_and_crashing_rule():
     def noisy(ctx):
-        return [Finding(rule="slow_pair", severity="warn", subject_kind="pair", subject=f"a|{i}", title="t",
-                        hosts=["a", str(i)]) for i in range(7)]
+        return [
+            Finding(
+                rule="slow_pair",
+                severity="warn",
+                subject_kind="pair",
+                subject=f"a|{i}",
+                title="t",
+                hosts=["a", str(i)],
+            )
+            for i in range(7)
+        ]
 
     def broken(ctx):
         raise RuntimeError("boom")
 
-    ctx = ctx_of(make_fleet(4, 1, seed=8), policy=Policy(severity={"slow_pair": "fail"},
-                                                         thresholds=Thresholds(max_findings_per_rule=5)))
+    ctx = ctx_of(
+        make_fleet(4, 1, seed=8),
+        policy=Policy(severity={"slow_pair": "fail"}, thresholds=Thresholds(max_findings_per_rule=5)),
+    )
     found = run_rules(ctx, rules=[Rule("noisy", {"slow_pair": "warn"}, noisy), Rule("broken", {}, broken)])
     assert [f.severity for f in found if f.rule == "slow_pair"] == ["fail"] * 5
     trunc = [f for f in found if f.rule == "findings_truncated"]

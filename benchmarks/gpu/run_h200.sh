@@ -11,16 +11,17 @@
 # intra, dtypes: the parts of extra that one GPU can run
 # extra    --pattern intra copy matrix, a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
 # compare  benchmarks/gpu/compare.py over everything measured
-# Everything lands in $OUT/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
+# Everything lands in /tmp/netbench-gpu-work/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
 set -u
-OUT=${OUT:-/tmp/netbench-gpu}; R=$OUT/r; mkdir -p "$R"
+OUT=${OUT:-/tmp/netbench-gpu}; mkdir -p "$OUT"
+WORK=/tmp/netbench-gpu-work; R=$WORK/r; mkdir -p "$R"  # only the tarball goes to $OUT (8 files come back)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 PY=python3
 NT=/tmp/ntb           # nccl-tests binaries
 RANGE="-b 8 -e 8G -f 2 -n 20 -w 5"
 NTARGS="-b 8 -e 8G -f 2 -n 20 -w 5 -c 1"
-snap() { tar czf "$OUT/results.tgz" -C "$OUT" r 2>/dev/null; }
+snap() { tar czf "$OUT/results.tgz" -C "$WORK" r 2>/dev/null; }
 step() {  # step NAME CMD... : run with a time limit, log to $R/NAME.txt, show the tail
   local name=$1; shift; local t0=$SECONDS
   echo "=== $name: $*"
@@ -48,13 +49,15 @@ nccl_dir() {  # the NCCL torch loads: pip's nvidia-nccl-cu13 when present, else 
 }
 
 stage_build() {
-  local pipd; pipd=$(nccl_dir); mkdir -p /tmp/nccl/include /tmp/nccl/lib
-  if [ -n "$pipd" ] && [ -f "$pipd/include/nccl.h" ]; then cp "$pipd"/include/nccl*.h /tmp/nccl/include/;
-  else cp /usr/include/nccl*.h /tmp/nccl/include/; fi
+  local pipd; pipd=$(nccl_dir); mkdir -p /tmp/nccl/lib; rm -rf /tmp/nccl/include
+  # nccl.h includes nccl_device.h, which includes nccl_device/...: link the whole folder, never copy files
+  if [ -n "$pipd" ] && [ -d "$pipd/include/nccl_device" ]; then ln -sfn "$pipd/include" /tmp/nccl/include;
+  else ln -sfn /usr/include /tmp/nccl/include; fi
+  grep -h "define NCCL_\(MAJOR\|MINOR\|PATCH\) " /tmp/nccl/include/nccl.h
   if [ -n "$pipd" ]; then ln -sf "$pipd"/lib/libnccl.so.2 /tmp/nccl/lib/libnccl.so;
   else ln -sf "$(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2* | head -1)" /tmp/nccl/lib/libnccl.so; fi
   ln -sf libnccl.so /tmp/nccl/lib/libnccl.so.2
-  if [ -f .ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf .ntb/ntb.tgz -C $NT && echo "nccl-tests: carried build"; return; fi
+  if [ -f third_party/ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf third_party/ntb/ntb.tgz -C $NT && echo "nccl-tests: carried build"; return; fi
   STEP_TIMEOUT=420 step build make -C third_party/nccl-tests/src -j "$(nproc)" MPI=0 NCCL_HOME=/tmp/nccl CUDA_HOME=/usr/local/cuda \
     BUILDDIR=$NT NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
     $NT/all_reduce_perf $NT/all_gather_perf $NT/reduce_scatter_perf $NT/sendrecv_perf
@@ -96,6 +99,16 @@ stage_gpu2() {
     --no-report --out "$R/nb_2gpu-ring_g0"
 }
 
+stage_overhead() {  # per-op CPU cost of the eager path (1-rank in-place all_reduce: NCCL itself does nothing)
+  export CUDA_VISIBLE_DEVICES=0
+  step ovh_default $NB -c all_reduce,all_gather -b 8 -e 16M -f 8 --no-report --out "$R/ovh_default"
+  TORCH_NCCL_TRACE_BUFFER_SIZE=0 step ovh_fr0 $NB -c all_reduce,all_gather -b 8 -e 16M -f 8 --no-report \
+    --out "$R/ovh_fr0"
+  unset CUDA_VISIBLE_DEVICES
+}
+stage_plain() {  # `netbench sweep` with no arguments at all, as a user would type it
+  rm -rf netbench-runs; step nb_plain $NB; mkdir -p "$R/nb_plain"; mv netbench-runs/* "$R/nb_plain/"; rmdir netbench-runs
+}
 stage_intra() { step intra $PY benchmarks/gpu/intra_matrix.py --out "$R/nb_intra"; }
 stage_dtypes() {
   for d in bfloat16 half int8; do

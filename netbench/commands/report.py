@@ -19,18 +19,44 @@ Examples:
 )
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--baseline", type=click.Path(file_okay=False), help="An earlier run to compare against.")
-@click.option("--policy", "policy_path", type=click.Path(dir_okay=False),
-              help="Policy TOML (thresholds, minimum versions, severities); see docs/policy.example.toml.")
-@click.option("--topology", type=click.Path(dir_okay=False),
-              help="host -> switch map (JSON/TOML switches table or Slurm topology.conf).")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
-              show_default=True, help="Terminal summary format.")
-@click.option("--plotlyjs", type=click.Choice(["inline", "cdn"]), default="inline", show_default=True,
-              help="inline: works offline (+4.6 MB); cdn: small file, plots need the network.")
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(dir_okay=False),
+    help="Policy TOML (thresholds, minimum versions, severities); see docs/policy.example.toml.",
+)
+@click.option(
+    "--topology",
+    type=click.Path(dir_okay=False),
+    help="host -> switch map (JSON/TOML switches table or Slurm topology.conf).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="Terminal summary format.",
+)
+@click.option(
+    "--plotlyjs",
+    type=click.Choice(["inline", "cdn"]),
+    default="inline",
+    show_default=True,
+    help="inline: works offline (+4.6 MB); cdn: small file, plots need the network.",
+)
 @click.option("--top", type=click.IntRange(0), default=10, show_default=True, help="Findings in the summary.")
 @click.option("--no-html", is_flag=True, help="Write findings.json only.")
-def command(run_dir: str, baseline: str | None, policy_path: str | None, topology: str | None, fmt: str,
-            plotlyjs: str, top: int, no_html: bool) -> None:
+def command(
+    run_dir: str,
+    baseline: str | None,
+    policy_path: str | None,
+    topology: str | None,
+    fmt: str,
+    plotlyjs: str,
+    top: int,
+    no_html: bool,
+) -> None:
     """Analyse RUN_DIR: slow pairs and nodes, firmware, link health, stragglers, errors, regressions."""
     from pathlib import Path
 
@@ -46,8 +72,14 @@ def command(run_dir: str, baseline: str | None, policy_path: str | None, topolog
     if not (Path(run_dir) / "results.jsonl").exists() and not (Path(run_dir) / "inventory.jsonl").exists():
         raise UsageError(f"{run_dir} is not a run directory (no results.jsonl or inventory.jsonl)")
     try:
-        findings, html_path = write_report(run_dir, baseline=baseline, policy=policy_path,
-                                           plotlyjs=plotlyjs, topology=topology, html=not no_html)
+        findings, html_path = write_report(
+            run_dir,
+            baseline=baseline,
+            policy=policy_path,
+            plotlyjs=plotlyjs,
+            topology=topology,
+            html=not no_html,
+        )
     except (PolicyError, TopologyError) as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

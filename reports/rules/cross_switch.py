@@ -46,7 +46,8 @@ def _orders(ctx: AnalysisContext) -> list[Finding]:
                 subject_kind="run",
                 subject=f"host order of {len(hosts)} hosts ({', '.join(colls)})",
                 title=(
-                    f"Ring order of {len(hosts)} hosts changes leaf {crossings} times where {needed} would do "
+                    f"Ring order of {len(hosts)} hosts changes leaf {crossings} times "
+                    f"where {needed} would do "
                     f"({leaves} leaves)"
                 ),
                 evidence={
@@ -59,8 +60,9 @@ def _orders(ctx: AnalysisContext) -> list[Finding]:
                     "suggested_order": better,
                 },
                 action=(
-                    "List hosts grouped by leaf switch (hostfile / rank order) so rings and groups stay on a "
-                    f"leaf; e.g. start with {', '.join(better[:_SHOW])}{' ...' if len(better) > _SHOW else ''}."
+                    "List hosts grouped by leaf switch (hostfile / rank order) so rings and groups stay on "
+                    f"a leaf; e.g. start with {', '.join(better[:_SHOW])}"
+                    + (" ..." if len(better) > _SHOW else ".")
                 ),
                 hosts=[],
             )

@@ -59,7 +59,10 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 subject=host,
                 title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed",
                 evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]},
-                action=f"Drain {host} and look at its worker log in the run directory (NCCL errors, hangs, Xids).",
+                action=(
+                    f"Drain {host} and look at its worker log in the run directory "
+                    "(NCCL errors, hangs, Xids)."
+                ),
                 hosts=[host],
             )
         )
@@ -91,7 +94,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 title=f"{gid} {_WHAT[kind]} in {len(rows)} measurement(s) ({', '.join(colls)} at {shown})",
                 evidence=evidence,
                 action=(
-                    "Wrong results mean corrupted data: drain the hosts and check GPU memory (ECC, Xid 48/63/64) "
+                    "Wrong results mean corrupted data: drain the hosts and check GPU "
+                    "memory (ECC, Xid 48/63/64) "
                     "and NIC errors."
                     if kind == "wrong_results"
                     else "Re-run this group alone; if it fails again, check the hosts' logs and links."

@@ -19,6 +19,10 @@ from reports.topology import majority
 _UP = {"active", "up", "linkup"}
 
 
+def _few(items: list[str], n: int = 4) -> str:
+    return ", ".join(items[:n]) + (" ..." if len(items) > n else "")
+
+
 def _ok_nodes(ctx: AnalysisContext) -> list[dict[str, Any]]:
     return [n for n in ctx.inventory if n.get("status") in (None, "ok", "partial")]
 
@@ -114,7 +118,10 @@ def _nics(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
                                 "peers_up": up_count[name],
                                 "nodes": n_nodes,
                             },
-                            action=f"Check the cable/transceiver and switch port of {host} {name}; a rail is missing.",
+                            action=(
+                                f"Check cable/transceiver and switch port of {host}"
+                                f" {name}: a rail is missing."
+                            ),
                             hosts=[host],
                         )
                     )
@@ -156,9 +163,19 @@ def _nics(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
 
 def _pcie(nodes: list[dict[str, Any]]) -> list[Finding]:
     out = []
+    # a NIC's PCIe width against the same NIC on its peers (sysfs has no "max" for it)
+    nic_widths: dict[str, list[int]] = {}
+    for n in nodes:
+        for nic in n.get("nics") or []:
+            if nic.get("pcie_width"):
+                nic_widths.setdefault(nic["name"], []).append(int(nic["pcie_width"]))
     for n in nodes:
         host = n["host"]
         narrow, slow = [], []
+        for nic in n.get("nics") or []:
+            peer = majority(nic_widths.get(nic.get("name"), []))
+            if nic.get("pcie_width") and peer and int(nic["pcie_width"]) < peer:
+                narrow.append(f"{nic['name']} x{nic['pcie_width']} (peers x{peer})")
         for g in n.get("gpus") or []:
             w, wm = g.get("pcie_width_current"), g.get("pcie_width_max")
             if w and wm and w < wm:
@@ -176,8 +193,10 @@ def _pcie(nodes: list[dict[str, Any]]) -> list[Finding]:
                     title=f"{host}: PCIe link narrower than its maximum ({', '.join(narrow)})",
                     evidence={"gpus": narrow},
                     hosts=[host],
-                    action="A link that trained narrow halves host<->GPU bandwidth: reseat the GPU/riser, check "
-                    "`lspci -vv` LnkSta, then the slot.",
+                    action=(
+                        "A link that trained narrow halves host<->GPU bandwidth: reseat the GPU/riser, "
+                        "check `lspci -vv` LnkSta, then the slot."
+                    ),
                 )
             )
         if slow:
@@ -187,10 +206,10 @@ def _pcie(nodes: list[dict[str, Any]]) -> list[Finding]:
                     severity="info",
                     subject_kind="node",
                     subject=host,
-                    title=f"{host}: PCIe generation below maximum ({', '.join(slow[:4])}{' ...' if len(slow) > 4 else ''})",
+                    title=f"{host}: PCIe generation below maximum ({_few(slow)})",
                     evidence={"gpus": slow},
                     hosts=[host],
-                    action="Idle GPUs drop their PCIe speed to save power; re-check under load before acting.",
+                    action="Idle GPUs lower their PCIe speed to save power; re-check under load first.",
                 )
             )
     return out
@@ -214,10 +233,12 @@ def _nvlink(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
                     severity="fail",
                     subject_kind="node",
                     subject=host,
-                    title=f"{host}: {len(down)} NVLink(s) down ({', '.join(down[:4])}{' ...' if len(down) > 4 else ''})",
+                    title=f"{host}: {len(down)} NVLink(s) down ({_few(down)})",
                     evidence={"down": down, "total_links": len(n.get("nvlinks") or [])},
-                    action=f"Drain {host}: intra-node traffic falls back to PCIe; check `nvidia-smi nvlink -s` "
-                    "and Xid errors, then the baseboard/NVSwitch.",
+                    action=(
+                        f"Drain {host}: intra-node traffic falls back to PCIe; check `nvidia-smi nvlink -s` "
+                        "and Xid errors, then the baseboard/NVSwitch."
+                    ),
                     hosts=[host],
                 )
             )

@@ -15,7 +15,7 @@ import numpy as np
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule, pct, size_label
-from reports.stats import SIGMA_FLOOR, robust_sigma, sig3, z_threshold
+from reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, sig3, z_threshold
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
@@ -29,10 +29,11 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     se = m.sigma * 1.2533 / np.sqrt(np.maximum(m.partners, 1))  # error of a median of partners
     scale = np.maximum(np.maximum(spread, se), SIGMA_FLOOR)
     z = eff / scale
-    zt = z_threshold(t.mad_k, int(judged.sum()))
-    bad = judged & (eff <= np.log(t.slow_node_factor)) & (z <= -zt)
+    practical = judged & (eff <= np.log(t.slow_node_factor))
+    cut = fdr_cut(np.where(practical, z, np.nan), int(judged.sum()), t.mad_k, t.fdr)
+    zt = -cut if np.isfinite(cut) else z_threshold(t.mad_k, int(judged.sum()))
+    bad = practical & (z <= cut)
     out: list[Finding] = []
-    fleet_med = [m.class_median_bw.get(k) for k in m.class_median_bw]
     for i in sorted(np.nonzero(bad)[0].tolist(), key=lambda k: eff[k]):
         host = m.hosts[i]
         row = m.bw[-1, i]
@@ -56,9 +57,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             "partners": int(m.partners[i]),
             "partners_slow": slow_with,
             "median_busbw_GBps_with_partners": sig3(node_pairs_med),
-            "fleet_class_median_busbw_GBps": {
-                k: sig3(v[-1]) for k, v in zip(m.class_median_bw, fleet_med, strict=True) if v
-            },
+            "fleet_class_median_busbw_GBps": {k: sig3(v[-1]) for k, v in m.class_median_bw.items()},
             "slowest_partners": {m.hosts[j]: sig3(float(row[j])) for j in worst},
             "switch": ctx.switches.get(host),
             "node_effect_spread_pct": sig3(100 * spread),
@@ -101,7 +100,10 @@ def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: list[str]) ->
                     subject=sw,
                     title=f"{n_slow} of {total} hosts on switch {sw} are slow",
                     evidence={"slow_hosts": members, "hosts_on_switch": total},
-                    action=f"Suspect switch {sw} itself (uplinks, firmware, congestion settings) before the nodes.",
+                    action=(
+                        f"Suspect switch {sw} itself (uplinks, firmware, congestion control)"
+                        " before its nodes."
+                    ),
                     hosts=members,
                 )
             )

@@ -13,7 +13,7 @@ import numpy as np
 from reports.context import AnalysisContext
 from reports.findings import Finding
 from reports.rules.base import Rule, pct, size_label
-from reports.stats import g3, sig3, z_threshold
+from reports.stats import fdr_cut, g3, sig3, z_threshold
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
@@ -25,9 +25,11 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     n_pairs = int(upper.sum())
     if n_pairs < 3:  # one or two pairs have no peers to be judged against
         return []
-    zt = z_threshold(t.mad_k, n_pairs)
     z = m.resid / m.sigma
-    bad = upper & (m.resid <= np.log(t.slow_pair_factor)) & (z <= -zt)
+    practical = upper & (m.resid <= np.log(t.slow_pair_factor))
+    cut = fdr_cut(np.where(practical, z, np.nan), n_pairs, t.mad_k, t.fdr)
+    zt = -cut if np.isfinite(cut) else z_threshold(t.mad_k, n_pairs)
+    bad = practical & (z <= cut)
     out = []
     ii, jj = np.nonzero(bad)
     for i, j in sorted(zip(ii.tolist(), jj.tolist(), strict=True), key=lambda p: m.resid[p]):
@@ -68,7 +70,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 ),
                 evidence=evidence,
                 action=(
-                    f"Both nodes are fine with their other partners, so suspect the path: re-test {a} and {b} "
+                    f"Both nodes are fine with their other partners, suspect the path: re-test {a} and {b} "
                     "against known-good partners, then check cables, switch ports and port counters "
                     f"(symbol errors, link downs) between {a} and {b}."
                 ),

@@ -75,7 +75,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                         "rank_last_count": rank_k,
                     },
                     action=(
-                        f"Everyone waits for {host}: check its CPU/GPU clocks and throttling, noisy neighbours, "
+                        f"Everyone waits for {host}: check CPU/GPU clocks and throttling, noisy neighbours, "
                         "NIC errors and NUMA binding of its ranks."
                     ),
                     hosts=[host],

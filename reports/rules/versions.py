@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
-from typing import Any
-
 from functools import lru_cache
+from typing import Any
 
 from inventory.versions import compare_versions
 from inventory.versions import parse_version as _parse_version
@@ -103,7 +102,10 @@ def _mismatch(comp: str, model: str | None, hosts: dict[str, dict[str, str]]) ->
                 severity="warn",
                 subject_kind="node",
                 subject=host,
-                title=f"{host}: {_name(comp, model)} differs between devices ({', '.join(sorted(distinct.values()))})",
+                title=(
+                    f"{host}: {_name(comp, model)}"
+                    f" differs between devices ({', '.join(sorted(distinct.values()))})"
+                ),
                 evidence={"component": comp, "model": model, "per_device": dict(sorted(inst.items()))},
                 action=f"Finish the {LABELS[comp]} update on {host} so every device runs the same version.",
                 hosts=[host],
@@ -147,7 +149,10 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
                     subject=subject,
                     title=f"{who}: {name} {v} is below the policy minimum {minimum}",
                     evidence={**base, "policy_minimum": minimum, "hosts": hosts},
-                    action=f"Update {LABELS[comp]} to {minimum} or newer (fleet newest: {spelled[newest_key]}).",
+                    action=(
+                        f"Update {LABELS[comp]} to {minimum}"
+                        f" or newer (fleet's newest: {spelled[newest_key]})."
+                    ),
                     hosts=hosts,
                 )
             )
@@ -165,7 +170,10 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
                         "fleet_newest": spelled[newest_key],
                         "hosts": hosts,
                     },
-                    action=f"Update {LABELS[comp]} on {who} to {spelled[majority_key]} like the rest of the fleet.",
+                    action=(
+                        f"Update {LABELS[comp]} on {who} to {spelled[majority_key]}"
+                        ", like the rest of the fleet."
+                    ),
                     hosts=hosts,
                 )
             )
@@ -176,7 +184,9 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
                     severity="warn",
                     subject_kind=subject_kind,
                     subject=subject,
-                    title=f"{who}: {name} {v} is behind the fleet's newest {spelled[newest_key]} (no majority)",
+                    title=(
+                        f"{who}: {name} {v} is behind the fleet's newest {spelled[newest_key]} (no majority)"
+                    ),
                     evidence={**base, "fleet_newest": spelled[newest_key], "hosts": hosts},
                     action=f"Bring {LABELS[comp]} to one version across the fleet.",
                     hosts=hosts,

@@ -1,0 +1,168 @@
+"""Issue-4 benchmarks on real test hosts (network namespaces + sshd; run as root).
+
+A. One test link: netbench's 2-host large-message sendrecv and all_reduce busbw against iperf3's
+   single-stream throughput on the same link (goal: ratio >= 0.8), on the raw veth link and on a link
+   shaped to a fixed rate (tc htb, as a NIC of known speed).
+B. 8 hosts pairwise: wall time of the circle-method rounds (4 pairs at once) against one pair at a
+   time, and the set-up overhead per round against the collective time measured in it (goal <= 10 %).
+
+Run: sudo python benchmarks/bench_cluster.py [--rate 1gbit] [--hosts 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from netns import TestNetwork  # noqa: E402
+
+
+def sweep(net: TestNetwork, tmp: Path, *args: str) -> tuple[Path, float]:
+    out = tmp / f"run-{time.monotonic_ns()}"
+    cfg = net.write_ssh_config(tmp / "ssh_config")
+    hosts = net.hosts_file(tmp / "hosts.txt")
+    t0 = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "sweep",
+            "--hosts",
+            str(hosts),
+            "--ssh-config",
+            str(cfg),
+            "--python",
+            sys.executable,
+            "--out",
+            str(out),
+            "--no-report",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out, time.perf_counter() - t0
+
+
+def rows(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+
+
+def iperf(net: TestNetwork, a: str, b: str, seconds: int = 5) -> float:
+    """iperf3 single-stream throughput a -> b in bits/s."""
+    server = net.popen(
+        b,
+        ["iperf3", "-s", "-1", "-B", net.host(b).addr],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.5)
+    try:
+        r = net.run(
+            a, ["iperf3", "-c", net.host(b).addr, "-t", str(seconds), "-J"], capture_output=True, text=True
+        )
+        return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]
+    finally:
+        server.kill()
+
+
+def link(rate: str | None) -> None:
+    with tempfile.TemporaryDirectory() as d, TestNetwork.create(["n0", "n1"]) as net:
+        if rate:
+            net.limit_pair("n0", "n1", rate)
+        bps = iperf(net, "n0", "n1")
+        out, _ = sweep(
+            net,
+            Path(d),
+            "--pattern",
+            "pairwise",
+            "-c",
+            "sendrecv,all_reduce",
+            "--pair-sizes",
+            "16M,64M",
+            "-n",
+            "10",
+            "-w",
+            "2",
+            "--no-check",
+            "--timeout",
+            "300",
+        )
+        rs = [
+            r for r in rows(out) if r["pattern"] == "pair" and r["status"] == "ok" and r["bytes"] == 64 << 20
+        ]
+        label = rate or "veth (no limit)"
+        for coll in ("sendrecv", "all_reduce"):
+            bw = [r["busbw_GBps"] for r in rs if r["collective"] == coll]
+            gbps = sum(bw) / len(bw) * 8
+            print(f"| {label} | {coll} | {gbps:.3f} | {bps / 1e9:.3f} | {gbps / (bps / 1e9):.2f} |")
+
+
+def rounds(n: int) -> None:
+    with tempfile.TemporaryDirectory() as d, TestNetwork.create(n) as net:
+        args = [
+            "--pattern",
+            "pairwise",
+            "-c",
+            "all_reduce",
+            "--pair-sizes",
+            "4M,16M",
+            "-n",
+            "10",
+            "-w",
+            "2",
+            "--timeout",
+            "300",
+        ]
+        for label, extra in (
+            ("rounds (N/2 pairs at once)", []),
+            ("one pair at a time", ["--pair-batch", "1"]),
+        ):
+            out, wall = sweep(net, Path(d), *args, *extra)
+            run = json.loads((out / "run.json").read_text())
+            rs = rows(out)
+            overheads = []
+            for ph in run["phases"]:
+                # the group in the phase that measured longest bounds the phase from below
+                inside = {}
+                for r in rs:
+                    if r["pattern"] == "pair" and r["status"] == "ok" and r["round"] == ph["index"] + 1:
+                        inside[r["group"]] = (
+                            inside.get(r["group"], 0.0) + r["time_us"] * (r["iters"] + r["warmup"] + 1) / 1e6
+                        )
+                busy = max(inside.values()) if inside else 0.0
+                if busy:
+                    overheads.append((ph["seconds"] - busy) / busy)
+            phase_s = sum(p["seconds"] for p in run["phases"])
+            print(
+                f"| {n} hosts, {label} | {len(run['phases'])} | {phase_s:.1f} | {wall:.1f} | "
+                f"{run['startup_s']:.1f} | {100 * sorted(overheads)[len(overheads) // 2]:.1f} % |"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--hosts", type=int, default=8)
+    args = ap.parse_args()
+    print("| link | collective | netbench busbw (Gbit/s) | iperf3 (Gbit/s) | ratio |\n|---|---|---|---|---|")
+    link(None)
+    link(args.rate)
+    print(
+        "\n| sweep | phases | pairwise wall (s) | command wall (s) | start-up (s) | median set-up overhead "
+        "per round |\n|---|---|---|---|---|---|"
+    )
+    rounds(args.hosts)
+
+
+if __name__ == "__main__":
+    main()

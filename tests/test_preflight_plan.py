@@ -1,0 +1,253 @@
+"""Preflight's decisions without test hosts: schedules, the budget gate, re-test verdicts, the drain
+rule, and the could-not-run exits (3, one line) at the real CLI boundary."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from netbench.cli import main
+from netbench.preflight import (
+    Budget,
+    PhaseGate,
+    PreflightOptions,
+    Retest,
+    apply_retests,
+    drain_and_check,
+    judge,
+    plan_escalation,
+    quick_rounds,
+    stage_escalation,
+)
+from reports.findings import Finding
+from reports.policy import Thresholds
+
+
+def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(["preflight", *args])
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- schedules ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 33])
+def test_quick_rounds_give_every_host_enough_partners_in_disjoint_pairs(n: int) -> None:
+    hosts = [f"n{i}" for i in range(n)]
+    rounds = quick_rounds(hosts, 3)
+    met: dict[str, set[str]] = {h: set() for h in hosts}
+    for rnd in rounds:
+        flat = [h for p in rnd for h in p]
+        assert len(flat) == len(set(flat))  # a host is in at most one pair per round
+        for a, b in rnd:
+            assert b not in met[a]  # never the same pair twice
+            met[a].add(b)
+            met[b].add(a)
+    assert all(len(m) >= min(3, n - 1) for m in met.values())
+    assert len(rounds) <= (4 if n % 2 else 3)  # odd n: one host sits out each round, one round more
+
+
+def test_escalation_pairs_suspects_with_good_partners_and_reruns_links() -> None:
+    switches = {"s1": "A", "g1": "B", "g2": "A", "g3": "A", "g4": "B", "l1": "B", "l2": "B"}
+    good = ["g1", "g2", "g3", "g4", "l1", "l2"]
+    tested = {frozenset(("s1", "g2"))}
+    plan = plan_escalation(["s1"], [("l1", "l2")], good, tested, switches, phases=2)
+    assert len(plan) == 2
+    for phase in plan:
+        flat = [h for p in phase for h in p]
+        assert len(flat) == len(set(flat)) == 7 - (7 % 2)  # a perfect matching of everyone who can play
+    partners = [next(b for a, b in phase if a == "s1") for phase in plan]
+    assert partners == ["g3", "g2"]  # same switch first, a partner not met yet first
+    assert ("l1", "l2") in plan[0] and ("l1", "l2") not in plan[1]  # the link re-run once
+    assert not any("s1" in p and ("l1" in p or "l2" in p) for phase in plan for p in phase)
+
+
+def test_links_sharing_a_node_are_rerun_in_later_phases() -> None:
+    plan = plan_escalation([], [("a", "b"), ("a", "c")], ["a", "b", "c", "d"], set(), {}, phases=0)
+    assert [("a", "b") in ph for ph in plan] == [True, False]
+    assert [("a", "c") in ph for ph in plan] == [False, True]
+
+
+# -- the budget --------------------------------------------------------------------------------------
+def test_phase_gate_stops_when_the_measured_phase_time_no_longer_fits() -> None:
+    clock = FakeClock()
+    budget = Budget(60.0, reserve_s=3.0, clock=clock)
+    gate = PhaseGate(budget, prior_s=1.0)
+
+    class P:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    ran = []
+    for i in range(20):
+        if gate(P(f"p{i}")):
+            ran.append(i)
+            clock.now += 10.0  # every phase takes 10 s
+    # 57 s usable: phases start at 0, 10, 20, 30, 40; at 50 s only 7 s are left for a 10 s phase
+    assert ran == [0, 1, 2, 3, 4]
+    assert gate.skipped == [f"p{i}" for i in range(5, 20)]
+    assert gate.durations() == [10.0] * 4 and gate.estimate() == 10.0
+    assert budget.elapsed() <= budget.total_s
+
+
+def test_phase_gate_never_resumes_after_refusing() -> None:
+    clock = FakeClock()
+    gate = PhaseGate(Budget(10.0, reserve_s=0.0, clock=clock), prior_s=20.0)
+
+    class P:
+        name = "x"
+
+    assert not gate(P())
+    gate.prior_s = 0.1
+    assert not gate(P())  # a budget never comes back
+
+
+def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit(tmp_path: Path) -> None:
+    """No launch at all (the setup is a stand-in that would fail if used)."""
+    clock = FakeClock()
+    budget = Budget(30.0, reserve_s=3.0, clock=clock)
+    clock.now += 20.0  # 7 s left: start-up 5 s + a 4 s phase do not fit
+
+    class Ctx:
+        pair_model = None
+        switches: dict[str, str] = {}
+
+    setup = SimpleNamespace(opts=PreflightOptions(hosts_file="h"), echo=print)  # launching would fail
+    retests, info = stage_escalation(setup, Ctx(), ["s", "a", "b", "c"], set(), ["s"], [], set(), 4,  # type: ignore[arg-type]
+                                     phase_s=4.0, startup_s=5.0, budget=budget, thresholds=Thresholds())
+    assert retests == {}
+    assert info["skipped"].startswith("budget") and info["phases_run"] == 0 and info["phases_planned"] == 2
+
+
+# -- verdicts ----------------------------------------------------------------------------------------
+def row(a: str, b: str, rnd: int, bw: float, nbytes: int = 1 << 20) -> dict:
+    return {"pattern": "pair", "status": "ok", "hosts": [a, b], "round": rnd, "bytes": nbytes, "busbw_GBps": bw}
+
+
+def test_judge_confirms_a_slow_node_and_clears_a_noisy_link() -> None:
+    rows = [row("g1", "g2", 1, 10.0), row("g3", "g4", 1, 10.4)]  # quick pass
+    rows += [row("s", "g1", 4, 1.0), row("g3", "g4", 4, 9.0), row("l1", "l2", 4, 8.0),
+             row("s", "g2", 5, 1.2), row("g1", "g3", 5, 11.0),
+             row("s", "g2", 5, 0.1, nbytes=1 << 10)]  # small sizes are not judged
+    out = judge(rows, range(4, 6), ["s"], [("l1", "l2")], {}, Thresholds(), noise_sigma=0.05)
+    assert out["s"].verdict == "confirmed" and out["s"].ratios == {"g1": pytest.approx(1 / 9, rel=1e-2),
+                                                                  "g2": pytest.approx(1.2 / 11, rel=1e-2)}
+    assert out["l1|l2"].verdict == "cleared"  # 8/9 of the controls: not below slow_pair_factor 0.8
+
+
+def test_judge_needs_slowness_beyond_noise() -> None:
+    rows = [row("s", "g1", 4, 7.0), row("g2", "g3", 4, 10.0), row("s", "g2", 5, 7.5), row("g1", "g3", 5, 10.0)]
+    noisy = judge(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.2)
+    assert noisy["s"].verdict == "cleared"  # 0.7-0.75x is within 4 sigma of 20% noise
+    quiet = judge(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.01)
+    assert quiet["s"].verdict == "confirmed"
+    mixed = judge([row("s", "g1", 4, 2.0), row("g2", "g3", 4, 10.0), row("s", "g2", 5, 10.0),
+                   row("g1", "g3", 5, 10.0)], range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.01)
+    assert mixed["s"].verdict == "inconclusive"
+    none = judge([], range(4, 6), ["s"], [], {}, Thresholds())
+    assert none["s"].verdict == "not_run" and none["s"].reason
+
+
+def finding(rule: str, sev: str, kind: str, subject: str, hosts: list[str]) -> Finding:
+    return Finding(rule=rule, severity=sev, subject_kind=kind, subject=subject, title=f"{rule} {subject}",
+                   hosts=hosts)
+
+
+def test_only_confirmed_slow_nodes_keep_failing() -> None:
+    fs = [finding("slow_node", "fail", "node", h, [h]) for h in ("a", "b", "c")]
+    fs.append(finding("slow_pair", "warn", "pair", "x|y", ["x", "y"]))
+    retests = {"a": Retest("a", "node", "confirmed"), "b": Retest("b", "node", "cleared", reason="fine"),
+               "x|y": Retest("x|y", "link", "cleared"), "d": Retest("d", "node", "confirmed", reason="r")}
+    out = apply_retests(fs, retests, "not re-tested: budget")
+    sev = {f.subject: f.severity for f in out}
+    assert sev == {"a": "fail", "b": "info", "c": "warn", "x|y": "info", "d": "fail"}
+    assert [f.severity for f in out] == sorted((f.severity for f in out), key=["fail", "warn", "info"].index)
+    c = next(f for f in out if f.subject == "c")
+    assert c.evidence["retest"]["reason"] == "not re-tested: budget" and "Unconfirmed" in c.title
+    assert drain_and_check(out, 10)[0] == ["a", "d"]
+
+
+def test_drain_rule_names_nodes_and_sends_links_to_check() -> None:
+    fs = [finding("version_below_minimum", "fail", "node", "n1", ["n1"]),
+          finding("version_below_minimum", "fail", "component", "NIC fw 1", ["n2", "n3"]),  # 2 of 10
+          finding("version_below_minimum", "fail", "component", "NCCL 2.1", [f"m{i}" for i in range(5)]),
+          finding("slow_pair", "fail", "pair", "p|q", ["p", "q"]),
+          finding("slow_pair", "warn", "pair", "r|s", ["r", "s"]),
+          finding("slow_switch", "fail", "switch", "leaf3", ["t"]),
+          finding("gpu_count_low", "warn", "node", "w", ["w"])]
+    drain, check = drain_and_check(fs, 10)
+    assert drain == ["n1", "n2", "n3"]  # half the fleet on an old NCCL is a fleet-wide fix, not a drain
+    assert check == ["leaf3", "p|q", "r|s"]
+
+
+# -- could not run: exit 3 and one line --------------------------------------------------------------
+def one_error_line(err: str) -> str:
+    """The error is one line, the last (progress lines starting with '#' may come before it)."""
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert lines and lines[-1].startswith("netbench: error: "), err
+    assert all(x.startswith("# ") for x in lines[:-1]) and "Traceback" not in err, err
+    return lines[-1]
+
+
+def test_bad_input_exits_3_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("node01\nnode02 switch=leaf;reboot\n")
+    js = tmp_path / "pf.json"
+    drain = tmp_path / "drain.txt"
+    drain.write_text("stale-node\n")
+    code, out, err = cli(["--hosts", str(hosts), "--json", str(js), "--drain-list", str(drain)], capsys)
+    assert code == 3 and out == ""
+    assert f"{hosts}:2" in one_error_line(err)
+    doc = json.loads(js.read_text())
+    assert doc["verdict"] == "error" and doc["exit_code"] == 3 and f"{hosts}:2" in doc["error"]
+    assert drain.read_text() == ""  # a stale drain list must not be acted on
+
+    hosts.write_text("node01\nnode02\n")
+    cases = [
+        (["--budget", "soon"], "bad duration"),
+        (["--budget", "0"], "--budget must be > 0"),
+        (["--no-such-option"], "no such option"),
+        (["--policy", str(tmp_path / "nope.toml")], "policy file not found"),
+        (["--baseline", "never-saved"], "no baseline or run directory"),
+        (["--pair-sizes", "1Q"], "pair-sizes"),
+    ]
+    for extra, text in cases:
+        code, out, err = cli(["--hosts", str(hosts), *extra], capsys)
+        assert code == 3 and out == "", (extra, err)
+        assert text in one_error_line(err).lower(), (extra, err)
+    (tmp_path / "dup.txt").write_text("a gpus=0\nb\na gpus=1\n")
+    code, _, err = cli(["--hosts", str(tmp_path / "dup.txt")], capsys)
+    assert code == 3 and "appears twice" in one_error_line(err)
+
+
+def test_nothing_reachable_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host *\n    HostName 127.0.0.1\n    Port 1\n    ConnectTimeout 2\n")
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("down1\ndown2\n")
+    junit = tmp_path / "pf.xml"
+    code, out, err = cli(["--hosts", str(hosts), "--ssh-config", str(cfg), "--out", str(tmp_path / "run"),
+                          "--junit", str(junit)], capsys)
+    assert code == 3 and out == ""
+    assert "no host could be reached" in one_error_line(err)
+    assert 'failures="1"' in junit.read_text()
+    inv = [json.loads(x) for x in (tmp_path / "run" / "inventory.jsonl").read_text().splitlines()]
+    assert {n["status"] for n in inv} == {"unreachable"}
+
+
+def test_options_are_validated() -> None:
+    with pytest.raises(Exception, match="rounds"):
+        PreflightOptions(hosts_file="h", rounds=0)
+    assert math.isclose(Budget(8.0).reserve_s, 2.0)  # a small budget keeps back at most a quarter
