@@ -57,8 +57,8 @@ def rows(out: Path) -> list[dict]:
     return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
 
 
-def iperf(net: TestNetwork, a: str, b: str, seconds: int = 5) -> float:
-    """iperf3 single-stream throughput a -> b in bits/s."""
+def iperf(net: TestNetwork, a: str, b: str, seconds: int = 5, bidir: bool = False) -> float:
+    """iperf3 single-stream throughput a -> b in bits/s (with ``bidir``: per direction, both at once)."""
     server = net.popen(
         b,
         ["iperf3", "-s", "-1", "-B", net.host(b).addr],
@@ -67,10 +67,14 @@ def iperf(net: TestNetwork, a: str, b: str, seconds: int = 5) -> float:
     )
     time.sleep(0.5)
     try:
-        r = net.run(
-            a, ["iperf3", "-c", net.host(b).addr, "-t", str(seconds), "-J"], capture_output=True, text=True
-        )
-        return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]
+        argv = ["iperf3", "-c", net.host(b).addr, "-t", str(seconds), "-J"] + (["--bidir"] if bidir else [])
+        r = net.run(a, argv, capture_output=True, text=True)
+        end = json.loads(r.stdout)["end"]
+        if bidir:
+            return (
+                end["sum_received"]["bits_per_second"] + end["sum_received_bidir_reverse"]["bits_per_second"]
+            ) / 2
+        return end["sum_received"]["bits_per_second"]
     finally:
         server.kill()
 
@@ -80,6 +84,7 @@ def link(rate: str | None) -> None:
         if rate:
             net.limit_pair("n0", "n1", rate)
         bps = iperf(net, "n0", "n1")
+        bidir = iperf(net, "n0", "n1", bidir=True)
         out, _ = sweep(
             net,
             Path(d),
@@ -104,7 +109,10 @@ def link(rate: str | None) -> None:
         for coll in ("sendrecv", "all_reduce"):
             bw = [r["busbw_GBps"] for r in rs if r["collective"] == coll]
             gbps = sum(bw) / len(bw) * 8
-            print(f"| {label} | {coll} | {gbps:.3f} | {bps / 1e9:.3f} | {gbps / (bps / 1e9):.2f} |")
+            print(
+                f"| {label} | {coll} | {gbps:.3f} | {bps / 1e9:.3f} | {gbps / (bps / 1e9):.2f} | "
+                f"{bidir / 1e9:.3f} | {gbps / (bidir / 1e9):.2f} |"
+            )
 
 
 def rounds(n: int) -> None:
@@ -154,7 +162,10 @@ def main() -> None:
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--hosts", type=int, default=8)
     args = ap.parse_args()
-    print("| link | collective | netbench busbw (Gbit/s) | iperf3 (Gbit/s) | ratio |\n|---|---|---|---|---|")
+    print(
+        "| link | collective | netbench busbw (Gbit/s) | iperf3 1 stream (Gbit/s) | ratio | "
+        "iperf3 --bidir, per direction (Gbit/s) | ratio |\n|---|---|---|---|---|---|---|"
+    )
     link(None)
     link(args.rate)
     print(

@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="netbench", standalone_mode=False)
     except click.UsageError as exc:  # bad option value, unknown option: exit 2, one line
-        where = f" {exc.ctx.command.name}" if exc.ctx and exc.ctx.command and exc.ctx.parent else ""
+        where = f" {exc.ctx.info_name}" if exc.ctx and exc.ctx.parent else ""
         click.echo(f"netbench{where}: error: {exc.format_message()} (see --help)", err=True)
         sys.exit(2)
     except click.exceptions.Exit as exc:

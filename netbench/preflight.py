@@ -318,6 +318,34 @@ def make_setup(opts: PreflightOptions, entries: dict[str, Any], nodes: dict[str,
                   spec, echo)
 
 
+class ParallelStart:
+    """A launcher wrapper: the coordinator asks for agents one host at a time; on the first ask this
+    starts every host's agent at once (``concurrency`` SSH handshakes in flight), so 512 hosts cost a
+    few handshake times instead of 512 in a row. A host's own failure is raised when it is asked for,
+    exactly as the wrapped launcher would have raised it."""
+
+    name = "ssh"
+
+    def __init__(self, inner: Any, slots: list[Any], concurrency: int):
+        self.inner = inner
+        self.slots = slots
+        self.concurrency = concurrency
+        self.started: dict[str, Any] | None = None
+
+    def store_host(self) -> tuple[str, str]:
+        return self.inner.store_host()
+
+    def start(self, slot: Any, store_addr: str, store_port: int) -> Any:
+        if self.started is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(self.slots))),
+                                    thread_name_prefix="launch") as pool:
+                self.started = {s.host: pool.submit(self.inner.start, s, store_addr, store_port)
+                                for s in self.slots}
+        return self.started[slot.host].result()
+
+
 def measure(setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str],
             gate: PhaseGate) -> Any:
     """One launch of ranks on the hosts involved: the pair phases, then the ring (if any hosts)."""
@@ -344,8 +372,9 @@ def measure(setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring:
     plan = WorkerPlan(run_id=setup.rundir.run_id, backend=setup.backend, device=setup.device, world_size=base,
                       phases=phases, op_timeout_s=setup.opts.timeout_s,
                       rank_hosts=[s.host for s in slots for _ in s.ranks])
-    launcher = SSHLauncher({h: setup.entries[h] for h in used}, setup.ssh_opts, python=setup.opts.python,
-                           advertise=setup.opts.advertise)
+    launcher = ParallelStart(SSHLauncher({h: setup.entries[h] for h in used}, setup.ssh_opts,
+                                         python=setup.opts.python, advertise=setup.opts.advertise),
+                             slots, setup.opts.concurrency)
     outcome = execute(plan, slots, launcher, setup.rundir, setup.opts, setup.echo, None, fail_fast=False,
                       launcher_name="ssh", print_table=lambda row: False, before_phase=gate)
     gate.ended = gate.budget.clock()

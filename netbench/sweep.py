@@ -266,3 +266,56 @@ def finish_report(
     except Exception as exc:  # noqa: BLE001 - measurements are already safe on disk
         print(f"netbench: warning: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
         return []
+
+
+CLUSTER_ONLY = (
+    "hosts_file",
+    "pair_batch",
+    "pair_sizes",
+    "pair_collectives",
+    "procs_per_host",
+    "python",
+    "ssh_config",
+    "accept_new_host_keys",
+    "advertise",
+    "launcher",
+    "topology",
+)
+
+
+def exit_status(outcome: Outcome, rows: list[dict[str, Any]]) -> int:
+    """130 interrupted; 1 a rank/host failed, a group did not run or results were wrong; else 0."""
+    if outcome.status == "interrupted":
+        return 130
+    bad = [r for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
+    return 1 if bad or outcome.faults or outcome.down_hosts or outcome.status != "completed" else 0
+
+
+def main_from_cli(kw: dict[str, Any], echo: Callable[[str], None]) -> int:
+    """``netbench sweep``: local (no --hosts) or cluster, then the report, then the exit status."""
+    patterns = list(kw.pop("patterns") or [])
+    if kw.get("hosts_file"):
+        from netbench.cluster import ClusterOptions, run_cluster
+
+        copts = ClusterOptions(patterns=patterns or ["ring", "pairwise"], **kw)
+        rundir, outcome = run_cluster(copts, echo=echo)
+        if copts.report and outcome.status != "interrupted":
+            finish_report(rundir, echo, topology=copts.topology)
+        return exit_status(outcome, rundir.read_rows())
+    for key in CLUSTER_ONLY:
+        kw.pop(key, None)
+    if patterns and set(patterns) - {"intra"}:
+        raise UsageError("--pattern ring/pairwise need --hosts (one machine runs the world pattern)")
+    opts = SweepOptions(**kw)
+    if patterns == ["intra"]:
+        from netbench.intra import run_intra
+
+        rundir = RunDir.create(opts.out)
+        rows = run_intra(opts, rundir, echo)
+        if opts.report:
+            finish_report(rundir, echo)
+        return 0 if rows and all(r.get("status") == "ok" for r in rows) else 1
+    rundir, outcome = run_local(opts, echo=echo)
+    if opts.report and outcome.status != "interrupted":
+        finish_report(rundir, echo)
+    return exit_status(outcome, rundir.read_rows())

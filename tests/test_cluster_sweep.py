@@ -195,3 +195,51 @@ def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None
     for h in ("h0", "h1", "h2"):  # no worker left behind on any host
         leftovers = [p for p in net.pids(h) if "netbench.worker" in Path(f"/proc/{p}/cmdline").read_text()]
         assert not leftovers, (h, leftovers)
+
+
+def test_report_blames_the_link_the_node_and_the_uplink(two_leaf_run) -> None:
+    """Diagnosis on the same real measurements: a link fault, a node fault, the cross-leaf penalty."""
+    net, res, out = two_leaf_run
+    rep = subprocess.run([sys.executable, "-m", "netbench", "report", str(out), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert rep.returncode in (1, 2), rep.stderr
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    by_rule: dict[str, list[dict]] = {}
+    for f in findings:
+        by_rule.setdefault(f["rule"], []).append(f)
+    links = by_rule.get("slow_pair", [])
+    assert any(set(f["hosts"]) == set(SLOW_PAIR) for f in links), links  # the planted link, as a link
+    assert not any(SLOW_NODE in f["hosts"] for f in links), links  # the slow node's pairs are not links
+    nodes = by_rule.get("slow_node", [])
+    assert [f["subject"] for f in nodes] == [SLOW_NODE], nodes  # the planted node, and only it
+    assert by_rule.get("cross_spine_penalty"), by_rule.keys()  # the uplink penalty, measured
+    assert (out / "report.html").stat().st_size > 10_000
+
+
+def test_ctrl_c_keeps_rows_and_leaves_nothing_behind(netns_factory, tmp_path: Path) -> None:
+    import signal
+
+    net = netns_factory(["c0", "c1", "c2"])
+    cfg = net.write_ssh_config(tmp_path / "ssh_config")
+    hosts = net.hosts_file(tmp_path / "hosts.txt")
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "netbench", "sweep", "--hosts", str(hosts), "--ssh-config",
+                             str(cfg), "--python", sys.executable, "--out", str(out), "--pattern", "pairwise",
+                             "--pair-sizes", "64K,256K,1M", "-c", "all_reduce", "-n", "300", "-w", "1",
+                             "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((out / "results.jsonl").exists() and rows(out)):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    kept = len(rows(out))
+    proc.send_signal(signal.SIGINT)
+    t0 = time.time()
+    proc.communicate(timeout=60)
+    assert time.time() - t0 < 20
+    assert proc.returncode == 130
+    assert len(rows(out)) >= kept >= 1  # everything measured before Ctrl-C is still there
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+    time.sleep(1.0)
+    for h in net.names:
+        leftovers = [p for p in net.pids(h) if "netbench.worker" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert not leftovers, (h, leftovers)

@@ -14,7 +14,7 @@
 # Everything lands in /tmp/netbench-gpu-work/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
 set -u
 OUT=${OUT:-/tmp/netbench-gpu}; mkdir -p "$OUT"
-WORK=/tmp/netbench-gpu-work; R=$WORK/r; mkdir -p "$R"  # only the tarball goes to $OUT (8 files come back)
+WORK=/tmp/netbench-gpu-work; R=$WORK/r; rm -rf "$WORK"; mkdir -p "$R"  # only the tarball goes to $OUT (8 files come back)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 PY=python3
@@ -104,6 +104,21 @@ stage_overhead() {  # per-op CPU cost of the eager path (1-rank in-place all_red
   step ovh_default $NB -c all_reduce,all_gather -b 8 -e 16M -f 8 --no-report --out "$R/ovh_default"
   TORCH_NCCL_TRACE_BUFFER_SIZE=0 step ovh_fr0 $NB -c all_reduce,all_gather -b 8 -e 16M -f 8 --no-report \
     --out "$R/ovh_fr0"
+  unset CUDA_VISIBLE_DEVICES
+}
+stage_frtest() {  # flight recorder on/off, alternated 3 times (host cost per eager op; variance check)
+  export CUDA_VISIBLE_DEVICES=0
+  for i in 1 2 3; do
+    TORCH_FR_BUFFER_SIZE=2000 step "fr_on_$i" $NB -c all_reduce,reduce_scatter -b 8 -e 1M -f 32 --no-report \
+      --out "$R/fr_on_$i"
+    step "fr_off_$i" $NB -c all_reduce,reduce_scatter -b 8 -e 1M -f 32 --no-report --out "$R/fr_off_$i"
+  done
+  unset CUDA_VISIBLE_DEVICES
+}
+stage_nb1() {  # netbench's side of gpu1 only
+  export CUDA_VISIBLE_DEVICES=0
+  step nb_1gpu_g0 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --no-report --out "$R/nb_1gpu_g0"
+  step nb_1gpu_g20 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --cuda-graph --no-report --out "$R/nb_1gpu_g20"
   unset CUDA_VISIBLE_DEVICES
 }
 stage_plain() {  # `netbench sweep` with no arguments at all, as a user would type it

@@ -212,37 +212,6 @@ def command(**kw: object) -> None:
     With no arguments it runs on this machine: every local GPU with NCCL when CUDA is available,
     otherwise CPU ranks with gloo. Every row is saved to the run directory as it is measured.
     """
-    from netbench.sweep import SweepOptions, finish_report, run_local
+    from netbench.sweep import main_from_cli
 
-    if kw.get("hosts_file"):
-        from netbench.cluster import ClusterOptions, run_cluster
-
-        kw["patterns"] = list(kw["patterns"] or ["ring", "pairwise"])
-        copts = ClusterOptions(**kw)  # type: ignore[arg-type]
-        rundir, outcome = run_cluster(copts, echo=click.echo)
-        if copts.report:
-            finish_report(rundir, click.echo, topology=copts.topology)
-        failed = [r for r in rundir.read_rows() if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
-        raise SystemExit(1 if failed or outcome.faults or outcome.down_hosts else 0)
-    for key in (
-        "hosts_file",
-        "patterns",
-        "pair_batch",
-        "pair_sizes",
-        "pair_collectives",
-        "procs_per_host",
-        "python",
-        "ssh_config",
-        "accept_new_host_keys",
-        "advertise",
-        "launcher",
-        "topology",
-    ):
-        kw.pop(key)
-    opts = SweepOptions(**kw)  # type: ignore[arg-type]
-    rundir, outcome = run_local(opts, echo=click.echo)
-    if opts.report:
-        finish_report(rundir, click.echo)
-    wrong = any((r.get("wrong") or 0) > 0 for r in rundir.read_rows())
-    if outcome.status != "completed" or wrong:
-        raise SystemExit(1)
+    raise SystemExit(main_from_cli(kw, click.echo))

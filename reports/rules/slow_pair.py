@@ -4,6 +4,10 @@ Judged on the pair model's residual (``reports.pairmodel``): the pair's large-me
 against what its hop class (same leaf / across the spine) and its two nodes' effects predict.
 A pair must be both practically slow (<= slow_pair_factor of the prediction) and statistically
 so (robust z beyond mad_k, raised for the number of pairs tested), never against a fixed guess.
+
+A pair of a slow node is not a link fault when it is no slower than that node is with its partners in
+general: a node capped below the fabric (a NIC at a lower rate, a bad PCIe link) caps every pair it is
+in, which an additive model cannot express, and the slow-node finding already names the culprit.
 """
 
 from __future__ import annotations
@@ -30,10 +34,16 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     cut = fdr_cut(np.where(practical, z, np.nan), n_pairs, t.mad_k, t.fdr)
     zt = -cut if np.isfinite(cut) else z_threshold(t.mad_k, n_pairs)
     bad = practical & (z <= cut)
+    explained = _slow_node_levels(ctx)
     out = []
     ii, jj = np.nonzero(bad)
     for i, j in sorted(zip(ii.tolist(), jj.tolist(), strict=True), key=lambda p: m.resid[p]):
         a, b = m.hosts[i], m.hosts[j]
+        bw_now = m.pair_bw(i, j)[-1]
+        if bw_now is not None and any(
+            h in explained and bw_now >= t.slow_pair_factor * explained[h] for h in (a, b)
+        ):
+            continue  # as fast as its slow node manages with anyone: the node is the fault
         klass = ctx.hop_class(a, b)
         ratio = float(np.exp(m.resid[i, j]))
         class_med = m.class_median_bw.get(klass, [None] * len(m.sizes))
@@ -77,6 +87,17 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 hosts=[a, b],
             )
         )
+    return out
+
+
+def _slow_node_levels(ctx: AnalysisContext) -> dict[str, float]:
+    """Slow nodes -> their median large-message busbw with their partners (from the slow-node rule)."""
+    from reports.rules import slow_node
+
+    out = {}
+    for f in slow_node.check(ctx):
+        if f.rule == "slow_node" and f.evidence.get("median_busbw_GBps_with_partners"):
+            out[f.subject] = float(f.evidence["median_busbw_GBps_with_partners"])
     return out
 
 
