@@ -547,6 +547,15 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def unusable_hosts(outcome: Any, rows: list[dict[str, Any]]) -> set[str]:
+    """Hosts not to re-test nor to re-test against: their ranks exited or never started, or one of
+    their pairs failed. A hung ring marks every host down in its launch but names no one, so a
+    hang alone does not count (the ring's failure stays a finding of its own)."""
+    dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
+    flaky = {h for r in rows if r.get("pattern") == "pair" and r.get("status") != "ok" for h in r.get("hosts") or []}
+    return dead | flaky
+
+
 def find_suspects(findings: list[Any], exclude: set[str], done: set[str]) -> tuple[list[str], list[Pair]]:
     """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects)."""
     nodes = sorted({f.subject for f in findings if f.rule == "slow_node"} - exclude - done)
@@ -670,7 +679,7 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
                 f"measured is in {rundir.path}")
 
         # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
-        exclude = set(quick.down_hosts)
+        exclude = unusable_hosts(quick, rundir.read_rows())
         tested = {frozenset(p) for rnd in rounds for p in rnd}
         next_round = len(rounds) + 1
         for _ in range(max_escalations):

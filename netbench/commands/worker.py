@@ -13,7 +13,7 @@ from netbench.params import DURATION, SIZE, CsvList
     short_help="Be one rank of a sweep started by torchrun, srun or mpirun.",
     epilog="""\b
 Examples:
-  torchrun --nproc-per-node 8 -m netbench.cli worker -e 1G      # (or: torchrun ... $(which netbench) worker)
+  torchrun --nproc-per-node 8 -m netbench worker -e 1G
   mpirun -np 16 --map-by ppr:8:node netbench worker --pattern pairwise
   srun --ntasks-per-node 8 netbench worker --out /shared/runs/$SLURM_JOB_ID
 
