@@ -26,26 +26,9 @@ from netns import TestNetwork  # noqa: E402
 
 def sweep(net: TestNetwork, tmp: Path, *args: str) -> tuple[Path, float]:
     out = tmp / f"run-{time.monotonic_ns()}"
-    cfg = net.write_ssh_config(tmp / "ssh_config")
-    hosts = net.hosts_file(tmp / "hosts.txt")
     t0 = time.perf_counter()
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "netbench",
-            "sweep",
-            "--hosts",
-            str(hosts),
-            "--ssh-config",
-            str(cfg),
-            "--python",
-            sys.executable,
-            "--out",
-            str(out),
-            "--no-report",
-            *args,
-        ],
+        [*net.netbench_argv(tmp), "--out", str(out), "--no-report", *args],
         check=True,
         capture_output=True,
         text=True,

@@ -27,14 +27,6 @@ from collectives.plan import GroupSpec, Phase, WorkerPlan
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
 
-# ProcessGroupNCCL's flight recorder logs every operation (with a Python stack) for post-mortems, a host
-# cost paid by every eager collective (benchmarks/README.md, "GPU (H200)", measures it). A benchmark
-# wants NCCL's cost, not the recorder's: off unless the user sets either variable. Set at import, before
-# the worker records its environment, so env.json shows it. (torch < 2.8 reads only the older
-# TORCH_NCCL_TRACE_BUFFER_SIZE, which newer torch still reads but warns about: left alone.)
-if "TORCH_FR_BUFFER_SIZE" not in os.environ and "TORCH_NCCL_TRACE_BUFFER_SIZE" not in os.environ:
-    os.environ["TORCH_FR_BUFFER_SIZE"] = "0"
-
 
 @dataclass
 class RankContext:

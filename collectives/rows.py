@@ -12,6 +12,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = "netbench.result/1"
+# the fields DESIGN.md promises in every row, in the order tables and CSV show them
+CONTRACT_FIELDS = (
+    "run_id",
+    "collective",
+    "backend",
+    "pattern",
+    "hosts",
+    "ranks",
+    "round",
+    "bytes",
+    "count",
+    "dtype",
+    "op",
+    "in_place",
+    "iters",
+    "warmup",
+    "time_us",
+    "time_us_min",
+    "time_us_max",
+    "rank_time_us",
+    "algbw_GBps",
+    "busbw_GBps",
+    "wrong",
+    "status",
+    "error",
+)
 
 
 @dataclass

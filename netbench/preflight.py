@@ -152,8 +152,10 @@ class PhaseGate:
         return [b - a for a, b in zip(times, times[1:], strict=False)]
 
     def estimate(self) -> float:
-        measured = [b - a for a, b in zip([t for _, t in self.started], [t for _, t in self.started][1:],
-                                           strict=False)]
+        measured = [
+            b - a
+            for a, b in zip([t for _, t in self.started], [t for _, t in self.started][1:], strict=False)
+        ]
         return max(measured) if measured else self.prior_s
 
     def __call__(self, phase: Any) -> bool:
@@ -220,15 +222,18 @@ def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
         raise PreflightError(str(exc)) from None
     dup = [h for h, n in Counter(e.name for e in entries).items() if n > 1]
     if dup:
-        raise PreflightError(f"{opts.hosts_file}: host {dup[0]} appears twice (preflight measures whole nodes: "
-                             "no gpus= splits)")
+        raise PreflightError(
+            f"{opts.hosts_file}: host {dup[0]} appears twice (preflight measures whole nodes: "
+            "no gpus= splits)"
+        )
     # A node preflight could not reach cannot be vouched for: a failure unless the policy says otherwise.
     policy.severity.setdefault("node_unreachable", "fail")
     return entries, policy, baseline
 
 
-def analyse(rundir: Any, policy: Any, topology: dict[str, str] | None,
-            baseline: Path | None = None) -> tuple[Any, list[Any]]:
+def analyse(
+    rundir: Any, policy: Any, topology: dict[str, str] | None, baseline: Path | None = None
+) -> tuple[Any, list[Any]]:
     """The standard analysis of the run directory as it is now: (context, findings worst first)."""
     from reports.analysis import load_context, run_rules
 
@@ -236,8 +241,14 @@ def analyse(rundir: Any, policy: Any, topology: dict[str, str] | None,
     return ctx, run_rules(ctx)
 
 
-def stage_inventory(entries: list[Any], opts: PreflightOptions, ssh_opts: Any, rundir: Any,
-                    budget: Budget, echo: Callable[[str], None]) -> dict[str, Any]:
+def stage_inventory(
+    entries: list[Any],
+    opts: PreflightOptions,
+    ssh_opts: Any,
+    rundir: Any,
+    budget: Budget,
+    echo: Callable[[str], None],
+) -> dict[str, Any]:
     """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
     from inventory.collect import collect_inventory
 
@@ -251,8 +262,9 @@ def stage_inventory(entries: list[Any], opts: PreflightOptions, ssh_opts: Any, r
         echo(f"# {n.host}: {n.status}: {n.error}")
     if len(down) == len(nodes):
         first = down[0]
-        raise PreflightError(f"no host could be reached ({len(nodes)} tried; {first.host}: {first.status}: "
-                             f"{first.error})")
+        raise PreflightError(
+            f"no host could be reached ({len(nodes)} tried; {first.host}: {first.status}: {first.error})"
+        )
     return {n.host: n for n in nodes}
 
 
@@ -291,8 +303,15 @@ def quick_rounds(hosts: list[str], partners: int) -> list[list[Pair]]:
     return out
 
 
-def make_setup(opts: PreflightOptions, entries: dict[str, Any], nodes: dict[str, Any], live: list[str],
-               ssh_opts: Any, rundir: Any, echo: Callable[[str], None]) -> _Setup:
+def make_setup(
+    opts: PreflightOptions,
+    entries: dict[str, Any],
+    nodes: dict[str, Any],
+    live: list[str],
+    ssh_opts: Any,
+    rundir: Any,
+    echo: Callable[[str], None],
+) -> _Setup:
     """Backend (NCCL when every node has GPUs), ranks per host and the one sweep spec of every phase."""
     from collectives.plan import SweepSpec
 
@@ -304,18 +323,22 @@ def make_setup(opts: PreflightOptions, entries: dict[str, Any], nodes: dict[str,
     for h in live:
         e = entries[h]
         if backend == "nccl":
-            nprocs[h] = len(e.labels["gpus"].split(",")) if e.labels.get("gpus") else (len(nodes[h].gpus) or 1)
+            nprocs[h] = (
+                len(e.labels["gpus"].split(",")) if e.labels.get("gpus") else (len(nodes[h].gpus) or 1)
+            )
         else:
             nprocs[h] = e.slots or opts.procs_per_host
     sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
     try:
-        spec = SweepSpec(collectives=[opts.collective], sizes=sizes, iters=opts.iters, warmup=opts.warmup,
-                         in_place=[False])
+        spec = SweepSpec(
+            collectives=[opts.collective], sizes=sizes, iters=opts.iters, warmup=opts.warmup, in_place=[False]
+        )
         spec.validate_for(backend)
     except ValueError as exc:
         raise PreflightError(str(exc)) from None
-    return _Setup(opts, entries, ssh_opts, rundir, backend, "cuda" if backend == "nccl" else "cpu", nprocs,
-                  spec, echo)
+    return _Setup(
+        opts, entries, ssh_opts, rundir, backend, "cuda" if backend == "nccl" else "cpu", nprocs, spec, echo
+    )
 
 
 class ParallelStart:
@@ -339,15 +362,18 @@ class ParallelStart:
         if self.started is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(self.slots))),
-                                    thread_name_prefix="launch") as pool:
-                self.started = {s.host: pool.submit(self.inner.start, s, store_addr, store_port)
-                                for s in self.slots}
+            with ThreadPoolExecutor(
+                max_workers=max(1, min(self.concurrency, len(self.slots))), thread_name_prefix="launch"
+            ) as pool:
+                self.started = {
+                    s.host: pool.submit(self.inner.start, s, store_addr, store_port) for s in self.slots
+                }
         return self.started[slot.host].result()
 
 
-def measure(setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str],
-            gate: PhaseGate) -> Any:
+def measure(
+    setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str], gate: PhaseGate
+) -> Any:
     """One launch of ranks on the hosts involved: the pair phases, then the ring (if any hosts)."""
     from collectives.plan import GroupSpec, Phase, WorkerPlan
     from netbench.cluster import pair_group_id
@@ -363,28 +389,72 @@ def measure(setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring:
     ranks = {s.host: s.ranks for s in slots}
     phases: list[Phase] = []
     for name, rnd, pairs in pair_phases:
-        groups = [GroupSpec(id=pair_group_id(a, b), pattern="pair", hosts=[a, b], round=rnd,
-                            ranks=ranks[a] + ranks[b]) for a, b in pairs]
+        groups = [
+            GroupSpec(
+                id=pair_group_id(a, b), pattern="pair", hosts=[a, b], round=rnd, ranks=ranks[a] + ranks[b]
+            )
+            for a, b in pairs
+        ]
         phases.append(Phase(index=len(phases), name=name, groups=groups, spec=setup.spec))
     if len(ring) >= 2:
-        phases.append(Phase(index=len(phases), name="ring", spec=setup.spec, groups=[
-            GroupSpec(id="ring", pattern="ring", hosts=ring, ranks=[r for h in ring for r in ranks[h]])]))
-    plan = WorkerPlan(run_id=setup.rundir.run_id, backend=setup.backend, device=setup.device, world_size=base,
-                      phases=phases, op_timeout_s=setup.opts.timeout_s,
-                      rank_hosts=[s.host for s in slots for _ in s.ranks])
-    launcher = ParallelStart(SSHLauncher({h: setup.entries[h] for h in used}, setup.ssh_opts,
-                                         python=setup.opts.python, advertise=setup.opts.advertise),
-                             slots, setup.opts.concurrency)
-    outcome = execute(plan, slots, launcher, setup.rundir, setup.opts, setup.echo, None, fail_fast=False,
-                      launcher_name="ssh", print_table=lambda row: False, before_phase=gate)
+        phases.append(
+            Phase(
+                index=len(phases),
+                name="ring",
+                spec=setup.spec,
+                groups=[
+                    GroupSpec(
+                        id="ring", pattern="ring", hosts=ring, ranks=[r for h in ring for r in ranks[h]]
+                    )
+                ],
+            )
+        )
+    plan = WorkerPlan(
+        run_id=setup.rundir.run_id,
+        backend=setup.backend,
+        device=setup.device,
+        world_size=base,
+        phases=phases,
+        op_timeout_s=setup.opts.timeout_s,
+        rank_hosts=[s.host for s in slots for _ in s.ranks],
+    )
+    launcher = ParallelStart(
+        SSHLauncher(
+            {h: setup.entries[h] for h in used},
+            setup.ssh_opts,
+            python=setup.opts.python,
+            advertise=setup.opts.advertise,
+        ),
+        slots,
+        setup.opts.concurrency,
+    )
+    outcome = execute(
+        plan,
+        slots,
+        launcher,
+        setup.rundir,
+        setup.opts,
+        setup.echo,
+        None,
+        fail_fast=False,
+        launcher_name="ssh",
+        print_table=lambda row: False,
+        before_phase=gate,
+    )
     gate.ended = gate.budget.clock()
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
     return outcome
 
 
-def plan_escalation(suspects: list[str], links: list[Pair], good: list[str], tested: set[frozenset],
-                    switches: dict[str, str], phases: int) -> list[list[Pair]]:
+def plan_escalation(
+    suspects: list[str],
+    links: list[Pair],
+    good: list[str],
+    tested: set[frozenset],
+    switches: dict[str, str],
+    phases: int,
+) -> list[list[Pair]]:
     """Perfect matchings for the re-tests: each suspect node with a known-good partner per phase (same
     switch first, a partner it has not met first), each suspect link re-run once (in the first phase
     where both its nodes are free), and the other good nodes paired among themselves as the phase's
@@ -395,8 +465,10 @@ def plan_escalation(suspects: list[str], links: list[Pair], good: list[str], tes
     pending = [p for p in links if not set(p) & bad]
 
     def pick(a: str, pool: list[str]) -> str:
-        return min(pool, key=lambda g: (switches.get(g) != switches.get(a), frozenset((a, g)) in tested,
-                                        pool.index(g)))
+        return min(
+            pool,
+            key=lambda g: (switches.get(g) != switches.get(a), frozenset((a, g)) in tested, pool.index(g)),
+        )
 
     while len(out) < phases or pending:
         busy: set[str] = set()
@@ -423,8 +495,15 @@ def plan_escalation(suspects: list[str], links: list[Pair], good: list[str], tes
     return out
 
 
-def judge(rows: list[dict[str, Any]], rounds: range, suspects: list[str], links: list[Pair],
-          switches: dict[str, str], thresholds: Any, noise_sigma: float = 0.0) -> dict[str, Retest]:
+def judge(
+    rows: list[dict[str, Any]],
+    rounds: range,
+    suspects: list[str],
+    links: list[Pair],
+    switches: dict[str, str],
+    thresholds: Any,
+    noise_sigma: float = 0.0,
+) -> dict[str, Retest]:
     """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
     Each re-test pair's busbw is divided by its phase's reference: the median of that phase's control
@@ -443,10 +522,17 @@ def judge(rows: list[dict[str, Any]], rounds: range, suspects: list[str], links:
 
     bad = set(suspects)
     link_keys = {frozenset(p) for p in links}
-    out = {s: Retest(s, "node") for s in suspects} | {"|".join(sorted(p)): Retest("|".join(sorted(p)), "link")
-                                                      for p in links}
-    ok = [r for r in rows if r.get("pattern") == "pair" and r.get("status") == "ok"
-          and (r.get("busbw_GBps") or 0) > 0 and len(r.get("hosts") or []) == 2]
+    out = {s: Retest(s, "node") for s in suspects} | {
+        "|".join(sorted(p)): Retest("|".join(sorted(p)), "link") for p in links
+    }
+    ok = [
+        r
+        for r in rows
+        if r.get("pattern") == "pair"
+        and r.get("status") == "ok"
+        and (r.get("busbw_GBps") or 0) > 0
+        and len(r.get("hosts") or []) == 2
+    ]
     esc = [r for r in ok if r.get("round") in rounds]
     if not esc:
         for r in out.values():
@@ -460,7 +546,9 @@ def judge(rows: list[dict[str, Any]], rounds: range, suspects: list[str], links:
     refs: dict[Any, list[float]] = defaultdict(list)
     for r in ok:
         if r["bytes"] == top and is_control(r["hosts"]):
-            rnd = r["round"] if r["round"] in rounds else "quick" if (r["round"] or 0) < rounds.start else None
+            rnd = (
+                r["round"] if r["round"] in rounds else "quick" if (r["round"] or 0) < rounds.start else None
+            )
             refs[(rnd, hop_class(*r["hosts"], switches))].append(r["busbw_GBps"])
             refs[(rnd, None)].append(r["busbw_GBps"])
 
@@ -519,25 +607,42 @@ def apply_retests(findings: list[Any], retests: dict[str, Retest], default_reaso
     for f in findings:
         if f.rule not in ("slow_node", "slow_pair"):
             continue
-        rt = retests.get(f.subject) or Retest(f.subject, "node" if f.rule == "slow_node" else "link",
-                                              reason=default_reason)
+        rt = retests.get(f.subject) or Retest(
+            f.subject, "node" if f.rule == "slow_node" else "link", reason=default_reason
+        )
         seen.add(f.subject)
         f.evidence["retest"] = asdict(rt)
         if rt.verdict == "cleared":
             f.severity = "info"
             f.title = f"Not confirmed on re-test ({rt.reason}): {f.title}"
-            f.action = "Nothing to do unless it recurs: the re-test against known-good partners was at full speed."
+            f.action = (
+                "Nothing to do unless it recurs: the re-test against known-good partners was at full speed."
+            )
         elif rt.verdict != "confirmed" and f.rule == "slow_node" and f.severity == "fail":
             f.severity = "warn"
             f.title = f"Unconfirmed ({rt.reason}): {f.title}"
-            f.action = f"Not drained: re-test {f.subject} against known-good partners (a longer --budget does)."
+            f.action = (
+                f"Not drained: re-test {f.subject} against known-good partners (a longer --budget does)."
+            )
+    confirmed = {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
+    for f in findings:  # a switch is "slow" because its nodes are: it fails only with a confirmed one
+        if f.rule == "slow_switch" and f.severity == "fail" and not set(f.hosts) & confirmed:
+            f.severity = "warn"
+            f.title = f"Unconfirmed (no node of it confirmed on re-test): {f.title}"
     for rt in retests.values():
         if rt.kind == "node" and rt.verdict == "confirmed" and rt.subject not in seen:
-            findings.append(Finding(
-                rule="slow_node", severity="fail", subject_kind="node", subject=rt.subject,
-                title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
-                evidence={"retest": asdict(rt)}, hosts=[rt.subject],
-                action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it."))
+            findings.append(
+                Finding(
+                    rule="slow_node",
+                    severity="fail",
+                    subject_kind="node",
+                    subject=rt.subject,
+                    title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
+                    evidence={"retest": asdict(rt)},
+                    hosts=[rt.subject],
+                    action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it.",
+                )
+            )
     findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
     return findings
 
@@ -552,55 +657,113 @@ def unusable_hosts(outcome: Any, rows: list[dict[str, Any]]) -> set[str]:
     their pairs failed. A hung ring marks every host down in its launch but names no one, so a
     hang alone does not count (the ring's failure stays a finding of its own)."""
     dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
-    flaky = {h for r in rows if r.get("pattern") == "pair" and r.get("status") != "ok" for h in r.get("hosts") or []}
+    flaky = {
+        h
+        for r in rows
+        if r.get("pattern") == "pair" and r.get("status") != "ok"
+        for h in r.get("hosts") or []
+    }
     return dead | flaky
 
 
 def find_suspects(findings: list[Any], exclude: set[str], done: set[str]) -> tuple[list[str], list[Pair]]:
     """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects)."""
     nodes = sorted({f.subject for f in findings if f.rule == "slow_node"} - exclude - done)
-    links = sorted({tuple(sorted(f.hosts)) for f in findings if f.rule == "slow_pair" and len(f.hosts) == 2
-                    and not set(f.hosts) & (exclude | set(nodes)) and "|".join(sorted(f.hosts)) not in done})
+    links = sorted(
+        {
+            tuple(sorted(f.hosts))
+            for f in findings
+            if f.rule == "slow_pair"
+            and len(f.hosts) == 2
+            and not set(f.hosts) & (exclude | set(nodes))
+            and "|".join(sorted(f.hosts)) not in done
+        }
+    )
     return nodes, links  # type: ignore[return-value]
 
 
-def stage_escalation(setup: _Setup, ctx: Any, live: list[str], exclude: set[str], suspects: list[str],
-                     links: list[Pair], tested: set[frozenset], first_round: int, phase_s: float,
-                     startup_s: float, budget: Budget, thresholds: Any) -> tuple[dict[str, Retest], dict[str, Any]]:
+def stage_escalation(
+    setup: _Setup,
+    ctx: Any,
+    live: list[str],
+    exclude: set[str],
+    suspects: list[str],
+    links: list[Pair],
+    tested: set[frozenset],
+    first_round: int,
+    phase_s: float,
+    startup_s: float,
+    budget: Budget,
+    thresholds: Any,
+) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch re-testing the suspects against known-good partners, phase by phase within the budget."""
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
-    good = sorted((h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0))
-    plan = [p for p in plan_escalation(suspects, links, good, tested, ctx.switches,
-                                       setup.opts.confirm if suspects else 0) if p]
-    info: dict[str, Any] = {"suspects": suspects + ["|".join(p) for p in links], "phases_planned": len(plan),
-                            "phases_run": 0, "skipped": None}
-    if not plan or not any(set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph):
+    good = sorted(
+        (h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0)
+    )
+    plan = [
+        p
+        for p in plan_escalation(
+            suspects, links, good, tested, ctx.switches, setup.opts.confirm if suspects else 0
+        )
+        if p
+    ]
+    info: dict[str, Any] = {
+        "suspects": suspects + ["|".join(p) for p in links],
+        "phases_planned": len(plan),
+        "phases_run": 0,
+        "skipped": None,
+    }
+    if not plan or not any(
+        set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph
+    ):
         info["skipped"] = "no known-good partner to re-test against"
         return {}, info
     if not budget.fits(startup_s + phase_s):
-        info["skipped"] = (f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
-                           f"{max(budget.left(), 0):.0f} s left")
+        info["skipped"] = (
+            f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
+            f"{max(budget.left(), 0):.0f} s left"
+        )
         return {}, info
     gate = PhaseGate(budget, prior_s=phase_s)
-    setup.echo(f"# escalation: up to {len(plan)} phase(s) re-testing {', '.join(info['suspects'])} "
-               "against known-good partners")
+    setup.echo(
+        f"# escalation: up to {len(plan)} phase(s) re-testing {', '.join(info['suspects'])} "
+        "against known-good partners"
+    )
     rounds = range(first_round, first_round + len(plan))
     t0 = budget.elapsed()
-    outcome = measure(setup, [(f"re-test {k + 1}/{len(plan)}", rounds[k], p) for k, p in enumerate(plan)], [],
-                      gate)
-    info.update(phases_run=len(gate.started), phase_s=[round(d, 3) for d in gate.durations()],
-                startup_s=outcome.startup_s, launch_s=round(budget.elapsed() - t0, 3),
-                rounds=[rounds.start, rounds.stop - 1], skipped="budget" if gate.skipped else None)
-    retests = judge(setup.rundir.read_rows(), rounds, suspects, links, ctx.switches, thresholds,
-                    m.sigma if m is not None else 0.0)
+    outcome = measure(
+        setup, [(f"re-test {k + 1}/{len(plan)}", rounds[k], p) for k, p in enumerate(plan)], [], gate
+    )
+    info.update(
+        phases_run=len(gate.started),
+        phase_s=[round(d, 3) for d in gate.durations()],
+        startup_s=outcome.startup_s,
+        launch_s=round(budget.elapsed() - t0, 3),
+        rounds=[rounds.start, rounds.stop - 1],
+        skipped="budget" if gate.skipped else None,
+    )
+    retests = judge(
+        setup.rundir.read_rows(),
+        rounds,
+        suspects,
+        links,
+        ctx.switches,
+        thresholds,
+        m.sigma if m is not None else 0.0,
+    )
     for rt in retests.values():
         setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
     return retests, info
 
 
-def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
-                  clock: Callable[[], float] = time.monotonic, max_escalations: int = 3) -> PreflightResult:
+def run_preflight(
+    opts: PreflightOptions,
+    echo: Callable[[str], None] = _stderr,
+    clock: Callable[[], float] = time.monotonic,
+    max_escalations: int = 3,
+) -> PreflightResult:
     """Inventory, quick pass, suspects, escalation, report: see the module docstring.
 
     Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
@@ -630,11 +793,22 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
         raise PreflightError(f"cannot create the run directory: {exc}") from None
     started = utc_now()
     topology = host_switches(entries, opts.topology, echo)
-    rundir.write_run(command="preflight", status="running", started=started, netbench_version=__version__,
-                     launcher="ssh", hosts=list(by_name), hosts_file=str(opts.hosts_file), topology=topology,
-                     host_labels={e.name: e.labels for e in entries}, budget_s=opts.budget_s)
-    echo(f"# netbench preflight: {len(entries)} host(s) from {opts.hosts_file}, budget {opts.budget_s:g} s; "
-         f"run directory {rundir.path}")
+    rundir.write_run(
+        command="preflight",
+        status="running",
+        started=started,
+        netbench_version=__version__,
+        launcher="ssh",
+        hosts=list(by_name),
+        hosts_file=str(opts.hosts_file),
+        topology=topology,
+        host_labels={e.name: e.labels for e in entries},
+        budget_s=opts.budget_s,
+    )
+    echo(
+        f"# netbench preflight: {len(entries)} host(s) from {opts.hosts_file}, budget {opts.budget_s:g} s; "
+        f"run directory {rundir.path}"
+    )
 
     # 1. inventory and policy
     nodes = stage_inventory(entries, opts, ssh_opts, rundir, budget, echo)
@@ -642,8 +816,10 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
     failing, _ = drain_and_check(inv_findings, len(entries))
     live = [h for h in by_name if nodes[h].ok and h not in failing]
     t = mark("inventory", 0.0)
-    echo(f"# inventory: {sum(n.ok for n in nodes.values())} of {len(nodes)} reachable in {t:.1f} s; "
-         + (f"failing before any traffic: {', '.join(failing)}" if failing else "no node fails it"))
+    echo(
+        f"# inventory: {sum(n.ok for n in nodes.values())} of {len(nodes)} reachable in {t:.1f} s; "
+        + (f"failing before any traffic: {', '.join(failing)}" if failing else "no node fails it")
+    )
     stop = opts.fail_fast and worst(inv_findings) == "fail"
     if stop:
         echo("# --fail-fast: the inventory already fails; nothing measured")
@@ -657,26 +833,35 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
         if budget.left() < MIN_QUICK_PASS_S:
             raise PreflightError(
                 f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
-                f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}")
+                f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
+            )
         setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo)
         rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners)
         gate = PhaseGate(budget)
-        echo(f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
-             f"{len(live)} node(s), {setup.backend}, {opts.collective} at "
-             + ", ".join(_size(s) for s in setup.spec.sizes))
-        quick = measure(setup, [(f"pairs {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)],
-                        live if opts.ring else [], gate)
+        echo(
+            f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
+            f"{len(live)} node(s), {setup.backend}, {opts.collective} at "
+            + ", ".join(_size(s) for s in setup.spec.sizes)
+        )
+        quick = measure(
+            setup,
+            [(f"pairs {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)],
+            live if opts.ring else [],
+            gate,
+        )
         t = mark("quick_pass", t)
         startup_s = quick.startup_s or 0.0
-        phase_s = max(gate.durations()[:len(rounds)] or [gate.estimate()])
-        info.update(startup_s=startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()],
-                    rounds=len(rounds))
+        phase_s = max(gate.durations()[: len(rounds)] or [gate.estimate()])
+        info.update(
+            startup_s=startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()], rounds=len(rounds)
+        )
         if gate.skipped:
             rundir.write_run(status="budget", ended=utc_now())
             raise PreflightError(
                 f"budget {opts.budget_s:g} s is too small for the quick pass: {len(gate.skipped)} of its "
                 f"phases did not fit (start-up {startup_s:.1f} s, {gate.estimate():.1f} s a phase); what was "
-                f"measured is in {rundir.path}")
+                f"measured is in {rundir.path}"
+            )
 
         # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
         exclude = unusable_hosts(quick, rundir.read_rows())
@@ -689,8 +874,20 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
             echo(f"# suspects: {', '.join(suspects + ['|'.join(p) for p in links]) or 'none'}")
             if not suspects and not links:
                 break
-            new, esc = stage_escalation(setup, ctx, live, exclude, suspects, links, tested, next_round, phase_s,
-                                        startup_s, budget, policy.thresholds)
+            new, esc = stage_escalation(
+                setup,
+                ctx,
+                live,
+                exclude,
+                suspects,
+                links,
+                tested,
+                next_round,
+                phase_s,
+                startup_s,
+                budget,
+                policy.thresholds,
+            )
             info["escalations"].append(esc)
             t = mark("escalation", t)
             if not new:
@@ -715,16 +912,36 @@ def run_preflight(opts: PreflightOptions, echo: Callable[[str], None] = _stderr,
     mark("report", t)
     info.update(elapsed_s=round(budget.elapsed(), 3), drain=drain, check=check)
     v, code = verdict(findings)
-    rundir.write_run(status="completed", started=started, ended=utc_now(), finished=utc_now(),
-                     seconds=info["elapsed_s"], rows=len(rundir.read_rows()), preflight=info,
-                     options=asdict(opts), verdict=v)
-    return PreflightResult(exit_code=code, verdict=v, drain=drain, check=check, findings=findings,
-                           rundir=rundir, hosts=list(by_name), info=info, report_html=html)
+    rundir.write_run(
+        status="completed",
+        started=started,
+        ended=utc_now(),
+        finished=utc_now(),
+        seconds=info["elapsed_s"],
+        rows=len(rundir.read_rows()),
+        preflight=info,
+        options=asdict(opts),
+        verdict=v,
+    )
+    return PreflightResult(
+        exit_code=code,
+        verdict=v,
+        drain=drain,
+        check=check,
+        findings=findings,
+        rundir=rundir,
+        hosts=list(by_name),
+        info=info,
+        report_html=html,
+    )
 
 
 def _pairs_in(rows: list[dict[str, Any]], rounds: list[int]) -> set[Pair]:
-    return {tuple(r["hosts"]) for r in rows if r.get("pattern") == "pair" and rounds[0] <= (r.get("round") or 0)
-            <= rounds[1]}
+    return {
+        tuple(r["hosts"])
+        for r in rows
+        if r.get("pattern") == "pair" and rounds[0] <= (r.get("round") or 0) <= rounds[1]
+    }
 
 
 def _size(n: int) -> str:
@@ -748,7 +965,9 @@ def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool) -> Pat
 
     from reports.html import findings_doc, render_html
 
-    _atomic_write(rundir.path / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n")
+    _atomic_write(
+        rundir.path / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n"
+    )
     if not html:
         return None
     path = rundir.path / "report.html"
@@ -773,9 +992,16 @@ def json_report(result: PreflightResult) -> dict[str, Any]:
     return doc
 
 
-def write_outputs(result: PreflightResult, *, json_path: str | None = None, junit_path: str | None = None,
-                  junit_warn_as_failure: bool = False, prometheus_path: str | None = None,
-                  csv_path: str | None = None, drain_list: str | None = None) -> None:
+def write_outputs(
+    result: PreflightResult,
+    *,
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    junit_warn_as_failure: bool = False,
+    prometheus_path: str | None = None,
+    csv_path: str | None = None,
+    drain_list: str | None = None,
+) -> None:
     """The files a caller asked for, each written atomically."""
     from reports.export import csv as csv_out
     from reports.export import json_out, junit, prometheus
@@ -786,16 +1012,24 @@ def write_outputs(result: PreflightResult, *, json_path: str | None = None, juni
     if json_path:
         _atomic_write(json_path, json_out.dumps(json_report(result)))
     if junit_path:
-        _atomic_write(junit_path, junit.to_junit(result.findings, _checks(), run,
-                                                 warn_as_failure=junit_warn_as_failure))
+        _atomic_write(
+            junit_path, junit.to_junit(result.findings, _checks(), run, warn_as_failure=junit_warn_as_failure)
+        )
     if prometheus_path:
-        _atomic_write(prometheus_path, prometheus.to_prometheus(result.rundir.read_rows(), result.findings, run))
+        _atomic_write(
+            prometheus_path, prometheus.to_prometheus(result.rundir.read_rows(), result.findings, run)
+        )
     if csv_path:
         _atomic_write(csv_path, csv_out.rows_to_csv(result.rundir.read_rows()))
 
 
-def write_error_outputs(message: str, *, json_path: str | None = None, junit_path: str | None = None,
-                        drain_list: str | None = None) -> None:
+def write_error_outputs(
+    message: str,
+    *,
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    drain_list: str | None = None,
+) -> None:
     """Could not run: the JSON says ``verdict: error`` (exit 3), JUnit one failing case, the drain
     list is emptied (a stale one must not be acted on). Prometheus/CSV are left alone: a stale
     textfile is what the staleness alert is for."""
@@ -807,8 +1041,13 @@ def write_error_outputs(message: str, *, json_path: str | None = None, junit_pat
     if json_path:
         _atomic_write(json_path, json_out.dumps(json_out.to_report([], {}, could_run=False, error=message)))
     if junit_path:
-        f = Finding(rule="preflight", severity="fail", subject_kind="run", subject="preflight",
-                    title=f"netbench preflight could not run: {message}")
+        f = Finding(
+            rule="preflight",
+            severity="fail",
+            subject_kind="run",
+            subject="preflight",
+            title=f"netbench preflight could not run: {message}",
+        )
         _atomic_write(junit_path, junit.to_junit([f], [], {}))
 
 
@@ -818,10 +1057,14 @@ def format_summary(result: PreflightResult) -> str:
 
     lines = [summary(result.findings, "text", result.rundir.read_run(), 10)]
     if result.check:
-        lines.append("check (links/switches, not drained): " + ", ".join(c.replace("|", " - ") for c in result.check))
-    lines.append(f"preflight {result.verdict.upper()} in {result.info['elapsed_s']:.1f} s of a "
-                 f"{result.info['budget_s']:g} s budget; drain {len(result.drain)} node(s); run directory "
-                 f"{result.rundir.path}")
+        lines.append(
+            "check (links/switches, not drained): " + ", ".join(c.replace("|", " - ") for c in result.check)
+        )
+    lines.append(
+        f"preflight {result.verdict.upper()} in {result.info['elapsed_s']:.1f} s of a "
+        f"{result.info['budget_s']:g} s budget; drain {len(result.drain)} node(s); run directory "
+        f"{result.rundir.path}"
+    )
     if result.report_html:
         lines.append(f"report: {result.report_html}")
     return "\n".join(lines)

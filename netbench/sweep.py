@@ -311,10 +311,13 @@ def main_from_cli(kw: dict[str, Any], echo: Callable[[str], None]) -> int:
         from netbench.intra import run_intra
 
         rundir = RunDir.create(opts.out)
+        rundir.write_run(status="running", started=utc_now(), netbench_version=__version__, launcher="local",
+                         backend="nccl", device="cuda", hosts=[os.uname().nodename], options=asdict(opts))
         rows = run_intra(opts, rundir, echo)
+        rundir.write_run(status="completed", ended=utc_now(), rows=len(rows))
         if opts.report:
             finish_report(rundir, echo)
-        return 0 if rows and all(r.get("status") == "ok" for r in rows) else 1
+        return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
     rundir, outcome = run_local(opts, echo=echo)
     if opts.report and outcome.status != "interrupted":
         finish_report(rundir, echo)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from collectives.rows import CONTRACT_FIELDS
 from collectives.sizes import format_size
 from reports.findings import SCHEMA as FINDINGS_SCHEMA
 from reports.findings import SEVERITY_RANK, Finding
@@ -35,31 +36,8 @@ if TYPE_CHECKING:
     from reports.context import AnalysisContext
 
 ASSETS = Path(__file__).parent / "assets"
-CSV_COLUMNS = [
-    "run_id",
-    "collective",
-    "backend",
-    "pattern",
-    "hosts",
-    "ranks",
-    "round",
-    "bytes",
-    "count",
-    "dtype",
-    "op",
-    "in_place",
-    "iters",
-    "warmup",
-    "time_us",
-    "time_us_min",
-    "time_us_max",
-    "algbw_GBps",
-    "busbw_GBps",
-    "wrong",
-    "status",
-    "error",
-    "group",
-]
+# the row contract without per-rank times (kept in results.jsonl), plus the group
+CSV_COLUMNS = [c for c in CONTRACT_FIELDS if c != "rank_time_us"] + ["group"]
 CSV_LEAN_COLUMNS = [
     "collective",
     "pattern",

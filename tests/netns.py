@@ -33,6 +33,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -542,6 +543,18 @@ class TestNetwork:
             blocks.append("\n".join(lines))
         path.write_text("\n\n".join(blocks) + "\n")
         return path
+
+    def netbench_argv(self, tmp: str | Path, command: str = "sweep", hosts: Sequence[str] | None = None,
+                      labels: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
+        """``python -m netbench <command> --hosts ... --ssh-config ... --python ...`` for these hosts.
+
+        The hosts share this machine's filesystem, so the remote python is this one (with netbench).
+        """
+        tmp = Path(tmp)
+        cfg = self.write_ssh_config(tmp / "ssh_config", hosts=hosts)
+        hosts_path = self.hosts_file(tmp / "hosts.txt", hosts=hosts, labels=labels)
+        return [sys.executable, "-m", "netbench", command, "--hosts", str(hosts_path),
+                "--ssh-config", str(cfg), "--python", sys.executable]
 
     def hosts_file(self, path: str | Path, hosts: Sequence[str] | None = None,
                    labels: Mapping[str, Mapping[str, str]] | None = None, switch_labels: bool = True) -> Path:

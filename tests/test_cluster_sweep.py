@@ -19,30 +19,27 @@ SLOW_NODE = "b3"  # all of its traffic rate-limited
 
 
 def sweep(net, tmp: Path, *extra: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, Path]:
-    cfg = net.write_ssh_config(tmp / "ssh_config")
-    hosts = net.hosts_file(tmp / "hosts.txt")
     out = tmp / "run"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "netbench",
-            "sweep",
-            "--hosts",
-            str(hosts),
-            "--ssh-config",
-            str(cfg),
-            "--python",
-            sys.executable,
-            "--out",
-            str(out),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    res = subprocess.run([*net.netbench_argv(tmp), "--out", str(out), *extra], capture_output=True, text=True,
+                         timeout=timeout)
     return res, out
+
+
+def start(net, tmp: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
+    out = tmp / "run"
+    proc = subprocess.Popen([*net.netbench_argv(tmp), "--out", str(out), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, out
+
+
+def wait_rows(proc: subprocess.Popen, out: Path, n: int, limit: float = 120) -> None:
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if (out / "results.jsonl").exists() and len(rows(out)) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {n} rows after {limit} s")
 
 
 def rows(out: Path) -> list[dict]:
@@ -129,49 +126,9 @@ def test_two_leaf_sweep_finds_cross_leaf_penalty_and_slow_pair(two_leaf_run) -> 
 
 def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None:
     net = netns_factory(["h0", "h1", "h2", "h3"])
-    cfg = net.write_ssh_config(tmp_path / "ssh_config")
-    hosts = net.hosts_file(tmp_path / "hosts.txt")
-    out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "netbench",
-            "sweep",
-            "--hosts",
-            str(hosts),
-            "--ssh-config",
-            str(cfg),
-            "--python",
-            sys.executable,
-            "--out",
-            str(out),
-            "--pattern",
-            "pairwise",
-            "--pair-batch",
-            "1",
-            "--pair-sizes",
-            "64K,256K",
-            "-c",
-            "all_reduce",
-            "-n",
-            "200",
-            "-w",
-            "1",
-            "--timeout",
-            "8",
-            "--no-report",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline:  # wait for the first pair's rows
-        if (out / "results.jsonl").exists() and len(rows(out)) >= 2:
-            break
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.2)
+    proc, out = start(net, tmp_path, "--pattern", "pairwise", "--pair-batch", "1", "--pair-sizes", "64K,256K",
+                      "-c", "all_reduce", "-n", "200", "-w", "1", "--timeout", "8", "--no-report")
+    wait_rows(proc, out, 2)  # the first pair has measured
     net.kill_host("h3")  # sshd, its session and its ranks: a node that died
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 1  # the sweep completed but reports the lost host
@@ -220,17 +177,9 @@ def test_ctrl_c_keeps_rows_and_leaves_nothing_behind(netns_factory, tmp_path: Pa
     import signal
 
     net = netns_factory(["c0", "c1", "c2"])
-    cfg = net.write_ssh_config(tmp_path / "ssh_config")
-    hosts = net.hosts_file(tmp_path / "hosts.txt")
-    out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "netbench", "sweep", "--hosts", str(hosts), "--ssh-config",
-                             str(cfg), "--python", sys.executable, "--out", str(out), "--pattern", "pairwise",
-                             "--pair-sizes", "64K,256K,1M", "-c", "all_reduce", "-n", "300", "-w", "1",
-                             "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and not ((out / "results.jsonl").exists() and rows(out)):
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.2)
+    proc, out = start(net, tmp_path, "--pattern", "pairwise", "--pair-sizes", "64K,256K,1M",
+                      "-c", "all_reduce", "-n", "300", "-w", "1", "--no-report")
+    wait_rows(proc, out, 1)
     kept = len(rows(out))
     proc.send_signal(signal.SIGINT)
     t0 = time.time()

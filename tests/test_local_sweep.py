@@ -13,35 +13,11 @@ from pathlib import Path
 import pytest
 from helpers_proc import alive, rank_pids
 
-from collectives.rows import ResultRow
+from collectives.rows import CONTRACT_FIELDS, ResultRow
 from netbench import load_results
 
 ALL = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv"
-CONTRACT = [
-    "run_id",
-    "collective",
-    "backend",
-    "pattern",
-    "hosts",
-    "ranks",
-    "round",
-    "bytes",
-    "count",
-    "dtype",
-    "op",
-    "in_place",
-    "iters",
-    "warmup",
-    "time_us",
-    "time_us_min",
-    "time_us_max",
-    "rank_time_us",
-    "algbw_GBps",
-    "busbw_GBps",
-    "wrong",
-    "status",
-    "error",
-]
+CONTRACT = CONTRACT_FIELDS
 
 
 def netbench(

@@ -26,14 +26,33 @@ NOISY_VM = "[thresholds]\nslow_pair_factor = 0.35\nslow_node_factor = 0.5\n"
 QUICK = ["--pair-sizes", "256K,1M", "-n", "5", "-w", "1", "--timeout", "20"]
 
 
-def preflight(net, tmp: Path, *extra: str, policy: str = NOISY_VM) -> tuple[subprocess.CompletedProcess, float]:
+def preflight(
+    net, tmp: Path, *extra: str, policy: str = NOISY_VM
+) -> tuple[subprocess.CompletedProcess, float]:
     cfg = net.write_ssh_config(tmp / "ssh_config")
     hosts = net.hosts_file(tmp / "hosts.txt")
     (tmp / "policy.toml").write_text(policy)
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "netbench", "preflight", "--hosts", str(hosts), "--ssh-config",
-                          str(cfg), "--python", sys.executable, "--policy", str(tmp / "policy.toml"), *extra],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "preflight",
+            "--hosts",
+            str(hosts),
+            "--ssh-config",
+            str(cfg),
+            "--python",
+            sys.executable,
+            "--policy",
+            str(tmp / "policy.toml"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return res, time.monotonic() - t0
 
 
@@ -60,9 +79,23 @@ def test_planted_slow_node_is_drained_and_exports_parse(net4, tmp_path: Path) ->
     try:
         out = tmp_path / "run"
         files = {k: tmp_path / f"pf.{k}" for k in ("json", "xml", "prom", "csv", "drain")}
-        res, _ = preflight(net4, tmp_path, *QUICK, "--out", str(out), "--json", str(files["json"]), "--junit",
-                           str(files["xml"]), "--prometheus", str(files["prom"]), "--csv", str(files["csv"]),
-                           "--drain-list", str(files["drain"]))
+        res, _ = preflight(
+            net4,
+            tmp_path,
+            *QUICK,
+            "--out",
+            str(out),
+            "--json",
+            str(files["json"]),
+            "--junit",
+            str(files["xml"]),
+            "--prometheus",
+            str(files["prom"]),
+            "--csv",
+            str(files["csv"]),
+            "--drain-list",
+            str(files["drain"]),
+        )
     finally:
         net4.clear_limits()
     assert res.returncode == 2, res.stderr[-3000:]
@@ -91,10 +124,14 @@ def test_planted_slow_node_is_drained_and_exports_parse(net4, tmp_path: Path) ->
 
     prom = files["prom"].read_text()
     assert 'netbench_findings{severity="fail"} 1' in prom.splitlines()
-    assert f'netbench_finding{{rule="slow_node",severity="fail",subject_kind="node",subject="{SLOW}"}} 1' in prom
+    assert (
+        f'netbench_finding{{rule="slow_node",severity="fail",subject_kind="node",subject="{SLOW}"}} 1' in prom
+    )
     samples = [ln for ln in prom.splitlines() if ln and not ln.startswith("#")]
-    assert all(len(ln.rsplit(" ", 1)) == 2 and float(ln.rsplit(" ", 1)[1]) == float(ln.rsplit(" ", 1)[1])
-               for ln in samples)
+    assert all(
+        len(ln.rsplit(" ", 1)) == 2 and float(ln.rsplit(" ", 1)[1]) == float(ln.rsplit(" ", 1)[1])
+        for ln in samples
+    )
     table = list(csv.DictReader(io.StringIO(files["csv"].read_text())))
     assert len(table) == len(rows(out)) and {"busbw_GBps", "hosts", "round"} <= set(table[0])
 
@@ -140,7 +177,8 @@ def fw_net(tmp_path_factory):
 
 
 def fw_policy(severity: str) -> str:
-    return NOISY_VM + f'[versions.minimum]\nnic_firmware = "28.39.1002"\n[severity]\nversion_below_minimum = "{severity}"\n'
+    minimum = '[versions.minimum]\nnic_firmware = "28.39.1002"\n'
+    return NOISY_VM + minimum + f'[severity]\nversion_below_minimum = "{severity}"\n'
 
 
 def test_outdated_firmware_fails_when_the_policy_says_fail(fw_net, tmp_path: Path) -> None:
@@ -151,13 +189,23 @@ def test_outdated_firmware_fails_when_the_policy_says_fail(fw_net, tmp_path: Pat
     assert "below the policy minimum 28.39.1002" in res.stderr
     assert not (out / "results.jsonl").exists()  # --fail-fast: no traffic once the inventory fails
     findings = json.loads((out / "findings.json").read_text())["findings"]
-    assert [(f["rule"], f["severity"], f["hosts"]) for f in findings] == [("version_below_minimum", "fail", ["h3"])]
+    assert [(f["rule"], f["severity"], f["hosts"]) for f in findings] == [
+        ("version_below_minimum", "fail", ["h3"])
+    ]
 
 
 def test_outdated_firmware_warns_when_the_policy_says_warn(fw_net, tmp_path: Path) -> None:
     xml, xml_strict = tmp_path / "pf.xml", tmp_path / "strict.xml"
-    res, _ = preflight(fw_net, tmp_path, *QUICK, "--out", str(tmp_path / "run"), "--junit", str(xml),
-                       policy=fw_policy("warn"))
+    res, _ = preflight(
+        fw_net,
+        tmp_path,
+        *QUICK,
+        "--out",
+        str(tmp_path / "run"),
+        "--junit",
+        str(xml),
+        policy=fw_policy("warn"),
+    )
     assert res.returncode == 1, res.stderr[-3000:]
     assert res.stdout == ""  # a warning drains nobody
     assert any(r["pattern"] == "pair" for r in rows(tmp_path / "run"))  # measured: h3 is not left out
@@ -168,14 +216,17 @@ def test_outdated_firmware_warns_when_the_policy_says_warn(fw_net, tmp_path: Pat
     from netbench.preflight import PreflightResult, write_outputs
     from reports.findings import Finding
 
-    found = [Finding.from_dict(f) for f in json.loads((tmp_path / "run" / "findings.json").read_text())["findings"]]
+    found = [
+        Finding.from_dict(f) for f in json.loads((tmp_path / "run" / "findings.json").read_text())["findings"]
+    ]
     from netbench.rundir import RunDir
 
     result = PreflightResult(1, "warn", [], [], found, RunDir.open(tmp_path / "run"), HOSTS, {})
     write_outputs(result, junit_path=str(xml_strict), junit_warn_as_failure=True)
     strict = ET.parse(xml_strict).getroot()
     assert [c.get("classname") for c in strict.iter("testcase") if c.find("failure") is not None] == [
-        "netbench.version_below_minimum"]
+        "netbench.version_below_minimum"
+    ]
 
 
 def test_budget_stops_escalation_and_nothing_unconfirmed_is_drained(net4, tmp_path: Path) -> None:

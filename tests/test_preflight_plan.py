@@ -125,51 +125,94 @@ def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit(tmp_path: Pat
         switches: dict[str, str] = {}
 
     setup = SimpleNamespace(opts=PreflightOptions(hosts_file="h"), echo=print)  # launching would fail
-    retests, info = stage_escalation(setup, Ctx(), ["s", "a", "b", "c"], set(), ["s"], [], set(), 4,  # type: ignore[arg-type]
-                                     phase_s=4.0, startup_s=5.0, budget=budget, thresholds=Thresholds())
+    retests, info = stage_escalation(
+        setup,
+        Ctx(),
+        ["s", "a", "b", "c"],
+        set(),
+        ["s"],
+        [],
+        set(),
+        4,  # type: ignore[arg-type]
+        phase_s=4.0,
+        startup_s=5.0,
+        budget=budget,
+        thresholds=Thresholds(),
+    )
     assert retests == {}
     assert info["skipped"].startswith("budget") and info["phases_run"] == 0 and info["phases_planned"] == 2
 
 
 # -- verdicts ----------------------------------------------------------------------------------------
 def row(a: str, b: str, rnd: int, bw: float, nbytes: int = 1 << 20) -> dict:
-    return {"pattern": "pair", "status": "ok", "hosts": [a, b], "round": rnd, "bytes": nbytes, "busbw_GBps": bw}
+    return {
+        "pattern": "pair",
+        "status": "ok",
+        "hosts": [a, b],
+        "round": rnd,
+        "bytes": nbytes,
+        "busbw_GBps": bw,
+    }
 
 
 def test_judge_confirms_a_slow_node_and_clears_a_noisy_link() -> None:
     rows = [row("g1", "g2", 1, 10.0), row("g3", "g4", 1, 10.4)]  # quick pass
-    rows += [row("s", "g1", 4, 1.0), row("g3", "g4", 4, 9.0), row("l1", "l2", 4, 8.0),
-             row("s", "g2", 5, 1.2), row("g1", "g3", 5, 11.0),
-             row("s", "g2", 5, 0.1, nbytes=1 << 10)]  # small sizes are not judged
+    rows += [
+        row("s", "g1", 4, 1.0),
+        row("g3", "g4", 4, 9.0),
+        row("l1", "l2", 4, 8.0),
+        row("s", "g2", 5, 1.2),
+        row("g1", "g3", 5, 11.0),
+        row("s", "g2", 5, 0.1, nbytes=1 << 10),
+    ]  # small sizes are not judged
     out = judge(rows, range(4, 6), ["s"], [("l1", "l2")], {}, Thresholds(), noise_sigma=0.05)
-    assert out["s"].verdict == "confirmed" and out["s"].ratios == {"g1": pytest.approx(1 / 9, rel=1e-2),
-                                                                  "g2": pytest.approx(1.2 / 11, rel=1e-2)}
+    assert out["s"].verdict == "confirmed" and out["s"].ratios == {
+        "g1": pytest.approx(1 / 9, rel=1e-2),
+        "g2": pytest.approx(1.2 / 11, rel=1e-2),
+    }
     assert out["l1|l2"].verdict == "cleared"  # 8/9 of the controls: not below slow_pair_factor 0.8
 
 
 def test_judge_needs_slowness_beyond_noise() -> None:
-    rows = [row("s", "g1", 4, 7.0), row("g2", "g3", 4, 10.0), row("s", "g2", 5, 7.5), row("g1", "g3", 5, 10.0)]
+    rows = [
+        row("s", "g1", 4, 7.0),
+        row("g2", "g3", 4, 10.0),
+        row("s", "g2", 5, 7.5),
+        row("g1", "g3", 5, 10.0),
+    ]
     noisy = judge(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.2)
     assert noisy["s"].verdict == "cleared"  # 0.7-0.75x is within 4 sigma of 20% noise
     quiet = judge(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.01)
     assert quiet["s"].verdict == "confirmed"
-    mixed = judge([row("s", "g1", 4, 2.0), row("g2", "g3", 4, 10.0), row("s", "g2", 5, 10.0),
-                   row("g1", "g3", 5, 10.0)], range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.01)
+    mixed = judge(
+        [row("s", "g1", 4, 2.0), row("g2", "g3", 4, 10.0), row("s", "g2", 5, 10.0), row("g1", "g3", 5, 10.0)],
+        range(4, 6),
+        ["s"],
+        [],
+        {},
+        Thresholds(),
+        noise_sigma=0.01,
+    )
     assert mixed["s"].verdict == "inconclusive"
     none = judge([], range(4, 6), ["s"], [], {}, Thresholds())
     assert none["s"].verdict == "not_run" and none["s"].reason
 
 
 def finding(rule: str, sev: str, kind: str, subject: str, hosts: list[str]) -> Finding:
-    return Finding(rule=rule, severity=sev, subject_kind=kind, subject=subject, title=f"{rule} {subject}",
-                   hosts=hosts)
+    return Finding(
+        rule=rule, severity=sev, subject_kind=kind, subject=subject, title=f"{rule} {subject}", hosts=hosts
+    )
 
 
 def test_only_confirmed_slow_nodes_keep_failing() -> None:
     fs = [finding("slow_node", "fail", "node", h, [h]) for h in ("a", "b", "c")]
     fs.append(finding("slow_pair", "warn", "pair", "x|y", ["x", "y"]))
-    retests = {"a": Retest("a", "node", "confirmed"), "b": Retest("b", "node", "cleared", reason="fine"),
-               "x|y": Retest("x|y", "link", "cleared"), "d": Retest("d", "node", "confirmed", reason="r")}
+    retests = {
+        "a": Retest("a", "node", "confirmed"),
+        "b": Retest("b", "node", "cleared", reason="fine"),
+        "x|y": Retest("x|y", "link", "cleared"),
+        "d": Retest("d", "node", "confirmed", reason="r"),
+    }
     out = apply_retests(fs, retests, "not re-tested: budget")
     sev = {f.subject: f.severity for f in out}
     assert sev == {"a": "fail", "b": "info", "c": "warn", "x|y": "info", "d": "fail"}
@@ -180,13 +223,15 @@ def test_only_confirmed_slow_nodes_keep_failing() -> None:
 
 
 def test_drain_rule_names_nodes_and_sends_links_to_check() -> None:
-    fs = [finding("version_below_minimum", "fail", "node", "n1", ["n1"]),
-          finding("version_below_minimum", "fail", "component", "NIC fw 1", ["n2", "n3"]),  # 2 of 10
-          finding("version_below_minimum", "fail", "component", "NCCL 2.1", [f"m{i}" for i in range(5)]),
-          finding("slow_pair", "fail", "pair", "p|q", ["p", "q"]),
-          finding("slow_pair", "warn", "pair", "r|s", ["r", "s"]),
-          finding("slow_switch", "fail", "switch", "leaf3", ["t"]),
-          finding("gpu_count_low", "warn", "node", "w", ["w"])]
+    fs = [
+        finding("version_below_minimum", "fail", "node", "n1", ["n1"]),
+        finding("version_below_minimum", "fail", "component", "NIC fw 1", ["n2", "n3"]),  # 2 of 10
+        finding("version_below_minimum", "fail", "component", "NCCL 2.1", [f"m{i}" for i in range(5)]),
+        finding("slow_pair", "fail", "pair", "p|q", ["p", "q"]),
+        finding("slow_pair", "warn", "pair", "r|s", ["r", "s"]),
+        finding("slow_switch", "fail", "switch", "leaf3", ["t"]),
+        finding("gpu_count_low", "warn", "node", "w", ["w"]),
+    ]
     drain, check = drain_and_check(fs, 10)
     assert drain == ["n1", "n2", "n3"]  # half the fleet on an old NCCL is a fleet-wide fix, not a drain
     assert check == ["leaf3", "p|q", "r|s"]
@@ -238,8 +283,19 @@ def test_nothing_reachable_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("down1\ndown2\n")
     junit = tmp_path / "pf.xml"
-    code, out, err = cli(["--hosts", str(hosts), "--ssh-config", str(cfg), "--out", str(tmp_path / "run"),
-                          "--junit", str(junit)], capsys)
+    code, out, err = cli(
+        [
+            "--hosts",
+            str(hosts),
+            "--ssh-config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "run"),
+            "--junit",
+            str(junit),
+        ],
+        capsys,
+    )
     assert code == 3 and out == ""
     assert "no host could be reached" in one_error_line(err)
     assert 'failures="1"' in junit.read_text()

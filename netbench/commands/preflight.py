@@ -25,8 +25,11 @@ class _Command(click.Command):
             raise PreflightError(f"preflight: {exc.format_message()} (see --help)") from None
 
 
-@click.command("preflight", cls=_Command, short_help="Yes/no before a large job, and the nodes to drain.",
-               epilog="""\b
+@click.command(
+    "preflight",
+    cls=_Command,
+    short_help="Yes/no before a large job, and the nodes to drain.",
+    epilog="""\b
 Examples:
   netbench preflight --hosts hosts.txt                      # stdout: nodes to drain, one per line
   netbench preflight --hosts hosts.txt --policy policy.toml --budget 5m --drain-list drain.txt
@@ -37,21 +40,39 @@ quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes), then ea
 against known-good partners while the budget lasts. A node is drained only for a failure of its own,
 and a slow node only once its re-tests confirm it; slow links are listed to check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
-budget too small for the quick pass). Progress and the verdict go to stderr.""")
+budget too small for the quick pass). Progress and the verdict go to stderr.""",
+)
 @click.option("--hosts", "hosts_file", required=True, type=click.Path(dir_okay=False), help="Hosts file.")
 @click.option("--policy", type=click.Path(dir_okay=False), help="Policy TOML (docs/policy.example.toml).")
 @click.option("--baseline", help="Saved baseline name or run directory to compare against.")
-@click.option("--budget", "budget_s", type=DURATION, default="120s", show_default=True,
-              help="Wall time for everything, inventory and report included.")
+@click.option(
+    "--budget",
+    "budget_s",
+    type=DURATION,
+    default="120s",
+    show_default=True,
+    help="Wall time for everything, inventory and report included.",
+)
 @click.option("--rounds", type=click.IntRange(min=1), help="Pair matchings in the quick pass (default 3).")
-@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Known-good partners each suspect is re-tested against.")
+@click.option(
+    "--confirm",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Known-good partners each suspect is re-tested against.",
+)
 @click.option("--pair-sizes", type=CsvList(_size), help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
 @click.option("--collective", default="all_reduce", show_default=True)
 @click.option("--iters", "-n", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--warmup", "-w", type=click.IntRange(min=0), default=2, show_default=True)
-@click.option("--timeout", "timeout_s", type=DURATION, default="15s", show_default=True,
-              help="A collective silent this long has failed.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=DURATION,
+    default="15s",
+    show_default=True,
+    help="A collective silent this long has failed.",
+)
 @click.option("--ring/--no-ring", default=True, show_default=True, help="The ring over all nodes too.")
 @click.option("--fail-fast", is_flag=True, help="Stop after the inventory if it already fails.")
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]))
@@ -63,24 +84,46 @@ budget too small for the quick pass). Progress and the verdict go to stderr.""")
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--drain-list", type=click.Path(dir_okay=False), help="Write the nodes to drain here.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="JSON report (docs/output-json.md).")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False), help="JSON report (docs/output-json.md)."
+)
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="JUnit XML for CI.")
 @click.option("--junit-warn-as-failure", is_flag=True, help="Warnings fail the JUnit test cases too.")
 @click.option("--prometheus", "prometheus_path", type=click.Path(dir_okay=False), help="Prometheus textfile.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Result rows as CSV.")
-def command(drain_list: str | None, json_path: str | None, junit_path: str | None, junit_warn_as_failure: bool,
-            prometheus_path: str | None, csv_path: str | None, **kw: object) -> None:
+def command(
+    drain_list: str | None,
+    json_path: str | None,
+    junit_path: str | None,
+    junit_warn_as_failure: bool,
+    prometheus_path: str | None,
+    csv_path: str | None,
+    **kw: object,
+) -> None:
     """Check a set of nodes before a large job: inventory, policy, pairs, ring, re-tests of suspects."""
-    from netbench.preflight import (PreflightError, PreflightOptions, format_summary, run_preflight,
-                                    write_error_outputs, write_outputs)
+    from netbench.preflight import (
+        PreflightError,
+        PreflightOptions,
+        format_summary,
+        run_preflight,
+        write_error_outputs,
+        write_outputs,
+    )
 
     try:
         result = run_preflight(PreflightOptions(**kw))  # type: ignore[arg-type]
     except PreflightError as exc:
         write_error_outputs(str(exc), json_path=json_path, junit_path=junit_path, drain_list=drain_list)
         raise
-    write_outputs(result, json_path=json_path, junit_path=junit_path, junit_warn_as_failure=junit_warn_as_failure,
-                  prometheus_path=prometheus_path, csv_path=csv_path, drain_list=drain_list)
+    write_outputs(
+        result,
+        json_path=json_path,
+        junit_path=junit_path,
+        junit_warn_as_failure=junit_warn_as_failure,
+        prometheus_path=prometheus_path,
+        csv_path=csv_path,
+        drain_list=drain_list,
+    )
     click.echo(format_summary(result), err=True)
     for host in result.drain:
         click.echo(host)

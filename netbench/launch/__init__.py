@@ -41,3 +41,23 @@ class Launcher(Protocol):
         ...
 
     def start(self, slot: HostSlot, store_addr: str, store_port: int) -> AgentProcess: ...
+
+
+def agent_argv(python: str, slot: HostSlot, store_addr: str, store_port: int) -> list[str]:
+    """The command that starts a host's agent (netbench.worker), the same for every launcher."""
+    return [
+        python,
+        "-m",
+        "netbench.worker",
+        "agent",
+        "--store-addr",
+        store_addr,
+        "--store-port",
+        str(store_port),
+        "--host",
+        slot.host,
+        "--rank-base",
+        str(slot.rank_base),
+        "--nprocs",
+        str(slot.nprocs),
+    ]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
-from netbench.launch import HostSlot
+from netbench.launch import HostSlot, agent_argv
 
 
 class LocalAgent:
@@ -52,23 +52,7 @@ class LocalLauncher:
         return "127.0.0.1", "127.0.0.1"
 
     def start(self, slot: HostSlot, store_addr: str, store_port: int) -> LocalAgent:
-        cmd = [
-            self.python,
-            "-m",
-            "netbench.worker",
-            "agent",
-            "--store-addr",
-            store_addr,
-            "--store-port",
-            str(store_port),
-            "--host",
-            slot.host,
-            "--rank-base",
-            str(slot.rank_base),
-            "--nprocs",
-            str(slot.nprocs),
-            "--watch-stdin",
-        ]
+        cmd = agent_argv(self.python, slot, store_addr, store_port) + ["--watch-stdin"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if slot.labels.get("gpus"):  # a "host" that is a subset of this machine's GPUs
             env["CUDA_VISIBLE_DEVICES"] = slot.labels["gpus"]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from collectives.envinfo import relevant_env
-from netbench.launch import HostSlot
+from netbench.launch import HostSlot, agent_argv
 
 FORWARDED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "NETBENCH_INJECT", "CUDA_VISIBLE_DEVICES")
 
@@ -73,22 +73,7 @@ class SSHLauncher:
         from netbench.ssh import connect_entry
 
         conn = connect_entry(self.entries[slot.host], self.ssh_opts)
-        argv = [
-            self.python_for(slot.host),
-            "-m",
-            "netbench.worker",
-            "agent",
-            "--store-addr",
-            store_addr,
-            "--store-port",
-            str(store_port),
-            "--host",
-            slot.host,
-            "--rank-base",
-            str(slot.rank_base),
-            "--nprocs",
-            str(slot.nprocs),
-        ]
+        argv = agent_argv(self.python_for(slot.host), slot, store_addr, store_port)
         env = {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
         env["PYTHONUNBUFFERED"] = "1"
         try:
