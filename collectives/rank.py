@@ -24,6 +24,7 @@ from collectives.dtypes import get_dtype, reduce_op
 from collectives.harness import inject_corrupt_rank, measure
 from collectives.ops import bandwidth, get_collective
 from collectives.plan import GroupSpec, Phase, WorkerPlan
+from collectives.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
 
@@ -64,16 +65,18 @@ def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, i
     return pg, grank
 
 
-def run_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> None:
+def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Phase) -> None:
+    """Measure every point of the phase's sweep in one group; the group's rank 0 reports the rows."""
     spec = phase.spec
-    pg, grank = make_group(ctx, group, phase)
     n = len(group.ranks)
     dt = get_dtype(spec.dtype)
-    corrupt_rank = inject_corrupt_rank()
+    corrupt = inject_corrupt_rank() == ctx.rank
     step = 0
     for cname in spec.collectives:
         coll = get_collective(cname)
+        op_name = spec.op if coll.reduces else None
         op = reduce_op(spec.op) if coll.reduces else None
+        root = spec.root if coll.rooted else 0
         seen: set[int] = set()
         for size in spec.sizes:
             lay = coll.layout(size, dt.size, n)
@@ -90,65 +93,62 @@ def run_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> None:
                     n,
                     lay,
                     dt.torch_dtype,
-                    spec.op if coll.reduces else None,
+                    op_name,
                     op,
-                    spec.root if coll.rooted else 0,
+                    root,
                     in_place,
                     spec.iters,
                     spec.warmup,
                     spec.check,
                     ctx.device,
                     spec.cuda_graph,
-                    corrupt=(corrupt_rank == ctx.rank),
+                    corrupt=corrupt,
                 )
-                stats = torch.tensor(
-                    [point.time_us, float(point.wrong or 0)], dtype=torch.float64, device=ctx.device
-                )
-                gathered = torch.empty(2 * n, dtype=torch.float64, device=ctx.device)
-                pg._allgather_base(gathered, stats).wait()
-                per_rank = gathered.view(n, 2).cpu()
+                per_rank = _gather(pg, n, ctx.device, point.time_us, point.wrong or 0)
                 step += 1
                 if grank == 0:
-                    times = [float(t) for t in per_rank[:, 0]]
+                    times = [t for t, _ in per_rank]
                     avg = sum(times) / n
                     algbw, busbw = bandwidth(lay.nbytes, avg, n, coll)
-                    messages.emit(
-                        "row",
-                        row={
-                            "run_id": ctx.plan.run_id,
-                            "collective": coll.name,
-                            "backend": ctx.plan.backend,
-                            "pattern": group.pattern,
-                            "hosts": group.hosts,
-                            "ranks": n,
-                            "round": group.round,
-                            "bytes": lay.nbytes,
-                            "count": lay.count,
-                            "dtype": dt.name,
-                            "op": spec.op if coll.reduces else None,
-                            "in_place": in_place,
-                            "iters": spec.iters,
-                            "warmup": spec.warmup,
-                            "time_us": avg,
-                            "time_us_min": min(times),
-                            "time_us_max": max(times),
-                            "rank_time_us": times,
-                            "algbw_GBps": algbw,
-                            "busbw_GBps": busbw,
-                            "wrong": int(per_rank[:, 1].sum()) if spec.check else None,
-                            "status": "ok",
-                            "error": None,
-                            "root": spec.root if coll.rooted else None,
-                            "group": group.id,
-                            "device": ctx.device,
-                            "cuda_graph": spec.cuda_graph,
-                            "ts": time.time(),
-                        },
-                        phase=phase.index,
+                    row = ResultRow(
+                        run_id=ctx.plan.run_id,
+                        collective=coll.name,
+                        backend=ctx.plan.backend,
+                        pattern=group.pattern,
+                        hosts=group.hosts,
+                        ranks=n,
+                        round=group.round,
+                        bytes=lay.nbytes,
+                        count=lay.count,
+                        dtype=dt.name,
+                        op=op_name,
+                        in_place=in_place,
+                        iters=spec.iters,
+                        warmup=spec.warmup,
+                        time_us=avg,
+                        time_us_min=min(times),
+                        time_us_max=max(times),
+                        rank_time_us=times,
+                        algbw_GBps=algbw,
+                        busbw_GBps=busbw,
+                        wrong=int(sum(w for _, w in per_rank)) if spec.check else None,
+                        root=spec.root if coll.rooted else None,
+                        group=group.id,
+                        device=ctx.device,
+                        cuda_graph=spec.cuda_graph,
+                        ts=time.time(),
                     )
+                    messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:
                     messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
-    return pg
+
+
+def _gather(pg: Any, n: int, device: str, time_us: float, wrong: int) -> list[tuple[float, float]]:
+    """Every rank's (time, wrong count), on every rank: the slowest rank decides, so all are kept."""
+    stats = torch.tensor([time_us, float(wrong)], dtype=torch.float64, device=device)
+    gathered = torch.empty(2 * n, dtype=torch.float64, device=device)
+    pg._allgather_base(gathered, stats).wait()
+    return [(float(t), float(w)) for t, w in gathered.view(n, 2).cpu().tolist()]
 
 
 def _abandon(pg: Any, backend: str) -> None:
@@ -174,7 +174,8 @@ def run_plan(ctx: RankContext) -> None:
             pg = None
             t0 = time.time()
             try:
-                pg = run_group(ctx, group, phase)
+                pg, grank = make_group(ctx, group, phase)
+                run_group(ctx, pg, grank, group, phase)
                 messages.emit(
                     "group_done", rank=ctx.rank, phase=phase.index, group=group.id, seconds=time.time() - t0
                 )

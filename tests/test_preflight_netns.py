@@ -252,3 +252,38 @@ def test_budget_stops_escalation_and_nothing_unconfirmed_is_drained(net4, tmp_pa
     assert esc["skipped"] and esc["skipped"].startswith("budget")
     slow = next(f for f in doc["findings"] if f["rule"] == "slow_node")
     assert slow["subject"] == SLOW and slow["severity"] == "warn" and "Unconfirmed" in slow["title"]
+
+
+def test_unreachable_node_is_drained_and_policy_warn_does_not_drain(fw_net, tmp_path: Path) -> None:
+    """A host nobody can reach (its port refuses) cannot be vouched for: preflight fails it (unless a
+    policy sets node_unreachable) and drains it; h3's firmware at severity warn drains nobody."""
+    cfg = fw_net.write_ssh_config(tmp_path / "ssh_config")
+    cfg.write_text(cfg.read_text() + "\nHost ghost\n    HostName 127.0.0.1\n    Port 1\n")
+    hosts = fw_net.hosts_file(tmp_path / "hosts.txt")
+    hosts.write_text(hosts.read_text() + "ghost\n")
+    (tmp_path / "policy.toml").write_text(fw_policy("warn"))
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "preflight",
+            "--hosts",
+            str(hosts),
+            "--ssh-config",
+            str(cfg),
+            "--policy",
+            str(tmp_path / "policy.toml"),
+            "--fail-fast",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2, res.stderr[-3000:]
+    assert res.stdout.splitlines() == ["ghost"]
+    findings = json.loads((tmp_path / "run" / "findings.json").read_text())["findings"]
+    sev = {(f["rule"], f["subject"]): f["severity"] for f in findings}
+    assert sev[("node_unreachable", "ghost")] == "fail" and sev[("version_below_minimum", "h3")] == "warn"
