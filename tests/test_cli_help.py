@@ -1,0 +1,65 @@
+"""Every command answers --help with examples, without importing the heavy libraries; progress bars
+are drawn only on a terminal."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from netbench.cli import LazyGroup, cli
+
+COMMANDS = LazyGroup(name="x").list_commands(None)  # type: ignore[arg-type]
+
+
+def test_all_commands_are_there() -> None:
+    want = {"sweep", "inventory", "report", "preflight", "worker", "import", "baseline", "compare"}
+    assert want <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_has_examples(name: str) -> None:
+    res = CliRunner().invoke(cli, [name, "--help"])
+    assert res.exit_code == 0, res.output
+    assert "Example" in res.output and f"netbench {name}" in res.output
+
+
+def test_help_imports_no_heavy_library() -> None:
+    code = ("import sys; from netbench.cli import main\n"
+            "try:\n    main(['sweep', '--help'])\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'plotly', 'paramiko') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def _run_on_tty(args: list[str]) -> bytes:
+    """Run netbench with stderr on a pseudo-terminal; return what the terminal got."""
+    master, slave = pty.openpty()
+    argv = [sys.executable, "-m", "netbench", *args]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    proc.wait(timeout=120)
+    os.close(master)
+    return got
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
+    args = ["sweep", "-p", "2", "-b", "1K", "-e", "64K", "-n", "2", "-w", "0", "--no-report"]
+    tty = _run_on_tty([*args, "--out", str(tmp_path / "a")])
+    assert b"[#" in tty and b"/28" in tty  # bar with done/total points: 7 sizes x 2 collectives x 2
+    piped = subprocess.run([sys.executable, "-m", "netbench", *args, "--out", str(tmp_path / "b")],
+                           capture_output=True, text=True, timeout=120)
+    assert "[#" not in piped.stderr
