@@ -206,27 +206,28 @@ def measure_analysis(n: int, tmp: Path, rounds: int = 3) -> dict:
 
 
 def project(n: int, m: dict) -> dict:
-    """Seconds per stage at ``n`` hosts from the measured terms (see benchmarks/README.md)."""
+    """Seconds per stage at ``n`` hosts from the measured terms (see benchmarks/README.md).
+
+    Clean: the quick pass only. With a suspect: its rounds and ring are as slow as they were with the
+    slow node here, then one more launch of every host with ``confirm`` re-test phases."""
     waves = math.ceil(n / CONCURRENCY)
     inventory = max(waves * m["inventory"]["wave_s"], n * m["inventory"]["cpu_per_host_s"])
     connect = max(waves * m["handshake"]["handshake_s"], n * m["handshake"]["cpu_per_handshake_s"])
     launch = connect + m["rank_startup_s"]
-    rows_per_round = n // 2 * 2  # pairs x 2 sizes
-    rounds = m["rounds"] * (m["phase_s"] + rows_per_round * m["row_s"])
-    ring = m["ring_s"] + 2 * (n - m["hosts"]) * m["ring_hop_us"] * 1e-6 * m["ring_ops"]
-    analysis = m["analysis_s"](n)
-    quick = launch + rounds + ring
-    escalation = launch + m["confirm"] * (m["phase_s"] + rows_per_round * m["row_s"]) + analysis
-    return {
-        "hosts": n,
-        "inventory": inventory,
-        "quick_pass": quick,
-        "analysis": analysis,
-        "escalation": escalation,
-        "report": m["report_s"](n),
-        "total_clean": inventory + quick + analysis + m["report_s"](n),
-        "total_with_suspect": inventory + quick + analysis + escalation + m["report_s"](n),
-    }
+    rows = n // 2 * 2 * m["row_s"]  # pairs x 2 sizes, appended one by one by the coordinator
+    ring_growth = 2 * (n - m["hosts"]) * m["ring_hop_us"] * 1e-6 * m["ring_ops"]
+    analysis, report = m["analysis_s"](n), m["report_s"](n)
+    out: dict = {"hosts": n, "inventory": inventory, "launch": launch, "analysis": analysis, "report": report}
+    for case in ("clean", "slow"):
+        phase = m[f"phase_s_{case}"] + rows
+        quick = launch + m["rounds"] * phase + m[f"ring_s_{case}"] + ring_growth
+        escalation = launch + m["confirm"] * phase + analysis if case == "slow" else 0.0
+        out[f"quick_pass_{case}"] = quick
+        out[f"total_{case}"] = inventory + quick + analysis + escalation + report
+    out["escalation"] = (
+        out["total_slow"] - out["total_clean"] - (out["quick_pass_slow"] - out["quick_pass_clean"])
+    )
+    return out
 
 
 def main() -> None:
@@ -252,10 +253,8 @@ def main() -> None:
     finally:
         net.destroy()
     row_s = measure_row_cost(tmp)
-    pf = clean["preflight"]
+    pf, pf_slow = clean["preflight"], faulty["preflight"]
     rounds = pf["rounds"]
-    phase_s = statistics.median(pf["quick_phase_s"][:rounds])
-    ring_s = pf["quick_phase_s"][rounds]
     analysis = {n: measure_analysis(n, tmp) for n in (args.hosts * 8, args.target)}
     xs = sorted(analysis)
 
@@ -268,8 +267,10 @@ def main() -> None:
         "inventory": inv,
         "handshake": hs,
         "rounds": rounds,
-        "phase_s": phase_s,
-        "ring_s": ring_s,
+        "phase_s_clean": statistics.median(pf["quick_phase_s"][:rounds]),
+        "ring_s_clean": pf["quick_phase_s"][rounds],
+        "phase_s_slow": statistics.median(pf_slow["quick_phase_s"][:rounds]),
+        "ring_s_slow": pf_slow["quick_phase_s"][rounds],
         "ring_hop_us": hop,
         "ring_ops": 2 * (10 + 2 + 1),
         "row_s": row_s,

@@ -35,6 +35,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,12 @@ class PreflightOptions:
                 raise PreflightError(f"--{name.replace('_', '-')} must be >= 1")
         if self.rounds is not None and self.rounds < 1:
             raise PreflightError("--rounds must be >= 1")
+        from collectives.ops import get_collective
+
+        try:
+            self.collective = get_collective(self.collective).name
+        except ValueError as exc:
+            raise PreflightError(f"--collective: {exc}") from None
 
     def modes(self) -> list[bool]:  # execute() asks every options object which in-place modes run
         return [False]
@@ -149,13 +156,11 @@ class PhaseGate:
     def durations(self) -> list[float]:
         """Start-to-start times of the phases that ran; the last one up to ``ended`` when set."""
         times = [t for _, t in self.started] + ([self.ended] if self.ended is not None else [])
-        return [b - a for a, b in zip(times, times[1:], strict=False)]
+        return [b - a for a, b in pairwise(times)]
 
     def estimate(self) -> float:
-        measured = [
-            b - a
-            for a, b in zip([t for _, t in self.started], [t for _, t in self.started][1:], strict=False)
-        ]
+        """The longest phase that has finished (start to the next start), else the prior."""
+        measured = [b - a for a, b in pairwise(t for _, t in self.started)]
         return max(measured) if measured else self.prior_s
 
     def __call__(self, phase: Any) -> bool:

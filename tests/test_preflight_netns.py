@@ -151,7 +151,9 @@ def test_no_faults_pass(net4, tmp_path: Path) -> None:
 
 def test_tiny_budget_could_not_run(net4, tmp_path: Path) -> None:
     js = tmp_path / "pf.json"
-    res, seconds = preflight(net4, tmp_path, *QUICK, "--budget", "6s", "--json", str(js))
+    res, seconds = preflight(
+        net4, tmp_path, *QUICK, "--budget", "6s", "--json", str(js), "--out", str(tmp_path / "run")
+    )
     assert res.returncode == 3 and res.stdout == ""
     assert "budget 6 s is too small" in res.stderr.splitlines()[-1]
     assert seconds < 6 + 8  # the budget plus the CLI's own start (imports) on a loaded 2-core VM
@@ -236,7 +238,9 @@ def test_budget_stops_escalation_and_nothing_unconfirmed_is_drained(net4, tmp_pa
     js = tmp_path / "pf.json"
     net4.limit_host(SLOW, "40mbit")
     try:
-        res, seconds = preflight(net4, tmp_path, *QUICK, "--budget", "20s", "--json", str(js))
+        res, seconds = preflight(
+            net4, tmp_path, *QUICK, "--budget", "20s", "--json", str(js), "--out", str(tmp_path / "run")
+        )
     finally:
         net4.clear_limits()
     assert res.returncode in (1, 3), res.stderr[-3000:]

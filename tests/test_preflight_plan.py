@@ -267,6 +267,7 @@ def test_bad_input_exits_3_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
         (["--policy", str(tmp_path / "nope.toml")], "policy file not found"),
         (["--baseline", "never-saved"], "no baseline or run directory"),
         (["--pair-sizes", "1Q"], "pair-sizes"),
+        (["--collective", "bogus"], "unknown collective"),
     ]
     for extra, text in cases:
         code, out, err = cli(["--hosts", str(hosts), *extra], capsys)
