@@ -29,6 +29,7 @@ from netbench.launch import AgentProcess, HostSlot, Launcher
 
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_TIMEOUT_S = 120.0
+START_CONCURRENCY = 64  # agents started at once
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Coordinator:
         self.store = store  # given: ranks were started by mpirun/torchrun/srun around an existing store
         self.rank_host = {r: s.host for s in slots for r in s.ranks}
         self.agents: dict[str, AgentProcess] = {}
+        self._lock = threading.Lock()
         self.q: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
         self.outcome = Outcome(status="completed")
         self.total = sum(count_points(p, g) for p in plan.phases for g in p.groups)
@@ -111,10 +113,11 @@ class Coordinator:
         self.on_note(message)
 
     def _host_down(self, host: str, why: str, rank: int | None = None, kind: str = "exit") -> None:
-        if host in self.outcome.down_hosts:
-            return
-        self.outcome.down_hosts.add(host)
-        self._fault(kind, why, host, rank)
+        with self._lock:  # agents start from several threads
+            if host in self.outcome.down_hosts:
+                return
+            self.outcome.down_hosts.add(host)
+            self._fault(kind, why, host, rank)
         agent = self.agents.get(host)
         if agent is not None:
             threading.Thread(target=agent.terminate, daemon=True).start()
@@ -187,16 +190,7 @@ class Coordinator:
         state: dict[str, Any] = {}
         t_launch = time.monotonic()
         try:
-            for slot in self.slots:
-                try:
-                    agent = self.launcher.start(slot, reach, getattr(store, "port", 0))
-                except Exception as exc:  # noqa: BLE001 - a host that cannot start is a host fault
-                    self._host_down(
-                        slot.host, f"host {slot.host}: could not start its ranks: {exc}", kind="start"
-                    )
-                    continue
-                self.agents[slot.host] = agent
-                threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
+            self._start_agents(reach, getattr(store, "port", 0))
             self._wait_started(state)
             self.outcome.startup_s = round(time.monotonic() - t_launch, 3)
             for phase in self.plan.phases:
@@ -228,6 +222,26 @@ class Coordinator:
                 agent.terminate()
             self._drain(0.5, state)
         return self.outcome
+
+    def _start_agents(self, reach: str, port: int) -> None:
+        """Start every host's agent at once (``START_CONCURRENCY`` SSH handshakes in flight): 512 hosts
+        then cost a few handshake times, not 512 in a row. A host that cannot start is a host fault."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(slot: HostSlot) -> None:
+            try:
+                agent = self.launcher.start(slot, reach, port)
+            except Exception as exc:  # noqa: BLE001 - reported as that host's fault
+                self._host_down(
+                    slot.host, f"host {slot.host}: could not start its ranks: {exc}", kind="start"
+                )
+                return
+            self.agents[slot.host] = agent
+            threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
+
+        workers = max(1, min(START_CONCURRENCY, len(self.slots)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch") as pool:
+            list(pool.map(one, self.slots))
 
     def _drain(self, seconds: float, state: dict[str, Any]) -> None:
         """Take what is still queued (rows in flight are kept, never dropped)."""

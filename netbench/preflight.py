@@ -346,36 +346,6 @@ def make_setup(
     )
 
 
-class ParallelStart:
-    """A launcher wrapper: the coordinator asks for agents one host at a time; on the first ask this
-    starts every host's agent at once (``concurrency`` SSH handshakes in flight), so 512 hosts cost a
-    few handshake times instead of 512 in a row. A host's own failure is raised when it is asked for,
-    exactly as the wrapped launcher would have raised it."""
-
-    name = "ssh"
-
-    def __init__(self, inner: Any, slots: list[Any], concurrency: int):
-        self.inner = inner
-        self.slots = slots
-        self.concurrency = concurrency
-        self.started: dict[str, Any] | None = None
-
-    def store_host(self) -> tuple[str, str]:
-        return self.inner.store_host()
-
-    def start(self, slot: Any, store_addr: str, store_port: int) -> Any:
-        if self.started is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(
-                max_workers=max(1, min(self.concurrency, len(self.slots))), thread_name_prefix="launch"
-            ) as pool:
-                self.started = {
-                    s.host: pool.submit(self.inner.start, s, store_addr, store_port) for s in self.slots
-                }
-        return self.started[slot.host].result()
-
-
 def measure(
     setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str], gate: PhaseGate
 ) -> Any:
@@ -423,15 +393,11 @@ def measure(
         op_timeout_s=setup.opts.timeout_s,
         rank_hosts=[s.host for s in slots for _ in s.ranks],
     )
-    launcher = ParallelStart(
-        SSHLauncher(
-            {h: setup.entries[h] for h in used},
-            setup.ssh_opts,
-            python=setup.opts.python,
-            advertise=setup.opts.advertise,
-        ),
-        slots,
-        setup.opts.concurrency,
+    launcher = SSHLauncher(
+        {h: setup.entries[h] for h in used},
+        setup.ssh_opts,
+        python=setup.opts.python,
+        advertise=setup.opts.advertise,
     )
     outcome = execute(
         plan,
