@@ -23,8 +23,6 @@ import torch
 
 from collectives.ops import Buffers, Call, Collective, Layout, fill_send
 
-CHECK_CHUNK = 1 << 24  # elements per slice when computing expected values (bounds check memory)
-CHECK_CHUNK_CUDA = 1 << 25  # on a GPU the check runs on the device: bigger slices, fewer syncs
 GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
 GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)
 

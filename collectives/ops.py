@@ -321,8 +321,12 @@ def fill_send(coll: Collective, buf: Buffers, lay: Layout, rank: int, n: int, op
         return
     period = 4 * n
     base = _fill(rank, torch.arange(period, dtype=torch.int64), n, op).to(buf.send.dtype)
-    reps = -(-numel // period)
-    buf.send.copy_(base.to(buf.send.device).repeat(reps)[:numel])
+    base = base.to(buf.send.device)
+    whole = numel - numel % period
+    if whole:  # broadcast one period over a (rows x period) view: no full-size temporary
+        buf.send[:whole].view(-1, period).copy_(base)
+    if numel > whole:
+        buf.send[whole:].copy_(base[: numel - whole])
 
 
 def bandwidth(nbytes: int, time_us: float, n: int, coll: Collective) -> tuple[float, float]:

@@ -74,10 +74,10 @@ def detect_backend(requested: str | None) -> tuple[str, str, int]:
 def free_gpu_cap(check: bool) -> int:
     """Largest size that fits every GPU, as nccl-tests caps -e, less what the harness needs besides.
 
-    Each point holds a send and a receive buffer of up to the size, and filling the send buffer tiles
-    one period into a temporary of the size: three buffers whether or not the check runs (the check
-    itself works in fixed slices, ``CHECK_CHUNK_CUDA`` elements, a few hundred MiB). 2 GiB stay free
-    for the CUDA context, NCCL's own buffers and those slices. ``check`` is kept for the callers.
+    Each point holds a send and a receive buffer of up to the size, and the check's comparison makes
+    a mask of one byte per element (up to the size again for int8): three buffers' worth, as nccl-tests
+    reserves for its expected-result buffer. 2 GiB stay free for the CUDA context and NCCL's own
+    buffers. ``check`` is kept for the callers.
     """
     import torch
 
