@@ -9,16 +9,33 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from reports.analysis import load_context, run_rules
 from reports.findings import Finding
 from reports.policy import Policy
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
+def atomic_write(path: str | Path, text: str) -> None:
+    """Write then rename: a reader (a browser, node_exporter, a CI step) never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_outputs(
+    out: Path, ctx: Any, findings: list[Finding], html: bool = True, plotlyjs: str = "inline"
+) -> Path | None:
+    """findings.json always; report.html unless ``html`` is False. Returns the HTML path or None."""
+    from reports.html import findings_doc, render_html
+
+    atomic_write(out / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n")
+    if not html:
+        return None
+    path = out / "report.html"
+    atomic_write(path, render_html(ctx, findings, plotlyjs=plotlyjs))
+    return path
 
 
 def write_report(
@@ -34,17 +51,9 @@ def write_report(
     Returns (findings worst first, path of report.html or None).
     """
     from reports.context import gc_paused
-    from reports.html import findings_doc, render_html
 
     with gc_paused():  # millions of row objects: the cyclic GC would rescan them for nothing
         ctx = load_context(run_dir, baseline, policy, topology)
         findings = run_rules(ctx)
-        out = Path(run_dir)
-        _atomic_write(
-            out / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n"
-        )
-        if not html:
-            return findings, None
-        path = out / "report.html"
-        _atomic_write(path, render_html(ctx, findings, plotlyjs=plotlyjs))
+        path = write_outputs(Path(run_dir), ctx, findings, html=html, plotlyjs=plotlyjs)
     return findings, path

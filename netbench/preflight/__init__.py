@@ -1,0 +1,89 @@
+"""``netbench preflight``: a yes/no before a large job, and the nodes to drain, within a time budget.
+
+Stages, one function each; the budget covers all of them, inventory included:
+  1. inventory + policy  every host probed over SSH; the rules that need no traffic (versions and
+                         firmware against the policy and the fleet, GPU count, ports, PCIe) run at once.
+                         Nodes that already fail are left out of the measurement (``fail_fast``:
+                         stop here when anything fails).
+  2. quick pass          a few perfect matchings of node pairs (circle-method rounds, at least
+                         ``min_partners`` partners per node so the pair model can judge every node)
+                         and the ring over all nodes, at 2-3 sizes. One launch of the ranks.
+  3. suspects            the standard analysis of what was measured: nodes flagged slow
+                         (``slow_node``) and links flagged slow (``slow_pair``).
+  4. escalation          one more launch: each suspect node against a known-good partner per phase,
+                         suspect links re-run, the remaining good nodes paired as controls (the phase's
+                         own reference, measured under the same load). A phase starts only while the
+                         elapsed time + the measured phase time fit the budget.
+  5. report              the analysis of everything, each suspect's re-test verdict applied;
+                         findings.json, report.html, and the exports the caller asks for.
+
+Drain rule: a node is drained when a ``fail`` finding is about the node itself (subject a node, or a
+version/firmware finding shared by fewer than half of the hosts: more than that is a fleet-wide fix,
+not a drain). A node measured as slow fails only when the re-tests against known-good partners
+confirm it (slow with most of them); unconfirmed it is a warning, cleared by the re-test it is info.
+A slow link (the pair slow, both nodes fine elsewhere) and a slow switch never drain a node: they go
+to the "check" list. Exit codes: 0 pass, 1 warnings, 2 failures, 3 could not run (bad input, nothing
+reachable, budget too small for the quick pass), always with one error line.
+"""
+
+from netbench.preflight.judging import (
+    apply_retests,
+    drain_and_check,
+    find_suspects,
+    judge,
+    plan_escalation,
+    quick_rounds,
+    unusable_hosts,
+)
+from netbench.preflight.options import (
+    EXIT_COULD_NOT_RUN,
+    Budget,
+    PhaseGate,
+    PreflightError,
+    PreflightOptions,
+    PreflightResult,
+    Retest,
+)
+from netbench.preflight.outputs import (
+    _write_report,
+    format_summary,
+    json_report,
+    write_error_outputs,
+    write_outputs,
+)
+from netbench.preflight.stages import (
+    analyse,
+    make_setup,
+    measure,
+    run_preflight,
+    stage_escalation,
+    stage_inventory,
+)
+
+__all__ = [
+    "EXIT_COULD_NOT_RUN",
+    "Budget",
+    "PhaseGate",
+    "PreflightError",
+    "PreflightOptions",
+    "PreflightResult",
+    "Retest",
+    "_write_report",
+    "analyse",
+    "apply_retests",
+    "drain_and_check",
+    "find_suspects",
+    "format_summary",
+    "judge",
+    "json_report",
+    "make_setup",
+    "measure",
+    "plan_escalation",
+    "quick_rounds",
+    "run_preflight",
+    "stage_escalation",
+    "stage_inventory",
+    "unusable_hosts",
+    "write_error_outputs",
+    "write_outputs",
+]

@@ -1,0 +1,181 @@
+"""Preflight's options, budget and result records (see netbench.preflight)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from netbench.errors import NetbenchError
+
+EXIT_COULD_NOT_RUN = 3
+PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
+REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
+MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
+FIRST_PHASE_PRIOR_S = 1.0  # estimate for a launch's first phase, before anything was measured
+Pair = tuple[str, str]
+
+
+class PreflightError(NetbenchError):
+    """Preflight could not run. Exit 3 for every such case: for preflight 2 means "nodes to drain",
+    and a scheduler script must never read an empty drain list after a typo in the hosts file."""
+
+    exit_code = EXIT_COULD_NOT_RUN
+
+
+@dataclass
+class PreflightOptions:
+    """What ``netbench preflight`` can be asked; the CLI fills it, tests and benchmarks build it."""
+
+    hosts_file: str
+    policy: str | None = None
+    """Policy TOML (minimum versions, thresholds, per-rule severities)."""
+    baseline: str | None = None
+    """A saved baseline's name or a run directory: regressions against it are findings too."""
+    budget_s: float = 120.0
+    """Wall time for everything after start, inventory and report included."""
+    rounds: int | None = None
+    """Perfect matchings in the quick pass; None: the policy's min_partners (3)."""
+    confirm: int = 2
+    """Escalation phases: known-good partners each suspect node is re-tested against."""
+    pair_sizes: list[int] | None = None
+    """Sizes of the pairs and the ring; None: 1M,4M (gloo) or 256M,1G (NCCL)."""
+    collective: str = "all_reduce"
+    iters: int = 10
+    warmup: int = 2
+    timeout_s: float = 15.0
+    """A collective silent this long has failed (a hang costs this, not the budget)."""
+    ring: bool = True
+    backend: str | None = None
+    procs_per_host: int = 1
+    python: str | None = None
+    ssh_config: str | None = None
+    accept_new_host_keys: bool = False
+    topology: str | None = None
+    advertise: str | None = None
+    concurrency: int = 64
+    out: str | None = None
+    fail_fast: bool = False
+    """Stop after the inventory when it already fails (no traffic; the drain list may be incomplete)."""
+    html: bool = True
+
+    def __post_init__(self) -> None:
+        if self.budget_s <= 0:
+            raise PreflightError(f"--budget must be > 0, got {self.budget_s:g} s")
+        for name in ("confirm", "warmup"):
+            if getattr(self, name) < 0:
+                raise PreflightError(f"--{name} must be >= 0")
+        for name in ("iters", "procs_per_host", "concurrency"):
+            if getattr(self, name) < 1:
+                raise PreflightError(f"--{name.replace('_', '-')} must be >= 1")
+        if self.rounds is not None and self.rounds < 1:
+            raise PreflightError("--rounds must be >= 1")
+        from collectives.ops import get_collective
+
+        try:
+            self.collective = get_collective(self.collective).name
+        except ValueError as exc:
+            raise PreflightError(f"--collective: {exc}") from None
+
+    def modes(self) -> list[bool]:  # execute() asks every options object which in-place modes run
+        return [False]
+
+
+# -- the clock ---------------------------------------------------------------------------------------
+@dataclass
+class Budget:
+    """The time budget. ``left()`` is what measurement may still use (the report's reserve kept back)."""
+
+    total_s: float
+    reserve_s: float = REPORT_RESERVE_S
+    clock: Callable[[], float] = time.monotonic
+    t0: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.t0 is None:
+            self.t0 = self.clock()
+        self.reserve_s = min(self.reserve_s, self.total_s / 4)
+
+    def elapsed(self) -> float:
+        return self.clock() - (self.t0 or 0.0)
+
+    def left(self) -> float:
+        return self.total_s - self.reserve_s - self.elapsed()
+
+    def fits(self, seconds: float) -> bool:
+        return seconds <= self.left()
+
+
+@dataclass
+class PhaseGate:
+    """The coordinator's ``before_phase``: a phase starts only if its estimated time fits the budget.
+
+    The estimate is the longest phase measured so far in this launch (``prior_s`` before the first).
+    Phase start times are recorded here, which is also how phase times are measured. Once a phase
+    is refused, every later one is too: a budget never comes back."""
+
+    budget: Budget
+    prior_s: float = FIRST_PHASE_PRIOR_S
+    started: list[tuple[str, float]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    ended: float | None = None
+
+    def durations(self) -> list[float]:
+        """Start-to-start times of the phases that ran; the last one up to ``ended`` when set."""
+        times = [t for _, t in self.started] + ([self.ended] if self.ended is not None else [])
+        return [b - a for a, b in pairwise(times)]
+
+    def estimate(self) -> float:
+        """The longest phase that has finished (start to the next start), else the prior."""
+        measured = [b - a for a, b in pairwise(t for _, t in self.started)]
+        return max(measured) if measured else self.prior_s
+
+    def __call__(self, phase: Any) -> bool:
+        if self.skipped or not self.budget.fits(self.estimate()):
+            self.skipped.append(phase.name)
+            return False
+        self.started.append((phase.name, self.budget.clock()))
+        return True
+
+
+# -- results -----------------------------------------------------------------------------------------
+@dataclass
+class Retest:
+    """A suspect's re-test verdict: confirmed, cleared, inconclusive or not_run (with the reason)."""
+
+    subject: str  # a host, or "a|b" for a link
+    kind: str  # node | link
+    verdict: str = "not_run"
+    ratios: dict[str, float] = field(default_factory=dict)  # partner -> busbw / the phase's reference
+    reason: str = ""
+
+
+@dataclass
+class PreflightResult:
+    exit_code: int
+    verdict: str  # pass | warn | fail
+    drain: list[str]
+    check: list[str]
+    findings: list[Any]
+    rundir: Any
+    hosts: list[str]
+    info: dict[str, Any]  # budget, stage times, suspects, re-tests: run.json's and the JSON's "preflight"
+    report_html: Path | None = None
+
+
+@dataclass
+class _Setup:
+    """What both launches share: hosts, ranks per host, the sweep spec, how to reach the hosts."""
+
+    opts: PreflightOptions
+    entries: dict[str, Any]
+    ssh_opts: Any
+    rundir: Any
+    backend: str
+    device: str
+    nprocs: dict[str, int]
+    spec: Any
+    echo: Callable[[str], None]

@@ -1,0 +1,116 @@
+"""Preflight's outputs: the report, the JSON/JUnit/Prometheus/CSV files and the terminal summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from netbench.preflight.options import PreflightResult
+from reports.report import atomic_write
+
+
+def _size(n: int) -> str:
+    from collectives.sizes import format_size
+
+    return format_size(n)
+
+
+def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool) -> Path | None:
+    """findings.json and report.html, with preflight's re-test verdicts applied to the findings."""
+    from reports.report import write_outputs as write_report_files
+
+    return write_report_files(rundir.path, ctx, findings, html=html)
+
+
+def _checks() -> list[str]:
+    from reports.rules import RULE_IDS
+
+    return [r for r in RULE_IDS if r not in ("analysis_error", "findings_truncated")]
+
+
+def json_report(result: PreflightResult) -> dict[str, Any]:
+    """``netbench.report/1`` (docs/output-json.md) with preflight's drain rule and a ``check`` list
+    of links/switches, plus a ``preflight`` block (budget, stage times, suspects, re-tests)."""
+    from reports.export.json_out import to_report
+
+    doc = to_report(result.findings, result.rundir.read_run(), checks=_checks(), hosts=result.hosts)
+    doc.update(drain=result.drain, check=result.check, preflight=result.info)
+    return doc
+
+
+def write_outputs(
+    result: PreflightResult,
+    *,
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    junit_warn_as_failure: bool = False,
+    prometheus_path: str | None = None,
+    csv_path: str | None = None,
+    drain_list: str | None = None,
+) -> None:
+    """The files a caller asked for, each written atomically."""
+    from reports.export import csv as csv_out
+    from reports.export import json_out, junit, prometheus
+
+    run = result.rundir.read_run()
+    if drain_list:
+        atomic_write(drain_list, "".join(h + "\n" for h in result.drain))
+    if json_path:
+        atomic_write(json_path, json_out.dumps(json_report(result)))
+    if junit_path:
+        atomic_write(
+            junit_path, junit.to_junit(result.findings, _checks(), run, warn_as_failure=junit_warn_as_failure)
+        )
+    if prometheus_path:
+        atomic_write(
+            prometheus_path, prometheus.to_prometheus(result.rundir.read_rows(), result.findings, run)
+        )
+    if csv_path:
+        atomic_write(csv_path, csv_out.rows_to_csv(result.rundir.read_rows()))
+
+
+def write_error_outputs(
+    message: str,
+    *,
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    drain_list: str | None = None,
+) -> None:
+    """Could not run: the JSON says ``verdict: error`` (exit 3), JUnit one failing case, the drain
+    list is emptied (a stale one must not be acted on). Prometheus/CSV are left alone: a stale
+    textfile is what the staleness alert is for."""
+    from reports.export import json_out, junit
+    from reports.findings import Finding
+
+    if drain_list:
+        atomic_write(drain_list, "")
+    if json_path:
+        atomic_write(json_path, json_out.dumps(json_out.to_report([], {}, could_run=False, error=message)))
+    if junit_path:
+        f = Finding(
+            rule="preflight",
+            severity="fail",
+            subject_kind="run",
+            subject="preflight",
+            title=f"netbench preflight could not run: {message}",
+        )
+        atomic_write(junit_path, junit.to_junit([f], [], {}))
+
+
+def format_summary(result: PreflightResult) -> str:
+    """The verdict block for stderr (stdout carries only the drain list)."""
+    from reports.summary import format_summary as summary
+
+    lines = [summary(result.findings, "text", result.rundir.read_run(), 10)]
+    if result.check:
+        lines.append(
+            "check (links/switches, not drained): " + ", ".join(c.replace("|", " - ") for c in result.check)
+        )
+    lines.append(
+        f"preflight {result.verdict.upper()} in {result.info['elapsed_s']:.1f} s of a "
+        f"{result.info['budget_s']:g} s budget; drain {len(result.drain)} node(s); run directory "
+        f"{result.rundir.path}"
+    )
+    if result.report_html:
+        lines.append(f"report: {result.report_html}")
+    return "\n".join(lines)

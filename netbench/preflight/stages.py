@@ -1,0 +1,466 @@
+"""Preflight's stages (inventory + policy, quick pass, escalation, report) and ``run_preflight``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from netbench.preflight.judging import (
+    _pairs_in,
+    apply_retests,
+    drain_and_check,
+    find_suspects,
+    judge,
+    plan_escalation,
+    quick_rounds,
+    unusable_hosts,
+)
+from netbench.preflight.options import (
+    MIN_QUICK_PASS_S,
+    PAIR_SIZES,
+    Budget,
+    Pair,
+    PhaseGate,
+    PreflightError,
+    PreflightOptions,
+    PreflightResult,
+    Retest,
+    _Setup,
+)
+from netbench.preflight.outputs import _size, _write_report
+
+
+# -- stage 1: inputs and inventory -------------------------------------------------------------------
+def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
+    """Hosts file, policy and baseline, or PreflightError (exit 3) naming what is wrong."""
+    from netbench.baselines import BaselineStore
+    from netbench.errors import UsageError
+    from netbench.hosts import parse_hosts_file
+    from reports.policy import PolicyError, load_policy
+
+    try:
+        entries = parse_hosts_file(opts.hosts_file)
+        policy = load_policy(opts.policy)
+        baseline = BaselineStore().resolve(opts.baseline) if opts.baseline else None
+    except (UsageError, PolicyError) as exc:
+        raise PreflightError(str(exc)) from None
+    dup = [h for h, n in Counter(e.name for e in entries).items() if n > 1]
+    if dup:
+        raise PreflightError(
+            f"{opts.hosts_file}: host {dup[0]} appears twice (preflight measures whole nodes: "
+            "no gpus= splits)"
+        )
+    # A node preflight could not reach cannot be vouched for: a failure unless the policy says otherwise.
+    policy.severity.setdefault("node_unreachable", "fail")
+    return entries, policy, baseline
+
+
+def analyse(
+    rundir: Any, policy: Any, topology: dict[str, str] | None, baseline: Path | None = None
+) -> tuple[Any, list[Any]]:
+    """The standard analysis of the run directory as it is now: (context, findings worst first)."""
+    from reports.analysis import load_context, run_rules
+
+    ctx = load_context(rundir.path, baseline, policy, topology or None)
+    return ctx, run_rules(ctx)
+
+
+def stage_inventory(
+    entries: list[Any],
+    opts: PreflightOptions,
+    ssh_opts: Any,
+    rundir: Any,
+    budget: Budget,
+    echo: Callable[[str], None],
+) -> dict[str, Any]:
+    """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
+    from inventory.collect import collect_inventory
+
+    timeout = max(1.0, min(60.0, budget.left()))
+    # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
+    # seconds a node, and the ranks record the torch/NCCL versions they really use in env.json anyway.
+    nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, probe_timeout=timeout)
+    rundir.write_inventory(nodes)
+    down = [n for n in nodes if not n.ok]
+    for n in down[:20]:
+        echo(f"# {n.host}: {n.status}: {n.error}")
+    if len(down) == len(nodes):
+        first = down[0]
+        raise PreflightError(
+            f"no host could be reached ({len(nodes)} tried; {first.host}: {first.status}: {first.error})"
+        )
+    return {n.host: n for n in nodes}
+
+
+def make_setup(
+    opts: PreflightOptions,
+    entries: dict[str, Any],
+    nodes: dict[str, Any],
+    live: list[str],
+    ssh_opts: Any,
+    rundir: Any,
+    echo: Callable[[str], None],
+) -> _Setup:
+    """Backend (NCCL when every node has GPUs), ranks per host and the one sweep spec of every phase."""
+    from collectives.plan import SweepSpec
+
+    backend = opts.backend
+    if backend is None:
+        gpus = [len(nodes[h].gpus) for h in live if h in nodes]
+        backend = "nccl" if gpus and len(gpus) == len(live) and min(gpus) > 0 else "gloo"
+    nprocs = {}
+    for h in live:
+        e = entries[h]
+        if backend == "nccl":
+            nprocs[h] = (
+                len(e.labels["gpus"].split(",")) if e.labels.get("gpus") else (len(nodes[h].gpus) or 1)
+            )
+        else:
+            nprocs[h] = e.slots or opts.procs_per_host
+    sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
+    try:
+        spec = SweepSpec(
+            collectives=[opts.collective], sizes=sizes, iters=opts.iters, warmup=opts.warmup, in_place=[False]
+        )
+        spec.validate_for(backend)
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
+    return _Setup(
+        opts, entries, ssh_opts, rundir, backend, "cuda" if backend == "nccl" else "cpu", nprocs, spec, echo
+    )
+
+
+def measure(
+    setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str], gate: PhaseGate
+) -> Any:
+    """One launch of ranks on the hosts involved: the pair phases, then the ring (if any hosts)."""
+    from collectives.plan import GroupSpec, Phase, WorkerPlan
+    from netbench.cluster import pair_group_id
+    from netbench.launch import HostSlot
+    from netbench.launch.ssh import SSHLauncher
+    from netbench.sweep import execute
+
+    used = list(dict.fromkeys([h for _, _, pairs in pair_phases for p in pairs for h in p] + ring))
+    slots, base = [], 0
+    for h in used:
+        slots.append(HostSlot(host=h, nprocs=setup.nprocs[h], rank_base=base, labels=setup.entries[h].labels))
+        base += setup.nprocs[h]
+    ranks = {s.host: s.ranks for s in slots}
+    phases: list[Phase] = []
+    for name, rnd, pairs in pair_phases:
+        groups = [
+            GroupSpec(
+                id=pair_group_id(a, b), pattern="pair", hosts=[a, b], round=rnd, ranks=ranks[a] + ranks[b]
+            )
+            for a, b in pairs
+        ]
+        phases.append(Phase(index=len(phases), name=name, groups=groups, spec=setup.spec))
+    if len(ring) >= 2:
+        phases.append(
+            Phase(
+                index=len(phases),
+                name="ring",
+                spec=setup.spec,
+                groups=[
+                    GroupSpec(
+                        id="ring", pattern="ring", hosts=ring, ranks=[r for h in ring for r in ranks[h]]
+                    )
+                ],
+            )
+        )
+    plan = WorkerPlan(
+        run_id=setup.rundir.run_id,
+        backend=setup.backend,
+        device=setup.device,
+        world_size=base,
+        phases=phases,
+        op_timeout_s=setup.opts.timeout_s,
+        rank_hosts=[s.host for s in slots for _ in s.ranks],
+    )
+    launcher = SSHLauncher(
+        {h: setup.entries[h] for h in used},
+        setup.ssh_opts,
+        python=setup.opts.python,
+        advertise=setup.opts.advertise,
+    )
+    outcome = execute(
+        plan,
+        slots,
+        launcher,
+        setup.rundir,
+        setup.opts,
+        setup.echo,
+        None,
+        fail_fast=False,
+        launcher_name="ssh",
+        print_table=lambda row: False,
+        before_phase=gate,
+    )
+    gate.ended = gate.budget.clock()
+    if outcome.status == "interrupted":
+        raise KeyboardInterrupt
+    return outcome
+
+
+# -- the procedure -----------------------------------------------------------------------------------
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def stage_escalation(
+    setup: _Setup,
+    ctx: Any,
+    live: list[str],
+    exclude: set[str],
+    suspects: list[str],
+    links: list[Pair],
+    tested: set[frozenset],
+    first_round: int,
+    phase_s: float,
+    startup_s: float,
+    budget: Budget,
+    thresholds: Any,
+) -> tuple[dict[str, Retest], dict[str, Any]]:
+    """One launch re-testing the suspects against known-good partners, phase by phase within the budget."""
+    m = ctx.pair_model
+    effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
+    good = sorted(
+        (h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0)
+    )
+    plan = [
+        p
+        for p in plan_escalation(
+            suspects, links, good, tested, ctx.switches, setup.opts.confirm if suspects else 0
+        )
+        if p
+    ]
+    info: dict[str, Any] = {
+        "suspects": suspects + ["|".join(p) for p in links],
+        "phases_planned": len(plan),
+        "phases_run": 0,
+        "skipped": None,
+    }
+    if not plan or not any(
+        set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph
+    ):
+        info["skipped"] = "no known-good partner to re-test against"
+        return {}, info
+    if not budget.fits(startup_s + phase_s):
+        info["skipped"] = (
+            f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
+            f"{max(budget.left(), 0):.0f} s left"
+        )
+        return {}, info
+    gate = PhaseGate(budget, prior_s=phase_s)
+    setup.echo(
+        f"# escalation: up to {len(plan)} phase(s) re-testing {', '.join(info['suspects'])} "
+        "against known-good partners"
+    )
+    rounds = range(first_round, first_round + len(plan))
+    t0 = budget.elapsed()
+    outcome = measure(
+        setup, [(f"re-test {k + 1}/{len(plan)}", rounds[k], p) for k, p in enumerate(plan)], [], gate
+    )
+    info.update(
+        phases_run=len(gate.started),
+        phase_s=[round(d, 3) for d in gate.durations()],
+        startup_s=outcome.startup_s,
+        launch_s=round(budget.elapsed() - t0, 3),
+        rounds=[rounds.start, rounds.stop - 1],
+        skipped="budget" if gate.skipped else None,
+    )
+    retests = judge(
+        setup.rundir.read_rows(),
+        rounds,
+        suspects,
+        links,
+        ctx.switches,
+        thresholds,
+        m.sigma if m is not None else 0.0,
+    )
+    for rt in retests.values():
+        setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
+    return retests, info
+
+
+def run_preflight(
+    opts: PreflightOptions,
+    echo: Callable[[str], None] = _stderr,
+    clock: Callable[[], float] = time.monotonic,
+    max_escalations: int = 3,
+) -> PreflightResult:
+    """Inventory, quick pass, suspects, escalation, report: see the module docstring.
+
+    Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
+    measured names suspects not re-tested yet and the budget allows."""
+    from netbench import __version__
+    from netbench.cluster import host_switches
+    from netbench.rundir import RunDir, utc_now
+    from netbench.ssh import SSHOptions
+    from reports.export.json_out import verdict
+    from reports.findings import worst
+
+    budget = Budget(opts.budget_s, clock=clock)
+    stages: dict[str, float] = {}
+    info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": stages, "escalations": [], "retests": {}}
+
+    def mark(name: str, since: float) -> float:
+        now = budget.elapsed()
+        stages[name] = round(stages.get(name, 0.0) + now - since, 3)
+        return now
+
+    entries, policy, baseline = load_inputs(opts)
+    by_name = {e.name: e for e in entries}
+    ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
+    try:
+        rundir = RunDir.create(opts.out)
+    except OSError as exc:
+        raise PreflightError(f"cannot create the run directory: {exc}") from None
+    started = utc_now()
+    topology = host_switches(entries, opts.topology, echo)
+    rundir.write_run(
+        command="preflight",
+        status="running",
+        started=started,
+        netbench_version=__version__,
+        launcher="ssh",
+        hosts=list(by_name),
+        hosts_file=str(opts.hosts_file),
+        topology=topology,
+        host_labels={e.name: e.labels for e in entries},
+        budget_s=opts.budget_s,
+    )
+    echo(
+        f"# netbench preflight: {len(entries)} host(s) from {opts.hosts_file}, budget {opts.budget_s:g} s; "
+        f"run directory {rundir.path}"
+    )
+
+    # 1. inventory and policy
+    nodes = stage_inventory(entries, opts, ssh_opts, rundir, budget, echo)
+    _, inv_findings = analyse(rundir, policy, topology)
+    failing, _ = drain_and_check(inv_findings, len(entries))
+    live = [h for h in by_name if nodes[h].ok and h not in failing]
+    t = mark("inventory", 0.0)
+    echo(
+        f"# inventory: {sum(n.ok for n in nodes.values())} of {len(nodes)} reachable in {t:.1f} s; "
+        + (f"failing before any traffic: {', '.join(failing)}" if failing else "no node fails it")
+    )
+    stop = opts.fail_fast and worst(inv_findings) == "fail"
+    if stop:
+        echo("# --fail-fast: the inventory already fails; nothing measured")
+    elif len(live) < 2:
+        echo(f"# {len(live)} node(s) left to measure: inventory checks only")
+
+    retests: dict[str, Retest] = {}
+    default_reason = "not a suspect after the quick pass"
+    if not stop and len(live) >= 2:
+        # 2. quick pass
+        if budget.left() < MIN_QUICK_PASS_S:
+            raise PreflightError(
+                f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
+                f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
+            )
+        setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo)
+        rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners)
+        gate = PhaseGate(budget)
+        echo(
+            f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
+            f"{len(live)} node(s), {setup.backend}, {opts.collective} at "
+            + ", ".join(_size(s) for s in setup.spec.sizes)
+        )
+        quick = measure(
+            setup,
+            [(f"pairs {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)],
+            live if opts.ring else [],
+            gate,
+        )
+        t = mark("quick_pass", t)
+        startup_s = quick.startup_s or 0.0
+        phase_s = max(gate.durations()[: len(rounds)] or [gate.estimate()])
+        info.update(
+            startup_s=startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()], rounds=len(rounds)
+        )
+        if gate.skipped:
+            rundir.write_run(status="budget", ended=utc_now())
+            raise PreflightError(
+                f"budget {opts.budget_s:g} s is too small for the quick pass: {len(gate.skipped)} of its "
+                f"phases did not fit (start-up {startup_s:.1f} s, {gate.estimate():.1f} s a phase); what was "
+                f"measured is in {rundir.path}"
+            )
+
+        # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
+        exclude = unusable_hosts(quick, rundir.read_rows())
+        tested = {frozenset(p) for rnd in rounds for p in rnd}
+        next_round = len(rounds) + 1
+        for _ in range(max_escalations):
+            ctx, found = analyse(rundir, policy, topology)
+            suspects, links = find_suspects(found, exclude, set(retests))
+            t = mark("analysis", t)
+            echo(f"# suspects: {', '.join(suspects + ['|'.join(p) for p in links]) or 'none'}")
+            if not suspects and not links:
+                break
+            new, esc = stage_escalation(
+                setup,
+                ctx,
+                live,
+                exclude,
+                suspects,
+                links,
+                tested,
+                next_round,
+                phase_s,
+                startup_s,
+                budget,
+                policy.thresholds,
+            )
+            info["escalations"].append(esc)
+            t = mark("escalation", t)
+            if not new:
+                default_reason = f"not re-tested: {esc['skipped']}"
+                echo(f"# escalation stopped: {esc['skipped']}")
+                break
+            retests.update(new)
+            tested |= {frozenset(p) for p in _pairs_in(rundir.read_rows(), esc["rounds"])}
+            next_round = esc["rounds"][1] + 1
+            if esc["skipped"]:
+                default_reason = "not re-tested: the budget ran out"
+                break
+        else:
+            default_reason = f"not re-tested: {max_escalations} escalations already ran"
+        info["retests"] = {k: asdict(v) for k, v in retests.items()}
+
+    # 5. report
+    ctx, findings = analyse(rundir, policy, topology, baseline)
+    findings = apply_retests(findings, retests, default_reason)
+    drain, check = drain_and_check(findings, len(entries))
+    html = _write_report(rundir, ctx, findings, opts.html)
+    mark("report", t)
+    info.update(elapsed_s=round(budget.elapsed(), 3), drain=drain, check=check)
+    v, code = verdict(findings)
+    rundir.write_run(
+        status="completed",
+        started=started,
+        ended=utc_now(),
+        finished=utc_now(),
+        seconds=info["elapsed_s"],
+        rows=len(rundir.read_rows()),
+        preflight=info,
+        options=asdict(opts),
+        verdict=v,
+    )
+    return PreflightResult(
+        exit_code=code,
+        verdict=v,
+        drain=drain,
+        check=check,
+        findings=findings,
+        rundir=rundir,
+        hosts=list(by_name),
+        info=info,
+        report_html=html,
+    )
