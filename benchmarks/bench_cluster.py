@@ -62,6 +62,42 @@ def iperf(net: TestNetwork, a: str, b: str, seconds: int = 5, bidir: bool = Fals
         server.kill()
 
 
+PLAIN = r"""
+import os, sys, time, torch, torch.distributed as dist
+rank, addr = int(sys.argv[1]), sys.argv[2]
+os.environ["GLOO_SOCKET_IFNAME"] = "eth0"
+dist.init_process_group("gloo", init_method=f"tcp://{addr}:29555", rank=rank, world_size=2)
+n = 64 << 20; s = torch.ones(n // 4); r = torch.empty(n // 4); other = 1 - rank
+def sendrecv():
+    a = dist.isend(s, other); b = dist.irecv(r, other); a.wait(); b.wait()
+sendrecv(); sendrecv()
+res = []
+for trial in range(3):
+    dist.barrier(); t = time.perf_counter()
+    for _ in range(5): sendrecv()
+    res.append(n / ((time.perf_counter() - t) / 5) * 8 / 1e9)
+if rank == 0: print(sorted(res)[1])
+"""
+
+
+def plain_torch_sendrecv(net: TestNetwork) -> float:
+    """Gbit/s per direction of a bare torch.distributed isend/irecv exchange (gloo) on the same link."""
+    a = net.host("n0").addr
+    procs = [
+        net.popen(
+            h,
+            [sys.executable, "-c", PLAIN, str(i), a],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for i, h in enumerate(("n0", "n1"))
+    ]
+    out = procs[0].communicate(timeout=300)[0]
+    procs[1].wait(timeout=60)
+    return float(out.strip().splitlines()[-1])
+
+
 def link(rate: str | None) -> None:
     with tempfile.TemporaryDirectory() as d, TestNetwork.create(["n0", "n1"]) as net:
         if rate:
@@ -89,12 +125,13 @@ def link(rate: str | None) -> None:
             r for r in rows(out) if r["pattern"] == "pair" and r["status"] == "ok" and r["bytes"] == 64 << 20
         ]
         label = rate or "veth (no limit)"
+        plain = plain_torch_sendrecv(net)
         for coll in ("sendrecv", "all_reduce"):
             bw = [r["busbw_GBps"] for r in rs if r["collective"] == coll]
             gbps = sum(bw) / len(bw) * 8
             print(
                 f"| {label} | {coll} | {gbps:.3f} | {bps / 1e9:.3f} | {gbps / (bps / 1e9):.2f} | "
-                f"{bidir / 1e9:.3f} | {gbps / (bidir / 1e9):.2f} |"
+                f"{bidir / 1e9:.3f} | {gbps / (bidir / 1e9):.2f} | {plain:.3f} |"
             )
 
 
@@ -121,7 +158,7 @@ def rounds(n: int) -> None:
             out, wall = sweep(net, Path(d), *args, *extra)
             run = json.loads((out / "run.json").read_text())
             rs = rows(out)
-            overheads = []
+            overheads, setups = [], []
             for ph in run["phases"]:
                 # the group in the phase that measured longest bounds the phase from below
                 inside = {}
@@ -133,10 +170,12 @@ def rounds(n: int) -> None:
                 busy = max(inside.values()) if inside else 0.0
                 if busy:
                     overheads.append((ph["seconds"] - busy) / busy)
+                    setups.append(ph.get("group_setup_s", 0.0) / busy)
             phase_s = sum(p["seconds"] for p in run["phases"])
             print(
                 f"| {n} hosts, {label} | {len(run['phases'])} | {phase_s:.1f} | {wall:.1f} | "
-                f"{run['startup_s']:.1f} | {100 * sorted(overheads)[len(overheads) // 2]:.1f} % |"
+                f"{run['startup_s']:.1f} | {100 * sorted(overheads)[len(overheads) // 2]:.1f} % | "
+                f"{100 * sorted(setups)[len(setups) // 2]:.1f} % |"
             )
 
 
@@ -144,18 +183,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rate", default="1gbit")
     ap.add_argument("--hosts", type=int, default=8)
+    ap.add_argument("--parts", default="link,rounds", help="link, rounds or both")
     args = ap.parse_args()
     print(
         "| link | collective | netbench busbw (Gbit/s) | iperf3 1 stream (Gbit/s) | ratio | "
-        "iperf3 --bidir, per direction (Gbit/s) | ratio |\n|---|---|---|---|---|---|---|"
+        "iperf3 --bidir, per direction (Gbit/s) | ratio | bare torch isend/irecv, per direction (Gbit/s) |"
+        "\n|---|---|---|---|---|---|---|---|"
     )
-    link(None)
-    link(args.rate)
+    if "link" in args.parts:
+        link(None)
+        link(args.rate)
     print(
         "\n| sweep | phases | pairwise wall (s) | command wall (s) | start-up (s) | median set-up overhead "
-        "per round |\n|---|---|---|---|---|---|"
+        "per round | of which group creation |\n|---|---|---|---|---|---|---|"
     )
-    rounds(args.hosts)
+    if "rounds" in args.parts:
+        rounds(args.hosts)
 
 
 if __name__ == "__main__":

@@ -175,9 +175,15 @@ def run_plan(ctx: RankContext) -> None:
             t0 = time.time()
             try:
                 pg, grank = make_group(ctx, group, phase)
+                setup_s = time.time() - t0
                 run_group(ctx, pg, grank, group, phase)
                 messages.emit(
-                    "group_done", rank=ctx.rank, phase=phase.index, group=group.id, seconds=time.time() - t0
+                    "group_done",
+                    rank=ctx.rank,
+                    phase=phase.index,
+                    group=group.id,
+                    seconds=time.time() - t0,
+                    setup_s=setup_s,
                 )
                 keep_alive.append(pg)
             except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank

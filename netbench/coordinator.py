@@ -152,6 +152,8 @@ class Coordinator:
         elif kind == "hello":
             state.setdefault("hello", set()).add(msg.get("rank"))
         elif kind in ("group_done", "group_error"):
+            if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
+                state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
             gid, rank = msg.get("group"), msg.get("rank")
             state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
             state.setdefault("activity", {})[gid] = now
@@ -200,6 +202,7 @@ class Coordinator:
                     store.set(f"go/{phase.index}", "[]")
                     continue
                 t_phase = time.monotonic()
+                state["setup_s"] = 0.0
                 self._run_phase(phase, store, state)
                 self.outcome.phases.append(
                     {
@@ -207,6 +210,7 @@ class Coordinator:
                         "name": phase.name,
                         "groups": len(phase.groups),
                         "seconds": round(time.monotonic() - t_phase, 4),
+                        "group_setup_s": round(state.get("setup_s", 0.0), 4),  # slowest group creation
                     }
                 )
             if self.fail_fast and self.outcome.faults:
