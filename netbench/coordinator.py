@@ -154,6 +154,7 @@ class Coordinator:
         elif kind in ("group_done", "group_error"):
             if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
                 state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
+                state["group_s"] = max(state.get("group_s", 0.0), float(msg.get("seconds") or 0.0))
             gid, rank = msg.get("group"), msg.get("rank")
             state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
             state.setdefault("activity", {})[gid] = now
@@ -202,7 +203,7 @@ class Coordinator:
                     store.set(f"go/{phase.index}", "[]")
                     continue
                 t_phase = time.monotonic()
-                state["setup_s"] = 0.0
+                state["setup_s"] = state["group_s"] = 0.0
                 self._run_phase(phase, store, state)
                 self.outcome.phases.append(
                     {
@@ -211,6 +212,7 @@ class Coordinator:
                         "groups": len(phase.groups),
                         "seconds": round(time.monotonic() - t_phase, 4),
                         "group_setup_s": round(state.get("setup_s", 0.0), 4),  # slowest group creation
+                        "group_s": round(state.get("group_s", 0.0), 4),  # longest group, creation included
                     }
                 )
             if self.fail_fast and self.outcome.faults:
