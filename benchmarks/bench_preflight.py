@@ -37,23 +37,12 @@ CONCURRENCY = 64
 
 
 def run_preflight(net, tmp: Path, name: str) -> dict:
-    cfg = net.write_ssh_config(tmp / "ssh_config")
-    hosts = net.hosts_file(tmp / "hosts.txt")
     (tmp / "policy.toml").write_text(NOISY_VM)
     out, js = tmp / name, tmp / f"{name}.json"
     t0 = time.monotonic()
     res = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "netbench",
-            "preflight",
-            "--hosts",
-            str(hosts),
-            "--ssh-config",
-            str(cfg),
-            "--python",
-            sys.executable,
+            *net.netbench_argv(tmp, "preflight"),
             "--policy",
             str(tmp / "policy.toml"),
             "--out",

@@ -294,6 +294,16 @@ def exit_status(outcome: Outcome, rows: list[dict[str, Any]]) -> int:
 def main_from_cli(kw: dict[str, Any], echo: Callable[[str], None]) -> int:
     """``netbench sweep``: local (no --hosts) or cluster, then the report, then the exit status."""
     patterns = list(kw.pop("patterns") or [])
+    if kw.get("launcher") in ("mpi", "slurm"):  # the scheduler starts the ranks; rank 0 coordinates
+        import subprocess
+
+        from netbench.launch.wrap import mpirun_argv, srun_argv
+
+        pats = patterns or (["ring", "pairwise"] if kw.get("hosts_file") else ["world"])
+        nprocs = None if kw.get("hosts_file") else (kw.get("procs") or default_procs())
+        argv = mpirun_argv(kw, pats, nprocs) if kw["launcher"] == "mpi" else srun_argv(kw, pats)
+        echo(f"# {' '.join(argv[:4])} ... netbench worker")
+        return subprocess.run(argv).returncode
     if kw.get("hosts_file"):
         from netbench.cluster import ClusterOptions, run_cluster
 
@@ -311,8 +321,16 @@ def main_from_cli(kw: dict[str, Any], echo: Callable[[str], None]) -> int:
         from netbench.intra import run_intra
 
         rundir = RunDir.create(opts.out)
-        rundir.write_run(status="running", started=utc_now(), netbench_version=__version__, launcher="local",
-                         backend="nccl", device="cuda", hosts=[os.uname().nodename], options=asdict(opts))
+        rundir.write_run(
+            status="running",
+            started=utc_now(),
+            netbench_version=__version__,
+            launcher="local",
+            backend="nccl",
+            device="cuda",
+            hosts=[os.uname().nodename],
+            options=asdict(opts),
+        )
         rows = run_intra(opts, rundir, echo)
         rundir.write_run(status="completed", ended=utc_now(), rows=len(rows))
         if opts.report:

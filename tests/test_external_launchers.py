@@ -108,3 +108,31 @@ def test_worker_without_a_launcher_says_so() -> None:
     )
     assert res.returncode == 2
     assert "no launcher environment found" in res.stderr and "Traceback" not in res.stderr
+
+
+NO_MPIRUN = not (BIN / "mpirun").exists() and not shutil.which("mpirun")
+
+
+@pytest.mark.skipif(NO_MPIRUN, reason="mpirun not installed")
+def test_sweep_launcher_mpi_hands_the_ranks_to_mpirun(tmp_path: Path) -> None:
+    pytest.importorskip("mpi4py")
+    out = tmp_path / "run"
+    res = subprocess.run([sys.executable, "-m", "netbench", "sweep", "--launcher", "mpi", "-p", "3",
+                          *ARGS[1:], "--out", str(out)], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}"})
+    _check(res, out, 3, "mpi")
+
+
+def test_mpi_hostfile_drops_labels(tmp_path: Path) -> None:
+    from netbench.launch.wrap import mpi_hostfile
+
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("gpu-[01-02] switch=leaf1\ngpu-03 slots=4 rack=r2\n")
+    assert Path(mpi_hostfile(str(hosts), 8)).read_text() == "gpu-01 slots=8\ngpu-02 slots=8\ngpu-03 slots=4\n"
+
+
+def test_sweep_launcher_slurm_needs_an_allocation() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    res = subprocess.run([sys.executable, "-m", "netbench", "sweep", "--launcher", "slurm"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 2 and "inside a Slurm allocation" in res.stderr and "Traceback" not in res.stderr

@@ -29,22 +29,11 @@ QUICK = ["--pair-sizes", "256K,1M", "-n", "5", "-w", "1", "--timeout", "20"]
 def preflight(
     net, tmp: Path, *extra: str, policy: str = NOISY_VM
 ) -> tuple[subprocess.CompletedProcess, float]:
-    cfg = net.write_ssh_config(tmp / "ssh_config")
-    hosts = net.hosts_file(tmp / "hosts.txt")
     (tmp / "policy.toml").write_text(policy)
     t0 = time.monotonic()
     res = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "netbench",
-            "preflight",
-            "--hosts",
-            str(hosts),
-            "--ssh-config",
-            str(cfg),
-            "--python",
-            sys.executable,
+            *net.netbench_argv(tmp, "preflight"),
             "--policy",
             str(tmp / "policy.toml"),
             *extra,

@@ -31,6 +31,8 @@ Examples:
   netbench sweep --hosts hosts.txt                # ring over all sizes + every pair at 3 large sizes
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
+  netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
+  salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
 
 Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 rounds (N hosts) of
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
@@ -195,11 +197,12 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 )
 @click.option(
     "--launcher",
-    type=click.Choice(["ssh", "local"]),
+    type=click.Choice(["ssh", "local", "mpi", "slurm"]),
     default="ssh",
     show_default=True,
-    help="With --hosts: ssh, or local (each host of the file runs on this machine, e.g. a "
-    "GPU subset given by its gpus= label).",
+    help="ssh (with --hosts); local (each host of the file runs on this machine, e.g. a GPU subset "
+    "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks, --hosts is its hostfile); "
+    "slurm (srun inside the current allocation).",
 )
 @click.option(
     "--advertise",

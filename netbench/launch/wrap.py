@@ -1,0 +1,92 @@
+"""``netbench sweep --launcher mpi|slurm``: hand the ranks to mpirun or srun.
+
+Nothing is reimplemented: the scheduler starts one ``netbench worker`` per rank (the same worker
+torchrun users call directly), rank 0 coordinates and writes the run directory. This module only
+builds the two command lines and passes the sweep's options through.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any
+
+from netbench.errors import UsageError
+
+# sweep option -> worker flag; flags whose value is a list are joined with commas
+_PASS = {
+    "collectives": "--collectives",
+    "min_bytes": "--min-bytes",
+    "max_bytes": "--max-bytes",
+    "factor": "--factor",
+    "iters": "--iters",
+    "warmup": "--warmup",
+    "dtype": "--dtype",
+    "op": "--op",
+    "backend": "--backend",
+    "pair_sizes": "--pair-sizes",
+    "pair_batch": "--pair-batch",
+    "timeout_s": "--timeout",
+    "out": "--out",
+}
+
+
+def worker_args(kw: dict[str, Any], patterns: list[str]) -> list[str]:
+    args = ["-m", "netbench", "worker"]
+    for key, flag in _PASS.items():
+        value = kw.get(key)
+        if value is None:
+            continue
+        args += [flag, ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)]
+    args.append("--check" if kw.get("check", True) else "--no-check")
+    args.append("--report" if kw.get("report", True) else "--no-report")
+    for p in patterns or ["world"]:
+        args += ["--pattern", p]
+    return args
+
+
+def mpirun_argv(kw: dict[str, Any], patterns: list[str], nprocs: int | None) -> list[str]:
+    """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax)."""
+    mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if not os.path.exists(mpirun):
+        raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
+    argv = [mpirun]
+    if os.geteuid() == 0:
+        argv.append("--allow-run-as-root")
+    if kw.get("hosts_file"):
+        argv += [
+            "--hostfile",
+            mpi_hostfile(kw["hosts_file"], kw.get("procs_per_host") or 1),
+            "--map-by",
+            "slot",
+        ]
+    if nprocs:  # this machine alone: as many ranks as asked, even beyond its cores (like --procs)
+        argv += ["-np", str(nprocs), "--oversubscribe"]
+    return argv + [kw.get("python") or sys.executable, *worker_args(kw, patterns)]
+
+
+def mpi_hostfile(hosts_file: str, default_slots: int) -> str:
+    """Open MPI's hostfile (``host slots=N``) from a netbench hosts file: mpirun rejects our labels."""
+    import tempfile
+
+    from netbench.hosts import parse_hosts_file
+
+    entries = parse_hosts_file(hosts_file)
+    fd, path = tempfile.mkstemp(prefix="netbench-mpi-hosts-", suffix=".txt")
+    with os.fdopen(fd, "w") as fh:
+        for e in entries:
+            fh.write(f"{e.name} slots={e.slots or default_slots}\n")
+    return path
+
+
+def srun_argv(kw: dict[str, Any], patterns: list[str]) -> list[str]:
+    """``srun python -m netbench worker ...`` inside the current allocation (its task layout)."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        raise UsageError(
+            "--launcher slurm runs inside a Slurm allocation (salloc/sbatch): SLURM_JOB_ID is unset"
+        )
+    srun = shutil.which("srun")
+    if not srun:
+        raise UsageError("--launcher slurm needs srun on PATH")
+    return [srun, "--kill-on-bad-exit=1", kw.get("python") or sys.executable, *worker_args(kw, patterns)]
