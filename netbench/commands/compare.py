@@ -15,12 +15,19 @@ Examples:
 """,
 )
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option("--baseline", "baseline", required=True,
-              help="Baseline name (netbench baseline list) or a run directory.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text",
-              show_default=True)
-@click.option("--threshold", type=click.FloatRange(0, 10), default=0.1, show_default=True,
-              help="Relative slow-down that counts as a regression (0.1 = 10 %).")
+@click.option(
+    "--baseline", "baseline", required=True, help="Baseline name (netbench baseline list) or a run directory."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 10),
+    default=0.1,
+    show_default=True,
+    help="Relative slow-down that counts as a regression (0.1 = 10 %).",
+)
 def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     """Compare RUN_DIR with a saved baseline (or another run directory) size by size."""
     import sys
@@ -40,8 +47,10 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     comparisons = compare_rows(cur.read_rows(), base.read_rows())
     if not comparisons:
         raise UsageError(f"{run_dir} and baseline {baseline!r} have no measured size in common")
-    fps = (fingerprint(base.read_env(), base.read_inventory()),
-           fingerprint(cur.read_env(), cur.read_inventory()))
+    fps = (
+        fingerprint(base.read_env(), base.read_inventory()),
+        fingerprint(cur.read_env(), cur.read_inventory()),
+    )
     click.echo(render(comparisons, fps, env_diff(cur.read_env(), base.read_env()), threshold, fmt), nl=False)
     if any(is_regression(c, threshold) for c in comparisons):
         sys.exit(1)

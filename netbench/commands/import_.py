@@ -30,10 +30,19 @@ Example:
 """,
 )
 @click.argument("logs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Run directory to write (default: netbench-runs/<timestamp>-<id>).")
-@click.option("--report/--no-report", default=True, show_default=True,
-              help="Build findings.json and report.html after importing (needs `netbench report`).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Run directory to write (default: netbench-runs/<timestamp>-<id>).",
+)
+@click.option(
+    "--report/--no-report",
+    default=True,
+    show_default=True,
+    help="Build findings.json and report.html after importing (needs `netbench report`).",
+)
 @click.pass_context
 def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, report: bool) -> None:
     from netbench.importers.nccl_tests import import_logs
@@ -41,8 +50,9 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, repor
     run, tests = import_logs(list(logs), out)
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
-    click.echo(f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) "
-               f"into {run.path}")
+    click.echo(
+        f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) into {run.path}"
+    )
     if report:
         root = ctx.find_root()
         group = root.command
@@ -50,5 +60,6 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, repor
         if report_cmd is None:
             click.echo(f"(no `netbench report` command here; run it later on {run.path})", err=True)
         else:
-            report_cmd.main(args=[str(run.path)], prog_name="netbench report", standalone_mode=False,
-                            obj=ctx.obj)
+            report_cmd.main(
+                args=[str(run.path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj
+            )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from netbench.commands.sweep import _coll, _size
-from netbench.params import DURATION, SIZE, CsvList
+from netbench.commands._options import _size, measurement_options
+from netbench.params import CsvList
 
 
 @click.command(
@@ -20,16 +20,7 @@ Examples:
 Rank 0 prints the table and writes the run directory; the others print nothing.
 """,
 )
-@click.option("--collectives", "-c", type=CsvList(_coll), default="all_reduce,all_gather", show_default=True)
-@click.option("--min-bytes", "-b", type=SIZE, default=None)
-@click.option("--max-bytes", "-e", type=SIZE, default=None)
-@click.option("--factor", "-f", type=click.IntRange(min=2), default=2, show_default=True)
-@click.option("--iters", "-n", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--warmup", "-w", type=click.IntRange(min=0), default=5, show_default=True)
-@click.option("--dtype", "-d", default="float", show_default=True)
-@click.option("--op", "-o", default="sum", show_default=True)
-@click.option("--check/--no-check", default=True, show_default=True)
-@click.option("--backend", type=click.Choice(["gloo", "nccl"]), default=None)
+@measurement_options
 @click.option(
     "--pattern",
     "patterns",
@@ -37,11 +28,8 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
     type=click.Choice(["world", "ring", "pairwise", "intra"]),
     help="world (default): all ranks; ring/pairwise/intra as in sweep --hosts.",
 )
-@click.option("--pair-sizes", type=CsvList(_size), default=None)
-@click.option("--pair-batch", type=click.IntRange(min=1), default=None)
-@click.option("--timeout", "timeout_s", type=DURATION, default="60s", show_default=True)
-@click.option("--out", type=click.Path(file_okay=False), default=None)
-@click.option("--report/--no-report", default=True, show_default=True)
+@click.option("--pair-sizes", type=CsvList(_size), default=None, help="Sizes for pairs.")
+@click.option("--pair-batch", type=click.IntRange(min=1), default=None, help="At most K pairs at once.")
 def command(patterns: tuple[str, ...], **kw: object) -> None:
     """One rank of a sweep; the launcher's environment says which one.
 

@@ -29,6 +29,8 @@ _PASS = {
     "pair_batch": "--pair-batch",
     "timeout_s": "--timeout",
     "out": "--out",
+    "in_place": "--in-place",
+    "root": "--root",
 }
 
 
@@ -41,6 +43,8 @@ def worker_args(kw: dict[str, Any], patterns: list[str]) -> list[str]:
         args += [flag, ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)]
     args.append("--check" if kw.get("check", True) else "--no-check")
     args.append("--report" if kw.get("report", True) else "--no-report")
+    if kw.get("cuda_graph"):
+        args.append("--cuda-graph")
     for p in patterns or ["world"]:
         args += ["--pattern", p]
     return args

@@ -1,0 +1,137 @@
+"""Options every measuring command shares (``sweep``, ``worker``), declared once.
+
+nccl-tests' flags where it has them (-b -e -f -n -w -d -o -c -G), so its users need no new habits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from netbench.params import DURATION, SIZE, CsvList
+
+
+def _size(text: str) -> int:
+    from collectives.sizes import parse_size
+
+    return parse_size(text)
+
+
+def _coll(name: str) -> str:
+    from collectives.ops import get_collective
+
+    return get_collective(name).name
+
+
+_SHARED = [
+    click.option(
+        "--collectives",
+        "-c",
+        "collectives",
+        type=CsvList(_coll),
+        default="all_reduce,all_gather",
+        show_default=True,
+        help="Comma list: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv.",
+    ),
+    click.option(
+        "--min-bytes", "-b", type=SIZE, default=None, help="Smallest size (K/M/G binary). Default 8 B."
+    ),
+    click.option(
+        "--max-bytes",
+        "-e",
+        type=SIZE,
+        default=None,
+        help="Largest size. Default 64M (gloo), 8G capped by free GPU memory (NCCL).",
+    ),
+    click.option(
+        "--factor",
+        "-f",
+        type=click.IntRange(min=2),
+        default=2,
+        show_default=True,
+        help="Multiply the size by this each step.",
+    ),
+    click.option(
+        "--iters",
+        "-n",
+        type=click.IntRange(min=1),
+        default=20,
+        show_default=True,
+        help="Timed iterations per size.",
+    ),
+    click.option(
+        "--warmup",
+        "-w",
+        type=click.IntRange(min=0),
+        default=5,
+        show_default=True,
+        help="Untimed warm-up iterations per size.",
+    ),
+    click.option(
+        "--dtype",
+        "-d",
+        default="float",
+        show_default=True,
+        help="float, half, bfloat16, double, int8, uint8, int32, int64 (or fp32, bf16, fp16).",
+    ),
+    click.option("--op", "-o", default="sum", show_default=True, help="Reduction: sum, prod, max, min, avg."),
+    click.option(
+        "--check/--no-check",
+        default=True,
+        show_default=True,
+        help="Untimed pass that counts wrong result elements.",
+    ),
+    click.option(
+        "--in-place",
+        "in_place",
+        type=click.Choice(["both", "out", "in"]),
+        default="both",
+        show_default=True,
+        help="Out-of-place, in-place, or both.",
+    ),
+    click.option(
+        "--root",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Root rank of broadcast and reduce.",
+    ),
+    click.option(
+        "--backend",
+        type=click.Choice(["gloo", "nccl"]),
+        default=None,
+        help="Force a backend (default: nccl when CUDA GPUs are visible, else gloo).",
+    ),
+    click.option(
+        "--cuda-graph", is_flag=True, help="Capture the timed loop in a CUDA graph (nccl-tests -G)."
+    ),
+    click.option(
+        "--timeout",
+        "timeout_s",
+        type=DURATION,
+        default="60s",
+        show_default=True,
+        help="A collective (or rank) silent this long has failed.",
+    ),
+    click.option(
+        "--out",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Run directory (default netbench-runs/<UTC time>-<id>).",
+    ),
+    click.option(
+        "--report/--no-report",
+        default=True,
+        show_default=True,
+        help="Write findings.json and report.html at the end.",
+    ),
+]
+
+
+def measurement_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply the shared options (in the order above, as --help lists them)."""
+    for option in reversed(_SHARED):
+        f = option(f)
+    return f
