@@ -168,6 +168,14 @@ class AnalysisContext:
         return self.rows[self.rows["status"] == "ok"]
 
     @cached_property
+    def slow_node_findings(self) -> list[Any]:
+        """The slow-node rule's verdicts, computed once: the slow-pair rule needs them to tell a slow
+        node's pairs from slow links. Rules hand out copies (severity overrides mutate findings)."""
+        from reports.rules.slow_node import find_slow_nodes
+
+        return find_slow_nodes(self)
+
+    @cached_property
     def pair_model(self) -> PairModel | None:
         """The robust pair/node model over large-message pair busbw (None without pair rows)."""
         from reports.pairmodel import fit_pair_model

@@ -8,6 +8,7 @@ most hosts of one switch are slow, that is reported once more against the switch
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
@@ -18,7 +19,7 @@ from reports.rules.base import Rule, pct, size_label
 from reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, sig3, z_threshold
 
 
-def check(ctx: AnalysisContext) -> list[Finding]:
+def find_slow_nodes(ctx: AnalysisContext) -> list[Finding]:
     m = ctx.pair_model
     if m is None or not m.judged.any():
         return []
@@ -108,6 +109,12 @@ def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: list[str]) ->
                 )
             )
     return out
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    return [
+        dataclasses.replace(f, evidence=dict(f.evidence), hosts=list(f.hosts)) for f in ctx.slow_node_findings
+    ]
 
 
 RULE = Rule(

@@ -92,10 +92,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 def _slow_node_levels(ctx: AnalysisContext) -> dict[str, float]:
     """Slow nodes -> their median large-message busbw with their partners (from the slow-node rule)."""
-    from reports.rules import slow_node
-
     out = {}
-    for f in slow_node.check(ctx):
+    for f in ctx.slow_node_findings:
         if f.rule == "slow_node" and f.evidence.get("median_busbw_GBps_with_partners"):
             out[f.subject] = float(f.evidence["median_busbw_GBps_with_partners"])
     return out
