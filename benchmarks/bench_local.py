@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from collectives.sizes import parse_size
+from netbench.collectives.sizes import parse_size
 
 MINIMAL = r"""
 import os, sys, time, json, torch, torch.distributed as dist

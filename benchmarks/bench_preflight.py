@@ -112,9 +112,10 @@ def ring_hop_latency_us(net, tmp: Path, n: int) -> float:
 
 
 def measure_inventory(net, tmp: Path) -> dict:
-    from inventory.collect import collect_inventory
-    from netbench.hosts import parse_hosts_file
-    from netbench.ssh import SSHOptions
+    from netbench.inventory.collect import collect_inventory
+
+    from netbench.common.hosts import parse_hosts_file
+    from netbench.common.ssh import SSHOptions
 
     entries = parse_hosts_file(net.hosts_file(tmp / "hosts.txt"))
     opts = SSHOptions(ssh_config=str(net.write_ssh_config(tmp / "ssh_config")))
@@ -127,8 +128,8 @@ def measure_inventory(net, tmp: Path) -> dict:
 
 
 def measure_handshake(net, tmp: Path) -> dict:
-    from netbench.hosts import parse_hosts_file
-    from netbench.ssh import SSHOptions, connect_entry
+    from netbench.common.hosts import parse_hosts_file
+    from netbench.common.ssh import SSHOptions, connect_entry
 
     entries = parse_hosts_file(net.hosts_file(tmp / "hosts.txt"))
     opts = SSHOptions(ssh_config=str(net.write_ssh_config(tmp / "ssh_config")))
@@ -144,7 +145,7 @@ def measure_handshake(net, tmp: Path) -> dict:
 
 
 def measure_row_cost(tmp: Path, n: int = 2000) -> float:
-    from netbench.rundir import RunDir
+    from netbench.common.rundir import RunDir
 
     rd = RunDir.create(tmp / "rows")
     row = {
@@ -167,10 +168,11 @@ def measure_row_cost(tmp: Path, n: int = 2000) -> float:
 
 def measure_analysis(n: int, tmp: Path, rounds: int = 3) -> dict:
     """The rules + report.html on a synthetic preflight of ``n`` nodes (3 rounds at 2 sizes, the ring)."""
+    from netbench.reports.policy import Policy
+    from netbench.reports.synthetic import host_names, make_fleet, plant_faults, write_run_dir
+
+    from netbench.common.rundir import RunDir
     from netbench.preflight import PreflightOptions, _write_report, analyse
-    from netbench.rundir import RunDir
-    from reports.policy import Policy
-    from reports.synthetic import host_names, make_fleet, plant_faults, write_run_dir
 
     sizes = (256 << 20, 1 << 30)
     hosts = host_names(n)

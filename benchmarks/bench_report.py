@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def generate(nodes: int, leaves: int, out: Path) -> dict:
-    from reports.synthetic import host_names, make_fleet, plant_faults, write_run_dir
+    from netbench.reports.synthetic import host_names, make_fleet, plant_faults, write_run_dir
 
     hosts = host_names(nodes)
     slow_nodes, slow_links = plant_faults(hosts, 4, 8, seed=1)
@@ -43,9 +43,9 @@ def generate(nodes: int, leaves: int, out: Path) -> dict:
 
 def timed(run: Path) -> dict:
     """In this (fresh) process: the phases of write_report, timed one by one."""
-    from reports.analysis import load_context, run_rules
-    from reports.context import gc_paused
-    from reports.html import findings_doc, render_html
+    from netbench.reports.analysis import load_context, run_rules
+    from netbench.reports.context import gc_paused
+    from netbench.reports.html import findings_doc, render_html
 
     with gc_paused():
         t0 = time.perf_counter()

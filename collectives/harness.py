@@ -20,8 +20,7 @@ import time
 from dataclasses import dataclass
 
 import torch
-
-from collectives.ops import Buffers, Call, Collective, Layout, fill_send
+from netbench.collectives.ops import Buffers, Call, Collective, Layout, fill_send
 
 GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
 GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)

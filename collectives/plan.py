@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
-from collectives.ops import get_collective
+from netbench.collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
+from netbench.collectives.ops import get_collective
 
 
 @dataclass

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
-from collectives import messages
-from collectives.dtypes import get_dtype, reduce_op
-from collectives.harness import inject_corrupt_rank, measure
-from collectives.ops import bandwidth, get_collective
-from collectives.plan import GroupSpec, Phase, WorkerPlan
-from collectives.rows import ResultRow
+from netbench.collectives import messages
+from netbench.collectives.dtypes import get_dtype, reduce_op
+from netbench.collectives.harness import inject_corrupt_rank, measure
+from netbench.collectives.ops import bandwidth, get_collective
+from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.collectives.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
-from inventory.model import NIC, NodeInventory
-from inventory.parsers import (
+from netbench.inventory.model import NIC, NodeInventory
+from netbench.inventory.parsers import (
     ethtool,
     iblinkinfo,
     ibnetdiscover,
@@ -37,7 +37,7 @@ from inventory.parsers import (
     topo_matrix,
     uname,
 )
-from inventory.parsers._ib import neighbors_from_links
+from netbench.inventory.parsers._ib import neighbors_from_links
 
 _HEADER = re.compile(r"^@@netbench-section (\S+) rc=(-?\d+)(?: nonce=(\S+))?@@$")
 _MAX_REASON = 200

@@ -16,14 +16,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TextIO
 
-from inventory.assemble import build_inventory, split_sections
-from inventory.local import read_probe_script
-from inventory.model import NodeInventory, SwitchNeighbor
-from netbench.hosts import HostEntry
-from netbench.ssh import SSHConnection, SSHError, SSHOptions, connect, resolve
+from netbench.inventory.assemble import build_inventory, split_sections
+from netbench.inventory.local import read_probe_script
+from netbench.inventory.model import NodeInventory, SwitchNeighbor
+
+from netbench.common.hosts import HostEntry
+from netbench.common.ssh import SSHConnection, SSHError, SSHOptions, connect, resolve
 
 if TYPE_CHECKING:
-    from netbench.topology import Topology
+    from netbench.common.topology import Topology
 
 DEFAULT_CONCURRENCY = 64
 # NodeInventory.status for each SSHError kind (a changed key is a refused key, with its own message).

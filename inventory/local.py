@@ -14,13 +14,13 @@ import sys
 import time
 from importlib import resources
 
-from inventory.assemble import build_inventory, split_sections
-from inventory.model import NodeInventory
+from netbench.inventory.assemble import build_inventory, split_sections
+from netbench.inventory.model import NodeInventory
 
 
 def read_probe_script() -> str:
     """The text of inventory/probe.sh (package data, so it works from a wheel too)."""
-    return resources.files("inventory").joinpath("probe.sh").read_text(encoding="utf-8")
+    return resources.files("netbench.inventory").joinpath("probe.sh").read_text(encoding="utf-8")
 
 
 def probe_local(python: str | None = None, timeout: float = 60, env: dict[str, str] | None = None,

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from inventory.model import NodeInventory
+from netbench.inventory.model import NodeInventory
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MARK = "*"

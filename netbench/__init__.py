@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
 
 def load_results(path: Any) -> pd.DataFrame:
-    """Load a run directory's results into a pandas DataFrame (see netbench.rundir)."""
-    from netbench.rundir import load_results as _load
+    """Load a run directory's results into a pandas DataFrame (see netbench.common.rundir)."""
+    from netbench.common.rundir import load_results as _load
 
     return _load(path)
 

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from netbench.errors import UsageError
+from netbench.common.errors import UsageError
 
 FILES = ("run.json", "env.json", "inventory.jsonl", "results.jsonl")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -17,7 +17,7 @@ import sys
 import click
 
 from netbench import __version__
-from netbench.errors import NetbenchError
+from netbench.common.errors import NetbenchError
 
 _COMMANDS_PKG = "netbench.commands"
 

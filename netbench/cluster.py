@@ -17,14 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from collectives.pairs import batched_rounds, circle_rounds
-from collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
-from collectives.sizes import format_size
+from netbench.collectives.pairs import batched_rounds, circle_rounds
+from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
+from netbench.collectives.sizes import format_size
+from netbench.common.errors import UsageError
+from netbench.common.rundir import RunDir
 from netbench.coordinator import Outcome
-from netbench.errors import UsageError
 from netbench.launch import HostSlot
 from netbench.progress import Progress
-from netbench.rundir import RunDir
 from netbench.sweep import SweepOptions, build_spec, detect_backend, execute
 
 PATTERNS = ("ring", "pairwise", "intra")
@@ -130,7 +130,7 @@ def _inventory(
 ) -> dict[str, Any]:
     """Inventory every host; return the records by host. Hosts that fail are reported, not fatal."""
     try:
-        from inventory.collect import collect_inventory
+        from netbench.inventory.collect import collect_inventory
     except ImportError:
         return {}
     nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, python=opts.python)
@@ -148,7 +148,7 @@ def host_switches(
     Recorded in run.json so the report can judge pairs against pairs of the same hop class."""
     out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
     if topology_file:
-        from netbench.topology import parse_topology_file
+        from netbench.common.topology import parse_topology_file
 
         topo = parse_topology_file(topology_file)
         for w in topo.warnings:
@@ -163,9 +163,9 @@ def host_switches(
 def run_cluster(
     opts: ClusterOptions, echo: Callable[[str], None] = print, progress: Progress | None = None
 ) -> tuple[RunDir, Outcome]:
-    from netbench.hosts import parse_hosts_file
+    from netbench.common.hosts import parse_hosts_file
+    from netbench.common.ssh import SSHOptions
     from netbench.launch.ssh import SSHLauncher
-    from netbench.ssh import SSHOptions
 
     entries = parse_hosts_file(opts.hosts_file)
     if len({e.name for e in entries}) != len(entries):

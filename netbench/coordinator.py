@@ -21,10 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectives import messages
-from collectives.ops import get_collective
-from collectives.plan import GroupSpec, Phase, WorkerPlan
-from collectives.rows import failed_row
+from netbench.collectives import messages
+from netbench.collectives.ops import get_collective
+from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.collectives.rows import failed_row
 from netbench.launch import AgentProcess, HostSlot, Launcher
 
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
@@ -53,7 +53,7 @@ class Outcome:
 
 def count_points(phase: Phase, group: GroupSpec) -> int:
     """How many rows a group of a phase will produce (for progress and for nothing else)."""
-    from collectives.dtypes import get_dtype
+    from netbench.collectives.dtypes import get_dtype
 
     n, esize, total = len(group.ranks), get_dtype(phase.spec.dtype).size, 0
     for cname in phase.spec.collectives:

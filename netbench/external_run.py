@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectives import messages
-from collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.cluster import PAIR_SIZES, ClusterOptions, build_plan
+from netbench.collectives import messages
+from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.common.rundir import RunDir
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
-from netbench.rundir import RunDir
 from netbench.sweep import build_spec, execute, finish_report
 
 

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from collectives.sizes import format_size
-from netbench.errors import UsageError
+from netbench.collectives.sizes import format_size
+from netbench.common.errors import UsageError
 
 INTRA_SIZES = [64 << 20, 256 << 20, 1 << 30]
 

@@ -6,7 +6,7 @@ import re
 
 import click
 
-from collectives.sizes import parse_size
+from netbench.collectives.sizes import parse_size
 
 
 class SizeType(click.ParamType):

@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collectives.ops import DEFAULT_COLLECTIVES, get_collective
-from collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
-from collectives.sizes import format_size, size_sweep
 from netbench import __version__
+from netbench.collectives.ops import DEFAULT_COLLECTIVES, get_collective
+from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
+from netbench.collectives.sizes import format_size, size_sweep
+from netbench.common.errors import UsageError
+from netbench.common.rundir import RunDir, utc_now
 from netbench.coordinator import Coordinator, Outcome
-from netbench.errors import UsageError
 from netbench.launch import HostSlot
 from netbench.progress import Progress
-from netbench.rundir import RunDir, utc_now
 from netbench.table import TablePrinter, large_message_summary
 
 GLOO_DEFAULT = (8, 64 << 20)
@@ -255,8 +255,8 @@ def finish_report(
     """Write findings.json and report.html and print the summary; a report failure never costs the
     measurements (they are on disk already), it only warns."""
     try:
-        from reports.report import write_report
-        from reports.summary import format_summary
+        from netbench.reports.report import write_report
+        from netbench.reports.summary import format_summary
 
         findings, html = write_report(rundir.path, baseline=baseline, policy=policy, topology=topology)
         echo(format_summary(findings, "text", rundir.read_run(), 10))

@@ -21,7 +21,7 @@ import threading
 def _rank_main(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
-    from collectives.rank import STORE_WAIT
+    from netbench.collectives.rank import STORE_WAIT
 
     store = dist.TCPStore(
         args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
@@ -35,10 +35,10 @@ def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: s
     """One rank's whole life once it has the store: read the plan, say hello, follow the phases."""
     import torch
 
-    from collectives import messages
-    from collectives.envinfo import collect_env, interface_of, local_address_towards
-    from collectives.plan import WorkerPlan
-    from collectives.rank import STORE_WAIT, RankContext, run_plan
+    from netbench.collectives import messages
+    from netbench.collectives.envinfo import collect_env, interface_of, local_address_towards
+    from netbench.collectives.plan import WorkerPlan
+    from netbench.collectives.rank import STORE_WAIT, RankContext, run_plan
 
     store.wait(["plan"], STORE_WAIT)
     plan = WorkerPlan.from_json(store.get("plan").decode())
@@ -67,7 +67,7 @@ def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: s
 
 
 def _forward(proc: subprocess.Popen, rank: int, lock: threading.Lock) -> None:
-    from collectives import messages
+    from netbench.collectives import messages
 
     assert proc.stdout is not None
     for raw in proc.stdout:

@@ -13,9 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from reports.context import AnalysisContext
-from reports.findings import SEVERITY_RANK, Finding
-from reports.policy import Policy, load_policy
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import SEVERITY_RANK, Finding
+from netbench.reports.policy import Policy, load_policy
 
 
 def resolve_policy(policy: Policy | str | Path | None) -> Policy:
@@ -25,7 +25,7 @@ def resolve_policy(policy: Policy | str | Path | None) -> Policy:
 def resolve_topology(topology: dict[str, str] | str | Path | None) -> dict[str, str] | None:
     if topology is None or isinstance(topology, dict):
         return topology
-    from reports.topology import load_topology
+    from netbench.reports.topology import load_topology
 
     return load_topology(topology)
 
@@ -42,7 +42,7 @@ def load_context(
 
 
 def run_rules(ctx: AnalysisContext, rules: list[Any] | None = None) -> list[Finding]:
-    from reports.rules import RULES
+    from netbench.reports.rules import RULES
 
     order = {}
     findings: list[Finding] = []

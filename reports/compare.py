@@ -259,7 +259,7 @@ def is_regression(c: SizeComparison, threshold: float) -> bool:
 
 
 def _size(n: int) -> str:
-    from collectives.sizes import format_size
+    from netbench.collectives.sizes import format_size
 
     return format_size(n)
 

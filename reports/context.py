@@ -12,13 +12,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reports.policy import Policy
-from reports.topology import build_switch_map, hop_class
+from netbench.reports.policy import Policy
+from netbench.reports.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from reports.pairmodel import PairModel
+    from netbench.reports.pairmodel import PairModel
 
 
 def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +115,7 @@ class AnalysisContext:
         policy: Policy | None,
         topology: dict[str, str] | None,
     ) -> AnalysisContext:
-        from netbench.rundir import RunDir
+        from netbench.common.rundir import RunDir
 
         rd = RunDir.open(run_dir)
         base = None
@@ -171,14 +170,14 @@ class AnalysisContext:
     def slow_node_findings(self) -> list[Any]:
         """The slow-node rule's verdicts, computed once: the slow-pair rule needs them to tell a slow
         node's pairs from slow links. Rules hand out copies (severity overrides mutate findings)."""
-        from reports.rules.slow_node import find_slow_nodes
+        from netbench.reports.rules.slow_node import find_slow_nodes
 
         return find_slow_nodes(self)
 
     @cached_property
     def pair_model(self) -> PairModel | None:
         """The robust pair/node model over large-message pair busbw (None without pair rows)."""
-        from reports.pairmodel import fit_pair_model
+        from netbench.reports.pairmodel import fit_pair_model
 
         return fit_pair_model(self)
 
@@ -211,11 +210,11 @@ def read_rows_fast(path: Path) -> list[dict[str, Any]]:
 
     Per-line json.loads with the GC running costs ~4x more on 500k rows (the GC rescans every new
     dict again and again). A truncated or corrupt line makes the one-shot parse fail; then the
-    tolerant line-by-line reader (netbench.rundir.read_jsonl) is used, which skips such lines.
+    tolerant line-by-line reader (netbench.common.rundir.read_jsonl) is used, which skips such lines.
     """
     import json
 
-    from netbench.rundir import read_jsonl
+    from netbench.common.rundir import read_jsonl
 
     if not path.exists():
         return []
@@ -244,7 +243,7 @@ def _topology_from_run(run: dict[str, Any]) -> dict[str, str] | None:
             return {h: str(sw) for sw, hs in topo.items() for h in hs}
         return {str(h): str(sw) for h, sw in topo.items()}
     if isinstance(topo, str) and Path(topo).is_file():
-        from reports.topology import TopologyError, load_topology
+        from netbench.reports.topology import TopologyError, load_topology
 
         try:
             return load_topology(topo)

@@ -25,15 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from collectives.rows import CONTRACT_FIELDS
-from collectives.sizes import format_size
-from reports.findings import SCHEMA as FINDINGS_SCHEMA
-from reports.findings import SEVERITY_RANK, Finding
-from reports.summary import counts, headline, to_check, to_drain, verdict
+from netbench.collectives.rows import CONTRACT_FIELDS
+from netbench.collectives.sizes import format_size
+from netbench.reports.findings import SCHEMA as FINDINGS_SCHEMA
+from netbench.reports.findings import SEVERITY_RANK, Finding
+from netbench.reports.summary import counts, headline, to_check, to_drain, verdict
 
 if TYPE_CHECKING:
-    from reports.context import AnalysisContext
+    from netbench.reports.context import AnalysisContext
 
 ASSETS = Path(__file__).parent / "assets"
 # the row contract without per-rank times (kept in results.jsonl), plus the group
@@ -393,7 +392,7 @@ def _topology(ctx: AnalysisContext, findings: list[Finding]) -> str:
 
 
 def _inventory(ctx: AnalysisContext) -> str:
-    from inventory.versions import compare_versions
+    from netbench.inventory.versions import compare_versions
 
     if not ctx.inventory:
         return "<p class='note'>No inventory was recorded for this run.</p>"
@@ -489,7 +488,7 @@ def _inventory(ctx: AnalysisContext) -> str:
 
 
 def _environment(ctx: AnalysisContext) -> str:
-    from reports.compare import flatten_env
+    from netbench.reports.compare import flatten_env
 
     run = ctx.run or {}
     info = [
@@ -516,7 +515,7 @@ def _environment(ctx: AnalysisContext) -> str:
         "</tbody></table></div></div>"
     )
     if ctx.baseline is not None:
-        from reports.rules.regression import env_differences
+        from netbench.reports.rules.regression import env_differences
 
         diffs = env_differences(ctx)
         drows = "".join(

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from reports.stats import SIGMA_FLOOR, robust_sigma
-from reports.topology import LEAF, SPINE, UNKNOWN
+from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
+from netbench.reports.topology import LEAF, SPINE, UNKNOWN
 
 if TYPE_CHECKING:
-    from reports.context import AnalysisContext
+    from netbench.reports.context import AnalysisContext
 
 CLASSES = (LEAF, SPINE, UNKNOWN)
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectives.sizes import parse_size
-from reports.findings import SEVERITIES
+from netbench.collectives.sizes import parse_size
+from netbench.reports.findings import SEVERITIES
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
 VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")
@@ -175,7 +175,7 @@ class Policy:
     source: str | None = None  # the file it came from, for the report
 
     def __post_init__(self) -> None:
-        from reports.rules import RULE_IDS  # the registry knows every rule id
+        from netbench.reports.rules import RULE_IDS  # the registry knows every rule id
 
         for rule, sev in self.severity.items():
             if rule not in RULE_IDS:

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reports.analysis import load_context, run_rules
-from reports.findings import Finding
-from reports.policy import Policy
+from netbench.reports.analysis import load_context, run_rules
+from netbench.reports.findings import Finding
+from netbench.reports.policy import Policy
 
 
 def atomic_write(path: str | Path, text: str) -> None:
@@ -28,7 +28,7 @@ def write_outputs(
     out: Path, ctx: Any, findings: list[Finding], html: bool = True, plotlyjs: str = "inline"
 ) -> Path | None:
     """findings.json always; report.html unless ``html`` is False. Returns the HTML path or None."""
-    from reports.html import findings_doc, render_html
+    from netbench.reports.html import findings_doc, render_html
 
     atomic_write(out / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n")
     if not html:
@@ -50,7 +50,7 @@ def write_report(
 
     Returns (findings worst first, path of report.html or None).
     """
-    from reports.context import gc_paused
+    from netbench.reports.context import gc_paused
 
     with gc_paused():  # millions of row objects: the cyclic GC would rescan them for nothing
         ctx = load_context(run_dir, baseline, policy, topology)

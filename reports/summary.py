@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from reports.findings import SEVERITIES, Finding, worst
+from netbench.reports.findings import SEVERITIES, Finding, worst
 
 VERDICTS = {None: "PASS", "info": "PASS", "warn": "WARN", "fail": "FAIL"}
 EXIT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}

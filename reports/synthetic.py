@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from collectives.pairs import circle_rounds
+from netbench.collectives.pairs import circle_rounds
 
 DEFAULT_PAIR_SIZES = (64 << 20, 256 << 20, 1 << 30)
 DEFAULT_RING_SIZES = tuple(1024 << i for i in range(20))  # 1K .. 512M: 20 sizes

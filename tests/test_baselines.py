@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from netbench.baselines import BaselineStore, default_root
 from netbench.cli import cli
-from netbench.errors import UsageError
+from netbench.common.errors import UsageError
 from netbench.importers.nccl_tests import import_logs
 
 _DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from collectives.harness import count_wrong
-from collectives.ops import COLLECTIVES, Buffers
+from netbench.collectives.harness import count_wrong
+from netbench.collectives.ops import COLLECTIVES, Buffers
 
 
 def perfect(coll, lay, rank, n, op, dtype):  # noqa: ANN001, ANN201

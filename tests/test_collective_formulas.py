@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from collectives.ops import COLLECTIVES, bandwidth, get_collective
+from netbench.collectives.ops import COLLECTIVES, bandwidth, get_collective
 
 # (collective, n, size asked, elem size) -> (size reported, count, send elems, recv elems), and factor(n)
 NCCL_TESTS_FACTOR = {

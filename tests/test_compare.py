@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from reports.compare import SizeComparison, compare_rows, env_diff, fingerprint, flatten_env
+from netbench.reports.compare import SizeComparison, compare_rows, env_diff, fingerprint, flatten_env
 
 
 def row(nbytes: int, time_us: float, busbw: float | None = 10.0, **kw) -> dict:

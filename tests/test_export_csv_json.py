@@ -6,10 +6,10 @@ import csv
 import io
 import json
 
-from collectives.rows import ResultRow
-from reports.export.csv import rows_to_csv
-from reports.export.json_out import dumps, to_report, verdict
-from reports.findings import Finding
+from netbench.collectives.rows import ResultRow
+from netbench.reports.export.csv import rows_to_csv
+from netbench.reports.export.json_out import dumps, to_report, verdict
+from netbench.reports.findings import Finding
 
 
 def make_row(**kw) -> dict:

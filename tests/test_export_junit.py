@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from junitparser import Failure, JUnitXml
-
-from reports.export.junit import to_junit
-from reports.findings import Finding
+from netbench.reports.export.junit import to_junit
+from netbench.reports.findings import Finding
 
 HOSTILE = 'gpu-"07"\n<script>alert(1)</script> & \x1b[31m'
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from netbench.collectives.rows import ResultRow
 
-from collectives.rows import ResultRow
-from netbench.errors import UsageError
+from netbench.common.errors import UsageError
+from netbench.common.rundir import RunDir
 from netbench.intra import INTRA_SIZES, copy_row, format_matrix, intra_sizes, matrix_of, run_intra
-from netbench.rundir import RunDir
 from netbench.sweep import SweepOptions
 
 HAS_GPU = torch.cuda.is_available() and torch.cuda.device_count() > 0

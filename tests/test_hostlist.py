@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netbench.hostlist import MAX_HOSTS, compress_hostlist, expand_hostlist
+from netbench.common.hostlist import MAX_HOSTS, compress_hostlist, expand_hostlist
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fixtures_path import fixture_files
 
-from netbench.errors import UsageError
-from netbench.hosts import parse_hosts_file, parse_hosts_text, validate_hostname
+from netbench.common.errors import UsageError
+from netbench.common.hosts import parse_hosts_file, parse_hosts_text, validate_hostname
 
 PUBLIC = {p.name: p for p in fixture_files("public/hostfile")}
 

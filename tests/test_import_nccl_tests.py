@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from netbench.cli import cli
-from netbench.errors import UsageError
+from netbench.common.errors import UsageError
+from netbench.common.rundir import RunDir
 from netbench.importers.nccl_tests import nccl_version_from_code, parse_file, parse_text, to_rows
-from netbench.rundir import RunDir
 
 _DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 FIXTURES = Path(os.environ.get("NETBENCH_FIXTURES", _DEFAULT_FIXTURES))

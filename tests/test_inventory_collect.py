@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inventory.collect import collect_inventory
-from netbench.hosts import parse_hosts_text
-from netbench.ssh import SSHOptions
+from netbench.inventory.collect import collect_inventory
+
+from netbench.common.hosts import parse_hosts_text
+from netbench.common.ssh import SSHOptions
 
 
 def test_refused_host_becomes_a_record_and_split_node_is_probed_once(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 from fake_tools import H200_PROFILE, make_fake_tools, older_firmware_profile
 from netns import TestNetwork
 
-from netbench.rundir import read_jsonl
+from netbench.common.rundir import read_jsonl
 
 pytestmark = pytest.mark.netns
 PY_NO_TORCH = "/usr/bin/python3"  # the probe asks this python for versions: quick, no torch import

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 from fake_tools import H200_PROFILE, make_fake_tools, older_firmware_profile, probe_env
-
-from inventory.local import probe_local
-from inventory.model import NodeInventory
-from inventory.table import differing, majority, render_json, render_table
+from netbench.inventory.local import probe_local
+from netbench.inventory.model import NodeInventory
+from netbench.inventory.table import differing, majority, render_json, render_table
 
 
 def _probe(tmp: Path, name: str, profile: dict[str, str]) -> NodeInventory:

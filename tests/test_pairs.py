@@ -6,8 +6,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from collectives.pairs import batched_rounds, circle_rounds
+from netbench.collectives.pairs import batched_rounds, circle_rounds
 
 
 @settings(max_examples=63, deadline=None)

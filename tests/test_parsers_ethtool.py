@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
-
-from inventory.parsers.ethtool import parse_ethtool_i
+from netbench.inventory.parsers.ethtool import parse_ethtool_i
 
 CASES = [
     (

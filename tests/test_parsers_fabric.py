@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
-
-from inventory.parsers._ib import neighbors_from_links
-from inventory.parsers.iblinkinfo import parse_iblinkinfo
-from inventory.parsers.ibnetdiscover import parse_ibnetdiscover
-from inventory.parsers.ibswitches import parse_ibnodes, parse_smpquery
+from netbench.inventory.parsers._ib import neighbors_from_links
+from netbench.inventory.parsers.iblinkinfo import parse_iblinkinfo
+from netbench.inventory.parsers.ibnetdiscover import parse_ibnetdiscover
+from netbench.inventory.parsers.ibswitches import parse_ibnodes, parse_smpquery
 
 SIM = "generated-ibsim-0.10_infiniband-diags-44.0__"
 

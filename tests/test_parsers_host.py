@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
-
-from inventory.parsers.lscpu import parse_lscpu
-from inventory.parsers.nccl_debug import parse_nccl_debug
-from inventory.parsers.numactl import parse_numactl
-from inventory.parsers.os_release import parse_os_release, pretty_name
-from inventory.parsers.uname import parse_uname
+from netbench.inventory.parsers.lscpu import parse_lscpu
+from netbench.inventory.parsers.nccl_debug import parse_nccl_debug
+from netbench.inventory.parsers.numactl import parse_numactl
+from netbench.inventory.parsers.os_release import parse_os_release, pretty_name
+from netbench.inventory.parsers.uname import parse_uname
 
 
 def test_uname() -> None:
@@ -47,7 +46,7 @@ def test_nccl_debug_log() -> None:
 
 
 def test_nccl_system_section() -> None:
-    from inventory.parsers.nccl_system import parse_nccl_system
+    from netbench.inventory.parsers.nccl_system import parse_nccl_system
 
     lib = "lib: /usr/lib/x86_64-linux-gnu/libnccl.so.2 -> /usr/lib/x86_64-linux-gnu/libnccl.so.2.28.9\n"
     assert parse_nccl_system(lib) == "2.28.9"
@@ -59,7 +58,7 @@ def test_nccl_system_section() -> None:
 
 
 def test_python_env_section() -> None:
-    from inventory.parsers.python_env import parse_python_env
+    from netbench.inventory.parsers.python_env import parse_python_env
 
     env = parse_python_env(
         "python=3.12.3\nexecutable=/usr/bin/python3\ntorch=2.9.1+cu130\ntorch_cuda=13.0\ntorch_nccl=2.28.9\n"

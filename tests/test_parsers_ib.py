@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import fixture_files, fixtures_dir, read_fixture
-
-from inventory.parsers.ibstat import ibpanic_message, parse_ibstat
-from inventory.parsers.ibstatus import parse_ibstatus
-from inventory.parsers.ibv_devinfo import parse_ibv_devinfo
-from inventory.parsers.ofed import parse_ofed_info
-from inventory.parsers.sysfs_ib import dump_tree, parse_sysfs_ib
+from netbench.inventory.parsers.ibstat import ibpanic_message, parse_ibstat
+from netbench.inventory.parsers.ibstatus import parse_ibstatus
+from netbench.inventory.parsers.ibv_devinfo import parse_ibv_devinfo
+from netbench.inventory.parsers.ofed import parse_ofed_info
+from netbench.inventory.parsers.sysfs_ib import dump_tree, parse_sysfs_ib
 
 IBSTAT = "public/ibstat/leptonai-gpud__ibstat."
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
-
-from inventory.parsers.lldp_json import parse_lldp_json, parse_lldp_keyvalue
+from netbench.inventory.parsers.lldp_json import parse_lldp_json, parse_lldp_keyvalue
 
 GEN = "public/lldpctl-json/generated-lldpd-1.0.16__"
 TWO = [

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
-
-from inventory.parsers._common import safe_xml
-from inventory.parsers.nvcc import parse_nvcc
-from inventory.parsers.nvidia_smi_list import parse_nvidia_smi_list
-from inventory.parsers.nvidia_smi_query import parse_nvidia_smi_query
-from inventory.parsers.nvidia_smi_text import fabric_state, parse_nvidia_smi_text
-from inventory.parsers.nvidia_smi_version import parse_nvidia_smi_version
-from inventory.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
-from inventory.parsers.proc_driver import parse_proc_driver
+from netbench.inventory.parsers._common import safe_xml
+from netbench.inventory.parsers.nvcc import parse_nvcc
+from netbench.inventory.parsers.nvidia_smi_list import parse_nvidia_smi_list
+from netbench.inventory.parsers.nvidia_smi_query import parse_nvidia_smi_query
+from netbench.inventory.parsers.nvidia_smi_text import fabric_state, parse_nvidia_smi_text
+from netbench.inventory.parsers.nvidia_smi_version import parse_nvidia_smi_version
+from netbench.inventory.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from netbench.inventory.parsers.proc_driver import parse_proc_driver
 
 H200_UUID = "GPU-6305c069-977a-3612-ce00-a70a76997522"
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
-
-from inventory.parsers.nccl_topo_xml import parse_nccl_topo_xml
-from inventory.parsers.nvlink_status import gpu_uuids, parse_nvlink_status
-from inventory.parsers.topo_matrix import nvlink_count, parse_topo_matrix, parse_topo_p2p, relation
+from netbench.inventory.parsers.nccl_topo_xml import parse_nccl_topo_xml
+from netbench.inventory.parsers.nvlink_status import gpu_uuids, parse_nvlink_status
+from netbench.inventory.parsers.topo_matrix import nvlink_count, parse_topo_matrix, parse_topo_p2p, relation
 
 TOPO = "public/nvidia-smi-topo-m/"
 

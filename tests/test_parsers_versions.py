@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from inventory.versions import compare_versions, max_version, parse_version
+from netbench.inventory.versions import compare_versions, max_version, parse_version
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from reports.policy import Policy, PolicyError, load_policy
-from reports.rules import RULE_IDS
+from netbench.reports.policy import Policy, PolicyError, load_policy
+from netbench.reports.rules import RULE_IDS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "policy.example.toml"
 

@@ -204,13 +204,14 @@ def test_outdated_firmware_warns_when_the_policy_says_warn(fw_net, tmp_path: Pat
     case = next(c for c in suite.iter("testcase") if c.get("classname") == "netbench.version_below_minimum")
     assert case.find("failure") is None and "WARN" in case.find("system-out").text
     # the same findings with --junit-warn-as-failure: re-export from the run directory's findings
+    from netbench.reports.findings import Finding
+
     from netbench.preflight import PreflightResult, write_outputs
-    from reports.findings import Finding
 
     found = [
         Finding.from_dict(f) for f in json.loads((tmp_path / "run" / "findings.json").read_text())["findings"]
     ]
-    from netbench.rundir import RunDir
+    from netbench.common.rundir import RunDir
 
     result = PreflightResult(1, "warn", [], [], found, RunDir.open(tmp_path / "run"), HOSTS, {})
     write_outputs(result, junit_path=str(xml_strict), junit_warn_as_failure=True)

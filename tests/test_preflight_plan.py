@@ -9,6 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from netbench.reports.findings import Finding
+from netbench.reports.policy import Thresholds
 
 from netbench.cli import main
 from netbench.preflight import (
@@ -23,8 +25,6 @@ from netbench.preflight import (
     quick_rounds,
     stage_escalation,
 )
-from reports.findings import Finding
-from reports.policy import Thresholds
 
 
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

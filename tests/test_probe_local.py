@@ -19,10 +19,9 @@ from fake_tools import (
     older_firmware_profile,
     probe_env,
 )
-
-from inventory.assemble import Section, build_inventory, split_sections
-from inventory.local import probe_local, read_probe_script
-from inventory.model import NodeInventory
+from netbench.inventory.assemble import Section, build_inventory, split_sections
+from netbench.inventory.local import probe_local, read_probe_script
+from netbench.inventory.model import NodeInventory
 
 EXPECTED_SECTIONS = {
     "lldp",
@@ -141,7 +140,7 @@ def test_fake_node_with_older_firmware(tmp_path: Path) -> None:
     inv = _fake_probe(tmp_path, older_firmware_profile(tmp_path, "28.35.1012"))
     cx7 = [n for n in inv.nics if n.hca_type == "MT4129"]
     assert len(cx7) == 8 and {n.firmware for n in cx7} == {"28.35.1012"}  # ibstat wins over sysfs
-    from inventory.versions import compare_versions
+    from netbench.inventory.versions import compare_versions
 
     assert compare_versions(cx7[0].firmware, "28.41.1000") < 0
 

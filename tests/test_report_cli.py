@@ -6,10 +6,10 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from netbench.reports.summary import exit_code, summary_text
+from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.cli import cli
-from reports.summary import exit_code, summary_text
-from reports.synthetic import host_names, make_fleet, write_run_dir
 
 
 def run(*args: str):
@@ -92,7 +92,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, healthy, args, needle):
 
 
 def test_terminal_summary_does_not_obey_host_control_characters(tmp_path):
-    from reports.findings import Finding
+    from netbench.reports.findings import Finding
 
     f = Finding(
         rule="port_down",

@@ -9,10 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from reports.html import safe_json
-from reports.report import write_report
-from reports.synthetic import host_names, make_fleet, write_run_dir
+from netbench.reports.html import safe_json
+from netbench.reports.report import write_report
+from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

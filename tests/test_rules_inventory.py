@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from reports.context import AnalysisContext
-from reports.policy import Expectations, Policy, Versions
-from reports.rules import link_health, versions
-from reports.synthetic import make_fleet
+from netbench.reports.context import AnalysisContext
+from netbench.reports.policy import Expectations, Policy, Versions
+from netbench.reports.rules import link_health, versions
+from netbench.reports.synthetic import make_fleet
 
 
 @pytest.fixture

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from reports.analysis import run_rules
-from reports.context import AnalysisContext
-from reports.policy import Policy, Thresholds
-from reports.rules import cross_switch, slow_node, slow_pair
-from reports.synthetic import host_names, make_fleet
+from netbench.reports.analysis import run_rules
+from netbench.reports.context import AnalysisContext
+from netbench.reports.policy import Policy, Thresholds
+from netbench.reports.rules import cross_switch, slow_node, slow_pair
+from netbench.reports.synthetic import host_names, make_fleet
 
 
 def ctx_of(fleet, **kw) -> AnalysisContext:
@@ -118,7 +117,7 @@ def test_cross_spine_penalty_measured_and_warned_when_beyond_policy():
 
 
 def test_topology_file_overrides_labels(tmp_path):
-    from reports.topology import parse_topology
+    from netbench.reports.topology import parse_topology
 
     fleet = make_fleet(8, 1, spine_factor=0.5, seed=12)
     # the synthetic labels say one leaf; a Slurm topology.conf says two

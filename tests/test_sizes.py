@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from collectives.sizes import format_size, parse_size, size_sweep
+from netbench.collectives.sizes import format_size, parse_size, size_sweep
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""netbench.ssh: config resolution and quoting (no network), then real sshd hosts (marked netns)."""
+"""netbench.common.ssh: config resolution and quoting (no network), then real sshd hosts (marked netns)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from netns import TestNetwork, generate_ed25519
 
-from netbench.hosts import HostEntry
-from netbench.ssh import SSHError, SSHOptions, connect, remote_command, resolve
+from netbench.common.hosts import HostEntry
+from netbench.common.ssh import SSHError, SSHOptions, connect, remote_command, resolve
 
 
 # -- no network ------------------------------------------------------------------------------------

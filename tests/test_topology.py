@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fixtures_path import fixture_files
 
-from netbench.errors import UsageError
-from netbench.topology import parse_topology_file, parse_topology_text
+from netbench.common.errors import UsageError
+from netbench.common.topology import parse_topology_file, parse_topology_text
 
 FILES = {p.name: p for p in fixture_files("public/slurm-topology.conf")}
 

@@ -16,7 +16,8 @@ import json
 import re
 from pathlib import Path
 
-from collectives.sizes import format_size
+from netbench.collectives.sizes import format_size
+
 from netbench.importers.nccl_tests import parse_text
 
 KEY_SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 8 << 30]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from netbench.common.rundir import RunDir, utc_now
 from netbench.intra import run_intra
-from netbench.rundir import RunDir, utc_now
 from netbench.sweep import SweepOptions
 
 

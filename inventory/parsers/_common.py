@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from inventory.model import GPU
+from netbench.inventory.model import GPU
 
 _NA = {"", "n/a", "[n/a]", "na", "none", "unknown", "[unknown error]", "not supported",
        "[not supported]", "redacted", "[redacted]", "<not displayed>", "not available"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inventory.model import SwitchNeighbor
+from netbench.inventory.model import SwitchNeighbor
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.model import NIC
-from inventory.parsers._common import clean, norm_bus_id
+from netbench.inventory.model import NIC
+from netbench.inventory.parsers._common import clean, norm_bus_id
 
 
 def parse_ethtool_i(text: str, netdev: str) -> NIC:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.parsers._common import norm_guid
-from inventory.parsers._ib import IbLink
+from netbench.inventory.parsers._common import norm_guid
+from netbench.inventory.parsers._ib import IbLink
 
 _BLOCK = re.compile(r"^(CA|Switch|Router):\s*(?:(0x[0-9a-fA-F]+)\s+)?(.*?):\s*$")
 _LINK = re.compile(

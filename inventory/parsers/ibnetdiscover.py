@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.parsers._common import norm_guid
-from inventory.parsers._ib import IbLink
+from netbench.inventory.parsers._common import norm_guid
+from netbench.inventory.parsers._ib import IbLink
 
 _HEADER = re.compile(
     r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*?)"(?:.*?\blid\s+(\d+))?)?')

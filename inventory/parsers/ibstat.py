@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.model import NIC
-from inventory.parsers._common import clean, first_float, norm_guid, port_state
+from netbench.inventory.model import NIC
+from netbench.inventory.parsers._common import clean, first_float, norm_guid, port_state
 
 
 def parse_ibstat(text: str) -> list[NIC]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.parsers._common import norm_guid
-from inventory.parsers._ib import IbNode
+from netbench.inventory.parsers._common import norm_guid
+from netbench.inventory.parsers._ib import IbNode
 
 _LINE = re.compile(
     r'^(Switch|Ca|Router)\s*:\s*(0x[0-9a-fA-F]+)\s+ports\s+(\d+)\s+"(.*)"(?:.*?\blid\s+(\d+))?')

@@ -5,8 +5,8 @@ Separators are tabs or runs of spaces (``fw_ver:\t\t\t\t20.35.1012`` / ``fw_ver:
 
 from __future__ import annotations
 
-from inventory.model import NIC
-from inventory.parsers._common import clean, norm_guid, port_state
+from netbench.inventory.model import NIC
+from netbench.inventory.parsers._common import clean, norm_guid, port_state
 
 
 def parse_ibv_devinfo(text: str) -> list[NIC]:

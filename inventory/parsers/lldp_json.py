@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from inventory.model import SwitchNeighbor
+from netbench.inventory.model import SwitchNeighbor
 
 
 def _v(x: Any) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inventory.parsers._common import clean, first_int, key_values
+from netbench.inventory.parsers._common import clean, first_int, key_values
 
 
 @dataclass

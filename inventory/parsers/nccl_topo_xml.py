@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from inventory.parsers._common import first_float, first_int, safe_xml
+from netbench.inventory.parsers._common import first_float, first_int, safe_xml
 
 _GPU_CLASS = "0x0302"
 _NET_CLASSES = ("0x0207", "0x0200")

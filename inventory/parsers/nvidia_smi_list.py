@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from inventory.model import GPU
+from netbench.inventory.model import GPU
 
 _LINE = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)\s]+)\)\s*$")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import csv
 import io
 
-from inventory.model import GPU
-from inventory.parsers._common import GpuReport, clean, clean_serial, first_int, norm_bus_id
+from netbench.inventory.model import GPU
+from netbench.inventory.parsers._common import GpuReport, clean, clean_serial, first_int, norm_bus_id
 
 
 def parse_nvidia_smi_query(text: str) -> GpuReport:

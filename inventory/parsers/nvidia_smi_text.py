@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.model import GPU
-from inventory.parsers._common import GpuReport, clean, clean_serial, first_int, norm_bus_id
+from netbench.inventory.model import GPU
+from netbench.inventory.parsers._common import GpuReport, clean, clean_serial, first_int, norm_bus_id
 
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 

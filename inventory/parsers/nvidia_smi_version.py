@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inventory.parsers._common import GpuReport, clean
+from netbench.inventory.parsers._common import GpuReport, clean
 
 
 def parse_nvidia_smi_version(text: str) -> GpuReport:

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from inventory.model import GPU
-from inventory.parsers._common import GpuReport, clean, clean_serial, first_int, norm_bus_id, safe_xml
+from netbench.inventory.model import GPU
+from netbench.inventory.parsers._common import (
+    GpuReport,
+    clean,
+    clean_serial,
+    first_int,
+    norm_bus_id,
+    safe_xml,
+)
 
 
 def _text(el: ET.Element, path: str) -> str | None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.model import NVLink
-from inventory.parsers._common import first_float
+from netbench.inventory.model import NVLink
+from netbench.inventory.parsers._common import first_float
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)(?:\s*\(UUID:\s*([^)]+)\))?\s*$")
 _LINK = re.compile(r"^Link\s+(\d+):\s*(.*)$")

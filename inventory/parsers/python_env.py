@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inventory.parsers._common import clean
+from netbench.inventory.parsers._common import clean
 
 
 @dataclass

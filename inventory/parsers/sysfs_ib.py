@@ -11,8 +11,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from inventory.model import NIC
-from inventory.parsers._common import clean, first_float, first_int, norm_bus_id, norm_guid, port_state
+from netbench.inventory.model import NIC
+from netbench.inventory.parsers._common import (
+    clean,
+    first_float,
+    first_int,
+    norm_bus_id,
+    norm_guid,
+    port_state,
+)
 
 _PORT = re.compile(r"(?:^|/)([^/\s]+)/ports/(\d+)/(\w+)$")
 _DEV = re.compile(r"(?:^|/)([^/\s]+)/(fw_ver|board_id|hca_type|node_guid|device|device/\w+)$")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from inventory.model import TopoMatrix
-from inventory.parsers._common import clean, strip_ansi
+from netbench.inventory.model import TopoMatrix
+from netbench.inventory.parsers._common import clean, strip_ansi
 
 _AFFINITY = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")

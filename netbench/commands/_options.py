@@ -14,13 +14,13 @@ from netbench.params import DURATION, SIZE, CsvList
 
 
 def _size(text: str) -> int:
-    from collectives.sizes import parse_size
+    from netbench.collectives.sizes import parse_size
 
     return parse_size(text)
 
 
 def _coll(name: str) -> str:
-    from collectives.ops import get_collective
+    from netbench.collectives.ops import get_collective
 
     return get_collective(name).name
 

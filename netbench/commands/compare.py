@@ -33,9 +33,9 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     import sys
 
     from netbench.baselines import BaselineStore
-    from netbench.errors import UsageError
-    from netbench.rundir import RunDir
-    from reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
+    from netbench.common.errors import UsageError
+    from netbench.common.rundir import RunDir
+    from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
 
     try:
         cur = RunDir.open(run_dir)

@@ -52,13 +52,13 @@ def command(
     """Collect what netbench knows about each node: GPUs, driver, CUDA, NICs and their firmware,
     OFED, NCCL, python/torch, and the switch each node is cabled to. Writes inventory.jsonl and
     run.json into a run directory and prints a table that marks values differing from the fleet."""
-    from inventory.collect import apply_topology, collect_inventory, progress_printer
-    from inventory.local import probe_local
-    from inventory.table import render_json, render_table
-    from netbench.hosts import parse_hosts_file
-    from netbench.rundir import RunDir, utc_now
-    from netbench.ssh import SSHOptions
-    from netbench.topology import parse_topology_file
+    from netbench.common.hosts import parse_hosts_file
+    from netbench.common.rundir import RunDir, utc_now
+    from netbench.common.ssh import SSHOptions
+    from netbench.common.topology import parse_topology_file
+    from netbench.inventory.collect import apply_topology, collect_inventory, progress_printer
+    from netbench.inventory.local import probe_local
+    from netbench.inventory.table import render_json, render_table
 
     entries = parse_hosts_file(hosts_file) if hosts_file else None
     topo = parse_topology_file(topology) if topology else None

@@ -8,7 +8,7 @@ from netbench.params import DURATION, CsvList
 
 
 def _size(text: str) -> int:
-    from collectives.sizes import parse_size
+    from netbench.collectives.sizes import parse_size
 
     return parse_size(text)
 

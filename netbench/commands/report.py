@@ -60,11 +60,11 @@ def command(
     """Analyse RUN_DIR: slow pairs and nodes, firmware, link health, stragglers, errors, regressions."""
     from pathlib import Path
 
-    from netbench.errors import NetbenchError, UsageError
-    from reports.policy import PolicyError
-    from reports.report import write_report
-    from reports.summary import exit_code, format_summary
-    from reports.topology import TopologyError
+    from netbench.common.errors import NetbenchError, UsageError
+    from netbench.reports.policy import PolicyError
+    from netbench.reports.report import write_report
+    from netbench.reports.summary import exit_code, format_summary
+    from netbench.reports.topology import TopologyError
 
     for name, path in (("run directory", run_dir), ("baseline", baseline)):
         if path and not Path(path).is_dir():
@@ -84,7 +84,7 @@ def command(
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise NetbenchError(f"cannot write the report: {exc}") from None
-    from netbench.rundir import RunDir
+    from netbench.common.rundir import RunDir
 
     click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top))
     if html_path is not None and fmt == "text":

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectives.rows import ResultRow
-from netbench.errors import UsageError
+from netbench.collectives.rows import ResultRow
+from netbench.common.errors import UsageError
 
 # -- what a log says --------------------------------------------------------------------------------
 
@@ -440,7 +440,7 @@ def env_hosts(tests: list[NcclTest]) -> dict[str, dict[str, Any]]:
 
 def inventory_nodes(tests: list[NcclTest]) -> list[dict[str, Any]]:
     """Partial NodeInventory records: the GPUs each host's rank lines name (no probe was run)."""
-    from inventory.model import GPU, NodeInventory
+    from netbench.inventory.model import GPU, NodeInventory
 
     nodes: dict[str, NodeInventory] = {}
     for t in tests:
@@ -461,7 +461,7 @@ def import_logs(paths: list[str | Path], out: str | Path | None = None) -> tuple
     path never leaves a half-imported run behind.
     """
     from netbench import __version__
-    from netbench.rundir import RunDir, utc_now
+    from netbench.common.rundir import RunDir, utc_now
 
     if not paths:
         raise UsageError("no nccl-tests log given")

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from collectives import messages
-from netbench.errors import UsageError
+from netbench.collectives import messages
+from netbench.common.errors import UsageError
 from netbench.launch import HostSlot
 
 
@@ -54,7 +54,7 @@ def detect() -> RankEnv:
     if "SLURM_PROCID" in e and "SLURM_NTASKS" in e:
         addr = e.get("MASTER_ADDR")
         if not addr and e.get("SLURM_JOB_NODELIST"):
-            from netbench.hostlist import expand_hostlist
+            from netbench.common.hostlist import expand_hostlist
 
             addr = expand_hostlist(e["SLURM_JOB_NODELIST"])[0]
         if port is None:
@@ -113,7 +113,7 @@ def client(addr: str, port: int) -> Any:
     blocking wait would stall the coordinator's writes if they shared one)."""
     import torch.distributed as dist
 
-    from collectives.rank import STORE_WAIT
+    from netbench.collectives.rank import STORE_WAIT
 
     raw = dist.TCPStore(addr, port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False)
     return dist.PrefixStore("netbench/", raw)
@@ -129,7 +129,7 @@ def _my_address() -> str:
 def gather_slots(store: Any, env: RankEnv, host: str) -> list[HostSlot]:
     """Every rank posts its host; rank 0 turns them into host slots (ranks of a host must be contiguous,
     as torchrun, srun's block distribution and mpirun --map-by node:... all give)."""
-    from collectives.rank import STORE_WAIT
+    from netbench.collectives.rank import STORE_WAIT
 
     store.set(f"host/{env.rank}", host)
     if env.rank != 0:

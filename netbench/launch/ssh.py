@@ -2,8 +2,8 @@
 
 No shared filesystem is needed: the plan travels through the rendezvous store, results come back as
 JSON lines on the channel. The remote command is built from an argv list with shlex quoting (in
-netbench.ssh), never from anything a host reported. Ending the channel kills the remote process
-group (netbench.ssh's watchdog), so Ctrl-C or a dead coordinator leaves nothing running on any host.
+netbench.common.ssh), never from anything a host reported. Ending the channel kills the remote process
+group (netbench.common.ssh's watchdog), so Ctrl-C or a dead coordinator leaves nothing running on any host.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from collectives.envinfo import relevant_env
+from netbench.collectives.envinfo import relevant_env
 from netbench.launch import HostSlot, agent_argv
 
 FORWARDED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "NETBENCH_INJECT", "CUDA_VISIBLE_DEVICES")
@@ -58,8 +58,8 @@ class SSHLauncher:
         """Bind on every interface; tell hosts the address this machine uses towards them."""
         if self.advertise:
             return "0.0.0.0", self.advertise
-        from collectives.envinfo import local_address_towards
-        from netbench.ssh import resolve
+        from netbench.collectives.envinfo import local_address_towards
+        from netbench.common.ssh import resolve
 
         first = next(iter(self.entries.values()))
         target = resolve(first, self.ssh_opts)
@@ -70,7 +70,7 @@ class SSHLauncher:
         return "0.0.0.0", local_address_towards(addr)
 
     def start(self, slot: HostSlot, store_addr: str, store_port: int) -> SSHAgent:
-        from netbench.ssh import connect_entry
+        from netbench.common.ssh import connect_entry
 
         conn = connect_entry(self.entries[slot.host], self.ssh_opts)
         argv = agent_argv(self.python_for(slot.host), slot, store_addr, store_port)

@@ -12,7 +12,7 @@ import shutil
 import sys
 from typing import Any
 
-from netbench.errors import UsageError
+from netbench.common.errors import UsageError
 
 # sweep option -> worker flag; flags whose value is a list are joined with commas
 _PASS = {
@@ -74,7 +74,7 @@ def mpi_hostfile(hosts_file: str, default_slots: int) -> str:
     """Open MPI's hostfile (``host slots=N``) from a netbench hosts file: mpirun rejects our labels."""
     import tempfile
 
-    from netbench.hosts import parse_hosts_file
+    from netbench.common.hosts import parse_hosts_file
 
     entries = parse_hosts_file(hosts_file)
     fd, path = tempfile.mkstemp(prefix="netbench-mpi-hosts-", suffix=".txt")

@@ -31,7 +31,7 @@ def drain_and_check(findings: list[Any], n_hosts: int) -> tuple[list[str], list[
 # -- stages 2 and 4: measuring -----------------------------------------------------------------------
 def quick_rounds(hosts: list[str], partners: int) -> list[list[Pair]]:
     """The first circle-method rounds, until every host has ``partners`` partners (or all of them)."""
-    from collectives.pairs import circle_rounds
+    from netbench.collectives.pairs import circle_rounds
 
     want = min(partners, len(hosts) - 1)
     have: Counter[str] = Counter()
@@ -117,7 +117,7 @@ def judge(
     def slow(ratio: float, factor: float) -> bool:
         return ratio <= factor and math.log(max(ratio, 1e-12)) <= -thresholds.mad_k * noise_sigma
 
-    from reports.topology import hop_class
+    from netbench.reports.topology import hop_class
 
     bad = set(suspects)
     link_keys = {frozenset(p) for p in links}
@@ -200,7 +200,7 @@ def judge(
 def apply_retests(findings: list[Any], retests: dict[str, Retest], default_reason: str) -> list[Any]:
     """Measured slowness drains only when confirmed: slow_node/slow_pair findings get the re-test's
     verdict as evidence; unconfirmed nodes fall from fail to warn, cleared suspects to info."""
-    from reports.findings import SEVERITY_RANK, Finding
+    from netbench.reports.findings import SEVERITY_RANK, Finding
 
     seen = set()
     for f in findings:

@@ -9,7 +9,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from netbench.errors import NetbenchError
+from netbench.common.errors import NetbenchError
 
 EXIT_COULD_NOT_RUN = 3
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
@@ -73,7 +73,7 @@ class PreflightOptions:
                 raise PreflightError(f"--{name.replace('_', '-')} must be >= 1")
         if self.rounds is not None and self.rounds < 1:
             raise PreflightError("--rounds must be >= 1")
-        from collectives.ops import get_collective
+        from netbench.collectives.ops import get_collective
 
         try:
             self.collective = get_collective(self.collective).name

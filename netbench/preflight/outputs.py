@@ -6,24 +6,24 @@ from pathlib import Path
 from typing import Any
 
 from netbench.preflight.options import PreflightResult
-from reports.report import atomic_write
+from netbench.reports.report import atomic_write
 
 
 def _size(n: int) -> str:
-    from collectives.sizes import format_size
+    from netbench.collectives.sizes import format_size
 
     return format_size(n)
 
 
 def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool) -> Path | None:
     """findings.json and report.html, with preflight's re-test verdicts applied to the findings."""
-    from reports.report import write_outputs as write_report_files
+    from netbench.reports.report import write_outputs as write_report_files
 
     return write_report_files(rundir.path, ctx, findings, html=html)
 
 
 def _checks() -> list[str]:
-    from reports.rules import RULE_IDS
+    from netbench.reports.rules import RULE_IDS
 
     return [r for r in RULE_IDS if r not in ("analysis_error", "findings_truncated")]
 
@@ -31,7 +31,7 @@ def _checks() -> list[str]:
 def json_report(result: PreflightResult) -> dict[str, Any]:
     """``netbench.report/1`` (docs/output-json.md) with preflight's drain rule and a ``check`` list
     of links/switches, plus a ``preflight`` block (budget, stage times, suspects, re-tests)."""
-    from reports.export.json_out import to_report
+    from netbench.reports.export.json_out import to_report
 
     doc = to_report(result.findings, result.rundir.read_run(), checks=_checks(), hosts=result.hosts)
     doc.update(drain=result.drain, check=result.check, preflight=result.info)
@@ -49,8 +49,8 @@ def write_outputs(
     drain_list: str | None = None,
 ) -> None:
     """The files a caller asked for, each written atomically."""
-    from reports.export import csv as csv_out
-    from reports.export import json_out, junit, prometheus
+    from netbench.reports.export import csv as csv_out
+    from netbench.reports.export import json_out, junit, prometheus
 
     run = result.rundir.read_run()
     if drain_list:
@@ -79,8 +79,8 @@ def write_error_outputs(
     """Could not run: the JSON says ``verdict: error`` (exit 3), JUnit one failing case, the drain
     list is emptied (a stale one must not be acted on). Prometheus/CSV are left alone: a stale
     textfile is what the staleness alert is for."""
-    from reports.export import json_out, junit
-    from reports.findings import Finding
+    from netbench.reports.export import json_out, junit
+    from netbench.reports.findings import Finding
 
     if drain_list:
         atomic_write(drain_list, "")
@@ -99,7 +99,7 @@ def write_error_outputs(
 
 def format_summary(result: PreflightResult) -> str:
     """The verdict block for stderr (stdout carries only the drain list)."""
-    from reports.summary import format_summary as summary
+    from netbench.reports.summary import format_summary as summary
 
     lines = [summary(result.findings, "text", result.rundir.read_run(), 10)]
     if result.check:

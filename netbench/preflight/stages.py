@@ -39,9 +39,9 @@ from netbench.preflight.outputs import _size, _write_report
 def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
     """Hosts file, policy and baseline, or PreflightError (exit 3) naming what is wrong."""
     from netbench.baselines import BaselineStore
-    from netbench.errors import UsageError
-    from netbench.hosts import parse_hosts_file
-    from reports.policy import PolicyError, load_policy
+    from netbench.common.errors import UsageError
+    from netbench.common.hosts import parse_hosts_file
+    from netbench.reports.policy import PolicyError, load_policy
 
     try:
         entries = parse_hosts_file(opts.hosts_file)
@@ -64,7 +64,7 @@ def analyse(
     rundir: Any, policy: Any, topology: dict[str, str] | None, baseline: Path | None = None
 ) -> tuple[Any, list[Any]]:
     """The standard analysis of the run directory as it is now: (context, findings worst first)."""
-    from reports.analysis import load_context, run_rules
+    from netbench.reports.analysis import load_context, run_rules
 
     ctx = load_context(rundir.path, baseline, policy, topology or None)
     return ctx, run_rules(ctx)
@@ -79,7 +79,7 @@ def stage_inventory(
     echo: Callable[[str], None],
 ) -> dict[str, Any]:
     """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
-    from inventory.collect import collect_inventory
+    from netbench.inventory.collect import collect_inventory
 
     timeout = max(1.0, min(60.0, budget.left()))
     # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
@@ -107,7 +107,7 @@ def make_setup(
     echo: Callable[[str], None],
 ) -> _Setup:
     """Backend (NCCL when every node has GPUs), ranks per host and the one sweep spec of every phase."""
-    from collectives.plan import SweepSpec
+    from netbench.collectives.plan import SweepSpec
 
     backend = opts.backend
     if backend is None:
@@ -139,8 +139,8 @@ def measure(
     setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str], gate: PhaseGate
 ) -> Any:
     """One launch of ranks on the hosts involved: the pair phases, then the ring (if any hosts)."""
-    from collectives.plan import GroupSpec, Phase, WorkerPlan
     from netbench.cluster import pair_group_id
+    from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
     from netbench.launch import HostSlot
     from netbench.launch.ssh import SSHLauncher
     from netbench.sweep import execute
@@ -300,10 +300,10 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows."""
     from netbench import __version__
     from netbench.cluster import host_switches
-    from netbench.rundir import RunDir, utc_now
-    from netbench.ssh import SSHOptions
-    from reports.export.json_out import verdict
-    from reports.findings import worst
+    from netbench.common.rundir import RunDir, utc_now
+    from netbench.common.ssh import SSHOptions
+    from netbench.reports.export.json_out import verdict
+    from netbench.reports.findings import worst
 
     budget = Budget(opts.budget_s, clock=clock)
     stages: dict[str, float] = {}

@@ -14,7 +14,7 @@ import io
 import json
 from typing import Any
 
-from collectives.rows import ResultRow
+from netbench.collectives.rows import ResultRow
 
 _FIELDS = [f.name for f in dataclasses.fields(ResultRow)]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reports.export._common import as_finding, passed_checks, severity_counts
-from reports.findings import Finding
+from netbench.reports.export._common import as_finding, passed_checks, severity_counts
+from netbench.reports.findings import Finding
 
 SCHEMA = "netbench.report/1"
 _RUN_KEYS = ("run_id", "started", "finished", "netbench_version", "launcher", "status")

@@ -23,8 +23,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from reports.export._common import as_finding, iso_to_epoch, severity_counts
-from reports.findings import Finding
+from netbench.reports.export._common import as_finding, iso_to_epoch, severity_counts
+from netbench.reports.findings import Finding
 
 _MAX_HOSTS_IN_LABEL = 16
 _ROW_METRICS = (

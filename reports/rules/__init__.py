@@ -3,7 +3,7 @@ with a ``RULE`` and one line here; the machinery (``reports.analysis``) needs no
 
 from __future__ import annotations
 
-from reports.rules import (
+from netbench.reports.rules import (
     cross_switch,
     errors,
     expected,
@@ -14,7 +14,7 @@ from reports.rules import (
     stragglers,
     versions,
 )
-from reports.rules.base import Rule
+from netbench.reports.rules.base import Rule
 
 RULES: list[Rule] = [
     errors.RULE,

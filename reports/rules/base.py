@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reports.context import AnalysisContext
-    from reports.findings import Finding
+    from netbench.reports.context import AnalysisContext
+    from netbench.reports.findings import Finding
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,6 @@ def pct(ratio: float) -> str:
 
 
 def size_label(nbytes: int) -> str:
-    from collectives.sizes import format_size
+    from netbench.collectives.sizes import format_size
 
     return format_size(int(nbytes))

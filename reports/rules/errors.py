@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule, size_label
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule, size_label
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 

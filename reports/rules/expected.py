@@ -5,10 +5,10 @@ entries this rule says nothing: the peer-relative rules never need a fixed guess
 
 from __future__ import annotations
 
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule, size_label
-from reports.stats import sig3
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule, size_label
+from netbench.reports.stats import sig3
 
 _LIST = 20
 

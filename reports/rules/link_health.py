@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule
-from reports.topology import majority
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule
+from netbench.reports.topology import majority
 
 _UP = {"active", "up", "linkup"}
 

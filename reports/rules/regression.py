@@ -13,15 +13,15 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule, size_label
-from reports.stats import g3, sig3
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule, size_label
+from netbench.reports.stats import g3, sig3
 
 
 def env_differences(ctx: AnalysisContext) -> list[tuple[str, str | None, str | None]]:
     """(key, baseline, current) for env.json and the inventory fingerprint (firmware, OFED ...)."""
-    from reports.compare import env_diff, fingerprint
+    from netbench.reports.compare import env_diff, fingerprint
 
     if ctx.baseline is None:
         return []
@@ -41,7 +41,7 @@ def _s(v: Any) -> str | None:
 def check(ctx: AnalysisContext) -> list[Finding]:
     if ctx.baseline is None:
         return []
-    from reports.compare import compare_rows
+    from netbench.reports.compare import compare_rows
 
     t = ctx.policy.thresholds
     cur = _rows_for_compare(ctx.rows)

@@ -12,11 +12,10 @@ import dataclasses
 from collections import Counter
 
 import numpy as np
-
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule, pct, size_label
-from reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, sig3, z_threshold
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule, pct, size_label
+from netbench.reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, sig3, z_threshold
 
 
 def find_slow_nodes(ctx: AnalysisContext) -> list[Finding]:

@@ -13,11 +13,10 @@ in, which an additive model cannot express, and the slow-node finding already na
 from __future__ import annotations
 
 import numpy as np
-
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule, pct, size_label
-from reports.stats import fdr_cut, g3, sig3, z_threshold
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule, pct, size_label
+from netbench.reports.stats import fdr_cut, g3, sig3, z_threshold
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:

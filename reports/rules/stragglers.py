@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule
-from reports.stats import g3, sig3
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule
+from netbench.reports.stats import g3, sig3
 
 
 def _binom_sf(k: int, n: int, p: float) -> float:

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from inventory.versions import compare_versions
-from inventory.versions import parse_version as _parse_version
-from reports.context import AnalysisContext
-from reports.findings import Finding
-from reports.rules.base import Rule
+from netbench.inventory.versions import compare_versions
+from netbench.inventory.versions import parse_version as _parse_version
+from netbench.reports.context import AnalysisContext
+from netbench.reports.findings import Finding
+from netbench.reports.rules.base import Rule
 
 LABELS = {
     "driver": "GPU driver",

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netbench.errors import UsageError
-from netbench.hostlist import expand_hostlist
+from netbench.common.errors import UsageError
+from netbench.common.hostlist import expand_hostlist
 
 MAX_NAME = 253
 MAX_VALUE = 256

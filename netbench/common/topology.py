@@ -18,8 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netbench.errors import UsageError
-from netbench.hostlist import expand_hostlist
+from netbench.common.errors import UsageError
+from netbench.common.hostlist import expand_hostlist
 
 SAME_LEAF, CROSS_LEAF, UNKNOWN = "same-leaf", "cross-leaf", "unknown"
 _KNOWN_KEYS = {"switchname", "nodes", "switches", "linkspeed", "blockname", "blocksizes"}

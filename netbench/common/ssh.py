@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netbench.errors import NetbenchError
+from netbench.common.errors import NetbenchError
 
 if TYPE_CHECKING:  # paramiko is imported lazily: `netbench --help` must stay instant
     import paramiko
 
-log = logging.getLogger("netbench.ssh")
+log = logging.getLogger("netbench.common.ssh")
 
 SSH_ERROR_KINDS = ("unreachable", "auth_failed", "host_key_refused", "host_key_changed", "timeout", "error")
 PGID_MARKER = "__NETBENCH_PGID__"
@@ -190,7 +190,7 @@ def _split_jump(spec: str) -> tuple[str | None, str, int | None]:
 
 
 def _validate_host(host: str, what: str) -> None:
-    from netbench.hosts import validate_hostname
+    from netbench.common.hosts import validate_hostname
 
     why = validate_hostname(host)
     if why:
