@@ -43,9 +43,10 @@ def generate(nodes: int, leaves: int, out: Path) -> dict:
 
 def timed(run: Path) -> dict:
     """In this (fresh) process: the phases of write_report, timed one by one."""
-    from netbench.reports.analysis import load_context, run_rules
+    from netbench.common.findings import write_findings
     from netbench.reports.context import gc_paused
-    from netbench.reports.html import findings_doc, render_html
+    from netbench.reports.engine import load_context, run_rules
+    from netbench.reports.html import findings_record, render_html
 
     with gc_paused():
         t0 = time.perf_counter()
@@ -53,7 +54,7 @@ def timed(run: Path) -> dict:
         t1 = time.perf_counter()
         findings = run_rules(ctx)
         t2 = time.perf_counter()
-        (run / "findings.json").write_text(json.dumps(findings_doc(findings, ctx), default=str))
+        write_findings(run, findings_record(findings, ctx))
         (run / "report.html").write_text(render_html(ctx, findings), encoding="utf-8")
         t3 = time.perf_counter()
     return {

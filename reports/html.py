@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from netbench.collectives.rows import CONTRACT_FIELDS
 from netbench.collectives.sizes import format_size
-from netbench.reports.findings import SCHEMA as FINDINGS_SCHEMA
-from netbench.reports.findings import SEVERITY_RANK, Finding
-from netbench.reports.summary import counts, headline, to_check, to_drain, verdict
+from netbench.reports.summary import headline, to_check, to_drain
+
+from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -573,17 +573,14 @@ def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[byte
     )
 
 
-def findings_doc(findings: list[Finding], ctx: AnalysisContext) -> dict[str, Any]:
-    """What findings.json holds: the verdict, counts and every finding."""
-    return {
-        "schema": FINDINGS_SCHEMA,
-        "run_id": (ctx.run or {}).get("run_id"),
-        "verdict": verdict(findings),
-        "counts": counts(findings),
-        "policy": ctx.policy.source,
-        "baseline": ctx.baseline.path if ctx.baseline else None,
-        "findings": [_clean(f.to_dict()) for f in findings],
-    }
+def findings_record(findings: list[Finding], ctx: AnalysisContext) -> FindingsRecord:
+    """The findings.json record of this analysis (also embedded in the page for its download)."""
+    return FindingsRecord(
+        findings=tuple(findings),
+        run_id=(ctx.run or {}).get("run_id"),
+        policy=ctx.policy.source,
+        baseline=ctx.baseline.path if ctx.baseline else None,
+    )
 
 
 def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
@@ -599,7 +596,11 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
         figures.append(heat)
     gz, nrows, csv_note = rows_csv_gz(ctx)
     run_id = (ctx.run or {}).get("run_id") or (ctx.run_dir.name if ctx.run_dir else "run")
-    data = {"figures": figures, "findings_doc": findings_doc(findings, ctx), "csv_name": f"{run_id}-rows.csv"}
+    data = {
+        "figures": figures,
+        "findings_doc": findings_record(findings, ctx).to_dict(),
+        "csv_name": f"{run_id}-rows.csv",
+    }
     data_json = safe_json(data)
     if zjson is not None:
         data_json = data_json.replace('"__NB_Z__"', zjson, 1)

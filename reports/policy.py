@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from netbench.collectives.sizes import parse_size
-from netbench.reports.findings import SEVERITIES
+from netbench.common.findings import SEVERITIES
+from netbench.reports.rule_ids import ALL_IDS
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
 VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")
@@ -175,11 +176,9 @@ class Policy:
     source: str | None = None  # the file it came from, for the report
 
     def __post_init__(self) -> None:
-        from netbench.reports.rules import RULE_IDS  # the registry knows every rule id
-
         for rule, sev in self.severity.items():
-            if rule not in RULE_IDS:
-                raise PolicyError(f"unknown rule severity.{rule} (known: {', '.join(sorted(RULE_IDS))})")
+            if rule not in ALL_IDS:
+                raise PolicyError(f"unknown rule severity.{rule} (known: {', '.join(sorted(ALL_IDS))})")
             if sev not in SEVERITIES:
                 raise PolicyError(f"severity.{rule} must be one of {SEVERITIES}, got {sev!r}")
 

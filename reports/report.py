@@ -6,31 +6,22 @@ directory (atomically: a half-written report never replaces a good one) and retu
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
-from netbench.reports.analysis import load_context, run_rules
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding, write_findings
+from netbench.common.rundir import atomic_write
+from netbench.reports.engine import load_context, run_rules
 from netbench.reports.policy import Policy
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write then rename: a reader (a browser, node_exporter, a CI step) never sees half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def write_outputs(
     out: Path, ctx: Any, findings: list[Finding], html: bool = True, plotlyjs: str = "inline"
 ) -> Path | None:
     """findings.json always; report.html unless ``html`` is False. Returns the HTML path or None."""
-    from netbench.reports.html import findings_doc, render_html
+    from netbench.reports.html import findings_record, render_html
 
-    atomic_write(out / "findings.json", json.dumps(findings_doc(findings, ctx), indent=2, default=str) + "\n")
+    write_findings(out, findings_record(findings, ctx))
     if not html:
         return None
     path = out / "report.html"

@@ -6,28 +6,16 @@ The same verdict logic feeds the exit code and the HTML banner, so the three nev
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
-from netbench.reports.findings import SEVERITIES, Finding, worst
+from netbench.common.findings import Finding, counts, verdict
 
-VERDICTS = {None: "PASS", "info": "PASS", "warn": "WARN", "fail": "FAIL"}
 EXIT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}
-
-
-def verdict(findings: list[Finding]) -> str:
-    """PASS (nothing worse than info), WARN (warnings), FAIL (failures)."""
-    return VERDICTS[worst(findings)]
 
 
 def exit_code(findings: list[Finding]) -> int:
     """0: no warn/fail findings, 1: warnings only, 2: failures."""
     return EXIT_CODES[verdict(findings)]
-
-
-def counts(findings: list[Finding]) -> dict[str, int]:
-    c = Counter(f.severity for f in findings)
-    return {s: c.get(s, 0) for s in reversed(SEVERITIES)}
 
 
 def to_drain(findings: list[Finding]) -> list[str]:

@@ -204,7 +204,7 @@ def test_outdated_firmware_warns_when_the_policy_says_warn(fw_net, tmp_path: Pat
     case = next(c for c in suite.iter("testcase") if c.get("classname") == "netbench.version_below_minimum")
     assert case.find("failure") is None and "WARN" in case.find("system-out").text
     # the same findings with --junit-warn-as-failure: re-export from the run directory's findings
-    from netbench.reports.findings import Finding
+    from netbench.common.findings import Finding
 
     from netbench.preflight import PreflightResult, write_outputs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
 from netbench.reports.policy import Thresholds
 
 from netbench.cli import main

@@ -92,7 +92,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, healthy, args, needle):
 
 
 def test_terminal_summary_does_not_obey_host_control_characters(tmp_path):
-    from netbench.reports.findings import Finding
+    from netbench.common.findings import Finding
 
     f = Finding(
         rule="port_down",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from netbench.reports.analysis import run_rules
+from netbench.reports.engine import run_rules
 from netbench.reports.context import AnalysisContext
 from netbench.reports.policy import Policy, Thresholds
 from netbench.reports.rules import cross_switch, slow_node, slow_pair

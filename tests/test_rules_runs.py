@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from netbench.reports.analysis import analyze, run_rules
+from netbench.reports.engine import analyze, run_rules
 from netbench.reports.context import AnalysisContext, Baseline, rows_frame
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
 from netbench.reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
 from netbench.reports.rules import errors, expected, stragglers
 from netbench.reports.rules.base import Rule

@@ -6,7 +6,7 @@ Layout (each JSON file carries a ``schema``)::
     env.json          per host: python, torch, NCCL, CUDA ... and NCCL_* variables
     inventory.jsonl   one NodeInventory per host
     results.jsonl     one ResultRow per measurement, appended + flushed + fsync'd as measured
-    findings.json     derived (netbench report)
+    findings.json     derived (netbench report): netbench.common.findings
     report.html       derived (netbench report)
 
 Rows are fsync'd one by one because the point of a benchmark that dies half way is to keep the
@@ -40,6 +40,15 @@ def new_run_id() -> str:
 
 def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    """Write then rename: a reader (a browser, node_exporter, a CI step) never sees half a file. The
+    temporary name carries the pid, so two writers of one path never share a temporary file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -200,7 +200,7 @@ def judge(
 def apply_retests(findings: list[Any], retests: dict[str, Retest], default_reason: str) -> list[Any]:
     """Measured slowness drains only when confirmed: slow_node/slow_pair findings get the re-test's
     verdict as evidence; unconfirmed nodes fall from fail to warn, cleared suspects to info."""
-    from netbench.reports.findings import SEVERITY_RANK, Finding
+    from netbench.common.findings import SEVERITY_RANK, Finding
 
     seen = set()
     for f in findings:

@@ -80,7 +80,7 @@ def write_error_outputs(
     list is emptied (a stale one must not be acted on). Prometheus/CSV are left alone: a stale
     textfile is what the staleness alert is for."""
     from netbench.reports.export import json_out, junit
-    from netbench.reports.findings import Finding
+    from netbench.common.findings import Finding
 
     if drain_list:
         atomic_write(drain_list, "")

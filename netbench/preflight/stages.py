@@ -64,7 +64,7 @@ def analyse(
     rundir: Any, policy: Any, topology: dict[str, str] | None, baseline: Path | None = None
 ) -> tuple[Any, list[Any]]:
     """The standard analysis of the run directory as it is now: (context, findings worst first)."""
-    from netbench.reports.analysis import load_context, run_rules
+    from netbench.reports.engine import load_context, run_rules
 
     ctx = load_context(rundir.path, baseline, policy, topology or None)
     return ctx, run_rules(ctx)
@@ -303,7 +303,7 @@ def run_preflight(
     from netbench.common.rundir import RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
-    from netbench.reports.findings import worst
+    from netbench.common.findings import worst
 
     budget = Budget(opts.budget_s, clock=clock)
     stages: dict[str, float] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from netbench.reports.findings import SEVERITIES, Finding
+from netbench.common.findings import SEVERITIES, Finding
 
 
 def as_finding(f: Finding | dict[str, Any]) -> Finding:

@@ -24,7 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from netbench.reports.export._common import as_finding, iso_to_epoch, severity_counts
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
 
 _MAX_HOSTS_IN_LABEL = 16
 _ROW_METRICS = (

@@ -1,5 +1,7 @@
 """The registry: every rule, in the order their findings are listed. Add a rule = add a module
-with a ``RULE`` and one line here; the machinery (``reports.analysis``) needs no change."""
+with a ``RULE``, its finding ids to ``reports.rule_ids`` and one line here; the machinery
+(``reports.engine``) needs no change. A rule module imports no other rule module: what two rules
+share is an analysis (``reports.analyses``), computed once and read from the context."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from netbench.reports.rules import (
     stragglers,
     versions,
 )
+from netbench.reports.rule_ids import ENGINE_IDS
 from netbench.reports.rules.base import Rule
 
 RULES: list[Rule] = [
@@ -28,7 +31,5 @@ RULES: list[Rule] = [
     regression.RULE,
 ]
 
-#: every finding id a rule may emit -> its default severity (policy [severity] keys are checked here)
-RULE_IDS: dict[str, str] = {rid: sev for rule in RULES for rid, sev in rule.ids.items()}
-RULE_IDS["analysis_error"] = "warn"  # a rule that crashed on this data (reported, not fatal)
-RULE_IDS["findings_truncated"] = "info"  # more findings of one rule than the report lists
+#: every finding id the registry and the engine emit -> its default severity, in the registry's order
+RULE_IDS: dict[str, str] = {rid: sev for rule in RULES for rid, sev in rule.ids.items()} | ENGINE_IDS

@@ -1,5 +1,5 @@
 """What a rule is: a name, the finding ids it may emit (with their default severity), and one
-function from an AnalysisContext to findings. The machinery (``reports.analysis``) runs every
+function from an AnalysisContext to findings. The machinery (``reports.engine``) runs every
 registered rule, applies the policy's severity overrides and caps, and sorts; rules do none of that.
 """
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
-    from netbench.reports.findings import Finding
+    from netbench.common.findings import Finding
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ penalty is the pair model's class levels: cross-spine pairs vs same-leaf pairs a
 from __future__ import annotations
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
 from netbench.reports.topology import LEAF, SPINE, grouped_order, ring_crossings
@@ -116,7 +117,7 @@ def _penalty(ctx: AnalysisContext) -> list[Finding]:
 
 RULE = Rule(
     name="cross_switch",
-    ids={"cross_switch_order": "warn", "cross_spine_penalty": "info"},
+    ids=ids("cross_switch_order", "cross_spine_penalty"),
     check=check,
     doc=__doc__ or "",
 )

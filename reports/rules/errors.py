@@ -10,7 +10,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
@@ -108,7 +109,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 RULE = Rule(
     name="errors",
-    ids={"wrong_results": "fail", "timeout": "fail", "error": "fail", "host_failing": "fail"},
+    ids=ids("wrong_results", "timeout", "error", "host_failing"),
     check=check,
     doc=__doc__ or "",
 )

@@ -6,7 +6,8 @@ entries this rule says nothing: the peer-relative rules never need a fixed guess
 from __future__ import annotations
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import sig3
 
@@ -73,4 +74,4 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     return out
 
 
-RULE = Rule(name="expected", ids={"below_expected": "warn"}, check=check, doc=__doc__ or "")
+RULE = Rule(name="expected", ids=ids("below_expected"), check=check, doc=__doc__ or "")

@@ -12,7 +12,8 @@ from collections import Counter
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 from netbench.reports.topology import majority
 
@@ -247,15 +248,7 @@ def _nvlink(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
 
 RULE = Rule(
     name="link_health",
-    ids={
-        "node_unreachable": "warn",
-        "gpu_count_low": "fail",
-        "port_down": "fail",
-        "nic_rate_low": "warn",
-        "pcie_degraded": "warn",
-        "pcie_gen_low": "info",
-        "nvlink_down": "fail",
-    },
+    ids=ids("node_unreachable", "gpu_count_low", "port_down", "nic_rate_low", "pcie_degraded", "pcie_gen_low", "nvlink_down"),
     check=check,
     doc=__doc__ or "",
 )

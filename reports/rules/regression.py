@@ -14,7 +14,8 @@ from collections import defaultdict
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
 
@@ -153,5 +154,5 @@ def _rows_for_compare(df) -> list[dict[str, Any]]:  # noqa: ANN001 - a DataFrame
 
 
 RULE = Rule(
-    name="regression", ids={"regression": "warn", "env_changed": "info"}, check=check, doc=__doc__ or ""
+    name="regression", ids=ids("regression", "env_changed"), check=check, doc=__doc__ or ""
 )

@@ -13,7 +13,8 @@ from collections import Counter
 
 import numpy as np
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, pct, size_label
 from netbench.reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, sig3, z_threshold
 
@@ -117,5 +118,5 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 
 RULE = Rule(
-    name="slow_node", ids={"slow_node": "fail", "slow_switch": "fail"}, check=check, doc=__doc__ or ""
+    name="slow_node", ids=ids("slow_node", "slow_switch"), check=check, doc=__doc__ or ""
 )

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, pct, size_label
 from netbench.reports.stats import fdr_cut, g3, sig3, z_threshold
 
@@ -98,4 +99,4 @@ def _slow_node_levels(ctx: AnalysisContext) -> dict[str, float]:
     return out
 
 
-RULE = Rule(name="slow_pair", ids={"slow_pair": "warn"}, check=check, doc=__doc__ or "")
+RULE = Rule(name="slow_pair", ids=ids("slow_pair"), check=check, doc=__doc__ or "")

@@ -12,7 +12,8 @@ import math
 from collections import Counter, defaultdict
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 from netbench.reports.stats import g3, sig3
 
@@ -84,4 +85,4 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     return out
 
 
-RULE = Rule(name="stragglers", ids={"straggler": "warn"}, check=check, doc=__doc__ or "")
+RULE = Rule(name="stragglers", ids=ids("straggler"), check=check, doc=__doc__ or "")

@@ -17,7 +17,8 @@ from typing import Any
 from netbench.inventory.versions import compare_versions
 from netbench.inventory.versions import parse_version as _parse_version
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import Finding
+from netbench.common.findings import Finding
+from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 
 LABELS = {
@@ -218,12 +219,7 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
 
 RULE = Rule(
     name="versions",
-    ids={
-        "version_below_minimum": "fail",
-        "outdated_firmware": "warn",
-        "firmware_mismatch": "warn",
-        "version_behind_newest": "info",
-    },
+    ids=ids("version_below_minimum", "outdated_firmware", "firmware_mismatch", "version_behind_newest"),
     check=check,
     doc=__doc__ or "",
 )

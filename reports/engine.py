@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.reports.findings import SEVERITY_RANK, Finding
+from netbench.common.findings import SEVERITY_RANK, Finding
 from netbench.reports.policy import Policy, load_policy
 
 
