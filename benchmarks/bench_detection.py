@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from netbench.collectives.sizes import format_size  # noqa: E402
-from netbench.reports.engine import run_rules  # noqa: E402
 from netbench.reports.context import AnalysisContext, gc_paused  # noqa: E402
+from netbench.reports.engine import run_rules  # noqa: E402
 from netbench.reports.synthetic import host_names, make_fleet, plant_faults  # noqa: E402
 
 

@@ -43,10 +43,11 @@ def generate(nodes: int, leaves: int, out: Path) -> dict:
 
 def timed(run: Path) -> dict:
     """In this (fresh) process: the phases of write_report, timed one by one."""
-    from netbench.common.findings import write_findings
     from netbench.reports.context import gc_paused
     from netbench.reports.engine import load_context, run_rules
     from netbench.reports.html import findings_record, render_html
+
+    from netbench.common.findings import write_findings
 
     with gc_paused():
         t0 = time.perf_counter()

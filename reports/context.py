@@ -1,6 +1,7 @@
 """Everything a rule may look at, loaded once: rows, inventory, env, run info, topology, policy,
-baseline. Rules read it and return findings; they never open files themselves, which is what lets
-tests build a context from constructed data (``AnalysisContext.from_data``).
+baseline, preflight's re-test evidence, and the analyses computed from them (``reports.analyses``).
+Rules read it and return findings; they never open files themselves, which is what lets tests build
+a context from constructed data (``AnalysisContext.from_data``), analyses included.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from netbench.reports.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
     import pandas as pd
+    from netbench.reports.analyses import Analyses, RetestEvidence
     from netbench.reports.pairmodel import PairModel
 
 
@@ -73,6 +75,8 @@ class AnalysisContext:
     topology: dict[str, str] | None = None  # host -> switch from a --topology file
     baseline: Baseline | None = None
     run_dir: Path | None = None
+    retests: RetestEvidence | None = None  # preflight's re-tests of its suspects, an input
+    given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
@@ -85,7 +89,10 @@ class AnalysisContext:
         policy: Policy | None = None,
         topology: dict[str, str] | None = None,
         baseline: Baseline | None = None,
+        retests: RetestEvidence | None = None,
+        analyses: Analyses | None = None,
     ) -> AnalysisContext:
+        """``analyses``: hand-made results for a test of one rule (otherwise computed from the rows)."""
         return cls(
             rows=rows_frame(rows),
             inventory=[_inv_dict(n) for n in inventory or []],
@@ -94,6 +101,8 @@ class AnalysisContext:
             policy=policy or Policy(),
             topology=topology,
             baseline=baseline,
+            retests=retests,
+            given_analyses=analyses,
         )
 
     @classmethod
@@ -103,9 +112,10 @@ class AnalysisContext:
         baseline: str | Path | None = None,
         policy: Policy | None = None,
         topology: dict[str, str] | None = None,
+        retests: RetestEvidence | None = None,
     ) -> AnalysisContext:
         with gc_paused():
-            return cls._load(run_dir, baseline, policy, topology)
+            return cls._load(run_dir, baseline, policy, topology, retests)
 
     @classmethod
     def _load(
@@ -114,6 +124,7 @@ class AnalysisContext:
         baseline: str | Path | None,
         policy: Policy | None,
         topology: dict[str, str] | None,
+        retests: RetestEvidence | None,
     ) -> AnalysisContext:
         from netbench.common.rundir import RunDir
 
@@ -129,7 +140,7 @@ class AnalysisContext:
                 inventory=bd.read_inventory(),
             )
         ctx = cls.from_data(
-            rd.read_rows(), rd.read_inventory(), rd.read_env(), rd.read_run(), policy, topology, base
+            rd.read_rows(), rd.read_inventory(), rd.read_env(), rd.read_run(), policy, topology, base, retests
         )
         ctx.run_dir = rd.path
         if ctx.topology is None:
@@ -166,20 +177,19 @@ class AnalysisContext:
     def ok_rows(self) -> pd.DataFrame:
         return self.rows[self.rows["status"] == "ok"]
 
-    @cached_property
-    def slow_node_findings(self) -> list[Any]:
-        """The slow-node rule's verdicts, computed once: the slow-pair rule needs them to tell a slow
-        node's pairs from slow links. Rules hand out copies (severity overrides mutate findings)."""
-        from netbench.reports.rules.slow_node import find_slow_nodes
+    @property
+    def analyses(self) -> Analyses:
+        """The shared analyses of these inputs, computed once, on first use (or given to from_data)."""
+        if self.given_analyses is None:
+            from netbench.reports.analyses import analyse
 
-        return find_slow_nodes(self)
+            self.given_analyses = analyse(self)
+        return self.given_analyses
 
-    @cached_property
+    @property
     def pair_model(self) -> PairModel | None:
         """The robust pair/node model over large-message pair busbw (None without pair rows)."""
-        from netbench.reports.pairmodel import fit_pair_model
-
-        return fit_pair_model(self)
+        return self.analyses.pair_model
 
     def large_sizes(self, sizes: list[int]) -> list[int]:
         """The sizes that count as large: >= large_min_bytes, else the largest; at most N of them."""
@@ -203,31 +213,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def read_rows_fast(path: Path) -> list[dict[str, Any]]:
-    """results.jsonl as dicts, quickly: one json.loads over the whole file with the cyclic GC paused.
-
-    Per-line json.loads with the GC running costs ~4x more on 500k rows (the GC rescans every new
-    dict again and again). A truncated or corrupt line makes the one-shot parse fail; then the
-    tolerant line-by-line reader (netbench.common.rundir.read_jsonl) is used, which skips such lines.
-    """
-    import json
-
-    from netbench.common.rundir import read_jsonl
-
-    if not path.exists():
-        return []
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    with gc_paused():
-        try:
-            rows = json.loads("[" + ",".join(lines) + "]")
-            if all(isinstance(r, dict) for r in rows):
-                return rows
-        except json.JSONDecodeError:
-            pass
-    return read_jsonl(path)
 
 
 def _inv_dict(node: Any) -> dict[str, Any]:

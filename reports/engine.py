@@ -1,7 +1,8 @@
 """The machinery, written once: load a run, run every registered rule, apply the policy.
 
-Rules only look at an AnalysisContext and return findings. Here: severity overrides from the
-policy, a cap per rule (a broken fabric must not produce a 500,000-line report; the rest is
+Rules only look at an AnalysisContext (its inputs and the analyses computed once from them) and
+return findings. Here: severity overrides from the policy (for the rules that do not apply them
+themselves), a cap per rule (a broken fabric must not produce a 500,000-line report; the rest is
 summarised in one finding), a crashed rule turned into a finding instead of a lost report, and the
 order findings are read in (failures first).
 """
@@ -11,11 +12,16 @@ from __future__ import annotations
 import traceback
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import SEVERITY_RANK, Finding
 from netbench.reports.policy import Policy, load_policy
+
+from netbench.common.findings import SEVERITY_RANK, Finding
+
+if TYPE_CHECKING:
+    from netbench.reports.analyses import RetestEvidence
+    from netbench.reports.rules.base import Rule
 
 
 def resolve_policy(policy: Policy | str | Path | None) -> Policy:
@@ -35,16 +41,23 @@ def load_context(
     baseline: str | Path | None = None,
     policy: Policy | str | Path | None = None,
     topology: dict[str, str] | str | Path | None = None,
+    retests: RetestEvidence | None = None,
 ) -> AnalysisContext:
+    """The context of a run directory; ``retests``: preflight's re-test evidence for its suspects."""
     return AnalysisContext.load(
-        run_dir, baseline=baseline, policy=resolve_policy(policy), topology=resolve_topology(topology)
+        run_dir,
+        baseline=baseline,
+        policy=resolve_policy(policy),
+        topology=resolve_topology(topology),
+        retests=retests,
     )
 
 
-def run_rules(ctx: AnalysisContext, rules: list[Any] | None = None) -> list[Finding]:
+def run_rules(ctx: AnalysisContext, rules: list[Rule] | None = None) -> list[Finding]:
     from netbench.reports.rules import RULES
 
     order = {}
+    overrides = ctx.policy.severity
     findings: list[Finding] = []
     for pos, rule in enumerate(rules if rules is not None else RULES):
         try:
@@ -65,11 +78,9 @@ def run_rules(ctx: AnalysisContext, rules: list[Any] | None = None) -> list[Find
             ]
         for f in found:
             order.setdefault(f.rule, pos)
+            if f.rule in overrides and not (rule.own_severity and f.rule in rule.ids):
+                f.severity = overrides[f.rule]
         findings.extend(found)
-    overrides = ctx.policy.severity
-    for f in findings:
-        if f.rule in overrides:
-            f.severity = overrides[f.rule]
     findings = _cap(findings, ctx.policy.thresholds.max_findings_per_rule)
     findings.sort(key=lambda f: (-SEVERITY_RANK[f.severity], order.get(f.rule, 99)))
     return findings

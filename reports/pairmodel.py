@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 CLASSES = (LEAF, SPINE, UNKNOWN)
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)  # eq=False: arrays do not compare as one bool
 class PairModel:
     collective: str
     sizes: list[int]  # the large sizes used, ascending

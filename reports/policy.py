@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from netbench.collectives.sizes import parse_size
-from netbench.common.findings import SEVERITIES
 from netbench.reports.rule_ids import ALL_IDS
+
+from netbench.common.findings import SEVERITIES
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
 VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from netbench.common.findings import Finding, write_findings
-from netbench.common.rundir import atomic_write
 from netbench.reports.engine import load_context, run_rules
 from netbench.reports.policy import Policy
+
+from netbench.common.findings import Finding, write_findings
+from netbench.common.rundir import atomic_write
 
 
 def write_outputs(

@@ -9,6 +9,7 @@ import json
 from netbench.collectives.rows import ResultRow
 from netbench.reports.export.csv import rows_to_csv
 from netbench.reports.export.json_out import dumps, to_report, verdict
+
 from netbench.common.findings import Finding
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from junitparser import Failure, JUnitXml
 from netbench.reports.export.junit import to_junit
+
 from netbench.common.findings import Finding
 
 HOSTILE = 'gpu-"07"\n<script>alert(1)</script> & \x1b[31m'

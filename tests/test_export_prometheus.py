@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from netbench.reports.export.prometheus import escape_label, hosts_label, to_prometheus
-from netbench.common.findings import Finding
 from prometheus_client.parser import text_string_to_metric_families
+
+from netbench.common.findings import Finding
 
 HOSTILE = 'gpu-"07"\\x\n<script>'
 

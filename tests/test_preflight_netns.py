@@ -205,7 +205,6 @@ def test_outdated_firmware_warns_when_the_policy_says_warn(fw_net, tmp_path: Pat
     assert case.find("failure") is None and "WARN" in case.find("system-out").text
     # the same findings with --junit-warn-as-failure: re-export from the run directory's findings
     from netbench.common.findings import Finding
-
     from netbench.preflight import PreflightResult, write_outputs
 
     found = [

@@ -9,16 +9,20 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from netbench.common.findings import Finding
-from netbench.reports.policy import Thresholds
+from netbench.reports.analyses import Analyses, NodeVerdict, NodeVerdicts
+from netbench.reports.context import AnalysisContext
+from netbench.reports.engine import run_rules
+from netbench.reports.policy import Policy, Thresholds
+from netbench.reports.rules import slow_node
 
 from netbench.cli import main
+from netbench.common.findings import Finding
 from netbench.preflight import (
     Budget,
     PhaseGate,
     PreflightOptions,
     Retest,
-    apply_retests,
+    RetestEvidence,
     drain_and_check,
     judge,
     plan_escalation,
@@ -204,22 +208,60 @@ def finding(rule: str, sev: str, kind: str, subject: str, hosts: list[str]) -> F
     )
 
 
+def slow_nodes_with_retests(retests: dict[str, Retest], policy: Policy | None = None) -> list[Finding]:
+    """The slow-node rule through the engine, fed hand-made verdicts (a, b, c slow) and re-tests."""
+    verdicts = NodeVerdicts(
+        slow=tuple(
+            NodeVerdict(
+                host=h,
+                effect_ratio=0.7,
+                robust_z=-9.0,
+                partners=5,
+                partners_slow=5,
+                median_busbw_GBps=10.0,
+                slowest_partners={"e": 9.0},
+            )
+            for h in ("a", "b", "c")
+        ),
+        hosts=("a", "b", "c", "d", "e", "f"),
+        collective="all_reduce",
+        sizes=(1 << 30,),
+        class_median_busbw_GBps={"leaf": 14.0},
+        z_threshold=4.5,
+    )
+    ctx = AnalysisContext.from_data(
+        [],
+        policy=policy,
+        analyses=Analyses(
+            pair_model=None, nodes=verdicts, retests=RetestEvidence(retests, "not re-tested: budget")
+        ),
+    )
+    return run_rules(ctx, [slow_node.RULE])
+
+
 def test_only_confirmed_slow_nodes_keep_failing() -> None:
-    fs = [finding("slow_node", "fail", "node", h, [h]) for h in ("a", "b", "c")]
-    fs.append(finding("slow_pair", "warn", "pair", "x|y", ["x", "y"]))
     retests = {
         "a": Retest("a", "node", "confirmed"),
         "b": Retest("b", "node", "cleared", reason="fine"),
-        "x|y": Retest("x|y", "link", "cleared"),
         "d": Retest("d", "node", "confirmed", reason="r"),
     }
-    out = apply_retests(fs, retests, "not re-tested: budget")
+    out = slow_nodes_with_retests(retests)
     sev = {f.subject: f.severity for f in out}
-    assert sev == {"a": "fail", "b": "info", "c": "warn", "x|y": "info", "d": "fail"}
+    assert sev == {"a": "fail", "b": "info", "c": "warn", "d": "fail"}
     assert [f.severity for f in out] == sorted((f.severity for f in out), key=["fail", "warn", "info"].index)
     c = next(f for f in out if f.subject == "c")
     assert c.evidence["retest"]["reason"] == "not re-tested: budget" and "Unconfirmed" in c.title
+    b = next(f for f in out if f.subject == "b")
+    assert b.evidence["retest"]["verdict"] == "cleared"
+    assert b.title.startswith("Not confirmed on re-test (fine)")
     assert drain_and_check(out, 10)[0] == ["a", "d"]
+
+
+def test_retest_evidence_lowers_the_policy_severity_never_raises_it() -> None:
+    """A policy that makes slow nodes warnings: confirmed stays a warning, cleared is info."""
+    retests = {"a": Retest("a", "node", "confirmed"), "b": Retest("b", "node", "cleared")}
+    out = slow_nodes_with_retests(retests, Policy(severity={"slow_node": "warn"}))
+    assert {f.subject: f.severity for f in out} == {"a": "warn", "b": "info", "c": "warn"}
 
 
 def test_drain_rule_names_nodes_and_sends_links_to_check() -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from netbench.reports.engine import run_rules
 from netbench.reports.context import AnalysisContext
+from netbench.reports.engine import run_rules
 from netbench.reports.policy import Policy, Thresholds
 from netbench.reports.rules import cross_switch, slow_node, slow_pair
 from netbench.reports.synthetic import host_names, make_fleet

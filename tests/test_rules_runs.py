@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 
 import pytest
-from netbench.reports.engine import analyze, run_rules
 from netbench.reports.context import AnalysisContext, Baseline, rows_frame
-from netbench.common.findings import Finding
+from netbench.reports.engine import analyze, run_rules
 from netbench.reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
 from netbench.reports.rules import errors, expected, stragglers
 from netbench.reports.rules.base import Rule
 from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
+
+from netbench.common.findings import Finding
 
 
 def ctx_of(fleet, **kw) -> AnalysisContext:

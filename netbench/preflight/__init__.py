@@ -14,8 +14,8 @@ Stages, one function each; the budget covers all of them, inventory included:
                          suspect links re-run, the remaining good nodes paired as controls (the phase's
                          own reference, measured under the same load). A phase starts only while the
                          elapsed time + the measured phase time fit the budget.
-  5. report              the analysis of everything, each suspect's re-test verdict applied;
-                         findings.json, report.html, and the exports the caller asks for.
+  5. report              the analysis of everything with the re-tests as its evidence (the rules
+                         weigh each suspect's verdict); findings.json, report.html, the exports.
 
 Drain rule: a node is drained when a ``fail`` finding is about the node itself (subject a node, or a
 version/firmware finding shared by fewer than half of the hosts: more than that is a fleet-wide fix,
@@ -27,7 +27,6 @@ reachable, budget too small for the quick pass), always with one error line.
 """
 
 from netbench.preflight.judging import (
-    apply_retests,
     drain_and_check,
     find_suspects,
     judge,
@@ -42,7 +41,6 @@ from netbench.preflight.options import (
     PreflightError,
     PreflightOptions,
     PreflightResult,
-    Retest,
 )
 from netbench.preflight.outputs import (
     _write_report,
@@ -59,6 +57,7 @@ from netbench.preflight.stages import (
     stage_escalation,
     stage_inventory,
 )
+from netbench.reports.analyses import Retest, RetestEvidence
 
 __all__ = [
     "EXIT_COULD_NOT_RUN",
@@ -68,9 +67,9 @@ __all__ = [
     "PreflightOptions",
     "PreflightResult",
     "Retest",
+    "RetestEvidence",
     "_write_report",
     "analyse",
-    "apply_retests",
     "drain_and_check",
     "find_suspects",
     "format_summary",

@@ -1,14 +1,17 @@
 """Preflight's decisions, pure functions: which pairs to run, who is a suspect, what a re-test
-says, whom to drain. Tested without any host (tests/test_preflight_plan.py)."""
+says, whom to drain. Tested without any host (tests/test_preflight_plan.py). What a re-test says
+is handed to the analysis (``reports.analyses.RetestEvidence``): the rules, not this module, turn
+it into the findings' severities."""
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
-from netbench.preflight.options import Pair, Retest
+from netbench.preflight.options import Pair
+from netbench.reports.analyses import Retest
 
 
 def drain_and_check(findings: list[Any], n_hosts: int) -> tuple[list[str], list[str]]:
@@ -134,9 +137,7 @@ def judge(
     ]
     esc = [r for r in ok if r.get("round") in rounds]
     if not esc:
-        for r in out.values():
-            r.reason = "no re-test was measured"
-        return out
+        return {k: replace(rt, reason="no re-test was measured") for k, rt in out.items()}
     top = max(r["bytes"] for r in esc)
 
     def is_control(hosts: list[str]) -> bool:
@@ -172,78 +173,28 @@ def judge(
             node_ratios[s][g].append(ratio)
     for s in suspects:
         per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
-        rt = out[s]
-        rt.ratios = per
         n_slow = sum(slow(v, thresholds.slow_node_factor) for v in per.values())
         if not per:
-            rt.reason = "no known-good partner was free in the phases that ran"
+            verdict, reason = "not_run", "no known-good partner was free in the phases that ran"
         elif 2 * n_slow > len(per):
-            rt.verdict, rt.reason = "confirmed", f"slow with {n_slow} of {len(per)} known-good partner(s)"
+            verdict, reason = "confirmed", f"slow with {n_slow} of {len(per)} known-good partner(s)"
         elif n_slow == 0:
-            rt.verdict, rt.reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
+            verdict, reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
         else:
-            rt.verdict, rt.reason = "inconclusive", f"slow with {n_slow} of {len(per)} known-good partners"
+            verdict, reason = "inconclusive", f"slow with {n_slow} of {len(per)} known-good partners"
+        out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason)
     for key, ratios in link_ratios.items():
-        rt = out[key]
         med = statistics.median(ratios)
-        rt.ratios = {f"run{i + 1}": round(v, 3) for i, v in enumerate(ratios)}
-        if slow(med, thresholds.slow_pair_factor):
-            rt.verdict, rt.reason = "confirmed", f"re-run at {med:.2f}x the controls"
-        else:
-            rt.verdict, rt.reason = "cleared", f"re-run at {med:.2f}x the controls"
-    for rt in out.values():
-        if rt.verdict == "not_run" and not rt.reason:
-            rt.reason = "not re-tested"
-    return out
-
-
-def apply_retests(findings: list[Any], retests: dict[str, Retest], default_reason: str) -> list[Any]:
-    """Measured slowness drains only when confirmed: slow_node/slow_pair findings get the re-test's
-    verdict as evidence; unconfirmed nodes fall from fail to warn, cleared suspects to info."""
-    from netbench.common.findings import SEVERITY_RANK, Finding
-
-    seen = set()
-    for f in findings:
-        if f.rule not in ("slow_node", "slow_pair"):
-            continue
-        rt = retests.get(f.subject) or Retest(
-            f.subject, "node" if f.rule == "slow_node" else "link", reason=default_reason
+        verdict = "confirmed" if slow(med, thresholds.slow_pair_factor) else "cleared"
+        out[key] = replace(
+            out[key],
+            verdict=verdict,
+            ratios={f"run{i + 1}": round(v, 3) for i, v in enumerate(ratios)},
+            reason=f"re-run at {med:.2f}x the controls",
         )
-        seen.add(f.subject)
-        f.evidence["retest"] = asdict(rt)
-        if rt.verdict == "cleared":
-            f.severity = "info"
-            f.title = f"Not confirmed on re-test ({rt.reason}): {f.title}"
-            f.action = (
-                "Nothing to do unless it recurs: the re-test against known-good partners was at full speed."
-            )
-        elif rt.verdict != "confirmed" and f.rule == "slow_node" and f.severity == "fail":
-            f.severity = "warn"
-            f.title = f"Unconfirmed ({rt.reason}): {f.title}"
-            f.action = (
-                f"Not drained: re-test {f.subject} against known-good partners (a longer --budget does)."
-            )
-    confirmed = {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
-    for f in findings:  # a switch is "slow" because its nodes are: it fails only with a confirmed one
-        if f.rule == "slow_switch" and f.severity == "fail" and not set(f.hosts) & confirmed:
-            f.severity = "warn"
-            f.title = f"Unconfirmed (no node of it confirmed on re-test): {f.title}"
-    for rt in retests.values():
-        if rt.kind == "node" and rt.verdict == "confirmed" and rt.subject not in seen:
-            findings.append(
-                Finding(
-                    rule="slow_node",
-                    severity="fail",
-                    subject_kind="node",
-                    subject=rt.subject,
-                    title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
-                    evidence={"retest": asdict(rt)},
-                    hosts=[rt.subject],
-                    action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it.",
-                )
-            )
-    findings.sort(key=lambda f: -SEVERITY_RANK[f.severity])
-    return findings
+    return {k: rt if rt.reason else replace(rt, reason="not re-tested") for k, rt in out.items()}
+
+
 
 
 def unusable_hosts(outcome: Any, rows: list[dict[str, Any]]) -> set[str]:

@@ -143,17 +143,6 @@ class PhaseGate:
 
 # -- results -----------------------------------------------------------------------------------------
 @dataclass
-class Retest:
-    """A suspect's re-test verdict: confirmed, cleared, inconclusive or not_run (with the reason)."""
-
-    subject: str  # a host, or "a|b" for a link
-    kind: str  # node | link
-    verdict: str = "not_run"
-    ratios: dict[str, float] = field(default_factory=dict)  # partner -> busbw / the phase's reference
-    reason: str = ""
-
-
-@dataclass
 class PreflightResult:
     exit_code: int
     verdict: str  # pass | warn | fail

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from netbench.common.rundir import atomic_write
 from netbench.preflight.options import PreflightResult
-from netbench.reports.report import atomic_write
 
 
 def _size(n: int) -> str:
@@ -16,7 +16,7 @@ def _size(n: int) -> str:
 
 
 def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool) -> Path | None:
-    """findings.json and report.html, with preflight's re-test verdicts applied to the findings."""
+    """findings.json and report.html of the final analysis (re-test verdicts already in its findings)."""
     from netbench.reports.report import write_outputs as write_report_files
 
     return write_report_files(rundir.path, ctx, findings, html=html)
@@ -79,8 +79,8 @@ def write_error_outputs(
     """Could not run: the JSON says ``verdict: error`` (exit 3), JUnit one failing case, the drain
     list is emptied (a stale one must not be acted on). Prometheus/CSV are left alone: a stale
     textfile is what the staleness alert is for."""
-    from netbench.reports.export import json_out, junit
     from netbench.common.findings import Finding
+    from netbench.reports.export import json_out, junit
 
     if drain_list:
         atomic_write(drain_list, "")

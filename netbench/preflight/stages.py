@@ -12,7 +12,6 @@ from typing import Any
 
 from netbench.preflight.judging import (
     _pairs_in,
-    apply_retests,
     drain_and_check,
     find_suspects,
     judge,
@@ -29,10 +28,10 @@ from netbench.preflight.options import (
     PreflightError,
     PreflightOptions,
     PreflightResult,
-    Retest,
     _Setup,
 )
 from netbench.preflight.outputs import _size, _write_report
+from netbench.reports.analyses import Retest, RetestEvidence
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
@@ -61,12 +60,17 @@ def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
 
 
 def analyse(
-    rundir: Any, policy: Any, topology: dict[str, str] | None, baseline: Path | None = None
+    rundir: Any,
+    policy: Any,
+    topology: dict[str, str] | None,
+    baseline: Path | None = None,
+    retests: RetestEvidence | None = None,
 ) -> tuple[Any, list[Any]]:
-    """The standard analysis of the run directory as it is now: (context, findings worst first)."""
+    """The standard analysis of the run directory as it is now, with the re-test evidence so far:
+    (context, findings worst first)."""
     from netbench.reports.engine import load_context, run_rules
 
-    ctx = load_context(rundir.path, baseline, policy, topology or None)
+    ctx = load_context(rundir.path, baseline, policy, topology or None, retests)
     return ctx, run_rules(ctx)
 
 
@@ -300,10 +304,10 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows."""
     from netbench import __version__
     from netbench.cluster import host_switches
+    from netbench.common.findings import worst
     from netbench.common.rundir import RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
-    from netbench.common.findings import worst
 
     budget = Budget(opts.budget_s, clock=clock)
     stages: dict[str, float] = {}
@@ -435,8 +439,7 @@ def run_preflight(
         info["retests"] = {k: asdict(v) for k, v in retests.items()}
 
     # 5. report
-    ctx, findings = analyse(rundir, policy, topology, baseline)
-    findings = apply_retests(findings, retests, default_reason)
+    ctx, findings = analyse(rundir, policy, topology, baseline, RetestEvidence(retests, default_reason))
     drain, check = drain_and_check(findings, len(entries))
     html = _write_report(rundir, ctx, findings, opts.html)
     mark("report", t)

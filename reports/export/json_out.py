@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from netbench.reports.export._common import as_finding, passed_checks, severity_counts
+
 from netbench.common.findings import Finding
 
 SCHEMA = "netbench.report/1"

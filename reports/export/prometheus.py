@@ -24,6 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from netbench.reports.export._common import as_finding, iso_to_epoch, severity_counts
+
 from netbench.common.findings import Finding
 
 _MAX_HOSTS_IN_LABEL = 16

@@ -5,6 +5,7 @@ share is an analysis (``reports.analyses``), computed once and read from the con
 
 from __future__ import annotations
 
+from netbench.reports.rule_ids import ENGINE_IDS
 from netbench.reports.rules import (
     cross_switch,
     errors,
@@ -16,7 +17,6 @@ from netbench.reports.rules import (
     stragglers,
     versions,
 )
-from netbench.reports.rule_ids import ENGINE_IDS
 from netbench.reports.rules.base import Rule
 
 RULES: list[Rule] = [

@@ -1,6 +1,7 @@
 """What a rule is: a name, the finding ids it may emit (with their default severity), and one
 function from an AnalysisContext to findings. The machinery (``reports.engine``) runs every
-registered rule, applies the policy's severity overrides and caps, and sorts; rules do none of that.
+registered rule, applies the policy's severity overrides and caps, and sorts; rules do none of that,
+except a rule whose evidence may lower the severity the policy asks for (``own_severity``).
 """
 
 from __future__ import annotations
@@ -9,8 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from netbench.reports.rule_ids import FINDING_IDS
+
+from netbench.common.findings import SEVERITY_RANK
+
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
+
     from netbench.common.findings import Finding
 
 
@@ -20,6 +26,19 @@ class Rule:
     ids: dict[str, str]  # finding rule id -> default severity
     check: Callable[[AnalysisContext], list[Finding]]
     doc: str = ""
+    own_severity: bool = False
+    """The rule applies the policy's severity overrides itself (``policy_severity``), because its
+    evidence may lower them: a suspect cleared by a re-test is info whatever the policy says."""
+
+
+def policy_severity(ctx: AnalysisContext, rule_id: str, cap: str = "fail") -> str:
+    """The severity the policy gives ``rule_id`` (its default without an override), at most ``cap``."""
+    sev = ctx.policy.severity.get(rule_id, FINDING_IDS[rule_id])
+    return min(sev, cap, key=SEVERITY_RANK.__getitem__)
+
+
+#: the action of a suspect (node or link) that a re-test against known-good partners cleared
+CLEARED_ACTION = "Nothing to do unless it recurs: the re-test against known-good partners was at full speed."
 
 
 def pct(ratio: float) -> str:

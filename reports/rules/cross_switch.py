@@ -8,11 +8,12 @@ penalty is the pair model's class levels: cross-spine pairs vs same-leaf pairs a
 from __future__ import annotations
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
 from netbench.reports.topology import LEAF, SPINE, grouped_order, ring_crossings
+
+from netbench.common.findings import Finding
 
 _SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
 

@@ -10,9 +10,10 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
+
+from netbench.common.findings import Finding
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 

@@ -6,10 +6,11 @@ entries this rule says nothing: the peer-relative rules never need a fixed guess
 from __future__ import annotations
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import sig3
+
+from netbench.common.findings import Finding
 
 _LIST = 20
 

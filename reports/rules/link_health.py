@@ -12,10 +12,11 @@ from collections import Counter
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 from netbench.reports.topology import majority
+
+from netbench.common.findings import Finding
 
 _UP = {"active", "up", "linkup"}
 
@@ -248,7 +249,15 @@ def _nvlink(ctx: AnalysisContext, nodes: list[dict[str, Any]]) -> list[Finding]:
 
 RULE = Rule(
     name="link_health",
-    ids=ids("node_unreachable", "gpu_count_low", "port_down", "nic_rate_low", "pcie_degraded", "pcie_gen_low", "nvlink_down"),
+    ids=ids(
+        "node_unreachable",
+        "gpu_count_low",
+        "port_down",
+        "nic_rate_low",
+        "pcie_degraded",
+        "pcie_gen_low",
+        "nvlink_down",
+    ),
     check=check,
     doc=__doc__ or "",
 )

@@ -14,10 +14,11 @@ from collections import defaultdict
 from typing import Any
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
+
+from netbench.common.findings import Finding
 
 
 def env_differences(ctx: AnalysisContext) -> list[tuple[str, str | None, str | None]]:

@@ -1,105 +1,129 @@
 """Slow node: a node whose pairs are slow with (nearly) all its partners.
 
-The node effect ``a_i`` of the pair model is its busbw over all partners after hop class and the
-partners' own effects are taken out. A node is slow when exp(a_i) <= slow_node_factor and its robust
-z (against the spread of node effects and its own estimate's error) is beyond the threshold. When
-most hosts of one switch are slow, that is reported once more against the switch.
+The node verdicts (``reports.analyses.judge_nodes``) come from the pair model's node effect ``a_i``:
+its busbw over all partners after hop class and the partners' own effects are taken out. A node is
+slow when exp(a_i) <= slow_node_factor and its robust z (against the spread of node effects and its
+own estimate's error) is beyond the threshold. When most hosts of one switch are slow, that is
+reported once more against the switch.
+
+With preflight's re-test evidence, a measured slow node fails only when the re-test against
+known-good partners confirms it: unconfirmed it is a warning, cleared it is info; a node the
+re-test confirms is reported even when the full analysis no longer flags it. A switch fails only
+with a confirmed node.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
-import numpy as np
-from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
-from netbench.reports.rules.base import Rule, pct, size_label
-from netbench.reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, sig3, z_threshold
+from netbench.reports.rules.base import CLEARED_ACTION, Rule, pct, policy_severity, size_label
+from netbench.reports.stats import sig3
+
+from netbench.common.findings import Finding
+
+if TYPE_CHECKING:
+    from netbench.reports.analyses import NodeVerdict, NodeVerdicts, Retest
+    from netbench.reports.context import AnalysisContext
 
 
-def find_slow_nodes(ctx: AnalysisContext) -> list[Finding]:
-    m = ctx.pair_model
-    if m is None or not m.judged.any():
-        return []
-    t = ctx.policy.thresholds
-    eff = m.node_effect
-    judged = m.judged
-    spread = robust_sigma(eff[judged])
-    se = m.sigma * 1.2533 / np.sqrt(np.maximum(m.partners, 1))  # error of a median of partners
-    scale = np.maximum(np.maximum(spread, se), SIGMA_FLOOR)
-    z = eff / scale
-    practical = judged & (eff <= np.log(t.slow_node_factor))
-    cut = fdr_cut(np.where(practical, z, np.nan), int(judged.sum()), t.mad_k, t.fdr)
-    zt = -cut if np.isfinite(cut) else z_threshold(t.mad_k, int(judged.sum()))
-    bad = practical & (z <= cut)
-    out: list[Finding] = []
-    for i in sorted(np.nonzero(bad)[0].tolist(), key=lambda k: eff[k]):
-        host = m.hosts[i]
-        row = m.bw[-1, i]
-        partner_idx = np.nonzero(np.isfinite(row))[0]
-        # how many partners' pairs are slow against their own class median (raw, before attribution)
-        slow_with = 0
-        for j in partner_idx:
-            klass = ctx.hop_class(host, m.hosts[j])
-            med = (m.class_median_bw.get(klass) or [None])[-1]
-            if med and row[j] <= t.slow_node_factor * med:
-                slow_with += 1
-        worst = sorted(partner_idx.tolist(), key=lambda j: row[j])[:5]
-        ratio = float(np.exp(eff[i]))
-        node_pairs_med = float(np.median(row[partner_idx])) if partner_idx.size else None
-        evidence = {
-            "collective": m.collective,
-            "sizes_bytes": m.sizes,
-            "node_effect_ratio": sig3(ratio),
-            "robust_z": sig3(float(z[i])),
-            "z_threshold": sig3(zt),
-            "partners": int(m.partners[i]),
-            "partners_slow": slow_with,
-            "median_busbw_GBps_with_partners": sig3(node_pairs_med),
-            "fleet_class_median_busbw_GBps": {k: sig3(v[-1]) for k, v in m.class_median_bw.items()},
-            "slowest_partners": {m.hosts[j]: sig3(float(row[j])) for j in worst},
-            "switch": ctx.switches.get(host),
-            "node_effect_spread_pct": sig3(100 * spread),
-        }
-        out.append(
-            Finding(
-                rule="slow_node",
-                severity="fail",
-                subject_kind="node",
-                subject=host,
-                title=(
-                    f"Node {host} is {pct(ratio)} than the fleet with {slow_with} of {int(m.partners[i])} "
-                    f"partners (busbw at {size_label(m.sizes[-1])}, {m.collective})"
-                ),
-                evidence=evidence,
-                action=(
-                    f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
-                    "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
-                ),
-                hosts=[host],
-            )
-        )
-    out.extend(_switch_findings(ctx, [m.hosts[i] for i in np.nonzero(bad)[0]], m.hosts))
+def check(ctx: AnalysisContext) -> list[Finding]:
+    nodes, retests = ctx.analyses.nodes, ctx.analyses.retests
+    out = [_node_finding(ctx, nodes, v) for v in nodes.slow]
+    if retests is not None:
+        confirmed = sorted(retests.confirmed_nodes - {v.host for v in nodes.slow})
+        out.extend(_confirmed_on_retest(ctx, retests.of(h, "node")) for h in confirmed)
+    out.extend(_switch_findings(ctx, [v.host for v in nodes.slow], nodes.hosts))
     return out
 
 
-def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: list[str]) -> list[Finding]:
+def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> Finding:
+    host = v.host
+    evidence = {
+        "collective": nodes.collective,
+        "sizes_bytes": list(nodes.sizes),
+        "node_effect_ratio": sig3(v.effect_ratio),
+        "robust_z": sig3(v.robust_z),
+        "z_threshold": sig3(nodes.z_threshold),
+        "partners": v.partners,
+        "partners_slow": v.partners_slow,
+        "median_busbw_GBps_with_partners": sig3(v.median_busbw_GBps),
+        "fleet_class_median_busbw_GBps": {k: sig3(bw) for k, bw in nodes.class_median_busbw_GBps.items()},
+        "slowest_partners": {p: sig3(bw) for p, bw in v.slowest_partners.items()},
+        "switch": ctx.switches.get(host),
+        "node_effect_spread_pct": sig3(100 * nodes.effect_spread),
+    }
+    title = (
+        f"Node {host} is {pct(v.effect_ratio)} than the fleet with {v.partners_slow} of {v.partners} "
+        f"partners (busbw at {size_label(nodes.sizes[-1])}, {nodes.collective})"
+    )
+    action = (
+        f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
+        "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
+    )
+    severity = policy_severity(ctx, "slow_node")
+    retests = ctx.analyses.retests
+    if retests is not None:
+        rt = retests.of(host, "node")
+        evidence["retest"] = asdict(rt)
+        if rt.verdict == "cleared":
+            severity = "info"
+            title = f"Not confirmed on re-test ({rt.reason}): {title}"
+            action = CLEARED_ACTION
+        elif rt.verdict != "confirmed" and severity == "fail":
+            severity = "warn"
+            title = f"Unconfirmed ({rt.reason}): {title}"
+            action = f"Not drained: re-test {host} against known-good partners (a longer --budget does)."
+    return Finding(
+        rule="slow_node",
+        severity=severity,
+        subject_kind="node",
+        subject=host,
+        title=title,
+        evidence=evidence,
+        action=action,
+        hosts=[host],
+    )
+
+
+def _confirmed_on_retest(ctx: AnalysisContext, rt: Retest) -> Finding:
+    """A node the re-test found slow although the analysis of everything no longer flags it."""
+    return Finding(
+        rule="slow_node",
+        severity=policy_severity(ctx, "slow_node"),
+        subject_kind="node",
+        subject=rt.subject,
+        title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
+        evidence={"retest": asdict(rt)},
+        hosts=[rt.subject],
+        action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it.",
+    )
+
+
+def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: tuple[str, ...]) -> list[Finding]:
     per_switch = Counter(ctx.switches.get(h) for h in hosts if ctx.switches.get(h))
     slow_per = Counter(ctx.switches.get(h) for h in slow if ctx.switches.get(h))
+    retests = ctx.analyses.retests
     out = []
     for sw, n_slow in slow_per.items():
         total = per_switch[sw]
         if n_slow >= 3 and n_slow >= 0.5 * total:
             members = sorted(h for h in slow if ctx.switches.get(h) == sw)
+            severity = policy_severity(ctx, "slow_switch")
+            title = f"{n_slow} of {total} hosts on switch {sw} are slow"
+            # a switch is "slow" because its nodes are: with re-tests, it fails only with a confirmed one
+            if retests is not None and severity == "fail" and not set(members) & retests.confirmed_nodes:
+                severity = "warn"
+                title = f"Unconfirmed (no node of it confirmed on re-test): {title}"
             out.append(
                 Finding(
                     rule="slow_switch",
-                    severity="fail",
+                    severity=severity,
                     subject_kind="switch",
                     subject=sw,
-                    title=f"{n_slow} of {total} hosts on switch {sw} are slow",
+                    title=title,
                     evidence={"slow_hosts": members, "hosts_on_switch": total},
                     action=(
                         f"Suspect switch {sw} itself (uplinks, firmware, congestion control)"
@@ -111,12 +135,10 @@ def _switch_findings(ctx: AnalysisContext, slow: list[str], hosts: list[str]) ->
     return out
 
 
-def check(ctx: AnalysisContext) -> list[Finding]:
-    return [
-        dataclasses.replace(f, evidence=dict(f.evidence), hosts=list(f.hosts)) for f in ctx.slow_node_findings
-    ]
-
-
 RULE = Rule(
-    name="slow_node", ids=ids("slow_node", "slow_switch"), check=check, doc=__doc__ or ""
+    name="slow_node",
+    ids=ids("slow_node", "slow_switch"),
+    check=check,
+    doc=__doc__ or "",
+    own_severity=True,
 )

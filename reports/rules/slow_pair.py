@@ -7,17 +7,25 @@ so (robust z beyond mad_k, raised for the number of pairs tested), never against
 
 A pair of a slow node is not a link fault when it is no slower than that node is with its partners in
 general: a node capped below the fabric (a NIC at a lower rate, a bad PCIe link) caps every pair it is
-in, which an additive model cannot express, and the slow-node finding already names the culprit.
+in, which an additive model cannot express, and the slow-node verdict already names the culprit.
+
+With preflight's re-test evidence, a link the re-run cleared is info.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
 import numpy as np
-from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
-from netbench.reports.rules.base import Rule, pct, size_label
+from netbench.reports.rules.base import CLEARED_ACTION, Rule, pct, policy_severity, size_label
 from netbench.reports.stats import fdr_cut, g3, sig3, z_threshold
+
+from netbench.common.findings import Finding
+
+if TYPE_CHECKING:
+    from netbench.reports.context import AnalysisContext
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
@@ -34,14 +42,15 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     cut = fdr_cut(np.where(practical, z, np.nan), n_pairs, t.mad_k, t.fdr)
     zt = -cut if np.isfinite(cut) else z_threshold(t.mad_k, n_pairs)
     bad = practical & (z <= cut)
-    explained = _slow_node_levels(ctx)
+    nodes = ctx.analyses.nodes
+    retests = ctx.analyses.retests
     out = []
     ii, jj = np.nonzero(bad)
     for i, j in sorted(zip(ii.tolist(), jj.tolist(), strict=True), key=lambda p: m.resid[p]):
         a, b = m.hosts[i], m.hosts[j]
         bw_now = m.pair_bw(i, j)[-1]
         if bw_now is not None and any(
-            h in explained and bw_now >= t.slow_pair_factor * explained[h] for h in (a, b)
+            (level := nodes.level(h)) and bw_now >= t.slow_pair_factor * level for h in (a, b)
         ):
             continue  # as fast as its slow node manages with anyone: the node is the fault
         klass = ctx.hop_class(a, b)
@@ -68,35 +77,36 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 b: sig3(float(np.exp(m.node_effect[j]))),
             },
         }
+        severity = policy_severity(ctx, "slow_pair")
+        title = (
+            f"Link {a} - {b} is {pct(ratio)} than {klass} pairs predict "
+            f"({g3(m.pair_bw(i, j)[-1])} vs {g3(expected)} GB/s at {size_label(m.sizes[-1])})"
+        )
+        action = (
+            f"Both nodes are fine with their other partners, suspect the path: re-test {a} and {b} "
+            "against known-good partners, then check cables, switch ports and port counters "
+            f"(symbol errors, link downs) between {a} and {b}."
+        )
+        if retests is not None:
+            rt = retests.of(f"{a}|{b}", "link")
+            evidence["retest"] = asdict(rt)
+            if rt.verdict == "cleared":
+                severity = "info"
+                title = f"Not confirmed on re-test ({rt.reason}): {title}"
+                action = CLEARED_ACTION
         out.append(
             Finding(
                 rule="slow_pair",
-                severity="warn",
+                severity=severity,
                 subject_kind="pair",
                 subject=f"{a}|{b}",
-                title=(
-                    f"Link {a} - {b} is {pct(ratio)} than {klass} pairs predict "
-                    f"({g3(m.pair_bw(i, j)[-1])} vs {g3(expected)} GB/s at {size_label(m.sizes[-1])})"
-                ),
+                title=title,
                 evidence=evidence,
-                action=(
-                    f"Both nodes are fine with their other partners, suspect the path: re-test {a} and {b} "
-                    "against known-good partners, then check cables, switch ports and port counters "
-                    f"(symbol errors, link downs) between {a} and {b}."
-                ),
+                action=action,
                 hosts=[a, b],
             )
         )
     return out
 
 
-def _slow_node_levels(ctx: AnalysisContext) -> dict[str, float]:
-    """Slow nodes -> their median large-message busbw with their partners (from the slow-node rule)."""
-    out = {}
-    for f in ctx.slow_node_findings:
-        if f.rule == "slow_node" and f.evidence.get("median_busbw_GBps_with_partners"):
-            out[f.subject] = float(f.evidence["median_busbw_GBps_with_partners"])
-    return out
-
-
-RULE = Rule(name="slow_pair", ids=ids("slow_pair"), check=check, doc=__doc__ or "")
+RULE = Rule(name="slow_pair", ids=ids("slow_pair"), check=check, doc=__doc__ or "", own_severity=True)

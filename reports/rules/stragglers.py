@@ -12,10 +12,11 @@ import math
 from collections import Counter, defaultdict
 
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 from netbench.reports.stats import g3, sig3
+
+from netbench.common.findings import Finding
 
 
 def _binom_sf(k: int, n: int, p: float) -> float:

@@ -17,9 +17,10 @@ from typing import Any
 from netbench.inventory.versions import compare_versions
 from netbench.inventory.versions import parse_version as _parse_version
 from netbench.reports.context import AnalysisContext
-from netbench.common.findings import Finding
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
+
+from netbench.common.findings import Finding
 
 LABELS = {
     "driver": "GPU driver",
