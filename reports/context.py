@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netbench.reports.policy import Policy
-from netbench.reports.topology import build_switch_map, hop_class
+
+from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +71,7 @@ class AnalysisContext:
     env: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
-    topology: dict[str, str] | None = None  # host -> switch from a --topology file
+    topology: dict[str, str] | None = None  # uplinks from a --topology file or run.json
     baseline: Baseline | None = None
     run_dir: Path | None = None
 
@@ -139,8 +140,9 @@ class AnalysisContext:
     # -- lookups ----------------------------------------------------------------------------------
     @cached_property
     def switches(self) -> dict[str, str]:
-        """host -> leaf switch (topology file, then switch= labels, then discovered neighbours)."""
-        return build_switch_map(self.inventory, self.topology)
+        """Uplinks: host -> leaf switch (topology, then switch= labels, then discovered neighbours),
+        switch -> parent (topology); netbench.common.topology says why one map."""
+        return build_switch_map(self.inventory, self.topology, self.hosts)
 
     def hop_class(self, a: str, b: str) -> str:
         return hop_class(a, b, self.switches)
@@ -205,31 +207,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_rows_fast(path: Path) -> list[dict[str, Any]]:
-    """results.jsonl as dicts, quickly: one json.loads over the whole file with the cyclic GC paused.
-
-    Per-line json.loads with the GC running costs ~4x more on 500k rows (the GC rescans every new
-    dict again and again). A truncated or corrupt line makes the one-shot parse fail; then the
-    tolerant line-by-line reader (netbench.common.rundir.read_jsonl) is used, which skips such lines.
-    """
-    import json
-
-    from netbench.common.rundir import read_jsonl
-
-    if not path.exists():
-        return []
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    with gc_paused():
-        try:
-            rows = json.loads("[" + ",".join(lines) + "]")
-            if all(isinstance(r, dict) for r in rows):
-                return rows
-        except json.JSONDecodeError:
-            pass
-    return read_jsonl(path)
-
-
 def _inv_dict(node: Any) -> dict[str, Any]:
     return node.to_dict() if hasattr(node, "to_dict") else dict(node)
 
@@ -243,10 +220,10 @@ def _topology_from_run(run: dict[str, Any]) -> dict[str, str] | None:
             return {h: str(sw) for sw, hs in topo.items() for h in hs}
         return {str(h): str(sw) for h, sw in topo.items()}
     if isinstance(topo, str) and Path(topo).is_file():
-        from netbench.reports.topology import TopologyError, load_topology
+        from netbench.common.topology import TopologyError, load_topology
 
         try:
-            return load_topology(topo)
+            return load_topology(topo).uplinks()
         except TopologyError:
             return None
     return None

@@ -11,7 +11,7 @@ from netbench.reports.findings import Finding
 from netbench.reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
 from netbench.reports.rules import errors, expected, stragglers
 from netbench.reports.rules.base import Rule
-from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
+from synthetic import host_names, make_fleet, write_run_dir
 
 
 def ctx_of(fleet, **kw) -> AnalysisContext:

@@ -64,7 +64,6 @@ def command(
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import write_report
     from netbench.reports.summary import exit_code, format_summary
-    from netbench.reports.topology import TopologyError
 
     for name, path in (("run directory", run_dir), ("baseline", baseline)):
         if path and not Path(path).is_dir():
@@ -80,7 +79,7 @@ def command(
             topology=topology,
             html=not no_html,
         )
-    except (PolicyError, TopologyError) as exc:
+    except PolicyError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise NetbenchError(f"cannot write the report: {exc}") from None

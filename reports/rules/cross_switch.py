@@ -11,7 +11,8 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.findings import Finding
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
-from netbench.reports.topology import LEAF, SPINE, grouped_order, ring_crossings
+
+from netbench.common.topology import LEAF, SPINE, grouped_order, ring_crossings
 
 _SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
 

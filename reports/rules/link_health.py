@@ -14,7 +14,7 @@ from typing import Any
 from netbench.reports.context import AnalysisContext
 from netbench.reports.findings import Finding
 from netbench.reports.rules.base import Rule
-from netbench.reports.topology import majority
+from netbench.reports.stats import majority
 
 _UP = {"active", "up", "linkup"}
 
