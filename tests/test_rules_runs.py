@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from netbench.reports.analysis import analyze, run_rules
 from netbench.reports.context import AnalysisContext, Baseline, rows_frame
 from netbench.reports.findings import Finding
 from netbench.reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
-from netbench.reports.rules import errors, expected, stragglers
+from netbench.reports.rules import errors, expected, regression, stragglers
 from netbench.reports.rules.base import Rule
 from synthetic import host_names, make_fleet, write_run_dir
 
@@ -101,8 +100,6 @@ def _regressed(factor_large: float, factor_small: float):
 
 
 def test_regression_per_size_with_env_differences():
-    pytest.importorskip("netbench.reports.compare")
-    from netbench.reports.rules import regression
 
     found = regression.check(_regressed(0.7, 1.6))
     env = [f for f in found if f.rule == "env_changed"]
@@ -120,8 +117,6 @@ def test_regression_per_size_with_env_differences():
 
 
 def test_no_regression_when_same():
-    pytest.importorskip("netbench.reports.compare")
-    from netbench.reports.rules import regression
 
     found = regression.check(_regressed(1.0, 1.0))
     assert [f.rule for f in found] == ["env_changed"]  # the env still differs; the numbers do not
