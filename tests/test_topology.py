@@ -277,3 +277,12 @@ def test_report_cli_reads_a_three_tier_file_and_refuses_a_broken_one(tmp_path: P
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert res.exit_code == 2 and len(lines) == 1 and "not valid JSON" in lines[0], res.output
     assert "Traceback" not in res.output
+
+
+def test_report_cli_prints_topology_warnings_on_stderr(tmp_path: Path) -> None:
+    run_dir = write_run_dir(make_fleet(4, 1, noise=0.02, seed=6), tmp_path / "run")
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=a Nodes=gpu[001-002]\nSwitchName=b Nodes=gpu[002-004]\n")
+    res = CliRunner().invoke(cli, ["report", str(run_dir), "--topology", str(conf), "--no-html"])
+    assert res.exit_code == 0, res.output
+    assert f"# topology warning: {conf}:2: node gpu002 is under a (line 1)" in res.stderr
