@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py
 
 from netbench.collectives.sizes import format_size  # noqa: E402
 from netbench.reports.context import AnalysisContext, gc_paused  # noqa: E402
 from netbench.reports.engine import run_rules  # noqa: E402
-from netbench.reports.synthetic import host_names, make_fleet, plant_faults  # noqa: E402
+from synthetic import host_names, make_fleet, plant_faults  # noqa: E402
 
 
 def score(found: set, truth: set) -> tuple[int, int, int]:

@@ -169,7 +169,7 @@ def measure_row_cost(tmp: Path, n: int = 2000) -> float:
 def measure_analysis(n: int, tmp: Path, rounds: int = 3) -> dict:
     """The rules + report.html on a synthetic preflight of ``n`` nodes (3 rounds at 2 sizes, the ring)."""
     from netbench.reports.policy import Policy
-    from netbench.reports.synthetic import host_names, make_fleet, plant_faults, write_run_dir
+    from synthetic import host_names, make_fleet, plant_faults, write_run_dir
 
     from netbench.common.rundir import RunDir
     from netbench.preflight import PreflightOptions, _write_report, analyse

@@ -21,10 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # synthetic.py: test data, not shipped
 
 
 def generate(nodes: int, leaves: int, out: Path) -> dict:
-    from netbench.reports.synthetic import host_names, make_fleet, plant_faults, write_run_dir
+    from synthetic import host_names, make_fleet, plant_faults, write_run_dir
 
     hosts = host_names(nodes)
     slow_nodes, slow_links = plant_faults(hosts, 4, 8, seed=1)

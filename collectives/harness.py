@@ -26,6 +26,31 @@ GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launc
 GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How every point of a sweep is measured on this rank (the sweep spec's loop settings)."""
+
+    iters: int  # timed operations per point
+    warmup: int  # untimed operations before the timed loop
+    check: bool  # run the untimed correctness pass and count wrong elements
+    device: str  # "cuda" or "cpu": where the buffers live and how the loop is timed
+    cuda_graph: bool = False  # capture the timed loop in a CUDA graph (nccl-tests -G); GPU only
+    corrupt: bool = False  # damage this rank's result before the check (fault injection for tests)
+
+
+@dataclass(frozen=True)
+class PointSpec:
+    """One point: which collective, how its buffers are laid out, element type, reduction and root."""
+
+    coll: Collective
+    lay: Layout
+    dtype: torch.dtype
+    in_place: bool
+    op_name: str | None = None  # "sum", "max", ... for reducing collectives (None otherwise)
+    op: object | None = None  # the matching torch ReduceOp
+    root: int = 0  # rooted collectives only (broadcast, reduce)
+
+
 @dataclass
 class Point:
     """What one rank measured at one point."""
@@ -80,56 +105,40 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def measure(
-    coll: Collective,
-    pg: object,
-    rank: int,
-    size: int,
-    lay: Layout,
-    dtype: torch.dtype,
-    op_name: str | None,
-    op: object | None,
-    root: int,
-    in_place: bool,
-    iters: int,
-    warmup: int,
-    check: bool,
-    device: str,
-    cuda_graph: bool = False,
-    corrupt: bool = False,
-) -> Point:
-    """Measure one point on this rank. ``corrupt`` damages this rank's result before the check
-    (fault injection, so tests can prove the check counts what it should)."""
+def measure(spec: PointSpec, pg: object, rank: int, nranks: int, settings: Settings) -> Point:
+    """Measure one point on this rank (``rank`` of ``nranks`` in the process group ``pg``)."""
+    coll, lay, dtype, op_name, root = spec.coll, spec.lay, spec.dtype, spec.op_name, spec.root
+    device, in_place = settings.device, spec.in_place
     buf = coll.buffers(lay, rank, dtype, device, in_place)
-    call = Call(pg=pg, rank=rank, size=size, op=op, root=root)
+    call = Call(pg=pg, rank=rank, nranks=nranks, op=spec.op, root=root)
 
     def run_once() -> list:
         return coll.issue(call, buf)
 
     # The untimed correctness pass runs first so the send buffer is filled once: the timed loop
     # then starts from real data (never uninitialised memory, which may hold slow denormals).
-    fill_send(coll, buf, lay, rank, size, op_name)
+    fill_send(coll, buf, lay, rank, nranks, op_name)
     wrong = None
-    if check:
+    if settings.check:
         if coll.seeds_recv and not in_place:
             buf.recv.copy_(buf.send)
         _wait_all(run_once())
         _sync(device)
-        if corrupt and buf.recv.numel():
+        if settings.corrupt and buf.recv.numel():
             flat = buf.recv.view(-1)
             flat[0] = flat[0] + 1 if dtype.is_floating_point else flat[0] ^ 1
-        wrong = count_wrong(coll, buf, lay, rank, size, op_name, root)
+        wrong = count_wrong(coll, buf, lay, rank, nranks, op_name, root)
 
-    for _ in range(warmup):
+    for _ in range(settings.warmup):
         _wait_all(run_once())
     _sync(device)
 
     graph, launches = None, 1
-    if cuda_graph and device == "cuda":
-        graph, launches = _capture(run_once, iters)
+    if settings.cuda_graph and device == "cuda":
+        graph, launches = _capture(run_once, settings.iters)
 
     _line_up(pg, device)
-    time_us = Timer(device).time_loop(run_once, iters, graph, launches)
+    time_us = Timer(device).time_loop(run_once, settings.iters, graph, launches)
     return Point(time_us=time_us, wrong=wrong)
 
 
@@ -170,12 +179,12 @@ def _capture(run_once, iters: int) -> tuple[torch.cuda.CUDAGraph, int]:  # noqa:
 
 
 def count_wrong(
-    coll: Collective, buf: Buffers, lay: Layout, rank: int, size: int, op_name: str | None, root: int
+    coll: Collective, buf: Buffers, lay: Layout, rank: int, nranks: int, op_name: str | None, root: int
 ) -> int:
     """Elements of this rank's result that differ from what the collective must produce.
 
     The expected values are periodic: within one segment of the result (the whole buffer, or one rank's
-    chunk for all_gather/all_to_all) they repeat every 4 * ranks elements (see ``collectives.ops``). So
+    chunk for all_gather/all_to_all) they repeat every 4 * nranks elements (see ``collectives.ops``). So
     one period is computed, on the device where the result lives, and the segment is compared against it
     as a (rows x period) view: a check costs one pass over the result, never a host-side expectation of
     every element (which for an 8 GiB GPU buffer would take minutes).
@@ -184,12 +193,12 @@ def count_wrong(
     n = recv.numel()
     if (
         n == 0
-        or coll.expected(torch.zeros(1, dtype=torch.int64), rank, size, lay.chunk, op_name, root) is None
+        or coll.expected(torch.zeros(1, dtype=torch.int64), rank, nranks, lay.chunk, op_name, root) is None
     ):
         return 0
     tol = _tolerance(recv.dtype, op_name)
     dev = recv.device
-    period = 4 * size
+    period = 4 * nranks
     seg = lay.chunk if coll.segmented and lay.chunk else n
     wrong = 0
     for a in range(0, n, seg):
@@ -197,7 +206,7 @@ def count_wrong(
         rows, tail = divmod(b - a, period)
         width = period if rows else 0
         j = torch.arange(a, a + max(width, tail), dtype=torch.int64)
-        exp = coll.expected(j, rank, size, lay.chunk, op_name, root).to(recv.dtype).to(dev)
+        exp = coll.expected(j, rank, nranks, lay.chunk, op_name, root).to(recv.dtype).to(dev)
         if rows:
             wrong += _mismatches(
                 recv[a : a + rows * period].view(rows, period), exp[:period].unsqueeze(0), tol

@@ -48,7 +48,7 @@ class Call:
 
     pg: object  # a torch.distributed backend (ProcessGroupGloo / ProcessGroupNCCL)
     rank: int
-    size: int
+    nranks: int  # ranks in the process group
     op: object | None  # torch ReduceOp
     root: int
     # options objects built on first use and reused by every iteration of the point (building one is
@@ -157,10 +157,10 @@ def _sendrecv(c: Call, b: Buffers) -> list[Work]:
     On NCCL the pair is coalesced (ncclGroupStart/End, as nccl-tests issues it): one fused kernel on the
     group's communicator, rather than two launches on per-peer streams and a lazily built 2-rank
     communicator for each peer."""
-    if c.size == 1:
+    if c.nranks == 1:
         b.recv.copy_(b.send)
         return []
-    nxt, prv = (c.rank + 1) % c.size, (c.rank - 1) % c.size
+    nxt, prv = (c.rank + 1) % c.nranks, (c.rank - 1) % c.nranks
     if b.send.is_cuda and hasattr(c.pg, "_start_coalescing"):
         c.pg._start_coalescing()
         c.pg.send([b.send], nxt, 0)

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
-from netbench.collectives.harness import inject_corrupt_rank, measure
+from netbench.collectives.harness import PointSpec, Settings, inject_corrupt_rank, measure
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.collectives.rows import ResultRow
@@ -69,7 +69,14 @@ def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Ph
     spec = phase.spec
     n = len(group.ranks)
     dt = get_dtype(spec.dtype)
-    corrupt = inject_corrupt_rank() == ctx.rank
+    settings = Settings(
+        iters=spec.iters,
+        warmup=spec.warmup,
+        check=spec.check,
+        device=ctx.device,
+        cuda_graph=spec.cuda_graph,
+        corrupt=inject_corrupt_rank() == ctx.rank,
+    )
     step = 0
     for cname in spec.collectives:
         coll = get_collective(cname)
@@ -85,24 +92,8 @@ def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Ph
             for in_place in spec.in_place:
                 if (in_place and not coll.in_place) or (not in_place and not coll.out_of_place):
                     continue
-                point = measure(
-                    coll,
-                    pg,
-                    grank,
-                    n,
-                    lay,
-                    dt.torch_dtype,
-                    op_name,
-                    op,
-                    root,
-                    in_place,
-                    spec.iters,
-                    spec.warmup,
-                    spec.check,
-                    ctx.device,
-                    spec.cuda_graph,
-                    corrupt=corrupt,
-                )
+                target = PointSpec(coll, lay, dt.torch_dtype, in_place, op_name, op, root)
+                point = measure(target, pg, rank=grank, nranks=n, settings=settings)
                 per_rank = _gather(pg, n, ctx.device, point.time_us, point.wrong or 0)
                 step += 1
                 if grank == 0:

@@ -144,19 +144,17 @@ def _inventory(
 def host_switches(
     entries: list[Any], topology_file: str | None, echo: Callable[[str], None]
 ) -> dict[str, str]:
-    """host -> leaf switch: a Slurm topology.conf wins over ``switch=`` labels of the hosts file.
-    Recorded in run.json so the report can judge pairs against pairs of the same hop class."""
+    """Uplinks (host -> leaf, switch -> parent; netbench.common.topology): a topology file wins over
+    ``switch=`` labels of the hosts file. Recorded in run.json so the report can judge pairs against
+    pairs of the same hop class."""
     out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
     if topology_file:
-        from netbench.common.topology import parse_topology_file
+        from netbench.common.topology import load_topology
 
-        topo = parse_topology_file(topology_file)
+        topo = load_topology(topology_file)
         for w in topo.warnings:
             echo(f"# topology warning: {w}")
-        for e in entries:
-            leaf = topo.leaf_of(e.name)
-            if leaf:
-                out[e.name] = leaf
+        out.update(topo.uplinks(e.name for e in entries))
     return out
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netbench.reports.policy import Policy
-from netbench.reports.topology import build_switch_map, hop_class
+
+from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,7 +73,7 @@ class AnalysisContext:
     env: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
-    topology: dict[str, str] | None = None  # host -> switch from a --topology file
+    topology: dict[str, str] | None = None  # uplinks from a --topology file or run.json
     baseline: Baseline | None = None
     run_dir: Path | None = None
     retests: RetestEvidence | None = None  # preflight's re-tests of its suspects, an input
@@ -150,8 +151,9 @@ class AnalysisContext:
     # -- lookups ----------------------------------------------------------------------------------
     @cached_property
     def switches(self) -> dict[str, str]:
-        """host -> leaf switch (topology file, then switch= labels, then discovered neighbours)."""
-        return build_switch_map(self.inventory, self.topology)
+        """Uplinks: host -> leaf switch (topology, then switch= labels, then discovered neighbours),
+        switch -> parent (topology); netbench.common.topology says why one map."""
+        return build_switch_map(self.inventory, self.topology, self.hosts)
 
     def hop_class(self, a: str, b: str) -> str:
         return hop_class(a, b, self.switches)
@@ -228,10 +230,10 @@ def _topology_from_run(run: dict[str, Any]) -> dict[str, str] | None:
             return {h: str(sw) for sw, hs in topo.items() for h in hs}
         return {str(h): str(sw) for h, sw in topo.items()}
     if isinstance(topo, str) and Path(topo).is_file():
-        from netbench.reports.topology import TopologyError, load_topology
+        from netbench.common.topology import TopologyError, load_topology
 
         try:
-            return load_topology(topo)
+            return load_topology(topo).uplinks()
         except TopologyError:
             return None
     return None

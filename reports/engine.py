@@ -31,9 +31,9 @@ def resolve_policy(policy: Policy | str | Path | None) -> Policy:
 def resolve_topology(topology: dict[str, str] | str | Path | None) -> dict[str, str] | None:
     if topology is None or isinstance(topology, dict):
         return topology
-    from netbench.reports.topology import load_topology
+    from netbench.common.topology import load_topology
 
-    return load_topology(topology)
+    return load_topology(topology).uplinks()
 
 
 def load_context(

@@ -4,7 +4,7 @@ Large-message busbw of every measured pair is fitted robustly as
 
     log bw_ij = c_class(ij) + a_i + a_j + e_ij
 
-where ``c`` is the level of the pair's hop class (same leaf / across the spine), ``a_i`` the
+where ``c`` is the level of the pair's hop class (same leaf / across the spine / ...), ``a_i`` the
 effect of node i over all its partners, and ``e_ij`` what is left for the link. Fitting is a
 median polish (alternating medians), so a slow node does not pull its partners down and a bad
 link does not pull its nodes down. A node with a strongly negative ``a_i`` is slow with everyone;
@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
-from netbench.reports.topology import LEAF, SPINE, UNKNOWN
+
+from netbench.common.topology import LEAF, UNKNOWN, hop_class
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
-
-CLASSES = (LEAF, SPINE, UNKNOWN)
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: arrays do not compare as one bool
@@ -36,7 +35,8 @@ class PairModel:
     hosts: list[str]  # matrix order
     bw: np.ndarray  # (n_sizes, N, N) median busbw GB/s per pair and size, NaN if not measured
     y: np.ndarray  # (N, N) log busbw relative to the size's median, combined over sizes
-    cls: np.ndarray  # (N, N) index into CLASSES
+    classes: list[str]  # the hop classes present among the hosts (netbench.common.topology)
+    cls: np.ndarray  # (N, N) index into classes
     class_level: dict[str, float]  # c per class (log)
     node_effect: np.ndarray  # a_i (log), 0 for nodes not judged
     judged: np.ndarray  # bool: node had enough partners to estimate a_i
@@ -117,12 +117,7 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
     rel = logbw - centre[:, None, None]
     y = rel[0] if len(sizes) == 1 else _nanmedian0(rel)
 
-    # hop class of every cell
-    sw = [ctx.switches.get(h) for h in hosts]
-    sw_codes = {s: i for i, s in enumerate(sorted({s for s in sw if s is not None}))}
-    code = np.array([sw_codes[s] if s is not None else -1 for s in sw])
-    cls = np.where(code[:, None] == code[None, :], 0, 1)
-    cls[(code[:, None] < 0) | (code[None, :] < 0)] = 2
+    classes, cls = _class_matrix(hosts, ctx.switches)
 
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
@@ -132,8 +127,8 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
         judged[:] = False
     upper = np.triu(valid, 1)
     a = np.zeros(n)
-    level = np.zeros(3)
-    present = [k for k in range(3) if (upper & (cls == k)).any()]
+    level = np.zeros(len(classes))
+    present = [k for k in range(len(classes)) if (upper & (cls == k)).any()]
     masks = {k: upper & (cls == k) for k in present}
     for _ in range(iterations):
         r = y - a[:, None] - a[None, :]
@@ -155,9 +150,9 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
     resid = np.where(valid, y - level[cls] - a[:, None] - a[None, :], np.nan)
     sigma = max(robust_sigma(resid[upper]), SIGMA_FLOOR)
 
-    class_pairs = {CLASSES[k]: int(masks[k].sum()) for k in present}
+    class_pairs = {classes[k]: int(masks[k].sum()) for k in present}
     class_median_bw = {
-        CLASSES[k]: [_finite_median(bw[s][masks[k]]) for s in range(len(sizes))] for k in present
+        classes[k]: [_finite_median(bw[s][masks[k]]) for s in range(len(sizes))] for k in present
     }
     return PairModel(
         collective=coll,
@@ -165,8 +160,9 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
         hosts=hosts,
         bw=bw,
         y=y,
+        classes=classes,
         cls=cls,
-        class_level={CLASSES[k]: float(level[k]) for k in present},
+        class_level={classes[k]: float(level[k]) for k in present},
         node_effect=a,
         judged=judged,
         partners=partners,
@@ -175,6 +171,28 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
         class_pairs=class_pairs,
         class_median_bw=class_median_bw,
     )
+
+
+def _class_matrix(hosts: list[str], switches: dict[str, str]) -> tuple[list[str], np.ndarray]:
+    """(hop classes present, (N, N) index of each cell's class). Hosts on one leaf share every
+    class, so classes are looked up once per pair of leaves, not per pair of hosts (1M cells)."""
+    leaf = [switches.get(h) for h in hosts]
+    first: dict[str | None, str] = {}  # a representative host per leaf
+    for h, sw in zip(hosts, leaf, strict=True):
+        first.setdefault(sw, h)
+    leaves = list(first)
+    at = {sw: i for i, sw in enumerate(leaves)}
+    code = np.array([at[sw] for sw in leaf], dtype=int)
+
+    def klass(a: str | None, b: str | None) -> str:
+        if a is None or b is None:
+            return UNKNOWN
+        return LEAF if a == b else hop_class(first[a], first[b], switches)
+
+    names = [[klass(a, b) for b in leaves] for a in leaves]
+    classes = sorted({c for row in names for c in row})
+    index = np.array([[classes.index(c) for c in row] for row in names], dtype=int).reshape(len(leaves), -1)
+    return classes, index[code[:, None], code[None, :]]
 
 
 def _finite_median(v: np.ndarray) -> float | None:

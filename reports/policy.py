@@ -22,10 +22,10 @@ from netbench.collectives.sizes import parse_size
 from netbench.reports.rule_ids import ALL_IDS
 
 from netbench.common.findings import SEVERITIES
+from netbench.common.topology import is_hop_class
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
 VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")
-HOP_CLASSES = ("intra", "leaf", "spine", "unknown", "any")
 
 
 class PolicyError(ValueError):
@@ -106,14 +106,17 @@ class ExpectedBusbw:
     busbw_GBps: float
     min_bytes: int = 0
     pattern: str | None = None  # None: any pattern
-    hop_class: str = "any"  # leaf | spine | intra | unknown | any (pairs only)
+    hop_class: str = "any"  # a hop class (netbench.common.topology) or any; pairs only
 
     def __post_init__(self) -> None:
         self.min_bytes = _size(self.min_bytes, "expect.busbw.min_bytes")
         if self.busbw_GBps <= 0:
             raise PolicyError(f"expect.busbw.busbw_GBps must be > 0, got {self.busbw_GBps}")
-        if self.hop_class not in HOP_CLASSES:
-            raise PolicyError(f"expect.busbw.hop_class must be one of {HOP_CLASSES}, got {self.hop_class!r}")
+        if self.hop_class != "any" and not is_hop_class(self.hop_class):
+            raise PolicyError(
+                "expect.busbw.hop_class must be intra, leaf, spine, core, tier-N (N >= 4), unknown or any, "
+                f"got {self.hop_class!r}"
+            )
 
 
 @dataclass

@@ -7,7 +7,9 @@ exactly the outlier that would drag a mean and inflate a stddev until it hides i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -67,3 +69,8 @@ def g3(x: float | None) -> str:
     if x is None or not np.isfinite(x):
         return "?"
     return f"{x:.3g}" if abs(x) < 1e6 else f"{x:.3e}"
+
+
+def majority(values: list[Any]) -> Any:
+    """The most common value (ties: the first seen); None for no values."""
+    return Counter(values).most_common(1)[0][0] if values else None

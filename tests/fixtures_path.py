@@ -2,6 +2,9 @@
 
 CI runs the repository in a fresh clone with ``shared/`` beside it, so the fixtures are at
 ``<repo>/../shared/fixtures``; ``NETBENCH_FIXTURES`` overrides that (a path to the ``fixtures`` dir).
+
+A missing fixture is an error with its path, never a skip or an empty parametrization: a parser
+test that quietly runs on nothing passes while proving nothing (README, "Tests").
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ def fixtures_dir() -> Path:
 
 
 def fixture(rel: str) -> Path:
-    """Path of one fixture, e.g. ``fixture("h200-node/nvidia-smi-q-x.txt")``."""
-    return fixtures_dir() / rel
+    """Path of one fixture file or folder, e.g. ``fixture("h200-node/nvidia-smi-q-x.txt")``."""
+    path = fixtures_dir() / rel
+    if not path.exists():
+        raise FileNotFoundError(f"fixture {rel} not found at {path} (set NETBENCH_FIXTURES)")
+    return path
 
 
 def read_fixture(rel: str) -> str:
@@ -31,5 +37,9 @@ def read_fixture(rel: str) -> str:
 
 
 def fixture_files(subdir: str) -> list[Path]:
-    """All files under a fixture folder, sorted (for tests that must cover every file)."""
-    return sorted(p for p in (fixtures_dir() / subdir).rglob("*") if p.is_file())
+    """All files under a fixture folder, sorted (for tests that must cover every file); a missing
+    or empty folder raises, so a parametrization over it can never be silently empty."""
+    files = sorted(p for p in fixture(subdir).rglob("*") if p.is_file())
+    if not files:
+        raise FileNotFoundError(f"fixture folder {subdir} at {fixtures_dir() / subdir} holds no files")
+    return files

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixtures_path import fixture
 
 from netbench.baselines import BaselineStore, default_root
 from netbench.cli import cli
 from netbench.common.errors import UsageError
 from netbench.importers.nccl_tests import import_logs
 
-_DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-H200 = Path(os.environ.get("NETBENCH_FIXTURES", _DEFAULT_FIXTURES)) / "nccl-tests-h200-1gpu"
+H200 = fixture("nccl-tests-h200-1gpu")
 
 
 @pytest.fixture
 def run_dir(tmp_path) -> Path:
-    if not H200.is_dir():
-        pytest.skip("shared fixtures not found")
     run, _ = import_logs([H200 / "all_reduce.txt"], tmp_path / "run")
     return run.path
 

@@ -2,7 +2,7 @@
 
 The per-format tests check the values; this one makes sure no fixture is left without a parser (a
 new fixture with no entry here fails the test). Host lists and Slurm topology files are parsed by
-netbench.common.hosts / reports.topology and tested there.
+netbench.common.hosts / netbench.common.topology and tested there.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fixtures_path import fixtures_dir
+from fixtures_path import fixture_files, fixtures_dir
 from netbench.inventory.parsers import (
     ethtool,
     iblinkinfo,
@@ -95,11 +95,10 @@ def _public(path: Path, text: str) -> object:
 def _all_files() -> list[Path]:
     root = fixtures_dir()
     out = []
-    for p in sorted([*(root / "h200-node").rglob("*"), *(root / "public").rglob("*")]):
+    for p in sorted([*fixture_files("h200-node"), *fixture_files("public")]):
         rel = p.relative_to(root).as_posix()
         if (
-            p.is_file()
-            and p.name not in ("README.md", "SOURCES.md")
+            p.name not in ("README.md", "SOURCES.md")
             and not any(rel.startswith(o + "/") for o in OWNED_ELSEWHERE)
         ):
             out.append(p)

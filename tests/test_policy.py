@@ -23,6 +23,13 @@ def test_defaults_without_a_file():
     assert pol.thresholds.large_min_bytes == 64 << 20 and pol.severity == {}
 
 
+@pytest.mark.parametrize("klass", ["intra", "leaf", "spine", "core", "tier-4", "unknown", "any"])
+def test_every_hop_class_of_the_topology_vocabulary_is_a_policy_word(klass, tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(f'[[expect.busbw]]\ncollective = "all_reduce"\nbusbw_GBps = 10\nhop_class = "{klass}"\n')
+    assert load_policy(path).expect.busbw[0].hop_class == klass
+
+
 def test_example_loads_and_means_what_it_says():
     pol = load_policy(EXAMPLE)
     assert pol.expect.gpus_per_node == 8 and pol.expect.link_rate_gbps == 400
@@ -49,6 +56,7 @@ def test_example_documents_every_rule_id():
         ('[thresholds]\nlarge_min_bytes = "64Q"\n', "thresholds.large_min_bytes"),
         ("[expect]\ngpus = 8\n", "expect.gpus"),
         ('[[expect.busbw]]\ncollective = "all_reduce"\nbusbw_GBps = 10\nhop_class = "rack"\n', "hop_class"),
+        ('[[expect.busbw]]\ncollective = "all_reduce"\nbusbw_GBps = 10\nhop_class = "tier-3"\n', "hop_class"),
         ('[[expect.busbw]]\ncollective = "all_reduce"\n', "busbw_GBps"),
         ('[versions.minimum]\nfirmware = "1.0"\n', "versions.minimum.firmware"),
         ("[versions.minimum]\ndriver = 550\n", "versions.minimum.driver"),

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from netbench.reports.summary import exit_code, summary_text
-from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
+from synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.cli import cli
 

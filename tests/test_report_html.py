@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from netbench.reports.html import safe_json
 from netbench.reports.report import write_report
-from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
+from synthetic import host_names, make_fleet, write_run_dir
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

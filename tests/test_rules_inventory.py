@@ -6,7 +6,7 @@ import pytest
 from netbench.reports.context import AnalysisContext
 from netbench.reports.policy import Expectations, Policy, Versions
 from netbench.reports.rules import link_health, versions
-from netbench.reports.synthetic import make_fleet
+from synthetic import make_fleet
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import run_rules
 from netbench.reports.policy import Policy, Thresholds
 from netbench.reports.rules import cross_switch, slow_node, slow_pair
-from netbench.reports.synthetic import host_names, make_fleet
+from synthetic import host_names, make_fleet
 
 
 def ctx_of(fleet, **kw) -> AnalysisContext:
@@ -117,12 +117,12 @@ def test_cross_spine_penalty_measured_and_warned_when_beyond_policy():
 
 
 def test_topology_file_overrides_labels(tmp_path):
-    from netbench.reports.topology import parse_topology
+    from netbench.common.topology import parse_topology
 
     fleet = make_fleet(8, 1, spine_factor=0.5, seed=12)
     # the synthetic labels say one leaf; a Slurm topology.conf says two
     topo = parse_topology(
         "SwitchName=s0 Switches=a,b\nSwitchName=a Nodes=gpu[001-004]\nSwitchName=b Nodes=gpu[005-008]\n"
-    )
+    ).uplinks()
     ctx = ctx_of(fleet, topology=topo)
     assert ctx.hop_class("gpu001", "gpu004") == "leaf" and ctx.hop_class("gpu001", "gpu005") == "spine"

@@ -12,7 +12,7 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.policy import Policy, PolicyError
 from netbench.reports.rule_ids import ENGINE_IDS, FINDING_IDS
 from netbench.reports.rules import RULE_IDS, RULES, slow_node, slow_pair
-from netbench.reports.synthetic import host_names, make_fleet
+from synthetic import host_names, make_fleet
 
 from netbench.common.findings import Finding, FindingsRecord, read_findings, write_findings
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from netbench.reports.context import AnalysisContext, Baseline, rows_frame
 from netbench.reports.engine import analyze, run_rules
 from netbench.reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
-from netbench.reports.rules import errors, expected, stragglers
+from netbench.reports.rules import errors, expected, regression, stragglers
 from netbench.reports.rules.base import Rule
-from netbench.reports.synthetic import host_names, make_fleet, write_run_dir
+from synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.common.findings import Finding
 
@@ -102,8 +101,6 @@ def _regressed(factor_large: float, factor_small: float):
 
 
 def test_regression_per_size_with_env_differences():
-    pytest.importorskip("netbench.reports.compare")
-    from netbench.reports.rules import regression
 
     found = regression.check(_regressed(0.7, 1.6))
     env = [f for f in found if f.rule == "env_changed"]
@@ -121,8 +118,6 @@ def test_regression_per_size_with_env_differences():
 
 
 def test_no_regression_when_same():
-    pytest.importorskip("netbench.reports.compare")
-    from netbench.reports.rules import regression
 
     found = regression.check(_regressed(1.0, 1.0))
     assert [f.rule for f in found] == ["env_changed"]  # the env still differs; the numbers do not

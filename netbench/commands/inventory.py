@@ -55,13 +55,13 @@ def command(
     from netbench.common.hosts import parse_hosts_file
     from netbench.common.rundir import RunDir, utc_now
     from netbench.common.ssh import SSHOptions
-    from netbench.common.topology import parse_topology_file
+    from netbench.common.topology import load_topology
     from netbench.inventory.collect import apply_topology, collect_inventory, progress_printer
     from netbench.inventory.local import probe_local
     from netbench.inventory.table import render_json, render_table
 
     entries = parse_hosts_file(hosts_file) if hosts_file else None
-    topo = parse_topology_file(topology) if topology else None
+    topo = load_topology(topology) if topology else None
     for warning in topo.warnings if topo else []:
         click.echo(f"netbench: warning: {warning}", err=True)
     opts = SSHOptions(ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys) if entries else None

@@ -28,7 +28,7 @@ Examples:
 @click.option(
     "--topology",
     type=click.Path(dir_okay=False),
-    help="host -> switch map (JSON/TOML switches table or Slurm topology.conf).",
+    help="Slurm topology.conf (tree or block) or a JSON/TOML switch -> hosts table.",
 )
 @click.option(
     "--format",
@@ -61,26 +61,32 @@ def command(
     from pathlib import Path
 
     from netbench.common.errors import NetbenchError, UsageError
+    from netbench.common.topology import load_topology
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import write_report
     from netbench.reports.summary import exit_code, format_summary
-    from netbench.reports.topology import TopologyError
 
     for name, path in (("run directory", run_dir), ("baseline", baseline)):
         if path and not Path(path).is_dir():
             raise UsageError(f"{name} not found: {path}")
     if not (Path(run_dir) / "results.jsonl").exists() and not (Path(run_dir) / "inventory.jsonl").exists():
         raise UsageError(f"{run_dir} is not a run directory (no results.jsonl or inventory.jsonl)")
+    uplinks = None
+    if topology:  # read here so its warnings reach the user, as sweep --topology prints them
+        topo = load_topology(topology)
+        for w in topo.warnings:
+            click.echo(f"# topology warning: {w}", err=True)
+        uplinks = topo.uplinks()
     try:
         findings, html_path = write_report(
             run_dir,
             baseline=baseline,
             policy=policy_path,
             plotlyjs=plotlyjs,
-            topology=topology,
+            topology=uplinks,
             html=not no_html,
         )
-    except (PolicyError, TopologyError) as exc:
+    except PolicyError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise NetbenchError(f"cannot write the report: {exc}") from None

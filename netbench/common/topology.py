@@ -1,29 +1,192 @@
-"""Slurm ``topology.conf``: which leaf switch (or block) each node hangs off.
+"""The switch topology and its hop classes: one parser, one vocabulary, for every command.
 
-Why: a pair is only comparable with pairs of the same hop class (same leaf vs across the spine),
-and clusters already describe their fabric in Slurm's topology.conf. Both plugins are read:
+Why: a pair is only comparable with pairs of the same hop class (two hosts on one leaf go through
+one switch; two on different leaves cross the spine and share its, often oversubscribed, uplinks).
+``sweep --topology``, ``preflight --topology``, ``inventory --topology`` and ``report --topology``
+all read the file here, so they cannot disagree about a pair.
 
-* topology/tree: ``SwitchName=s0 Nodes=dev[0-5] LinkSpeed=...`` and ``SwitchName=s3 Switches=s[0-2]``
-* topology/block: ``BlockName=block1 Nodes=node[1-32]`` (+ ``BlockSizes=30,120``)
+Files (``load_topology``):
 
-Real files carry mistakes (a node under two switches, a hostlist that lost its prefix, a switch
+* Slurm topology/tree: ``SwitchName=s0 Nodes=dev[0-5] LinkSpeed=...`` and ``SwitchName=s3 Switches=s[0-2]``
+  (any depth);
+* Slurm topology/block: ``BlockName=block1 Nodes=node[1-32]`` (+ ``BlockSizes=30,120``); a block is a leaf;
+* JSON or TOML: ``{"switches": {"leaf1": ["h1", "h2"], "leaf2": "h[3-4]"}}`` (or the switch table at the
+  top level): leaves only.
+
+Real Slurm files carry mistakes (a node under two switches, a hostlist that lost its prefix, a switch
 listed under a parent that is never defined). Those become ``warnings`` with the line number; the
-parser keeps going, because a half-right topology still labels most pairs correctly.
+parser keeps going, because a half-right topology still labels most pairs correctly. A file that is
+missing, unreadable or not a topology at all is a ``TopologyError`` (one line, exit 2).
+
+Uplinks: what the rest of netbench passes around (and run.json records as ``topology``) is one flat
+map ``name -> the switch it hangs off``: every host to its leaf, every switch to its parent. Hosts
+placed only by ``switch=`` labels or discovered neighbours have a leaf without a parent.
+
+Hop classes (the tier of the lowest switch two hosts share; users write these words in policy files,
+``hop_class = "spine"``, and findings show them):
+
+* ``intra``   the same host;
+* ``leaf``    the same leaf switch (or Slurm block);
+* ``spine``   through the leaves' parent (tier 2);
+* ``core``    through a third-tier switch;
+* ``tier-N``  through a switch N >= 4 tiers above the hosts;
+* ``unknown`` either host is not placed.
+
+A switch's tier counts from the hosts: its leaf is tier 1, the leaf's parent tier 2, and so on;
+in an unbalanced tree the longer of the two paths counts. Two hosts whose switches share no listed
+ancestor (two leaves of a flat map, or two root switches) are taken to meet one tier above the
+highest switch listed for either, since the fabric that joins them is not in the file: two leaves
+without parents meet at ``spine``, as the two-tier vocabulary always said.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import tomllib
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from netbench.common.errors import UsageError
 from netbench.common.hostlist import expand_hostlist
 
-SAME_LEAF, CROSS_LEAF, UNKNOWN = "same-leaf", "cross-leaf", "unknown"
+INTRA, LEAF, SPINE, CORE, UNKNOWN = "intra", "leaf", "spine", "core", "unknown"
+_TIER_NAMES = {1: LEAF, 2: SPINE, 3: CORE}
+_DEEP = re.compile(r"tier-(\d+)")
 _KNOWN_KEYS = {"switchname", "nodes", "switches", "linkspeed", "blockname", "blocksizes"}
 _PREFIX = re.compile(r"^(.*?)\d+$")
+_SLURM = re.compile(r"(?im)^\s*(switchname|blockname)=")  # Slurm keys are case-insensitive
+
+Uplinks = Mapping[str, str]
+"""host -> its leaf switch, switch -> its parent switch (see the module docstring)."""
+
+
+class TopologyError(UsageError):
+    """A topology file that cannot be used at all (missing, unreadable, not a topology)."""
+
+
+def tier_name(tier: int) -> str:
+    """The hop class of a pair whose lowest common switch is ``tier`` tiers above the hosts."""
+    if tier < 1:
+        raise ValueError(f"tier must be >= 1, got {tier}")
+    return _TIER_NAMES.get(tier, f"tier-{tier}")
+
+
+def is_hop_class(word: str) -> bool:
+    """Whether ``word`` is a hop class of the vocabulary (``tier-N`` only for N >= 4: lower tiers
+    have names, and one tier must not have two spellings)."""
+    if word in (INTRA, UNKNOWN) or word in _TIER_NAMES.values():
+        return True
+    m = _DEEP.fullmatch(word)
+    return bool(m) and int(m.group(1)) > max(_TIER_NAMES)
+
+
+def _lookup(name: str, uplinks: Uplinks) -> str | None:
+    """The key ``name`` is known by: itself, else its short name (hosts files often use FQDNs,
+    topology files short names)."""
+    if name in uplinks:
+        return name
+    short = name.split(".", 1)[0]
+    return short if short in uplinks else None
+
+
+def leaf_of(host: str, uplinks: Uplinks) -> str | None:
+    """The switch the host hangs off; None if it is not placed."""
+    key = _lookup(host, uplinks)
+    return uplinks[key] if key is not None else None
+
+
+def switch_path(host: str, uplinks: Uplinks) -> list[str]:
+    """The host's switches from its leaf up to the highest one listed (stops on a loop)."""
+    out: list[str] = []
+    cur = leaf_of(host, uplinks)
+    while cur is not None and cur not in out:
+        out.append(cur)
+        cur = uplinks.get(cur)
+    return out
+
+
+def meeting_tier(path_a: list[str], path_b: list[str]) -> int:
+    """Tier of the lowest switch two leaf-to-top paths share (module docstring: unbalanced trees,
+    no common switch)."""
+    on_b = {sw: i for i, sw in enumerate(path_b)}
+    for i, sw in enumerate(path_a):
+        if sw in on_b:
+            return max(i, on_b[sw]) + 1
+    return max(len(path_a), len(path_b)) + 1
+
+
+def hop_class(a: str, b: str, uplinks: Uplinks) -> str:
+    """``intra`` | ``leaf`` | ``spine`` | ``core`` | ``tier-N`` | ``unknown`` (module docstring)."""
+    if a == b:
+        return INTRA
+    pa, pb = switch_path(a, uplinks), switch_path(b, uplinks)
+    if not pa or not pb:
+        return UNKNOWN
+    return tier_name(meeting_tier(pa, pb))
+
+
+def ring_crossings(hosts: list[str], switches: Uplinks) -> tuple[int, int]:
+    """(leaf changes walking the ring in this order, the fewest any order could have).
+
+    A ring through L leaves must change leaf at least L times (0 when L == 1); an interleaved
+    order changes far more often, and every change is traffic through the spine.
+    """
+    if len(hosts) < 2:
+        return 0, 0
+    sw = [switches.get(h, "?") for h in hosts]
+    crossings = sum(1 for i in range(len(sw)) if sw[i] != sw[(i + 1) % len(sw)])
+    leaves = len(set(sw))
+    return crossings, (0 if leaves == 1 else leaves)
+
+
+def grouped_order(hosts: list[str], switches: Uplinks) -> list[str]:
+    """The same hosts ordered leaf by leaf (stable within a leaf): the order that crosses least."""
+    first_seen: dict[str, int] = {}
+    for h in hosts:
+        first_seen.setdefault(switches.get(h, "?"), len(first_seen))
+    return sorted(hosts, key=lambda h: first_seen[switches.get(h, "?")])
+
+
+def switch_from_inventory(node: Mapping[str, Any]) -> str | None:
+    """A node's leaf from its ``switch=`` label or discovered neighbours (an inventory.jsonl record).
+
+    InfiniBand discovery wins over LLDP, since LLDP often only sees the management network.
+    Rail-optimised nodes connect each HCA to a different leaf; such a node's "leaf" is the set of
+    its leaves (``leafA+leafB``), so nodes of one scalable unit still compare as same-leaf.
+    """
+    labels = node.get("labels") or {}
+    if labels.get("switch"):
+        return str(labels["switch"])
+    neigh = [n for n in node.get("neighbors") or [] if n.get("switch")]
+    ib = [n for n in neigh if (n.get("source") or "").startswith("ib")]
+    use = ib or neigh
+    if not use:
+        return None
+    return "+".join(sorted({str(n["switch"]) for n in use}))
+
+
+def build_switch_map(
+    inventory: Iterable[Mapping[str, Any]], topology: Uplinks | None = None, hosts: Iterable[str] = ()
+) -> dict[str, str]:
+    """Uplinks for every host we can place. Strongest source last: discovered neighbours and
+    ``switch=`` labels of the inventory, then a topology (file or run.json), which also brings the
+    switches' parents. ``hosts`` (names as the run spells them) are looked up by short name too."""
+    out: dict[str, str] = {}
+    for node in inventory:
+        sw = switch_from_inventory(node)
+        if sw and node.get("host"):
+            out[node["host"]] = sw
+    if topology:
+        out.update(topology)
+        for h in hosts:
+            leaf = leaf_of(h, topology)
+            if leaf is not None:
+                out[h] = leaf
+    return out
 
 
 @dataclass
@@ -60,16 +223,22 @@ class Topology:
     def roots(self) -> list[str]:
         return [s.name for s in self.switches.values() if s.parent is None]
 
-    def _node(self, host: str) -> str | None:
-        if host in self.node_leaf:
-            return host
-        short = host.split(".", 1)[0]  # hosts files often use FQDNs, topology.conf short names
-        return short if short in self.node_leaf else None
+    def uplinks(self, hosts: Iterable[str] | None = None) -> dict[str, str]:
+        """Every switch's parent and the leaf of each of ``hosts`` (as the caller spells them, FQDNs
+        matched by short name); every listed node when ``hosts`` is None."""
+        out = {s.name: s.parent for s in self.switches.values() if s.parent is not None}
+        if hosts is None:
+            out.update(self.node_leaf)
+            return out
+        for h in hosts:
+            leaf = self.leaf_of(h)
+            if leaf is not None:
+                out[h] = leaf
+        return out
 
     def leaf_of(self, host: str) -> str | None:
-        """The switch (or block) the host is directly under; None if topology.conf does not list it."""
-        node = self._node(host)
-        return self.node_leaf[node] if node else None
+        """The switch (or block) the host is directly under; None if the topology does not list it."""
+        return leaf_of(host, self.node_leaf)
 
     def ancestors(self, switch: str) -> list[str]:
         """``switch`` and its parents up to the root (stops on a cycle)."""
@@ -82,26 +251,12 @@ class Topology:
         return out
 
     def hop_class(self, a: str, b: str) -> str:
-        """``same-leaf`` | ``cross-leaf`` | ``unknown`` (either host missing from the topology)."""
-        la, lb = self.leaf_of(a), self.leaf_of(b)
-        if la is None or lb is None:
-            return UNKNOWN
-        return SAME_LEAF if la == lb else CROSS_LEAF
-
-    def switch_hops(self, a: str, b: str) -> int | None:
-        """Switches a packet crosses between two hosts (1: same leaf, 3: leaf-spine-leaf); None if unknown."""
-        la, lb = self.leaf_of(a), self.leaf_of(b)
-        if la is None or lb is None:
-            return None
-        up_a, up_b = self.ancestors(la), self.ancestors(lb)
-        common = next((s for s in up_a if s in up_b), None)
-        if common is None:
-            return None
-        return up_a.index(common) + up_b.index(common) + 1
+        """The hop class of two hosts (module docstring)."""
+        return hop_class(a, b, self.uplinks())
 
     def unknown_hosts(self, hosts: list[str]) -> list[str]:
         """Hosts (e.g. from a hosts file) that the topology does not place under any switch."""
-        return [h for h in hosts if self._node(h) is None]
+        return [h for h in hosts if self.leaf_of(h) is None]
 
 
 def _warn(topo: Topology, line: int, msg: str) -> None:
@@ -136,8 +291,11 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def parse_topology_text(text: str, source: str = "<topology>") -> Topology:
-    """Parse topology.conf text; never raises for content problems, records ``warnings`` instead."""
+def parse_slurm_topology(text: str, source: str = "<topology>") -> Topology:
+    """Parse Slurm topology.conf text (tree or block plugin).
+
+    Never raises for content problems; records ``warnings`` instead.
+    """
     topo = Topology(source=source)
     node_line: dict[str, int] = {}
     child_refs: list[tuple[str, str, int]] = []
@@ -223,13 +381,62 @@ def _check_prefixes(topo: Topology, node_line: dict[str, int]) -> None:
               "these nodes will match no host")
 
 
-def parse_topology_file(path: str | Path) -> Topology:
-    """Read a topology.conf; a missing or unreadable file is a UsageError (exit 2)."""
+def parse_topology(text: str, source: str = "<topology>") -> Topology:
+    """A topology from text in any accepted form (module docstring): Slurm when the text has
+    ``SwitchName=`` or ``BlockName=``, JSON when it starts with ``{``, else TOML.
+
+    Raises TopologyError when the text is none of them or its table does not map switches to hosts.
+    """
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise TopologyError(f"{source}: not valid JSON: {exc}") from None
+        return _from_table(data, source)
+    if _SLURM.search(text):
+        return parse_slurm_topology(text, source)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TopologyError(f"{source}: neither JSON, TOML nor Slurm topology.conf: {exc}") from None
+    return _from_table(data, source)
+
+
+
+def _from_table(data: Any, source: str) -> Topology:
+    """``{"switches": {leaf: [hosts] | "hostlist"}}`` (or the table at the top level): leaves only."""
+    table = data.get("switches", data) if isinstance(data, dict) else None
+    if not isinstance(table, dict):
+        raise TopologyError(f"{source}: expected a table of switch -> list of hosts")
+    topo = Topology(source=source)
+    for name, hosts in table.items():
+        if isinstance(hosts, str):
+            try:
+                hosts = expand_hostlist(hosts)
+            except ValueError as exc:
+                raise TopologyError(f"{source}: switch {name!r}: {exc}") from None
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise TopologyError(f"{source}: switch {name!r} must list host names")
+        sw = topo.switches.setdefault(str(name), Switch(name=str(name)))
+        for h in hosts:
+            if h in topo.node_leaf and topo.node_leaf[h] != sw.name:
+                _warn(topo, 0, f"node {h} is under {topo.node_leaf[h]} and again under {sw.name}; "
+                      f"keeping {topo.node_leaf[h]}")
+                continue
+            topo.node_leaf[h] = sw.name
+            sw.nodes.append(h)
+    return topo
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read a topology file in any accepted form; a missing, unreadable or malformed file is a
+    TopologyError (a UsageError: one line, exit 2)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
-        raise UsageError(f"{p}: topology file not found") from None
+        raise TopologyError(f"{p}: topology file not found") from None
     except OSError as exc:
-        raise UsageError(f"{p}: cannot read topology file: {exc.strerror}") from None
-    return parse_topology_text(text, str(p))
+        raise TopologyError(f"{p}: cannot read topology file: {exc.strerror}") from None
+    return parse_topology(text, str(p))

@@ -120,7 +120,7 @@ def judge(
     def slow(ratio: float, factor: float) -> bool:
         return ratio <= factor and math.log(max(ratio, 1e-12)) <= -thresholds.mad_k * noise_sigma
 
-    from netbench.reports.topology import hop_class
+    from netbench.common.topology import hop_class
 
     bad = set(suspects)
     link_keys = {frozenset(p) for p in links}

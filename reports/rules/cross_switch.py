@@ -11,9 +11,9 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
-from netbench.reports.topology import LEAF, SPINE, grouped_order, ring_crossings
 
 from netbench.common.findings import Finding
+from netbench.common.topology import LEAF, SPINE, grouped_order, ring_crossings
 
 _SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
 

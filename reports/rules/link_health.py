@@ -14,7 +14,7 @@ from typing import Any
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
-from netbench.reports.topology import majority
+from netbench.reports.stats import majority
 
 from netbench.common.findings import Finding
 
