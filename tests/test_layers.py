@@ -109,7 +109,11 @@ def test_nothing_imports_the_folders_under_their_bare_names():
 
 
 def test_libraries_and_the_bottom_layer_never_import_the_application():
-    allowed = {"root": {"root", "bottom"}, "bottom": {"root", "bottom"}, "library": {"root", "bottom", "library"}}
+    allowed = {
+        "root": {"root", "bottom"},
+        "bottom": {"root", "bottom"},
+        "library": {"root", "bottom", "library"},
+    }
     bad = {
         m: sorted(d for d in deps if not d.startswith("<") and _layer(d) not in allowed[_layer(m)])
         for m, deps in GRAPH.items()
