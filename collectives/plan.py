@@ -69,7 +69,6 @@ class Phase:
     name: str  # "ring", "pairwise round 3", ...
     groups: list[GroupSpec]
     spec: SweepSpec
-    timeout_s: float | None = None  # for the whole phase; None: derived from the per-op timeout
 
 
 @dataclass

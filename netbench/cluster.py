@@ -14,115 +14,26 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict
 from typing import Any
 
-from netbench.collectives.pairs import batched_rounds, circle_rounds
-from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir
 from netbench.coordinator import Outcome
-from netbench.launch import HostSlot
+from netbench.engine import RunSettings, execute
+from netbench.launch import Launcher
+from netbench.options import ClusterOptions
+from netbench.planner import (
+    PlanRequest,
+    build_plan,
+    choose_backend,
+    host_slots,
+    pair_spec,
+    sweep_spec,
+    visible_gpus,
+)
 from netbench.progress import Progress
-from netbench.sweep import SweepOptions, build_spec, detect_backend, execute
-
-PATTERNS = ("ring", "pairwise", "intra")
-PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
-
-
-@dataclass
-class ClusterOptions(SweepOptions):
-    hosts_file: str | None = None
-    ssh_config: str | None = None
-    accept_new_host_keys: bool = False
-    python: str | None = None
-    procs_per_host: int = 1  # gloo ranks per host; NCCL: one rank per GPU
-    patterns: list[str] = field(default_factory=lambda: ["ring", "pairwise"])
-    pair_batch: int | None = None  # None: whole circle rounds at once
-    pair_sizes: list[int] | None = None
-    pair_collectives: list[str] | None = None
-    topology: str | None = None
-    inventory: bool = True
-    concurrency: int = 64
-    advertise: str | None = None  # address hosts use to reach this machine's store
-    launcher: str = "ssh"  # ssh | local (every host of the file is a process group on this machine)
-
-
-def pair_group_id(a: str, b: str) -> str:
-    return "pair:" + "|".join(sorted((a, b)))
-
-
-def build_plan(
-    run_id: str,
-    slots: list[HostSlot],
-    opts: ClusterOptions,
-    backend: str,
-    device: str,
-    ring_spec: SweepSpec,
-    pair_spec: SweepSpec,
-) -> WorkerPlan:
-    hosts = [s.host for s in slots]
-    ranks_of = {s.host: s.ranks for s in slots}
-    phases: list[Phase] = []
-
-    def add(name: str, groups: list[GroupSpec], spec: SweepSpec) -> None:
-        if groups:
-            phases.append(Phase(index=len(phases), name=name, groups=groups, spec=spec))
-
-    for pattern in opts.patterns:
-        if pattern == "ring" and len(hosts) >= 2:
-            add(
-                "ring",
-                [
-                    GroupSpec(
-                        id="ring", pattern="ring", hosts=hosts, ranks=[r for h in hosts for r in ranks_of[h]]
-                    )
-                ],
-                ring_spec,
-            )
-        elif pattern == "pairwise":
-            rounds = batched_rounds(hosts, opts.pair_batch) if opts.pair_batch else circle_rounds(hosts)
-            for i, rnd in enumerate(rounds):
-                add(
-                    f"pairwise round {i + 1}/{len(rounds)}",
-                    [
-                        GroupSpec(
-                            id=pair_group_id(a, b),
-                            pattern="pair",
-                            hosts=[a, b],
-                            round=i + 1,
-                            ranks=ranks_of[a] + ranks_of[b],
-                        )
-                        for a, b in rnd
-                    ],
-                    pair_spec,
-                )
-        elif pattern == "intra":
-            add(
-                "intra",
-                [
-                    GroupSpec(id=f"intra:{h}", pattern="intra", hosts=[h], ranks=ranks_of[h])
-                    for h in hosts
-                    if len(ranks_of[h]) > 1
-                ],
-                ring_spec,
-            )
-    if not phases:
-        raise UsageError(
-            "nothing to run: pairwise and ring need at least 2 reachable hosts, "
-            "intra needs several ranks per host"
-        )
-    world = sum(s.nprocs for s in slots)
-    return WorkerPlan(
-        run_id=run_id,
-        backend=backend,
-        device=device,
-        world_size=world,
-        phases=phases,
-        op_timeout_s=opts.timeout_s,
-        rank_hosts=[s.host for s in slots for _ in s.ranks],
-    )
 
 
 def _inventory(
@@ -168,9 +79,6 @@ def run_cluster(
     entries = parse_hosts_file(opts.hosts_file)
     if len({e.name for e in entries}) != len(entries):
         raise UsageError("a host appears twice in the hosts file")
-    bad = [p for p in opts.patterns if p not in PATTERNS]
-    if bad:
-        raise UsageError(f"unknown pattern {bad[0]!r}; choose from {', '.join(PATTERNS)}")
     ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
     rundir = RunDir.create(opts.out)
     echo(f"# netbench sweep over {len(entries)} host(s) from {opts.hosts_file}; run directory {rundir.path}")
@@ -182,60 +90,41 @@ def run_cluster(
     nodes = _inventory(entries, opts, ssh_opts, rundir, echo) if opts.inventory and not local else {}
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
 
-    backend = opts.backend
-    if backend is None and local:
-        backend = detect_backend(None)[0]
-    if backend is None:
-        gpu_counts = [len(nodes[e.name].gpus) for e in live if e.name in nodes]
-        backend = "nccl" if gpu_counts and len(gpu_counts) == len(live) and min(gpu_counts) > 0 else "gloo"
-    device = "cuda" if backend == "nccl" else "cpu"
-    slots, base = [], 0
-    for e in live:
-        if backend == "nccl" and e.labels.get("gpus"):
-            n = len(e.labels["gpus"].split(","))
-        elif backend == "nccl":
-            n = len(nodes[e.name].gpus) if e.name in nodes else (e.slots or 1)
-        else:
-            n = e.slots or opts.procs_per_host
-        slots.append(HostSlot(host=e.name, nprocs=n, rank_base=base, labels=e.labels))
-        base += n
-    ring_spec = build_spec(opts, backend, None)
-    pair_opts = SweepOptions(**{f.name: getattr(opts, f.name) for f in fields(SweepOptions)})
-    pair_opts.collectives = opts.pair_collectives or opts.collectives
-    sizes = opts.pair_sizes or PAIR_SIZES[backend]
-    pair_opts.min_bytes, pair_opts.max_bytes = min(sizes), max(sizes)
-    pair_spec = build_spec(pair_opts, backend, None)
-    pair_spec.sizes = sorted(sizes)
-    plan = build_plan(rundir.run_id, slots, opts, backend, device, ring_spec, pair_spec)
+    if local:  # every host of the file is a process group on this machine: its GPUs are what counts
+        gpus: dict[str, int | None] = {}
+        seen: list[int | None] = [visible_gpus()]
+    else:
+        gpus = {e.name: len(nodes[e.name].gpus) if e.name in nodes else None for e in live}
+        seen = list(gpus.values())
+    backend = choose_backend(opts.backend, seen)
+    slots = host_slots(live, backend, gpus, opts.procs_per_host)
+    request = PlanRequest.of(opts)
+    plan = build_plan(request, rundir.run_id, slots, backend)
+    ring_spec, pair = sweep_spec(request, backend), pair_spec(request, backend)
     echo(
-        f"# {len(slots)} host(s), {plan.world_size} {device} rank(s) ({backend}); phases: "
+        f"# {len(slots)} host(s), {plan.world_size} {plan.device} rank(s) ({backend}); phases: "
         + ", ".join(p.name for p in plan.phases[:4])
         + (" ..." if len(plan.phases) > 4 else "")
     )
     echo(
-        f"# pair sizes {', '.join(format_size(s) for s in pair_spec.sizes)}; ring sizes "
+        f"# pair sizes {', '.join(format_size(s) for s in pair.sizes)}; ring sizes "
         f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}"
     )
     if local:
         from netbench.launch.local import LocalLauncher
 
-        launcher: Any = LocalLauncher(python=opts.python)
+        launcher: Launcher = LocalLauncher(python=opts.python)
     else:
         launcher = SSHLauncher(
             {e.name: e for e in live}, ssh_opts, python=opts.python, advertise=opts.advertise
         )
-    outcome = execute(
-        plan,
-        slots,
-        launcher,
-        rundir,
-        opts,
-        echo,
-        progress,
-        fail_fast=False,
+    settings = RunSettings(
         launcher_name=opts.launcher,
+        options=asdict(opts),
+        fail_fast=False,
         print_table=lambda row: row.get("pattern") != "pair",
     )
+    outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
     outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rundir.read_rows(), echo)
     return rundir, outcome

@@ -94,7 +94,6 @@ class Coordinator:
         self.outcome = Outcome(status="completed")
         self.total = sum(count_points(p, g) for p in plan.phases for g in p.groups)
         self.done_points = 0
-        self.exited: set[int] = set()
         self.finished_ranks: set[int] = set()
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -158,13 +157,10 @@ class Coordinator:
             gid, rank = msg.get("group"), msg.get("rank")
             state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
             state.setdefault("activity", {})[gid] = now
-        elif kind == "phase_done":
-            state.setdefault("phase_done", set()).add(msg.get("rank"))
         elif kind == "bye":
             self.finished_ranks.add(msg.get("rank"))
         elif kind == "exit":
             rank, rc = msg.get("rank"), msg.get("rc")
-            self.exited.add(rank)
             if rc != 0 or rank not in self.finished_ranks:
                 how = (
                     f"was killed by signal {-rc}"
@@ -296,7 +292,7 @@ class Coordinator:
                 self._failed_group(
                     phase, g, "error", f"not run: host {', '.join(sorted(set(g.hosts) & down))} is down"
                 )
-        state.update(reported={}, activity={}, phase_done=set())
+        state.update(reported={}, activity={})
         start = time.monotonic()
         for g in run_groups:
             state["activity"][g.id] = start

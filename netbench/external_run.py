@@ -12,25 +12,20 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from typing import Any
 
-from netbench.cluster import PAIR_SIZES, ClusterOptions, build_plan
 from netbench.collectives import messages
-from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.common.hosts import HostEntry
 from netbench.common.rundir import RunDir
+from netbench.engine import RunSettings, execute, finish_report
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
-from netbench.sweep import build_spec, execute, finish_report
-
-
-@dataclass
-class WorkerOptions(ClusterOptions):
-    patterns: list[str] = field(default_factory=lambda: ["world"])
+from netbench.options import WorkerOptions
+from netbench.planner import PlanRequest, build_plan, choose_backend, visible_gpus
 
 
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
-    import torch
-
+    from netbench.cluster import host_switches
     from netbench.worker import run_rank
 
     env = detect()
@@ -41,48 +36,26 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     coord: threading.Thread | None = None
     result: dict[str, Any] = {}
     if env.rank == 0:
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        backend = opts.backend or ("nccl" if gpus else "gloo")
-        device = "cuda" if backend == "nccl" else "cpu"
+        # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
+        backend = choose_backend(opts.backend, [visible_gpus()])
         rundir = RunDir.create(opts.out)
-        spec = build_spec(opts, backend, None)
-        if opts.patterns == ["world"]:
-            hosts = [s.host for s in slots]
-            plan = WorkerPlan(
-                run_id=rundir.run_id,
-                backend=backend,
-                device=device,
-                world_size=env.world,
-                phases=[
-                    Phase(0, "world", [GroupSpec("world", "world", list(range(env.world)), hosts)], spec)
-                ],
-                op_timeout_s=opts.timeout_s,
-                rank_hosts=[s.host for s in slots for _ in s.ranks],
-            )
-        else:
-            pair_spec = build_spec(opts, backend, None)
-            pair_spec.sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
-            plan = build_plan(rundir.run_id, slots, opts, backend, device, spec, pair_spec)
+        plan = build_plan(PlanRequest.of(opts), rundir.run_id, slots, backend)
+        hosts = [HostEntry(name=s.host) for s in slots]
+        rundir.write_run(topology=host_switches(hosts, opts.topology, echo))
         echo(
             f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
             f"run directory {rundir.path}"
         )
-
-        cstore = client(addr, port)
+        settings = RunSettings(
+            launcher_name=env.source,
+            options=asdict(opts),
+            fail_fast=opts.patterns == ["world"],
+            store=client(addr, port),
+        )
 
         def coordinate() -> None:
-            result["outcome"] = execute(
-                plan,
-                slots,
-                ExternalLauncher(cstore, env.source),
-                rundir,
-                opts,
-                echo,
-                None,
-                fail_fast=opts.patterns == ["world"],
-                launcher_name=env.source,
-                store=cstore,
-            )
+            launcher = ExternalLauncher(settings.store, env.source)
+            result["outcome"] = execute(plan, slots, launcher, rundir, settings, echo)
             result["rundir"] = rundir
 
         coord = threading.Thread(target=coordinate, daemon=True)
@@ -96,7 +69,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         coord.join()
         outcome = result.get("outcome")
         if opts.report and result.get("rundir") is not None:
-            finish_report(result["rundir"], echo)
+            finish_report(result["rundir"], echo, topology=opts.topology)
         code = 0 if outcome is not None and outcome.status == "completed" and not outcome.faults else 1
     sys.stdout.flush()
     if env.source == "mpi":  # mpirun treats an exit without MPI_Finalize as a crash of the job

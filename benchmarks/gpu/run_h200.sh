@@ -9,7 +9,7 @@
 #          8 B..8 GiB, with and without CUDA graphs (nccl-tests -G 20 / netbench --cuda-graph)
 # gpu2     both GPUs: + sendrecv, NCCL default and NCCL_ALGO=Ring; `netbench sweep` with no arguments
 # intra, dtypes: the parts of extra that one GPU can run
-# extra    --pattern intra copy matrix, a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
+# extra    --pattern copy-matrix (GPU copy matrix), a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
 # compare  benchmarks/gpu/compare.py over everything measured
 # Everything lands in /tmp/netbench-gpu-work/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
 set -u
@@ -124,7 +124,7 @@ stage_nb1() {  # netbench's side of gpu1 only
 stage_plain() {  # `netbench sweep` with no arguments at all, as a user would type it
   rm -rf netbench-runs; step nb_plain $NB; mkdir -p "$R/nb_plain"; mv netbench-runs/* "$R/nb_plain/"; rmdir netbench-runs
 }
-stage_intra() { step intra $PY benchmarks/gpu/intra_matrix.py --out "$R/nb_intra"; }
+stage_intra() { step intra $NB --pattern copy-matrix --no-report --out "$R/nb_intra"; }
 stage_dtypes() {
   for d in bfloat16 half int8; do
     step "dtype_$d" $NB -c all_reduce,reduce_scatter -d $d -b 1K -e 256M -f 16 --no-report --out "$R/nb_dtype_$d"

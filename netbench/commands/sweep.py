@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import click
 
 from netbench.commands._options import _coll, _size, measurement_options
 from netbench.params import CsvList
+
+if TYPE_CHECKING:
+    from netbench.options import ClusterOptions
 
 
 @click.command(
@@ -49,8 +55,10 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
     "--pattern",
     "patterns",
     multiple=True,
-    type=click.Choice(["ring", "pairwise", "intra"]),
-    help="With --hosts (repeatable; default ring + pairwise).",
+    type=click.Choice(["ring", "pairwise", "intra", "copy-matrix"]),
+    help="Repeatable. With --hosts: ring, pairwise (default both), intra (the ranks of each host alone). "
+    "Without: intra is every local rank as this host's group (world labelled intra); copy-matrix is the "
+    "GPU-to-GPU copy bandwidth of this machine (no collectives, no --hosts).",
 )
 @click.option(
     "--pair-batch",
@@ -102,12 +110,60 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
     default=None,
     help="Address the hosts use to reach this machine (default: the one routing to the first host).",
 )
-def command(**kw: object) -> None:
+def command(patterns: tuple[str, ...], **kw: object) -> None:
     """Sweep collectives over message sizes and print nccl-tests' table.
 
     With no arguments it runs on this machine: every local GPU with NCCL when CUDA is available,
     otherwise CPU ranks with gloo. Every row is saved to the run directory as it is measured.
     """
-    from netbench.sweep import main_from_cli
+    from netbench.options import ClusterOptions
 
-    raise SystemExit(main_from_cli(kw, click.echo))
+    asked = list(patterns)
+    opts = ClusterOptions(**kw)  # type: ignore[arg-type]
+    if asked:
+        opts.patterns = asked
+    raise SystemExit(dispatch(opts, asked, click.echo))
+
+
+def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
+    """Which path runs the sweep; every path plans with netbench.planner and runs the engine."""
+    from netbench.common.errors import UsageError
+    from netbench.engine import exit_status, finish_report
+
+    if "copy-matrix" in asked:
+        if asked != ["copy-matrix"] or opts.hosts_file or opts.launcher in ("mpi", "slurm"):
+            raise UsageError(
+                "--pattern copy-matrix measures this machine's GPUs alone: no --hosts, no other pattern"
+            )
+        from netbench.copy_matrix import run_copy_matrix
+
+        rundir, rows = run_copy_matrix(opts.local(), echo)
+        if opts.report:
+            finish_report(rundir, echo)
+        return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
+    if opts.launcher in ("mpi", "slurm"):  # the scheduler starts `netbench worker` ranks; rank 0 leads
+        import subprocess
+
+        from netbench.launch.wrap import mpirun_argv, srun_argv
+        from netbench.options import default_procs
+
+        pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
+        nprocs = None if opts.hosts_file else (opts.procs or default_procs())
+        argv = mpirun_argv(opts, pats, nprocs) if opts.launcher == "mpi" else srun_argv(opts, pats)
+        echo(f"# {' '.join(argv[:4])} ... netbench worker")
+        return subprocess.run(argv).returncode
+    if opts.hosts_file:
+        from netbench.cluster import run_cluster
+
+        rundir, outcome = run_cluster(opts, echo=echo)
+        topology = opts.topology
+    else:
+        if set(asked) - {"intra"}:
+            raise UsageError("--pattern ring/pairwise need --hosts (one machine runs the world pattern)")
+        from netbench.sweep import run_local
+
+        rundir, outcome = run_local(opts.local(), echo=echo, patterns=asked or None)
+        topology = None
+    if opts.report and outcome.status != "interrupted":
+        finish_report(rundir, echo, topology=topology)
+    return exit_status(outcome, rundir.read_rows())

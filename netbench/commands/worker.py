@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from netbench.commands._options import _size, measurement_options
+from netbench.commands._options import _coll, _size, measurement_options
 from netbench.params import CsvList
 
 
@@ -30,12 +30,25 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
 )
 @click.option("--pair-sizes", type=CsvList(_size), default=None, help="Sizes for pairs.")
 @click.option("--pair-batch", type=click.IntRange(min=1), default=None, help="At most K pairs at once.")
+@click.option(
+    "--pair-collectives",
+    type=CsvList(_coll),
+    default=None,
+    help="Collectives for pairs (default: --collectives).",
+)
+@click.option(
+    "--topology",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Slurm topology.conf, read by rank 0: which leaf switch each host hangs off.",
+)
 def command(patterns: tuple[str, ...], **kw: object) -> None:
     """One rank of a sweep; the launcher's environment says which one.
 
     torchrun: RANK/WORLD_SIZE/MASTER_ADDR; mpirun: OMPI_COMM_WORLD_RANK; srun: SLURM_PROCID.
     """
-    from netbench.external_run import WorkerOptions, run_worker
+    from netbench.external_run import run_worker
+    from netbench.options import WorkerOptions
 
     pats = list(patterns) or ["world"]
     if "world" in pats and len(pats) > 1:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from netbench.common.errors import UsageError
+
+if TYPE_CHECKING:
+    from netbench.options import ClusterOptions
 
 # sweep option -> worker flag; flags whose value is a list are joined with commas
 _PASS = {
@@ -27,6 +31,8 @@ _PASS = {
     "backend": "--backend",
     "pair_sizes": "--pair-sizes",
     "pair_batch": "--pair-batch",
+    "pair_collectives": "--pair-collectives",
+    "topology": "--topology",
     "timeout_s": "--timeout",
     "out": "--out",
     "in_place": "--in-place",
@@ -34,23 +40,26 @@ _PASS = {
 }
 
 
-def worker_args(kw: dict[str, Any], patterns: list[str]) -> list[str]:
+def worker_args(opts: ClusterOptions, patterns: list[str]) -> list[str]:
+    """``-m netbench worker`` and every measurement/plan option of the sweep, so the worker builds
+    the same plan (``netbench.planner``) as any other launcher would."""
+    kw = asdict(opts)
     args = ["-m", "netbench", "worker"]
     for key, flag in _PASS.items():
         value = kw.get(key)
         if value is None:
             continue
         args += [flag, ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)]
-    args.append("--check" if kw.get("check", True) else "--no-check")
-    args.append("--report" if kw.get("report", True) else "--no-report")
-    if kw.get("cuda_graph"):
+    args.append("--check" if opts.check else "--no-check")
+    args.append("--report" if opts.report else "--no-report")
+    if opts.cuda_graph:
         args.append("--cuda-graph")
     for p in patterns or ["world"]:
         args += ["--pattern", p]
     return args
 
 
-def mpirun_argv(kw: dict[str, Any], patterns: list[str], nprocs: int | None) -> list[str]:
+def mpirun_argv(opts: ClusterOptions, patterns: list[str], nprocs: int | None) -> list[str]:
     """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax)."""
     mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
     if not os.path.exists(mpirun):
@@ -58,16 +67,16 @@ def mpirun_argv(kw: dict[str, Any], patterns: list[str], nprocs: int | None) -> 
     argv = [mpirun]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
-    if kw.get("hosts_file"):
+    if opts.hosts_file:
         argv += [
             "--hostfile",
-            mpi_hostfile(kw["hosts_file"], kw.get("procs_per_host") or 1),
+            mpi_hostfile(opts.hosts_file, opts.procs_per_host),
             "--map-by",
             "slot",
         ]
     if nprocs:  # this machine alone: as many ranks as asked, even beyond its cores (like --procs)
         argv += ["-np", str(nprocs), "--oversubscribe"]
-    return argv + [kw.get("python") or sys.executable, *worker_args(kw, patterns)]
+    return argv + [opts.python or sys.executable, *worker_args(opts, patterns)]
 
 
 def mpi_hostfile(hosts_file: str, default_slots: int) -> str:
@@ -84,7 +93,7 @@ def mpi_hostfile(hosts_file: str, default_slots: int) -> str:
     return path
 
 
-def srun_argv(kw: dict[str, Any], patterns: list[str]) -> list[str]:
+def srun_argv(opts: ClusterOptions, patterns: list[str]) -> list[str]:
     """``srun python -m netbench worker ...`` inside the current allocation (its task layout)."""
     if not os.environ.get("SLURM_JOB_ID"):
         raise UsageError(
@@ -93,4 +102,4 @@ def srun_argv(kw: dict[str, Any], patterns: list[str]) -> list[str]:
     srun = shutil.which("srun")
     if not srun:
         raise UsageError("--launcher slurm needs srun on PATH")
-    return [srun, "--kill-on-bad-exit=1", kw.get("python") or sys.executable, *worker_args(kw, patterns)]
+    return [srun, "--kill-on-bad-exit=1", opts.python or sys.executable, *worker_args(opts, patterns)]

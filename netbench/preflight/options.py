@@ -7,9 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netbench.common.errors import NetbenchError
+
+if TYPE_CHECKING:
+    from netbench.planner import PlanRequest
 
 EXIT_COULD_NOT_RUN = 3
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
@@ -79,9 +82,6 @@ class PreflightOptions:
             self.collective = get_collective(self.collective).name
         except ValueError as exc:
             raise PreflightError(f"--collective: {exc}") from None
-
-    def modes(self) -> list[bool]:  # execute() asks every options object which in-place modes run
-        return [False]
 
 
 # -- the clock ---------------------------------------------------------------------------------------
@@ -157,14 +157,13 @@ class PreflightResult:
 
 @dataclass
 class _Setup:
-    """What both launches share: hosts, ranks per host, the sweep spec, how to reach the hosts."""
+    """What both launches share: hosts, ranks per host, what to measure, how to reach the hosts."""
 
     opts: PreflightOptions
     entries: dict[str, Any]
     ssh_opts: Any
     rundir: Any
     backend: str
-    device: str
     nprocs: dict[str, int]
-    spec: Any
+    request: PlanRequest
     echo: Callable[[str], None]

@@ -110,101 +110,70 @@ def make_setup(
     rundir: Any,
     echo: Callable[[str], None],
 ) -> _Setup:
-    """Backend (NCCL when every node has GPUs), ranks per host and the one sweep spec of every phase."""
-    from netbench.collectives.plan import SweepSpec
+    """Backend (NCCL when every node has GPUs), ranks per host, and the request every launch plans
+    from: one collective at the pair sizes, for the pairs and the ring alike."""
+    from netbench.common.errors import UsageError
+    from netbench.options import SweepOptions
+    from netbench.planner import PlanRequest, choose_backend, host_slots, sweep_spec
 
-    backend = opts.backend
-    if backend is None:
-        gpus = [len(nodes[h].gpus) for h in live if h in nodes]
-        backend = "nccl" if gpus and len(gpus) == len(live) and min(gpus) > 0 else "gloo"
-    nprocs = {}
-    for h in live:
-        e = entries[h]
-        if backend == "nccl":
-            nprocs[h] = (
-                len(e.labels["gpus"].split(",")) if e.labels.get("gpus") else (len(nodes[h].gpus) or 1)
-            )
-        else:
-            nprocs[h] = e.slots or opts.procs_per_host
-    sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
+    gpus = {h: len(nodes[h].gpus) if h in nodes else None for h in live}
     try:
-        spec = SweepSpec(
-            collectives=[opts.collective], sizes=sizes, iters=opts.iters, warmup=opts.warmup, in_place=[False]
+        backend = choose_backend(opts.backend, list(gpus.values()))
+        sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
+        measure = SweepOptions(
+            collectives=[opts.collective],
+            iters=opts.iters,
+            warmup=opts.warmup,
+            in_place="out",
+            timeout_s=opts.timeout_s,
+            backend=backend,
         )
-        spec.validate_for(backend)
-    except ValueError as exc:
+        request = PlanRequest(measure=measure, sizes=sizes, pair_sizes=sizes)
+        sweep_spec(request, backend)  # bad input (a dtype gloo lacks, ...) before anything starts
+    except UsageError as exc:
         raise PreflightError(str(exc)) from None
-    return _Setup(
-        opts, entries, ssh_opts, rundir, backend, "cuda" if backend == "nccl" else "cpu", nprocs, spec, echo
-    )
+    slots = host_slots([entries[h] for h in live], backend, gpus, opts.procs_per_host)
+    nprocs = {s.host: s.nprocs for s in slots}
+    return _Setup(opts, entries, ssh_opts, rundir, backend, nprocs, request, echo)
 
 
 def measure(
     setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str], gate: PhaseGate
 ) -> Any:
     """One launch of ranks on the hosts involved: the pair phases, then the ring (if any hosts)."""
-    from netbench.cluster import pair_group_id
-    from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+    from dataclasses import replace
+
+    from netbench.engine import RunSettings, execute
     from netbench.launch import HostSlot
     from netbench.launch.ssh import SSHLauncher
-    from netbench.sweep import execute
+    from netbench.planner import PairRound, build_plan
 
-    used = list(dict.fromkeys([h for _, _, pairs in pair_phases for p in pairs for h in p] + ring))
+    involved = {h for _, _, pairs in pair_phases for p in pairs for h in p} | set(ring)
+    used = [h for h in setup.entries if h in involved]  # hosts-file order: the ring's order
     slots, base = [], 0
     for h in used:
         slots.append(HostSlot(host=h, nprocs=setup.nprocs[h], rank_base=base, labels=setup.entries[h].labels))
         base += setup.nprocs[h]
-    ranks = {s.host: s.ranks for s in slots}
-    phases: list[Phase] = []
-    for name, rnd, pairs in pair_phases:
-        groups = [
-            GroupSpec(
-                id=pair_group_id(a, b), pattern="pair", hosts=[a, b], round=rnd, ranks=ranks[a] + ranks[b]
-            )
-            for a, b in pairs
-        ]
-        phases.append(Phase(index=len(phases), name=name, groups=groups, spec=setup.spec))
-    if len(ring) >= 2:
-        phases.append(
-            Phase(
-                index=len(phases),
-                name="ring",
-                spec=setup.spec,
-                groups=[
-                    GroupSpec(
-                        id="ring", pattern="ring", hosts=ring, ranks=[r for h in ring for r in ranks[h]]
-                    )
-                ],
-            )
-        )
-    plan = WorkerPlan(
-        run_id=setup.rundir.run_id,
-        backend=setup.backend,
-        device=setup.device,
-        world_size=base,
-        phases=phases,
-        op_timeout_s=setup.opts.timeout_s,
-        rank_hosts=[s.host for s in slots for _ in s.ranks],
+    request = replace(
+        setup.request,
+        patterns=["pairwise"] * bool(pair_phases) + ["ring"] * (len(ring) >= 2),
+        pair_rounds=[PairRound(name, rnd, pairs) for name, rnd, pairs in pair_phases],
     )
+    plan = build_plan(request, setup.rundir.run_id, slots, setup.backend)
     launcher = SSHLauncher(
         {h: setup.entries[h] for h in used},
         setup.ssh_opts,
         python=setup.opts.python,
         advertise=setup.opts.advertise,
     )
-    outcome = execute(
-        plan,
-        slots,
-        launcher,
-        setup.rundir,
-        setup.opts,
-        setup.echo,
-        None,
-        fail_fast=False,
+    settings = RunSettings(
         launcher_name="ssh",
+        options=asdict(setup.opts),
+        fail_fast=False,
         print_table=lambda row: False,
         before_phase=gate,
     )
+    outcome = execute(plan, slots, launcher, setup.rundir, settings, setup.echo)
     gate.ended = gate.budget.clock()
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
@@ -375,7 +344,7 @@ def run_preflight(
         echo(
             f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
             f"{len(live)} node(s), {setup.backend}, {opts.collective} at "
-            + ", ".join(_size(s) for s in setup.spec.sizes)
+            + ", ".join(_size(s) for s in setup.request.pair_sizes or [])
         )
         quick = measure(
             setup,

@@ -1,4 +1,4 @@
-"""``netbench sweep --pattern intra`` on one machine: copy bandwidth between every pair of local GPUs.
+"""``netbench sweep --pattern copy-matrix``: copy bandwidth between every pair of this machine's GPUs.
 
 The intra-node counterpart of the pair heatmap: cell (i, j) is how fast GPU i's memory reaches GPU j's
 (``dst.copy_(src)``, a peer copy over NVLink or PCIe; on the diagonal a device-to-device copy inside one
@@ -16,33 +16,70 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
+from netbench import __version__
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
+from netbench.common.rundir import RunDir, utc_now
+from netbench.options import SweepOptions
 
-INTRA_SIZES = [64 << 20, 256 << 20, 1 << 30]
+COPY_SIZES = [64 << 20, 256 << 20, 1 << 30]
+PATTERN = "copy-matrix"  # the rows' pattern: not the ``intra`` collective groups of each host
 
 
-def intra_sizes(max_bytes: int | None) -> list[int]:
+def copy_sizes(max_bytes: int | None) -> list[int]:
     """The default sizes, cut at ``--max-bytes`` (which then becomes the largest size)."""
     if max_bytes is None:
-        return list(INTRA_SIZES)
-    kept = [s for s in INTRA_SIZES if s <= max_bytes]
+        return list(COPY_SIZES)
+    kept = [s for s in COPY_SIZES if s <= max_bytes]
     return kept if kept and kept[-1] == max_bytes else [*kept, max_bytes]
 
 
-def copy_row(run_id: str, host: str, src: int, dst: int, nbytes: int, time_us: float, iters: int,
-             warmup: int, wrong: int | None) -> dict[str, Any]:
+def copy_row(
+    run_id: str,
+    host: str,
+    src: int,
+    dst: int,
+    nbytes: int,
+    time_us: float,
+    iters: int,
+    warmup: int,
+    wrong: int | None,
+) -> dict[str, Any]:
     """One result row (the ResultRow contract) for a copy of ``nbytes`` from GPU ``src`` to ``dst``."""
     algbw = nbytes / 1e9 / (time_us / 1e6) if time_us > 0 else 0.0
     return {
-        "run_id": run_id, "collective": "copy", "backend": "cuda", "pattern": "intra", "hosts": [host],
-        "ranks": 1, "round": None, "bytes": nbytes, "count": nbytes, "dtype": "uint8", "op": None,
-        "in_place": False, "iters": iters, "warmup": warmup, "time_us": time_us, "time_us_min": time_us,
-        "time_us_max": time_us, "rank_time_us": [time_us], "algbw_GBps": algbw, "busbw_GBps": algbw,
-        "wrong": wrong, "status": "ok", "error": None, "root": None, "group": f"gpu{src}->gpu{dst}",
-        "device": "cuda", "cuda_graph": False, "ts": time.time(), "extra": {"src": src, "dst": dst},
+        "run_id": run_id,
+        "collective": "copy",
+        "backend": "cuda",
+        "pattern": PATTERN,
+        "hosts": [host],
+        "ranks": 1,
+        "round": None,
+        "bytes": nbytes,
+        "count": nbytes,
+        "dtype": "uint8",
+        "op": None,
+        "in_place": False,
+        "iters": iters,
+        "warmup": warmup,
+        "time_us": time_us,
+        "time_us_min": time_us,
+        "time_us_max": time_us,
+        "rank_time_us": [time_us],
+        "algbw_GBps": algbw,
+        "busbw_GBps": algbw,
+        "wrong": wrong,
+        "status": "ok",
+        "error": None,
+        "root": None,
+        "group": f"gpu{src}->gpu{dst}",
+        "device": "cuda",
+        "cuda_graph": False,
+        "ts": time.time(),
+        "extra": {"src": src, "dst": dst},
     }
 
 
@@ -60,8 +97,10 @@ def matrix_of(rows: list[dict[str, Any]]) -> tuple[int, dict[tuple[int, int], fl
 def format_matrix(n: int, cells: dict[tuple[int, int], float], nbytes: int) -> str:
     """The matrix as text: rows are sources, columns destinations, GB/s; a missing cell is '-'."""
     width = max(8, *(len(f"{v:.1f}") + 1 for v in cells.values())) if cells else 8
-    lines = [f"# copy bandwidth GB/s at {format_size(nbytes)} (row: source GPU, column: destination GPU)",
-             "#" + " " * 7 + "".join(f"{'gpu' + str(j):>{width}}" for j in range(n))]
+    lines = [
+        f"# copy bandwidth GB/s at {format_size(nbytes)} (row: source GPU, column: destination GPU)",
+        "#" + " " * 7 + "".join(f"{'gpu' + str(j):>{width}}" for j in range(n)),
+    ]
     for i in range(n):
         vals = "".join(f"{(f'{cells[(i, j)]:.1f}' if (i, j) in cells else '-'):>{width}}" for j in range(n))
         lines.append(f"# {'gpu' + str(i):<6}{vals}")
@@ -86,12 +125,14 @@ def _time_copy(src_t: Any, dst_t: Any, src: int, iters: int, warmup: int) -> flo
         return start.elapsed_time(end) * 1000.0 / iters
 
 
-def run_intra(opts: Any, rundir: Any, echo: Callable[[str], None] = print) -> list[dict[str, Any]]:
+def measure_copy_matrix(
+    opts: SweepOptions, rundir: RunDir, echo: Callable[[str], None] = print
+) -> list[dict[str, Any]]:
     """Measure every (src, dst) GPU pair of this machine at a few large sizes; write and return rows."""
     import torch
 
     if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        raise UsageError("--pattern intra without --hosts measures local GPUs; no CUDA GPU is visible here")
+        raise UsageError("--pattern copy-matrix measures this machine's GPUs; no CUDA GPU is visible here")
     n = torch.cuda.device_count()
     for i in range(n):  # peer access where the hardware allows it; torch falls back to staging otherwise
         for j in range(n):
@@ -101,11 +142,13 @@ def run_intra(opts: Any, rundir: Any, echo: Callable[[str], None] = print) -> li
                         torch.empty(1, device=f"cuda:{j}").copy_(torch.empty(1, device=f"cuda:{i}"))
                     except RuntimeError:
                         pass
-    sizes = intra_sizes(getattr(opts, "max_bytes", None))
+    sizes = copy_sizes(opts.max_bytes)
     host = os.uname().nodename
     iters, warmup, check = opts.iters, opts.warmup, opts.check
-    echo(f"# netbench intra: copy bandwidth between {n} local GPU(s), sizes "
-         f"{', '.join(format_size(s) for s in sizes)}, iters {iters}, warmup {warmup}")
+    echo(
+        f"# netbench copy-matrix: copy bandwidth between {n} local GPU(s), sizes "
+        f"{', '.join(format_size(s) for s in sizes)}, iters {iters}, warmup {warmup}"
+    )
     rows: list[dict[str, Any]] = []
     with rundir.writer() as writer:
         for nbytes in sizes:
@@ -127,3 +170,23 @@ def run_intra(opts: Any, rundir: Any, echo: Callable[[str], None] = print) -> li
     wrong = sum(r["wrong"] or 0 for r in rows)
     echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
     return rows
+
+
+def run_copy_matrix(
+    opts: SweepOptions, echo: Callable[[str], None] = print
+) -> tuple[RunDir, list[dict[str, Any]]]:
+    """The copy matrix as a run: run.json (running, then completed), results.jsonl, the matrix."""
+    rundir = RunDir.create(opts.out)
+    rundir.write_run(
+        status="running",
+        started=utc_now(),
+        netbench_version=__version__,
+        launcher="local",
+        backend="nccl",
+        device="cuda",
+        hosts=[os.uname().nodename],
+        options=asdict(opts),
+    )
+    rows = measure_copy_matrix(opts, rundir, echo)
+    rundir.write_run(status="completed", ended=utc_now(), rows=len(rows))
+    return rundir, rows

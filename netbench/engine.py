@@ -1,0 +1,170 @@
+"""Running a plan: the coordinator, the run directory, nccl-tests' table, the summary, the report.
+
+Every path that measures ends here with a plan and started-or-startable ranks: the local sweep,
+the cluster sweep, ``netbench worker`` (rank 0) and preflight. This module imports none of them,
+so they can all import it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from netbench import __version__
+from netbench.collectives.ops import get_collective
+from netbench.collectives.plan import Phase, WorkerPlan
+from netbench.collectives.sizes import format_size
+from netbench.common.rundir import RunDir, utc_now
+from netbench.coordinator import Coordinator, Outcome
+from netbench.launch import HostSlot, Launcher
+from netbench.progress import Progress
+from netbench.table import TablePrinter, large_message_summary
+
+PLAN_FILE = "plan.json"
+PLAN_SCHEMA = "netbench.plan/1"
+
+
+@dataclass
+class RunSettings:
+    """How a plan is run, besides the plan itself."""
+
+    launcher_name: str
+    """Recorded in run.json: local, ssh, mpi, slurm, torchrun."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The options as asked, recorded in run.json."""
+    fail_fast: bool = True
+    """One local run: the first fault ends it. A cluster sweep: a fault costs only its host's groups."""
+    print_table: Callable[[dict[str, Any]], bool] | None = None
+    """Which rows go to nccl-tests' table; None: all."""
+    store: Any = None
+    """The rendezvous store when someone else started the ranks (torchrun, srun, mpirun)."""
+    before_phase: Callable[[Phase], bool] | None = None
+    """Asked before each phase; False skips it (preflight's budget)."""
+
+
+def write_plan(rundir: RunDir, plan: WorkerPlan) -> None:
+    """plan.json: the plan exactly as the ranks receive it through the store (``WorkerPlan.to_json``)."""
+    rundir.write_json(PLAN_FILE, {"schema": PLAN_SCHEMA, **asdict(plan)})
+
+
+def execute(
+    plan: WorkerPlan,
+    slots: list[HostSlot],
+    launcher: Launcher,
+    rundir: RunDir,
+    settings: RunSettings,
+    echo: Callable[[str], None],
+    progress: Progress | None = None,
+) -> Outcome:
+    """Run a plan and keep the run directory true at every moment (run.json says 'running' first)."""
+    progress = progress or Progress()
+    t0 = time.time()
+    rundir.write_run(
+        status="running",
+        started=utc_now(),
+        netbench_version=__version__,
+        launcher=settings.launcher_name,
+        backend=plan.backend,
+        device=plan.device,
+        hosts=[s.host for s in slots],
+        world_size=plan.world_size,
+        options=settings.options,
+    )
+    write_plan(rundir, plan)
+    table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
+    modes = {m for p in plan.phases for m in p.spec.in_place}
+    writer = rundir.writer()
+    rows: list[dict[str, Any]] = []
+
+    def on_row(row: dict[str, Any]) -> None:
+        writer.write(row)
+        rows.append(row)
+        if settings.print_table is None or settings.print_table(row):
+            coll = get_collective(row["collective"])
+            table.add(row, coll.out_of_place and False in modes, coll.in_place and True in modes)
+
+    coord = Coordinator(
+        plan,
+        slots,
+        launcher,
+        on_row=on_row,
+        on_progress=progress.update,
+        on_note=lambda s: progress.note(f"netbench: {s}"),
+        fail_fast=settings.fail_fast,
+        store=settings.store,
+        before_phase=settings.before_phase,
+    )
+    outcome: Outcome | None = None
+    try:
+        outcome = coord.run()
+    except KeyboardInterrupt:
+        outcome = coord.outcome
+        outcome.status = "interrupted"
+    finally:
+        progress.clear()
+        writer.close()
+        out = outcome or coord.outcome
+        rundir.write_env(out.env)
+        rundir.write_run(
+            status=out.status,
+            ended=utc_now(),
+            seconds=round(time.time() - t0, 3),
+            rows=out.rows,
+            down_hosts=sorted(out.down_hosts),
+            startup_s=out.startup_s,
+            phases=out.phases,
+            faults=[asdict(f) for f in out.faults],
+        )
+    summarize(rows, out, echo)
+    return out
+
+
+def summarize(rows: list[dict[str, Any]], outcome: Outcome, echo: Callable[[str], None]) -> None:
+    summary = [s for s in large_message_summary(rows) if s["pattern"] in ("world", "ring", "intra")]
+    echo("#")
+    for s in summary:
+        sizes = ", ".join(format_size(b) for b in s["sizes"])
+        echo(
+            f"# {s['collective']:<15} large-message busbw {s['busbw_GBps']:8.3f} GB/s "
+            f"(algbw {s['algbw_GBps']:.3f}; mean of the {len(s['sizes'])} largest sizes: {sizes})"
+        )
+    wrong = sum(r.get("wrong") or 0 for r in rows if r.get("status") == "ok")
+    failed = [r for r in rows if r.get("status") != "ok"]
+    echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
+    echo(f"# rows: {len(rows)} measured, {len(failed)} failed; status {outcome.status}")
+    for f in outcome.faults:
+        echo(f"# fault: {f.message}")
+
+
+def finish_report(
+    rundir: RunDir,
+    echo: Callable[[str], None],
+    baseline: str | None = None,
+    policy: str | None = None,
+    topology: str | None = None,
+) -> list[Any]:
+    """Write findings.json and report.html and print the summary; a report failure never costs the
+    measurements (they are on disk already), it only warns."""
+    try:
+        from netbench.reports.report import write_report
+        from netbench.reports.summary import format_summary
+
+        findings, html = write_report(rundir.path, baseline=baseline, policy=policy, topology=topology)
+        echo(format_summary(findings, "text", rundir.read_run(), 10))
+        if html is not None:
+            echo(f"report: {html}")
+        return findings
+    except Exception as exc:  # noqa: BLE001 - measurements are already safe on disk
+        print(f"netbench: warning: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return []
+
+
+def exit_status(outcome: Outcome, rows: list[dict[str, Any]]) -> int:
+    """130 interrupted; 1 a rank/host failed, a group did not run or results were wrong; else 0."""
+    if outcome.status == "interrupted":
+        return 130
+    bad = [r for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
+    return 1 if bad or outcome.faults or outcome.down_hosts or outcome.status != "completed" else 0

@@ -1,0 +1,77 @@
+"""What a sweep can be asked, as typed records: the command line fills them, tests and benchmarks
+build them directly, and the plan builder (``netbench.planner``) reads them.
+
+``SweepOptions`` is the measurement every launcher runs (nccl-tests' flags); ``ClusterOptions`` adds
+where and how to run across hosts; ``WorkerOptions`` is the same request as seen by a rank that
+torchrun, srun or mpirun started. A local run records only ``SweepOptions`` in run.json, so the
+file says what was measured, not which cluster flags were left at their defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+from netbench.collectives.ops import DEFAULT_COLLECTIVES
+
+
+@dataclass
+class SweepOptions:
+    """Everything a sweep on one machine can be asked."""
+
+    collectives: list[str] = field(default_factory=lambda: list(DEFAULT_COLLECTIVES))
+    min_bytes: int | None = None  # None: the backend's default
+    max_bytes: int | None = None
+    factor: int = 2
+    iters: int = 20
+    warmup: int = 5
+    dtype: str = "float"
+    op: str = "sum"
+    check: bool = True
+    in_place: str = "both"  # both | out | in
+    root: int = 0
+    procs: int | None = None  # CPU ranks on the local machine (gloo)
+    backend: str | None = None  # None: nccl when every host has GPUs, else gloo (planner.choose_backend)
+    timeout_s: float = 60.0
+    cuda_graph: bool = False
+    out: str | None = None
+    report: bool = True
+
+    def modes(self) -> list[bool]:
+        return {"both": [False, True], "out": [False], "in": [True]}[self.in_place]
+
+
+@dataclass
+class ClusterOptions(SweepOptions):
+    """``netbench sweep`` as typed on the command line: the measurement plus where it runs."""
+
+    hosts_file: str | None = None
+    ssh_config: str | None = None
+    accept_new_host_keys: bool = False
+    python: str | None = None
+    procs_per_host: int = 1  # gloo ranks per host; NCCL: one rank per GPU
+    patterns: list[str] = field(default_factory=lambda: ["ring", "pairwise"])
+    pair_batch: int | None = None  # None: whole circle rounds at once
+    pair_sizes: list[int] | None = None
+    pair_collectives: list[str] | None = None
+    topology: str | None = None
+    inventory: bool = True
+    concurrency: int = 64
+    advertise: str | None = None  # address hosts use to reach this machine's store
+    launcher: str = "ssh"  # ssh | local | mpi | slurm
+
+    def local(self) -> SweepOptions:
+        """The measurement part alone (what a run on this machine records as its options)."""
+        return SweepOptions(**{f.name: getattr(self, f.name) for f in fields(SweepOptions)})
+
+
+@dataclass
+class WorkerOptions(ClusterOptions):
+    """One rank of a sweep started by torchrun, srun or mpirun; ``world`` unless asked otherwise."""
+
+    patterns: list[str] = field(default_factory=lambda: ["world"])
+
+
+def default_procs() -> int:
+    """A few CPU ranks: enough to exercise a real ring, few enough not to oversubscribe small machines."""
+    return max(2, min(4, os.cpu_count() or 2))
