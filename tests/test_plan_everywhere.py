@@ -164,4 +164,5 @@ def test_cluster_launchers_give_the_ranks_the_same_plan(netns_factory, tmp_path:
         assert plan == ref, name
         _check_rows_follow_the_plan(runs[name], plan)
         run = json.loads((runs[name] / "run.json").read_text())
-        assert run["topology"] == {"h0": "s0", "h1": "s1"}, name  # --topology honoured by every path
+        # --topology honoured by every path: each host's leaf and each switch's parent (the uplinks)
+        assert run["topology"] == {"h0": "s0", "h1": "s1", "s0": "spine", "s1": "spine"}, name
