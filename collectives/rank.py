@@ -23,7 +23,8 @@ from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.harness import PointSpec, Settings, inject_corrupt_rank, measure
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
-from netbench.collectives.rows import ResultRow
+
+from netbench.common.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
 

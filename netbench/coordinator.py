@@ -24,7 +24,7 @@ from typing import Any
 from netbench.collectives import messages
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
-from netbench.collectives.rows import failed_row
+from netbench.common.rows import failed_row
 from netbench.launch import AgentProcess, HostSlot, Launcher
 
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get

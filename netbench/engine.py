@@ -23,9 +23,6 @@ from netbench.launch import HostSlot, Launcher
 from netbench.progress import Progress
 from netbench.table import TablePrinter, large_message_summary
 
-PLAN_FILE = "plan.json"
-PLAN_SCHEMA = "netbench.plan/1"
-
 
 @dataclass
 class RunSettings:
@@ -43,11 +40,6 @@ class RunSettings:
     """The rendezvous store when someone else started the ranks (torchrun, srun, mpirun)."""
     before_phase: Callable[[Phase], bool] | None = None
     """Asked before each phase; False skips it (preflight's budget)."""
-
-
-def write_plan(rundir: RunDir, plan: WorkerPlan) -> None:
-    """plan.json: the plan exactly as the ranks receive it through the store (``WorkerPlan.to_json``)."""
-    rundir.write_json(PLAN_FILE, {"schema": PLAN_SCHEMA, **asdict(plan)})
 
 
 def execute(
@@ -73,7 +65,7 @@ def execute(
         world_size=plan.world_size,
         options=settings.options,
     )
-    write_plan(rundir, plan)
+    rundir.write_plan(asdict(plan))
     table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
     modes = {m for p in plan.phases for m in p.spec.in_place}
     writer = rundir.writer()

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from netbench.collectives.rows import CONTRACT_FIELDS
 from netbench.collectives.sizes import format_size
 from netbench.reports.summary import headline, to_check, to_drain
 
 from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
+from netbench.common.rows import CONTRACT_FIELDS
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext

@@ -6,11 +6,11 @@ import csv
 import io
 import json
 
-from netbench.collectives.rows import ResultRow
 from netbench.reports.export.csv import rows_to_csv
 from netbench.reports.export.json_out import dumps, to_report, verdict
 
 from netbench.common.findings import Finding
+from netbench.common.rows import ResultRow
 
 
 def make_row(**kw) -> dict:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from netbench.collectives.rows import ResultRow
 
 from netbench.common.errors import UsageError
+from netbench.common.rows import ResultRow
 from netbench.common.rundir import RunDir
 from netbench.copy_matrix import (
     COPY_SIZES,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from helpers_proc import alive, rank_pids
-from netbench.collectives.rows import CONTRACT_FIELDS, ResultRow
 
 from netbench import load_results
+from netbench.common.rows import CONTRACT_FIELDS, ResultRow
 
 ALL = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv"
 CONTRACT = CONTRACT_FIELDS

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
 
 RUN_SCHEMA = "netbench.run/1"
 ENV_SCHEMA = "netbench.env/1"
+PLAN_SCHEMA = "netbench.plan/1"
 DEFAULT_ROOT = Path("netbench-runs")
 
 
@@ -140,6 +141,11 @@ class RunDir:
     def read_env(self) -> dict[str, Any]:
         path = self.path / "env.json"
         return json.loads(path.read_text()) if path.exists() else {"hosts": {}}
+
+    def write_plan(self, plan: dict[str, Any]) -> None:
+        """plan.json: the plan exactly as the ranks receive it through the store (a ``WorkerPlan`` as
+        a dict; this layer does not know the class)."""
+        _write_json(self.path / "plan.json", {"schema": PLAN_SCHEMA, **plan})
 
     def write_json(self, name: str, data: Any) -> Path:
         path = self.path / name

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netbench.collectives.rows import ResultRow
 from netbench.common.errors import UsageError
+from netbench.common.rows import ResultRow
 
 # -- what a log says --------------------------------------------------------------------------------
 

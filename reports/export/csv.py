@@ -14,7 +14,7 @@ import io
 import json
 from typing import Any
 
-from netbench.collectives.rows import ResultRow
+from netbench.common.rows import ResultRow
 
 _FIELDS = [f.name for f in dataclasses.fields(ResultRow)]
 
