@@ -130,8 +130,40 @@ _SHARED = [
 ]
 
 
-def measurement_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Apply the shared options (in the order above, as --help lists them)."""
-    for option in reversed(_SHARED):
+# how pairs are measured: read by the plan builder wherever the plan is built (sweep, worker rank 0)
+_PAIRS = [
+    click.option(
+        "--pair-batch",
+        type=click.IntRange(min=1),
+        default=None,
+        help="At most K pairs at once (default: whole rounds of disjoint pairs).",
+    ),
+    click.option(
+        "--pair-sizes",
+        type=CsvList(_size),
+        default=None,
+        help="Sizes for pairs (default 1M,4M,16M gloo; 64M,256M,1G NCCL).",
+    ),
+    click.option(
+        "--pair-collectives",
+        type=CsvList(_coll),
+        default=None,
+        help="Collectives for pairs (default: --collectives).",
+    ),
+]
+
+
+def _apply(options: list[Callable[..., Any]], f: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(options):  # in the order listed, as --help shows them
         f = option(f)
     return f
+
+
+def measurement_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The measurement every measuring command shares."""
+    return _apply(_SHARED, f)
+
+
+def pair_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """How pairs are measured (sweep --hosts, and worker ranks with --pattern pairwise)."""
+    return _apply(_PAIRS, f)

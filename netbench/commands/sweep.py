@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from netbench.commands._options import _coll, _size, measurement_options
-from netbench.params import CsvList
+from netbench.commands._options import measurement_options, pair_options
 
 if TYPE_CHECKING:
     from netbench.options import ClusterOptions
@@ -60,24 +59,7 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
     "Without: intra is every local rank as this host's group (world labelled intra); copy-matrix is the "
     "GPU-to-GPU copy bandwidth of this machine (no collectives, no --hosts).",
 )
-@click.option(
-    "--pair-batch",
-    type=click.IntRange(min=1),
-    default=None,
-    help="At most K pairs at once (default: whole rounds of disjoint pairs).",
-)
-@click.option(
-    "--pair-sizes",
-    type=CsvList(_size),
-    default=None,
-    help="Sizes for pairs (default 1M,4M,16M gloo; 64M,256M,1G NCCL).",
-)
-@click.option(
-    "--pair-collectives",
-    type=CsvList(_coll),
-    default=None,
-    help="Collectives for pairs (default: --collectives).",
-)
+@pair_options
 @click.option(
     "--procs-per-host",
     type=click.IntRange(min=1),

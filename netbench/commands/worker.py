@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from netbench.commands._options import _coll, _size, measurement_options
-from netbench.params import CsvList
+from netbench.commands._options import measurement_options, pair_options
 
 
 @click.command(
@@ -28,14 +27,7 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
     type=click.Choice(["world", "ring", "pairwise", "intra"]),
     help="world (default): all ranks; ring/pairwise/intra as in sweep --hosts.",
 )
-@click.option("--pair-sizes", type=CsvList(_size), default=None, help="Sizes for pairs.")
-@click.option("--pair-batch", type=click.IntRange(min=1), default=None, help="At most K pairs at once.")
-@click.option(
-    "--pair-collectives",
-    type=CsvList(_coll),
-    default=None,
-    help="Collectives for pairs (default: --collectives).",
-)
+@pair_options
 @click.option(
     "--topology",
     type=click.Path(dir_okay=False),
