@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from netbench.collectives.ops import Buffers, Call, Collective, Layout, fill_send
+from netbench.collectives.ops import Buffers, Call, Collective, Layout, NativeCall, fill_send
+
+# issues one operation; returns the torch work handles to wait for (none for the native engine)
+RunOnce = Callable[[], list]
 
 GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
 GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)
@@ -105,15 +109,44 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def measure(spec: PointSpec, pg: object, rank: int, nranks: int, settings: Settings) -> Point:
-    """Measure one point on this rank (``rank`` of ``nranks`` in the process group ``pg``)."""
+def measure(
+    spec: PointSpec, pg: object, rank: int, nranks: int, settings: Settings, native: object | None = None
+) -> Point:
+    """Measure one point on this rank (``rank`` of ``nranks`` in the process group ``pg``).
+
+    ``native``: a ``collectives.native.NativeComm`` to issue the operations through NCCL directly
+    (the native engine); None issues them through the torch process group ``pg``. Either way ``pg``
+    lines the ranks up, and the loop is timed on torch's current stream."""
     coll, lay, dtype, op_name, root = spec.coll, spec.lay, spec.dtype, spec.op_name, spec.root
     device, in_place = settings.device, spec.in_place
     buf = coll.buffers(lay, rank, dtype, device, in_place)
     call = Call(pg=pg, rank=rank, nranks=nranks, op=spec.op, root=root)
 
-    def run_once() -> list:
-        return coll.issue(call, buf)
+    def on_stream(stream: int | None) -> RunOnce:
+        """The operation, issued on ``stream``: torch picks its current stream itself; the native
+        call is handed the raw handle once, so the timed loop does no per-call stream lookup."""
+        if native is None:
+            return lambda: coll.issue(call, buf)
+        from netbench.collectives.native import NCCL_DTYPES, NCCL_OPS
+
+        nc = NativeCall(
+            nccl=native.nccl,
+            comm=native.comm,
+            stream=stream or 0,
+            rank=rank,
+            nranks=nranks,
+            dtype=NCCL_DTYPES[dtype],
+            op=NCCL_OPS[op_name or "sum"],
+            root=root,
+        )
+
+        def run() -> list:
+            coll.native(nc, buf)
+            return []
+
+        return run
+
+    run_once = on_stream(torch.cuda.current_stream().cuda_stream if device == "cuda" else None)
 
     # The untimed correctness pass runs first so the send buffer is filled once: the timed loop
     # then starts from real data (never uninitialised memory, which may hold slow denormals).
@@ -135,7 +168,7 @@ def measure(spec: PointSpec, pg: object, rank: int, nranks: int, settings: Setti
 
     graph, launches = None, 1
     if settings.cuda_graph and device == "cuda":
-        graph, launches = _capture(run_once, settings.iters)
+        graph, launches = _capture(on_stream, settings.iters)
 
     _line_up(pg, device)
     time_us = Timer(device).time_loop(run_once, settings.iters, graph, launches)
@@ -153,7 +186,7 @@ def _line_up(pg: object, device: str) -> None:
     _wait_all([pg.barrier()])
 
 
-def _capture(run_once, iters: int) -> tuple[torch.cuda.CUDAGraph, int]:  # noqa: ANN001
+def _capture(on_stream: Callable[[int | None], RunOnce], iters: int) -> tuple[torch.cuda.CUDAGraph, int]:
     """Capture ``iters`` operations into one CUDA graph (nccl-tests -G): launch cost leaves the loop.
 
     Returns the graph and how many times to replay it. nccl-tests replays its graph ``-G`` times and
@@ -165,6 +198,7 @@ def _capture(run_once, iters: int) -> tuple[torch.cuda.CUDAGraph, int]:  # noqa:
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
+    run_once = on_stream(stream.cuda_stream)
     with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
         for _ in range(iters):
             _wait_all(run_once())

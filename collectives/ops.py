@@ -56,6 +56,24 @@ class Call:
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
 
+@dataclass(frozen=True)
+class NativeCall:
+    """Everything a native (NCCL-direct) call needs besides buffers: raw handles, no torch objects.
+
+    ``nccl`` is the ``nccl.bindings.nccl`` module of nccl4py, passed in so that this module never
+    imports it (CPU users must not pay for it); ``comm`` its communicator handle; ``stream`` the raw
+    ``cudaStream_t`` the operations go to (torch's current stream: torch owns buffers and streams)."""
+
+    nccl: object
+    comm: object
+    stream: int
+    rank: int
+    nranks: int
+    dtype: int  # ncclDataType_t
+    op: int  # ncclRedOp_t (reducing collectives)
+    root: int
+
+
 def _fill(rank: torch.Tensor | int, idx: torch.Tensor, n: int, op: str | None) -> torch.Tensor:
     """The value rank ``rank`` puts at position ``idx`` of its send buffer (float64)."""
     if op == "prod":
@@ -86,18 +104,26 @@ def _layout_plain(nbytes: int, esize: int, n: int) -> Layout:
     return Layout(count * esize, count, count, count, count)
 
 
+def _chunk(nbytes: int, esize: int, n: int) -> int:
+    """Elements of one rank's chunk, as nccl-tests counts them: ``(count/nranks) & -(16/eltSize)``,
+    a whole number of 16-byte lines (all_gather.cu, reduce_scatter.cu, alltoall.cu), so the sizes
+    of these collectives are the sizes nccl-tests prints."""
+    per_line = max(1, 16 // esize)
+    return nbytes // esize // n // per_line * per_line
+
+
 def _layout_gather(nbytes: int, esize: int, n: int) -> Layout:
-    chunk = nbytes // (esize * n)
+    chunk = _chunk(nbytes, esize, n)
     return Layout(chunk * n * esize, chunk * n, chunk, chunk * n, chunk)
 
 
 def _layout_scatter(nbytes: int, esize: int, n: int) -> Layout:
-    chunk = nbytes // (esize * n)
+    chunk = _chunk(nbytes, esize, n)
     return Layout(chunk * n * esize, chunk * n, chunk * n, chunk, chunk)
 
 
 def _layout_alltoall(nbytes: int, esize: int, n: int) -> Layout:
-    chunk = nbytes // (esize * n)
+    chunk = _chunk(nbytes, esize, n)
     return Layout(chunk * n * esize, chunk * n, chunk * n, chunk * n, chunk)
 
 
@@ -169,6 +195,54 @@ def _sendrecv(c: Call, b: Buffers) -> list[Work]:
     return [c.pg.send([b.send], nxt, 0), c.pg.recv([b.recv], prv, 0)]
 
 
+# --- native calls (nccl4py on raw pointers, as nccl-tests issues them) ------------------------------
+# Each enqueues on ``c.stream`` and returns nothing: the harness times the stream with CUDA events.
+# Unlike torch, all_reduce out of place really reads ``send`` and writes ``recv`` (nccl-tests' copy).
+def _n_all_reduce(c: NativeCall, b: Buffers) -> None:
+    c.nccl.all_reduce(b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.comm, c.stream)
+
+
+def _n_all_gather(c: NativeCall, b: Buffers) -> None:
+    c.nccl.all_gather(b.send.data_ptr(), b.recv.data_ptr(), b.send.numel(), c.dtype, c.comm, c.stream)
+
+
+def _n_reduce_scatter(c: NativeCall, b: Buffers) -> None:
+    c.nccl.reduce_scatter(
+        b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.comm, c.stream
+    )
+
+
+def _n_broadcast(c: NativeCall, b: Buffers) -> None:
+    c.nccl.broadcast(b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.root, c.comm, c.stream)
+
+
+def _n_reduce(c: NativeCall, b: Buffers) -> None:
+    c.nccl.reduce(
+        b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.root, c.comm, c.stream
+    )
+
+
+def _n_all_to_all(c: NativeCall, b: Buffers) -> None:
+    """One send and one receive per peer inside a group call, as nccl-tests' alltoall issues it."""
+    chunk = b.send.numel() // c.nranks
+    step = chunk * b.send.element_size()
+    s, r = b.send.data_ptr(), b.recv.data_ptr()
+    c.nccl.group_start()
+    for peer in range(c.nranks):
+        c.nccl.send(s + peer * step, chunk, c.dtype, peer, c.comm, c.stream)
+        c.nccl.recv(r + peer * step, chunk, c.dtype, peer, c.comm, c.stream)
+    c.nccl.group_end()
+
+
+def _n_sendrecv(c: NativeCall, b: Buffers) -> None:
+    """Send to rank+1 and receive from rank-1 in one group call (nccl-tests sendrecv)."""
+    n = b.send.numel()
+    c.nccl.group_start()
+    c.nccl.send(b.send.data_ptr(), n, c.dtype, (c.rank + 1) % c.nranks, c.comm, c.stream)
+    c.nccl.recv(b.recv.data_ptr(), n, c.dtype, (c.rank - 1) % c.nranks, c.comm, c.stream)
+    c.nccl.group_end()
+
+
 # --- expected results: value of recv[j] on `rank` ---------------------------------------------------
 Expected = Callable[[torch.Tensor, int, int, int, str | None, int], torch.Tensor | None]
 
@@ -210,6 +284,7 @@ class Collective:
     bus_factor: Callable[[int], float]
     issue: Callable[[Call, Buffers], list[Work]]
     expected: Expected
+    native: Callable[[NativeCall, Buffers], None]  # the same operation through NCCL directly
     reduces: bool = False
     rooted: bool = False
     out_of_place: bool = True
@@ -253,7 +328,14 @@ COLLECTIVES: dict[str, Collective] = {
     c.name: c
     for c in [
         Collective(
-            "all_reduce", _layout_plain, _ring, _all_reduce, _exp_all_reduce, reduces=True, seeds_recv=True
+            "all_reduce",
+            _layout_plain,
+            _ring,
+            _all_reduce,
+            _exp_all_reduce,
+            _n_all_reduce,
+            reduces=True,
+            seeds_recv=True,
         ),
         Collective(
             "all_gather",
@@ -261,6 +343,7 @@ COLLECTIVES: dict[str, Collective] = {
             _share,
             _all_gather,
             _exp_all_gather,
+            _n_all_gather,
             in_place_view="send_is_recv_chunk",
             segmented=True,
         ),
@@ -270,15 +353,31 @@ COLLECTIVES: dict[str, Collective] = {
             _share,
             _reduce_scatter,
             _exp_reduce_scatter,
+            _n_reduce_scatter,
             reduces=True,
             in_place_view="recv_is_send_chunk",
         ),
         # torch's broadcast/reduce work in place on one tensor: there is no out-of-place variant.
         Collective(
-            "broadcast", _layout_plain, _one, _broadcast, _exp_broadcast, rooted=True, out_of_place=False
+            "broadcast",
+            _layout_plain,
+            _one,
+            _broadcast,
+            _exp_broadcast,
+            _n_broadcast,
+            rooted=True,
+            out_of_place=False,
         ),
         Collective(
-            "reduce", _layout_plain, _one, _reduce, _exp_reduce, reduces=True, rooted=True, out_of_place=False
+            "reduce",
+            _layout_plain,
+            _one,
+            _reduce,
+            _exp_reduce,
+            _n_reduce,
+            reduces=True,
+            rooted=True,
+            out_of_place=False,
         ),
         # NCCL has no in-place all-to-all (and torch's all_to_all_single needs two buffers).
         Collective(
@@ -287,10 +386,11 @@ COLLECTIVES: dict[str, Collective] = {
             _share,
             _all_to_all,
             _exp_all_to_all,
+            _n_all_to_all,
             in_place=False,
             segmented=True,
         ),
-        Collective("sendrecv", _layout_plain, _one, _sendrecv, _exp_sendrecv, in_place=False),
+        Collective("sendrecv", _layout_plain, _one, _sendrecv, _exp_sendrecv, _n_sendrecv, in_place=False),
     ]
 }
 DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")

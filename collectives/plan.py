@@ -16,6 +16,9 @@ from typing import Any
 from netbench.collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
 from netbench.collectives.ops import get_collective
 
+# how the timed operations are issued (collectives.native.engines_for decides on each rank)
+ENGINES = ("auto", "nccl", "torch", "both")
+
 
 @dataclass
 class SweepSpec:
@@ -31,6 +34,7 @@ class SweepSpec:
     in_place: list[bool] = field(default_factory=lambda: [False, True])
     root: int = 0
     cuda_graph: bool = False
+    engine: str = "auto"  # auto | nccl | torch | both (collectives.native.engines_for)
 
     def __post_init__(self) -> None:
         self.collectives = [get_collective(c).name for c in self.collectives]
@@ -44,12 +48,16 @@ class SweepSpec:
             raise ValueError(f"iters must be >= 1, got {self.iters}")
         if self.warmup < 0:
             raise ValueError(f"warmup must be >= 0, got {self.warmup}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown engine {self.engine!r}; choose from {', '.join(ENGINES)}")
 
     def validate_for(self, backend: str) -> None:
         if backend == "gloo" and self.dtype in GLOO_UNSUPPORTED:
             raise ValueError(f"dtype {self.dtype} is not supported by gloo")
         if backend == "gloo" and self.cuda_graph:
             raise ValueError("--cuda-graph needs GPUs (NCCL)")
+        if backend == "gloo" and self.engine in ("nccl", "both"):
+            raise ValueError(f"--engine {self.engine} needs GPUs (NCCL); gloo runs through torch")
 
 
 @dataclass

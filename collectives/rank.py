@@ -10,6 +10,7 @@ Plain ``dist.new_group`` would need every rank of the world to take part in ever
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import os
 import time
@@ -21,12 +22,17 @@ import torch
 from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.harness import PointSpec, Settings, inject_corrupt_rank, measure
+from netbench.collectives.native import NativeComm, engines_for
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 
 from netbench.common.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
+# Finished groups live as long as the process, which ends with os._exit: destroying a gloo group can
+# block on its peers, and a ProcessGroupNCCL destroyed without shutdown prints torch's
+# "destroy_process_group() was not called" warning into the middle of the table.
+_FINISHED: list[Any] = []
 
 
 @dataclass
@@ -43,8 +49,7 @@ class RankContext:
 def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, int]:
     import torch.distributed as dist
 
-    prefix = f"p{phase.index}/{group.id}/"
-    pstore = dist.PrefixStore(prefix, ctx.store)
+    pstore = group_store(ctx, group, phase)
     grank = group.ranks.index(ctx.rank)
     timeout = _dt.timedelta(seconds=ctx.plan.op_timeout_s)
     if ctx.plan.backend == "nccl":
@@ -66,7 +71,33 @@ def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, i
 
 
 def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Phase) -> None:
-    """Measure every point of the phase's sweep in one group; the group's rank 0 reports the rows."""
+    """Measure every point of the phase's sweep in one group; the group's rank 0 reports the rows.
+
+    With two engines (``--engine both``) every point is measured by both, in the same group and
+    buffers' sizes, so the torch overhead at a size is the ratio of two rows of one run."""
+    engines = engines_for(phase.spec.engine, ctx.device)
+    native = None
+    if "nccl" in engines:
+        native = NativeComm(group_store(ctx, group, phase), grank, len(group.ranks), ctx.plan.op_timeout_s)
+    ok = False
+    try:
+        _run_points(ctx, pg, grank, group, phase, engines, native)
+        ok = True
+    finally:
+        if native is not None:
+            native.close(failed=not ok)
+
+
+def group_store(ctx: RankContext, group: GroupSpec, phase: Phase) -> Any:
+    """The group's own view of the run's store: its keys (torch's and ours) never meet another's."""
+    import torch.distributed as dist
+
+    return dist.PrefixStore(f"p{phase.index}/{group.id}/", ctx.store)
+
+
+def _run_points(
+    ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Phase, engines: list[str], native: Any
+) -> None:
     spec = phase.spec
     n = len(group.ranks)
     dt = get_dtype(spec.dtype)
@@ -79,7 +110,9 @@ def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Ph
         corrupt=inject_corrupt_rank() == ctx.rank,
     )
     step = 0
-    for cname in spec.collectives:
+    # one engine's whole sweep of a collective, then the other's: nccl-tests' table stays one section
+    # per (collective, engine), and the report pairs the two engines' rows by size
+    for cname, engine in itertools.product(spec.collectives, engines):
         coll = get_collective(cname)
         op_name = spec.op if coll.reduces else None
         op = reduce_op(spec.op) if coll.reduces else None
@@ -94,7 +127,14 @@ def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Ph
                 if (in_place and not coll.in_place) or (not in_place and not coll.out_of_place):
                     continue
                 target = PointSpec(coll, lay, dt.torch_dtype, in_place, op_name, op, root)
-                point = measure(target, pg, rank=grank, nranks=n, settings=settings)
+                point = measure(
+                    target,
+                    pg,
+                    rank=grank,
+                    nranks=n,
+                    settings=settings,
+                    native=native if engine == "nccl" else None,
+                )
                 per_rank = _gather(pg, n, ctx.device, point.time_us, point.wrong or 0)
                 step += 1
                 if grank == 0:
@@ -127,6 +167,7 @@ def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Ph
                         group=group.id,
                         device=ctx.device,
                         cuda_graph=spec.cuda_graph,
+                        engine=engine,
                         ts=time.time(),
                     )
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
@@ -155,7 +196,6 @@ def _abandon(pg: Any, backend: str) -> None:
 
 def run_plan(ctx: RankContext) -> None:
     """Execute every phase of the plan. Never raises for a failed group: it reports and goes on."""
-    keep_alive: list[Any] = []  # finished groups are kept: destroying a gloo group can block on peers
     for phase in ctx.plan.phases:
         key = f"go/{phase.index}"
         ctx.store.wait([key], STORE_WAIT)
@@ -176,7 +216,7 @@ def run_plan(ctx: RankContext) -> None:
                     seconds=time.time() - t0,
                     setup_s=setup_s,
                 )
-                keep_alive.append(pg)
+                _FINISHED.append(pg)
             except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
                 text = f"{type(exc).__name__}: {exc}".strip()
                 kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"

@@ -116,12 +116,21 @@ def execute(
 
 def summarize(rows: list[dict[str, Any]], outcome: Outcome, echo: Callable[[str], None]) -> None:
     summary = [s for s in large_message_summary(rows) if s["pattern"] in ("world", "ring", "intra")]
+    engines = {s["engine"] for s in summary}
     echo("#")
     for s in summary:
+        if s["ranks"] < 2:  # busbw is 0 by definition; algbw would read as a link of 1e5 GB/s
+            continue
         sizes = ", ".join(format_size(b) for b in s["sizes"])
+        who = f" [{s['engine']}]" if len(engines) > 1 else ""
         echo(
-            f"# {s['collective']:<15} large-message busbw {s['busbw_GBps']:8.3f} GB/s "
+            f"# {s['collective'] + who:<15} large-message busbw {s['busbw_GBps']:8.3f} GB/s "
             f"(algbw {s['algbw_GBps']:.3f}; mean of the {len(s['sizes'])} largest sizes: {sizes})"
+        )
+    if summary and all(s["ranks"] < 2 for s in summary):
+        echo(
+            "# one rank: nothing crossed a link, so there is no bus bandwidth to report; out-of-place "
+            "times are this device's local copy, in-place ones the call's own cost"
         )
     wrong = sum(r.get("wrong") or 0 for r in rows if r.get("status") == "ok")
     failed = [r for r in rows if r.get("status") != "ok"]

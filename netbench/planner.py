@@ -150,6 +150,7 @@ def _spec(m: SweepOptions, backend: str, collectives: list[str], sizes: list[int
             in_place=m.modes(),
             root=m.root,
             cuda_graph=m.cuda_graph,
+            engine=m.engine,
         )
         spec.validate_for(backend)
     except ValueError as exc:

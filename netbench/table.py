@@ -69,15 +69,16 @@ class TablePrinter:
                 f"{row.get('status')}: {row.get('error')}"
             )
             return
-        title = (row["collective"], row["pattern"], tuple(row.get("hosts") or []), row["ranks"])
+        engine = row.get("engine") or "torch"
+        title = (row["collective"], row["pattern"], tuple(row.get("hosts") or []), row["ranks"], engine)
         if title != self._title:
             self._title = title
             where = " ".join(row.get("hosts") or [])
             self.write(
                 f"#\n# {row['collective']}  pattern={row['pattern']}  ranks={row['ranks']}  "
-                f"backend={row['backend']}  hosts={where}\n#\n{HEADER}"
+                f"backend={row['backend']}  engine={engine}  hosts={where}\n#\n{HEADER}"
             )
-        key = (row.get("group"), row["collective"], row["bytes"])
+        key = (row.get("group"), row["collective"], engine, row["bytes"])
         got = self._pending.setdefault(key, {})
         got[bool(row["in_place"])] = row
         want = [m for m in self.modes if (has_ip if m else has_oop)]
@@ -95,9 +96,10 @@ def large_message_summary(rows: list[dict[str, Any]], top: int = 3) -> list[dict
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("status") == "ok" and r.get("busbw_GBps") is not None:
-            groups.setdefault((r["collective"], r["pattern"], r.get("group")), []).append(r)
+            key = (r["collective"], r["pattern"], r.get("group"), r.get("engine") or "torch")
+            groups.setdefault(key, []).append(r)
     out = []
-    for (coll, pattern, group), rs in groups.items():
+    for (coll, pattern, group, engine), rs in groups.items():
         sizes = sorted({r["bytes"] for r in rs})[-top:]
         sel = [r for r in rs if r["bytes"] in sizes]
         out.append(
@@ -105,6 +107,8 @@ def large_message_summary(rows: list[dict[str, Any]], top: int = 3) -> list[dict
                 "collective": coll,
                 "pattern": pattern,
                 "group": group,
+                "engine": engine,
+                "ranks": max(r["ranks"] for r in rs),
                 "sizes": sizes,
                 "busbw_GBps": sum(r["busbw_GBps"] for r in sel) / len(sel),
                 "algbw_GBps": sum(r["algbw_GBps"] for r in sel) / len(sel),

@@ -37,10 +37,11 @@ def simulate(name: str, nbytes: int, n: int, rank: int, op: str | None, root: in
     """What ``rank``'s receive buffer must hold after the collective; None where it is undefined.
 
     Sizes follow nccl-tests: the plain collectives move ``nbytes``; all_gather's size is the gathered
-    buffer, reduce_scatter's and all_to_all's one rank's send buffer, each split into n chunks.
+    buffer, reduce_scatter's and all_to_all's one rank's send buffer, each split into n chunks of
+    whole 16-byte lines (nccl-tests' ``(count/nranks) & -(16/eltSize)``).
     """
     count = nbytes // ESIZE
-    chunk = nbytes // (ESIZE * n)
+    chunk = count // n // (16 // ESIZE) * (16 // ESIZE)
 
     def send(r: int, numel: int) -> list[int]:
         return [fill(r, i, n, op) for i in range(numel)]
@@ -103,7 +104,7 @@ def test_exact_results_count_zero_and_damage_counts(name: str, n: int, nbytes: i
 
 def test_a_swapped_pair_of_chunks_is_every_element_of_both() -> None:
     """all_gather with chunks 0 and 1 swapped: each element that differs is counted once."""
-    n, chunk = 3, 10
+    n, chunk = 3, 12  # a whole number of 16-byte lines, so no rounding
     coll = COLLECTIVES["all_gather"]
     lay = coll.layout(ESIZE * n * chunk, ESIZE, n)
     want = simulate("all_gather", ESIZE * n * chunk, n, 0, None)

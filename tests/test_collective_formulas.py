@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fixtures_path import read_fixture
 from netbench.collectives.ops import COLLECTIVES, bandwidth, get_collective
 
 # (collective, n, size asked, elem size) -> (size reported, count, send elems, recv elems), and factor(n)
@@ -44,9 +45,29 @@ def test_layouts_follow_nccl_tests_byte_accounting() -> None:
 
 
 def test_sizes_round_down_like_nccl_tests() -> None:
-    ag = get_collective("all_gather").layout(1000, 4, 3)  # 1000 B / (3 ranks * 4 B) = 83 elems per rank
-    assert (ag.nbytes, ag.chunk) == (83 * 3 * 4, 83)
+    # nccl-tests: chunk = (count / nranks) & -(16 / eltSize), whole 16-byte lines per rank.
+    # 1000 B of float on 3 ranks: 250 elements, 83 per rank, down to a multiple of 4 -> 80.
+    ag = get_collective("all_gather").layout(1000, 4, 3)
+    assert (ag.nbytes, ag.chunk) == (80 * 3 * 4, 80)
+    rs = get_collective("reduce_scatter").layout(1000, 2, 3)  # half: 500 / 3 = 166 -> multiple of 8: 160
+    assert (rs.nbytes, rs.chunk) == (160 * 3 * 2, 160)
+    a2a = get_collective("all_to_all").layout(1000, 1, 3)  # int8: 333 -> multiple of 16: 320
+    assert (a2a.nbytes, a2a.chunk) == (320 * 3, 320)
     assert get_collective("all_gather").layout(8, 4, 4).nbytes == 0  # too small: skipped by the sweep
+
+
+@pytest.mark.parametrize("name", ["all_gather", "reduce_scatter"])
+def test_sizes_and_counts_are_the_rows_nccl_tests_printed(name: str) -> None:
+    """Every (size, count) nccl-tests 2.19.6 printed on the H200 (one rank, float, 8 B..8 GiB)."""
+    printed = [
+        (int(cols[0]), int(cols[1]))
+        for cols in (line.split() for line in read_fixture(f"nccl-tests-h200-1gpu/{name}.txt").splitlines())
+        if len(cols) > 10 and cols[0].isdigit()
+    ]
+    assert len(printed) == 31
+    coll = get_collective(name)
+    ours = [coll.layout(nbytes, 4, 1) for nbytes in (8 << i for i in range(31))]  # -b 8 -e 8G -f 2
+    assert [(lay.nbytes, lay.count) for lay in ours] == printed
 
 
 def test_aliases_and_unknown_names() -> None:

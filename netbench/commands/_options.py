@@ -108,6 +108,15 @@ _SHARED = [
         "--cuda-graph", is_flag=True, help="Capture the timed loop in a CUDA graph (nccl-tests -G)."
     ),
     click.option(
+        "--engine",
+        type=click.Choice(["auto", "nccl", "torch", "both"]),
+        default="auto",
+        show_default=True,
+        help="GPU operations through NCCL directly (nccl4py, as nccl-tests) or through torch's process "
+        "group (what a training job sees); both: each point twice, side by side. auto: nccl where "
+        "nccl4py imports, else torch. CPU ranks always use torch (gloo).",
+    ),
+    click.option(
         "--timeout",
         "timeout_s",
         type=DURATION,

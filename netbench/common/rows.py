@@ -69,6 +69,7 @@ class ResultRow:
     group: str | None = None  # stable id of the group (e.g. "pair:a|b")
     device: str | None = None  # cpu | cuda
     cuda_graph: bool = False
+    engine: str = "torch"  # torch (the process group) | nccl (NCCL called directly, nccl4py)
     ts: float | None = None  # unix time the row was measured
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)

@@ -37,6 +37,7 @@ _PASS = {
     "out": "--out",
     "in_place": "--in-place",
     "root": "--root",
+    "engine": "--engine",
 }
 
 
