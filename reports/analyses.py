@@ -80,8 +80,12 @@ class NodeVerdicts:
     tests: int = 0  # node x hop class tests (and intermittency tests) the family-wise bar covers
 
     def level(self, host: str) -> float | None:
-        """A slow node's capacity: what it manages at best (None for a node that is not slow)."""
-        return next((v.capacity_GBps for v in self.slow if v.host == host), None)
+        """A slow node's capacity: what it manages at best, else its median with its partners (None
+        for a node that is not slow)."""
+        v = next((v for v in self.slow if v.host == host), None)
+        if v is None:
+            return None
+        return v.capacity_GBps if v.capacity_GBps is not None else v.median_busbw_GBps
 
     def intermittent(self, host: str) -> bool:
         return any(v.host == host and v.kind == "intermittent" for v in self.slow)
