@@ -2,7 +2,9 @@
 typed, frozen results. Rules format findings from these; they never read another rule's findings.
 
 - the pair model (``reports.pairmodel``): node effects, link residuals, hop-class levels;
-- node verdicts: which nodes are slow over all their partners, with the numbers that say so;
+- node verdicts: which nodes are slow within a hop class (capped) or in many rounds (intermittent),
+  which switches' uplinks explain their hosts' slowness across the spine, and the borderline
+  suspects, with the numbers that say so;
 - re-test evidence: preflight's re-runs of the quick pass's suspects against known-good partners,
   an *input* of the analysis (``AnalysisContext.retests``), so the findings already carry it.
 """
@@ -10,12 +12,14 @@ typed, frozen results. Rules format findings from these; they never read another
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 from netbench.reports.pairmodel import PairModel, fit_pair_model
-from netbench.reports.stats import SIGMA_FLOOR, fdr_cut, robust_sigma, z_threshold
+from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_cut, robust_sigma
+
+from netbench.common.topology import switch_path
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -24,15 +28,39 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class NodeVerdict:
-    """A node slow with (nearly) all its partners, and the numbers that say so."""
+    """A slow node and the numbers that say so. ``kind``: ``capped`` (slow with its partners of one
+    hop class, e.g. its own leaf, whatever the others say) or ``intermittent`` (slow in some rounds
+    only: many of its pairs far below what their cell predicts, while its median is fine)."""
 
     host: str
-    effect_ratio: float  # exp(a_i): its busbw over all partners relative to the fleet's
+    effect_ratio: float  # exp(a_i^K) in its worst hop class K: busbw relative to that class's peers
     robust_z: float
     partners: int
-    partners_slow: int  # partners whose pair is slow against their own hop class (before attribution)
+    partners_slow: int  # partners whose pair is slow against their own cell (before attribution)
     median_busbw_GBps: float | None  # its median large-message busbw with its partners
     slowest_partners: Mapping[str, float]  # the five slowest partners -> busbw at the largest size
+    kind: str = "capped"
+    hop_class: str | None = None  # the class it is slow in (capped)
+    class_effect_ratio: Mapping[str, float] = field(default_factory=dict)  # every judged class
+    capacity_GBps: float | None = None  # its best class median: what it manages at best (its cap)
+    slow_rounds: tuple[int, ...] = ()  # intermittent: the rounds of its slow pairs
+    p_value: float | None = None  # intermittent: chance of this many slow pairs from noise alone
+
+
+@dataclass(frozen=True)
+class SwitchVerdict:
+    """A switch whose uplink explains its hosts: slow across it, fine below it."""
+
+    switch: str
+    hosts: tuple[str, ...]  # its hosts slow only through its uplink
+    hosts_below: int
+    classes: tuple[str, ...]  # the hop classes that cross the uplink
+    effect_ratio: float  # median effect of those hosts in those classes
+    below: frozenset[str] = frozenset()  # every host under the switch
+
+    def crossed_by(self, a: str, b: str) -> bool:
+        """Whether a pair's path goes through this uplink (one end below the switch, one not)."""
+        return (a in self.below) != (b in self.below)
 
 
 @dataclass(frozen=True)
@@ -46,11 +74,25 @@ class NodeVerdicts:
     sizes: tuple[int, ...] = ()  # the large sizes, ascending
     class_median_busbw_GBps: Mapping[str, float | None] = field(default_factory=dict)  # largest size
     z_threshold: float | None = None
-    effect_spread: float = 0.0  # robust sigma of the judged nodes' effects (log)
+    effect_spread: float = 0.0  # robust sigma of the judged nodes' effects (log), worst class
+    suspects: tuple[NodeVerdict, ...] = ()  # borderline: past the false-discovery bar, not the family-wise
+    switches: tuple[SwitchVerdict, ...] = ()  # uplinks that explain their hosts
+    tests: int = 0  # node x hop class tests (and intermittency tests) the family-wise bar covers
 
     def level(self, host: str) -> float | None:
-        """A slow node's median busbw with its partners (None for a node that is not slow)."""
-        return next((v.median_busbw_GBps for v in self.slow if v.host == host), None)
+        """A slow node's capacity: what it manages at best, else its median with its partners (None
+        for a node that is not slow)."""
+        v = next((v for v in self.slow if v.host == host), None)
+        if v is None:
+            return None
+        return v.capacity_GBps if v.capacity_GBps is not None else v.median_busbw_GBps
+
+    def intermittent(self, host: str) -> bool:
+        return any(v.host == host and v.kind == "intermittent" for v in self.slow)
+
+    def uplink_of(self, a: str, b: str) -> str | None:
+        """The slow uplink a pair crosses, if any (its slowness is the switch's)."""
+        return next((sv.switch for sv in self.switches if sv.crossed_by(a, b)), None)
 
 
 @dataclass(frozen=True)
@@ -92,56 +134,259 @@ class Analyses:
 def analyse(ctx: AnalysisContext) -> Analyses:
     """Every shared analysis of the context's inputs (rows, switches, policy, re-tests)."""
     model = fit_pair_model(ctx)
-    nodes = judge_nodes(model, ctx.hop_class, ctx.policy.thresholds) if model is not None else NodeVerdicts()
+    nodes = (
+        judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
+        if model is not None
+        else NodeVerdicts()
+    )
     return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests)
 
 
+INTERMITTENT_Z = 3.0
+"""A pair this many sigma below its cell counts towards its nodes' intermittency test."""
+INTERMITTENT_MIN_PAIRS = 3
+"""Fewer slow pairs than this are links, not a node: one bad cable gives each end one slow pair."""
+TAIL_SAFETY = 2.0
+"""The noise's tail is taken twice as heavy as a normal one's (real timing noise is skewed)."""
+
+
 def judge_nodes(
-    model: PairModel, hop_class: Callable[[str, str], str], thresholds: Thresholds
+    model: PairModel,
+    hop_class: Callable[[str, str], str],
+    thresholds: Thresholds,
+    switches: Mapping[str, str] | None = None,
 ) -> NodeVerdicts:
-    """Slow nodes: exp(a_i) <= slow_node_factor (practical) and a robust z beyond the threshold,
-    against the spread of node effects and the node's own estimate's error, false-discovery
-    controlled over the judged nodes."""
+    """Slow nodes, judged within each hop class and against the family-wise error of every test.
+
+    Capped: in some class K, exp(a_i^K) <= slow_node_factor (practical) and its robust z (against the
+    spread of class-K node effects and its own estimate's error) past Holm's cut over every node x
+    class tested. Intermittent: more of its pairs more than INTERMITTENT_Z below their cell than
+    noise gives (binomial tail, Bonferroni over the nodes). Hosts slow only through the uplink of a
+    switch above them are the switch's verdict, not theirs. Past the false-discovery bar but not the
+    family-wise one: a suspect (info)."""
     m, t = model, thresholds
-    if not m.judged.any():
-        return NodeVerdicts(hosts=tuple(m.hosts), collective=m.collective, sizes=tuple(m.sizes))
-    eff, judged = m.node_effect, m.judged
-    spread = robust_sigma(eff[judged])
-    se = m.sigma * 1.2533 / np.sqrt(np.maximum(m.partners, 1))  # error of a median of partners
-    scale = np.maximum(np.maximum(spread, se), SIGMA_FLOOR)
-    z = eff / scale
-    practical = judged & (eff <= np.log(t.slow_node_factor))
-    cut = fdr_cut(np.where(practical, z, np.nan), int(judged.sum()), t.mad_k, t.fdr)
-    zt = -cut if np.isfinite(cut) else z_threshold(t.mad_k, int(judged.sum()))
-    bad = practical & (z <= cut)
-    slow = []
-    for i in sorted(np.nonzero(bad)[0].tolist(), key=lambda k: eff[k]):
-        host = m.hosts[i]
-        row = m.bw[-1, i]
-        partner_idx = np.nonzero(np.isfinite(row))[0]
-        slow_with = 0
-        for j in partner_idx:
-            med = (m.class_median_bw.get(hop_class(host, m.hosts[j])) or [None])[-1]
-            if med and row[j] <= t.slow_node_factor * med:
-                slow_with += 1
-        worst = sorted(partner_idx.tolist(), key=lambda j: row[j])[:5]
-        slow.append(
-            NodeVerdict(
-                host=host,
-                effect_ratio=float(np.exp(eff[i])),
-                robust_z=float(z[i]),
-                partners=int(m.partners[i]),
-                partners_slow=slow_with,
-                median_busbw_GBps=float(np.median(row[partner_idx])) if partner_idx.size else None,
-                slowest_partners={m.hosts[j]: float(row[j]) for j in worst},
-            )
-        )
+    base = NodeVerdicts(hosts=tuple(m.hosts), collective=m.collective, sizes=tuple(m.sizes))
+    if not m.judged.any() or m.class_effect is None or m.class_judged is None or m.class_partners is None:
+        return base
+    n_cls, n = m.class_effect.shape
+    z = np.full((n_cls, n), np.nan)
+    spreads = []
+    for k in range(n_cls):
+        judged = m.class_judged[k]
+        if not judged.any():
+            continue
+        eff = m.class_effect[k]
+        spread = robust_sigma(eff[judged])
+        spreads.append(spread)
+        se = m.sigma * 1.2533 / np.sqrt(np.maximum(m.class_partners[k], 1))  # error of a median of partners
+        z[k] = np.where(judged, eff / np.maximum(np.maximum(spread, se), SIGMA_FLOOR), np.nan)
+    practical = m.class_judged & (m.class_effect <= np.log(t.slow_node_factor))
+    cand = np.where(practical, z, np.nan)
+    n_tests = int(m.class_judged.sum()) + n  # + one intermittency test per node
+    warn_cut = holm_cut(cand.ravel(), n_tests, t.mad_k, t.fwer)
+    info_cut = fdr_cut(cand.ravel(), n_tests, t.mad_k, t.fdr)
+    capped = practical & (z <= warn_cut)
+    borderline = practical & (z <= info_cut) & ~capped
+
+    cap = _capacity(m)
+    slow: dict[int, NodeVerdict] = {}
+    suspects: dict[int, NodeVerdict] = {}
+    for i in np.nonzero(capped.any(axis=0) | borderline.any(axis=0))[0].tolist():
+        worst = int(np.nanargmin(np.where(capped[:, i] | borderline[:, i], z[:, i], np.nan)))
+        v = _verdict(m, i, worst, float(z[worst, i]), cap, hop_class, t)
+        (slow if capped[:, i].any() else suspects)[i] = v
+    uplinks = _switch_verdicts(m, slow, switches or {}, t.slow_node_factor)
+    crossing = np.zeros((n, n), dtype=bool)  # pairs through a slow uplink: the switch explains them
+    for sv in uplinks:
+        under = np.array([h in sv.below for h in m.hosts])
+        crossing |= under[:, None] ^ under[None, :]
+    for i, v in _intermittent(m, n_tests, t, cap, hop_class, crossing).items():
+        if i not in slow:
+            (slow if v.p_value is not None and v.p_value * n_tests <= t.fwer else suspects)[i] = v
+            if i in slow:
+                suspects.pop(i, None)
+    explained = {h for sv in uplinks for h in sv.hosts}
+    order = sorted(slow.values(), key=lambda v: v.effect_ratio)
     return NodeVerdicts(
-        slow=tuple(slow),
+        slow=tuple(v for v in order if v.host not in explained),
         hosts=tuple(m.hosts),
         collective=m.collective,
         sizes=tuple(m.sizes),
         class_median_busbw_GBps={k: v[-1] for k, v in m.class_median_bw.items()},
-        z_threshold=float(zt),
-        effect_spread=float(spread),
+        z_threshold=float(-warn_cut) if np.isfinite(warn_cut) else None,
+        effect_spread=float(max(spreads, default=0.0)),
+        suspects=tuple(sorted(suspects.values(), key=lambda v: v.effect_ratio)),
+        switches=tuple(uplinks),
+        tests=n_tests,
     )
+
+
+def _capacity(m: PairModel) -> np.ndarray:
+    """Per node, its best class's median busbw at the largest size: a node's pairs cannot beat its
+    own cap, so what it reaches with its best peers bounds it (medians, so noise does not inflate it)."""
+    best = np.full(len(m.hosts), np.nan)
+    bw = m.bw[-1]
+    for k in range(len(m.classes)):
+        in_k = np.where(m.cls == k, bw, np.nan)
+        with np.errstate(all="ignore"):
+            med = _nanmedian_rows_safe(in_k)
+        best = np.fmax(best, med)
+    return best
+
+
+def _nanmedian_rows_safe(a: np.ndarray) -> np.ndarray:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(a, axis=1)
+
+
+def _verdict(
+    m: PairModel,
+    i: int,
+    k: int,
+    z: float,
+    cap: np.ndarray,
+    hop_class: Callable[[str, str], str],
+    t: Thresholds,
+    kind: str = "capped",
+    slow_rounds: tuple[int, ...] = (),
+    p_value: float | None = None,
+) -> NodeVerdict:
+    assert m.class_effect is not None and m.class_judged is not None
+    host = m.hosts[i]
+    row = m.bw[-1, i]
+    partner_idx = np.nonzero(np.isfinite(row))[0]
+    slow_with = 0
+    for j in partner_idx:
+        med = (m.class_median_bw.get(hop_class(host, m.hosts[j])) or [None])[-1]
+        if med and row[j] <= t.slow_node_factor * med:
+            slow_with += 1
+    worst = sorted(partner_idx.tolist(), key=lambda j: row[j])[:5]
+    return NodeVerdict(
+        host=host,
+        effect_ratio=float(np.exp(m.class_effect[k, i])),
+        robust_z=z,
+        partners=int(m.partners[i]),
+        partners_slow=slow_with,
+        median_busbw_GBps=float(np.median(row[partner_idx])) if partner_idx.size else None,
+        slowest_partners={m.hosts[j]: float(row[j]) for j in worst},
+        kind=kind,
+        hop_class=m.classes[k],
+        class_effect_ratio={
+            m.classes[c]: float(np.exp(m.class_effect[c, i]))
+            for c in range(len(m.classes))
+            if m.class_judged[c, i]
+        },
+        capacity_GBps=float(cap[i]) if np.isfinite(cap[i]) else None,
+        slow_rounds=slow_rounds,
+        p_value=p_value,
+    )
+
+
+def _intermittent(
+    m: PairModel,
+    n_tests: int,
+    t: Thresholds,
+    cap: np.ndarray,
+    hop_class: Callable[[str, str], str],
+    explained: np.ndarray,
+) -> dict[int, NodeVerdict]:
+    """Nodes with more pairs far below their cell than noise explains: slow in some rounds only.
+    ``explained``: pairs whose slowness something else owns (a slow uplink they cross)."""
+    from statistics import NormalDist
+
+    z = np.where(explained, np.nan, m.resid / m.sigma)
+    low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
+    count = low.sum(axis=1)
+    partners = np.isfinite(z).sum(axis=1)
+    p0 = min(0.5, TAIL_SAFETY * NormalDist().cdf(-INTERMITTENT_Z))
+    out: dict[int, NodeVerdict] = {}
+    pvals = {}
+    for i in np.nonzero(count >= INTERMITTENT_MIN_PAIRS)[0].tolist():
+        pvals[i] = binomial_sf(int(count[i]), int(partners[i]), p0)
+    if not pvals:
+        return out
+    # the suspect band: Benjamini-Hochberg over the nodes' tests
+    ranked = sorted(pvals.items(), key=lambda kv: kv[1])
+    passed = [i for r, (i, p) in enumerate(ranked, 1) if p <= r * t.fdr / n_tests]
+    keep = set(ranked[k][0] for k in range(len(passed))) if passed else set()
+    for i in keep:
+        js = np.nonzero(low[i])[0]
+        ratio = float(np.exp(np.median(m.resid[i, js])))
+        if ratio > t.slow_node_factor:
+            continue
+        seen = m.rounds[i, js] if m.rounds is not None else np.zeros(0, dtype=int)
+        rounds = tuple(sorted({int(r) for r in seen if r >= 0}))
+        k = int(np.argmax(np.bincount(m.cls[i, js], minlength=len(m.classes))))
+        v = _verdict(m, i, k, float(np.median(z[i, js])), cap, hop_class, t, "intermittent", rounds, pvals[i])
+        out[i] = replace(v, effect_ratio=ratio, partners_slow=int(len(js)))
+    return out
+
+
+def _tier(klass: str) -> int:
+    """The tier of a hop class: leaf 1, spine 2, core 3, tier-N N (0 for intra/unknown)."""
+    named = {"leaf": 1, "spine": 2, "core": 3}
+    if klass in named:
+        return named[klass]
+    return int(klass[5:]) if klass.startswith("tier-") and klass[5:].isdigit() else 0
+
+
+def _switch_verdicts(
+    m: PairModel, slow: dict[int, NodeVerdict], switches: Mapping[str, str], slow_factor: float
+) -> list[SwitchVerdict]:
+    """Switches whose hosts are slow only in the classes that cross the switch's uplink and fine
+    below it: the uplink is the fault, not the hosts (half of them or more, at least 3)."""
+    assert m.class_judged is not None and m.class_effect is not None
+    paths = {h: switch_path(h, switches) for h in m.hosts}
+    below: dict[str, list[int]] = {}
+    tier_of: dict[str, int] = {}
+    for i, h in enumerate(m.hosts):
+        for t_, sw in enumerate(paths[h], 1):
+            below.setdefault(sw, []).append(i)
+            tier_of[sw] = max(tier_of.get(sw, 0), t_)
+    flagged: dict[str, SwitchVerdict] = {}
+    for sw, members in below.items():
+        tier = tier_of[sw]
+        above = [k for k, c in enumerate(m.classes) if _tier(c) > tier]
+        within = [k for k, c in enumerate(m.classes) if 0 < _tier(c) <= tier]
+        if not above or not within:
+            continue
+        hits = []
+        for i in members:
+            v = slow.get(i)
+            if v is None or v.kind != "capped" or v.hop_class not in [m.classes[k] for k in above]:
+                continue
+            fine_below = any(m.class_judged[k, i] for k in within) and all(
+                m.classes[k] not in v.class_effect_ratio or v.class_effect_ratio[m.classes[k]] > slow_factor
+                for k in within
+            )
+            if fine_below:
+                hits.append(i)
+        if len(hits) >= 3 and len(hits) >= 0.5 * len(members):
+            effects = [m.class_effect[k, i] for i in hits for k in above if m.class_judged[k, i]]
+            flagged[sw] = SwitchVerdict(
+                switch=sw,
+                hosts=tuple(m.hosts[i] for i in hits),
+                hosts_below=len(members),
+                classes=tuple(m.classes[k] for k in above),
+                effect_ratio=float(np.exp(np.median(effects))),
+                below=frozenset(m.hosts[i] for i in members),
+            )
+    # the highest flagged switch explains its flagged descendants
+    return [
+        sv
+        for sw, sv in flagged.items()
+        if not any(up in flagged for up in switch_path_up(sw, switches))
+    ]
+
+
+def switch_path_up(switch: str, switches: Mapping[str, str]) -> list[str]:
+    """The switches above ``switch`` (its parent, the parent's parent ...)."""
+    out: list[str] = []
+    cur = switches.get(switch)
+    while cur is not None and cur not in out:
+        out.append(cur)
+        cur = switches.get(cur)
+    return out

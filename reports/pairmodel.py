@@ -1,14 +1,20 @@
-"""The pair model: tell "node X is slow" from "the link X-Y is slow".
+"""The pair model: tell "node X is slow" from "the link X-Y is slow", respecting the physics.
 
-Large-message busbw of every measured pair is fitted robustly as
+Large-message busbw of every measured pair is fitted robustly, separately within each hop class K
+(same leaf / across the spine / ...), as
 
-    log bw_ij = c_class(ij) + a_i + a_j + e_ij
+    log bw_ij = c_cell(ij) + a_i^K + a_j^K + e_ij
 
-where ``c`` is the level of the pair's hop class (same leaf / across the spine / ...), ``a_i`` the
-effect of node i over all its partners, and ``e_ij`` what is left for the link. Fitting is a
-median polish (alternating medians), so a slow node does not pull its partners down and a bad
-link does not pull its nodes down. A node with a strongly negative ``a_i`` is slow with everyone;
-a pair with a strongly negative ``e_ij`` is slow while both its nodes are fine elsewhere.
+where the *cell* is the pair's hop class and its load: the most pairs of the same round that crossed
+one uplink on its path (rows' ``round`` and the topology; 0 within a leaf). Why cells: the pairs of
+a round run at once and share uplinks, so two cross-leaf pairs can differ 2-3x because of their
+round, not their hardware; a pair is compared only with pairs measured under the same load (cells
+too small to have a median are pooled with the next load up). Why node effects per class: capped
+parts bottleneck, they do not multiply. A node capped a little below its peers is slow with partners
+on its own leaf and looks normal on every cross-spine pair already narrower than its cap; one node
+effect over all partners would hide it. ``a_i^K`` is node i's effect among class-K pairs; ``e_ij``
+what is left for the link. Fitting is a median polish (alternating medians), so a slow node does not
+pull its partners down and a bad link does not pull its nodes down.
 
 Dense N x N arrays (NaN = not measured): 1,024 nodes is 1M cells, a few MB, and numpy's
 nanmedian over rows is what makes the fit take about a second.
@@ -22,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
 
-from netbench.common.topology import LEAF, UNKNOWN, hop_class
+from netbench.common.topology import LEAF, UNKNOWN, hop_class, switch_path
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -45,6 +51,14 @@ class PairModel:
     sigma: float  # robust sigma of e (log)
     class_pairs: dict[str, int] = field(default_factory=dict)
     class_median_bw: dict[str, list[float | None]] = field(default_factory=dict)  # per size
+    class_effect: np.ndarray | None = None  # (n_classes, N) a_i^K (log), 0 where not judged in K
+    class_judged: np.ndarray | None = None  # (n_classes, N) bool: enough partners in class K
+    class_partners: np.ndarray | None = None  # (n_classes, N) measured partners in class K
+    rounds: np.ndarray | None = None  # (N, N) the round a pair was measured in, -1 unknown
+    load: np.ndarray | None = None  # (N, N) most pairs of its round through one uplink on its path
+    cell: np.ndarray | None = None  # (N, N) the pair's comparison cell (class x load), -1 none
+    cell_median_bw: list[float | None] = field(default_factory=list)  # largest size, per cell
+    cell_pairs: list[int] = field(default_factory=list)
 
     @property
     def index(self) -> dict[str, int]:
@@ -52,6 +66,9 @@ class PairModel:
 
     def pair_bw(self, i: int, j: int) -> list[float | None]:
         return [None if np.isnan(v) else float(v) for v in self.bw[:, i, j]]
+
+    def class_index(self, klass: str) -> int | None:
+        return self.classes.index(klass) if klass in self.classes else None
 
     def class_ratio(self, a: str, b: str) -> float | None:
         """exp(c_a - c_b): e.g. spine vs leaf is the measured cross-spine penalty."""
@@ -122,38 +139,45 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
     partners = valid.sum(axis=1)
-    judged = partners >= ctx.policy.thresholds.min_partners
-    if n < 4:  # with 3 nodes every pair is explained exactly by node effects: nothing to tell apart
-        judged[:] = False
     upper = np.triu(valid, 1)
-    a = np.zeros(n)
-    level = np.zeros(len(classes))
-    present = [k for k in range(len(classes)) if (upper & (cls == k)).any()]
-    masks = {k: upper & (cls == k) for k in present}
-    for _ in range(iterations):
-        r = y - a[:, None] - a[None, :]
-        for k in present:
-            level[k] = np.median(r[masks[k]])
-        lvl = level[cls]
-        with np.errstate(all="ignore"):
-            r = np.where(valid, y - lvl - a[None, :], np.nan)
-            new = np.where(judged, _nanmedian_rows(r), 0.0)
-        if judged.any():
-            new = np.where(judged, new - np.median(new[judged]), 0.0)
-        done = np.max(np.abs(new - a)) < 1e-5  # 0.001% in bandwidth: far below any threshold
-        a = new
-        if done:
-            break
-    r = y - a[:, None] - a[None, :]
-    for k in present:  # class levels consistent with the final node effects
-        level[k] = np.median(r[masks[k]])
-    resid = np.where(valid, y - level[cls] - a[:, None] - a[None, :], np.nan)
+    rounds = _round_matrix(pairs, idx, n)
+    load = _load_matrix(hosts, ctx.switches, rounds, upper)
+    cell, cell_class = _cells(cls, load, upper, len(classes))
+    min_partners = ctx.policy.thresholds.min_partners
+    n_cls = len(classes)
+    a_k = np.zeros((n_cls, n))
+    judged_k = np.zeros((n_cls, n), dtype=bool)
+    partners_k = np.zeros((n_cls, n), dtype=int)
+    level = np.zeros(len(cell_class))
+    resid = np.full((n, n), np.nan)
+    for k in range(n_cls):
+        in_k = valid & (cls == k)
+        partners_k[k] = in_k.sum(axis=1)
+        judged_k[k] = partners_k[k] >= min_partners
+        if n < 4:  # with 3 nodes every pair is explained exactly by node effects: nothing to tell apart
+            judged_k[k] = False
+        cells_k = [c for c in range(len(cell_class)) if cell_class[c] == k]
+        a_k[k], lvl = _polish(y, in_k, cell, cells_k, judged_k[k], len(cell_class), iterations)
+        level[cells_k] = lvl[cells_k]
+        sym = np.where(in_k, y - level[np.maximum(cell, 0)] - a_k[k][:, None] - a_k[k][None, :], np.nan)
+        resid = np.where(in_k, sym, resid)
+    judged = judged_k.any(axis=0)
+    # one number per node for callers that want one (preflight's known-good partners): its worst class
+    a = np.where(judged_k, a_k, np.inf).min(axis=0)
+    a = np.where(judged, a, 0.0)
     sigma = max(robust_sigma(resid[upper]), SIGMA_FLOOR)
 
+    present = [k for k in range(n_cls) if (upper & (cls == k)).any()]
+    masks = {k: upper & (cls == k) for k in present}
+    class_level = {}
+    for k in present:
+        r = y - a_k[k][:, None] - a_k[k][None, :]
+        class_level[classes[k]] = float(np.median(r[masks[k]]))
     class_pairs = {classes[k]: int(masks[k].sum()) for k in present}
     class_median_bw = {
         classes[k]: [_finite_median(bw[s][masks[k]]) for s in range(len(sizes))] for k in present
     }
+    cell_masks = [upper & (cell == c) for c in range(len(cell_class))]
     return PairModel(
         collective=coll,
         sizes=sizes,
@@ -162,7 +186,7 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
         y=y,
         classes=classes,
         cls=cls,
-        class_level={classes[k]: float(level[k]) for k in present},
+        class_level=class_level,
         node_effect=a,
         judged=judged,
         partners=partners,
@@ -170,7 +194,153 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
         sigma=sigma,
         class_pairs=class_pairs,
         class_median_bw=class_median_bw,
+        class_effect=a_k,
+        class_judged=judged_k,
+        class_partners=partners_k,
+        rounds=rounds,
+        load=load,
+        cell=cell,
+        cell_median_bw=[_finite_median(bw[-1][m]) for m in cell_masks],
+        cell_pairs=[int(m.sum()) for m in cell_masks],
     )
+
+
+MIN_CELL_PAIRS = 12
+"""A cell's median needs peers: a load seen on fewer pairs is pooled with the next load up."""
+
+
+def _polish(
+    y: np.ndarray,
+    valid: np.ndarray,
+    cell: np.ndarray,
+    cells: list[int],
+    judged: np.ndarray,
+    n_cells: int,
+    iterations: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Median polish of one hop class: (node effects, cell levels) with y = c_cell + a_i + a_j."""
+    n = y.shape[0]
+    a = np.zeros(n)
+    level = np.zeros(n_cells)
+    upper = np.triu(valid, 1)
+    masks = {c: upper & (cell == c) for c in cells}
+    masks = {c: m for c, m in masks.items() if m.any()}
+    if not masks:
+        return a, level
+    safe_cell = np.maximum(cell, 0)
+    for _ in range(iterations):
+        r = y - a[:, None] - a[None, :]
+        for c, m in masks.items():
+            level[c] = np.median(r[m])
+        with np.errstate(all="ignore"):
+            r = np.where(valid, y - level[safe_cell] - a[None, :], np.nan)
+            new = np.where(judged, _nanmedian_rows(r), 0.0)
+        if judged.any():
+            new = np.where(judged, new - np.median(new[judged]), 0.0)
+        done = np.max(np.abs(new - a)) < 1e-5  # 0.001% in bandwidth: far below any threshold
+        a = new
+        if done:
+            break
+    r = y - a[:, None] - a[None, :]
+    for c, m in masks.items():  # cell levels consistent with the final node effects
+        level[c] = np.median(r[m])
+    return a, level
+
+
+def _round_matrix(pairs, idx: dict[str, int], n: int) -> np.ndarray:  # noqa: ANN001 - a DataFrame
+    """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none."""
+    out = np.full((n, n), -1, dtype=np.int64)
+    rnd = pairs["round"].to_numpy()
+    ok = np.array([r is not None and r == r for r in rnd])  # None and NaN: no round
+    if not ok.any():
+        return out
+    ia = np.array([idx[h[0]] for h in pairs["hosts"]])[ok]
+    ib = np.array([idx[h[1]] for h in pairs["hosts"]])[ok]
+    r = rnd[ok].astype(np.int64)
+    out[ia[::-1], ib[::-1]] = r[::-1]  # reversed: the first row of a pair wins
+    out[ib[::-1], ia[::-1]] = r[::-1]
+    np.fill_diagonal(out, -1)
+    return out
+
+
+def _load_matrix(
+    hosts: list[str], switches: dict[str, str], rounds: np.ndarray, upper: np.ndarray
+) -> np.ndarray:
+    """(N, N) per pair: the most pairs of its round that crossed one uplink on its path (0 for pairs
+    within a leaf, and for pairs without a round or a topology).
+
+    Counted per leaf pair first (hosts of one leaf share every path), then spread to the uplinks:
+    the switches below the lowest switch both leaves share, on both sides."""
+    n = len(hosts)
+    load = np.zeros((n, n), dtype=np.int64)
+    leaf = [switches.get(h) for h in hosts]
+    if any(sw is None for sw in leaf) or not (rounds[upper] >= 0).any():
+        return load
+    leaves = sorted(set(leaf))  # type: ignore[arg-type]
+    code = np.array([leaves.index(sw) for sw in leaf])
+    n_leaves = len(leaves)
+    if n_leaves < 2:
+        return load
+    some_host = {sw: h for h, sw in zip(hosts, leaf, strict=True)}
+    path = {lf: switch_path(some_host[lf], switches) for lf in leaves}
+    uplinks: dict[str, int] = {}
+    crossing: list[list[int]] = [[] for _ in range(n_leaves * n_leaves)]
+    for x, lx in enumerate(leaves):
+        for z, lz in enumerate(leaves):
+            used = []
+            if x != z:
+                pa, pb = path[lx], path[lz]
+                common = next((sw for sw in pa if sw in pb), None)
+                used = (pa[: pa.index(common)] + pb[: pb.index(common)]) if common else pa + pb
+            crossing[x * n_leaves + z] = [uplinks.setdefault(sw, len(uplinks)) for sw in used]
+    inc = np.zeros((n_leaves * n_leaves, len(uplinks)), dtype=np.int64)
+    for lp, us in enumerate(crossing):
+        inc[lp, us] = 1
+    ii, jj = np.nonzero(upper & (rounds >= 0))
+    lp = code[ii] * n_leaves + code[jj]
+    rnd = rounds[ii, jj]
+    r_u, r_inv = np.unique(rnd, return_inverse=True)
+    per_round = np.zeros((len(r_u), n_leaves * n_leaves), dtype=np.int64)
+    np.add.at(per_round, (r_inv, lp), 1)
+    through = per_round @ inc  # (rounds, uplinks): pairs of the round crossing each uplink
+    pair_load = (inc[lp] * through[r_inv]).max(axis=1)
+    load[ii, jj] = pair_load
+    load[jj, ii] = pair_load
+    return load
+
+
+def _cells(
+    cls: np.ndarray, load: np.ndarray, upper: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, list[int]]:
+    """(N, N) cell index of each measured pair (-1 elsewhere), and the class of each cell. Within a
+    class, loads are taken in ascending order and pooled until a cell has MIN_CELL_PAIRS pairs."""
+    cell = np.full(cls.shape, -1, dtype=np.int64)
+    cell_class: list[int] = []
+    for k in range(n_classes):
+        in_k = upper & (cls == k)
+        if not in_k.any():
+            continue
+        loads, counts = np.unique(load[in_k], return_counts=True)
+        groups: list[list[int]] = []
+        cur: list[int] = []
+        filled = 0
+        for value, count in zip(loads.tolist(), counts.tolist(), strict=True):
+            cur.append(value)
+            filled += count
+            if filled >= MIN_CELL_PAIRS:
+                groups.append(cur)
+                cur, filled = [], 0
+        if cur and groups:
+            groups[-1] += cur  # a small last cell joins the one before
+        elif cur:
+            groups.append(cur)
+        lut = np.zeros(int(loads.max()) + 1, dtype=np.int64)
+        for g in groups:
+            lut[g] = len(cell_class)
+            cell_class.append(k)
+        cell[in_k] = lut[load[in_k]]
+    cell = np.where(cell >= 0, cell, cell.T)
+    return cell, cell_class
 
 
 def _class_matrix(hosts: list[str], switches: dict[str, str]) -> tuple[list[str], np.ndarray]:

@@ -43,11 +43,14 @@ class Thresholds:
     """A node is slow when its effect over all partners is at most this fraction of the fleet's."""
     mad_k: float = 4.0
     """Robust z-score (in units of 1.4826*MAD) a deviation must at least reach. For many tests the
-    rules raise it further (false-discovery control, ``fdr``), so 500k pairs do not yield false
+    rules raise it further (family-wise control, ``fwer``), so 500k pairs do not yield false
     alarms from noise."""
+    fwer: float = 0.05
+    """Family-wise error of warn/fail slow node and link findings (Holm over every pair, or every
+    node and hop class, tested): the chance that a healthy fleet raises even one, at any size."""
     fdr: float = 0.05
-    """False-discovery rate for slow pairs/nodes (Benjamini-Hochberg over all pairs or nodes tested):
-    the expected share of such findings that are noise. Also makes a healthy fleet come out clean."""
+    """False-discovery rate of the "suspect: re-test" band (Benjamini-Hochberg over the same tests):
+    evidence short of the family-wise bar is listed as info, never as a warning."""
     large_min_bytes: int = 64 << 20
     """Sizes at or above this are "large" (bandwidth-bound); if none were measured, the largest."""
     large_sizes_max: int = 3
@@ -87,6 +90,9 @@ class Thresholds:
             raise PolicyError(
                 f"thresholds.regression_time_factor must be >= 1, got {self.regression_time_factor}"
             )
+        for name in ("fwer", "fdr"):
+            if not 0 < getattr(self, name) < 1:
+                raise PolicyError(f"thresholds.{name} must be in (0, 1), got {getattr(self, name)}")
         if self.mad_k <= 0:
             raise PolicyError(f"thresholds.mad_k must be > 0, got {self.mad_k}")
         for name in ("large_min_bytes", "small_max_bytes"):

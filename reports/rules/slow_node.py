@@ -1,10 +1,14 @@
-"""Slow node: a node whose pairs are slow with (nearly) all its partners.
+"""Slow node: a node slow with its partners of one hop class, or in many rounds; slow switch uplinks.
 
-The node verdicts (``reports.analyses.judge_nodes``) come from the pair model's node effect ``a_i``:
-its busbw over all partners after hop class and the partners' own effects are taken out. A node is
-slow when exp(a_i) <= slow_node_factor and its robust z (against the spread of node effects and its
-own estimate's error) is beyond the threshold. When most hosts of one switch are slow, that is
-reported once more against the switch.
+The node verdicts (``reports.analyses.judge_nodes``) come from the pair model's node effects per hop
+class ``a_i^K``: its busbw with class-K partners after their cell (class and load) and the partners'
+own effects are taken out. A node is slow when, in some class, exp(a_i^K) <= slow_node_factor and its
+robust z passes the family-wise bar over every node and class tested: slow with its own leaf is slow
+whatever its cross-spine pairs say (they may be narrower than its cap). A node with many pairs far
+below their cell, in some rounds only, is slow too (intermittent), not a set of bad links. Hosts slow
+only across a switch's uplink and fine below it are reported once, against the switch; when most
+hosts of one switch are slow nodes, that is reported once more against the switch. Evidence short of
+the family-wise bar is info: "suspect, re-test".
 
 With preflight's re-test evidence, a measured slow node fails only when the re-test against
 known-good partners confirms it: unconfirmed it is a warning, cleared it is info; a node the
@@ -25,13 +29,15 @@ from netbench.reports.stats import sig3
 from netbench.common.findings import Finding
 
 if TYPE_CHECKING:
-    from netbench.reports.analyses import NodeVerdict, NodeVerdicts, Retest
+    from netbench.reports.analyses import NodeVerdict, NodeVerdicts, Retest, SwitchVerdict
     from netbench.reports.context import AnalysisContext
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     nodes, retests = ctx.analyses.nodes, ctx.analyses.retests
     out = [_node_finding(ctx, nodes, v) for v in nodes.slow]
+    out.extend(_suspect_finding(ctx, nodes, v) for v in nodes.suspects)
+    out.extend(_uplink_finding(ctx, sv) for sv in nodes.switches)
     if retests is not None:
         confirmed = sorted(retests.confirmed_nodes - {v.host for v in nodes.slow})
         out.extend(_confirmed_on_retest(ctx, retests.of(h, "node")) for h in confirmed)
@@ -54,11 +60,16 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         "slowest_partners": {p: sig3(bw) for p, bw in v.slowest_partners.items()},
         "switch": ctx.switches.get(host),
         "node_effect_spread_pct": sig3(100 * nodes.effect_spread),
+        "kind": v.kind,
+        "hop_class": v.hop_class,
+        "class_effect_ratio": {k: sig3(r) for k, r in v.class_effect_ratio.items()},
+        "capacity_busbw_GBps": sig3(v.capacity_GBps),
+        "tests_family_wise": nodes.tests,
     }
-    title = (
-        f"Node {host} is {pct(v.effect_ratio)} than the fleet with {v.partners_slow} of {v.partners} "
-        f"partners (busbw at {size_label(nodes.sizes[-1])}, {nodes.collective})"
-    )
+    if v.kind == "intermittent":
+        evidence["slow_rounds"] = list(v.slow_rounds)
+        evidence["p_value"] = sig3(v.p_value)
+    title = _title(nodes, v)
     action = (
         f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
         "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
@@ -85,6 +96,67 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         evidence=evidence,
         action=action,
         hosts=[host],
+    )
+
+
+def _title(nodes: NodeVerdicts, v: NodeVerdict) -> str:
+    at = f"busbw at {size_label(nodes.sizes[-1])}, {nodes.collective}"
+    if v.kind == "intermittent":
+        return (
+            f"Node {v.host} is intermittently slow: {v.partners_slow} of its {v.partners} pairs, in "
+            f"{len(v.slow_rounds)} rounds, are {pct(v.effect_ratio)} than their peers ({at})"
+        )
+    return (
+        f"Node {v.host} is {pct(v.effect_ratio)} than its {v.hop_class} peers, slow with "
+        f"{v.partners_slow} of {v.partners} partners ({at})"
+    )
+
+
+def _suspect_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> Finding:
+    """Evidence past the false-discovery bar but not the family-wise one: worth a re-test, not a trip."""
+    return Finding(
+        rule="slow_node",
+        severity="info",
+        subject_kind="node",
+        subject=v.host,
+        title=f"Suspect, re-test: {_title(nodes, v)}",
+        evidence={
+            "kind": v.kind,
+            "hop_class": v.hop_class,
+            "node_effect_ratio": sig3(v.effect_ratio),
+            "robust_z": sig3(v.robust_z),
+            "z_threshold": sig3(nodes.z_threshold),
+            "class_effect_ratio": {k: sig3(r) for k, r in v.class_effect_ratio.items()},
+            "slow_rounds": list(v.slow_rounds),
+            "p_value": sig3(v.p_value),
+        },
+        action=f"Borderline evidence only: re-test {v.host} against known-good partners before acting.",
+        hosts=[v.host],
+    )
+
+
+def _uplink_finding(ctx: AnalysisContext, sv: SwitchVerdict) -> Finding:
+    classes = "/".join(sv.classes)
+    return Finding(
+        rule="slow_switch",
+        severity=policy_severity(ctx, "slow_switch"),
+        subject_kind="switch",
+        subject=sv.switch,
+        title=(
+            f"Uplink of switch {sv.switch} is slow: {len(sv.hosts)} of its {sv.hosts_below} hosts are "
+            f"{pct(sv.effect_ratio)} than their peers across it ({classes} pairs), fine below it"
+        ),
+        evidence={
+            "slow_hosts": list(sv.hosts),
+            "hosts_below": sv.hosts_below,
+            "classes_crossing_uplink": list(sv.classes),
+            "effect_ratio": sig3(sv.effect_ratio),
+        },
+        action=(
+            f"Check the uplinks of {sv.switch} (port counters, link speed, cabling, congestion control); "
+            "its hosts are fine with each other, so drain none of them for this."
+        ),
+        hosts=list(sv.hosts),
     )
 
 

@@ -1,0 +1,110 @@
+"""Benchmark: does the report name what was planted on a simulated fabric, and only that?
+
+Per fault class (capped node hidden behind an oversubscribed uplink, slow node, slow link, slow
+uplink, intermittent node), fabrics of each size are simulated (``netbench simulate``'s model: a
+two-tier fat tree, 16 nodes a leaf, leaf uplinks 2:1 oversubscribed, 5% noise, 1G pairs) with one
+fault of that class planted at random, under bottleneck and multiplicative physics, and the real
+report is scored against truth.json: a true positive is a warn/fail finding of the fault's kind
+(node / pair / switch) naming its subject; every other warn/fail slow_node, slow_pair or slow_switch
+finding is a false positive. Faults truth.json marks unobservable (no measurement slowed below 90%
+of healthy) are left out of recall and counted apart. A healthy fabric of each size is scored too
+(any warn/fail node/link/switch finding is a false positive).
+
+    python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from netbench.reports.engine import analyze  # noqa: E402
+
+from netbench.sim.fabric import Fabric, FabricSpec, Fault  # noqa: E402
+from netbench.sim.run import SimOptions, simulate  # noqa: E402
+
+RULES = {"slow_node": "node", "slow_pair": "pair", "slow_switch": "switch"}
+CLASSES = ("capped-hidden", "slow-node", "slow-link", "slow-uplink", "intermittent", "healthy")
+
+
+def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
+    hosts = fab.hosts
+    pick = lambda: hosts[int(rng.integers(len(hosts)))]  # noqa: E731
+    if cls == "capped-hidden":  # 20% below: cross-leaf pairs under load are narrower still
+        return (f"node:{pick()}=0.8",)
+    if cls == "slow-node":
+        return (f"node:{pick()}=0.6",)
+    if cls == "slow-link":
+        a, b = rng.choice(len(hosts), size=2, replace=False)
+        return (f"link:{hosts[a]},{hosts[b]}=0.5",)
+    if cls == "slow-uplink":
+        leaves = sorted(set(fab.leaf.values()))
+        return (f"uplink:{leaves[int(rng.integers(len(leaves)))]}=0.5",)
+    if cls == "intermittent":
+        return (f"intermittent:{pick()}=0.5@0.3",)
+    return ()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="16,64,256")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--physics", default="bottleneck,multiplicative")
+    ap.add_argument("--noise", type=float, default=0.05)
+    args = ap.parse_args()
+    print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each")
+    print("| physics | nodes | fault class | TP | FP | FN | unobservable | precision | recall | s/run |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_diag-"))
+    try:
+        for physics in args.physics.split(","):
+            for n in (int(x) for x in args.sizes.split(",")):
+                spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
+                for cls in CLASSES:
+                    tp = fp = fn = hidden = 0
+                    t0 = time.perf_counter()
+                    for seed in range(args.seeds):
+                        rng = np.random.default_rng(1000 * seed + n)
+                        faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
+                        out = tmp / f"{physics}-{n}-{cls}-{seed}"
+                        opts = SimOptions(
+                            spec, faults, noise=args.noise, seed=seed, pair_sizes=(1 << 30,), out=str(out)
+                        )
+                        res = simulate(opts)
+                        found = {
+                            (RULES[f.rule], f.subject)
+                            for f in analyze(res.rundir.path)
+                            if f.rule in RULES and f.severity in ("warn", "fail")
+                        }
+                        truth = set()
+                        for f in res.truth["faults"]:
+                            if f["observable"]:
+                                truth.add((f["finding_kind"], f["subject"]))
+                            else:
+                                hidden += 1
+                        tp += len(found & truth)
+                        fp += len(found - truth)
+                        fn += len(truth - found)
+                        shutil.rmtree(out)
+                    dt = (time.perf_counter() - t0) / args.seeds
+                    prec = tp / (tp + fp) if tp + fp else 1.0
+                    rec = tp / (tp + fn) if tp + fn else 1.0
+                    print(
+                        f"| {physics} | {n} | {cls} | {tp} | {fp} | {fn} | {hidden} | {prec:.2f} "
+                        f"| {rec:.2f} | {dt:.1f} |",
+                        flush=True,
+                    )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""``netbench simulate``: a sweep on a simulated fat tree, with planted faults, and its real report."""
+
+from __future__ import annotations
+
+import click
+
+from netbench.params import SIZE, CsvList
+
+
+def _size(text: str) -> int:
+    from netbench.collectives.sizes import parse_size
+
+    return parse_size(text)
+
+
+@click.command(
+    "simulate",
+    short_help="Sweep a simulated fabric with planted faults; real plan, run directory and report.",
+    epilog="""\b
+Examples:
+  netbench simulate --nodes 64 --leaves 4 --oversubscription 2 --fault node:node0042=0.8 --seed 1
+  netbench simulate --nodes 16 --fault link:node0003,node0012=0.5 --fault uplink:leaf02=0.5
+  netbench simulate --nodes 256 --leaves 8 --tiers 3 --pods 2 --fault intermittent:node0007=0.5@0.3
+  netbench simulate --nodes 64 --physics multiplicative --noise 0.02 --out runs/sim1
+\b
+Faults (repeat --fault): node:NAME=F caps a node's NICs at F x their rate; link:A,B=F slows the
+path between two hosts; uplink:SWITCH=F slows a switch's uplink; intermittent:NAME=F@P slows a
+node in a share P of the pairwise rounds (default 1/3). Hosts are node0001.., leaves leaf01..,
+two tiers under "spine", three under pod01.. and "core".
+\b
+The plan is the one `netbench sweep --hosts` builds (ring, then every pair in circle-method rounds);
+the run directory holds the same files (run.json with the topology, plan.json, results.jsonl) plus
+truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warnings, 2 failures
+(bad input also exits 2 with one error line).
+""",
+)
+@click.option("--nodes", type=click.IntRange(min=2), default=16, show_default=True)
+@click.option("--leaves", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--tiers", type=click.Choice(["2", "3"]), default="2", show_default=True)
+@click.option("--pods", type=click.IntRange(min=1), default=2, show_default=True, help="3 tiers: pods.")
+@click.option("--oversubscription", type=float, default=1.0, show_default=True, help="Leaf uplinks.")
+@click.option("--core-oversubscription", type=float, default=1.0, show_default=True, help="Pod uplinks.")
+@click.option("--nic-gbps", type=float, default=180.0, show_default=True, help="Busbw of a healthy pair.")
+@click.option("--physics", type=click.Choice(["bottleneck", "multiplicative"]), default="bottleneck",
+              show_default=True)
+@click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
+@click.option("--noise", type=float, default=0.05, show_default=True, help="CV of each measured time.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--pair-sizes", type=CsvList(_size), help="Pair sizes (default 64M,256M,1G).")
+@click.option("--pair-batch", type=click.IntRange(min=1), help="At most this many pairs at once.")
+@click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
+@click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
+@click.option("--no-report", is_flag=True, help="Write the run directory only.")
+def command(
+    nodes: int, leaves: int, tiers: str, pods: int, oversubscription: float, core_oversubscription: float,
+    nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
+    pair_sizes: list[int] | None, pair_batch: int | None, max_bytes: int, out: str | None, no_report: bool,
+) -> None:
+    """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
+    from netbench.engine import finish_report
+    from netbench.reports.summary import exit_code
+    from netbench.sim.fabric import FabricSpec, Fault
+    from netbench.sim.run import SimOptions, simulate
+
+    opts = SimOptions(
+        fabric=FabricSpec(nodes=nodes, leaves=leaves, tiers=int(tiers), pods=pods,
+                          oversubscription=oversubscription, core_oversubscription=core_oversubscription,
+                          nic_GBps=nic_gbps, physics=physics),
+        faults=tuple(Fault.parse(f) for f in faults),
+        noise=noise, seed=seed, pair_sizes=tuple(pair_sizes) if pair_sizes else None,
+        pair_batch=pair_batch, max_bytes=max_bytes, out=out,
+    )
+    res = simulate(opts)
+    click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
+    click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
+    if no_report:
+        return
+    raise SystemExit(exit_code(finish_report(res.rundir, click.echo)))

@@ -1,0 +1,109 @@
+"""``netbench simulate`` and the analysis on simulated fabrics: the real planner's rounds, bottleneck
+physics (max-min fair sharing of uplinks), planted faults named as what they are."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from netbench.reports.engine import analyze
+
+from netbench.cli import cli
+from netbench.common.rows import CONTRACT_FIELDS
+from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.run import SimOptions, simulate
+
+WARN = ("warn", "fail")
+
+
+def run(tmp_path, name, faults=(), seed=1, pair_sizes=None, **fabric):  # noqa: ANN001, ANN201
+    spec = FabricSpec(**({"nodes": 64, "leaves": 4, "oversubscription": 2.0} | fabric))
+    planted = tuple(Fault.parse(f) for f in faults)
+    res = simulate(SimOptions(spec, planted, seed=seed, pair_sizes=pair_sizes, out=str(tmp_path / name)))
+    return res, analyze(res.rundir.path)
+
+
+def serious(findings, rule: str) -> list[str]:  # noqa: ANN001
+    return sorted(f.subject for f in findings if f.rule == rule and f.severity in WARN)
+
+
+def test_max_min_fair_sharing_of_an_oversubscribed_uplink():
+    fab = Fabric.build(FabricSpec(nodes=8, leaves=2, oversubscription=2.0, nic_GBps=100.0))
+    h = fab.hosts  # leaf01: h[0..3], leaf02: h[4..7]; each uplink carries 4 x 100 / 2 = 200
+    cross = [(h[0], h[4]), (h[1], h[5]), (h[2], h[6]), (h[3], h[7])]
+    assert fab.rates(cross).tolist() == pytest.approx([50.0] * 4)  # 4 flows share 200
+    assert fab.rates(cross[:2]).tolist() == pytest.approx([100.0] * 2)  # NIC-bound below the uplink's share
+    capped = Fabric.build(fab.spec, [Fault.parse(f"node:{h[0]}=0.3")])
+    # the capped flow takes 30; max-min gives what it leaves to the others (170 / 3)
+    assert capped.rates(cross).tolist() == pytest.approx([30.0] + [170 / 3] * 3)
+
+
+def test_run_directory_is_a_real_run(tmp_path):
+    res, _ = run(tmp_path, "a", ("node:node0012=0.8",), nodes=16, leaves=2)
+    d = res.rundir.path
+    plan = json.loads((d / "plan.json").read_text())
+    rounds = [p for p in plan["phases"] if p["name"].startswith("pairwise")]
+    assert len(rounds) == 15 and all(len(p["groups"]) == 8 for p in rounds)  # the circle method, N-1 rounds
+    rows = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    assert all(set(CONTRACT_FIELDS) <= set(r) for r in rows)
+    assert {r["pattern"] for r in rows} == {"ring", "pair"}
+    run_json = json.loads((d / "run.json").read_text())
+    assert run_json["topology"]["node0001"] == "leaf01" and run_json["topology"]["leaf01"] == "spine"
+    truth = json.loads((d / "truth.json").read_text())
+    assert truth["faults"][0]["subject"] == "node0012" and truth["faults"][0]["observable"]
+    assert res.fabric_s > 0
+
+
+def test_capped_node_behind_oversubscribed_uplink_is_the_node_not_links(tmp_path):
+    # 20% below its peers: visible with its own leaf only, since cross-leaf pairs get ~half a NIC
+    for seed in (1, 2, 3):
+        _, found = run(tmp_path, f"c{seed}", ("node:node0042=0.8",), seed=seed)
+        assert serious(found, "slow_node") == ["node0042"]
+        assert serious(found, "slow_pair") == []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_healthy_256_nodes_with_5pct_noise_raise_no_node_or_link_warning(tmp_path, seed):
+    _, found = run(tmp_path, f"h{seed}", seed=seed, nodes=256, leaves=8, pair_sizes=(1 << 30,))
+    rules = ("slow_node", "slow_pair", "slow_switch")
+    assert [f.title for f in found if f.rule in rules and f.severity in WARN] == []
+
+
+def test_planted_slow_link_is_found(tmp_path):
+    _, found = run(tmp_path, "l", ("link:node0003,node0012=0.5",))
+    assert serious(found, "slow_pair") == ["node0003|node0012"]
+    assert serious(found, "slow_node") == []
+
+
+def test_intermittent_node_is_a_node_not_its_links(tmp_path):
+    _, found = run(tmp_path, "i", ("intermittent:node0010=0.5@0.3",))
+    nodes = [f for f in found if f.rule == "slow_node" and f.severity in WARN]
+    assert [f.subject for f in nodes] == ["node0010"] and nodes[0].evidence["kind"] == "intermittent"
+    assert serious(found, "slow_pair") == []
+
+
+def test_slow_uplink_is_the_switch_not_its_hosts(tmp_path):
+    _, found = run(tmp_path, "u", ("uplink:leaf02=0.5",))
+    assert serious(found, "slow_switch") == ["leaf02"]
+    assert not [s for s in serious(found, "slow_node") if "0017" <= s[4:] <= "0032"]  # leaf02's hosts
+
+
+def test_cli_prints_the_report_and_exits_like_report(tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        cli, ["simulate", "--nodes", "16", "--fault", "node:node0003=0.6", "--seed", "1", "--out", str(out)]
+    )
+    assert res.exit_code == 2, res.output  # a failure: drain
+    assert "Drain node0003" in res.output and (out / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--fault", "node:nope=0.5"], ["--fault", "link:node0001=0.5"], ["--fault", "node:node0001=1.5"],
+     ["--fault", "bogus"], ["--leaves", "40"], ["--tiers", "3", "--pods", "9"]],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, args):
+    res = CliRunner().invoke(cli, ["simulate", "--nodes", "16", "--out", str(tmp_path / "x"), *args])
+    assert res.exit_code == 2
+    assert len(res.output.strip().splitlines()) <= 3 and "Traceback" not in res.output
