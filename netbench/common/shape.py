@@ -76,6 +76,8 @@ def _kind(value: Any) -> str:
 
 
 def _in_range(value: float) -> bool:
+    if isinstance(value, int):  # compared as an int: a 400-digit int does not fit in a float
+        return -MAX_NUMBER <= value <= MAX_NUMBER
     return math.isfinite(value) and -MAX_NUMBER <= value <= MAX_NUMBER
 
 

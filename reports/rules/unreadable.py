@@ -37,7 +37,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         if lines:
             reasons = Counter(u.reason for u in lines)
             numbers = [u.line for u in lines]
-            shown = ", ".join(map(str, numbers[:5])) + (" ..." if len(numbers) > 5 else "")
+            more = f"; {len(lines) - 1} more, see the evidence" if len(lines) > 1 else ""
             out.append(
                 Finding(
                     rule="unreadable_rows",
@@ -46,7 +46,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                     subject=path,
                     title=(
                         f"{path}: {len(lines)} line(s) could not be read and were left out "
-                        f"(line {shown}: {reasons.most_common(1)[0][0]})"
+                        f"(line {lines[0].line}: {lines[0].reason}{more})"
                     ),
                     evidence={
                         "file": path,
