@@ -39,7 +39,7 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 @click.option(
     "--procs",
     "-p",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1024),  # CPU ranks of one machine; more is a typo, not a benchmark
     default=None,
     help="CPU ranks on this machine when there is no GPU (default 2-4 by core count).",
 )
@@ -62,7 +62,7 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 @pair_options
 @click.option(
     "--procs-per-host",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1024),
     default=1,
     show_default=True,
     help="CPU ranks per host with gloo (NCCL: one rank per GPU).",
