@@ -28,10 +28,12 @@ _NUMBER_RE = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 
 
 def _safe(text: str) -> str:
-    """``text`` as a spreadsheet will not evaluate it (see the module docstring)."""
+    """``text`` as a spreadsheet will not evaluate it (see the module docstring). A lone CR becomes
+    LF: the csv module quotes a cell with LF (our line end) but not one with only CR, which would
+    then split the row for a reader."""
     if text.startswith(_FORMULA_START) and not _NUMBER_RE.match(text):
-        return "'" + text
-    return text
+        text = "'" + text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _cell(value: Any) -> str:
