@@ -126,14 +126,19 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
     if opts.launcher in ("mpi", "slurm"):  # the scheduler starts `netbench worker` ranks; rank 0 leads
         import subprocess
 
-        from netbench.launch.wrap import mpirun_argv, srun_argv
+        from netbench.launch.wrap import mpi_hostfile, mpirun_argv, srun_argv
         from netbench.options import default_procs
 
         pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
+        if opts.launcher == "slurm":
+            argv = srun_argv(opts, pats)
+            echo(f"# {' '.join(argv[:4])} ... netbench worker")
+            return subprocess.run(argv).returncode
         nprocs = None if opts.hosts_file else (opts.procs or default_procs())
-        argv = mpirun_argv(opts, pats, nprocs) if opts.launcher == "mpi" else srun_argv(opts, pats)
-        echo(f"# {' '.join(argv[:4])} ... netbench worker")
-        return subprocess.run(argv).returncode
+        with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
+            argv = mpirun_argv(opts, pats, nprocs, hostfile)
+            echo(f"# {' '.join(argv[:4])} ... netbench worker")
+            return subprocess.run(argv).returncode
     if opts.hosts_file:
         from netbench.cluster import run_cluster
 
