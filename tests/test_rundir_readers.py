@@ -254,3 +254,14 @@ def test_property_any_file_content_never_crashes(good, tmp_path_factory, name, c
         assert doc["verdict"] != "PASS"
     if name.endswith(".json") and not content.strip().startswith(b"{"):
         assert left_out, "a non-object JSON file must be named"
+
+
+def test_load_results_warns_about_what_it_left_out(good, tmp_path):
+    import netbench
+
+    run = copy(good, tmp_path / "r")
+    n = len((run / "results.jsonl").read_bytes().splitlines())
+    edit_rows(run, {1: b"{broken"})
+    with pytest.warns(UserWarning, match=r"results.jsonl: 1 line\(s\) left out \(line 2: not JSON"):
+        df = netbench.load_results(run)
+    assert len(df) == n - 1

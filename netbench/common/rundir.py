@@ -376,9 +376,18 @@ class ResultWriter:
 def load_results(path: str | Path) -> pd.DataFrame:
     """Load a run directory's results.jsonl into a pandas DataFrame, one row per measurement.
 
-    Public API: ``netbench.load_results("netbench-runs/<id>")``. A truncated last line is skipped.
+    Public API: ``netbench.load_results("netbench-runs/<id>")``. A line that is not a valid row (a
+    truncated last line, a damaged one) is left out with a warning that names it.
     """
+    import warnings
+
     import pandas as pd
 
-    rows = RunDir.open(path).read_rows()
-    return pd.DataFrame(rows)
+    loaded = RunDir.open(path).load_rows()
+    if loaded.unreadable:
+        first = loaded.unreadable[0]
+        warnings.warn(
+            f"{first.file}: {len(loaded.unreadable)} line(s) left out (line {first.line}: {first.reason})",
+            stacklevel=2,
+        )
+    return pd.DataFrame(loaded.records)
