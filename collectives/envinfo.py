@@ -22,14 +22,22 @@ ENV_PREFIXES = (
     "OMPI_MCA_",
     "NETBENCH_",
 )
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+#: a variable whose name contains one of these (in any case) is never recorded: env.json is attached
+#: to tickets and shown in the HTML report. Open MPI's own names are lower case after the prefix
+#: (OMPI_MCA_pmix_password), users' names are whatever they typed (NETBENCH_api_token).
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "KEY", "AUTH", "COOKIE")
+
+
+def is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(w in upper for w in SECRET_WORDS)
 
 
 def relevant_env() -> dict[str, str]:
     """NCCL_*/GLOO_*/... variables (algorithm, protocol, interfaces) — never anything secret-looking."""
     out = {}
     for k, v in os.environ.items():
-        if k.startswith(ENV_PREFIXES) and not any(w in k for w in SECRET_WORDS):
+        if k.startswith(ENV_PREFIXES) and not is_secret(k):
             out[k] = v
     return dict(sorted(out.items()))
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 _SUFFIX = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE | re.ASCII)
+#: the largest size accepted (1 PiB: far above any GPU's memory, far below a float's precision limit)
+MAX_SIZE = 1 << 50
 
 
 def parse_size(text: str | int) -> int:
@@ -24,10 +26,20 @@ def parse_size(text: str | int) -> int:
     m = _SIZE_RE.match(str(text))
     if not m:
         raise ValueError(f"bad size {text!r}: use a number with an optional K, M, G or T suffix (e.g. 64K)")
+    too_large = f"bad size {_shown(str(text))}: larger than {format_size(MAX_SIZE)}"
+    if len(m.group(1)) > 20:  # a float of 400 digits is inf (and int() of 5000 raises)
+        raise ValueError(too_large)
     value = float(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    if value > MAX_SIZE:
+        raise ValueError(too_large)
     if value != int(value):
         raise ValueError(f"bad size {text!r}: not a whole number of bytes")
     return int(value)
+
+
+def _shown(text: str) -> str:
+    """The value for an error line: quoted, and cut when a paste made it hundreds of characters long."""
+    return repr(text) if len(text) <= 32 else f"{text[:24]!r}... ({len(text)} characters)"
 
 
 def format_size(nbytes: int) -> str:

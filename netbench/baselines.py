@@ -82,7 +82,7 @@ class BaselineStore:
                          f"(baselines live in {self.root})")
 
     def list(self) -> list[BaselineInfo]:
-        import json
+        from netbench.common.rundir import RunDir, open_regular
 
         out = []
         if not self.root.is_dir():
@@ -90,11 +90,8 @@ class BaselineStore:
         for d in sorted(self.root.iterdir()):
             if not d.is_dir() or d.name.startswith(".") or not (d / "results.jsonl").is_file():
                 continue
-            try:
-                run = json.loads((d / "run.json").read_text()) if (d / "run.json").is_file() else {}
-            except json.JSONDecodeError:
-                run = {}
-            with (d / "results.jsonl").open("rb") as fh:
+            run = RunDir(d, d.name).read_run()  # a damaged run.json is {} (its fields typed), not a crash
+            with open_regular(d / "results.jsonl") as fh:
                 rows = sum(1 for line in fh if line.strip())
             out.append(BaselineInfo(d.name, d, run.get("run_id"), run.get("started"), rows))
         return out

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.reports.policy import Policy
 
+from netbench.common.rundir import RunDir, Unreadable
 from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
     import pandas as pd
     from netbench.reports.analyses import Analyses, RetestEvidence
     from netbench.reports.pairmodel import PairModel
+
+    from netbench.common.rundir import JsonlRead, JsonRead
 
 
 def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
@@ -60,6 +63,7 @@ class Baseline:
     run: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
     inventory: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)  # what could not be read, and why
 
     @property
     def row_dicts(self) -> list[dict[str, Any]]:
@@ -78,6 +82,9 @@ class AnalysisContext:
     run_dir: Path | None = None
     retests: RetestEvidence | None = None  # preflight's re-tests of its suspects, an input
     given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
+    unreadable: list[Unreadable] = field(default_factory=list)
+    """Lines, files and fields the readers left out (this run's and the baseline's): the
+    ``unreadable`` rule reports them, so a verdict is never given on data that was not read."""
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
@@ -127,25 +134,20 @@ class AnalysisContext:
         topology: dict[str, str] | None,
         retests: RetestEvidence | None,
     ) -> AnalysisContext:
-        from netbench.common.rundir import RunDir
-
         rd = RunDir.open(run_dir)
         base = None
         if baseline is not None:
-            bd = RunDir.open(baseline)
-            base = Baseline(
-                rows=rows_frame(bd.read_rows()),
-                env=bd.read_env(),
-                run=bd.read_run(),
-                path=str(bd.path),
-                inventory=bd.read_inventory(),
-            )
+            base = _load_baseline(RunDir.open(baseline))
+        rows, inventory, env, run = _read_run_dir(rd)
         ctx = cls.from_data(
-            rd.read_rows(), rd.read_inventory(), rd.read_env(), rd.read_run(), policy, topology, base, retests
+            rows.records, inventory.records, env.data, run.data, policy, topology, base, retests
         )
         ctx.run_dir = rd.path
+        ctx.unreadable = rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
         if ctx.topology is None:
-            ctx.topology = _topology_from_run(ctx.run)
+            ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / "run.json")
+        if base is not None:
+            ctx.unreadable += base.unreadable
         return ctx
 
     # -- lookups ----------------------------------------------------------------------------------
@@ -221,19 +223,51 @@ def _inv_dict(node: Any) -> dict[str, Any]:
     return node.to_dict() if hasattr(node, "to_dict") else dict(node)
 
 
-def _topology_from_run(run: dict[str, Any]) -> dict[str, str] | None:
-    """run.json may carry the topology the sweep used: a host -> switch table or switch -> hosts."""
+def _read_run_dir(rd: RunDir) -> tuple[JsonlRead, JsonlRead, JsonRead, JsonRead]:
+    """rows, inventory, env and run of a run directory, each checked against its contract."""
+    from netbench.inventory.model import NodeInventory
+
+    from netbench.common.shape import problem
+
+    inventory = rd.load_inventory(lambda node: problem(node, NodeInventory))
+    return rd.load_rows(), inventory, rd.load_env(), rd.load_run()
+
+
+def _load_baseline(bd: RunDir) -> Baseline:
+    rows, inventory, env, run = _read_run_dir(bd)
+    return Baseline(
+        rows=rows_frame(rows.records),
+        env=env.data,
+        run=run.data,
+        path=str(bd.path),
+        inventory=inventory.records,
+        unreadable=rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable,
+    )
+
+
+def _topology_from_run(
+    run: dict[str, Any], unreadable: list[Unreadable], path: Path
+) -> dict[str, str] | None:
+    """run.json may carry the topology the sweep used: a host -> switch table or switch -> hosts
+    (or a topology file's path). One of another shape is ignored and named in ``unreadable``."""
     topo = run.get("topology") or (run.get("options") or {}).get("topology")
     if isinstance(topo, dict) and topo:
-        first = next(iter(topo.values()))
-        if isinstance(first, list):
+        if all(isinstance(hs, list) and all(isinstance(h, str) for h in hs) for hs in topo.values()):
             return {h: str(sw) for sw, hs in topo.items() for h in hs}
-        return {str(h): str(sw) for h, sw in topo.items()}
-    if isinstance(topo, str) and Path(topo).is_file():
-        from netbench.common.topology import TopologyError, load_topology
+        if all(isinstance(sw, str) for sw in topo.values()):
+            return dict(topo)
+    elif isinstance(topo, str):  # a path: used when it is still there (reports move between machines)
+        if "\0" not in topo and Path(topo).is_file():
+            from netbench.common.topology import TopologyError, load_topology
 
-        try:
-            return load_topology(topo).uplinks()
-        except TopologyError:
-            return None
+            try:
+                return load_topology(topo).uplinks()
+            except TopologyError as exc:
+                unreadable.append(Unreadable(str(path), None, f"topology file it names: {exc}; ignored"))
+        return None
+    elif not topo:
+        return None
+    unreadable.append(
+        Unreadable(str(path), None, "field 'topology' is neither switch -> hosts nor host -> switch; ignored")
+    )
     return None

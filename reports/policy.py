@@ -243,6 +243,10 @@ def load_policy(path: str | Path | None = None) -> Policy:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PolicyError(f"policy file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read the policy file: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(f"{path}: not valid TOML: {exc}") from None
     try:

@@ -41,6 +41,9 @@ FINDING_IDS: dict[str, str] = {
     # regression
     "regression": "warn",
     "env_changed": "info",
+    # unreadable (never below warn: no verdict on data that could not be read)
+    "unreadable_rows": "warn",
+    "unreadable_file": "warn",
 }
 
 #: ids the engine itself emits: a rule that crashed on this data (reported, not fatal), and more

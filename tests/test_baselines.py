@@ -94,3 +94,18 @@ def test_compare_exit_codes(run_dir, tmp_path, monkeypatch):
     assert missing.exit_code == 2 and "no baseline" in missing.output
     assert runner.invoke(cli, ["baseline", "delete", "base"]).exit_code == 0
     assert runner.invoke(cli, ["baseline", "delete", "base"]).exit_code == 2
+
+
+@pytest.mark.parametrize("damage", [b"[1, 2]", b"\xff\xfe{", b'{"run_id": 5, "started": []}'])
+def test_a_damaged_baseline_is_listed_and_compared_not_a_crash(run_dir, tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("NETBENCH_BASELINES", str(tmp_path / "store"))
+    dest = BaselineStore(tmp_path / "store").save(run_dir, "nightly")
+    (dest / "run.json").write_bytes(damage)
+    with (dest / "results.jsonl").open("ab") as fh:
+        fh.write(b'{"bytes": NaN}\n\xff\xfe\n')
+    res = CliRunner().invoke(cli, ["baseline", "list"])
+    assert res.exit_code == 0 and "nightly" in res.output, res.output
+    res = CliRunner().invoke(cli, ["compare", str(run_dir), "--baseline", "nightly"])
+    assert res.exit_code == 0, res.output
+    assert f"netbench: warning: {dest}/results.jsonl:63: non-finite number NaN; left out" in res.output
+    assert f"{dest}/results.jsonl:64: not UTF-8 text" in res.output

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+import pytest
 from netbench.reports.export.csv import rows_to_csv
 from netbench.reports.export.json_out import dumps, to_report, verdict
 
@@ -47,3 +48,22 @@ def test_verdict_and_report():
     assert rep["counts"] == {"info": 1, "warn": 1, "fail": 1}
     assert rep["checks"]["passed"] == ["i", "z"]
     assert json.loads(dumps(rep))["findings"][1]["rule"] == "w"
+
+
+@pytest.mark.parametrize(
+    "hostile", ['=HYPERLINK("http://x")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)", "\tx", "\r=1"]
+)
+def test_csv_cells_cannot_be_formulas(hostile):
+    row = {**make_row(hosts=[hostile, "b"], error=hostile), hostile: "x"}  # a key from a damaged file
+    back = list(csv.reader(io.StringIO(rows_to_csv([row]), newline="")))
+    header, cells = back[0], dict(zip(back[0], back[1], strict=True))
+    shown = "'" + hostile.replace("\r", "\n")  # a lone CR is written as LF (see _safe)
+    assert shown in header
+    assert cells["error"] == shown and cells["hosts"] == shown + ";b"
+
+
+def test_csv_numbers_stay_numbers():
+    row = make_row(root=-1, time_us=-0.5, error="-3", busbw_GBps=1e-3)
+    cells = next(csv.DictReader(io.StringIO(rows_to_csv([row]))))
+    got = (cells["root"], cells["time_us"], cells["error"], cells["busbw_GBps"])
+    assert got == ("-1", "-0.5", "-3", "0.001")

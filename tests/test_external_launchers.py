@@ -128,7 +128,33 @@ def test_mpi_hostfile_drops_labels(tmp_path: Path) -> None:
 
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("gpu-[01-02] switch=leaf1\ngpu-03 slots=4 rack=r2\n")
-    assert Path(mpi_hostfile(str(hosts), 8)).read_text() == "gpu-01 slots=8\ngpu-02 slots=8\ngpu-03 slots=4\n"
+    with mpi_hostfile(str(hosts), 8) as path:
+        assert Path(path).read_text() == "gpu-01 slots=8\ngpu-02 slots=8\ngpu-03 slots=4\n"
+    assert not Path(path).exists()
+
+
+def test_mpi_hostfile_is_removed_after_mpirun_ends(tmp_path: Path) -> None:
+    """A stand-in mpirun records the hostfile it was given and fails; the file is gone afterwards."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "seen"
+    fake = bin_dir / "mpirun"
+    fake.write_text(
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do\n"
+        f'  if [ "$1" = --hostfile ]; then echo "$2" > {seen}; cat "$2" >> {seen}; fi; shift\n'
+        "done\nexit 3\n"
+    )
+    fake.chmod(0o755)
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("gpu-01 slots=2\ngpu-02\n")
+    argv = [sys.executable, "-m", "netbench", "sweep", "--launcher", "mpi", "--hosts", str(hosts),
+            "--out", str(tmp_path / "r")]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"})
+    assert res.returncode == 3, res.stderr
+    path, *content = seen.read_text().splitlines()
+    assert content == ["gpu-01 slots=2", "gpu-02 slots=1"]
+    assert not Path(path).exists()
 
 
 def test_sweep_launcher_slurm_needs_an_allocation() -> None:

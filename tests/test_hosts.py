@@ -100,3 +100,35 @@ def test_validate_hostname() -> None:
     assert validate_hostname("10.77.2.1") is None and validate_hostname("::1") is None
     for bad in ("", "a b", "a..b", "a|b", "a:b", "é"):
         assert validate_hostname(bad), bad
+
+
+def test_host_cap_is_per_file_not_per_expression(monkeypatch) -> None:
+    import netbench.common.hosts as hosts
+
+    monkeypatch.setattr(hosts, "MAX_HOSTS", 50)
+    assert len(parse_hosts_text("a[1-30]\nb[1-20]\n")) == 50
+    with pytest.raises(UsageError, match=r"^f:2: f lists more than 50 hosts$"):
+        parse_hosts_text("a[1-30]\nb[1-21]\n", "f")
+
+
+@pytest.mark.parametrize(
+    "name, ok",
+    [("fe80::1%eth0", True), ("fe80::1%2", True), ("fe80::1%eth0;reboot", False), ("fe80::1%", False),
+     ("fe80::1%$(id)", False)],
+)
+def test_ipv6_zone_is_checked(name: str, ok: bool) -> None:
+    assert (validate_hostname(name) is None) == ok
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85", "\x0b", "\x0c"])
+def test_unicode_line_separator_is_one_clear_error(sep: str) -> None:
+    with pytest.raises(UsageError, match=r"^hosts:2: .* inside the line; use one host per line$"):
+        parse_hosts_text(f"node1\nnode2{sep}node3 slots=2\n", "hosts")
+
+
+@pytest.mark.parametrize(
+    "text", ["host:\u00b2", "host:\u0663", "host:99999999999999999999", "h slots=9999999999"]
+)
+def test_odd_slot_counts_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^hosts:1: "):
+        parse_hosts_text(text + "\n", "hosts")

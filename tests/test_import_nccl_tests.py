@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from fixtures_path import fixture
 from netbench.cli import cli
 from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir
-from netbench.importers.nccl_tests import nccl_version_from_code, parse_file, parse_text, to_rows
+from netbench.importers.nccl_tests import import_logs, nccl_version_from_code, parse_file, parse_text, to_rows
 
 H200 = fixture("nccl-tests-h200-1gpu")
 # nccl-tests -J output we produced ourselves on the lent H200 (see tests/data/nccl_tests/SOURCES.md)
@@ -182,3 +183,129 @@ def test_cli_bad_input_one_line_exit_2(tmp_path):
     assert res.exit_code == 2
     assert "no nccl-tests results" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "r").exists()
+
+
+# -- logs as users have them: built from the team's real H200 logs, transformed here --------------
+
+NCCL_DEBUG_LOG = fixture("h200-node/nccl-debug-init.txt").read_text()
+NCCL_INFO = [line for line in NCCL_DEBUG_LOG.splitlines() if " NCCL INFO " in line]
+
+
+def values(test) -> list[dict]:
+    """The parsed rows without their line numbers (which the transformations move)."""
+    return [{k: v for k, v in r.items() if k != "line"} for r in test.rows]
+
+
+def pasted_table(name: str) -> str:
+    """The table alone, as pasted into a ticket: from the column header to the last size."""
+    lines = (H200 / f"{name}.txt").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if "out-of-place" in line)
+    last = max(i for i, line in enumerate(lines) if line.strip() and line.split()[0].isdigit())
+    return "\n".join(lines[first : last + 1]) + "\n"
+
+
+def unnamed(name: str) -> str:
+    """The log without the lines that name the collective (older nccl-tests, or cut by the user)."""
+    text = (H200 / f"{name}.txt").read_text()
+    return "".join(line for line in text.splitlines(True) if "Collective test" not in line)
+
+
+def tagged_and_interleaved(name: str) -> str:
+    """As ``mpirun --tag-output`` with NCCL_DEBUG=INFO prints it: every line prefixed by its rank and
+    stream, NCCL's INFO lines (stderr) between the table's lines."""
+    out = []
+    for i, line in enumerate((H200 / f"{name}.txt").read_text().splitlines()):
+        out.append(f"[1,0]<stdout>:{line}")
+        out.append(f"[1,0]<stderr>:{NCCL_INFO[i % len(NCCL_INFO)]}")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("name", ["all_reduce", "all_gather", "sendrecv"])
+def test_table_pasted_without_its_preamble(name):
+    [t] = parse_text(pasted_table(name), "ticket-1234.txt")
+    [full] = parse_file(H200 / f"{name}.txt")
+    assert values(t) == values(full)  # every size, both placements, as printed
+    assert t.collective_inferred and t.collective_inferred.startswith("inferred from redop")
+
+
+@pytest.mark.parametrize(
+    "name, expected, alternatives",
+    [
+        ("all_reduce", "all_reduce", "(could also be reduce_scatter)"),  # 1 rank: busbw factor 0 for both
+        ("reduce_scatter", "all_reduce", "(could also be reduce_scatter)"),
+        ("all_gather", "all_gather", "(could also be all_to_all)"),
+        ("sendrecv", "sendrecv", None),  # factor 1 on 1 rank: only sendrecv
+    ],
+)
+def test_collective_inferred_when_the_log_does_not_name_it(tmp_path, name, expected, alternatives):
+    log = tmp_path / "job-5512.out"  # a file name that says nothing
+    log.write_text(unnamed(name))
+    [t] = parse_file(log)
+    assert t.collective == expected
+    assert "on 1 ranks" in t.collective_inferred
+    if alternatives:
+        assert t.collective_inferred.endswith(alternatives)
+    else:
+        assert "could also be" not in t.collective_inferred
+    [row] = to_rows(t, "r")[:1]
+    assert row.extra["collective_inferred"] == t.collective_inferred
+
+
+def test_tag_output_prefixes_and_interleaved_nccl_info():
+    [t] = parse_text(tagged_and_interleaved("all_reduce"))
+    [plain] = parse_file(H200 / "all_reduce.txt")
+    assert values(t) == values(plain) and t.collective == "all_reduce" and t.collective_inferred is None
+    assert t.nccl_version == "2.28.3"  # nccl-library= in the header wins over the INFO line
+
+
+def test_cli_says_when_it_inferred_the_collective(tmp_path):
+    log = tmp_path / "job.out"
+    log.write_text(pasted_table("all_gather"))
+    args = ["import", "nccl-tests", str(log), "--out", str(tmp_path / "r"), "--no-report"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert f"{log}: collective all_gather inferred from redop none, root -1" in res.output
+    meta = RunDir.open(tmp_path / "r").read_run()
+    assert meta["imported"][0]["collective_inferred"].startswith("inferred from redop none")
+
+
+def _json_doc() -> dict:
+    return json.loads((H200_JSON / "all_reduce_1gpu_alltypes.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d["results"][0].update(size="big"),
+        lambda d: d["results"][0].update(size=10**400),
+        lambda d: d["results"].append("row"),
+        lambda d: d.update(config=[1, 2]),
+    ],
+)
+def test_json_of_the_wrong_types_is_one_line_exit_2(tmp_path, damage):
+    doc = _json_doc()
+    damage(doc)
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(doc))
+    args = ["import", "nccl-tests", str(f), "--out", str(tmp_path / "r"), "--no-report"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"netbench: error: {f}: ") and res.output.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_json_non_finite_bandwidth_is_not_a_measurement(tmp_path):
+    doc = _json_doc()
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(doc).replace('"bus_bw": ', '"bus_bw": 1e999, "was": ', 1))
+    [t] = parse_file(f)
+    assert t.rows[0]["busbw_GBps"] is None
+    run, _ = import_logs([f], tmp_path / "r")
+    assert run.load_rows().unreadable == []
+
+
+def test_a_fifo_log_is_refused(tmp_path):
+    fifo = tmp_path / "log"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="not a regular file"):
+        parse_file(fifo)

@@ -32,7 +32,7 @@ def inventory(net: TestNetwork, tmp: Path, hosts: list[str] | None = None, *extr
     argv = [sys.executable, "-m", "netbench", "inventory", "--hosts", str(hosts_file), "--ssh-config",
             str(cfg), "--python", PY_NO_TORCH, "--out", str(out), *extra]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    return r.returncode, r.stdout, r.stderr, read_jsonl(out / "inventory.jsonl")
+    return r.returncode, r.stdout, r.stderr, read_jsonl(out / "inventory.jsonl").records
 
 
 @pytest.fixture

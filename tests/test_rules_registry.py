@@ -123,3 +123,12 @@ def test_findings_record_round_trips_through_the_run_directory(tmp_path):
     (tmp_path / "findings.json").write_text('{"schema": "netbench.report/1"}')
     with pytest.raises(ValueError, match="netbench.findings/1"):
         read_findings(tmp_path)
+    for damaged, why in (
+        ("[1]", "not a netbench.findings/1 document"),
+        ('{"schema": "netbench.findings/1", "findings": [{"rule": 5}]}', "finding 0: field 'rule'"),
+        ('{"schema": "netbench.findings/1", "findings": {"a": 1}}', "'findings' is not a list"),
+        ("\udcff", "not UTF-8"),
+    ):
+        (tmp_path / "findings.json").write_bytes(damaged.encode("utf-8", "surrogateescape"))
+        with pytest.raises(ValueError, match=why):
+            read_findings(tmp_path)

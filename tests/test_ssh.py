@@ -233,3 +233,16 @@ def test_secrets_stay_out_of_logs(netns_factory, caplog) -> None:
     for rec in caplog.records:
         msg = rec.getMessage()
         assert secret not in msg and key_body[:40] not in msg
+
+
+@pytest.mark.netns
+def test_remote_output_is_bounded(netns_factory) -> None:
+    net = netns_factory(1)
+    opts = _opts(net, accept_new_host_keys=True)
+    with connect(resolve("h0", opts), opts) as c:
+        rc, out, _ = c.run(["head", "-c", "1000", "/dev/zero"], max_output=4096)
+        assert (rc, len(out)) == (0, 1000)
+        with pytest.raises(SSHError, match="wrote more than 4096 bytes of output; killed") as exc:
+            c.run(["cat", "/dev/zero"], max_output=4096, timeout=30)
+        assert exc.value.kind == "error"
+        assert c.run(["echo", "still usable"])[1] == b"still usable\n"

@@ -48,7 +48,7 @@ _SHARED = [
     click.option(
         "--factor",
         "-f",
-        type=click.IntRange(min=2),
+        type=click.IntRange(2, 1 << 20),
         default=2,
         show_default=True,
         help="Multiply the size by this each step.",
@@ -56,7 +56,7 @@ _SHARED = [
     click.option(
         "--iters",
         "-n",
-        type=click.IntRange(min=1),
+        type=click.IntRange(1, 10**9),
         default=20,
         show_default=True,
         help="Timed iterations per size.",
@@ -64,7 +64,7 @@ _SHARED = [
     click.option(
         "--warmup",
         "-w",
-        type=click.IntRange(min=0),
+        type=click.IntRange(0, 10**9),
         default=5,
         show_default=True,
         help="Untimed warm-up iterations per size.",

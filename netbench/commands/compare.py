@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 
@@ -44,13 +46,24 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     if not cur.results_path.is_file():
         raise UsageError(f"{run_dir} is not a run directory (no results.jsonl)")
     base = RunDir.open(BaselineStore().resolve(baseline))
-    comparisons = compare_rows(cur.read_rows(), base.read_rows())
+    (cur_rows, cur_env, cur_inv), (base_rows, base_env, base_inv) = _load(cur), _load(base)
+    comparisons = compare_rows(cur_rows, base_rows)
     if not comparisons:
         raise UsageError(f"{run_dir} and baseline {baseline!r} have no measured size in common")
-    fps = (
-        fingerprint(base.read_env(), base.read_inventory()),
-        fingerprint(cur.read_env(), cur.read_inventory()),
-    )
-    click.echo(render(comparisons, fps, env_diff(cur.read_env(), base.read_env()), threshold, fmt), nl=False)
+    fps = (fingerprint(base_env, base_inv), fingerprint(cur_env, cur_inv))
+    click.echo(render(comparisons, fps, env_diff(cur_env, base_env), threshold, fmt), nl=False)
     if any(is_regression(c, threshold) for c in comparisons):
         sys.exit(1)
+
+
+def _load(rd: Any) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
+    """Rows, env and inventory of a run directory; what could not be read is said on stderr (the
+    comparison is made without it)."""
+    rows, env, inventory = rd.load_rows(), rd.load_env(), rd.load_inventory()
+    left_out = rows.unreadable + env.unreadable + inventory.unreadable
+    for u in left_out[:10]:
+        where = f"{u.file}:{u.line}" if u.line else u.file
+        click.echo(f"netbench: warning: {where}: {u.reason}; left out of the comparison", err=True)
+    if len(left_out) > 10:
+        click.echo(f"netbench: warning: {len(left_out) - 10} more unreadable lines left out", err=True)
+    return rows.records, env.data, inventory.records

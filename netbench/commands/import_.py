@@ -53,6 +53,9 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, repor
     click.echo(
         f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) into {run.path}"
     )
+    for t in tests:  # the log did not name the collective: say what was concluded, and from what
+        if t.collective_inferred:
+            click.echo(f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}")
     if report:
         root = ctx.find_root()
         group = root.command

@@ -76,7 +76,7 @@ budget too small for the quick pass). Progress and the verdict go to stderr.""",
 @click.option("--ring/--no-ring", default=True, show_default=True, help="The ring over all nodes too.")
 @click.option("--fail-fast", is_flag=True, help="Stop after the inventory if it already fails.")
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]))
-@click.option("--procs-per-host", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--procs-per-host", type=click.IntRange(1, 1024), default=1, show_default=True)
 @click.option("--python", help="Python on the hosts (default: a python= label, else python3).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False))
 @click.option("--accept-new-host-keys", is_flag=True)
@@ -109,7 +109,12 @@ def command(
         write_error_outputs,
         write_outputs,
     )
+    from netbench.preflight.outputs import check_output_paths
 
+    check_output_paths({
+        "--drain-list": drain_list, "--json": json_path, "--junit": junit_path,
+        "--prometheus": prometheus_path, "--csv": csv_path,
+    })
     try:
         result = run_preflight(PreflightOptions(**kw))  # type: ignore[arg-type]
     except PreflightError as exc:

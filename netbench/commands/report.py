@@ -92,6 +92,9 @@ def command(
         raise NetbenchError(f"cannot write the report: {exc}") from None
     from netbench.common.rundir import RunDir
 
+    for f in findings:  # said on the terminal whatever --top and --format: the verdict lacks this data
+        if f.rule in ("unreadable_rows", "unreadable_file"):
+            click.echo(f"netbench: warning: {f.title}", err=True)
     click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top))
     if html_path is not None and fmt == "text":
         click.echo(f"report: {html_path}")

@@ -39,7 +39,7 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 @click.option(
     "--procs",
     "-p",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1024),  # CPU ranks of one machine; more is a typo, not a benchmark
     default=None,
     help="CPU ranks on this machine when there is no GPU (default 2-4 by core count).",
 )
@@ -62,7 +62,7 @@ Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
 @pair_options
 @click.option(
     "--procs-per-host",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 1024),
     default=1,
     show_default=True,
     help="CPU ranks per host with gloo (NCCL: one rank per GPU).",
@@ -126,14 +126,19 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
     if opts.launcher in ("mpi", "slurm"):  # the scheduler starts `netbench worker` ranks; rank 0 leads
         import subprocess
 
-        from netbench.launch.wrap import mpirun_argv, srun_argv
+        from netbench.launch.wrap import mpi_hostfile, mpirun_argv, srun_argv
         from netbench.options import default_procs
 
         pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
+        if opts.launcher == "slurm":
+            argv = srun_argv(opts, pats)
+            echo(f"# {' '.join(argv[:4])} ... netbench worker")
+            return subprocess.run(argv).returncode
         nprocs = None if opts.hosts_file else (opts.procs or default_procs())
-        argv = mpirun_argv(opts, pats, nprocs) if opts.launcher == "mpi" else srun_argv(opts, pats)
-        echo(f"# {' '.join(argv[:4])} ... netbench worker")
-        return subprocess.run(argv).returncode
+        with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
+            argv = mpirun_argv(opts, pats, nprocs, hostfile)
+            echo(f"# {' '.join(argv[:4])} ... netbench worker")
+            return subprocess.run(argv).returncode
     if opts.hosts_file:
         from netbench.cluster import run_cluster
 

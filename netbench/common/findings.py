@@ -92,15 +92,25 @@ class FindingsRecord:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FindingsRecord:
-        schema = data.get("schema")
+    def from_dict(cls, data: Any) -> FindingsRecord:
+        """ValueError, naming what is wrong, for anything that is not a findings document whose every
+        finding fits :class:`Finding` (the file may come from elsewhere, or be damaged)."""
+        from netbench.common.shape import problem
+
+        schema = data.get("schema") if isinstance(data, dict) else None
         if schema != SCHEMA:
             raise ValueError(f"not a {SCHEMA} document (schema {schema!r})")
+        findings = data.get("findings") or []
+        if not isinstance(findings, list):
+            raise ValueError("'findings' is not a list")
+        for i, f in enumerate(findings):
+            if (why := problem(f, Finding)) is not None:
+                raise ValueError(f"finding {i}: {why}")
         return cls(
-            findings=tuple(Finding.from_dict(f) for f in data.get("findings") or []),
-            run_id=data.get("run_id"),
-            policy=data.get("policy"),
-            baseline=data.get("baseline"),
+            findings=tuple(Finding.from_dict(f) for f in findings),
+            run_id=data.get("run_id") if isinstance(data.get("run_id"), str) else None,
+            policy=data.get("policy") if isinstance(data.get("policy"), str) else None,
+            baseline=data.get("baseline") if isinstance(data.get("baseline"), str) else None,
         )
 
 
@@ -113,8 +123,12 @@ def write_findings(run_dir: str | Path, record: FindingsRecord) -> Path:
 
 def read_findings(run_dir: str | Path) -> FindingsRecord:
     """``findings.json`` of ``run_dir``; FileNotFoundError before the run was analysed, ValueError when
-    the file is another schema."""
-    return FindingsRecord.from_dict(json.loads((Path(run_dir) / FILE_NAME).read_text(encoding="utf-8")))
+    the file is not JSON, another schema, or a finding in it is malformed; RunDirError (exit 2) when
+    it is not a regular file."""
+    from netbench.common.rundir import decode_json, open_regular
+
+    with open_regular(Path(run_dir) / FILE_NAME) as fh:
+        return FindingsRecord.from_dict(decode_json(fh.read()))
 
 
 def _finite(x: Any) -> Any:

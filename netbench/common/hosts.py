@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netbench.common.errors import UsageError
-from netbench.common.hostlist import expand_hostlist
+from netbench.common.hostlist import MAX_HOSTS, expand_hostlist
 
 MAX_NAME = 253
 MAX_VALUE = 256
@@ -30,7 +30,14 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 _VALUE_RE = re.compile(r"^[A-Za-z0-9._:/@+,%=-]+$")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$")
-_GPUS_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_GPUS_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$", re.ASCII)
+_ZONE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # an IPv6 zone: an interface name or index
+#: characters str.splitlines() ends a line at besides \n and \r: an editor shows one line, so a
+#: hosts file line containing one is refused instead of silently becoming two hosts
+_LINE_BREAKS = {"\x0b": "VT", "\x0c": "FF", "\x1c": "FS", "\x1d": "GS", "\x1e": "RS", "\x85": "NEL",
+                "\u2028": "U+2028 LINE SEPARATOR", "\u2029": "U+2029 PARAGRAPH SEPARATOR"}
+#: the largest hosts file read (100,000 hosts with labels are a few MB)
+MAX_FILE_BYTES = 64 << 20
 
 
 @dataclass
@@ -60,11 +67,14 @@ def validate_hostname(name: str) -> str | None:
     if len(name) > MAX_NAME:
         return f"host name longer than {MAX_NAME} characters"
     if ":" in name:  # only an IPv6 literal may contain colons
+        address, pct, zone = name.partition("%")
         try:
-            ipaddress.IPv6Address(name.split("%", 1)[0])
-            return None
+            ipaddress.IPv6Address(address)
         except ValueError:
             return "not a host name or IPv6 address"
+        if pct and not _ZONE_RE.match(zone):  # the zone reaches SSH commands too: same rules as a name
+            return f"bad IPv6 zone {zone!r} (want an interface name like eth0)"
+        return None
     if not _NAME_RE.match(name):
         bad = sorted({c for c in name if not (c.isascii() and (c.isalnum() or c in "_.-"))})
         if bad:
@@ -108,7 +118,7 @@ def _parse_line(text: str, where: str) -> list[HostEntry]:
     slots: int | None = None
     if ":" in spec and spec.count(":") == 1 and "[" not in spec.split(":")[1]:
         spec, _, n = spec.partition(":")
-        if not n.isdigit() or int(n) < 1:
+        if not (n.isascii() and n.isdigit()) or len(n) > 9 or int(n) < 1:
             raise UsageError(f"{where}: bad slot count {n!r} in {tokens[0]!r} (want host:N, N >= 1)")
         slots = int(n)
     try:
@@ -131,7 +141,7 @@ def _parse_line(text: str, where: str) -> list[HostEntry]:
         if key in labels or (key == "slots" and slots is not None):
             raise UsageError(f"{where}: {key}= given twice")
         if key == "slots":
-            if not value.isdigit() or int(value) < 1:
+            if not value.isdigit() or len(value) > 9 or int(value) < 1:
                 raise UsageError(f"{where}: slots={value} is not a positive number")
             slots = int(value)
             continue
@@ -145,13 +155,15 @@ def parse_hosts_text(text: str, source: str = "<hosts>") -> list[HostEntry]:
     entries: list[HostEntry] = []
     seen: dict[tuple[str, str | None], HostEntry] = {}
     by_name: dict[str, list[HostEntry]] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        where = f"{source}:{lineno}"
         if "\x00" in raw:
-            raise UsageError(f"{source}:{lineno}: NUL byte (is this a binary file?)")
+            raise UsageError(f"{where}: NUL byte (is this a binary file?)")
+        if breaks := sorted({_LINE_BREAKS[c] for c in raw if c in _LINE_BREAKS}):
+            raise UsageError(f"{where}: {', '.join(breaks)} inside the line; use one host per line")
         body = _strip_comment(raw).strip()
         if not body:
             continue
-        where = f"{source}:{lineno}"
         for e in _parse_line(body, where):
             first = seen.get(e.key) or next(
                 (p for p in by_name.get(e.name, []) if p.gpus is None or e.gpus is None), None)
@@ -162,6 +174,8 @@ def parse_hosts_text(text: str, source: str = "<hosts>") -> list[HostEntry]:
             seen[e.key] = e
             by_name.setdefault(e.name, []).append(e)
             entries.append(e)
+        if len(entries) > MAX_HOSTS:  # per file, not per expression: 1,000 lines of node[1-99999] too
+            raise UsageError(f"{where}: {source} lists more than {MAX_HOSTS} hosts")
     return entries
 
 
@@ -169,7 +183,11 @@ def parse_hosts_file(path: str | Path) -> list[HostEntry]:
     """Read and parse a hosts file. Missing/unreadable/empty files raise UsageError (exit 2)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as fh:  # not only regular files: --hosts <(scontrol show hostnames) is a pipe
+            raw = fh.read(MAX_FILE_BYTES + 1)
+        if len(raw) > MAX_FILE_BYTES:
+            raise UsageError(f"{p}: larger than {MAX_FILE_BYTES >> 20} MiB; not a hosts file")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"{p}: hosts file not found") from None
     except IsADirectoryError:

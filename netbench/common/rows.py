@@ -83,6 +83,15 @@ class ResultRow:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+def row_problem(data: Any) -> str | None:
+    """Why a decoded results.jsonl line cannot be used as a row (None when it can): every field
+    without a default above must be present, and every field present must have its declared type
+    (finite numbers only, ``bytes`` an integer). A reader leaves such a row out and names it."""
+    from netbench.common.shape import problem
+
+    return problem(data, ResultRow)
+
+
 def failed_row(
     *,
     run_id: str,

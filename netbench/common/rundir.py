@@ -19,10 +19,14 @@ import datetime as _dt
 import json
 import os
 import secrets
+import stat
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from netbench.common.errors import UsageError
 
 if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
     import pandas as pd
@@ -48,34 +52,181 @@ def atomic_write(path: str | Path, text: str) -> None:
     temporary name carries the pid, so two writers of one path never share a temporary file."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())  # the data is on disk before the name points at it
     os.replace(tmp, path)
 
 
 def _write_json(path: Path, data: Any) -> None:
     """Write atomically (tmp + rename) so a reader never sees half a run.json."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Read JSON lines, skipping a truncated or corrupt line instead of failing the whole file."""
-    out: list[dict[str, Any]] = []
+#: the longest line of a JSON-lines file kept in memory; a longer one is skipped and named. A
+#: NodeInventory line of a large node is a few hundred KB, a result row a few hundred bytes.
+MAX_LINE_BYTES = 16 << 20
+#: the largest run.json / env.json read (a few KB in practice)
+MAX_JSON_BYTES = 64 << 20
+_CHUNK = 1 << 20
+
+
+class RunDirError(UsageError):
+    """A run-directory file that cannot be read at all (not a regular file, permission denied):
+    one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Something a reader left out, and why: a line of a JSON-lines file, or a whole file or field."""
+
+    file: str  # the path as the user would type it
+    line: int | None  # 1-based line number; None for a whole file or one field of it
+    reason: str
+
+
+@dataclass
+class JsonlRead:
+    """The usable records of a JSON-lines file and the lines that were not."""
+
+    records: list[dict[str, Any]]
+    unreadable: list[Unreadable]
+
+
+@dataclass
+class JsonRead:
+    """A JSON document that should be an object: ``data`` is ``{}`` when it is not (``unreadable`` says)."""
+
+    data: dict[str, Any]
+    unreadable: list[Unreadable]
+
+
+def _reject_constant(name: str) -> float:
+    # json.loads turns NaN / Infinity into floats by default; they are never valid in a run file
+    raise ValueError(f"non-finite number {name}")
+
+
+def decode_json(raw: bytes) -> Any:
+    """Decode strict UTF-8 JSON without NaN/Infinity; ValueError (with a short reason) otherwise.
+    RecursionError (deeply nested arrays) and int-length limits are ValueErrors here too."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity above, or Python's limit on digits of an integer
+        raise ValueError(str(exc).split(";")[0]) from None
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file. O_NONBLOCK so that opening a FIFO
+    returns at once instead of waiting for a writer; a device (``/dev/zero`` behind a symlink) is
+    refused before a byte is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise RunDirError(f"cannot read {path}: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise RunDirError(f"{path} is not a regular file ({_file_kind(mode)}); refusing to read it")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def read_jsonl(path: Path, check: Callable[[Any], str | None] | None = None) -> JsonlRead:
+    """Read JSON lines. A line that is not UTF-8, not JSON, not an object, longer than
+    MAX_LINE_BYTES or refused by ``check`` (returns why, or None) is left out and named with its
+    line number: a truncated last line (power cut, kill -9) costs that line, never the file."""
+    records: list[dict[str, Any]] = []
+    bad: list[Unreadable] = []
     if not path.exists():
-        return out
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
+        return JsonlRead(records, bad)
+    with open_regular(path) as fh:
+        for number, raw in enumerate(_bounded_lines(fh), start=1):
+            if raw is None:
+                bad.append(Unreadable(str(path), number, f"line longer than {MAX_LINE_BYTES} bytes"))
+                continue
+            if not raw.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
+                obj = decode_json(raw)
+            except ValueError as exc:
+                bad.append(Unreadable(str(path), number, str(exc)))
                 continue
-            if isinstance(obj, dict):
-                out.append(obj)
-    return out
+            why = "not a JSON object" if not isinstance(obj, dict) else check(obj) if check else None
+            if why is not None:
+                bad.append(Unreadable(str(path), number, why))
+                continue
+            records.append(obj)
+    return JsonlRead(records, bad)
+
+
+def _bounded_lines(fh: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of ``fh``; None for a line longer than MAX_LINE_BYTES, whose rest is read in chunks
+    and dropped, so memory stays bounded whatever the file holds."""
+    while True:
+        line = fh.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = fh.readline(_CHUNK)
+        yield None
+
+
+def read_json_object(path: Path) -> JsonRead:
+    """A JSON file that should hold one object (run.json, env.json): ``{}`` and a named problem when
+    it is missing-in-part, too large, not JSON or not an object; a missing file is simply ``{}``."""
+    if not path.exists():
+        return JsonRead({}, [])
+    with open_regular(path) as fh:
+        raw = fh.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        return JsonRead({}, [Unreadable(str(path), None, f"larger than {MAX_JSON_BYTES} bytes")])
+    try:
+        data = decode_json(raw)
+    except ValueError as exc:
+        return JsonRead({}, [Unreadable(str(path), None, str(exc))])
+    if not isinstance(data, dict):
+        return JsonRead({}, [Unreadable(str(path), None, "not a JSON object")])
+    return JsonRead(data, [])
+
+
+#: run.json fields the report shows or reads, with the types they must have
+_RUN_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("run_id", str, "a string"),
+    ("argv", list, "a list"),
+    ("status", str, "a string"),
+    ("launcher", str, "a string"),
+    ("started", str, "a string"),
+    ("ended", str, "a string"),
+    ("finished", str, "a string"),
+    ("netbench_version", str, "a string"),
+    ("options", dict, "an object"),
+    ("topology", (dict, str), "an object or a path"),
+)
 
 
 @dataclass
@@ -97,14 +248,8 @@ class RunDir:
         path = Path(path)
         if not path.is_dir():
             raise FileNotFoundError(f"no run directory at {path}")
-        run = path / "run.json"
-        run_id = path.name
-        if run.exists():
-            try:
-                run_id = json.loads(run.read_text()).get("run_id", run_id)
-            except json.JSONDecodeError:
-                pass
-        return cls(path=path, run_id=run_id)
+        run_id = read_json_object(path / "run.json").data.get("run_id")
+        return cls(path=path, run_id=run_id if isinstance(run_id, str) else path.name)
 
     # -- files ---------------------------------------------------------------------------------
     @property
@@ -118,12 +263,7 @@ class RunDir:
     def write_run(self, **fields: Any) -> dict[str, Any]:
         """Create or update run.json, keeping fields written earlier."""
         path = self.path / "run.json"
-        data: dict[str, Any] = {}
-        if path.exists():
-            try:
-                data = json.loads(path.read_text())
-            except json.JSONDecodeError:
-                data = {}
+        data = read_json_object(path).data
         data.setdefault("schema", RUN_SCHEMA)
         data.setdefault("run_id", self.run_id)
         data.setdefault("argv", sys.argv)
@@ -132,15 +272,41 @@ class RunDir:
         return data
 
     def read_run(self) -> dict[str, Any]:
-        path = self.path / "run.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        return self.load_run().data
+
+    def load_run(self) -> JsonRead:
+        """run.json as an object, with a field of the wrong type left out and named (the report
+        shows these fields; the analysis reads ``topology``, checked where it is used)."""
+        doc = read_json_object(self.path / "run.json")
+        for name, types, expected in _RUN_FIELDS:
+            value = doc.data.get(name)
+            if value is not None and not isinstance(value, types):
+                why = f"field {name!r} is not {expected}; left out"
+                doc.unreadable.append(Unreadable(str(self.path / "run.json"), None, why))
+                del doc.data[name]
+        return doc
 
     def write_env(self, hosts: dict[str, dict[str, Any]]) -> None:
         _write_json(self.path / "env.json", {"schema": ENV_SCHEMA, "hosts": hosts})
 
     def read_env(self) -> dict[str, Any]:
-        path = self.path / "env.json"
-        return json.loads(path.read_text()) if path.exists() else {"hosts": {}}
+        return self.load_env().data
+
+    def load_env(self) -> JsonRead:
+        """env.json as ``{"hosts": {host: {...}}}``; a host whose entry is not an object is left out
+        and named."""
+        doc = read_json_object(self.path / "env.json")
+        hosts = doc.data.get("hosts", {})
+        if not isinstance(hosts, dict):
+            doc.unreadable.append(Unreadable(str(self.path / "env.json"), None, "'hosts' is not an object"))
+            hosts = {}
+        kept = {h: v for h, v in hosts.items() if isinstance(v, dict)}
+        for h in hosts.keys() - kept.keys():
+            doc.unreadable.append(
+                Unreadable(str(self.path / "env.json"), None, f"host {h!r}: entry is not an object; left out")
+            )
+        doc.data["hosts"] = kept
+        return doc
 
     def write_plan(self, plan: dict[str, Any]) -> None:
         """plan.json: the plan exactly as the ranks receive it through the store (a ``WorkerPlan`` as
@@ -153,18 +319,29 @@ class RunDir:
         return path
 
     def write_inventory(self, nodes: list[Any]) -> None:
-        """Write every NodeInventory (reachable or not) as one JSON line each."""
-        with self.inventory_path.open("w") as fh:
-            for n in nodes:
-                fh.write(json.dumps(n.to_dict() if hasattr(n, "to_dict") else n, default=str) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        """Write every NodeInventory (reachable or not) as one JSON line each, replacing the file
+        atomically: a reader (or a run killed half way) never sees half an inventory."""
+        lines = (json.dumps(n.to_dict() if hasattr(n, "to_dict") else n, default=str) + "\n" for n in nodes)
+        atomic_write(self.inventory_path, "".join(lines))
 
     def read_inventory(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.inventory_path)
+        return self.load_inventory().records
+
+    def load_inventory(self, check: Callable[[Any], str | None] | None = None) -> JsonlRead:
+        """inventory.jsonl; ``check`` (the inventory model's shape, which this layer does not know)
+        refuses a node that does not fit, named with its line."""
+        return read_jsonl(self.inventory_path, check)
 
     def read_rows(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.results_path)
+        """The usable rows of results.jsonl (``load_rows`` also says which lines were left out)."""
+        return self.load_rows().records
+
+    def load_rows(self) -> JsonlRead:
+        """results.jsonl: rows that fit the row contract (``netbench.common.rows``), and every line
+        that did not, with its number and why."""
+        from netbench.common.rows import row_problem
+
+        return read_jsonl(self.results_path, row_problem)
 
     def writer(self) -> ResultWriter:
         return ResultWriter(self.results_path)
@@ -199,9 +376,18 @@ class ResultWriter:
 def load_results(path: str | Path) -> pd.DataFrame:
     """Load a run directory's results.jsonl into a pandas DataFrame, one row per measurement.
 
-    Public API: ``netbench.load_results("netbench-runs/<id>")``. A truncated last line is skipped.
+    Public API: ``netbench.load_results("netbench-runs/<id>")``. A line that is not a valid row (a
+    truncated last line, a damaged one) is left out with a warning that names it.
     """
+    import warnings
+
     import pandas as pd
 
-    rows = RunDir.open(path).read_rows()
-    return pd.DataFrame(rows)
+    loaded = RunDir.open(path).load_rows()
+    if loaded.unreadable:
+        first = loaded.unreadable[0]
+        warnings.warn(
+            f"{first.file}: {len(loaded.unreadable)} line(s) left out (line {first.line}: {first.reason})",
+            stacklevel=2,
+        )
+    return pd.DataFrame(loaded.records)

@@ -6,7 +6,12 @@
   labels ``user=`` / ``port=`` win over the config. ssh-agent keys are used when an agent is running.
 * Host keys: known_hosts is honoured; an unknown key is refused unless the user opted in
   (``accept_new_host_keys`` or ``StrictHostKeyChecking accept-new``), in which case it is trusted on
-  first use AND recorded in known_hosts; a CHANGED key is always refused.
+  first use AND recorded in known_hosts; a CHANGED key is always refused. A key marked
+  ``@revoked`` is refused; ``@cert-authority`` lines are skipped (host certificates are not
+  verified, so a host trusted only through a CA is unknown); a line that cannot be parsed costs
+  that line only.
+* Remote output is bounded: :meth:`SSHConnection.run` keeps at most ``max_output`` bytes of stdout
+  and of stderr (more kills the command: SSHError), a remote process's line at most MAX_LINE_BYTES.
 * Every failure becomes :class:`SSHError` with a ``kind`` a report can group by.
 * Remote commands are argv lists joined with ``shlex.quote``: nothing a caller passes is ever
   interpreted by the remote shell. Each command runs in its own process group (``setsid``) whose id
@@ -44,6 +49,10 @@ log = logging.getLogger("netbench.common.ssh")
 SSH_ERROR_KINDS = ("unreachable", "auth_failed", "host_key_refused", "host_key_changed", "timeout", "error")
 PGID_MARKER = "__NETBENCH_PGID__"
 MAX_JUMPS = 8
+#: the most stdout (and stderr) one ``run`` keeps; the inventory probe writes a few hundred KB
+MAX_OUTPUT_BYTES = 64 << 20
+#: the longest line a RemoteProcess queues; a longer one is cut there (an agent's lines are short)
+MAX_LINE_BYTES = 16 << 20
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
@@ -264,10 +273,46 @@ _KH_CACHE: dict[str, tuple[tuple[float, int], Any]] = {}
 _KH_LOCK = threading.Lock()
 
 
-def _host_keys(path: str) -> paramiko.HostKeys | None:
-    """known_hosts parsed once per (mtime, size); re-read when another process appended to it."""
+@dataclass(frozen=True)
+class _KnownHosts:
+    """One known_hosts file: the trusted keys and the ``@revoked`` ones (OpenSSH's markers)."""
+
+    trusted: paramiko.HostKeys
+    revoked: paramiko.HostKeys
+
+
+def _parse_known_hosts(path: str) -> _KnownHosts:
+    """Read known_hosts line by line, so one line paramiko cannot parse costs that line, not every
+    host. ``@revoked`` keys are kept apart and refused (OpenSSH). ``@cert-authority`` lines are
+    skipped: netbench does not verify host certificates, so a host trusted only through a CA is an
+    unknown host (add its key, or pass --accept-new-host-keys)."""
     import paramiko
 
+    trusted, revoked = paramiko.HostKeys(), paramiko.HostKeys()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            marker, _, rest = line.strip().partition(" ")
+            target = trusted
+            if marker == "@cert-authority":
+                continue
+            if marker == "@revoked":
+                target, line = revoked, rest
+            elif marker.startswith("@"):
+                log.warning("%s:%d: unknown marker %s; line ignored", path, number, marker)
+                continue
+            try:
+                entry = paramiko.hostkeys.HostKeyEntry.from_line(line, number)
+            except (paramiko.SSHException, paramiko.hostkeys.InvalidHostKey, ValueError) as exc:
+                log.warning("%s:%d: unreadable known_hosts line ignored: %s", path, number, exc)
+                continue
+            if entry is not None and entry.key is not None:
+                for name in entry.hostnames:
+                    target.add(name, entry.key.get_name(), entry.key)
+    return _KnownHosts(trusted, revoked)
+
+
+def _host_keys(path: str) -> _KnownHosts | None:
+    """known_hosts parsed once per (mtime, size); re-read when another process appended to it."""
     try:
         st = os.stat(path)
     except OSError:
@@ -277,24 +322,30 @@ def _host_keys(path: str) -> paramiko.HostKeys | None:
         hit = _KH_CACHE.get(path)
         if hit and hit[0] == stamp:
             return hit[1]
-        hk = paramiko.HostKeys()
         try:
-            hk.load(path)
-        except (OSError, UnicodeDecodeError) as exc:
+            known = _parse_known_hosts(path)
+        except OSError as exc:
             log.warning("cannot read known_hosts %s: %s", path, exc)
-        _KH_CACHE[path] = (stamp, hk)
-        return hk
+            return None
+        _KH_CACHE[path] = (stamp, known)
+        return known
+
+
+def _keys_for(target: SSHTarget, revoked: bool) -> list[paramiko.PKey]:
+    keys: list[Any] = []
+    for path in (*target.known_hosts_files, "/etc/ssh/ssh_known_hosts"):
+        known = _host_keys(path)
+        if known is None:
+            continue
+        entry = (known.revoked if revoked else known.trusted).lookup(target.key_name)
+        if entry:
+            keys.extend(entry.values())
+    return keys
 
 
 def known_keys(target: SSHTarget) -> list[paramiko.PKey]:
     """Keys recorded for the target in its known_hosts files and /etc/ssh/ssh_known_hosts."""
-    keys: list[Any] = []
-    for path in (*target.known_hosts_files, "/etc/ssh/ssh_known_hosts"):
-        hk = _host_keys(path)
-        entry = hk.lookup(target.key_name) if hk is not None else None
-        if entry:
-            keys.extend(entry.values())
-    return keys
+    return _keys_for(target, revoked=False)
 
 
 def record_host_key(path: str, name: str, key: paramiko.PKey) -> None:
@@ -311,8 +362,12 @@ def record_host_key(path: str, name: str, key: paramiko.PKey) -> None:
 
 def check_host_key(target: SSHTarget, key: paramiko.PKey, accept_new: bool) -> None:
     """Raise SSHError unless ``key`` is the known key, or it is new and the user opted in (then record it)."""
-    known = known_keys(target)
     fp = f"{key.get_name()} {key.fingerprint}"
+    if any(k == key for k in _keys_for(target, revoked=True)):
+        raise SSHError(
+            "host_key_refused", f"host key {fp} of {target.key_name} is marked @revoked in known_hosts; "
+            "refusing to connect", target.name)
+    known = known_keys(target)
     same_type = [k for k in known if k.get_name() == key.get_name()]
     if any(k == key for k in same_type):
         return
@@ -555,11 +610,14 @@ class SSHConnection:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise SSHError("error", f"cannot open a session channel: {exc}", self.target.name) from None
 
-    def run(self, argv: Sequence[str], stdin: bytes | None = None, timeout: float = 60.0,
-            env: Mapping[str, str] | None = None) -> tuple[int, bytes, bytes]:
+    def run(
+        self, argv: Sequence[str], stdin: bytes | None = None, timeout: float = 60.0,
+        env: Mapping[str, str] | None = None, max_output: int = MAX_OUTPUT_BYTES,
+    ) -> tuple[int, bytes, bytes]:
         """Run argv to completion; return (exit status, stdout, stderr). Exit status -1: killed by a signal.
 
-        On timeout the remote process group is killed and SSHError(kind="timeout") is raised.
+        On timeout the remote process group is killed and SSHError(kind="timeout") is raised; so it is
+        when stdout or stderr grows past ``max_output`` bytes (a host must not fill our memory).
         """
         chan = self._open(timeout)
         chan.setblocking(False)
@@ -590,6 +648,10 @@ class SSHConnection:
                     pgid = _take_marker(out)
                     if pgid:
                         self._inflight[chan.get_id()] = pgid
+                if len(out) > max_output or len(err) > max_output:
+                    self._kill_group(pgid if pgid and pgid > 0 else None, chan, grace=1.0)
+                    raise SSHError("error", f"{shlex.join(map(str, argv))[:80]} wrote more than "
+                                   f"{max_output} bytes of output; killed", self.target.name)
                 if chan.exit_status_ready() and _eof(chan):
                     _drain(chan, out, err)
                     break
@@ -741,6 +803,9 @@ class RemoteProcess:
                         del self._stderr[: len(self._stderr) - self.STDERR_KEEP]
                 if got:
                     *lines, rest = bytes(buf).split(b"\n")
+                    if len(rest) > MAX_LINE_BYTES:  # no newline for 16 MiB: cut, do not buffer forever
+                        lines.append(rest[:MAX_LINE_BYTES])
+                        rest = b""
                     buf = bytearray(rest)
                     for raw in lines:
                         line = raw.decode("utf-8", errors="replace").rstrip("\r")

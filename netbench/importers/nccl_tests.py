@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,28 +33,32 @@ from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
 
 # -- what a log says --------------------------------------------------------------------------------
+# numbers are at most 18 digits: a line of thousands of digits is not nccl-tests output, and int() of
+# one raises ValueError (Python's limit on digits) where this parser expects a match or none
 
-_PREFIX_RE = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
+_PREFIX_RE = re.compile(r"^(?:\[\d{1,18},\d{1,18}\]<std(?:out|err)>:|\s*\d{1,18}: )")
 _VERSION_RE = re.compile(
     r"#\s*nccl-tests version (?P<ver>\S+)(?:\s+\((?P<git>[0-9a-f]+)\))?"
-    r"(?:\s+nccl-headers=(?P<hdr>\d+))?(?:\s+nccl-library=(?P<lib>\d+))?"
+    r"(?:\s+nccl-headers=(?P<hdr>\d{1,18}))?(?:\s+nccl-library=(?P<lib>\d{1,18}))?"
 )
 _STARTING_RE = re.compile(r"#\s*Collective test starting:\s*(?P<name>\S+)")
-_NTHREAD_RE = re.compile(r"#?\s*nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)\s+minBytes\s+(?P<min>\d+)"
-                         r"\s+maxBytes\s+(?P<max>\d+)(?P<rest>.*)")
-_KV_RE = re.compile(r"(warmup iters|agg iters|iters|validation|graph|unalign):\s*(-?\d+)")
-_STEP_RE = re.compile(r"step:\s*(\d+)\((factor|bytes)\)")
+_NTHREAD_RE = re.compile(r"#?\s*nThread\s+(?P<nthread>\d{1,18})\s+nGpus\s+(?P<ngpus>\d{1,18})"
+                         r"\s+minBytes\s+(?P<min>\d{1,18})\s+maxBytes\s+(?P<max>\d{1,18})(?P<rest>.*)")
+_KV_RE = re.compile(r"(warmup iters|agg iters|iters|validation|graph|unalign):\s*(-?\d{1,18})")
+_STEP_RE = re.compile(r"step:\s*(\d{1,18})\((factor|bytes)\)")
 _RANK_RE = re.compile(
-    r"#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
-    r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)$"
+    r"#?\s*Rank\s+(?P<rank>\d{1,18})\s+(?:Group\s+(?P<group>\d{1,18})\s+)?Pid\s+(?P<pid>\d{1,18})\s+on\s+(?P<host>\S+)"
+    r"\s+device\s+(?P<device>\d{1,18})\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)$"
 )
-_NCCL_VERSION_RE = re.compile(r"NCCL version (?P<ver>\d+\.\d+\.\d+)(?:\+cuda(?P<cuda>[\d.]+))?")
-_OOB_RE = re.compile(r"#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s*(?P<verdict>OK|FAILED)?")
+_NCCL_VERSION_RE = re.compile(r"NCCL version (?P<ver>\d{1,9}\.\d{1,9}\.\d{1,9})(?:\+cuda(?P<cuda>[\d.]+))?")
+_OOB_RE = re.compile(r"#\s*Out of bounds values\s*:\s*(?P<n>\d{1,18})\s*(?P<verdict>OK|FAILED)?")
 _AVG_RE = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(?P<bw>[-+\d.eE]+|nan|inf)")
 _PROGRAM_RE = re.compile(r"(?:^|[/\s])(?P<name>[a-z_]+)_perf(?:_mpi)?\b")
-_DATA_RE = re.compile(r"^\s*\d+\s+\d+\s+\S+")
+_DATA_RE = re.compile(r"^\s*\d{1,20}\s+\d{1,20}\s+\S+")  # bounded: int() of 5000 digits raises
 
 _COLLECTIVES = {"alltoall": "all_to_all", "alltoallv": "all_to_allv"}
+#: the largest log read (a full sweep of every collective and type is a few MB)
+MAX_LOG_BYTES = 256 << 20
 _TIME_COLS = ("time", "cputime")
 
 
@@ -99,6 +104,7 @@ class NcclTest:
     avg_busbw_GBps: float | None = None
     env: dict[str, str] = field(default_factory=dict)  # NCCL_* variables (JSON only)
     errors: list[str] = field(default_factory=list)
+    collective_inferred: str | None = None  # how the collective was inferred when the log does not name it
 
     @property
     def hosts(self) -> list[str]:
@@ -244,7 +250,9 @@ def parse_text(text: str, source: str = "<text>") -> list[NcclTest]:
                 pending_program = prog["name"] + "_perf"
             continue
         if cur is None:
-            continue
+            if not is_header:
+                continue
+            start()  # a table pasted without its preamble: the column header opens a run
         if (m := rank):
             cur.ranks.append(RankLine(
                 rank=int(m["rank"]), host=m["host"], device=int(m["device"]), bus_id=m["bus"],
@@ -271,7 +279,76 @@ def parse_text(text: str, source: str = "<text>") -> list[NcclTest]:
             t.nccl_version, t.cuda_version = nccl_version
         if t.collective is None:
             t.collective = _collective_from_filename(source)
+            if t.collective is not None:
+                t.collective_inferred = f"from the file name {Path(source).name!r}"
+        if t.collective is None:
+            t.collective, t.collective_inferred = infer_collective(t)
     return found
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a collective's table looks like: a reduction op printed or not, a root or -1, and the
+    busbw/algbw factor for n ranks (nccl-tests' PERFORMANCE.md; DESIGN.md's table)."""
+
+    name: str
+    redop: bool | None  # True: a reduction op; False: "none"; None: either (sendrecv prints "sum")
+    rooted: bool
+    factor: Callable[[int], float]
+
+
+# in the order an ambiguous table is resolved: the collective run most often first
+_SHAPES = (
+    _Shape("all_reduce", True, False, lambda n: 2 * (n - 1) / n),
+    _Shape("all_gather", False, False, lambda n: (n - 1) / n),
+    _Shape("reduce_scatter", True, False, lambda n: (n - 1) / n),
+    _Shape("broadcast", False, True, lambda n: 1.0),
+    _Shape("reduce", True, True, lambda n: 1.0),
+    _Shape("sendrecv", None, False, lambda n: 1.0),
+    _Shape("all_to_all", False, False, lambda n: (n - 1) / n),
+    _Shape("gather", False, True, lambda n: (n - 1) / n),
+    _Shape("scatter", False, True, lambda n: (n - 1) / n),
+)
+
+
+def infer_collective(test: NcclTest) -> tuple[str | None, str | None]:
+    """The collective of a table whose log does not name it (no "Collective test" lines, no
+    program name): from the redop and root columns and the busbw/algbw factor, which depends on
+    the collective and the rank count. Returns (name or None, how it was inferred)."""
+    rows = test.rows
+    ops = {str(r.get("op")) for r in rows if r.get("op") is not None}
+    roots = {_to_int(r.get("root")) for r in rows if r.get("root") is not None}
+    ratios = sorted(
+        r["busbw_GBps"] / r["algbw_GBps"]
+        for r in rows
+        if r.get("algbw_GBps") and r["algbw_GBps"] >= 1 and r.get("busbw_GBps") is not None
+    )
+    factor = ratios[len(ratios) // 2] if ratios else None
+    n = test.nranks if test.ranks or test.config else None
+    fits = [s for s in _SHAPES if _shape_fits(s, ops, roots, factor, n)]
+    if not fits:
+        return None, "the table fits no known collective"
+    root_text = "/".join(sorted({str(r) for r in roots})) or "not printed"
+    seen = [f"redop {'/'.join(sorted(ops)) or 'not printed'}", f"root {root_text}"]
+    if factor is not None:
+        seen.append(f"busbw/algbw {factor:.3g}" + (f" on {n} ranks" if n else ""))
+    how = "inferred from " + ", ".join(seen)
+    if len(fits) > 1:
+        how += f" (could also be {', '.join(s.name for s in fits[1:])})"
+    return fits[0].name, how
+
+
+def _shape_fits(
+    shape: _Shape, ops: set[str], roots: set[int | None], factor: float | None, n: int | None
+) -> bool:
+    if ops and shape.redop is not None and (ops != {"none"}) != shape.redop:
+        return False
+    if roots and roots != {None} and (max(r or -1 for r in roots) >= 0) != shape.rooted:
+        return False
+    if factor is None:
+        return True
+    ranks = [n] if n else range(1, 4097)  # a pasted table does not say how many ranks
+    return any(abs(shape.factor(k) - factor) <= 0.02 * max(1.0, factor) + 0.01 for k in ranks)
 
 
 def _collective_from_filename(source: str) -> str | None:
@@ -295,15 +372,29 @@ def _json_bool(value: Any) -> bool | None:
 
 
 def _json_num(value: Any) -> float | None:
+    """A finite number, else None ("nan", null, Infinity and 1e999 are not measurements)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return None if math.isnan(value) else float(value)
-    return None  # "nan" and null
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            return None
+        return number if math.isfinite(number) else None
+    return None
 
 
 def parse_json(data: dict[str, Any], source: str = "<json>") -> NcclTest:
-    """One ``-J`` file: one run of one ``*_perf`` binary."""
+    """One ``-J`` file: one run of one ``*_perf`` binary. A value of the wrong type anywhere (a
+    string size, a list where an object belongs) is the user's input: UsageError naming the file."""
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise UsageError(f"{source}: JSON without a 'results' list is not nccl-tests -J output")
+    try:
+        return _parse_json(data, source)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise UsageError(f"{source}: not nccl-tests -J output as expected ({what})") from None
+
+
+def _parse_json(data: dict[str, Any], source: str) -> NcclTest:
     args = data.get("args") or []
     name = collective_name(args[0]) if args else _collective_from_filename(source)
     test = NcclTest(source=source, collective=name)
@@ -365,16 +456,21 @@ def parse_json(data: dict[str, Any], source: str = "<json>") -> NcclTest:
 
 def parse_file(path: str | Path) -> list[NcclTest]:
     """The runs in one file, text or JSON; UsageError (exit 2) when there are none."""
+    from netbench.common.rundir import open_regular
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with open_regular(path) as fh:  # a FIFO or a device is refused, not read forever
+        raw = fh.read(MAX_LOG_BYTES + 1)
+    if len(raw) > MAX_LOG_BYTES:
+        raise UsageError(f"{path}: larger than {MAX_LOG_BYTES >> 20} MiB; split the log per run")
+    text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+        except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, deep nesting
+            raise UsageError(f"{path}: not nccl-tests -J output ({type(exc).__name__})") from exc
         tests = [parse_json(data, str(path))]
     else:
         tests = parse_text(text, str(path))
@@ -409,6 +505,8 @@ def to_rows(test: NcclTest, run_id: str) -> list[ResultRow]:
                 extra[key] = r[key]
         if test.config.get("agg_iters"):
             extra["agg_iters"] = test.config["agg_iters"]
+        if test.collective_inferred:
+            extra["collective_inferred"] = test.collective_inferred
         out.append(ResultRow(
             run_id=run_id, collective=test.collective or "unknown", backend="nccl", pattern="world",
             hosts=hosts, ranks=ranks, round=None, bytes=r["bytes"], count=r["count"], dtype=r["dtype"],
@@ -465,7 +563,14 @@ def import_logs(paths: list[str | Path], out: str | Path | None = None) -> tuple
 
     if not paths:
         raise UsageError("no nccl-tests log given")
+    from netbench.common.rows import row_problem
+
     tests = [t for p in paths for t in parse_file(p)]
+    rows = [(t, to_rows(t, "import")) for t in tests]
+    for t, test_rows in rows:  # checked before anything is written: the reader would leave them out
+        for row in test_rows:
+            if (why := row_problem(row.to_dict())) is not None:
+                raise UsageError(f"{t.source}: entry {row.extra['line']}: {why}")
     run = RunDir.create(out)
     started = utc_now()
     with run.writer() as writer:
@@ -479,6 +584,7 @@ def import_logs(paths: list[str | Path], out: str | Path | None = None) -> tuple
         sources=[str(Path(p)) for p in paths],
         imported=[{
             "source": t.source, "tool": "nccl-tests", "collective": t.collective,
+            "collective_inferred": t.collective_inferred,
             "nccl_tests_version": t.nccl_tests_version, "nccl_version": t.nccl_version, "config": t.config,
             "hosts": t.hosts, "ranks": t.nranks, "rows": len(t.rows), "out_of_bounds": t.out_of_bounds,
             "avg_busbw_GBps": t.avg_busbw_GBps, "errors": t.errors,

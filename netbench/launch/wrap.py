@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -60,8 +62,11 @@ def worker_args(opts: ClusterOptions, patterns: list[str]) -> list[str]:
     return args
 
 
-def mpirun_argv(opts: ClusterOptions, patterns: list[str], nprocs: int | None) -> list[str]:
-    """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax)."""
+def mpirun_argv(
+    opts: ClusterOptions, patterns: list[str], nprocs: int | None, hostfile: str | None = None
+) -> list[str]:
+    """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax).
+    ``hostfile``: Open MPI's form of ``opts.hosts_file`` (:func:`mpi_hostfile`), given with --hosts."""
     mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
     if not os.path.exists(mpirun):
         raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
@@ -69,29 +74,35 @@ def mpirun_argv(opts: ClusterOptions, patterns: list[str], nprocs: int | None) -
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
     if opts.hosts_file:
-        argv += [
-            "--hostfile",
-            mpi_hostfile(opts.hosts_file, opts.procs_per_host),
-            "--map-by",
-            "slot",
-        ]
+        if hostfile is None:
+            raise ValueError("mpirun_argv: --hosts needs the Open MPI hostfile (mpi_hostfile)")
+        argv += ["--hostfile", hostfile, "--map-by", "slot"]
     if nprocs:  # this machine alone: as many ranks as asked, even beyond its cores (like --procs)
         argv += ["-np", str(nprocs), "--oversubscribe"]
     return argv + [opts.python or sys.executable, *worker_args(opts, patterns)]
 
 
-def mpi_hostfile(hosts_file: str, default_slots: int) -> str:
-    """Open MPI's hostfile (``host slots=N``) from a netbench hosts file: mpirun rejects our labels."""
+@contextmanager
+def mpi_hostfile(hosts_file: str | None, default_slots: int) -> Iterator[str | None]:
+    """Open MPI's hostfile (``host slots=N``) from a netbench hosts file (mpirun rejects our labels),
+    in a temporary file that exists for the ``with`` block: the caller runs mpirun inside it, so
+    the file is removed once mpirun has ended, however it ended. None without a hosts file."""
     import tempfile
 
     from netbench.common.hosts import parse_hosts_file
 
+    if not hosts_file:
+        yield None
+        return
     entries = parse_hosts_file(hosts_file)
     fd, path = tempfile.mkstemp(prefix="netbench-mpi-hosts-", suffix=".txt")
-    with os.fdopen(fd, "w") as fh:
-        for e in entries:
-            fh.write(f"{e.name} slots={e.slots or default_slots}\n")
-    return path
+    try:
+        with os.fdopen(fd, "w") as fh:
+            for e in entries:
+                fh.write(f"{e.name} slots={e.slots or default_slots}\n")
+        yield path
+    finally:
+        os.unlink(path)
 
 
 def srun_argv(opts: ClusterOptions, patterns: list[str]) -> list[str]:

@@ -38,6 +38,16 @@ def json_report(result: PreflightResult) -> dict[str, Any]:
     return doc
 
 
+def check_output_paths(paths: dict[str, str | None]) -> None:
+    """Refuse, before minutes of measuring, an output file whose directory does not exist:
+    ``{"--json": "pf.json", ...}`` -> UsageError naming the option (one line, exit 2)."""
+    from netbench.common.errors import UsageError
+
+    for option, path in paths.items():
+        if path and not Path(path).expanduser().resolve().parent.is_dir():
+            raise UsageError(f"{option} {path}: directory {Path(path).parent} does not exist")
+
+
 def write_outputs(
     result: PreflightResult,
     *,

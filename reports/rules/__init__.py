@@ -15,6 +15,7 @@ from netbench.reports.rules import (
     slow_node,
     slow_pair,
     stragglers,
+    unreadable,
     versions,
 )
 from netbench.reports.rules.base import Rule
@@ -29,6 +30,7 @@ RULES: list[Rule] = [
     cross_switch.RULE,
     expected.RULE,
     regression.RULE,
+    unreadable.RULE,
 ]
 
 #: every finding id the registry and the engine emit -> its default severity, in the registry's order
