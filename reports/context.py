@@ -48,11 +48,13 @@ def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
         "error": None,
         "group": None,
         "round": None,
+        "engine": "torch",
     }
     for col, value in defaults.items():
         if col not in df.columns:
             df[col] = value
     df["status"] = df["status"].fillna("ok")
+    df["engine"] = df["engine"].fillna("torch")  # rows from before engines were torch's
     return df
 
 
@@ -178,8 +180,22 @@ class AnalysisContext:
         return {n["host"]: n for n in self.inventory if n.get("host")}
 
     @cached_property
-    def ok_rows(self) -> pd.DataFrame:
+    def all_ok_rows(self) -> pd.DataFrame:
+        """Every measured row, of every engine (``--engine both`` measures each point twice)."""
         return self.rows[self.rows["status"] == "ok"]
+
+    @cached_property
+    def judged_engine(self) -> str:
+        """The engine whose rows the diagnosis judges: NCCL called directly where the run has it
+        (nccl-tests' numbers), else torch. One engine, so no point is counted twice."""
+        engines = set(self.all_ok_rows["engine"])
+        return "nccl" if "nccl" in engines else "torch"
+
+    @cached_property
+    def ok_rows(self) -> pd.DataFrame:
+        """The measured rows the rules judge: those of ``judged_engine``."""
+        rows = self.all_ok_rows
+        return rows[rows["engine"] == self.judged_engine]
 
     @property
     def analyses(self) -> Analyses:

@@ -41,6 +41,9 @@ FINDING_IDS: dict[str, str] = {
     # regression
     "regression": "warn",
     "env_changed": "info",
+    # engines
+    "single_rank": "info",
+    "engine_overhead": "info",
     # unreadable (never below warn: no verdict on data that could not be read)
     "unreadable_rows": "warn",
     "unreadable_file": "warn",

@@ -21,7 +21,7 @@ from netbench.collectives.sizes import format_size
 from netbench.importers.nccl_tests import parse_text
 
 KEY_SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 8 << 30]
-_NT = re.compile(r"^nt_(?P<tag>[\w-]+?)_(?P<coll>all_reduce|all_gather|reduce_scatter|sendrecv)"
+_NT = re.compile(r"^nt_(?P<tag>[\w-]+?)_(?P<coll>all_reduce|all_gather|reduce_scatter|broadcast|sendrecv)"
                  r"_g(?P<g>\d+)\.txt$")
 _NB = re.compile(r"^nb_(?P<tag>[\w-]+?)_g(?P<g>\d+)\w*$")
 
@@ -54,7 +54,10 @@ def load(folder: Path) -> tuple[dict, dict, dict]:
                 except json.JSONDecodeError:
                     continue
                 if r.get("status") == "ok" and r.get("pattern") == "world":
-                    nb[(m["tag"], r["collective"], int(m["g"]) > 0, r["in_place"], r["bytes"])] = r["time_us"]
+                    tag = f"{m['tag']} [{r.get('engine', 'torch')}]"  # one table per netbench engine
+                    nb[(tag, r["collective"], int(m["g"]) > 0, r["in_place"], r["bytes"])] = r["time_us"]
+    engines = {k[0].rsplit(" [", 1)[1] for k in nb}
+    nt = {(f"{k[0]} [{e}", *k[1:]): v for k, v in nt.items() for e in engines}
     return nt, nb, info
 
 

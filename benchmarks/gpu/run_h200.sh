@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # netbench against nccl-tests on the lent H200 machine (issues 7 and 8). Runs from the repo root there:
 #   benchmarks/gpu/run_h200.sh STAGE...      stages: setup build smoke gpu1 gpu2 extra compare
-# setup    wheels from .whl (if carried), versions, nvidia-smi, topo -m
+# setup    wheels from .whl (if carried) and this tree into /tmp/site, versions, nvidia-smi, topo -m
+# engines  one GPU: nccl-tests and netbench --engine both (nccl4py and torch), with and without graphs
 # build    (buildbg + wait: in the background, while smoke runs) nccl-tests from third_party/nccl-tests (git archive of NVIDIA/nccl-tests), sm_90 only, against
 #          the NCCL library torch loads (so both tools run the same libnccl), or unpack a carried build
 # smoke    netbench on 2 GPUs, every collective, small sizes, with and without --cuda-graph
@@ -16,11 +17,14 @@ set -u
 OUT=${OUT:-/tmp/netbench-gpu}; mkdir -p "$OUT"
 WORK=/tmp/netbench-gpu-work; R=$WORK/r; rm -rf "$WORK"; mkdir -p "$R"  # only the tarball goes to $OUT (8 files come back)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+# netbench is installed into /tmp/site from this tree (its folders map to netbench.* only when
+# installed); PYTHONSAFEPATH (python -P, inherited by the ranks netbench starts) keeps the
+# checkout's own netbench/ folder off sys.path
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONSAFEPATH=1
 PY=python3
 NT=/tmp/ntb           # nccl-tests binaries
-RANGE="-b 8 -e 8G -f 2 -n 20 -w 5"
-NTARGS="-b 8 -e 8G -f 2 -n 20 -w 5 -c 1"
+RANGE=${RANGE:-"-b 8 -e 8G -f 2 -n 20 -w 5"}
+NTARGS=${NTARGS:-"-b 8 -e 8G -f 2 -n 20 -w 5 -c 1"}
 snap() { tar czf "$OUT/results.tgz" -C "$WORK" r 2>/dev/null; }
 step() {  # step NAME CMD... : run with a time limit, log to $R/NAME.txt, show the tail
   local name=$1; shift; local t0=$SECONDS
@@ -34,6 +38,7 @@ stage_setup() {
   if ls .whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   fi
+  $PY -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site .
   { date -u; uname -a; nvidia-smi; nvcc --version; $PY -c "import torch, sys; print(sys.version); \
 print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), \
 'gpus', torch.cuda.device_count())"; mpirun --version 2>&1 | head -1; ls /usr/include/nccl*.h 2>&1;
@@ -57,11 +62,12 @@ stage_build() {
   if [ -n "$pipd" ]; then ln -sf "$pipd"/lib/libnccl.so.2 /tmp/nccl/lib/libnccl.so;
   else ln -sf "$(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2* | head -1)" /tmp/nccl/lib/libnccl.so; fi
   ln -sf libnccl.so /tmp/nccl/lib/libnccl.so.2
+  if [ -x $NT/all_reduce_perf ]; then echo "nccl-tests: built already"; return; fi
   if [ -f third_party/ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf third_party/ntb/ntb.tgz -C $NT && echo "nccl-tests: carried build"; return; fi
   STEP_TIMEOUT=420 step build make -C third_party/nccl-tests/src -j "$(nproc)" MPI=0 NCCL_HOME=/tmp/nccl CUDA_HOME=/usr/local/cuda \
     BUILDDIR=$NT NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
-    $NT/all_reduce_perf $NT/all_gather_perf $NT/reduce_scatter_perf $NT/sendrecv_perf
-  tar czf "$OUT/ntb.tgz" -C $NT all_reduce_perf all_gather_perf reduce_scatter_perf sendrecv_perf
+    $NT/all_reduce_perf $NT/all_gather_perf $NT/reduce_scatter_perf $NT/sendrecv_perf $NT/broadcast_perf
+  tar czf "$OUT/ntb.tgz" -C $NT all_reduce_perf all_gather_perf reduce_scatter_perf sendrecv_perf broadcast_perf
 }
 
 nt() {  # nt TAG COLL GRAPH [nccl-tests args]: LD_LIBRARY_PATH = torch's NCCL, so both run one library
@@ -136,6 +142,16 @@ stage_extra() {  # needs 2 GPUs or more
   step pairwise $NB --hosts /tmp/gpu-hosts.txt --launcher local --pattern pairwise --no-report \
     --out "$R/nb_pairwise"
   stage_dtypes
+}
+
+stage_engines() {  # issue 14: nccl-tests beside both netbench engines, one GPU, with and without graphs
+  export CUDA_VISIBLE_DEVICES=0
+  for g in 0 20; do for c in all_reduce all_gather reduce_scatter broadcast; do nt 1gpu $c $g -g 1; done; done
+  STEP_TIMEOUT=300 step nb_1gpu_g0 $NB --engine both -c all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
+    --no-report --out "$R/nb_1gpu_g0"
+  STEP_TIMEOUT=300 step nb_1gpu_g20 $NB --engine both -c all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
+    --cuda-graph --no-report --out "$R/nb_1gpu_g20"
+  unset CUDA_VISIBLE_DEVICES
 }
 
 stage_compare() {

@@ -8,6 +8,7 @@ from __future__ import annotations
 from netbench.reports.rule_ids import ENGINE_IDS
 from netbench.reports.rules import (
     cross_switch,
+    engines,
     errors,
     expected,
     link_health,
@@ -30,6 +31,7 @@ RULES: list[Rule] = [
     cross_switch.RULE,
     expected.RULE,
     regression.RULE,
+    engines.RULE,
     unreadable.RULE,
 ]
 
