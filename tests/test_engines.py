@@ -31,7 +31,9 @@ def test_cpu_ranks_use_torch_and_never_import_the_binding():
 
 
 def test_engine_nccl_with_gloo_is_one_line_and_exit_2(tmp_path: Path):
-    r = _netbench("sweep", "-p", "2", "--engine", "nccl", "-e", "1K", "--out", str(tmp_path / "r"))
+    r = _netbench(
+        "sweep", "-p", "2", "--backend", "gloo", "--engine", "nccl", "-e", "1K", "--out", str(tmp_path / "r")
+    )
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "netbench: error: --engine nccl needs GPUs (NCCL); gloo runs through torch"
@@ -40,7 +42,9 @@ def test_engine_nccl_with_gloo_is_one_line_and_exit_2(tmp_path: Path):
 
 def test_one_rank_says_nothing_crossed_a_link(tmp_path: Path):
     out = tmp_path / "run"
-    r = _netbench("sweep", "-p", "1", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "--out", str(out))
+    r = _netbench(
+        "sweep", "-p", "1", "--backend", "gloo", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "--out", str(out)
+    )
     assert r.returncode == 0, r.stderr
     assert "large-message busbw" not in r.stdout  # no busbw summary of a run that crossed nothing
     assert "# one rank: nothing crossed a link" in r.stdout
