@@ -274,6 +274,7 @@ def run_preflight(
     from netbench import __version__
     from netbench.cluster import host_switches
     from netbench.common.findings import worst
+    from netbench.common.errors import UsageError
     from netbench.common.rundir import RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
@@ -292,8 +293,8 @@ def run_preflight(
     ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
     try:
         rundir = RunDir.create(opts.out)
-    except OSError as exc:
-        raise PreflightError(f"cannot create the run directory: {exc}") from None
+    except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
+        raise PreflightError(str(exc)) from None
     started = utc_now()
     topology = host_switches(entries, opts.topology, echo)
     rundir.write_run(
