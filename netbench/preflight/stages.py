@@ -273,8 +273,8 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows."""
     from netbench import __version__
     from netbench.cluster import host_switches
-    from netbench.common.findings import worst
     from netbench.common.errors import UsageError
+    from netbench.common.findings import worst
     from netbench.common.rundir import RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
