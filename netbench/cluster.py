@@ -20,6 +20,7 @@ from typing import Any
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir
+from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
 from netbench.engine import RunSettings, execute
 from netbench.launch import Launcher
@@ -152,5 +153,5 @@ def print_pairs(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> None
     for bw, hosts, top in sorted(scored):
         echo(f"#   {hosts[0]:>16} <-> {hosts[1]:<16} {bw:10.4f}  (at {format_size(top)})")
     for r in failed:
-        echo(f"#   {' <-> '.join(r['hosts'])}: {r['status']}: {r['error']}")
+        echo(terminal_safe(f"#   {' <-> '.join(r['hosts'])}: {r['status']}: {r['error']}"))
     sys.stdout.flush()

@@ -12,7 +12,6 @@ what was measured: every row is fsync'd as it arrives. Faults are judged here:
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import queue
 import threading
@@ -25,9 +24,10 @@ from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.common.errors import NetbenchError
 from netbench.common.rows import failed_row
 from netbench.common.text import quote_untrusted
-from netbench.launch import AgentProcess, HostSlot, Launcher
+from netbench.launch import AgentProcess, HostSlot, Launcher, new_secret, open_server, secured
 
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_TIMEOUT_S = 120.0
@@ -268,20 +268,21 @@ class Coordinator:
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> Outcome:
-        import torch.distributed as dist
-
-        if self.store is not None:
+        secret, listener = new_secret(), None
+        if self.store is not None:  # already namespaced by whoever opened it (launch/external.py)
             store, reach = self.store, ""
         else:
             bind, reach = self.launcher.store_host()
-            store = dist.TCPStore(
-                bind, 0, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=30)
-            )
+            try:
+                raw, listener = open_server(bind)
+            except OSError as exc:
+                raise NetbenchError(f"cannot listen on {bind} for the ranks: {exc.strerror}", 2) from None
+            store = secured(raw, secret)
         store.set("plan", self.plan.to_json())
         state: dict[str, Any] = {}
         t_launch = time.monotonic()
         try:
-            self._start_agents(reach, getattr(store, "port", 0))
+            self._start_agents(reach, listener.getsockname()[1] if listener else 0, secret)
             self._wait_started(state)
             self.outcome.startup_s = round(time.monotonic() - t_launch, 3)
             for phase in self.plan.phases:
@@ -315,16 +316,18 @@ class Coordinator:
             for agent in self.agents.values():
                 agent.terminate()
             self._drain(0.5, state)
+            if listener is not None:
+                listener.close()
         return self.outcome
 
-    def _start_agents(self, reach: str, port: int) -> None:
+    def _start_agents(self, reach: str, port: int, secret: str) -> None:
         """Start every host's agent at once (``START_CONCURRENCY`` SSH handshakes in flight): 512 hosts
         then cost a few handshake times, not 512 in a row. A host that cannot start is a host fault."""
         from concurrent.futures import ThreadPoolExecutor
 
         def one(slot: HostSlot) -> None:
             try:
-                agent = self.launcher.start(slot, reach, port)
+                agent = self.launcher.start(slot, reach, port, secret)
             except Exception as exc:  # noqa: BLE001 - reported as that host's fault
                 self._host_down(
                     slot.host, f"host {slot.host}: could not start its ranks: {exc}", kind="start"

@@ -29,7 +29,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     from netbench.worker import run_rank
 
     env = detect()
-    store, addr, port, _server = open_store(env)
+    store, addr, port, secret, _server = open_store(env)
     host = socket.gethostname()
     messages.set_sink(messages.StoreSink(store, env.rank))
     slots = gather_slots(store, env, host)
@@ -50,7 +50,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
             launcher_name=env.source,
             options=asdict(opts),
             fail_fast=opts.patterns == ["world"],
-            store=client(addr, port),
+            store=client(addr, port, secret),
         )
 
         def coordinate() -> None:

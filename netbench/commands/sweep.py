@@ -124,6 +124,7 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             finish_report(rundir, echo)
         return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
     if opts.launcher in ("mpi", "slurm"):  # the scheduler starts `netbench worker` ranks; rank 0 leads
+        import os
         import subprocess
 
         from netbench.launch.wrap import mpirun_argv, srun_argv
@@ -132,8 +133,11 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
         nprocs = None if opts.hosts_file else (opts.procs or default_procs())
         argv = mpirun_argv(opts, pats, nprocs) if opts.launcher == "mpi" else srun_argv(opts, pats)
+        from netbench.launch import SECRET_ENV, new_secret
+
         echo(f"# {' '.join(argv[:4])} ... netbench worker")
-        return subprocess.run(argv).returncode
+        # srun hands our environment to every rank: the store's secret goes there, not in argv
+        return subprocess.run(argv, env={**os.environ, SECRET_ENV: new_secret()}).returncode
     if opts.hosts_file:
         from netbench.cluster import run_cluster
 
