@@ -26,13 +26,13 @@ from netbench.engine import RunSettings, execute
 from netbench.launch import Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import (
+    HostCaps,
     PlanRequest,
     build_plan,
     choose_backend,
     host_slots,
     pair_spec,
     sweep_spec,
-    visible_gpus,
 )
 from netbench.progress import Progress
 
@@ -93,11 +93,11 @@ def run_cluster(
 
     if local:  # every host of the file is a process group on this machine: its GPUs are what counts
         gpus: dict[str, int | None] = {}
-        seen: list[int | None] = [visible_gpus()]
+        caps = [HostCaps.here("this machine")]
     else:
-        gpus = {e.name: len(nodes[e.name].gpus) if e.name in nodes else None for e in live}
-        seen = list(gpus.values())
-    backend = choose_backend(opts.backend, seen)
+        caps = [HostCaps.of(e.name, nodes.get(e.name)) for e in live]
+        gpus = {c.host: c.gpus for c in caps}
+    backend = choose_backend(opts.backend, caps)
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
     request = PlanRequest.of(opts)
     plan = build_plan(request, rundir.run_id, slots, backend)

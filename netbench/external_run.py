@@ -21,7 +21,7 @@ from netbench.common.rundir import RunDir
 from netbench.engine import RunSettings, execute, finish_report
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
-from netbench.planner import PlanRequest, build_plan, choose_backend, visible_gpus
+from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend
 
 
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
@@ -37,7 +37,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     result: dict[str, Any] = {}
     if env.rank == 0:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
-        backend = choose_backend(opts.backend, [visible_gpus()])
+        backend = choose_backend(opts.backend, [HostCaps.here(host)])
         rundir = RunDir.create(opts.out)
         plan = build_plan(PlanRequest.of(opts), rundir.run_id, slots, backend)
         hosts = [HostEntry(name=s.host) for s in slots]

@@ -114,11 +114,12 @@ def make_setup(
     from: one collective at the pair sizes, for the pairs and the ring alike."""
     from netbench.common.errors import UsageError
     from netbench.options import SweepOptions
-    from netbench.planner import PlanRequest, choose_backend, host_slots, sweep_spec
+    from netbench.planner import HostCaps, PlanRequest, choose_backend, host_slots, sweep_spec
 
-    gpus = {h: len(nodes[h].gpus) if h in nodes else None for h in live}
+    caps = [HostCaps.of(h, nodes.get(h)) for h in live]
+    gpus = {c.host: c.gpus for c in caps}
     try:
-        backend = choose_backend(opts.backend, list(gpus.values()))
+        backend = choose_backend(opts.backend, caps)
         sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
         measure = SweepOptions(
             collectives=[opts.collective],
