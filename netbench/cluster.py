@@ -97,7 +97,11 @@ def run_cluster(
     else:
         caps = [HostCaps.of(e.name, nodes.get(e.name)) for e in live]
         gpus = {c.host: c.gpus for c in caps}
-    backend = choose_backend(opts.backend, caps)
+    try:
+        backend = choose_backend(opts.backend, caps)
+    except UsageError as exc:  # the directory exists already: it says why nothing was measured
+        rundir.write_run(status="failed", error=str(exc))
+        raise
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
     request = PlanRequest.of(opts)
     plan = build_plan(request, rundir.run_id, slots, backend)

@@ -32,7 +32,10 @@ Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 r
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
 one pair at those sizes, or N(N-1)/2 times with --pair-batch 1.
 
-Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
+--out DIR must not hold a run already; --out 'runs/{id}' makes a fresh directory per run.
+
+Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were wrong, 2 bad input
+(also an existing run directory as --out, or hosts whose torch cannot use their GPUs).
 """,
 )
 @measurement_options

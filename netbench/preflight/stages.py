@@ -178,6 +178,11 @@ def measure(
     gate.ended = gate.budget.clock()
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
+    incapable = [f for f in outcome.faults if f.kind == "capability"]
+    if incapable:  # the ranks' own report (the probe asks python3, not --python): not nodes to drain
+        hosts = sorted({f.host or "?" for f in incapable})
+        raise PreflightError(f"{len(hosts)} host(s) cannot run {plan.backend} ({', '.join(hosts)}): "
+                             + incapable[0].message)
     return outcome
 
 
