@@ -83,6 +83,29 @@ def collect_env(device: str) -> dict[str, Any]:
     return info
 
 
+def capabilities() -> dict[str, Any]:
+    """What this process's torch can do, as a rank reports it before it needs any of it: the
+    backend is chosen from these (netbench.planner.choose_backend), not from what nvidia-smi
+    shows, since a CPU build of torch on a GPU node sees GPUs it cannot use."""
+    import torch
+
+    cuda = bool(torch.cuda.is_available())
+    caps: dict[str, Any] = {
+        "torch": str(torch.__version__),
+        "torch_cuda": torch.version.cuda,  # None: a CPU build
+        "cuda_available": cuda,
+        "gpus": torch.cuda.device_count() if cuda else 0,
+        "nccl": None,
+    }
+    if cuda:
+        try:
+            v = torch.cuda.nccl.version()
+            caps["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+        except Exception:  # noqa: BLE001 - no NCCL in this build: the caps say so by None
+            pass
+    return caps
+
+
 def _driver_version() -> str | None:
     path = "/proc/driver/nvidia/version"
     if os.path.exists(path):

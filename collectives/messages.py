@@ -8,10 +8,14 @@ its children) carries the protocol, so no shared filesystem is needed. Lines wit
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from netbench.collectives.dtypes import DTYPES
+from netbench.collectives.ops import COLLECTIVES
 
 PREFIX = "@@nb "
 _lock = threading.Lock()
@@ -56,11 +60,159 @@ def store_lines(store: Any, rank: int, seen: int) -> tuple[list[str], int]:
 
 
 def parse(line: str) -> dict[str, Any] | None:
-    """The message in ``line``, or None when the line is not protocol (or is damaged)."""
+    """The message in ``line``, or None when the line is not protocol (or is damaged). For what
+    stays inside one process; whatever crossed a host boundary goes through ``decode``."""
     if not line.startswith(PREFIX):
         return None
     try:
         obj = json.loads(line[len(PREFIX) :])
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     return obj if isinstance(obj, dict) and "type" in obj else None
+
+
+# -- validation at the boundary ------------------------------------------------------------------
+# Everything below judges lines that came from another host, so nothing is trusted: a line is
+# either a message whose every field has the type and range the coordinator relies on, or a
+# ProtocolError naming the first thing wrong. The coordinator then checks what only it can (the
+# group is in the plan, the sender is one of its hosts).
+
+MAX_LINE = 1 << 20  # a row with 4096 per-rank times is ~100 KB; anything far beyond is not ours
+MAX_TEXT = 4096  # an error message, a host name, an interface name
+
+
+class ProtocolError(ValueError):
+    """A protocol line that is not a valid message; the text says why (safe to quote)."""
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
+
+
+def _is_num(v: object) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _text(v: object) -> bool:
+    return isinstance(v, str) and len(v) <= MAX_TEXT
+
+
+# field -> (check, what it must be); a field whose name ends in "?" may be missing or null
+Check = tuple[Callable[[object], bool], str]
+INT: Check = (_is_int, "an integer")
+COUNT: Check = (lambda v: _is_int(v) and v >= 0, "an integer >= 0")
+NUM: Check = (lambda v: _is_num(v) and v >= 0, "a finite number >= 0")
+TEXT: Check = (_text, "a string")
+BOOL: Check = (lambda v: isinstance(v, bool), "true or false")
+OBJ: Check = (lambda v: isinstance(v, dict), "an object")
+
+SCHEMAS: dict[str, dict[str, Check]] = {
+    "hello": {"rank": COUNT, "host": TEXT, "pid?": COUNT, "addr?": TEXT, "iface?": TEXT, "caps?": OBJ},
+    "env": {"host": TEXT, "info": OBJ},
+    "row": {"row": OBJ, "phase": COUNT},
+    "step": {"rank": COUNT, "phase": COUNT, "group": TEXT, "step?": COUNT},
+    "group_done": {"rank": COUNT, "phase": COUNT, "group": TEXT, "seconds?": NUM, "setup_s?": NUM},
+    "group_error": {
+        "rank": COUNT,
+        "phase": INT,  # -1: the rank failed before any phase (external launchers)
+        "group": TEXT,
+        "kind": (lambda v: v in ("timeout", "error"), "timeout or error"),
+        "error": TEXT,
+        "detail?": (lambda v: isinstance(v, str), "a string"),
+    },
+    "phase_done": {"rank": COUNT, "phase": COUNT},
+    "bye": {"rank": COUNT},
+    "exit": {"rank": COUNT, "rc": INT},
+}
+
+
+def _check_fields(obj: dict[str, Any], schema: dict[str, Check], what: str) -> None:
+    for name, (ok, must) in schema.items():
+        key, optional = name.rstrip("?"), name.endswith("?")
+        value = obj.get(key)
+        if value is None and optional:
+            continue
+        if key not in obj:
+            raise ProtocolError(f"{what} has no {key!r}")
+        if not ok(value):
+            raise ProtocolError(f"{what} field {key!r} must be {must}")
+
+
+def decode(line: str) -> dict[str, Any] | None:
+    """The validated message in ``line``; None when the line is not protocol (no prefix: library
+    chatter, passed on as a log); ProtocolError when it carries the prefix but is not a valid
+    message of a known type."""
+    if not line.startswith(PREFIX):
+        return None
+    if len(line) > MAX_LINE:
+        raise ProtocolError(f"line of {len(line)} characters (at most {MAX_LINE})")
+    try:
+        obj = json.loads(line[len(PREFIX) :])
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ProtocolError(f"not JSON ({type(exc).__name__})") from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"a JSON {type(obj).__name__}, not an object")
+    kind = obj.get("type")
+    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if schema is None:
+        raise ProtocolError("unknown message type " + repr(kind)[:60])
+    _check_fields(obj, schema, f"{kind} message")
+    if kind == "row":
+        check_row(obj["row"])
+    return obj
+
+
+ROW_SCHEMA: dict[str, Check] = {
+    "run_id": TEXT,
+    "collective": (lambda v: isinstance(v, str) and v in COLLECTIVES, "a known collective"),
+    "backend": (lambda v: v in ("gloo", "nccl", "mpi"), "gloo, nccl or mpi"),
+    "pattern": TEXT,
+    "hosts": (
+        lambda v: isinstance(v, list) and 0 < len(v) and all(_text(h) and h for h in v),
+        "a list of host names",
+    ),
+    "ranks": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    "round?": COUNT,
+    "bytes": COUNT,
+    "count": COUNT,
+    "dtype": (lambda v: isinstance(v, str) and v in DTYPES, "a known dtype"),
+    "op?": TEXT,
+    "in_place": BOOL,
+    "iters": COUNT,
+    "warmup": COUNT,
+    "time_us?": NUM,
+    "time_us_min?": NUM,
+    "time_us_max?": NUM,
+    "rank_time_us?": (
+        lambda v: isinstance(v, list) and all(_is_num(t) and t >= 0 for t in v),
+        "a list of finite times",
+    ),
+    "algbw_GBps?": NUM,
+    "busbw_GBps?": NUM,
+    "wrong?": COUNT,
+    "status": (lambda v: v in ("ok", "timeout", "error"), "ok, timeout or error"),
+    "error?": TEXT,
+    "root?": COUNT,
+    "group?": TEXT,
+    "device?": (lambda v: v in ("cpu", "cuda"), "cpu or cuda"),
+    "cuda_graph?": BOOL,
+    "engine?": (lambda v: v in ("torch", "nccl"), "torch or nccl"),
+    "ts?": NUM,
+    "schema?": TEXT,
+    "extra?": OBJ,
+}
+
+
+def check_row(row: object) -> None:
+    """A result row as a rank sends it: every contract field with its type, finite numbers, and an
+    ``ok`` row carrying the numbers that make it a measurement (ProtocolError otherwise)."""
+    if not isinstance(row, dict):
+        raise ProtocolError("row is not an object")
+    _check_fields(row, ROW_SCHEMA, "row")
+    if row["status"] == "ok":
+        missing = [k for k in ("time_us", "algbw_GBps", "busbw_GBps") if row.get(k) is None]
+        if missing:
+            raise ProtocolError(f"ok row without {missing[0]!r}")
+        times = row.get("rank_time_us")
+        if times is not None and len(times) != row["ranks"]:
+            raise ProtocolError(f"row has {len(times)} rank times for {row['ranks']} ranks")

@@ -308,6 +308,12 @@ def _python(c: _Ctx) -> None:
     env = python_env.parse_python_env(text)
     c.inv.python_version, c.inv.torch_version = env.python, env.torch
     c.inv.nccl_version_torch = env.torch_nccl
+    if env.torch is not None:  # what the ranks' torch can do: the backend follows it (planner)
+        c.inv.torch_cuda_build = env.torch_cuda if env.torch_cuda not in (None, "None") else None
+        if env.torch_cuda_available in ("True", "False"):
+            c.inv.torch_cuda_available = env.torch_cuda_available == "True"
+        if env.torch_gpus is not None and env.torch_gpus.isdigit() and len(env.torch_gpus) < 6:
+            c.inv.torch_gpus = int(env.torch_gpus)
     if env.torch is None:
         c.inv.missing["torch_version"] = env.torch_error or "torch not importable"
     if env.torch_nccl is None and env.torch is None:

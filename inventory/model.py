@@ -136,6 +136,9 @@ class NodeInventory:
     nccl_version_torch: str | None = None
     python_version: str | None = None
     torch_version: str | None = None
+    torch_cuda_build: str | None = None  # torch.version.cuda; None: a CPU build (or unknown)
+    torch_cuda_available: bool | None = None  # what that torch can use; None: not asked
+    torch_gpus: int | None = None
     missing: dict[str, str] = field(default_factory=dict)
     schema: str = SCHEMA
 

@@ -204,6 +204,12 @@ else:
     print("torch=" + str(torch.__version__))
     print("torch_cuda=" + str(torch.version.cuda))
     try:
+        ok = torch.cuda.is_available()
+        print("torch_cuda_available=" + str(ok))
+        print("torch_gpus=" + str(torch.cuda.device_count() if ok else 0))
+    except Exception as e:
+        print("torch_cuda_available=False")
+    try:
         v = torch.cuda.nccl.version()
         print("torch_nccl=" + (".".join(map(str, v)) if isinstance(v, tuple) else str(v)))
     except Exception as e:

@@ -20,18 +20,19 @@ from typing import Any
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir
+from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
 from netbench.engine import RunSettings, execute
 from netbench.launch import Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import (
+    HostCaps,
     PlanRequest,
     build_plan,
     choose_backend,
     host_slots,
     pair_spec,
     sweep_spec,
-    visible_gpus,
 )
 from netbench.progress import Progress
 
@@ -92,11 +93,15 @@ def run_cluster(
 
     if local:  # every host of the file is a process group on this machine: its GPUs are what counts
         gpus: dict[str, int | None] = {}
-        seen: list[int | None] = [visible_gpus()]
+        caps = [HostCaps.here("this machine")]
     else:
-        gpus = {e.name: len(nodes[e.name].gpus) if e.name in nodes else None for e in live}
-        seen = list(gpus.values())
-    backend = choose_backend(opts.backend, seen)
+        caps = [HostCaps.of(e.name, nodes.get(e.name)) for e in live]
+        gpus = {c.host: c.gpus for c in caps}
+    try:
+        backend = choose_backend(opts.backend, caps)
+    except UsageError as exc:  # the directory exists already: it says why nothing was measured
+        rundir.write_run(status="failed", error=str(exc))
+        raise
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
     request = PlanRequest.of(opts)
     plan = build_plan(request, rundir.run_id, slots, backend)
@@ -152,5 +157,5 @@ def print_pairs(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> None
     for bw, hosts, top in sorted(scored):
         echo(f"#   {hosts[0]:>16} <-> {hosts[1]:<16} {bw:10.4f}  (at {format_size(top)})")
     for r in failed:
-        echo(f"#   {' <-> '.join(r['hosts'])}: {r['status']}: {r['error']}")
+        echo(terminal_safe(f"#   {' <-> '.join(r['hosts'])}: {r['status']}: {r['error']}"))
     sys.stdout.flush()

@@ -12,7 +12,6 @@ what was measured: every row is fsync'd as it arrives. Faults are judged here:
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import queue
 import threading
@@ -22,10 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netbench.collectives import messages
+from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.common.errors import NetbenchError
 from netbench.common.rows import failed_row
-from netbench.launch import AgentProcess, HostSlot, Launcher
+from netbench.common.text import quote_untrusted
+from netbench.launch import AgentProcess, HostSlot, Launcher, new_secret, open_server, secured
 
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_TIMEOUT_S = 120.0
@@ -34,10 +36,28 @@ START_CONCURRENCY = 64  # agents started at once
 
 @dataclass
 class Fault:
-    kind: str  # exit | hang | error | timeout | start
+    kind: str  # exit | hang | error | timeout | start | protocol | capability
     message: str
     host: str | None = None
     rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A line from an agent that broke the protocol: the host's fault, never the run's."""
+
+    reason: str
+    line: str
+
+
+@dataclass(frozen=True)
+class ChannelLost:
+    """The channel to an agent failed (SSH dropped, a read error)."""
+
+    error: str
+
+
+Event = dict[str, Any] | Invalid | ChannelLost | None  # None: the agent's output ended
 
 
 @dataclass
@@ -53,8 +73,6 @@ class Outcome:
 
 def count_points(phase: Phase, group: GroupSpec) -> int:
     """How many rows a group of a phase will produce (for progress and for nothing else)."""
-    from netbench.collectives.dtypes import get_dtype
-
     n, esize, total = len(group.ranks), get_dtype(phase.spec.dtype).size, 0
     for cname in phase.spec.collectives:
         coll = get_collective(cname)
@@ -90,21 +108,29 @@ class Coordinator:
         self.rank_host = {r: s.host for s in slots for r in s.ranks}
         self.agents: dict[str, AgentProcess] = {}
         self._lock = threading.Lock()
-        self.q: queue.Queue[tuple[str, dict[str, Any] | None]] = queue.Queue()
+        self.q: queue.Queue[tuple[str, Event]] = queue.Queue()
+        self.down_reason: dict[str, str] = {}  # host -> why, added to the rows of its groups
         self.outcome = Outcome(status="completed")
         self.total = sum(count_points(p, g) for p in plan.phases for g in p.groups)
         self.done_points = 0
         self.finished_ranks: set[int] = set()
+        self.rejected: set[str] = set()  # hosts that broke the protocol
 
     # -- plumbing ------------------------------------------------------------------------------
     def _pump(self, host: str, agent: AgentProcess) -> None:
+        """Read one agent's lines into the queue. A line that is not a valid message ends the
+        reading: the host broke the protocol, so nothing more it says is taken as a measurement."""
         try:
             for line in agent.lines():
-                msg = messages.parse(line)
+                try:
+                    msg = messages.decode(line)
+                except messages.ProtocolError as exc:
+                    self.q.put((host, Invalid(str(exc), line)))
+                    break
                 if msg is not None:
                     self.q.put((host, msg))
         except Exception as exc:  # noqa: BLE001 - a broken channel is a host fault, reported below
-            self.q.put((host, {"type": "agent_error", "error": str(exc)}))
+            self.q.put((host, ChannelLost(f"{type(exc).__name__}: {exc}")))
         self.q.put((host, None))
 
     def _fault(self, kind: str, message: str, host: str | None = None, rank: int | None = None) -> None:
@@ -116,13 +142,17 @@ class Coordinator:
             if host in self.outcome.down_hosts:
                 return
             self.outcome.down_hosts.add(host)
+            self.down_reason[host] = why
             self._fault(kind, why, host, rank)
         agent = self.agents.get(host)
         if agent is not None:
             threading.Thread(target=agent.terminate, daemon=True).start()
 
-    def _handle(self, host: str, msg: dict[str, Any] | None, state: dict[str, Any]) -> None:
-        """Apply one message to the phase state. ``state`` holds the running phase's bookkeeping."""
+    def _handle(self, host: str, msg: Event, state: dict[str, Any]) -> None:
+        """Apply one event of ``host`` to the phase state. ``state`` holds the running phase's
+        bookkeeping. Messages arrive type-checked (messages.decode); what only the plan can say (the
+        rank is this host's, the row's group is in the plan and has this host) is checked here, and
+        a message that fails is that host's fault."""
         if msg is None:  # the agent's stdout closed
             if not state.get("finishing") and host not in self.outcome.down_hosts:
                 ranks = [r for r in self._slot(host).ranks if r not in self.finished_ranks]
@@ -131,10 +161,25 @@ class Coordinator:
                         host, f"host {host}: agent ended before its ranks finished (ranks {ranks})"
                     )
             return
-        kind = msg.get("type")
+        if isinstance(msg, ChannelLost):
+            self._host_down(host, f"host {host}: lost contact ({quote_untrusted(msg.error)})")
+            return
+        if isinstance(msg, Invalid):
+            self._reject(host, msg.reason, msg.line)
+            return
+        if host in self.outcome.down_hosts and host in self.rejected:
+            return  # in flight from a host that already broke the protocol: not trusted
+        kind = msg["type"]
+        if "rank" in msg and msg["rank"] not in self._slot(host).ranks:
+            self._reject(host, f"{kind} message for rank {msg['rank']}, not one of this host's")
+            return
         now = time.monotonic()
         if kind == "row":
             row = msg["row"]
+            wrong = self._row_mismatch(host, msg["phase"], row)
+            if wrong:
+                self._reject(host, wrong)
+                return
             self.on_row(row)
             self.outcome.rows += 1
             self.done_points += 1
@@ -145,51 +190,99 @@ class Coordinator:
                 f"{row.get('collective')} {row.get('bytes')} B {row.get('pattern')}",
             )
         elif kind == "step":
-            state.setdefault("activity", {})[msg.get("group")] = now
+            state.setdefault("activity", {})[msg["group"]] = now
         elif kind == "env":
-            self.outcome.env[msg.get("host", host)] = msg.get("info", {})
+            self.outcome.env[host] = msg["info"]  # the sender's own, whatever host it names
         elif kind == "hello":
-            state.setdefault("hello", set()).add(msg.get("rank"))
+            state.setdefault("hello", set()).add(msg["rank"])
+            self._check_caps(host, msg)
         elif kind in ("group_done", "group_error"):
             if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
                 state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
                 state["group_s"] = max(state.get("group_s", 0.0), float(msg.get("seconds") or 0.0))
-            gid, rank = msg.get("group"), msg.get("rank")
+            gid, rank = msg["group"], msg["rank"]
             state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
             state.setdefault("activity", {})[gid] = now
         elif kind == "bye":
-            self.finished_ranks.add(msg.get("rank"))
+            self.finished_ranks.add(msg["rank"])
         elif kind == "exit":
-            rank, rc = msg.get("rank"), msg.get("rc")
+            rank, rc = msg["rank"], msg["rc"]
             if rc != 0 or rank not in self.finished_ranks:
-                how = (
-                    f"was killed by signal {-rc}"
-                    if isinstance(rc, int) and rc < 0
-                    else f"exited with code {rc}"
-                )
+                how = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
                 self._host_down(host, f"rank {rank} on host {host} {how} before the sweep ended", rank)
-        elif kind == "agent_error":
-            self._host_down(host, f"host {host}: lost contact ({msg.get('error')})")
+
+    def _reject(self, host: str, reason: str, line: str | None = None) -> None:
+        """A host that sent an invalid message is treated like a dead one: its agent is stopped,
+        its groups fail with the reason, and nothing more it sends is stored."""
+        self.rejected.add(host)
+        seen = f"; line {quote_untrusted(line.rstrip(), 120)}" if line else ""
+        self._host_down(
+            host,
+            f"host {host}: sent an invalid message ({quote_untrusted(reason)}{seen})",
+            kind="protocol",
+        )
+
+    def _row_mismatch(self, host: str, phase_index: int, row: dict[str, Any]) -> str | None:
+        """Why a type-correct row cannot be a measurement of this plan from ``host``, or None."""
+        if phase_index >= len(self.plan.phases):
+            return f"row for phase {phase_index}, which the plan does not have"
+        phase = self.plan.phases[phase_index]
+        group = next((g for g in phase.groups if g.id == row.get("group")), None)
+        if group is None:
+            return f"row for group {row.get('group')!r}, not in {phase.name}"
+        if host not in group.hosts:
+            return f"row for group {group.id}, which {host} is not part of"
+        expected = {
+            "run_id": self.plan.run_id,
+            "backend": self.plan.backend,
+            "pattern": group.pattern,
+            "hosts": group.hosts,
+            "ranks": len(group.ranks),
+            "round": group.round,
+            "dtype": get_dtype(phase.spec.dtype).name,
+        }
+        for key, value in expected.items():
+            if row.get(key) != value:
+                return f"row's {key} is not the plan's"
+        if row["collective"] not in phase.spec.collectives:
+            return f"row for {row['collective']}, which {phase.name} does not measure"
+        return None
+
+    def _check_caps(self, host: str, hello: dict[str, Any]) -> None:
+        """A rank that cannot use the plan's device says so in its hello (its capabilities): that is
+        the host's environment, not a dead host, and is named as such."""
+        caps = hello.get("caps") or {}
+        if self.plan.device != "cuda" or caps.get("cuda_available") is not False:
+            return
+        torch_v = quote_untrusted(caps.get("torch"), 40)
+        self._host_down(
+            host,
+            f"host {host}: torch {torch_v} there cannot use CUDA (a CPU build, or no usable GPU), but "
+            f"the run uses {self.plan.backend}; install a CUDA build of torch there or use --backend gloo",
+            hello["rank"],
+            kind="capability",
+        )
 
     def _slot(self, host: str) -> HostSlot:
         return next(s for s in self.slots if s.host == host)
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> Outcome:
-        import torch.distributed as dist
-
-        if self.store is not None:
+        secret, listener = new_secret(), None
+        if self.store is not None:  # already namespaced by whoever opened it (launch/external.py)
             store, reach = self.store, ""
         else:
             bind, reach = self.launcher.store_host()
-            store = dist.TCPStore(
-                bind, 0, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=30)
-            )
+            try:
+                raw, listener = open_server(bind)
+            except OSError as exc:
+                raise NetbenchError(f"cannot listen on {bind} for the ranks: {exc.strerror}", 2) from None
+            store = secured(raw, secret)
         store.set("plan", self.plan.to_json())
         state: dict[str, Any] = {}
         t_launch = time.monotonic()
         try:
-            self._start_agents(reach, getattr(store, "port", 0))
+            self._start_agents(reach, listener.getsockname()[1] if listener else 0, secret)
             self._wait_started(state)
             self.outcome.startup_s = round(time.monotonic() - t_launch, 3)
             for phase in self.plan.phases:
@@ -223,16 +316,18 @@ class Coordinator:
             for agent in self.agents.values():
                 agent.terminate()
             self._drain(0.5, state)
+            if listener is not None:
+                listener.close()
         return self.outcome
 
-    def _start_agents(self, reach: str, port: int) -> None:
+    def _start_agents(self, reach: str, port: int, secret: str) -> None:
         """Start every host's agent at once (``START_CONCURRENCY`` SSH handshakes in flight): 512 hosts
         then cost a few handshake times, not 512 in a row. A host that cannot start is a host fault."""
         from concurrent.futures import ThreadPoolExecutor
 
         def one(slot: HostSlot) -> None:
             try:
-                agent = self.launcher.start(slot, reach, port)
+                agent = self.launcher.start(slot, reach, port, secret)
             except Exception as exc:  # noqa: BLE001 - reported as that host's fault
                 self._host_down(
                     slot.host, f"host {slot.host}: could not start its ranks: {exc}", kind="start"
@@ -289,9 +384,9 @@ class Coordinator:
         run_groups = [g for g in phase.groups if not set(g.hosts) & down]
         for g in phase.groups:
             if g not in run_groups:
-                self._failed_group(
-                    phase, g, "error", f"not run: host {', '.join(sorted(set(g.hosts) & down))} is down"
-                )
+                gone = sorted(set(g.hosts) & down)
+                why = f" ({self.down_reason[gone[0]]})" if gone[0] in self.down_reason else ""
+                self._failed_group(phase, g, "error", f"not run: host {', '.join(gone)} is down{why}")
         state.update(reported={}, activity={})
         start = time.monotonic()
         for g in run_groups:
@@ -341,6 +436,9 @@ class Coordinator:
         if lost:
             hosts = sorted({self.rank_host[r] for r in lost})
             why = ("hung" if timed_out else "lost") + f": rank(s) {sorted(lost)} on {', '.join(hosts)}"
+            reasons = [self.down_reason[h] for h in hosts if h in self.down_reason]
+            if reasons and not timed_out:
+                why += f" ({reasons[0]})"
             status = "timeout" if timed_out or any(m.get("kind") == "timeout" for m in errors) else "error"
         else:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"

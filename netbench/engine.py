@@ -18,6 +18,7 @@ from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.rundir import RunDir, utc_now
+from netbench.common.text import terminal_safe
 from netbench.coordinator import Coordinator, Outcome
 from netbench.launch import HostSlot, Launcher
 from netbench.progress import Progress
@@ -51,7 +52,13 @@ def execute(
     echo: Callable[[str], None],
     progress: Progress | None = None,
 ) -> Outcome:
-    """Run a plan and keep the run directory true at every moment (run.json says 'running' first)."""
+    """Run a plan and keep the run directory true at every moment (run.json says 'running' first).
+    Everything echoed goes through the terminal sanitiser: rows, notes and faults carry hosts' text."""
+    raw_echo = echo
+
+    def echo(text: str) -> None:
+        raw_echo(terminal_safe(text))
+
     progress = progress or Progress()
     t0 = time.time()
     rundir.write_run(
@@ -84,7 +91,7 @@ def execute(
         launcher,
         on_row=on_row,
         on_progress=progress.update,
-        on_note=lambda s: progress.note(f"netbench: {s}"),
+        on_note=lambda s: progress.note(f"netbench: {terminal_safe(s)}"),
         fail_fast=settings.fail_fast,
         store=settings.store,
         before_phase=settings.before_phase,
@@ -95,6 +102,9 @@ def execute(
     except KeyboardInterrupt:
         outcome = coord.outcome
         outcome.status = "interrupted"
+    except BaseException:  # run.json must not say 'completed' for a run that broke off
+        coord.outcome.status = "failed"
+        raise
     finally:
         progress.clear()
         writer.close()
@@ -154,7 +164,7 @@ def finish_report(
         from netbench.reports.summary import format_summary
 
         findings, html = write_report(rundir.path, baseline=baseline, policy=policy, topology=topology)
-        echo(format_summary(findings, "text", rundir.read_run(), 10))
+        echo(terminal_safe(format_summary(findings, "text", rundir.read_run(), 10)))
         if html is not None:
             echo(f"report: {html}")
         return findings
@@ -164,8 +174,11 @@ def finish_report(
 
 
 def exit_status(outcome: Outcome, rows: list[dict[str, Any]]) -> int:
-    """130 interrupted; 1 a rank/host failed, a group did not run or results were wrong; else 0."""
+    """130 interrupted; 2 a host's torch cannot do what the run needs (its environment, not the
+    fabric); 1 a rank/host failed, a group did not run or results were wrong; else 0."""
     if outcome.status == "interrupted":
         return 130
+    if any(f.kind == "capability" for f in outcome.faults):
+        return 2
     bad = [r for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
     return 1 if bad or outcome.faults or outcome.down_hosts or outcome.status != "completed" else 0

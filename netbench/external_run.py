@@ -21,7 +21,7 @@ from netbench.common.rundir import RunDir
 from netbench.engine import RunSettings, execute, finish_report
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
-from netbench.planner import PlanRequest, build_plan, choose_backend, visible_gpus
+from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend
 
 
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
@@ -29,7 +29,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     from netbench.worker import run_rank
 
     env = detect()
-    store, addr, port, _server = open_store(env)
+    store, addr, port, secret, _server = open_store(env)
     host = socket.gethostname()
     messages.set_sink(messages.StoreSink(store, env.rank))
     slots = gather_slots(store, env, host)
@@ -37,7 +37,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     result: dict[str, Any] = {}
     if env.rank == 0:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
-        backend = choose_backend(opts.backend, [visible_gpus()])
+        backend = choose_backend(opts.backend, [HostCaps.here(host)])
         rundir = RunDir.create(opts.out)
         plan = build_plan(PlanRequest.of(opts), rundir.run_id, slots, backend)
         hosts = [HostEntry(name=s.host) for s in slots]
@@ -50,7 +50,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
             launcher_name=env.source,
             options=asdict(opts),
             fail_fast=opts.patterns == ["world"],
-            store=client(addr, port),
+            store=client(addr, port, secret),
         )
 
         def coordinate() -> None:

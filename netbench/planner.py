@@ -5,7 +5,8 @@ Every path that measures comes through here: a local ``netbench sweep``, ``sweep
 caller only says what it observed (the GPUs it can see, the hosts that answered, the ranks that
 joined); the decisions are made once, here:
 
-- ``choose_backend``: NCCL when every host has a GPU, else gloo; a request wins;
+- ``choose_backend``: NCCL when every host has a GPU its torch can use, else gloo; a request wins,
+  and a host whose torch cannot use its GPUs is named as such (``HostCaps``);
 - ``host_slots``: how many ranks each host runs (one per GPU with NCCL);
 - ``sweep_spec`` / ``pair_spec``: sizes, collectives, iterations of each kind of group;
 - ``build_plan``: the phases (world, ring, pairwise rounds, intra groups) and their groups.
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from netbench.collectives.pairs import batched_rounds, circle_rounds
 from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
 from netbench.collectives.sizes import size_sweep
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
+from netbench.common.text import terminal_safe
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
@@ -33,23 +36,84 @@ PATTERNS = ("world", "ring", "pairwise", "intra")
 
 
 # -- the backend -------------------------------------------------------------------------------------
-def visible_gpus() -> int:
-    """CUDA GPUs this process can use (0 without CUDA)."""
-    import torch
+@dataclass(frozen=True)
+class HostCaps:
+    """What one host offers a run, as observed before the backend is chosen: the GPUs its driver
+    shows (nvidia-smi, through the inventory) and what the torch its ranks will import can do (the
+    same python, asked by the inventory probe or by this process). ``None``: not known."""
 
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    host: str
+    gpus_seen: int | None = None
+    """GPUs nvidia-smi lists."""
+    torch: str | None = None
+    """torch.__version__ of the ranks' python."""
+    torch_cuda: str | None = None
+    """torch.version.cuda: None for a CPU build."""
+    cuda_available: bool | None = None
+    """torch.cuda.is_available() there."""
+    torch_gpus: int | None = None
+    """GPUs that torch can use."""
+
+    @classmethod
+    def here(cls, host: str) -> HostCaps:
+        """This process's torch (the local sweep and external ranks run this python)."""
+        from netbench.collectives.envinfo import capabilities
+
+        caps = capabilities()
+        return cls(host, None, caps["torch"], caps["torch_cuda"], caps["cuda_available"], caps["gpus"])
+
+    @classmethod
+    def of(cls, host: str, node: Any) -> HostCaps:
+        """From a NodeInventory (None: the host was not inventoried)."""
+        if node is None:
+            return cls(host)
+        return cls(
+            host,
+            len(node.gpus),
+            node.torch_version,
+            getattr(node, "torch_cuda_build", None),
+            getattr(node, "torch_cuda_available", None),
+            getattr(node, "torch_gpus", None),
+        )
+
+    @property
+    def gpus(self) -> int | None:
+        """GPUs this host can run ranks on: torch's count when torch was asked, else the driver's."""
+        if self.cuda_available is not None:
+            return self.torch_gpus if self.cuda_available else 0
+        return self.gpus_seen
 
 
-def choose_backend(requested: str | None, gpu_counts: Sequence[int | None]) -> str:
-    """The backend of a run, from the request and the GPU count of each host as the caller saw it
-    (``None``: not known, e.g. no inventory). NCCL whenever every host has GPUs, as users expect;
-    gloo otherwise. Asking for NCCL where every host was seen without a GPU is bad input."""
-    known = [n for n in gpu_counts if n is not None]
-    if requested == "nccl" and gpu_counts and len(known) == len(gpu_counts) and not any(known):
+class CapabilityError(UsageError):
+    """A host's software cannot do what its hardware (or the request) needs: exit 2 in a sweep,
+    3 in preflight (bad environment, not a host to drain)."""
+
+
+def choose_backend(requested: str | None, hosts: Sequence[HostCaps]) -> str:
+    """The backend of a run, from the request and what each host can do. NCCL when every host has
+    GPUs that its torch can use, as users expect; gloo otherwise. A host whose driver shows GPUs
+    that its torch cannot use (a CPU build of torch on a GPU node), when NCCL is asked for or
+    every host shows GPUs, is one error naming the hosts and the cause: running gloo there would
+    measure the wrong thing, and NCCL would fail on every rank as if the hosts were down."""
+    if requested == "gloo":
+        return "gloo"
+    seen = [h.gpus_seen if h.gpus_seen is not None else h.gpus for h in hosts]
+    every_host_has_gpus = bool(hosts) and all(n for n in seen)
+    if requested == "nccl" and hosts and all(n == 0 for n in seen):
         raise UsageError("--backend nccl needs CUDA GPUs; none are visible here")
-    if requested:
-        return requested
-    return "nccl" if gpu_counts and len(known) == len(gpu_counts) and min(known) > 0 else "gloo"
+    if requested != "nccl" and not every_host_has_gpus:
+        return "gloo"
+    unable = [h for h in hosts if h.cuda_available is False]
+    if unable:
+        first = unable[0]
+        build = " (a CPU build)" if first.torch_cuda is None else ""
+        shown = f"nvidia-smi shows {first.gpus_seen} GPU(s)" if first.gpus_seen else "NCCL needs CUDA"
+        raise CapabilityError(
+            f"host(s) {', '.join(h.host for h in unable)}: torch {terminal_safe(first.torch)}{build} "
+            f"cannot use CUDA but {shown}; install a CUDA build of torch for the hosts' python, "
+            "or use --backend gloo"
+        )
+    return "nccl"
 
 
 def device_of(backend: str) -> str:

@@ -18,7 +18,7 @@ from netbench.coordinator import Outcome
 from netbench.engine import RunSettings, execute
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions, default_procs
-from netbench.planner import PlanRequest, build_plan, choose_backend, free_gpu_cap, visible_gpus
+from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, free_gpu_cap
 from netbench.progress import Progress
 
 
@@ -32,14 +32,14 @@ def run_local(
     machine is the same group of every local rank, labelled as the host's own."""
     from netbench.launch.local import LocalLauncher
 
-    gpus = visible_gpus()
-    backend = choose_backend(opts.backend, [gpus])
-    nprocs = gpus if backend == "nccl" else (opts.procs or default_procs())
+    host = os.uname().nodename
+    caps = HostCaps.here(host)
+    backend = choose_backend(opts.backend, [caps])
+    nprocs = (caps.gpus or 0) if backend == "nccl" else (opts.procs or default_procs())
     if opts.root >= nprocs:
         raise UsageError(f"--root {opts.root} is not a rank (there are {nprocs})")
     cap = free_gpu_cap() if backend == "nccl" else None
     request = PlanRequest(measure=opts, patterns=list(patterns or ["world"]), size_cap=cap)
-    host = os.uname().nodename
     slots = [HostSlot(host=host, nprocs=nprocs, rank_base=0)]
     run_id = new_run_id()
     plan = build_plan(request, run_id, slots, backend)  # bad input fails here, before a directory exists

@@ -18,15 +18,27 @@ import sys
 import threading
 
 
+def _read_secret_line() -> str:
+    """The run's store secret, the first line of stdin (the agent's pipe; the coordinator's pipe
+    for a local agent): never a command-line argument, which `ps` shows to every user."""
+    line = sys.stdin.buffer.readline().decode("ascii", "replace").strip()
+    if not line:
+        sys.stderr.write("netbench.worker: no store secret on stdin\n")
+        os._exit(2)
+    return line
+
+
 def _rank_main(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from netbench.collectives.rank import STORE_WAIT
+    from netbench.launch import secured
 
-    store = dist.TCPStore(
+    secret = _read_secret_line()
+    raw = dist.TCPStore(
         args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
     )
-    run_rank(store, args.store_addr, args.rank, args.local_rank, args.host)
+    run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host)
     sys.stdout.flush()
     os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
 
@@ -36,19 +48,27 @@ def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: s
     import torch
 
     from netbench.collectives import messages
-    from netbench.collectives.envinfo import collect_env, interface_of, local_address_towards
+    from netbench.collectives.envinfo import (
+        capabilities,
+        collect_env,
+        interface_of,
+        local_address_towards,
+    )
     from netbench.collectives.plan import WorkerPlan
     from netbench.collectives.rank import STORE_WAIT, RankContext, run_plan
 
     store.wait(["plan"], STORE_WAIT)
     plan = WorkerPlan.from_json(store.get("plan").decode())
-    if plan.device == "cuda":
-        torch.cuda.set_device(local_rank)
+    caps = capabilities()
     addr = local_address_towards(store_addr)
     iface = interface_of(addr)
     if iface and plan.backend == "nccl" and iface != "lo":
         os.environ.setdefault("NCCL_SOCKET_IFNAME", iface)
-    messages.emit("hello", rank=rank, host=host, pid=os.getpid(), addr=addr, iface=iface)
+    messages.emit("hello", rank=rank, host=host, pid=os.getpid(), addr=addr, iface=iface, caps=caps)
+    if plan.device == "cuda" and not caps["cuda_available"]:
+        return  # the coordinator names the cause from the hello's capabilities; nothing to run
+    if plan.device == "cuda":
+        torch.cuda.set_device(local_rank)
     if local_rank == 0:
         messages.emit(
             "env", host=host, info={**collect_env(plan.device), "address": addr, "interface": iface}
@@ -84,6 +104,14 @@ def _forward(proc: subprocess.Popen, rank: int, lock: threading.Lock) -> None:
 
 
 def _agent_main(args: argparse.Namespace) -> None:
+    from netbench.launch import SECRET_ENV
+
+    # local: the first line of the coordinator's pipe; SSH: the remote wrapper read it off the
+    # channel into the environment, from where it goes no further (the ranks get it on stdin)
+    secret = _read_secret_line() if args.watch_stdin else os.environ.pop(SECRET_ENV, "")
+    if not secret:
+        sys.stderr.write("netbench.worker: no store secret\n")
+        os._exit(2)
     procs: list[subprocess.Popen] = []
     lock = threading.Lock()
     stopping = threading.Event()
@@ -126,7 +154,11 @@ def _agent_main(args: argparse.Namespace) -> None:
             "--host",
             args.host,
         ]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env))
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
+        assert proc.stdin is not None
+        proc.stdin.write((secret + "\n").encode())
+        proc.stdin.close()
+        procs.append(proc)
         t = threading.Thread(target=_forward, args=(procs[-1], rank, lock), daemon=True)
         t.start()
         threads.append(t)

@@ -43,7 +43,8 @@ def test_engine_nccl_with_gloo_is_one_line_and_exit_2(tmp_path: Path):
 def test_one_rank_says_nothing_crossed_a_link(tmp_path: Path):
     out = tmp_path / "run"
     r = _netbench(
-        "sweep", "-p", "1", "--backend", "gloo", "-e", "64K", "-f", "8", "-n", "2", "-w", "1", "--out", str(out)
+        *("sweep", "-p", "1", "--backend", "gloo", "-e", "64K", "-f", "8", "-n", "2", "-w", "1"),
+        *("--out", str(out)),
     )
     assert r.returncode == 0, r.stderr
     assert "large-message busbw" not in r.stdout  # no busbw summary of a run that crossed nothing

@@ -142,6 +142,8 @@ def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
         (["--dtype", "float7"], "unknown dtype"),
         (["-b", "1M", "-e", "1K"], "larger than"),
         (["--op", "xor"], "unknown reduction op"),
+        (["--timeout", "0"], "not a usable limit"),
+        (["--timeout", "0s"], "not a usable limit"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
@@ -149,6 +151,19 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: s
     assert res.returncode == 2
     assert needle in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) <= 3
+
+
+def test_an_existing_run_directory_is_refused_and_left_alone(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"old": 1}\n')
+    res = netbench("sweep", "-b", "1K", "-e", "1K", "--out", str(out), timeout=60)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        f"netbench: error: --out {out}: already holds a run (results.jsonl); give a new directory, "
+        f"or put {{id}} in the path (e.g. --out {out}/{{id}}) for a fresh run inside it"
+    ]
+    assert (out / "results.jsonl").read_text() == '{"old": 1}\n' and not (out / "run.json").exists()
 
 
 def _start(out: Path, timeout: str = "20s") -> subprocess.Popen:

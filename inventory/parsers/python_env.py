@@ -1,5 +1,6 @@
 """The probe's python section: ``key=value`` lines printed by a fixed snippet in probe.sh
-(``python=3.11.7``, ``torch=2.13.0+cpu``, ``torch_cuda=13.0``, ``torch_nccl=2.28.9``, or
+(``python=3.11.7``, ``torch=2.13.0+cpu``, ``torch_cuda=13.0``, ``torch_nccl=2.28.9``,
+``torch_cuda_available=False``, ``torch_gpus=0`` (what that torch can use), or
 ``torch_error=...`` / ``torch_nccl_error=...`` saying why a value is missing)."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ class PythonEnv:
     torch_nccl: str | None = None
     torch_error: str | None = None
     torch_nccl_error: str | None = None
+    torch_cuda_available: str | None = None
+    torch_gpus: str | None = None
 
 
 def parse_python_env(text: str) -> PythonEnv:

@@ -128,7 +128,8 @@ _SHARED = [
         "--out",
         type=click.Path(file_okay=False),
         default=None,
-        help="Run directory (default netbench-runs/<UTC time>-<id>).",
+        help="Run directory (default netbench-runs/<UTC time>-<id>); refused if it holds a run "
+        "already; {id} in it becomes the run id (a fresh directory per run).",
     ),
     click.option(
         "--report/--no-report",

@@ -35,7 +35,8 @@ Example:
     "out",
     type=click.Path(file_okay=False),
     default=None,
-    help="Run directory to write (default: netbench-runs/<timestamp>-<id>).",
+    help="Run directory to write (default: netbench-runs/<timestamp>-<id>); refused if it holds a run "
+    "already; {id} in it becomes the run id.",
 )
 @click.option(
     "--report/--no-report",

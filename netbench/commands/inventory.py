@@ -26,7 +26,12 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys and record them.")
 @click.option("--python", help="Python on the nodes to ask for torch/NCCL (a host's python= label wins).")
 @click.option("--topology", type=click.Path(), help="Slurm topology.conf naming each node's switch.")
-@click.option("--out", type=click.Path(file_okay=False), help="Run directory (default netbench-runs/<id>).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Run directory (default netbench-runs/<id>); refused if it holds a run already; {id} in it "
+    "becomes the run id.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON instead of the table.")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=64, show_default=True)
 @click.option(

@@ -40,7 +40,8 @@ quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes), then ea
 against known-good partners while the budget lasts. A node is drained only for a failure of its own,
 and a slow node only once its re-tests confirm it; slow links are listed to check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
-budget too small for the quick pass). Progress and the verdict go to stderr.""",
+budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
+GPUs). Progress and the verdict go to stderr.""",
 )
 @click.option("--hosts", "hosts_file", required=True, type=click.Path(dir_okay=False), help="Hosts file.")
 @click.option("--policy", type=click.Path(dir_okay=False), help="Policy TOML (docs/policy.example.toml).")
@@ -82,7 +83,12 @@ budget too small for the quick pass). Progress and the verdict go to stderr.""",
 @click.option("--accept-new-host-keys", is_flag=True)
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False), help="Slurm topology.conf.")
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
-@click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Run directory; refused (exit 3) if it holds a run already; {id} in it becomes the run id "
+    "(a prolog's fixed path: --out /var/netbench/{id}).",
+)
 @click.option("--drain-list", type=click.Path(dir_okay=False), help="Write the nodes to drain here.")
 @click.option(
     "--json", "json_path", type=click.Path(dir_okay=False), help="JSON report (docs/output-json.md)."

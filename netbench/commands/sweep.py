@@ -32,7 +32,10 @@ Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 r
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
 one pair at those sizes, or N(N-1)/2 times with --pair-batch 1.
 
-Exit codes: 0 ok, 1 a rank failed or results were wrong, 2 bad input.
+--out DIR must not hold a run already; --out 'runs/{id}' makes a fresh directory per run.
+
+Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were wrong, 2 bad input
+(also an existing run directory as --out, or hosts whose torch cannot use their GPUs).
 """,
 )
 @measurement_options
@@ -124,6 +127,7 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             finish_report(rundir, echo)
         return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
     if opts.launcher in ("mpi", "slurm"):  # the scheduler starts `netbench worker` ranks; rank 0 leads
+        import os
         import subprocess
 
         from netbench.launch.wrap import mpi_hostfile, mpirun_argv, srun_argv
@@ -131,9 +135,12 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
 
         pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
         if opts.launcher == "slurm":
+            from netbench.launch import SECRET_ENV, new_secret
+
             argv = srun_argv(opts, pats)
             echo(f"# {' '.join(argv[:4])} ... netbench worker")
-            return subprocess.run(argv).returncode
+            # srun hands our environment to every rank: the store's secret goes there, not in argv
+            return subprocess.run(argv, env={**os.environ, SECRET_ENV: new_secret()}).returncode
         nprocs = None if opts.hosts_file else (opts.procs or default_procs())
         with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
             argv = mpirun_argv(opts, pats, nprocs, hostfile)

@@ -35,6 +35,19 @@ RUN_SCHEMA = "netbench.run/1"
 ENV_SCHEMA = "netbench.env/1"
 PLAN_SCHEMA = "netbench.plan/1"
 DEFAULT_ROOT = Path("netbench-runs")
+RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
+# any of these makes a directory a run directory, which a new run must not write into
+RUN_FILES = ("run.json", "results.jsonl", "inventory.jsonl", "plan.json", "env.json", "findings.json")
+
+
+class RunDirTaken(UsageError):
+    """``--out`` names a directory that already holds a run."""
+
+    def __init__(self, path: Path, found: str):
+        super().__init__(
+            f"--out {path}: already holds a run ({found}); give a new directory, or put {{id}} in "
+            f"the path (e.g. --out {path}/{{id}}) for a fresh run inside it"
+        )
 
 
 def new_run_id() -> str:
@@ -238,9 +251,25 @@ class RunDir:
 
     @classmethod
     def create(cls, out: str | Path | None = None, run_id: str | None = None) -> RunDir:
+        """A new run directory: ``out`` (``{id}`` in it becomes the run id), else under
+        ``netbench-runs/``. A directory that already holds a run is refused (``RunDirTaken``, exit
+        2): rows appended to an old results.jsonl would be judged as one run with the old ones.
+        run.json is claimed with O_EXCL, so two commands given the same ``--out`` at the same
+        moment cannot both write into it."""
         run_id = run_id or new_run_id()
-        path = Path(out) if out else DEFAULT_ROOT / run_id
-        path.mkdir(parents=True, exist_ok=True)
+        path = Path(str(out).replace(RUN_ID_PLACEHOLDER, run_id)) if out else DEFAULT_ROOT / run_id
+        held = [name for name in RUN_FILES if (path / name).exists()]
+        if held:
+            raise RunDirTaken(path, held[0])
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path / "run.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise RunDirTaken(path, "run.json") from None
+        except OSError as exc:
+            raise UsageError(f"--out {path}: cannot create the run directory: {exc.strerror}") from None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps({"schema": RUN_SCHEMA, "run_id": run_id, "status": "starting"}) + "\n")
         return cls(path=path, run_id=run_id)
 
     @classmethod

@@ -64,8 +64,13 @@ _DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 # session to go away, and then kills the group: a launcher that dies without calling terminate()
 # still leaves nothing behind. It keeps a dup of stdin on fd 3 because a background job's own
 # stdin is /dev/null in a non-interactive shell.
+# $1 = 2 is the watchdog plus a secret: the first line of stdin is read by the shell's own `read`
+# (no process, so no command line for `ps` to show) into NETBENCH_STORE_SECRET, which only the
+# command's environment carries (readable by its owner alone).
 _WRAPPER = (
     f'echo "{PGID_MARKER} $$"; w=$1; shift; '
+    'if [ "$w" = 2 ]; then IFS= read -r NETBENCH_STORE_SECRET || exit 1; '
+    "export NETBENCH_STORE_SECRET; w=1; fi; "
     'if [ "$w" = 1 ]; then exec 3<&0; '
     '( while read -r _ <&3; do :; done; pkill -KILL -s $$; kill -s KILL -- -$$ ) >/dev/null 2>&1 & '
     'exec 3<&- </dev/null; fi; exec "$@"'
@@ -571,7 +576,9 @@ def connect_entry(entry: Any, opts: SSHOptions | None = None) -> SSHConnection:
 
 
 # -- running commands ------------------------------------------------------------------------------
-def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None, watchdog: bool = False) -> str:
+def remote_command(
+    argv: Sequence[str], env: Mapping[str, str] | None = None, watchdog: bool = False, secret: bool = False
+) -> str:
     """The command line sent to the remote login shell: every argument is shlex-quoted.
 
     ``setsid -w`` puts the command in a new process group (so it can be killed as a tree) and
@@ -585,7 +592,8 @@ def remote_command(argv: Sequence[str], env: Mapping[str, str] | None = None, wa
         if bad:
             raise ValueError(f"bad environment variable name(s): {bad}")
         parts = ["env"] + [f"{k}={v}" for k, v in env.items()]
-    inner = shlex.join([*parts, "sh", "-c", _WRAPPER, "netbench", "1" if watchdog else "0", *map(str, argv)])
+    mode = "2" if secret else "1" if watchdog else "0"
+    inner = shlex.join([*parts, "sh", "-c", _WRAPPER, "netbench", mode, *map(str, argv)])
     return f"if command -v setsid >/dev/null 2>&1; then exec setsid -w {inner}; else exec {inner}; fi"
 
 
@@ -674,15 +682,21 @@ class SSHConnection:
             chan.close()
 
     def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-              stdin: bytes | None = None) -> RemoteProcess:
+              stdin: bytes | None = None, secret: str | None = None) -> RemoteProcess:
         """Start a long-running command (e.g. a worker streaming JSON lines); see :class:`RemoteProcess`.
 
         Without ``stdin`` the command's stdin is /dev/null and a watchdog kills its process group when
-        the SSH session ends, so a launcher that dies abruptly leaves nothing behind.
+        the SSH session ends, so a launcher that dies abruptly leaves nothing behind. ``secret`` (one
+        line) travels inside the encrypted channel and reaches the command as NETBENCH_STORE_SECRET
+        in its environment, never on a command line.
         """
+        if secret is not None and ("\n" in secret or stdin is not None):
+            raise ValueError("a secret is one line, and excludes stdin")
         chan = self._open()
         try:
-            chan.exec_command(remote_command(argv, env, watchdog=stdin is None))
+            chan.exec_command(remote_command(argv, env, watchdog=stdin is None, secret=secret is not None))
+            if secret is not None:
+                chan.sendall((secret + "\n").encode())
             if stdin:
                 chan.sendall(stdin)
                 chan.shutdown_write()

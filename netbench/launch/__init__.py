@@ -2,8 +2,67 @@
 
 from __future__ import annotations
 
+import secrets
+import socket
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+# -- the run's store and its secret -----------------------------------------------------------------
+# Threat model. torch's TCPStore has no authentication: anyone who can open a TCP connection to its
+# port may get, set, add, wait on and delete any key they can name. What we do about it:
+# - it listens on one address only (the one the hosts use to reach it; 127.0.0.1 for local runs),
+#   not on every interface, so it is not reachable from networks the run does not use;
+# - every key of ours lives under ``netbench/<secret>/`` where the secret is 128 random bits made
+#   per run. The store offers no way to list keys, so a client without the secret cannot name the
+#   plan, the phase releases (``go/N``), the groups' rendezvous keys or the message keys: it cannot
+#   inject a row, release or stop a phase, or read the plan.
+# - the secret reaches the agents inside the SSH channel (or the local pipe), the ranks on their
+#   stdin, and external launchers' ranks through MPI or the environment: never a command line.
+# What it does not stop: someone who can read the traffic between hosts (the store protocol is
+# plain TCP; use it on a network you trust), a user who can read our processes' memory or
+# environment (root, or the same user), and denial of service (a client can still connect, flood
+# the store with keys of its own, or hold connections open). Those stay the cluster's business.
+SECRET_ENV = "NETBENCH_STORE_SECRET"  # "SECRET" in the name keeps it out of env.json (envinfo)
+
+
+def new_secret() -> str:
+    return secrets.token_hex(16)
+
+
+def secured(raw: Any, secret: str) -> Any:
+    """The run's own view of a raw store: every key under the secret's namespace."""
+    import torch.distributed as dist
+
+    return dist.PrefixStore(f"netbench/{secret}/", raw)
+
+
+def listen_socket(address: str, port: int = 0) -> socket.socket:
+    """A listening socket on ``address`` only, for TCPStore's ``master_listen_fd`` (TCPStore by
+    itself listens on every interface). Keep it open as long as the store lives."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((address, port))
+    sock.listen(1024)
+    return sock
+
+
+def open_server(address: str, port: int = 0, timeout_s: float = 30.0) -> tuple[Any, socket.socket]:
+    """A TCPStore server listening on ``address`` alone; (the store, the socket to keep open)."""
+    import datetime as _dt
+
+    import torch.distributed as dist
+
+    sock = listen_socket(address, port)
+    store = dist.TCPStore(
+        address,
+        sock.getsockname()[1],
+        is_master=True,
+        wait_for_workers=False,
+        timeout=_dt.timedelta(seconds=timeout_s),
+        master_listen_fd=sock.fileno(),
+    )
+    return store, sock
 
 
 @dataclass
@@ -40,7 +99,9 @@ class Launcher(Protocol):
         """(address to bind the store on, address the hosts use to reach it)."""
         ...
 
-    def start(self, slot: HostSlot, store_addr: str, store_port: int) -> AgentProcess: ...
+    def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> AgentProcess:
+        """Start the host's agent; ``secret`` must reach it off the command line (stdin, the channel)."""
+        ...
 
 
 def agent_argv(python: str, slot: HostSlot, store_addr: str, store_port: int) -> list[str]:

@@ -73,14 +73,17 @@ def detect() -> RankEnv:
     )
 
 
-def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
-    """(the run's store, its address, its port, the server object to keep alive or None).
+def open_store(env: RankEnv) -> tuple[Any, str, int, str, Any]:
+    """(the run's store, its address, its port, its secret, the server to keep alive or None).
 
-    The store is a PrefixStore so torchrun's own keys never collide with ours."""
-    import datetime as _dt
+    The store is a PrefixStore under the run's secret (netbench.launch's threat model): under mpirun
+    rank 0 makes the secret and sends it with the address through MPI; under srun and torchrun it
+    is NETBENCH_STORE_SECRET from the environment (``netbench sweep --launcher slurm`` sets it), and
+    without it our keys are only namespaced, not secret. torchrun's own store is torchrun's: it
+    listens where torchrun put it."""
+    from netbench.launch import SECRET_ENV, new_secret, open_server
 
-    import torch.distributed as dist
-
+    secret = os.environ.pop(SECRET_ENV, "")
     if env.source == "mpi":
         from mpi4py import MPI
 
@@ -89,11 +92,10 @@ def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
         server = None
         info = None
         if env.rank == 0:
-            server = dist.TCPStore(
-                "0.0.0.0", 0, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=60)
-            )
-            info = (_my_address(), server.port)
-        addr, port = comm.bcast(info, root=0)
+            addr = _my_address()
+            server = open_server(addr, 0, timeout_s=60)
+            info = (addr, server[1].getsockname()[1], new_secret())
+        addr, port, secret = comm.bcast(info, root=0)
     elif env.source == "torchrun":
         if not env.master_addr or not env.master_port:
             raise UsageError("torchrun environment without MASTER_ADDR/MASTER_PORT")
@@ -102,21 +104,23 @@ def open_store(env: RankEnv) -> tuple[Any, str, int, Any]:
         addr, port = env.master_addr or "127.0.0.1", int(env.master_port or 0)
         server = None
         if env.rank == 0:
-            server = dist.TCPStore(
-                "0.0.0.0", port, is_master=True, wait_for_workers=False, timeout=_dt.timedelta(seconds=60)
-            )
-    return client(addr, port), addr, port, server
+            try:
+                server = open_server(socket.gethostbyname(addr), port, timeout_s=60)
+            except OSError as exc:
+                raise UsageError(f"rank 0 cannot listen on {addr}:{port}: {exc.strerror}") from None
+    return client(addr, port, secret), addr, port, secret, server
 
 
-def client(addr: str, port: int) -> Any:
+def client(addr: str, port: int, secret: str) -> Any:
     """A client connection of its own: a TCPStore client is used by one thread at a time (a rank's
     blocking wait would stall the coordinator's writes if they shared one)."""
     import torch.distributed as dist
 
     from netbench.collectives.rank import STORE_WAIT
+    from netbench.launch import secured
 
     raw = dist.TCPStore(addr, port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False)
-    return dist.PrefixStore("netbench/", raw)
+    return secured(raw, secret) if secret else dist.PrefixStore("netbench/", raw)
 
 
 def _my_address() -> str:
@@ -189,5 +193,5 @@ class ExternalLauncher:
     def store_host(self) -> tuple[str, str]:  # pragma: no cover - the store is given
         return "", ""
 
-    def start(self, slot: HostSlot, store_addr: str, store_port: int) -> StoreAgent:
+    def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> StoreAgent:
         return StoreAgent(slot.host, self.store, slot.ranks)

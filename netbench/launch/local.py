@@ -51,7 +51,7 @@ class LocalLauncher:
     def store_host(self) -> tuple[str, str]:
         return "127.0.0.1", "127.0.0.1"
 
-    def start(self, slot: HostSlot, store_addr: str, store_port: int) -> LocalAgent:
+    def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> LocalAgent:
         cmd = agent_argv(self.python, slot, store_addr, store_port) + ["--watch-stdin"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if slot.labels.get("gpus"):  # a "host" that is a subset of this machine's GPUs
@@ -59,4 +59,7 @@ class LocalLauncher:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True
         )
+        assert proc.stdin is not None
+        proc.stdin.write((secret + "\n").encode())  # the pipe stays open: its EOF stops the agent
+        proc.stdin.flush()
         return LocalAgent(slot.host, proc)

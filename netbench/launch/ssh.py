@@ -55,9 +55,9 @@ class SSHLauncher:
         return self.entries[host].labels.get("python") or self.python or "python3"
 
     def store_host(self) -> tuple[str, str]:
-        """Bind on every interface; tell hosts the address this machine uses towards them."""
+        """Listen on the address this machine uses towards the hosts (or ``--advertise``) alone."""
         if self.advertise:
-            return "0.0.0.0", self.advertise
+            return self.advertise, self.advertise
         from netbench.collectives.envinfo import local_address_towards
         from netbench.common.ssh import resolve
 
@@ -66,10 +66,10 @@ class SSHLauncher:
         hop = target.jumps[0].hostname if target.jumps else target.hostname
         import socket
 
-        addr = socket.gethostbyname(hop)
-        return "0.0.0.0", local_address_towards(addr)
+        addr = local_address_towards(socket.gethostbyname(hop))
+        return addr, addr
 
-    def start(self, slot: HostSlot, store_addr: str, store_port: int) -> SSHAgent:
+    def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> SSHAgent:
         from netbench.common.ssh import connect_entry
 
         conn = connect_entry(self.entries[slot.host], self.ssh_opts)
@@ -77,7 +77,7 @@ class SSHLauncher:
         env = {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
         env["PYTHONUNBUFFERED"] = "1"
         try:
-            proc = conn.start(argv, env=env)
+            proc = conn.start(argv, env=env, secret=secret)
         except Exception:
             conn.close()
             raise

@@ -114,11 +114,12 @@ def make_setup(
     from: one collective at the pair sizes, for the pairs and the ring alike."""
     from netbench.common.errors import UsageError
     from netbench.options import SweepOptions
-    from netbench.planner import PlanRequest, choose_backend, host_slots, sweep_spec
+    from netbench.planner import HostCaps, PlanRequest, choose_backend, host_slots, sweep_spec
 
-    gpus = {h: len(nodes[h].gpus) if h in nodes else None for h in live}
+    caps = [HostCaps.of(h, nodes.get(h)) for h in live]
+    gpus = {c.host: c.gpus for c in caps}
     try:
-        backend = choose_backend(opts.backend, list(gpus.values()))
+        backend = choose_backend(opts.backend, caps)
         sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
         measure = SweepOptions(
             collectives=[opts.collective],
@@ -177,6 +178,11 @@ def measure(
     gate.ended = gate.budget.clock()
     if outcome.status == "interrupted":
         raise KeyboardInterrupt
+    incapable = [f for f in outcome.faults if f.kind == "capability"]
+    if incapable:  # the ranks' own report (the probe asks python3, not --python): not nodes to drain
+        hosts = sorted({f.host or "?" for f in incapable})
+        raise PreflightError(f"{len(hosts)} host(s) cannot run {plan.backend} ({', '.join(hosts)}): "
+                             + incapable[0].message)
     return outcome
 
 
@@ -273,6 +279,7 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows."""
     from netbench import __version__
     from netbench.cluster import host_switches
+    from netbench.common.errors import UsageError
     from netbench.common.findings import worst
     from netbench.common.rundir import RunDir, utc_now
     from netbench.common.ssh import SSHOptions
@@ -292,8 +299,8 @@ def run_preflight(
     ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
     try:
         rundir = RunDir.create(opts.out)
-    except OSError as exc:
-        raise PreflightError(f"cannot create the run directory: {exc}") from None
+    except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
+        raise PreflightError(str(exc)) from None
     started = utc_now()
     topology = host_switches(entries, opts.topology, echo)
     rundir.write_run(
