@@ -583,6 +583,36 @@ def findings_record(findings: list[Finding], ctx: AnalysisContext) -> FindingsRe
     )
 
 
+def _engines(ctx: AnalysisContext) -> str:
+    """Both engines side by side per size (``--engine both``): the torch overhead as a number."""
+    rows = ctx.all_ok_rows
+    if set(rows["engine"]) < {"nccl", "torch"}:
+        return ""
+    keys = [k for k in ("collective", "in_place", "cuda_graph", "bytes") if k in rows.columns]
+    wide = rows.pivot_table(index=keys, columns="engine", values="time_us", aggfunc="median").dropna()
+    parts = []
+    for head, part in wide.groupby(level=keys[:-1]):
+        coll, in_place, *graph = head
+        title = f"{coll}, {'in-place' if in_place else 'out-of-place'}{', CUDA graph' if any(graph) else ''}"
+        body = "".join(
+            f"<tr><td>{e(format_size(int(idx[-1])))}</td><td>{r['nccl']:.2f}</td>"
+            f"<td>{r['torch']:.2f}</td><td>{r['torch'] - r['nccl']:+.2f}</td>"
+            f"<td>{r['torch'] / r['nccl']:.2f}</td></tr>"
+            for idx, r in part.iterrows()
+            if r["nccl"] > 0
+        )
+        parts.append(
+            f"<h3>{e(title)}</h3><div class='tablewrap'><table><thead><tr><th>size</th><th>nccl (us)</th>"
+            f"<th>torch (us)</th><th>torch &minus; nccl (us)</th><th>torch / nccl</th></tr></thead>"
+            f"<tbody>{body}</tbody></table></div>"
+        )
+    return (
+        "<section id='engines'><h2>Engines side by side</h2><p class='note'>Time per operation (median "
+        "over groups) through NCCL called directly (nccl4py) and through torch's process group. The "
+        f"diagnosis above judges the {e(ctx.judged_engine)} rows.</p>{''.join(parts)}</section>"
+    )
+
+
 def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
     """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn"."""
     import plotly
@@ -648,6 +678,7 @@ nccl-tests conventions
 (GB/s = 1e9 B/s, busbw = algbw x the collective's bus factor).</p>
 <div class="grid2">{curves or "<p class='note'>No bandwidth measurements.</p>"}</div></section>
 <section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
+{_engines(ctx)}
 <section id="topology"><h2>Topology</h2>{_topology(ctx, findings)}</section>
 <section id="inventory"><h2>Inventory</h2>{_inventory(ctx)}</section>
 <section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>

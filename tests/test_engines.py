@@ -116,3 +116,15 @@ def test_native_engine_on_a_gpu(tmp_path: Path):
     assert {row["engine"] for row in rows} == {"nccl", "torch"}
     assert all(row["status"] == "ok" and row["wrong"] == 0 for row in rows)
     assert {row["collective"] for row in rows if row["engine"] == "nccl"} == set(colls.split(","))
+
+
+def test_report_shows_the_engines_side_by_side_per_size():
+    from netbench.reports.html import render_html
+
+    rows = [_row(engine, "all_reduce", 1024, False, t) for engine, t in (("nccl", 6.0), ("torch", 16.5))]
+    ctx = AnalysisContext.from_data(rows, [], {"hosts": {}}, {})
+    page = render_html(ctx, run_rules(ctx), plotlyjs="cdn")
+    assert "Engines side by side" in page and "judges the nccl rows" in page
+    assert "<tr><td>1K</td><td>6.00</td><td>16.50</td><td>+10.50</td><td>2.75</td></tr>" in page
+    one = AnalysisContext.from_data(rows[:1], [], {"hosts": {}}, {})
+    assert "Engines side by side" not in render_html(one, run_rules(one), plotlyjs="cdn")
