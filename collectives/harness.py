@@ -25,6 +25,7 @@ from netbench.collectives.ops import Buffers, Call, Collective, Layout, NativeCa
 
 # issues one operation; returns the torch work handles to wait for (none for the native engine)
 RunOnce = Callable[[], list]
+_NO_WORK: list = []  # shared: the native loop allocates nothing per operation
 
 GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
 GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)
@@ -140,9 +141,11 @@ def measure(
             root=root,
         )
 
+        launch = coll.native(nc, buf)
+
         def run() -> list:
-            coll.native(nc, buf)
-            return []
+            launch()
+            return _NO_WORK
 
         return run
 

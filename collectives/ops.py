@@ -17,6 +17,7 @@ so products never overflow.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -196,51 +197,75 @@ def _sendrecv(c: Call, b: Buffers) -> list[Work]:
 
 
 # --- native calls (nccl4py on raw pointers, as nccl-tests issues them) ------------------------------
-# Each enqueues on ``c.stream`` and returns nothing: the harness times the stream with CUDA events.
-# Unlike torch, all_reduce out of place really reads ``send`` and writes ``recv`` (nccl-tests' copy).
-def _n_all_reduce(c: NativeCall, b: Buffers) -> None:
-    c.nccl.all_reduce(b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.comm, c.stream)
+# Each prepares one operation on ``c.stream`` and returns a zero-argument launcher: pointers, counts
+# and handles are resolved once per point, so a timed iteration is one call into the binding (the
+# host cost per operation is what separates an eager loop from nccl-tests at small sizes). The
+# harness times the stream with CUDA events. Unlike torch, all_reduce out of place really reads
+# ``send`` and writes ``recv`` (nccl-tests' copy).
+Launch = Callable[[], object]
 
 
-def _n_all_gather(c: NativeCall, b: Buffers) -> None:
-    c.nccl.all_gather(b.send.data_ptr(), b.recv.data_ptr(), b.send.numel(), c.dtype, c.comm, c.stream)
+def _n_all_reduce(c: NativeCall, b: Buffers) -> Launch:
+    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
+    return functools.partial(c.nccl.all_reduce, s, r, n, c.dtype, c.op, c.comm, c.stream)
 
 
-def _n_reduce_scatter(c: NativeCall, b: Buffers) -> None:
-    c.nccl.reduce_scatter(
-        b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.comm, c.stream
-    )
+def _n_all_gather(c: NativeCall, b: Buffers) -> Launch:
+    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.send.numel()
+    return functools.partial(c.nccl.all_gather, s, r, n, c.dtype, c.comm, c.stream)
 
 
-def _n_broadcast(c: NativeCall, b: Buffers) -> None:
-    c.nccl.broadcast(b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.root, c.comm, c.stream)
+def _n_reduce_scatter(c: NativeCall, b: Buffers) -> Launch:
+    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
+    return functools.partial(c.nccl.reduce_scatter, s, r, n, c.dtype, c.op, c.comm, c.stream)
 
 
-def _n_reduce(c: NativeCall, b: Buffers) -> None:
-    c.nccl.reduce(
-        b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.root, c.comm, c.stream
-    )
+def _n_broadcast(c: NativeCall, b: Buffers) -> Launch:
+    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
+    return functools.partial(c.nccl.broadcast, s, r, n, c.dtype, c.root, c.comm, c.stream)
 
 
-def _n_all_to_all(c: NativeCall, b: Buffers) -> None:
-    """One send and one receive per peer inside a group call, as nccl-tests' alltoall issues it."""
+def _n_reduce(c: NativeCall, b: Buffers) -> Launch:
+    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
+    return functools.partial(c.nccl.reduce, s, r, n, c.dtype, c.op, c.root, c.comm, c.stream)
+
+
+def _grouped(c: NativeCall, calls: list[tuple]) -> Launch:
+    """Point-to-point calls inside one NCCL group call, as nccl-tests issues them (one fused launch)."""
+    nccl = c.nccl
+
+    def launch() -> None:
+        nccl.group_start()
+        for fn, *args in calls:
+            fn(*args)
+        nccl.group_end()
+
+    return launch
+
+
+def _n_all_to_all(c: NativeCall, b: Buffers) -> Launch:
+    """One send and one receive per peer in a group (nccl-tests' alltoall)."""
     chunk = b.send.numel() // c.nranks
     step = chunk * b.send.element_size()
     s, r = b.send.data_ptr(), b.recv.data_ptr()
-    c.nccl.group_start()
+    calls = []
     for peer in range(c.nranks):
-        c.nccl.send(s + peer * step, chunk, c.dtype, peer, c.comm, c.stream)
-        c.nccl.recv(r + peer * step, chunk, c.dtype, peer, c.comm, c.stream)
-    c.nccl.group_end()
+        calls.append((c.nccl.send, s + peer * step, chunk, c.dtype, peer, c.comm, c.stream))
+        calls.append((c.nccl.recv, r + peer * step, chunk, c.dtype, peer, c.comm, c.stream))
+    return _grouped(c, calls)
 
 
-def _n_sendrecv(c: NativeCall, b: Buffers) -> None:
-    """Send to rank+1 and receive from rank-1 in one group call (nccl-tests sendrecv)."""
+def _n_sendrecv(c: NativeCall, b: Buffers) -> Launch:
+    """Send to rank+1 and receive from rank-1 in one group (nccl-tests sendrecv)."""
     n = b.send.numel()
-    c.nccl.group_start()
-    c.nccl.send(b.send.data_ptr(), n, c.dtype, (c.rank + 1) % c.nranks, c.comm, c.stream)
-    c.nccl.recv(b.recv.data_ptr(), n, c.dtype, (c.rank - 1) % c.nranks, c.comm, c.stream)
-    c.nccl.group_end()
+    nxt, prv = (c.rank + 1) % c.nranks, (c.rank - 1) % c.nranks
+    return _grouped(
+        c,
+        [
+            (c.nccl.send, b.send.data_ptr(), n, c.dtype, nxt, c.comm, c.stream),
+            (c.nccl.recv, b.recv.data_ptr(), n, c.dtype, prv, c.comm, c.stream),
+        ],
+    )
 
 
 # --- expected results: value of recv[j] on `rank` ---------------------------------------------------
@@ -284,7 +309,7 @@ class Collective:
     bus_factor: Callable[[int], float]
     issue: Callable[[Call, Buffers], list[Work]]
     expected: Expected
-    native: Callable[[NativeCall, Buffers], None]  # the same operation through NCCL directly
+    native: Callable[[NativeCall, Buffers], Launch]  # the same operation through NCCL directly
     reduces: bool = False
     rooted: bool = False
     out_of_place: bool = True
@@ -295,6 +320,14 @@ class Collective:
     seeds_recv: bool = False
     # True when the result is one chunk per rank (expected values restart at every chunk boundary)
     segmented: bool = False
+    # NCCL called directly has an out-of-place form where torch has none (broadcast, reduce)
+    native_out_of_place: bool = False
+
+    def runs(self, in_place: bool, engine: str = "torch") -> bool:
+        """Whether the variant exists on that engine (the table prints N/A where it does not)."""
+        if in_place:
+            return self.in_place
+        return self.out_of_place or (engine == "nccl" and self.native_out_of_place)
 
     def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
         if not in_place:
@@ -357,7 +390,7 @@ COLLECTIVES: dict[str, Collective] = {
             reduces=True,
             in_place_view="recv_is_send_chunk",
         ),
-        # torch's broadcast/reduce work in place on one tensor: there is no out-of-place variant.
+        # torch's broadcast/reduce work in place on one tensor: no out-of-place variant through torch.
         Collective(
             "broadcast",
             _layout_plain,
@@ -367,6 +400,7 @@ COLLECTIVES: dict[str, Collective] = {
             _n_broadcast,
             rooted=True,
             out_of_place=False,
+            native_out_of_place=True,
         ),
         Collective(
             "reduce",
@@ -378,6 +412,7 @@ COLLECTIVES: dict[str, Collective] = {
             reduces=True,
             rooted=True,
             out_of_place=False,
+            native_out_of_place=True,
         ),
         # NCCL has no in-place all-to-all (and torch's all_to_all_single needs two buffers).
         Collective(

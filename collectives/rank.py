@@ -124,7 +124,7 @@ def _run_points(
                 continue  # rounded to nothing, or to a size already measured
             seen.add(lay.nbytes)
             for in_place in spec.in_place:
-                if (in_place and not coll.in_place) or (not in_place and not coll.out_of_place):
+                if not coll.runs(in_place, engine):
                     continue
                 target = PointSpec(coll, lay, dt.torch_dtype, in_place, op_name, op, root)
                 point = measure(

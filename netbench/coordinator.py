@@ -77,9 +77,9 @@ def count_points(phase: Phase, group: GroupSpec) -> int:
     for cname in phase.spec.collectives:
         coll = get_collective(cname)
         sizes = {coll.layout(s, esize, n).nbytes for s in phase.spec.sizes} - {0}
-        modes = [ip for ip in phase.spec.in_place if (coll.in_place if ip else coll.out_of_place)]
+        modes = [ip for ip in phase.spec.in_place if coll.runs(ip)]
         total += len(sizes) * len(modes)
-    return total
+    return total * (2 if phase.spec.engine == "both" else 1)
 
 
 class Coordinator:

@@ -83,7 +83,9 @@ def execute(
         rows.append(row)
         if settings.print_table is None or settings.print_table(row):
             coll = get_collective(row["collective"])
-            table.add(row, coll.out_of_place and False in modes, coll.in_place and True in modes)
+            engine = row.get("engine") or "torch"
+            has_oop, has_ip = coll.runs(False, engine), coll.runs(True, engine)
+            table.add(row, has_oop and False in modes, has_ip and True in modes)
 
     coord = Coordinator(
         plan,
