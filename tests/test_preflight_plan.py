@@ -304,7 +304,7 @@ def test_bad_input_exits_3_with_one_line(tmp_path: Path, capsys: pytest.CaptureF
     hosts.write_text("node01\nnode02\n")
     cases = [
         (["--budget", "soon"], "bad duration"),
-        (["--budget", "0"], "--budget must be > 0"),
+        (["--budget", "0"], "'--budget': '0' is not a usable limit"),
         (["--no-such-option"], "no such option"),
         (["--policy", str(tmp_path / "nope.toml")], "policy file not found"),
         (["--baseline", "never-saved"], "no baseline or run directory"),

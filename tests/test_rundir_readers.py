@@ -198,7 +198,8 @@ def test_write_inventory_replaces_atomically(tmp_path, monkeypatch):
     rd.write_inventory([{"host": "b"}, {"host": "c"}])
     assert rd.inventory_path.stat().st_ino != before  # a new file renamed over the old one
     assert [n["host"] for n in rd.read_inventory()] == ["b", "c"]
-    assert sorted(p.name for p in rd.path.iterdir()) == ["inventory.jsonl"]  # no temporary left behind
+    # no temporary left behind (run.json: the claim RunDir.create makes on a new run directory)
+    assert sorted(p.name for p in rd.path.iterdir()) == ["inventory.jsonl", "run.json"]
 
 
 # -- property: arbitrary content never crashes the report, and what was not read is never a PASS --

@@ -214,7 +214,9 @@ def _report_classes(topology: dict[str, str] | None, hosts: list[str], run: dict
     if topology is None:  # as AnalysisContext.load does for a run directory
         from netbench.reports.context import _topology_from_run
 
-        ctx.topology = _topology_from_run(ctx.run)
+        unreadable: list = []
+        ctx.topology = _topology_from_run(ctx.run, unreadable, Path("run.json"))
+        assert unreadable == []
     return {(a, b): ctx.hop_class(a, b) for a, b in combinations(hosts, 2)}
 
 
