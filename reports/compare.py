@@ -8,11 +8,20 @@ and on the group and rank count where both sides record them. A ``world`` row's 
 no group, so a baseline taken on another allocation of the same size still compares; pair/intra
 rows without a ``group`` id are grouped by their sorted host list. Several rows for one key (rounds,
 repeats) are reduced to their median, which one noisy repeat cannot drag.
+
+A difference is a regression only when it is larger than the noise of the two runs, not when one
+sample of a size happens to be 10 % off one sample of the baseline (two runs of the same build on a
+busy machine differ by more than that). Each side's noise comes from what it measured: the scatter
+of a curve's times around its neighbouring sizes (sizes are log-spaced, so a smooth curve is
+locally straight in log-log and the residual is noise), its repeats, and the spread between its
+ranks (``time_us_min``/``time_us_max``). The combined noise of a ratio is ``noise_log`` (a standard
+deviation of log(ratio)); ``is_regression`` asks for the policy's factor AND ``z`` of those.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -40,6 +49,7 @@ class SizeComparison:
     cur_busbw_GBps: float | None
     time_ratio: float | None  # cur / base: > 1 is slower; None when the baseline time is 0
     busbw_ratio: float | None  # cur / base: < 1 is slower; None when either busbw is 0 or None
+    noise_log: float | None = None  # std. dev. of log(ratio) from both runs' own scatter; None: unknown
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -86,6 +96,65 @@ def _median(values: Iterable[Any]) -> float | None:
     return statistics.median(nums) if nums else None
 
 
+_CurveKey = tuple[str, str, str, bool, str | None]  # collective, pattern, dtype, in_place, group
+MIN_CURVE_POINTS = 5  # fewer sizes than this say too little about a curve's scatter
+
+
+def _log_times(rows: list[dict[str, Any]]) -> list[float]:
+    return [math.log(float(r["time_us"])) for r in rows if _positive(r.get("time_us"))]
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _mad_sigma(values: list[float]) -> float:
+    """Robust standard deviation (1.4826 x median absolute deviation)."""
+    med = statistics.median(values)
+    return 1.4826 * statistics.median(abs(v - med) for v in values)
+
+
+def curve_noise(index: _Index) -> dict[_CurveKey, float]:
+    """Per curve, the scatter of log(time) of one size around its two neighbours.
+
+    r_i = log t_i - (log t_(i-1) + log t_(i+1)) / 2 is 0 on any locally straight (log-log) curve and
+    has variance 1.5 sigma^2 when every point carries noise sigma; a robust spread of r over the
+    curve gives sigma. Kinks (the latency floor meeting the bandwidth slope) are few and the median
+    ignores them."""
+    curves: dict[_CurveKey, dict[int, float]] = defaultdict(dict)
+    for (coll, pattern, nbytes, dtype, in_place), groups in index.items():
+        for (group, _ranks), rows in groups.items():
+            logs = _log_times(rows)
+            if logs:
+                curves[(coll, pattern, dtype, in_place, group)][nbytes] = statistics.median(logs)
+    out: dict[_CurveKey, float] = {}
+    for key, by_size in curves.items():
+        ys = [by_size[b] for b in sorted(by_size)]
+        if len(ys) < MIN_CURVE_POINTS:
+            continue
+        resid = [ys[i] - (ys[i - 1] + ys[i + 1]) / 2 for i in range(1, len(ys) - 1)]
+        out[key] = _mad_sigma(resid) / math.sqrt(1.5)
+    return out
+
+
+def _point_noise(rows: list[dict[str, Any]], curve_sigma: float | None) -> float | None:
+    """Noise of one size's median time on one side: the largest of the curve's scatter, the repeats'
+    spread and half the log-spread between ranks; None when none of them was measured."""
+    parts = [] if curve_sigma is None else [curve_sigma]
+    logs = _log_times(rows)
+    if len(logs) >= 3:
+        parts.append(_mad_sigma(logs))
+    spreads = [
+        0.5 * math.log(r["time_us_max"] / r["time_us_min"])
+        for r in rows
+        if _positive(r.get("time_us_max")) and _positive(r.get("time_us_min"))
+        and r["time_us_max"] >= r["time_us_min"] and int(r.get("ranks") or 1) > 1
+    ]
+    if spreads:
+        parts.append(statistics.median(spreads))
+    return max(parts) if parts else None
+
+
 def compare_rows(current: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> list[SizeComparison]:
     """Pair every measured size of ``current`` with the same size in ``baseline``.
 
@@ -94,6 +163,7 @@ def compare_rows(current: list[dict[str, Any]], baseline: list[dict[str, Any]]) 
     whose group/ranks do not contradict the current one is pooled.
     """
     cur_idx, base_idx = _index(current), _index(baseline)
+    cur_noise, base_noise = curve_noise(cur_idx), curve_noise(base_idx)
     out: list[SizeComparison] = []
     for key, cur_groups in cur_idx.items():
         base_groups = base_idx.get(key)
@@ -113,12 +183,20 @@ def compare_rows(current: list[dict[str, Any]], baseline: list[dict[str, Any]]) 
             base_bw = _median(r.get("busbw_GBps") for r in base_rows)
             cur_bw = _median(r.get("busbw_GBps") for r in cur_rows)
             collective, pattern, nbytes, dtype, in_place = key
+            curve = (collective, pattern, dtype, in_place, cur_sub[0])
+            base_curve = next(
+                (k for k in ((*curve[:4], cur_sub[0]), (*curve[:4], None)) if k in base_noise), None
+            )
+            n_cur = _point_noise(cur_rows, cur_noise.get(curve))
+            n_base = _point_noise(base_rows, base_noise.get(base_curve) if base_curve else None)
+            noise = None if n_cur is None or n_base is None else math.hypot(n_cur, n_base)
             out.append(SizeComparison(
                 collective=collective, pattern=pattern, bytes=nbytes, dtype=dtype, in_place=in_place,
                 group=cur_sub[0], base_time_us=base_t, cur_time_us=cur_t,
                 base_busbw_GBps=base_bw, cur_busbw_GBps=cur_bw,
                 time_ratio=cur_t / base_t if base_t > 0 else None,
                 busbw_ratio=cur_bw / base_bw if base_bw and cur_bw else None,
+                noise_log=noise,
             ))
     out.sort(key=lambda c: (c.collective, c.pattern, c.group or "", c.dtype, c.in_place, c.bytes))
     return out
@@ -251,11 +329,28 @@ def fingerprint(env: dict[str, Any], inventory: list[dict[str, Any]]) -> dict[st
 
 # -- rendering (netbench compare) -----------------------------------------------------------------------
 
-def is_regression(c: SizeComparison, threshold: float) -> bool:
-    """Slower by more than ``threshold`` (0.1 = 10 %) in time, or lower by as much in busbw."""
-    slow = c.time_ratio is not None and c.time_ratio > 1 + threshold
-    low_bw = c.busbw_ratio is not None and c.busbw_ratio < 1 - threshold
-    return slow or low_bw
+NOISE_Z = 3.0  # how many standard deviations of the runs' own noise a regression must exceed
+
+
+def worse(ratio: float | None, limit: float, noise_log: float | None, z: float = NOISE_Z) -> bool:
+    """Whether ``ratio`` (current / baseline) is past ``limit`` in the slower direction (time: a
+    limit above 1, ratio above it; busbw: a limit below 1, ratio below it) AND more than ``z`` times
+    the runs' noise away from 1. Without a noise estimate (a curve of a few sizes, one rank, no
+    repeats) nothing says how large a chance difference is, so the limit's excess counts double."""
+    if ratio is None or ratio <= 0:
+        return False
+    if noise_log is None:
+        limit = 1 + 2 * (limit - 1)
+    past = ratio > limit if limit > 1 else ratio < limit
+    return past and (noise_log is None or abs(math.log(ratio)) > z * noise_log)
+
+
+def is_regression(c: SizeComparison, threshold: float, z: float = NOISE_Z) -> bool:
+    """Slower by more than ``threshold`` (0.1 = 10 %) in time, or lower by as much in busbw, and by
+    more than the two runs' noise (``worse``)."""
+    return worse(c.time_ratio, 1 + threshold, c.noise_log, z) or worse(
+        c.busbw_ratio, 1 - threshold, c.noise_log, z
+    )
 
 
 def _size(n: int) -> str:
@@ -273,13 +368,14 @@ def _table_rows(comparisons: list[SizeComparison], threshold: float) -> list[lis
     for c in comparisons:
         what = f"{c.collective} {c.pattern}{' ' + c.group if c.group else ''} {c.dtype} " \
                f"{'in-place' if c.in_place else 'out-of-place'}"
+        noise = "?" if c.noise_log is None else f"{100 * (math.exp(c.noise_log) - 1):.0f}%"
         rows.append([what, _size(c.bytes), _f(c.base_time_us), _f(c.cur_time_us), _f(c.time_ratio, 3),
-                     _f(c.base_busbw_GBps), _f(c.cur_busbw_GBps),
+                     _f(c.base_busbw_GBps), _f(c.cur_busbw_GBps), noise,
                      "REGRESSED" if is_regression(c, threshold) else ""])
     return rows
 
 
-_HEAD = ["what", "size", "base time (us)", "cur time (us)", "ratio", "base busbw", "cur busbw", ""]
+_HEAD = ["what", "size", "base time (us)", "cur time (us)", "ratio", "base busbw", "cur busbw", "noise", ""]
 
 
 def render(
@@ -306,7 +402,9 @@ def render(
     fp_rows = [[k, show(base_fp.get(k)), show(cur_fp.get(k))] for k in keys]
     diff_rows = [[k, "-" if b is None else b, "-" if c is None else c] for k, b, c in diffs]
     summary = (f"{len(regressed)} of {len(comparisons)} sizes regressed by more than "
-               f"{threshold:.0%}" if comparisons else "no sizes in common")
+               f"{threshold:.0%} and by more than {NOISE_Z:g} standard deviations of the two runs' noise "
+               "(noise: one standard deviation, from each run's own scatter)"
+               if comparisons else "no sizes in common")
     if fmt == "markdown":
         def md(head: list[str], body: list[list[str]]) -> str:
             esc = [[cell.replace("|", "\\|").replace("\n", " ") for cell in r] for r in [head, *body]]

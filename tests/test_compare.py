@@ -108,3 +108,59 @@ def test_fingerprint():
     assert fp["gpu_vbios"] == "96.00.A5.00.1A"
     assert fp["nccl_env"] == {"NCCL_ALGO": "Ring", "NCCL_IB_HCA": "mlx5"}
     assert fingerprint({}, [])["torch"] is None
+
+
+# -- noise: a difference must be larger than what the two runs scatter by ---------------------------
+
+
+def curve(scale: float, noise: float, seed: int, n: int = 20) -> list[dict]:
+    """A latency-then-bandwidth curve (8 B..4 MiB), each size's time off by a random factor within
+    +-noise, as two runs of one build on a busy machine are."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        nbytes = 8 << i
+        t = scale * (5.0 + nbytes / 2e3) * (1 + rng.uniform(-noise, noise))
+        out.append(row(nbytes, t, nbytes / 1e3 / t, ranks=1, time_us_min=t, time_us_max=t))
+    return out
+
+
+def test_same_build_within_its_own_noise_is_no_regression():
+    from netbench.reports.compare import is_regression
+
+    one_sample_flags, regressions = 0, []
+    for seed in range(10):
+        comps = compare_rows(curve(1.0, 0.12, 1000 + seed), curve(1.0, 0.12, seed))
+        assert all(c.noise_log is not None and c.noise_log > 0.02 for c in comps)
+        one_sample_flags += sum(c.time_ratio > 1.10 for c in comps)
+        regressions += [(seed, c.bytes) for c in comps if is_regression(c, 0.10)]
+    assert one_sample_flags > 20  # what "10 % slower than one baseline sample" used to flag
+    assert regressions == []
+
+
+def test_a_real_slowdown_stands_out_of_the_noise():
+    from netbench.reports.compare import is_regression
+
+    base, cur = curve(1.0, 0.03, 1), curve(1.4, 0.03, 2)  # 40 % slower everywhere
+    comps = compare_rows(cur, base)
+    assert all(c.noise_log is not None for c in comps)
+    assert len([c for c in comps if is_regression(c, 0.10)]) >= 18
+
+
+def test_without_a_noise_estimate_only_twice_the_threshold_counts():
+    from netbench.reports.compare import is_regression
+
+    base = [row(8, 10.0, ranks=1), row(64, 10.0, ranks=1)]  # 2 sizes, 1 rank, no repeats: noise unknown
+    cur = [row(8, 11.5, ranks=1), row(64, 12.5, ranks=1)]
+    comps = compare_rows(cur, base)
+    assert [c.noise_log for c in comps] == [None, None]
+    assert [is_regression(c, 0.10) for c in comps] == [False, True]  # +15 % is not enough, +25 % is
+
+
+def test_rank_spread_is_noise_too():
+    base = [row(1024, 10.0, time_us_min=8.0, time_us_max=12.5)]
+    cur = [row(1024, 11.0, time_us_min=9.0, time_us_max=13.0)]
+    [c] = compare_rows(cur, base)
+    assert c.noise_log is not None and c.noise_log > 0.15  # half log(12.5/8) on each side, combined

@@ -100,6 +100,26 @@ def _regressed(factor_large: float, factor_small: float):
     return ctx_of(cur, baseline=baseline)
 
 
+def test_no_regression_within_the_runs_own_noise():
+    """Two runs of one build on a busy machine: every world size off by up to +-12 % at random."""
+    import random
+
+    base = make_fleet(8, 2, pair_sizes=(1 << 30,), noise=0.01, seed=6)
+    flagged = 0
+    for seed in range(5):
+        rng = random.Random(seed)
+        cur = copy.deepcopy(base)
+        for r in cur.rows:
+            if r["pattern"] == "world":
+                f = 1 + rng.uniform(-0.12, 0.12)
+                r["time_us"] *= f
+                r["busbw_GBps"] /= f
+        baseline = Baseline(rows=rows_frame(base.rows), env=base.env, run=base.run, path="base-run")
+        found = [f for f in regression.check(ctx_of(cur, baseline=baseline)) if f.rule == "regression"]
+        flagged += len(found)
+    assert flagged == 0
+
+
 def test_regression_per_size_with_env_differences():
 
     found = regression.check(_regressed(0.7, 1.6))

@@ -1,7 +1,8 @@
 """Regressions against a baseline run, per size: small-message time and large-message busbw.
 
 Sizes up to ``small_max_bytes`` are latency-bound, so they are judged on time (ratio above
-regression_time_factor); larger sizes on busbw (ratio below regression_busbw_factor). Pair rows
+regression_time_factor); larger sizes on busbw (ratio below regression_busbw_factor); either only
+when the difference is also beyond the two runs' own noise (``reports.compare.worse``). Pair rows
 are pooled per size (median ratio over pairs): a single bad pair is slow_pair's business, a fleet
 that got slower is this rule's. The environments' differences are listed with every finding, since
 "NCCL 2.21 -> 2.23" or a changed NCCL_ALGO is the first explanation to rule out.
@@ -43,7 +44,7 @@ def _s(v: Any) -> str | None:
 def check(ctx: AnalysisContext) -> list[Finding]:
     if ctx.baseline is None:
         return []
-    from netbench.reports.compare import compare_rows
+    from netbench.reports.compare import compare_rows, worse
 
     t = ctx.policy.thresholds
     cur = _rows_for_compare(ctx.rows)
@@ -74,6 +75,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             slot["time"].append(c.time_ratio)
         if c.busbw_ratio is not None:
             slot["busbw"].append(c.busbw_ratio)
+        if c.noise_log is not None:
+            slot["noise"].append(c.noise_log)
         slot["base_t"].append(c.base_time_us)
         slot["cur_t"].append(c.cur_time_us)
         if c.base_busbw_GBps is not None and c.cur_busbw_GBps is not None:
@@ -83,10 +86,11 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         bad = []
         for nbytes, s in sorted(sizes.items()):
             med = {k: statistics.median(v) for k, v in s.items() if v}
+            noise = med.get("noise")  # None: neither run measured its own scatter here
             if nbytes <= t.small_max_bytes:
-                if med.get("time", 1.0) > t.regression_time_factor:
+                if worse(med.get("time"), t.regression_time_factor, noise):
                     bad.append(("time", nbytes, med))
-            elif "busbw" in med and med["busbw"] < t.regression_busbw_factor:
+            elif worse(med.get("busbw"), t.regression_busbw_factor, noise):
                 bad.append(("busbw", nbytes, med))
         if not bad:
             continue
@@ -117,6 +121,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                             "cur_time_us": sig3(m.get("cur_t")),
                             "base_busbw_GBps": sig3(m.get("base_bw")),
                             "cur_busbw_GBps": sig3(m.get("cur_bw")),
+                            "noise_log": sig3(m.get("noise")),
                         }
                         for k, b, m in bad
                     ],
@@ -146,6 +151,8 @@ def _rows_for_compare(df) -> list[dict[str, Any]]:  # noqa: ANN001 - a DataFrame
             "hosts",
             "ranks",
             "time_us",
+            "time_us_min",
+            "time_us_max",
             "busbw_GBps",
             "status",
         )
