@@ -87,6 +87,10 @@ class NodeVerdicts:
             return None
         return v.capacity_GBps if v.capacity_GBps is not None else v.median_busbw_GBps
 
+    def effect(self, host: str) -> float | None:
+        """A slow node's effect ratio (busbw relative to its peers), None for a node that is not slow."""
+        return next((v.effect_ratio for v in self.slow if v.host == host), None)
+
     def intermittent(self, host: str) -> bool:
         return any(v.host == host and v.kind == "intermittent" for v in self.slow)
 
@@ -201,6 +205,13 @@ def judge_nodes(
         under = np.array([h in sv.below for h in m.hosts])
         crossing |= under[:, None] ^ under[None, :]
     for i, v in _intermittent(m, n_tests, t, cap, hop_class, crossing).items():
+        passes = v.p_value is not None and v.p_value * n_tests <= t.fwer
+        if i in slow and passes and slow[i].kind == "capped" and v.effect_ratio <= t.slow_pair_factor:
+            # bimodal: its slow pairs sit far below even its (diluted) capped effect, so it is fast
+            # with most partners and slow in some rounds; "capped" would leave those pairs to look
+            # like slow links
+            slow[i] = v
+            continue
         if i not in slow:
             (slow if v.p_value is not None and v.p_value * n_tests <= t.fwer else suspects)[i] = v
             if i in slow:

@@ -83,6 +83,20 @@ def test_intermittent_node_is_a_node_not_its_links(tmp_path):
     assert serious(found, "slow_pair") == []
 
 
+@pytest.mark.parametrize(
+    ("physics", "node", "seed"), [("multiplicative", "node0033", 0), ("bottleneck", "node0028", 2)]
+)
+def test_intermittent_node_diluted_in_one_class_is_still_intermittent(tmp_path, physics, node, seed):
+    """Cases where the node's slow rounds pulled its median in one hop class down to a "capped"
+    effect of about 0.9: its slow-round pairs (about 0.5) then came out as ten slow links."""
+    _, found = run(
+        tmp_path, "d", (f"intermittent:{node}=0.5@0.3",), seed=seed, pair_sizes=(1 << 30,), physics=physics
+    )
+    nodes = [f for f in found if f.rule == "slow_node" and f.severity in WARN]
+    assert [f.subject for f in nodes] == [node] and nodes[0].evidence["kind"] == "intermittent"
+    assert serious(found, "slow_pair") == []
+
+
 def test_slow_uplink_is_the_switch_not_its_hosts(tmp_path):
     _, found = run(tmp_path, "u", ("uplink:leaf02=0.5",))
     assert serious(found, "slow_switch") == ["leaf02"]

@@ -67,6 +67,13 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         class_med = m.class_median_bw.get(klass, [None] * len(m.sizes))
         cell = int(m.cell[i, j]) if m.cell is not None else -1
         cell_med = m.cell_median_bw[cell] if cell >= 0 else class_med[-1]
+        if bw_now is not None and cell_med and any(
+            (eff := nodes.effect(h)) and bw_now >= t.slow_pair_factor * eff * cell_med for h in (a, b)
+        ):
+            # no slower than its slow node's own effect explains: the node is the fault (a node slow
+            # in some rounds only can look capped in one class, and its capacity is then its fast
+            # rounds', so the capacity test above does not catch these pairs)
+            continue
         effects = m.class_effect[k] if m.class_effect is not None and k is not None else m.node_effect
         expected = None
         if cell_med is not None:
