@@ -21,6 +21,7 @@ from typing import Any
 from netbench.collectives.sizes import parse_size
 from netbench.reports.rule_ids import ALL_IDS
 
+from netbench.common.files import read_user_text
 from netbench.common.findings import SEVERITIES
 from netbench.common.topology import is_hop_class
 
@@ -240,13 +241,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
         return Policy()
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PolicyError(f"policy file not found: {path}") from None
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise PolicyError(f"{path}: cannot read the policy file: {exc.strerror}") from None
+        data = tomllib.loads(read_user_text(path, "policy file", PolicyError))
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(f"{path}: not valid TOML: {exc}") from None
     try:

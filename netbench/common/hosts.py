@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from netbench.common.errors import UsageError
+from netbench.common.files import read_user_text
 from netbench.common.hostlist import MAX_HOSTS, expand_hostlist
 
 MAX_NAME = 253
@@ -37,7 +38,6 @@ _ZONE_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")  # an IPv6 zone: an interface n
 _LINE_BREAKS = {"\x0b": "VT", "\x0c": "FF", "\x1c": "FS", "\x1d": "GS", "\x1e": "RS", "\x85": "NEL",
                 "\u2028": "U+2028 LINE SEPARATOR", "\u2029": "U+2029 PARAGRAPH SEPARATOR"}
 #: the largest hosts file read (100,000 hosts with labels are a few MB)
-MAX_FILE_BYTES = 64 << 20
 
 
 @dataclass
@@ -182,20 +182,7 @@ def parse_hosts_text(text: str, source: str = "<hosts>") -> list[HostEntry]:
 def parse_hosts_file(path: str | Path) -> list[HostEntry]:
     """Read and parse a hosts file. Missing/unreadable/empty files raise UsageError (exit 2)."""
     p = Path(path)
-    try:
-        with p.open("rb") as fh:  # not only regular files: --hosts <(scontrol show hostnames) is a pipe
-            raw = fh.read(MAX_FILE_BYTES + 1)
-        if len(raw) > MAX_FILE_BYTES:
-            raise UsageError(f"{p}: larger than {MAX_FILE_BYTES >> 20} MiB; not a hosts file")
-        text = raw.decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: hosts file not found") from None
-    except IsADirectoryError:
-        raise UsageError(f"{p}: is a directory, not a hosts file") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{p}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"{p}: cannot read hosts file: {exc.strerror}") from None
+    text = read_user_text(p, "hosts file")
     entries = parse_hosts_text(text, str(p))
     if not entries:
         raise UsageError(f"{p}: no hosts in file")

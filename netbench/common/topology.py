@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from netbench.common.errors import UsageError
+from netbench.common.files import read_user_text
 from netbench.common.hostlist import expand_hostlist
 
 INTRA, LEAF, SPINE, CORE, UNKNOWN = "intra", "leaf", "spine", "core", "unknown"
@@ -433,10 +434,4 @@ def load_topology(path: str | Path) -> Topology:
     """Read a topology file in any accepted form; a missing, unreadable or malformed file is a
     TopologyError (a UsageError: one line, exit 2)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise TopologyError(f"{p}: topology file not found") from None
-    except OSError as exc:
-        raise TopologyError(f"{p}: cannot read topology file: {exc.strerror}") from None
-    return parse_topology(text, str(p))
+    return parse_topology(read_user_text(p, "topology file", TopologyError), str(p))
