@@ -98,7 +98,7 @@ class Headline:
 def large_message_summary(rows: list[dict[str, Any]], top: int = TOP_SIZES) -> list[dict[str, Any]]:
     """Per (collective, pattern, group, engine): mean busbw and algbw over the ``top`` largest sizes."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
+    for r in map(_no_nan, rows):
         if r.get("status", "ok") == "ok" and r.get("busbw_GBps") is not None:
             key = (r["collective"], r["pattern"], r.get("group"), r.get("engine") or "torch")
             groups.setdefault(key, []).append(r)
@@ -116,6 +116,11 @@ def large_message_summary(rows: list[dict[str, Any]], top: int = TOP_SIZES) -> l
             "wrong": sum(int(r.get("wrong") or 0) for r in rs),
         })
     return out
+
+
+def _no_nan(row: dict[str, Any]) -> dict[str, Any]:
+    """A row from a DataFrame has NaN where a field was absent; NaN != NaN would split groups."""
+    return {k: v for k, v in row.items() if not (isinstance(v, float) and v != v)}
 
 
 def bundled_references() -> list[Reference]:

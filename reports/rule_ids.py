@@ -38,6 +38,9 @@ FINDING_IDS: dict[str, str] = {
     "cross_spine_penalty": "info",
     # expected
     "below_expected": "warn",
+    # ceiling
+    "below_ceiling": "warn",
+    "above_ceiling": "info",
     # regression
     "regression": "warn",
     "env_changed": "info",

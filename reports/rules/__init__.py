@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from netbench.reports.rule_ids import ENGINE_IDS
 from netbench.reports.rules import (
+    ceiling,
     cross_switch,
     engines,
     errors,
@@ -30,6 +31,7 @@ RULES: list[Rule] = [
     stragglers.RULE,
     cross_switch.RULE,
     expected.RULE,
+    ceiling.RULE,
     regression.RULE,
     engines.RULE,
     unreadable.RULE,
