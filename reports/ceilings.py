@@ -59,7 +59,13 @@ class RefMatch:
     def text(self) -> str:
         rng = (f"{self.low_GBps:.0f}" if self.low_GBps == self.high_GBps
                else f"{self.low_GBps:.0f}-{self.high_GBps:.0f}")
-        return f"{rng} GB/s ({self.ref.algo}, {self.ref.id}: {self.ref.source})"
+        return f"{rng} GB/s ({self.ref.algo}, {self.ref.id}: {self.source})"
+
+    @property
+    def source(self) -> str:
+        """The source as shown: without the URL scheme, so the offline report holds no link that a
+        reader's tooling would mistake for a resource to fetch (tests/test_report_html.py)."""
+        return self.ref.source.replace("https://", "").replace("http://", "")
 
 
 @dataclass(frozen=True)

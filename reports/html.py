@@ -487,6 +487,41 @@ def _inventory(ctx: AnalysisContext) -> str:
     )
 
 
+def _ceilings(ctx: AnalysisContext) -> str:
+    """Each headline (pairs are in the heatmap) with its % of ceiling or why that is unknown, the
+    published reference it matches, and why it is above its links' rate when it is."""
+    lines = [h for h in ctx.analyses.headlines if h.pattern != "pair"]
+    if not lines:
+        return "<p class='note'>No group of two or more ranks measured bandwidth.</p>"
+    body = []
+    for h in lines:
+        c = h.ceiling
+        ceiling = (f"{c.GBps:.1f} GB/s<br><span class='note'>{e(c.basis)}</span>" if c.GBps is not None
+                   else f"unknown: {e(c.unknown)}")
+        share = f"{h.fraction:.0%}" if h.fraction is not None else "&ndash;"
+        ref = "&ndash;"
+        if h.reference is not None:
+            r = h.reference
+            rng = f"{r.low_GBps:.0f}" if r.low_GBps == r.high_GBps else f"{r.low_GBps:.0f}-{r.high_GBps:.0f}"
+            ref = (f"{rng} GB/s ({e(r.ref.algo)})<br><span class='note'>{e(r.ref.note)} &mdash; "
+                   f"{e(r.source)}</span>")
+        why = f"<br><span class='note'>{e(h.exceeds)}</span>" if h.exceeds else ""
+        where = " ".join(h.hosts) if len(h.hosts) <= 4 else f"{len(h.hosts)} hosts"
+        body.append(
+            f"<tr><td>{e(h.collective)}</td><td>{e(h.pattern)}</td><td class='mono'>{e(where)}</td>"
+            f"<td>{h.ranks}</td><td>{e(h.engine)}</td><td>{h.busbw_GBps:.2f}</td>"
+            f"<td>{share}{why}</td><td>{ceiling}</td><td>{ref}</td></tr>"
+        )
+    return (
+        "<p class='note'>Large-message busbw (mean of the largest sizes) against the physical ceiling the "
+        "inventory gives: across nodes the slowest node's NIC ports (rate, or their PCIe link when lower), "
+        "within a node a GPU's NVLinks. Ring algorithms stay below it; Tree and NVLS can exceed it.</p>"
+        "<div class='tablewrap'><table id='ceilings-table'><thead><tr><th>collective</th><th>pattern</th>"
+        "<th>hosts</th><th>ranks</th><th>engine</th><th>busbw GB/s</th><th>of ceiling</th><th>ceiling</th>"
+        f"<th>published reference</th></tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
 def _environment(ctx: AnalysisContext) -> str:
     from netbench.reports.compare import flatten_env
 
@@ -636,12 +671,14 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <header class="top"><h1>netbench report &mdash; <span class="mono">{e(run_id)}</span></h1>
 <div class="meta">{n_hosts} hosts &middot; {len(ctx.rows)} measurements{baseline_note}
 &middot; generated {generated}</div>
-<nav class="toc no-print"><a href="#findings">Findings</a><a href="#curves">Bandwidth</a>
+<nav class="toc no-print"><a href="#findings">Findings</a><a href="#ceilings">Ceilings</a>
+<a href="#curves">Bandwidth</a>
 <a href="#heatmap">Pairs</a>
 <a href="#topology">Topology</a><a href="#inventory">Inventory</a><a href="#environment">Environment</a>
 <a href="#data">Raw data</a></nav></header>
 {_verdict(findings)}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
+<section id="ceilings"><h2>Against the hardware's ceiling</h2>{_ceilings(ctx)}</section>
 <section id="curves"><h2>Bus bandwidth vs message size</h2>
 <p class="note">Median busbw per size{"; dashed: the baseline" if ctx.baseline else ""}.
 nccl-tests conventions

@@ -36,7 +36,7 @@ def _evidence(h: Headline) -> dict:
     }
     if h.reference is not None:
         ev["reference_GBps"] = [sig3(h.reference.low_GBps), sig3(h.reference.high_GBps)]
-        ev["reference"] = f"{h.reference.ref.id}: {h.reference.ref.source}"
+        ev["reference"] = f"{h.reference.ref.id}: {h.reference.source}"
     return ev
 
 
