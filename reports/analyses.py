@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from netbench.reports.ceilings import Headline, headlines, references
+from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.pairmodel import PairModel, fit_pair_model
 from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_cut, robust_sigma
 
@@ -131,6 +132,7 @@ class Analyses:
     nodes: NodeVerdicts
     retests: RetestEvidence | None = None  # None outside preflight: nothing was re-tested
     headlines: tuple[Headline, ...] = ()  # large-message busbw of each group against its ceiling
+    counters: CounterDeltas = CounterDeltas()  # what each port's counters did during the run
 
 
 def analyse(ctx: AnalysisContext) -> Analyses:
@@ -143,7 +145,8 @@ def analyse(ctx: AnalysisContext) -> Analyses:
         else NodeVerdicts()
     )
     lines = headlines(ctx.ok_rows.to_dict("records"), ctx.inventory, references(ctx.policy.references))
-    return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines))
+    return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
+                    counters=counter_deltas(ctx.counters))
 
 
 INTERMITTENT_Z = 3.0

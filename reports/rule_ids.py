@@ -26,6 +26,9 @@ FINDING_IDS: dict[str, str] = {
     "pcie_degraded": "warn",
     "pcie_gen_low": "info",
     "nvlink_down": "fail",
+    # port_counters
+    "link_flap": "fail",
+    "port_errors": "warn",
     # versions
     "version_below_minimum": "fail",
     "outdated_firmware": "warn",
