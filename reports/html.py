@@ -522,6 +522,33 @@ def _ceilings(ctx: AnalysisContext) -> str:
     )
 
 
+def _counters(ctx: AnalysisContext) -> str:
+    """Per port, the counters that rose between the snapshots before and after the run; error
+    counters first. Hosts without a pair of snapshots are named with why."""
+    d = ctx.analyses.counters
+    if not ctx.counters:
+        return ("<p class='note'>No port counter snapshots in this run (taken by <code>sweep --hosts</code> "
+                "and <code>preflight</code> over SSH, before and after the traffic).</p>")
+    body = []
+    for p in sorted(d.ports, key=lambda p: (-len(p.errors) - p.flaps, p.host, p.port)):
+        if not p.rose and not p.went_back:
+            continue
+        errs = ", ".join(f"{k} +{v}" for k, v in sorted(p.errors.items())) or "none"
+        other = ", ".join(f"{k} +{v}" for k, v in sorted(p.rose.items())[:12] if k not in p.errors)
+        back = (f"<br><span class='note'>went back (reset?): {e(', '.join(p.went_back))}</span>"
+                if p.went_back else "")
+        body.append(f"<tr><td class='mono'>{e(p.host)}</td><td class='mono'>{e(p.port)}</td>"
+                    f"<td>{e(p.source)}</td><td>{e(errs)}</td><td class='mono'>{e(other)}{back}</td></tr>")
+    missing = "".join(f"<li>{e(h)}: {e(why)}</li>" for h, why in sorted(d.missing.items()))
+    return (
+        f"<p class='note'>{d.hosts_compared} host(s) compared, {len(d.ports)} port(s); only ports whose "
+        "counters changed are listed.</p><div class='tablewrap'><table id='counters-table'><thead><tr>"
+        "<th>host</th><th>port</th><th>source</th><th>errors during the run</th><th>other counters that rose"
+        f"</th></tr></thead><tbody>{''.join(body) or '<tr><td colspan=5>no counter changed</td></tr>'}"
+        "</tbody></table></div>" + (f"<p>Not compared:</p><ul>{missing}</ul>" if missing else "")
+    )
+
+
 def _environment(ctx: AnalysisContext) -> str:
     from netbench.reports.compare import flatten_env
 
@@ -674,7 +701,8 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <nav class="toc no-print"><a href="#findings">Findings</a><a href="#ceilings">Ceilings</a>
 <a href="#curves">Bandwidth</a>
 <a href="#heatmap">Pairs</a>
-<a href="#topology">Topology</a><a href="#inventory">Inventory</a><a href="#environment">Environment</a>
+<a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
+<a href="#environment">Environment</a>
 <a href="#data">Raw data</a></nav></header>
 {_verdict(findings)}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
@@ -686,6 +714,7 @@ nccl-tests conventions
 <div class="grid2">{curves or "<p class='note'>No bandwidth measurements.</p>"}</div></section>
 <section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
 <section id="topology"><h2>Topology</h2>{_topology(ctx, findings)}</section>
+<section id="counters"><h2>Port counters during the run</h2>{_counters(ctx)}</section>
 <section id="inventory"><h2>Inventory</h2>{_inventory(ctx)}</section>
 <section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>
 <section id="data"><h2>Raw data</h2>
