@@ -266,7 +266,11 @@ def _counters(c: _Ctx) -> None:
         c.inv.counters.extend(port_counters.parse_ib_counters(text))
     for name, s in sorted(c.sections.items()):
         if name.startswith("ethtool-S:") and not why_missing(c.sections, name):
-            pc = port_counters.parse_ethtool_s(s.text, name.split(":", 1)[1])
+            try:  # one odd device must not lose the other ports' counters
+                pc = port_counters.parse_ethtool_s(s.text, name.split(":", 1)[1])
+            except ValueError as e:
+                c.inv.missing[f"counters:{name}"[:80]] = f"parse error in {name}: {e}"[:_MAX_REASON]
+                continue
             if pc.counters:
                 c.inv.counters.append(pc)
     if not c.inv.counters:

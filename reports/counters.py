@@ -1,43 +1,15 @@
 """What the links did during a run: port counter deltas between the snapshots a sweep or preflight
-takes before and after its traffic (``counters.jsonl``; ``inventory/parsers/port_counters.py``).
-
-Error counters are named, not guessed from every number: the InfiniBand PortCounters that mean a
-bad cable, transceiver or port (IBTA PortCounters: SymbolErrorCounter, LinkErrorRecoveryCounter,
-LinkDownedCounter, PortRcvErrors, ... as Linux names them in sysfs), the mlx5 RDMA ``hw_counters``
-that mean lost or refused packets (not the congestion signals such as ``roce_adp_retrans`` or
-``out_of_sequence``, which a busy healthy fabric shows too), and Ethernet ``ethtool -S`` names made
-of error words (``rx_crc_errors_phy``, ``rx_errors``, ``tx_discards_phy``; never ``*_corrected*``
-or the XDP program's own counters). A link flap is ``link_downed`` or a ``link_down*`` counter rising.
+takes before and after its traffic (``counters.jsonl``). Which counters are errors and which mean a
+link flap is decided once, in ``inventory/parsers/port_counters.py`` (``is_error``, ``is_flap``).
+The file is read back as untrusted data: a port or counter of the wrong shape is skipped.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-IB_ERRORS = frozenset({
-    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
-    "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
-    "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors", "VL15_dropped",
-    # mlx5 hw_counters: packets lost or refused end to end
-    "local_ack_timeout_err", "rnr_nak_retry_err", "packet_seq_err", "out_of_buffer",
-    "req_cqe_error", "resp_cqe_error",
-})
-_ETH_ERROR = re.compile(r"(?:^|_)(?:errors?|err|crc|discards?|drops?|dropped|fcs|missed)(?:_|$)")
-_ETH_NOT = re.compile(r"corrected|xdp")
-_FLAP = re.compile(r"^link_downed$|(?:^|_)link_down")
-
-
-def is_error(name: str, source: str) -> bool:
-    if source == "sysfs-ib":
-        return name in IB_ERRORS
-    return bool(_ETH_ERROR.search(name)) and not _ETH_NOT.search(name)
-
-
-def is_flap(name: str) -> bool:
-    return bool(_FLAP.search(name))
+from netbench.inventory.parsers.port_counters import is_error, is_flap
 
 
 @dataclass(frozen=True)
@@ -94,11 +66,13 @@ def counter_deltas(snapshots: list[dict[str, Any]]) -> CounterDeltas:
             if ap is None:
                 continue
             source = str(bp.get("source") or "")
-            bc, ac = bp.get("counters") or {}, ap.get("counters") or {}
+            bc, ac = bp.get("counters"), ap.get("counters")
+            if not isinstance(bc, dict) or not isinstance(ac, dict):
+                continue
             rose, back = {}, []
             for k, v0 in bc.items():
                 v1 = ac.get(k)
-                if not isinstance(v0, int) or not isinstance(v1, int):
+                if type(v0) is not int or type(v1) is not int:  # bool is an int too
                     continue
                 if v1 > v0:
                     rose[k] = v1 - v0

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.local import read_probe_script
-from netbench.inventory.parsers.port_counters import parse_ethtool_s, parse_ib_counters
+from netbench.inventory.parsers.port_counters import is_error, parse_ethtool_s, parse_ib_counters
 from netbench.reports.context import AnalysisContext
-from netbench.reports.counters import counter_deltas, is_error
+from netbench.reports.counters import counter_deltas
 from netbench.reports.rules import port_counters
 
 DATA = Path(__file__).parent / "data"
@@ -63,14 +63,18 @@ def test_ethtool_s_of_a_real_veth_and_a_real_nic():
     veth_file = ETHTOOL / "generated-veth-linux-6.18-ethtool-6.1__ethtool_-S_veth.txt"
     veth = parse_ethtool_s(veth_file.read_text(), "nbceil-a")
     assert veth.port == "nbceil-a" and veth.source == "ethtool" and "rx_queue_0_drops" in veth.counters
+    assert "peer_ifindex" not in veth.counters and "rx_queue_0_xdp_drops" not in veth.counters  # not judged
     nic = parse_ethtool_s((ETHTOOL / "prometheus-node_exporter__collector_fixtures_ethtool_eth0_statistics")
                           .read_text(), "eth0")
-    assert nic.counters["rx_missed"] == 401 and nic.counters["duplicate_metric"] == 2
+    assert nic.counters["rx_missed"] == 401 and nic.counters["rx_packets"] == 1260062
+    assert "rx_unicast" not in nic.counters and "duplicate_metric" not in nic.counters  # neither judged
     assert "duplicate metric" not in nic.counters  # a name with a space is not a counter name
     lo = parse_ethtool_s((ETHTOOL / "generated-linux-6.18-ethtool-6.1__ethtool_-S_lo.txt").read_text(), "lo")
     assert lo.counters == {}
     with pytest.raises(ValueError):
         parse_ethtool_s("driver: mlx5_core\nversion: 5.0\n", "eth0")
+    with pytest.raises(ValueError):
+        parse_ethtool_s("NIC statistics:\n     rx_errors: 1\n", "eth0<img>")
 
 
 def test_error_counter_names():
@@ -118,6 +122,12 @@ def test_a_counter_that_went_back_is_named_not_judged(tmp_path: Path):
     deltas = counter_deltas([before, snapshot("h", tree, "after")])
     (p,) = [p for p in deltas.ports if p.port == "mlx5_0/1"]
     assert p.went_back == ("port_rcv_errors",) and p.errors == {}
+
+
+def test_snapshots_of_the_wrong_shape_are_skipped_not_fatal():
+    odd = [{"phase": "before", "host": "a", "ports": [{"port": "p", "counters": [1, 2]}, "x"]},
+           {"phase": "after", "host": "a", "ports": [{"port": "p", "counters": {"rx_errors": True}}]}]
+    assert counter_deltas(odd).ports == ()
 
 
 def test_hosts_without_both_snapshots_are_named():
