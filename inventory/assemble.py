@@ -31,6 +31,7 @@ from netbench.inventory.parsers import (
     nvlink_status,
     ofed,
     os_release,
+    port_counters,
     proc_driver,
     python_env,
     sysfs_ib,
@@ -259,6 +260,24 @@ def _nics_done(c: _Ctx) -> None:
         c.inv.missing["nics"] = "; ".join(reasons) or "no network adapters found"
 
 
+def _counters(c: _Ctx) -> None:
+    text = c.text("ib-counters")
+    if text is not None:
+        c.inv.counters.extend(port_counters.parse_ib_counters(text))
+    for name, s in sorted(c.sections.items()):
+        if name.startswith("ethtool-S:") and not why_missing(c.sections, name):
+            try:  # one odd device must not lose the other ports' counters
+                pc = port_counters.parse_ethtool_s(s.text, name.split(":", 1)[1])
+            except ValueError as e:
+                c.inv.missing[f"counters:{name}"[:80]] = f"parse error in {name}: {e}"[:_MAX_REASON]
+                continue
+            if pc.counters:
+                c.inv.counters.append(pc)
+    if not c.inv.counters:
+        c.miss("counters", "ib-counters")
+        c.inv.missing.setdefault("counters", "no port reported counters")
+
+
 def _neighbors(c: _Ctx) -> None:
     text = c.text("lldp")
     if text is not None:
@@ -336,6 +355,7 @@ STEPS: list[tuple[str, str, Callable[[_Ctx], None]]] = [
     ("nics", "ibstat", _ib_nics),
     ("nics", "ethtool-i", _eth_nics),
     ("nics", "nics", _nics_done),
+    ("counters", "ib-counters", _counters),
     ("neighbors", "lldp", _neighbors),
     ("ofed_version", "ofed", _ofed),
     ("nccl_version_system", "nccl-system", _nccl_system),

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from typing import TYPE_CHECKING, TextIO
 
 from netbench.inventory.assemble import build_inventory, split_sections
@@ -52,10 +53,11 @@ def _unique(entries: Sequence[HostEntry]) -> list[HostEntry]:
 
 
 def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = 60,
-               python: str | None = None, active: _Active | None = None) -> NodeInventory:
+               python: str | None = None, active: _Active | None = None, only: str = "") -> NodeInventory:
     """Inventory one host over SSH; never raises for the host's own failures (they become the status).
 
     ``active`` (internal) tracks open connections so an interrupted collection can close them all.
+    ``only="counters"``: the probe reads the port counters and nothing else (a run's snapshots).
     """
     start = time.monotonic()
     labels = dict(entry.labels)
@@ -67,7 +69,7 @@ def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: f
             if active is not None:
                 active.add(conn)
             try:
-                argv = ["sh", "-s", "--", py, nonce]
+                argv = ["sh", "-s", "--", py, nonce] + ([only] if only else [])
                 rc, out, err = conn.run(argv, stdin=script.encode(), timeout=probe_timeout)
             finally:
                 if active is not None:
@@ -103,6 +105,27 @@ def collect_inventory(
     ``python``: interpreter the probe asks for python/torch/NCCL versions when a host has no
     ``python=`` label. ``progress(done, total, record)`` is called as each host finishes.
     """
+    return _probe_all(entries, opts, concurrency, probe_timeout, python, progress, only="")
+
+
+def snapshot_counters(
+    entries: Sequence[HostEntry],
+    opts: SSHOptions,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    probe_timeout: float = 30,
+) -> list[dict]:
+    """Every host's port counters now, for counters.jsonl: {host, status, error, collected_at,
+    ports} per host. A host that cannot be read says why; it never stops the run."""
+    nodes = _probe_all(entries, opts, concurrency, probe_timeout, None, None, only="counters")
+    return [
+        {"host": n.host, "status": n.status, "error": n.error or n.missing.get("counters"),
+         "collected_at": n.collected_at, "ports": [asdict(p) for p in n.counters]}
+        for n in nodes
+    ]
+
+
+def _probe_all(entries: Sequence[HostEntry], opts: SSHOptions, concurrency: int, probe_timeout: float,
+               python: str | None, progress: Progress | None, only: str) -> list[NodeInventory]:
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     hosts = _unique(entries)
@@ -115,7 +138,7 @@ def collect_inventory(
 
     def one(entry: HostEntry) -> NodeInventory:
         nonlocal done
-        inv = probe_host(entry, opts, script, probe_timeout, python, active)
+        inv = probe_host(entry, opts, script, probe_timeout, python, active, only)
         if progress is not None:
             with lock:
                 done += 1

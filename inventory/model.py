@@ -108,6 +108,17 @@ class SwitchNeighbor:
 
 
 @dataclass
+class PortCounters:
+    """One port's counters as read once: ``port`` is ``mlx5_0/1`` (sysfs InfiniBand) or the netdev
+    (``ethtool -S``); ``counters`` maps the tool's own names to values. Comparing two readings of the
+    same port (before and after a run) gives what happened on the link during it."""
+
+    port: str
+    source: str  # sysfs-ib | ethtool
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class NodeInventory:
     """Everything recorded about one host. ``status`` says whether the probe reached it."""
 
@@ -131,6 +142,7 @@ class NodeInventory:
     topo: TopoMatrix | None = None
     nics: list[NIC] = field(default_factory=list)
     neighbors: list[SwitchNeighbor] = field(default_factory=list)
+    counters: list[PortCounters] = field(default_factory=list)
     ofed_version: str | None = None
     nccl_version_system: str | None = None
     nccl_version_torch: str | None = None
@@ -166,5 +178,6 @@ class NodeInventory:
         kw["nvlinks"] = [_from_dict(NVLink, g) for g in data.get("nvlinks") or []]
         kw["nics"] = [_from_dict(NIC, g) for g in data.get("nics") or []]
         kw["neighbors"] = [_from_dict(SwitchNeighbor, g) for g in data.get("neighbors") or []]
+        kw["counters"] = [_from_dict(PortCounters, g) for g in data.get("counters") or []]
         kw["topo"] = _from_dict(TopoMatrix, data.get("topo"))
         return cls(**kw)

@@ -12,6 +12,8 @@
 # Arguments / environment (all optional):
 #   $1 or NETBENCH_PYTHON        python to ask for python/torch/NCCL versions (default python3)
 #   $2 or NETBENCH_PROBE_NONCE   token added to headers so output cannot forge a section
+#   $3 or NETBENCH_PROBE_ONLY    "counters": only the port counters (the snapshot a run takes
+#                                before and after itself), else everything
 #   NETBENCH_PROBE_TIMEOUT       seconds per tool (default 10); NETBENCH_IB_TIMEOUT for fabric
 #                                discovery (default 20); NETBENCH_PY_TIMEOUT for python (default 60)
 #   NETBENCH_IB_FULL=1           keep the whole iblinkinfo output instead of this node's lines
@@ -19,6 +21,7 @@
 
 PY=${1:-${NETBENCH_PYTHON:-python3}}
 NONCE=${2:-${NETBENCH_PROBE_NONCE:-}}
+ONLY=${3:-${NETBENCH_PROBE_ONLY:-}}
 T=${NETBENCH_PROBE_TIMEOUT:-10}
 IB_T=${NETBENCH_IB_TIMEOUT:-20}
 PY_T=${NETBENCH_PY_TIMEOUT:-60}
@@ -133,6 +136,36 @@ ethtool_all() {
     return 0
 }
 
+ib_counters() { # every port's counters/ and hw_counters/ files, one "dev/ports/N/dir/name: value" line each
+    if [ ! -d "$IB_SYS" ]; then
+        header ib-counters 1
+        printf '%s not found (no RDMA devices)\n' "$IB_SYS"
+        return 0
+    fi
+    header ib-counters 0
+    for _p in "$IB_SYS"/*/ports/*; do
+        [ -d "$_p" ] || continue
+        _d=${_p%/ports/*}
+        for _f in "$_p"/counters/* "$_p"/hw_counters/*; do
+            [ -f "$_f" ] && [ -r "$_f" ] || continue
+            _rel=${_f#"$_p"/}
+            printf '%s/ports/%s/%s: %s\n' "${_d##*/}" "${_p##*/}" "$_rel" "$(cat "$_f" 2>/dev/null)"
+        done
+    done
+    return 0
+}
+
+ethtool_stats() { # ethtool -S of every physical netdev (RoCE and Ethernet ports' counters)
+    have ethtool || return 0
+    for _d in "$NET_SYS"/*; do
+        _n=${_d##*/}
+        [ -e "$_d/device" ] || continue
+        case $_n in *[!A-Za-z0-9_.:@-]*) continue ;; esac
+        section "ethtool-S:$_n" "$T" ethtool -S "$_n"
+    done
+    return 0
+}
+
 ib_fabric() { # this node's lines of iblinkinfo -l (or ibnetdiscover -p): the switch ports it is cabled to
     if have iblinkinfo; then
         _tool=iblinkinfo
@@ -216,6 +249,14 @@ else:
         print("torch_nccl_error=%s: %s" % (type(e).__name__, e))
 '
 
+if [ "$ONLY" = counters ]; then
+    section hostname "$T" hostname
+    ib_counters
+    ethtool_stats
+    header end 0
+    exit 0
+fi
+
 # Untrusted, fabric-supplied text (LLDP, IB node descriptions) comes first: with no nonce the
 # reader keeps the last section of a name, so a forged header there is overridden by the real one.
 section lldp "$T" lldpcli -f json show neighbors details
@@ -232,7 +273,9 @@ file_section proc-driver /proc/driver/nvidia/version
 section ibstat "$T" ibstat
 section ibv_devinfo "$T" ibv_devinfo
 sysfs_ib
+ib_counters
 ethtool_all
+ethtool_stats
 section ofed "$T" ofed_info -s
 nccl_system
 section python "$PY_T" "$PY" -c "$PY_CODE"

@@ -53,6 +53,16 @@ def _inventory(
     return {n.host: n for n in nodes}
 
 
+def snapshot_counters(
+    phase: str, entries: list[Any], ssh_opts: Any, rundir: RunDir, concurrency: int
+) -> None:
+    """Read every host's port counters (a second, counters-only probe pass) into counters.jsonl, so
+    the report can show what the links did during the run (``phase``: before | after)."""
+    from netbench.inventory.collect import snapshot_counters as snapshot
+
+    rundir.write_counters(phase, snapshot(entries, ssh_opts, concurrency=concurrency))
+
+
 def host_switches(
     entries: list[Any], topology_file: str | None, echo: Callable[[str], None]
 ) -> dict[str, str]:
@@ -129,7 +139,14 @@ def run_cluster(
         fail_fast=False,
         print_table=lambda row: row.get("pattern") != "pair",
     )
-    outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
+    counters = opts.inventory and not local  # the snapshots go where the inventory went: over SSH
+    if counters:
+        snapshot_counters("before", live, ssh_opts, rundir, opts.concurrency)
+    try:
+        outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
+    finally:  # an interrupted run keeps what its links did until then
+        if counters:
+            snapshot_counters("after", live, ssh_opts, rundir, opts.concurrency)
     outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rundir.read_rows(), echo)
     return rundir, outcome

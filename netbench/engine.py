@@ -22,7 +22,7 @@ from netbench.common.text import terminal_safe
 from netbench.coordinator import Coordinator, Outcome
 from netbench.launch import HostSlot, Launcher
 from netbench.progress import Progress
-from netbench.table import TablePrinter, large_message_summary
+from netbench.table import TablePrinter
 
 
 @dataclass
@@ -122,23 +122,36 @@ def execute(
             phases=out.phases,
             faults=[asdict(f) for f in out.faults],
         )
-    summarize(rows, out, echo)
+    summarize(rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
     return out
 
 
-def summarize(rows: list[dict[str, Any]], outcome: Outcome, echo: Callable[[str], None]) -> None:
-    summary = [s for s in large_message_summary(rows) if s["pattern"] in ("world", "ring", "intra")]
-    engines = {s["engine"] for s in summary}
+def summarize(
+    rows: list[dict[str, Any]],
+    outcome: Outcome,
+    echo: Callable[[str], None],
+    inventory: list[dict[str, Any]] | None = None,
+) -> None:
+    """The closing lines: each headline (large-message busbw) with its % of the physical ceiling the
+    inventory gives (or why that is unknown) and the published reference it matches (the bundled
+    table; a policy's own references apply in the report)."""
+    from netbench.reports.ceilings import headlines, large_message_summary, references
+
+    patterns = ("world", "ring", "intra")
+    summary = [s for s in large_message_summary(rows) if s["pattern"] in patterns]
+    lines = headlines(rows, inventory or [], references(), patterns)
+    engines = {h.engine for h in lines}
     echo("#")
-    for s in summary:
-        if s["ranks"] < 2:  # busbw is 0 by definition; algbw would read as a link of 1e5 GB/s
-            continue
-        sizes = ", ".join(format_size(b) for b in s["sizes"])
-        who = f" [{s['engine']}]" if len(engines) > 1 else ""
+    for h in lines:
+        sizes = ", ".join(format_size(b) for b in h.sizes)
+        who = f" [{h.engine}]" if len(engines) > 1 else ""
         echo(
-            f"# {s['collective'] + who:<15} large-message busbw {s['busbw_GBps']:8.3f} GB/s "
-            f"(algbw {s['algbw_GBps']:.3f}; mean of the {len(s['sizes'])} largest sizes: {sizes})"
+            f"# {h.collective + who:<15} large-message busbw {h.busbw_GBps:8.3f} GB/s "
+            f"(algbw {h.algbw_GBps:.3f}; mean of the {len(h.sizes)} largest sizes: {sizes})"
         )
+        echo(f"#   {h.ceiling_text()}")
+        if h.exceeds:
+            echo(f"#   {h.exceeds}")
     if summary and all(s["ranks"] < 2 for s in summary):
         echo(
             "# one rank: nothing crossed a link, so there is no bus bandwidth to report; out-of-place "

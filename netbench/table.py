@@ -1,9 +1,9 @@
 """nccl-tests' table on stdout, so people and their scripts read netbench like nccl-tests.
 
 One line per size with the out-of-place and in-place measurements side by side; a variant a
-collective does not have (torch's broadcast is in place only) shows as ``N/A``. The summary gives
-large-message bus bandwidth and names the sizes it used, instead of nccl-tests' "Avg bus bandwidth"
-over every size, which tiny messages drag down (nccl-tests issues #294, #71).
+collective does not have (torch's broadcast is in place only) shows as ``N/A``. The closing summary
+(``netbench.engine.summarize``, from ``netbench.reports.ceilings``) gives large-message bus bandwidth
+against its ceiling instead of nccl-tests' "Avg bus bandwidth" over every size.
 """
 
 from __future__ import annotations
@@ -85,34 +85,3 @@ class TablePrinter:
         if all(m in got for m in want):
             self.write(format_line(got.get(False), got.get(True)))
             del self._pending[key]
-
-
-def large_message_summary(rows: list[dict[str, Any]], top: int = 3) -> list[dict[str, Any]]:
-    """Per (collective, pattern, group): mean busbw over the ``top`` largest sizes measured.
-
-    That is the figure that says what the fabric delivers; the all-size average mostly says how
-    many tiny sizes were in the sweep.
-    """
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
-        if r.get("status") == "ok" and r.get("busbw_GBps") is not None:
-            key = (r["collective"], r["pattern"], r.get("group"), r.get("engine") or "torch")
-            groups.setdefault(key, []).append(r)
-    out = []
-    for (coll, pattern, group, engine), rs in groups.items():
-        sizes = sorted({r["bytes"] for r in rs})[-top:]
-        sel = [r for r in rs if r["bytes"] in sizes]
-        out.append(
-            {
-                "collective": coll,
-                "pattern": pattern,
-                "group": group,
-                "engine": engine,
-                "ranks": max(r["ranks"] for r in rs),
-                "sizes": sizes,
-                "busbw_GBps": sum(r["busbw_GBps"] for r in sel) / len(sel),
-                "algbw_GBps": sum(r["algbw_GBps"] for r in sel) / len(sel),
-                "wrong": sum(r.get("wrong") or 0 for r in rs),
-            }
-        )
-    return out

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
+from netbench.reports.ceilings import Headline, headlines, references
+from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.pairmodel import PairModel, fit_pair_model
 from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_cut, robust_sigma
 
@@ -133,17 +135,22 @@ class Analyses:
     pair_model: PairModel | None
     nodes: NodeVerdicts
     retests: RetestEvidence | None = None  # None outside preflight: nothing was re-tested
+    headlines: tuple[Headline, ...] = ()  # large-message busbw of each group against its ceiling
+    counters: CounterDeltas = CounterDeltas()  # what each port's counters did during the run
 
 
 def analyse(ctx: AnalysisContext) -> Analyses:
     """Every shared analysis of the context's inputs (rows, switches, policy, re-tests)."""
+
     model = fit_pair_model(ctx)
     nodes = (
         judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
         if model is not None
         else NodeVerdicts()
     )
-    return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests)
+    lines = headlines(ctx.ok_rows.to_dict("records"), ctx.inventory, references(ctx.policy.references))
+    return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
+                    counters=counter_deltas(ctx.counters))
 
 
 INTERMITTENT_Z = 3.0

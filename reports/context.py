@@ -84,6 +84,8 @@ class AnalysisContext:
     run_dir: Path | None = None
     retests: RetestEvidence | None = None  # preflight's re-tests of its suspects, an input
     given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
+    counters: list[dict[str, Any]] = field(default_factory=list)
+    """counters.jsonl: port counter snapshots before and after the run (``reports.counters``)."""
     unreadable: list[Unreadable] = field(default_factory=list)
     """Lines, files and fields the readers left out (this run's and the baseline's): the
     ``unreadable`` rule reports them, so a verdict is never given on data that was not read."""
@@ -101,9 +103,11 @@ class AnalysisContext:
         baseline: Baseline | None = None,
         retests: RetestEvidence | None = None,
         analyses: Analyses | None = None,
+        counters: list[dict[str, Any]] | None = None,
     ) -> AnalysisContext:
         """``analyses``: hand-made results for a test of one rule (otherwise computed from the rows)."""
         return cls(
+            counters=list(counters or []),
             rows=rows_frame(rows),
             inventory=[_inv_dict(n) for n in inventory or []],
             env=env or {"hosts": {}},
@@ -145,7 +149,10 @@ class AnalysisContext:
             rows.records, inventory.records, env.data, run.data, policy, topology, base, retests
         )
         ctx.run_dir = rd.path
-        ctx.unreadable = rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
+        counters = rd.load_counters()
+        ctx.counters = counters.records
+        ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
+                          + counters.unreadable)
         if ctx.topology is None:
             ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / "run.json")
         if base is not None:

@@ -487,6 +487,68 @@ def _inventory(ctx: AnalysisContext) -> str:
     )
 
 
+def _ceilings(ctx: AnalysisContext) -> str:
+    """Each headline (pairs are in the heatmap) with its % of ceiling or why that is unknown, the
+    published reference it matches, and why it is above its links' rate when it is."""
+    lines = [h for h in ctx.analyses.headlines if h.pattern != "pair"]
+    if not lines:
+        return "<p class='note'>No group of two or more ranks measured bandwidth.</p>"
+    body = []
+    for h in lines:
+        c = h.ceiling
+        ceiling = (f"{c.GBps:.1f} GB/s<br><span class='note'>{e(c.basis)}</span>" if c.GBps is not None
+                   else f"unknown: {e(c.unknown)}")
+        share = f"{h.fraction:.0%}" if h.fraction is not None else "&ndash;"
+        ref = "&ndash;"
+        if h.reference is not None:
+            r = h.reference
+            rng = f"{r.low_GBps:.0f}" if r.low_GBps == r.high_GBps else f"{r.low_GBps:.0f}-{r.high_GBps:.0f}"
+            ref = (f"{rng} GB/s ({e(r.ref.algo)})<br><span class='note'>{e(r.ref.note)} &mdash; "
+                   f"{e(r.source)}</span>")
+        why = f"<br><span class='note'>{e(h.exceeds)}</span>" if h.exceeds else ""
+        where = " ".join(h.hosts) if len(h.hosts) <= 4 else f"{len(h.hosts)} hosts"
+        body.append(
+            f"<tr><td>{e(h.collective)}</td><td>{e(h.pattern)}</td><td class='mono'>{e(where)}</td>"
+            f"<td>{h.ranks}</td><td>{e(h.engine)}</td><td>{h.busbw_GBps:.2f}</td>"
+            f"<td>{share}{why}</td><td>{ceiling}</td><td>{ref}</td></tr>"
+        )
+    return (
+        "<p class='note'>Large-message busbw (mean of the largest sizes) against the physical ceiling the "
+        "inventory gives: across nodes the slowest node's NIC ports (rate, or their PCIe link when lower), "
+        "within a node a GPU's NVLinks. Ring algorithms stay below it; Tree and NVLS can exceed it.</p>"
+        "<div class='tablewrap'><table id='ceilings-table'><thead><tr><th>collective</th><th>pattern</th>"
+        "<th>hosts</th><th>ranks</th><th>engine</th><th>busbw GB/s</th><th>of ceiling</th><th>ceiling</th>"
+        f"<th>published reference</th></tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _counters(ctx: AnalysisContext) -> str:
+    """Per port, the counters that rose between the snapshots before and after the run; error
+    counters first. Hosts without a pair of snapshots are named with why."""
+    d = ctx.analyses.counters
+    if not ctx.counters:
+        return ("<p class='note'>No port counter snapshots in this run (taken by <code>sweep --hosts</code> "
+                "and <code>preflight</code> over SSH, before and after the traffic).</p>")
+    body = []
+    for p in sorted(d.ports, key=lambda p: (-len(p.errors) - p.flaps, p.host, p.port)):
+        if not p.rose and not p.went_back:
+            continue
+        errs = ", ".join(f"{k} +{v}" for k, v in sorted(p.errors.items())) or "none"
+        other = ", ".join(f"{k} +{v}" for k, v in sorted(p.rose.items())[:12] if k not in p.errors)
+        back = (f"<br><span class='note'>went back (reset?): {e(', '.join(p.went_back))}</span>"
+                if p.went_back else "")
+        body.append(f"<tr><td class='mono'>{e(p.host)}</td><td class='mono'>{e(p.port)}</td>"
+                    f"<td>{e(p.source)}</td><td>{e(errs)}</td><td class='mono'>{e(other)}{back}</td></tr>")
+    missing = "".join(f"<li>{e(h)}: {e(why)}</li>" for h, why in sorted(d.missing.items()))
+    return (
+        f"<p class='note'>{d.hosts_compared} host(s) compared, {len(d.ports)} port(s); only ports whose "
+        "counters changed are listed.</p><div class='tablewrap'><table id='counters-table'><thead><tr>"
+        "<th>host</th><th>port</th><th>source</th><th>errors during the run</th><th>other counters that rose"
+        f"</th></tr></thead><tbody>{''.join(body) or '<tr><td colspan=5>no counter changed</td></tr>'}"
+        "</tbody></table></div>" + (f"<p>Not compared:</p><ul>{missing}</ul>" if missing else "")
+    )
+
+
 def _environment(ctx: AnalysisContext) -> str:
     from netbench.reports.compare import flatten_env
 
@@ -666,12 +728,15 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <header class="top"><h1>netbench report &mdash; <span class="mono">{e(run_id)}</span></h1>
 <div class="meta">{n_hosts} hosts &middot; {len(ctx.rows)} measurements{baseline_note}
 &middot; generated {generated}</div>
-<nav class="toc no-print"><a href="#findings">Findings</a><a href="#curves">Bandwidth</a>
+<nav class="toc no-print"><a href="#findings">Findings</a><a href="#ceilings">Ceilings</a>
+<a href="#curves">Bandwidth</a>
 <a href="#heatmap">Pairs</a>
-<a href="#topology">Topology</a><a href="#inventory">Inventory</a><a href="#environment">Environment</a>
+<a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
+<a href="#environment">Environment</a>
 <a href="#data">Raw data</a></nav></header>
 {_verdict(findings)}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
+<section id="ceilings"><h2>Against the hardware's ceiling</h2>{_ceilings(ctx)}</section>
 <section id="curves"><h2>Bus bandwidth vs message size</h2>
 <p class="note">Median busbw per size{"; dashed: the baseline" if ctx.baseline else ""}.
 nccl-tests conventions
@@ -680,6 +745,7 @@ nccl-tests conventions
 <section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
 {_engines(ctx)}
 <section id="topology"><h2>Topology</h2>{_topology(ctx, findings)}</section>
+<section id="counters"><h2>Port counters during the run</h2>{_counters(ctx)}</section>
 <section id="inventory"><h2>Inventory</h2>{_inventory(ctx)}</section>
 <section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>
 <section id="data"><h2>Raw data</h2>

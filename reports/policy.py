@@ -75,6 +75,9 @@ class Thresholds:
     """Cross-spine pairs below this fraction of same-leaf pairs (oversubscription) are a warning."""
     max_findings_per_rule: int = 200
     """Keep the report readable at 1,000 nodes: beyond this, a rule's findings are summarised."""
+    below_ceiling_factor: float = 0.5
+    """A headline busbw (large sizes, at least ``large_min_bytes``) below this fraction of its
+    physical ceiling (NIC or NVLink rate from the inventory) is ``below_ceiling``."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -83,6 +86,7 @@ class Thresholds:
             "regression_busbw_factor",
             "straggler_fraction",
             "cross_spine_warn_ratio",
+            "below_ceiling_factor",
         ):
             v = getattr(self, name)
             if not 0 < v <= 1:
@@ -147,6 +151,40 @@ class Expectations:
         ]
 
 
+REFERENCE_SCOPES = ("intra", "per_nic")
+
+
+@dataclass
+class Reference:
+    """A published busbw figure with its source (``reports/assets/references.toml`` bundles some; a
+    policy's ``[[reference]]`` adds more, or replaces a bundled one of the same ``id``)."""
+
+    id: str
+    collective: str
+    scope: str  # intra: one node over NVLink; per_nic: across nodes, per NIC of the slowest node
+    low_GBps: float
+    high_GBps: float
+    source: str
+    gpu: list[str] = field(default_factory=list)  # substrings of the GPU name; empty: any
+    gpus: int = 0  # GPUs per node it was measured with; 0: any
+    nic_gbps: float | None = None  # per_nic: the port rate it applies to
+    algo: str = "default"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"reference {self.id!r}"
+        if self.scope not in REFERENCE_SCOPES:
+            raise PolicyError(f"{where}: scope must be one of {REFERENCE_SCOPES}, got {self.scope!r}")
+        if not 0 < self.low_GBps <= self.high_GBps:
+            raise PolicyError(f"{where}: need 0 < low_GBps <= high_GBps")
+        if self.scope == "per_nic" and not (self.nic_gbps and self.nic_gbps > 0):
+            raise PolicyError(f"{where}: a per_nic reference needs nic_gbps > 0")
+        if not self.source.strip():
+            raise PolicyError(f"{where}: a reference needs its source")
+        if not isinstance(self.gpu, list) or not all(isinstance(g, str) and g for g in self.gpu):
+            raise PolicyError(f"{where}: gpu must be a list of GPU name parts")
+
+
 @dataclass
 class Versions:
     """Minimum versions per component. A value is a version string, or for ``nic_firmware`` /
@@ -184,6 +222,8 @@ class Policy:
     versions: Versions = field(default_factory=Versions)
     severity: dict[str, str] = field(default_factory=dict)
     """Per-rule severity overrides, e.g. ``outdated_firmware = "fail"``."""
+    references: list[Reference] = field(default_factory=list)
+    """Published figures to compare headlines with, besides (or replacing, by id) the bundled ones."""
     source: str | None = None  # the file it came from, for the report
 
     def __post_init__(self) -> None:
@@ -205,7 +245,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
     """Build a dataclass from a TOML table, naming any unknown key."""
     if not isinstance(data, dict):
         raise PolicyError(f"{where} must be a table")
-    names = {f.name for f in dataclasses.fields(cls) if f.name != "source"}
+    names = {f.name for f in dataclasses.fields(cls)}
     for key in data:
         if key not in names:
             raise PolicyError(f"unknown key {where}.{key}")
@@ -216,7 +256,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
 
 
 def policy_from_dict(data: dict[str, Any], source: str | None = None) -> Policy:
-    names = {"thresholds", "expect", "versions", "severity"}
+    names = {"thresholds", "expect", "versions", "severity", "reference"}
     for key in data:
         if key not in names:
             raise PolicyError(f"unknown key {key} (known: {', '.join(sorted(names))})")
@@ -231,7 +271,16 @@ def policy_from_dict(data: dict[str, Any], source: str | None = None) -> Policy:
         if not isinstance(data["severity"], dict):
             raise PolicyError("severity must be a table of rule = severity")
         kw["severity"] = dict(data["severity"])
+    if "reference" in data:
+        kw["references"] = build_references(data["reference"], "reference")
     return Policy(source=source, **kw)
+
+
+def build_references(entries: Any, where: str) -> list[Reference]:
+    """``[[reference]]`` tables -> References, strict like every policy key."""
+    if not isinstance(entries, list):
+        raise PolicyError(f"{where} must be an array of tables ([[reference]])")
+    return [_build(Reference, e, f"{where}[{i}]") for i, e in enumerate(entries)]
 
 
 def load_policy(path: str | Path | None = None) -> Policy:

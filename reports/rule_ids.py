@@ -26,6 +26,9 @@ FINDING_IDS: dict[str, str] = {
     "pcie_degraded": "warn",
     "pcie_gen_low": "info",
     "nvlink_down": "fail",
+    # port_counters
+    "link_flap": "fail",
+    "port_errors": "warn",
     # versions
     "version_below_minimum": "fail",
     "outdated_firmware": "warn",
@@ -38,6 +41,9 @@ FINDING_IDS: dict[str, str] = {
     "cross_spine_penalty": "info",
     # expected
     "below_expected": "warn",
+    # ceiling
+    "below_ceiling": "warn",
+    "above_ceiling": "info",
     # regression
     "regression": "warn",
     "env_changed": "info",

@@ -186,6 +186,7 @@ class NetHost:
     host_key: Path
     tools_dir: Path | None = None
     tools_mount: str = DEFAULT_TOOLS_MOUNT
+    session_env: dict[str, str] = field(default_factory=dict)  # sshd SetEnv: every session sees it
     proc: subprocess.Popen | None = field(default=None, repr=False)
     pair_classes: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -365,6 +366,7 @@ class TestNetwork:
             "MaxSessions 256",
             "AllowTcpForwarding yes",
             "AcceptEnv NETBENCH_*",
+            *([f"SetEnv {' '.join(f'{k}={v}' for k, v in h.session_env.items())}"] if h.session_env else []),
             "LogLevel INFO",
             "Subsystem sftp internal-sftp",
             "",
@@ -473,6 +475,19 @@ class TestNetwork:
         generate_ed25519(h.host_key, comment=f"root@{h.name}")
         self.start_sshd(name)
         return h.host_key_line()
+
+    def set_session_env(self, name: str, env: Mapping[str, str]) -> None:
+        """Environment for every later SSH session on this host (sshd's SetEnv; sshd is restarted
+        to read it). Pointing ``NETBENCH_IB_SYSFS`` at a copied tree gives the host InfiniBand ports
+        whose counters a test can change, without a bind mount over /sys."""
+        h = self.host(name)
+        for k, v in env.items():
+            if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", k) or re.search(r"[\s\"'\\]", v):
+                raise ValueError(f"unsupported session variable {k}={v!r}")
+        h.session_env = dict(env)
+        h.sshd_config.write_text(self._sshd_config(h))
+        self.stop_sshd(name)
+        self.start_sshd(name)
 
     def install_tools(self, name: str, tools_dir: str | Path, mount: str = DEFAULT_TOOLS_MOUNT) -> None:
         """Bind ``tools_dir`` onto ``mount`` (on root's default PATH) for this host only.

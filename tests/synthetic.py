@@ -137,7 +137,7 @@ def make_fleet(
     stragglers: dict[str, float] | None = None,
     noise: float = 0.05,
     spine_factor: float = 0.85,
-    peak_GBps: float = 180.0,  # large-message busbw of a healthy same-leaf pair
+    peak_GBps: float = 360.0,  # large-message busbw of a healthy same-leaf pair: 90% of 8 x 400G NICs
     latency_us: float = 20.0,
     collective: str = "all_reduce",
     pair_rank_times: bool = True,

@@ -147,7 +147,7 @@ def test_no_regression_when_same():
 
 
 def test_below_expected_busbw_by_hop_class():
-    fleet = make_fleet(8, 2, pair_sizes=(1 << 30,), spine_factor=0.5, noise=0.01, seed=7)
+    fleet = make_fleet(8, 2, pair_sizes=(1 << 30,), spine_factor=0.5, noise=0.01, seed=7, peak_GBps=180.0)
     pol = Policy(
         expect=Expectations(
             busbw=[

@@ -5,6 +5,7 @@ Layout (each JSON file carries a ``schema``)::
     run.json          command line, times, version, launcher, options, status
     env.json          per host: python, torch, NCCL, CUDA ... and NCCL_* variables
     inventory.jsonl   one NodeInventory per host
+    counters.jsonl    port counters of every host before and after the run (a line per host and phase)
     results.jsonl     one ResultRow per measurement, appended + flushed + fsync'd as measured
     findings.json     derived (netbench report): netbench.common.findings
     report.html       derived (netbench report)
@@ -34,10 +35,12 @@ if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
 RUN_SCHEMA = "netbench.run/1"
 ENV_SCHEMA = "netbench.env/1"
 PLAN_SCHEMA = "netbench.plan/1"
+COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
 # any of these makes a directory a run directory, which a new run must not write into
-RUN_FILES = ("run.json", "results.jsonl", "inventory.jsonl", "plan.json", "env.json", "findings.json")
+RUN_FILES = ("run.json", "results.jsonl", "inventory.jsonl", "counters.jsonl", "plan.json", "env.json",
+             "findings.json")
 
 
 class RunDirTaken(UsageError):
@@ -360,6 +363,32 @@ class RunDir:
         """inventory.jsonl; ``check`` (the inventory model's shape, which this layer does not know)
         refuses a node that does not fit, named with its line."""
         return read_jsonl(self.inventory_path, check)
+
+    @property
+    def counters_path(self) -> Path:
+        return self.path / "counters.jsonl"
+
+    def write_counters(self, phase: str, snapshots: list[dict[str, Any]]) -> None:
+        """Append one snapshot of every host's port counters (``phase``: before | after the run),
+        one line per host: {schema, phase, host, status, error, collected_at, ports}. The before
+        lines are on disk before any traffic, so an interrupted run keeps them."""
+        with open(self.counters_path, "a", encoding="utf-8") as fh:
+            for snap in snapshots:
+                fh.write(json.dumps({"schema": COUNTERS_SCHEMA, "phase": phase, **snap}, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def load_counters(self) -> JsonlRead:
+        """counters.jsonl: snapshots that name a phase and a host; others are left out, named."""
+
+        def check(rec: Any) -> str | None:
+            if not isinstance(rec, dict) or rec.get("phase") not in ("before", "after"):
+                return "not a counters snapshot (no phase before/after)"
+            if not isinstance(rec.get("host"), str) or not isinstance(rec.get("ports", []), list):
+                return "counters snapshot without a host name or with ports that are not a list"
+            return None
+
+        return read_jsonl(self.counters_path, check)
 
     def read_rows(self) -> list[dict[str, Any]]:
         """The usable rows of results.jsonl (``load_rows`` also says which lines were left out)."""

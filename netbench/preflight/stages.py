@@ -278,7 +278,7 @@ def run_preflight(
     Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
     measured names suspects not re-tested yet and the budget allows."""
     from netbench import __version__
-    from netbench.cluster import host_switches
+    from netbench.cluster import host_switches, snapshot_counters
     from netbench.common.errors import UsageError
     from netbench.common.findings import worst
     from netbench.common.rundir import RunDir, utc_now
@@ -346,6 +346,8 @@ def run_preflight(
                 f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
             )
         setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo)
+        measured = [by_name[h] for h in live]
+        snapshot_counters("before", measured, ssh_opts, rundir, opts.concurrency)
         rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners)
         gate = PhaseGate(budget)
         echo(
@@ -413,6 +415,7 @@ def run_preflight(
         else:
             default_reason = f"not re-tested: {max_escalations} escalations already ran"
         info["retests"] = {k: asdict(v) for k, v in retests.items()}
+        snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
 
     # 5. report
     ctx, findings = analyse(rundir, policy, topology, baseline, RetestEvidence(retests, default_reason))

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from netbench.reports.rule_ids import ENGINE_IDS
 from netbench.reports.rules import (
+    ceiling,
     cross_switch,
     engines,
     errors,
     expected,
     link_health,
+    port_counters,
     regression,
     slow_node,
     slow_pair,
@@ -26,10 +28,12 @@ RULES: list[Rule] = [
     slow_node.RULE,
     slow_pair.RULE,
     link_health.RULE,
+    port_counters.RULE,
     versions.RULE,
     stragglers.RULE,
     cross_switch.RULE,
     expected.RULE,
+    ceiling.RULE,
     regression.RULE,
     engines.RULE,
     unreadable.RULE,

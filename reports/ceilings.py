@@ -1,0 +1,251 @@
+"""Headline figures against their physical ceiling and published references ("is this normal?").
+
+A headline is the large-message busbw of one (collective, pattern, group, engine): the mean over the
+few largest sizes measured, which is what the fabric delivers (nccl-tests' "Avg bus bandwidth" over
+every size mostly says how many tiny sizes were swept; nccl-tests issues #294, #71).
+
+Its ceiling follows from the inventory (``inventory.ceilings``): within one node, a GPU's NVLink
+(the sum of its links up, one direction) or, without NVLink, its PCIe link; across nodes, the
+slowest node's data ports (rate, or the PCIe link the adapter trained at when lower), counting at
+most one port per rank on the node, since NCCL drives about one NIC per GPU and gloo one interface.
+busbw is defined so that a ring's busbw equals the traffic on its narrowest link (nccl-tests
+PERFORMANCE.md), hence "busbw <= ceiling" for ring algorithms. Tree and NVLS move fewer bytes over
+the bottleneck than busbw's factor assumes, so they can exceed it; ``exceeds`` says why when one does.
+When the inventory does not know the hardware the ceiling is None and ``unknown`` says why.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from netbench.inventory.ceilings import NodeLinks, node_links
+from netbench.inventory.model import NodeInventory
+from netbench.reports.policy import Reference, build_references
+
+#: busbw this much above a ceiling is "above" (timing noise and rounding stay quiet)
+ABOVE_MARGIN = 1.05
+#: headlines are summarised over this many of the largest sizes
+TOP_SIZES = 3
+
+_NO_INVENTORY = ("the run has no inventory (a local `netbench sweep` does not probe the hardware; "
+                 "`netbench sweep --hosts` and `netbench preflight` do)")
+_CPU_ONE_HOST = ("CPU ranks on one host: gloo moves the data through loopback and shared memory, "
+                 "no network link to measure")
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The bound of one headline: ``GBps`` and the hardware it follows from, or ``unknown``: why not."""
+
+    GBps: float | None
+    basis: str = ""
+    unknown: str | None = None
+    nic_ports: int = 0  # per_nic references scale by this (the slowest node's ports counted)
+    nic_gbps: float | None = None  # their rate when they all share one
+    gpu_name: str | None = None  # intra: the node's GPU model (references match on it)
+
+
+@dataclass(frozen=True)
+class RefMatch:
+    """A reference that applies to a headline, with its range scaled to it (per_nic x ports)."""
+
+    ref: Reference
+    low_GBps: float
+    high_GBps: float
+
+    def text(self) -> str:
+        rng = (f"{self.low_GBps:.0f}" if self.low_GBps == self.high_GBps
+               else f"{self.low_GBps:.0f}-{self.high_GBps:.0f}")
+        return f"{rng} GB/s ({self.ref.algo}, {self.ref.id}: {self.source})"
+
+    @property
+    def source(self) -> str:
+        """The source as shown: without the URL scheme, so the offline report holds no link that a
+        reader's tooling would mistake for a resource to fetch (tests/test_report_html.py)."""
+        return self.ref.source.replace("https://", "").replace("http://", "")
+
+
+@dataclass(frozen=True)
+class Headline:
+    collective: str
+    pattern: str
+    group: Any
+    engine: str
+    backend: str
+    ranks: int
+    hosts: tuple[str, ...]
+    sizes: tuple[int, ...]
+    busbw_GBps: float
+    algbw_GBps: float
+    wrong: int
+    ceiling: Ceiling
+    reference: RefMatch | None = None
+    exceeds: str | None = None  # why busbw is above the ceiling, when it is
+
+    @property
+    def fraction(self) -> float | None:
+        return self.busbw_GBps / self.ceiling.GBps if self.ceiling.GBps else None
+
+    def ceiling_text(self) -> str:
+        """``87% of ceiling 400 GB/s (...)`` or ``ceiling unknown: why``, and the reference."""
+        c = self.ceiling
+        if c.GBps is None:
+            text = f"ceiling unknown: {c.unknown}"
+        else:
+            text = f"{self.fraction:.0%} of ceiling {c.GBps:.1f} GB/s ({c.basis})"
+        if self.reference is not None:
+            text += f"; reference {self.reference.text()}"
+        return text
+
+
+def large_message_summary(rows: list[dict[str, Any]], top: int = TOP_SIZES) -> list[dict[str, Any]]:
+    """Per (collective, pattern, group, engine): mean busbw and algbw over the ``top`` largest sizes."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in map(_no_nan, rows):
+        if r.get("status", "ok") == "ok" and r.get("busbw_GBps") is not None:
+            key = (r["collective"], r["pattern"], r.get("group"), r.get("engine") or "torch")
+            groups.setdefault(key, []).append(r)
+    out = []
+    for (coll, pattern, group, engine), rs in groups.items():
+        sizes = sorted({int(r["bytes"]) for r in rs})[-top:]
+        sel = [r for r in rs if int(r["bytes"]) in sizes]
+        hosts = dict.fromkeys(h for r in rs for h in (r.get("hosts") or []))
+        out.append({
+            "collective": coll, "pattern": pattern, "group": group, "engine": engine,
+            "backend": next((r.get("backend") for r in rs if r.get("backend")), ""),
+            "ranks": max(int(r["ranks"]) for r in rs), "hosts": list(hosts), "sizes": sizes,
+            "busbw_GBps": sum(float(r["busbw_GBps"]) for r in sel) / len(sel),
+            "algbw_GBps": sum(float(r["algbw_GBps"]) for r in sel) / len(sel),
+            "wrong": sum(int(r.get("wrong") or 0) for r in rs),
+        })
+    return out
+
+
+def _no_nan(row: dict[str, Any]) -> dict[str, Any]:
+    """A row from a DataFrame has NaN where a field was absent; NaN != NaN would split groups."""
+    return {k: v for k, v in row.items() if not (isinstance(v, float) and v != v)}
+
+
+def bundled_references() -> list[Reference]:
+    text = resources.files("netbench.reports").joinpath("assets/references.toml").read_text(encoding="utf-8")
+    return build_references(tomllib.loads(text).get("reference", []), "references.toml reference")
+
+
+def references(policy_refs: list[Reference] | None = None) -> list[Reference]:
+    """The bundled table with the policy's entries added; a policy entry replaces one of its id."""
+    merged = {r.id: r for r in bundled_references()}
+    merged.update({r.id: r for r in policy_refs or []})
+    return list(merged.values())
+
+
+def links_by_host(inventory: list[dict[str, Any]] | list[NodeInventory]) -> dict[str, NodeLinks]:
+    """Each reachable node's bounds (unreachable ones are absent: their ceiling is unknown)."""
+    out = {}
+    for node in inventory:
+        inv = node if isinstance(node, NodeInventory) else NodeInventory.from_dict(node)
+        if inv.ok:
+            out[inv.host] = node_links(inv)
+    return out
+
+
+def ceiling_of(summary: dict[str, Any], nodes: dict[str, NodeLinks], have_inventory: bool) -> Ceiling:
+    hosts = list(summary["hosts"])
+    cpu = summary["backend"] == "gloo"
+    if len(hosts) <= 1:
+        if cpu:
+            return Ceiling(None, unknown=_CPU_ONE_HOST)
+        if not have_inventory:
+            return Ceiling(None, unknown=_NO_INVENTORY)
+        node = nodes.get(hosts[0]) if hosts else None
+        if node is None:
+            return Ceiling(None, unknown=f"no inventory of host {hosts[0] if hosts else '?'} (unreachable?)")
+        if node.nvlink_GBps:
+            gen = f" {node.nvlink_generation}" if node.nvlink_generation else ""
+            return Ceiling(node.nvlink_GBps, gpu_name=node.gpu_name, basis=(
+                f"NVLink{gen}: {node.nvlink_links} links up = {node.nvlink_GBps:.0f} GB/s per GPU and "
+                f"direction on {node.host}, the GPU with the least"))
+        if node.gpu_pcie_GBps:
+            return Ceiling(node.gpu_pcie_GBps, gpu_name=node.gpu_name, basis=(
+                f"no NVLink ({node.nvlink_unknown}): GPUs exchange over PCIe, the narrowest GPU link "
+                f"{node.gpu_pcie_GBps:.1f} GB/s on {node.host}"))
+        return Ceiling(None, unknown=f"{node.host}: no NVLink ({node.nvlink_unknown}), no GPU PCIe link")
+    if not have_inventory:
+        return Ceiling(None, unknown=_NO_INVENTORY)
+    per_host = max(1, int(summary["ranks"]) // len(hosts))
+    ports = 1 if cpu else per_host
+    bounds: list[tuple[float, NodeLinks]] = []
+    for h in hosts:
+        node = nodes.get(h)
+        if node is None:
+            return Ceiling(None, unknown=f"no inventory of host {h} (unreachable?)")
+        bw = node.nic_GBps(ports)
+        if bw is None:
+            return Ceiling(None, unknown=f"{h}: no NIC rate ({node.nic_unknown})")
+        bounds.append((bw, node))
+    bw, slowest = min(bounds, key=lambda b: b[0])
+    used = min(ports, len(slowest.nics))
+    why = (f"slowest node {slowest.host}: {slowest.nic_text(ports)} = {bw:.1f} GB/s"
+           if len(hosts) > 1 else f"{slowest.nic_text(ports)}")
+    if used < len(slowest.nics):
+        why += (f"; {'gloo uses one interface' if cpu else f'{per_host} rank(s) per node drive'} "
+                f"at most {used} of its {len(slowest.nics)} ports")
+    rates = {n.rate_gbps for n in slowest.nics}
+    return Ceiling(bw, basis=why, nic_ports=used, nic_gbps=rates.pop() if len(rates) == 1 else None)
+
+
+def _gpus_match(ref: Reference, gpu_name: str | None) -> bool:
+    return not ref.gpu or bool(gpu_name) and any(g.upper() in str(gpu_name).upper() for g in ref.gpu)
+
+
+def match_reference(summary: dict[str, Any], ceiling: Ceiling, refs: list[Reference]) -> RefMatch | None:
+    """The first reference for this collective and shape: intra (one node, ``gpus`` ranks, GPU model)
+    or per_nic (across nodes, the slowest node's port rate, scaled by its ports counted)."""
+    hosts = summary["hosts"]
+    for ref in refs:
+        if ref.collective != summary["collective"] or summary["backend"] != "nccl":
+            continue
+        if ref.scope == "intra" and len(hosts) == 1 and ceiling.GBps is not None:
+            if (not ref.gpus or ref.gpus == summary["ranks"]) and _gpus_match(ref, ceiling.gpu_name):
+                return RefMatch(ref, ref.low_GBps, ref.high_GBps)
+        elif ref.scope == "per_nic" and len(hosts) > 1 and ceiling.nic_gbps == ref.nic_gbps:
+            return RefMatch(ref, ref.low_GBps * ceiling.nic_ports, ref.high_GBps * ceiling.nic_ports)
+    return None
+
+
+def _exceeds(summary: dict[str, Any], ceiling: Ceiling) -> str | None:
+    if ceiling.GBps is None or summary["busbw_GBps"] <= ceiling.GBps * ABOVE_MARGIN:
+        return None
+    hosts = summary["hosts"]
+    if summary["collective"] == "all_reduce" and summary["backend"] == "nccl" and len(hosts) == 1:
+        return ("above the NVLink rate: NVLink SHARP (NVLS) reduces inside the NVSwitch, so each GPU sends "
+                "its data once instead of the 2(n-1)/n times busbw's ring factor assumes")
+    if summary["collective"] == "all_reduce" and summary["backend"] == "nccl" and len(hosts) == 2:
+        return ("above the NIC rate: on two nodes NCCL picks Tree (or NVLS tree), which sends each byte over "
+                "the network about once instead of the 2(n-1)/n times busbw's ring factor assumes; "
+                "set NCCL_ALGO=Ring to measure the fabric (nccl-tests issue #196)")
+    return ("above the inventory's bound: the group used links the inventory did not count (see its "
+            "ports left out), or the algorithm moved fewer bytes over them than busbw's factor assumes")
+
+
+def headlines(rows: list[dict[str, Any]], inventory: list[dict[str, Any]] | list[NodeInventory],
+              refs: list[Reference], patterns: tuple[str, ...] | None = None) -> list[Headline]:
+    """Every headline of the rows with its ceiling, reference and, when above, why. ``patterns``:
+    only those (the terminal shows world/ring/intra; pairs are summarised per pair elsewhere)."""
+    nodes = links_by_host(inventory)
+    out = []
+    for s in large_message_summary(rows):
+        if patterns is not None and s["pattern"] not in patterns:
+            continue
+        if s["ranks"] < 2:  # busbw is 0 by definition: nothing crossed a link
+            continue
+        ceiling = ceiling_of(s, nodes, bool(inventory))
+        out.append(Headline(
+            collective=s["collective"], pattern=s["pattern"], group=s["group"], engine=s["engine"],
+            backend=s["backend"], ranks=s["ranks"], hosts=tuple(s["hosts"]), sizes=tuple(s["sizes"]),
+            busbw_GBps=s["busbw_GBps"], algbw_GBps=s["algbw_GBps"], wrong=s["wrong"], ceiling=ceiling,
+            reference=match_reference(s, ceiling, refs), exceeds=_exceeds(s, ceiling),
+        ))
+    return out
