@@ -1,0 +1,104 @@
+"""``netbench sweep`` inside a Slurm allocation: what ``--hosts`` gives over SSH, from Slurm itself.
+
+Order of work (the same as cluster.py's, with Slurm as the source of each part):
+  hosts      the allocation's nodes (``SLURM_JOB_NODELIST``; netbench.common.slurm);
+  switches   ``scontrol show topology``, saved as ``topology.conf`` in the run directory and read
+             with the one topology parser (``--topology FILE`` wins, as over SSH);
+  inventory  inventory/probe.sh as one job step on every node (inventory/slurm_step.py, no SSH);
+             nodes the step could not reach are recorded and left out, as over SSH;
+  ranks      ``srun ... netbench worker`` on the nodes left, into this same run directory (made
+             here, status ``prepared``; rank 0 claims it), so the rows, the report and its
+             findings sit beside the inventory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+
+from netbench.common.errors import UsageError
+from netbench.common.hostlist import compress_hostlist
+from netbench.common.rundir import RunDir
+from netbench.common.slurm import Allocation, SlurmError, show_topology
+from netbench.common.text import terminal_safe
+from netbench.options import ClusterOptions
+
+TOPOLOGY_FILE = "topology.conf"
+
+
+def current_allocation() -> Allocation:
+    """The allocation to run in; a UsageError (exit 2) outside one or from inside a step."""
+    alloc = Allocation.from_env()
+    if alloc is None:
+        raise UsageError("--launcher slurm runs inside a Slurm allocation (salloc/sbatch): SLURM_JOB_ID is unset")
+    if alloc.in_step:
+        raise UsageError("netbench sweep --launcher slurm starts its own srun steps: run it from the "
+                         "allocation's shell or batch script, not under srun (srun runs `netbench worker`)")
+    return alloc
+
+
+def allocation_switches(rundir: RunDir, opts: ClusterOptions, echo: Callable[[str], None]) -> str | None:
+    """The topology file the ranks and the report will read: ``--topology``, else what
+    ``scontrol show topology`` says, saved in the run directory (None when Slurm has no switches)."""
+    if opts.topology:
+        return opts.topology
+    try:
+        text, topo = show_topology()
+    except SlurmError as exc:  # no switches is a poorer report, not a reason to measure nothing
+        echo(f"# switches: {exc}; pairs will not be judged by hop class")
+        return None
+    if topo is None:
+        echo("# switches: Slurm has no topology (TopologyPlugin=topology/none); pairs not judged by hop class")
+        return None
+    path = rundir.path / TOPOLOGY_FILE
+    path.write_text(text)
+    for w in topo.warnings:
+        echo(f"# topology warning: {terminal_safe(w, keep_newlines=False)}")
+    echo(f"# switches from scontrol show topology: {len(topo.leaves)} leaf switch(es), saved as {path.name}")
+    return str(path)
+
+
+def inventory_nodes(nodes: list[str], opts: ClusterOptions, rundir: RunDir,
+                    echo: Callable[[str], None]) -> list[str]:
+    """Probe every node as a job step, write inventory.jsonl; return the nodes that answered."""
+    from netbench.inventory.slurm_step import collect_inventory_srun
+
+    records = collect_inventory_srun(nodes, opts.python or sys.executable, timeout_s=max(opts.timeout_s, 30.0))
+    rundir.write_inventory(records)
+    for r in records:
+        if not r.ok:
+            echo(terminal_safe(f"# {r.host}: {r.status}: {r.error} (left out of the sweep)", keep_newlines=False))
+    return [r.host for r in records if r.ok]
+
+
+def run_in_allocation(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], None]) -> int:
+    """The whole sweep inside the allocation; srun's exit status (1 when no rank started)."""
+    from netbench.launch import SECRET_ENV, new_secret
+    from netbench.launch.wrap import srun_argv
+
+    if opts.hosts_file:
+        raise UsageError("--launcher slurm takes its hosts from the allocation: leave out --hosts")
+    alloc = current_allocation()
+    rundir = RunDir.create(opts.out)
+    echo(f"# netbench sweep inside Slurm job {alloc.job_id}: {len(alloc.nodes)} node(s) "
+         f"{compress_hostlist(alloc.nodes)}; run directory {rundir.path}")
+    topology = allocation_switches(rundir, opts, echo)
+    live = inventory_nodes(alloc.nodes, opts, rundir, echo) if opts.inventory else list(alloc.nodes)
+    if not live:
+        rundir.write_run(status="failed", error="no node of the allocation answered the inventory step")
+        echo("# no node of the allocation answered the inventory step: nothing to measure")
+        return 1
+    rundir.write_run(status="prepared", launcher="slurm", slurm_job_id=alloc.job_id, hosts=live)
+    argv = srun_argv(replace(opts, topology=topology), patterns,
+                     nodes=live if live != alloc.nodes else None, prepared=str(rundir.path))
+    echo(f"# srun on {compress_hostlist(live)}: netbench worker, pattern(s) {', '.join(patterns)}")
+    # srun hands our environment to every rank: the store's secret goes there, not in argv
+    rc = subprocess.run(argv, env={**os.environ, SECRET_ENV: new_secret()}).returncode
+    if rundir.read_run().get("status") == "prepared":  # rank 0 never claimed it: say why here
+        rundir.write_run(status="failed", error=f"srun exited {rc} before rank 0 started")
+        echo(f"# srun exited {rc} before rank 0 started; run directory {rundir.path}")
+        return rc or 1
+    return rc
