@@ -14,12 +14,15 @@ Order of work (the same as cluster.py's, with Slurm as the source of each part):
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from netbench.common.errors import UsageError
+from netbench.common.hosts import validate_hostname
 from netbench.common.hostlist import compress_hostlist
 from netbench.common.rundir import RunDir
 from netbench.common.slurm import Allocation, SlurmError, show_topology
@@ -74,6 +77,78 @@ def inventory_nodes(nodes: list[str], opts: ClusterOptions, rundir: RunDir,
     return [r.host for r in records if r.ok]
 
 
+# torch's store server logs this once per connecting rank whenever reverse DNS has no name for
+# the rank's address (usual on cluster networks); it says nothing about the run, so it is dropped.
+_NOISE = re.compile(r"\[c10d\] The hostname of the client socket cannot be retrieved")
+# what Slurm says when it ends a step or loses a task; the node names are validated before use
+_CANCELLED = re.compile(r"\*\*\* (?:STEP|JOB) ([\d.]+) ON ([A-Za-z0-9_.-]+) CANCELLED AT \S+ ?(.*?) ?\*\*\*")
+_TASK_LOST = re.compile(r"^srun: error: ([A-Za-z0-9_.-]+): tasks? [\d,-]+: (.+)$")
+
+
+@dataclass
+class StepEvents:
+    """What srun's stderr said about the step's end: a cancellation, tasks that died (by node)."""
+
+    cancelled: str | None = None  # "step 3.1 on h0 (DUE TO TIME LIMIT)"
+    lost: dict[str, str] = field(default_factory=dict)  # node -> srun's reason
+
+    def read(self, line: str) -> None:
+        if (m := _CANCELLED.search(line)) and self.cancelled is None:
+            why = m.group(3).strip()
+            self.cancelled = f"Slurm cancelled step {m.group(1)} on {m.group(2)}" + (f" ({why})" if why else "")
+        elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
+            self.lost.setdefault(m.group(1), m.group(2)[:120])
+
+    def describe(self, rc: int) -> str:
+        if self.cancelled:
+            return self.cancelled
+        if self.lost:
+            return "the step lost " + ", ".join(f"{n} ({why})" for n, why in self.lost.items())
+        return f"srun exited {rc}"
+
+
+def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:
+    """Run srun with its stdout ours and its stderr copied line by line, less torch's noise."""
+    events = StepEvents()
+    proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    try:
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", errors="replace")
+            events.read(line)
+            if not _NOISE.search(line):
+                sys.stderr.write(line)
+                sys.stderr.flush()
+    except KeyboardInterrupt:  # srun passes the first Ctrl-C on to the step; wait for its end
+        proc.send_signal(signal.SIGINT)
+    return proc.wait(), events
+
+
+def after_step(rundir: RunDir, rc: int, events: StepEvents, topology: str | None, report: bool,
+               echo: Callable[[str], None]) -> int:
+    """The exit status once srun returned. When rank 0 did not finish the run (Slurm cancelled the
+    step, a node died with rank 0's partner tasks), say so in one line naming the node, mark the
+    run and report on what was measured: every row was fsync'd as it arrived."""
+    from netbench.engine import finish_report
+
+    status = rundir.read_run().get("status")
+    if status == "prepared":  # rank 0 never claimed it
+        why = events.describe(rc)
+        rundir.write_run(status="failed", error=f"{why} before rank 0 started")
+        echo(terminal_safe(f"# {why} before rank 0 started; run directory {rundir.path}", keep_newlines=False))
+        return rc or 1
+    if status not in ("starting", "running"):  # rank 0 finished and reported
+        return rc
+    why = events.describe(rc)
+    rows = rundir.read_rows()
+    rundir.write_run(status="interrupted", error=why)
+    echo(terminal_safe(f"# {why}: the run ended early; {len(rows)} row(s) measured stay in {rundir.path}",
+                       keep_newlines=False))
+    if report and rows:
+        finish_report(rundir, echo, topology=topology)
+    return rc or 1
+
+
 def run_in_allocation(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], None]) -> int:
     """The whole sweep inside the allocation; srun's exit status (1 when no rank started)."""
     from netbench.launch import SECRET_ENV, new_secret
@@ -96,9 +171,5 @@ def run_in_allocation(opts: ClusterOptions, patterns: list[str], echo: Callable[
                      nodes=live if live != alloc.nodes else None, prepared=str(rundir.path))
     echo(f"# srun on {compress_hostlist(live)}: netbench worker, pattern(s) {', '.join(patterns)}")
     # srun hands our environment to every rank: the store's secret goes there, not in argv
-    rc = subprocess.run(argv, env={**os.environ, SECRET_ENV: new_secret()}).returncode
-    if rundir.read_run().get("status") == "prepared":  # rank 0 never claimed it: say why here
-        rundir.write_run(status="failed", error=f"srun exited {rc} before rank 0 started")
-        echo(f"# srun exited {rc} before rank 0 started; run directory {rundir.path}")
-        return rc or 1
-    return rc
+    rc, events = run_quietly(argv, env={**os.environ, SECRET_ENV: new_secret()})
+    return after_step(rundir, rc, events, topology, opts.report, echo)

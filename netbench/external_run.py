@@ -29,7 +29,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     from netbench.worker import run_rank
 
     env = detect()
-    store, addr, port, secret, _server = open_store(env)
+    store, addr, port, secret, _server = open_store(env, connect_timeout_s=opts.timeout_s)
     host = socket.gethostname()
     messages.set_sink(messages.StoreSink(store, env.rank))
     slots = gather_slots(store, env, host)

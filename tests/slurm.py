@@ -285,4 +285,35 @@ def _wait(ready, timeout: float, what: str, proc: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+
+
+
+# -- pytest fixtures -------------------------------------------------------------------------------
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the library half works without pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def slurm_factory(netns_factory):
+        """``make(extra_conf=(), hosts=..., leaves=...) -> SlurmCluster`` on a fresh test network whose
+        first host ``ctl`` is the controller (login node); stopped after the test. Default: compute
+        hosts h0, h1 on leaf sw0 (with ctl) and h2 on sw1, so pairs have two hop classes.
+        Skips the test with the reason when Slurm cannot be built here."""
+        reason = slurm_unavailable()
+        if reason:
+            pytest.skip(reason)
+        made: list[SlurmCluster] = []
+
+        def make(extra_conf: Sequence[str] = (), hosts: Sequence[str] = ("ctl", "h0", "h1", "h2"),
+                 leaves: Mapping[str, Sequence[str]] | None = None) -> SlurmCluster:
+            net = netns_factory(list(hosts), leaves=leaves or {"sw0": ["ctl", "h0", "h1"], "sw1": ["h2"]})
+            cluster = SlurmCluster.start(net, hosts[0], extra_conf=extra_conf)
+            made.append(cluster)
+            return cluster
+
+        yield make
+        for c in made:
+            c.stop()

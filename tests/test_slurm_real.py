@@ -1,0 +1,154 @@
+"""netbench inside a real Slurm cluster (tests/slurm.py): slurmctld, munged and one slurmd per test host.
+
+Few and quick on purpose (CI has 2 cores): one sweep inside an allocation checked for everything the
+SSH path gives, preflight as a real prolog that drains with its reason, and the faults that end a
+step early (a node lost, a step Slurm cancels).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+SMALL = ["-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1", "--pair-sizes", "64K"]
+NOISE = "hostname of the client socket cannot be retrieved"
+
+
+def _sweep(cluster, out: Path, *extra: str, nodes: int = 3, timeout: float = 150) -> subprocess.CompletedProcess:
+    return cluster.run(["salloc", f"-N{nodes}", sys.executable, "-m", "netbench", "sweep", "--out", str(out),
+                        *SMALL, *extra], timeout=timeout)
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_sweep_inside_allocation_has_hosts_switches_inventory_and_report(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+    r = _sweep(cluster, out, "--timeout", "30")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert NOISE not in r.stdout + r.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed" and run["launcher"] == "slurm"
+    # switches from `scontrol show topology`, through the one parser: leaves and the spine above them
+    assert run["topology"] == {"h0": "sw0", "h1": "sw0", "h2": "sw1", "sw0": "spine", "sw1": "spine"}
+    assert "SwitchName=spine" in (out / "topology.conf").read_text()
+    # the inventory ran as a job step on every node (no SSH: the hosts file has no ssh config here)
+    inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
+    assert [(n["host"], n["status"], n["hostname"]) for n in inv] == [(h, "ok", h) for h in ("h0", "h1", "h2")]
+    assert all(n["torch_version"] for n in inv)
+    rows = _rows(out)
+    pairs = {tuple(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
+    assert {frozenset(p) for p in pairs} == {frozenset(p) for p in (("h0", "h1"), ("h0", "h2"), ("h1", "h2"))}
+    assert any(row["pattern"] == "ring" and row["hosts"] == ["h0", "h1", "h2"] for row in rows)
+    assert (out / "report.html").is_file() and (out / "findings.json").is_file()
+
+
+def test_preflight_as_a_prolog_drains_the_node_with_its_reason(slurm_factory, tmp_path: Path) -> None:
+    """docs/recipes.md's prolog with --drain, run by slurmd itself at allocation time."""
+    prolog = tmp_path / "prolog.sh"
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[expect]\ngpus_per_node = 8\n")  # these nodes have no GPU: a failure of their own
+    cluster = slurm_factory([f"Prolog={prolog}", "PrologFlags=Alloc"])
+    cfg = cluster.net.write_ssh_config(tmp_path / "ssh_config")
+    prolog.write_text(f"""#!/bin/bash
+node=$(hostname -s)
+echo "$node" > "{tmp_path}/hosts-$SLURM_JOB_ID.txt"
+timeout 120 {sys.executable} -m netbench preflight --hosts "{tmp_path}/hosts-$SLURM_JOB_ID.txt" \\
+    --ssh-config {cfg} --python {sys.executable} --policy {policy} --drain \\
+    --out "{tmp_path}/prolog-$SLURM_JOB_ID" > "{tmp_path}/prolog-$node.log" 2>&1
+[ $? -ge 2 ] && exit 1
+exit 0
+""")
+    prolog.chmod(0o755)
+    r = cluster.run(["srun", "-N1", "-w", "h1", "--immediate=30", "hostname"], timeout=90)
+    assert r.returncode != 0  # the job never ran on the failing node
+    log = (tmp_path / "prolog-h1.log").read_text()
+    assert "netbench: drained h1 in Slurm (Reason='netbench: gpu_count_low:" in log
+    reasons = cluster.run(["sinfo", "-R", "-h", "-o", "%n|%E"]).stdout
+    assert "h1|netbench: gpu_count_low: h1: 0 GPUs visible, policy expects 8" in reasons.splitlines()
+    assert cluster.node_states()["h1"].startswith("drain") and cluster.node_states()["h0"] == "idle"
+
+
+def _when_rows(out: Path, n: int, then, timeout: float = 60) -> threading.Thread:
+    """Call ``then()`` once results.jsonl holds ``n`` rows (in a thread, while the sweep runs)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            p = out / "results.jsonl"
+            if p.exists() and len(p.read_text().splitlines()) >= n:
+                then()
+                return
+            time.sleep(0.1)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_node_lost_during_a_sweep_costs_its_pairs_and_names_it(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+    # h2 dies (slurmd, its step and every process on it) once the ring has begun
+    watcher = _when_rows(out, 2, lambda: cluster.net.kill_host("h2"))
+    start = time.monotonic()
+    r = _sweep(cluster, out, "--timeout", "10", "--pattern", "ring", "--pattern", "pairwise", timeout=120)
+    took = time.monotonic() - start
+    watcher.join(1)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and took < 100, text[-3000:]
+    assert NOISE not in text
+    said = [line for line in text.splitlines() if "h2" in line and ("lost" in line or "timeout" in line
+                                                                   or "failed" in line)]
+    assert said, text[-3000:]
+    rows = _rows(out)
+    assert any(row["status"] == "ok" for row in rows)  # what was measured stays
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] in ("completed", "interrupted")
+
+
+def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+
+    def cancel() -> None:  # the same end as a time limit: slurmstepd signals every task of the step
+        steps = cluster.run(["squeue", "-h", "-s", "-o", "%i"]).stdout.split()
+        worker = [s for s in steps if s.endswith(".1")]  # step 0 was the inventory
+        cluster.run(["scancel", worker[0] if worker else steps[-1]])
+
+    watcher = _when_rows(out, 2, cancel)
+    start = time.monotonic()
+    r = _sweep(cluster, out, "--timeout", "10", "-n", "50", "-e", "1M", timeout=120)
+    took = time.monotonic() - start
+    watcher.join(1)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and took < 60, text[-3000:]
+    assert NOISE not in text
+    ended = [line for line in r.stdout.splitlines() if "Slurm cancelled step" in line]
+    assert len(ended) == 1 and " on h0" in ended[0] and "row(s) measured stay" in ended[0], text[-3000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "interrupted" and run["error"].startswith("Slurm cancelled step")
+    assert _rows(out) and (out / "report.html").is_file()
+
+
+@pytest.mark.parametrize("node", ["nosuch-node9"])
+def test_worker_gives_up_on_an_unresolvable_node_within_its_timeout(node: str) -> None:
+    """What srun gives a rank whose allocation names a node that does not resolve (no Slurm needed)."""
+    env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "5", "SLURM_JOB_NODELIST": node,
+           "PATH": "/usr/bin:/bin"}
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "netbench", "worker", "--timeout", "5", "--out", "/nonexistent/x"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 15
+    assert r.returncode == 1
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == [f"netbench: error: rank 0's node '{node}' does not resolve (Name or service not known): "
+                     "cannot reach the run's store"]
