@@ -115,8 +115,8 @@ def collect_inventory_srun(nodes: Sequence[str], python: str, timeout_s: float =
     records = []
     for node in nodes:
         if node not in by_node:
-            records.append(NodeInventory(host=node, status="unreachable", probe_seconds=seconds,
-                                         error=_why_missing(node, step.stderr, step.returncode is None, timeout_s)))
+            why = _why_missing(node, step.stderr, step.returncode is None, timeout_s)
+            records.append(NodeInventory(host=node, status="unreachable", error=why, probe_seconds=seconds))
             continue
         inv = build_inventory(node, split_sections("\n".join(by_node[node]) + "\n", nonce=nonce))
         inv.probe_seconds = seconds

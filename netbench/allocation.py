@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from netbench.common.errors import UsageError
-from netbench.common.hosts import validate_hostname
 from netbench.common.hostlist import compress_hostlist
+from netbench.common.hosts import validate_hostname
 from netbench.common.rundir import RunDir
 from netbench.common.slurm import Allocation, SlurmError, show_topology
 from netbench.common.text import terminal_safe
@@ -36,7 +36,9 @@ def current_allocation() -> Allocation:
     """The allocation to run in; a UsageError (exit 2) outside one or from inside a step."""
     alloc = Allocation.from_env()
     if alloc is None:
-        raise UsageError("--launcher slurm runs inside a Slurm allocation (salloc/sbatch): SLURM_JOB_ID is unset")
+        raise UsageError(
+            "--launcher slurm runs inside a Slurm allocation (salloc/sbatch): SLURM_JOB_ID is unset"
+        )
     if alloc.in_step:
         raise UsageError("netbench sweep --launcher slurm starts its own srun steps: run it from the "
                          "allocation's shell or batch script, not under srun (srun runs `netbench worker`)")
@@ -54,7 +56,8 @@ def allocation_switches(rundir: RunDir, opts: ClusterOptions, echo: Callable[[st
         echo(f"# switches: {exc}; pairs will not be judged by hop class")
         return None
     if topo is None:
-        echo("# switches: Slurm has no topology (TopologyPlugin=topology/none); pairs not judged by hop class")
+        echo("# switches: Slurm has no topology (TopologyPlugin=topology/none); pairs not judged by hop "
+             "class")
         return None
     path = rundir.path / TOPOLOGY_FILE
     path.write_text(text)
@@ -69,11 +72,14 @@ def inventory_nodes(nodes: list[str], opts: ClusterOptions, rundir: RunDir,
     """Probe every node as a job step, write inventory.jsonl; return the nodes that answered."""
     from netbench.inventory.slurm_step import collect_inventory_srun
 
-    records = collect_inventory_srun(nodes, opts.python or sys.executable, timeout_s=max(opts.timeout_s, 30.0))
+    # the probe asks the python the ranks will run (srun starts them with this one)
+    python = opts.python or sys.executable
+    records = collect_inventory_srun(nodes, python, timeout_s=max(opts.timeout_s, 30.0))
     rundir.write_inventory(records)
     for r in records:
         if not r.ok:
-            echo(terminal_safe(f"# {r.host}: {r.status}: {r.error} (left out of the sweep)", keep_newlines=False))
+            line = f"# {r.host}: {r.status}: {r.error} (left out of the sweep)"
+            echo(terminal_safe(line, keep_newlines=False))
     return [r.host for r in records if r.ok]
 
 
@@ -81,7 +87,9 @@ def inventory_nodes(nodes: list[str], opts: ClusterOptions, rundir: RunDir,
 # the rank's address (usual on cluster networks); it says nothing about the run, so it is dropped.
 _NOISE = re.compile(r"\[c10d\] The hostname of the client socket cannot be retrieved")
 # what Slurm says when it ends a step or loses a task; the node names are validated before use
-_CANCELLED = re.compile(r"\*\*\* (?:STEP|JOB) ([\d.]+) ON ([A-Za-z0-9_.-]+) CANCELLED AT \S+ ?(.*?) ?\*\*\*")
+_CANCELLED = re.compile(
+    r"\*\*\* (?:STEP|JOB) ([\d.]+) ON ([A-Za-z0-9_.-]+) CANCELLED AT \S+ ?(.*?) ?\*\*\*"
+)
 _TASK_LOST = re.compile(r"^srun: error: ([A-Za-z0-9_.-]+): tasks? [\d,-]+: (.+)$")
 
 
@@ -95,7 +103,8 @@ class StepEvents:
     def read(self, line: str) -> None:
         if (m := _CANCELLED.search(line)) and self.cancelled is None:
             why = m.group(3).strip()
-            self.cancelled = f"Slurm cancelled step {m.group(1)} on {m.group(2)}" + (f" ({why})" if why else "")
+            self.cancelled = f"Slurm cancelled step {m.group(1)} on {m.group(2)}"
+            self.cancelled += f" ({why})" if why else ""
         elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost.setdefault(m.group(1), m.group(2)[:120])
 
@@ -135,7 +144,8 @@ def after_step(rundir: RunDir, rc: int, events: StepEvents, topology: str | None
     if status == "prepared":  # rank 0 never claimed it
         why = events.describe(rc)
         rundir.write_run(status="failed", error=f"{why} before rank 0 started")
-        echo(terminal_safe(f"# {why} before rank 0 started; run directory {rundir.path}", keep_newlines=False))
+        line = f"# {why} before rank 0 started; run directory {rundir.path}"
+        echo(terminal_safe(line, keep_newlines=False))
         return rc or 1
     if status not in ("starting", "running"):  # rank 0 finished and reported
         return rc

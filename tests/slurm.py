@@ -27,7 +27,6 @@ make Slurm 22.05 (Debian ``slurm-wlm``) run inside the namespaces, and why:
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -44,7 +43,9 @@ CGROUP_CONTROLLERS = ("cpu", "cpuacct", "cpuset", "memory", "devices", "freezer"
 _CGROUP_SCRIPT = r"""
 set -e
 mount -t tmpfs -o mode=755 cgroup_root /sys/fs/cgroup
-for c in "$@"; do mkdir -p "/sys/fs/cgroup/$c"; mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c" || true; done
+for c in "$@"; do
+  mkdir -p "/sys/fs/cgroup/$c"; mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c" || true
+done
 mkdir -p /sys/fs/cgroup/systemd
 mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd || true
 """
@@ -126,7 +127,8 @@ class SlurmCluster:
         fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
         with os.fdopen(fd, "wb") as fh:
             fh.write(secrets.token_bytes(1024))
-        node_lines = [f"NodeName={n} NodeAddr={self.net.host(n).addr} CPUs={os.cpu_count() or 1} State=UNKNOWN"
+        cpus = os.cpu_count() or 1
+        node_lines = [f"NodeName={n} NodeAddr={self.net.host(n).addr} CPUs={cpus} State=UNKNOWN"
                       for n in self.nodes]
         conf = [
             "ClusterName=nbt",
@@ -189,10 +191,10 @@ class SlurmCluster:
         _wait(lambda: self.munge_socket.exists(), 10, "munged", self.procs["munged"])
 
     def _start_daemons(self) -> None:
-        env = {"SLURM_CONF": str(self.conf)}
         self.procs["slurmctld"] = self.net.popen(
-            self.controller, ["env", *(f"{k}={v}" for k, v in env.items()), _tool("slurmctld"), "-D", "-i"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            self.controller, ["env", f"SLURM_CONF={self.conf}", _tool("slurmctld"), "-D", "-i"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
         for n in self.nodes:
             self._mount_cgroups(n)
             self.start_slurmd(n)
@@ -207,7 +209,8 @@ class SlurmCluster:
     def start_slurmd(self, node: str) -> None:
         self.procs[f"slurmd-{node}"] = self.net.popen(
             node, ["env", f"SLURM_CONF={self.conf}", _tool("slurmd"), "-D", "-N", node],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
 
     def kill_slurmd(self, node: str) -> None:
         """SIGKILL the node's slurmd (its running steps go on until Slurm notices)."""

@@ -20,8 +20,9 @@ SMALL = ["-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1", "--pair-sizes
 NOISE = "hostname of the client socket cannot be retrieved"
 
 
-def _sweep(cluster, out: Path, *extra: str, nodes: int = 3, timeout: float = 150) -> subprocess.CompletedProcess:
-    return cluster.run(["salloc", f"-N{nodes}", sys.executable, "-m", "netbench", "sweep", "--out", str(out),
+def _sweep(cluster, out: Path, *extra: str, timeout: float = 150) -> subprocess.CompletedProcess:
+    """``salloc -N3 netbench sweep`` on the login node: no --hosts, no --launcher."""
+    return cluster.run(["salloc", "-N3", sys.executable, "-m", "netbench", "sweep", "--out", str(out),
                         *SMALL, *extra], timeout=timeout)
 
 
@@ -29,7 +30,7 @@ def _rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
-def test_sweep_inside_allocation_has_hosts_switches_inventory_and_report(slurm_factory, tmp_path: Path) -> None:
+def test_sweep_inside_allocation_has_hosts_switches_inventory_report(slurm_factory, tmp_path: Path) -> None:
     cluster = slurm_factory()
     out = tmp_path / "run"
     r = _sweep(cluster, out, "--timeout", "30")
@@ -40,9 +41,10 @@ def test_sweep_inside_allocation_has_hosts_switches_inventory_and_report(slurm_f
     # switches from `scontrol show topology`, through the one parser: leaves and the spine above them
     assert run["topology"] == {"h0": "sw0", "h1": "sw0", "h2": "sw1", "sw0": "spine", "sw1": "spine"}
     assert "SwitchName=spine" in (out / "topology.conf").read_text()
-    # the inventory ran as a job step on every node (no SSH: the hosts file has no ssh config here)
+    # the inventory ran as a job step on every node (no SSH: netbench was given no key or config)
     inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
-    assert [(n["host"], n["status"], n["hostname"]) for n in inv] == [(h, "ok", h) for h in ("h0", "h1", "h2")]
+    seen = [(n["host"], n["status"], n["hostname"]) for n in inv]
+    assert seen == [(h, "ok", h) for h in ("h0", "h1", "h2")]
     assert all(n["torch_version"] for n in inv)
     rows = _rows(out)
     pairs = {tuple(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
@@ -145,8 +147,8 @@ def test_worker_gives_up_on_an_unresolvable_node_within_its_timeout(node: str) -
     env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "5", "SLURM_JOB_NODELIST": node,
            "PATH": "/usr/bin:/bin"}
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "netbench", "worker", "--timeout", "5", "--out", "/nonexistent/x"],
-                       env=env, capture_output=True, text=True, timeout=60)
+    argv = [sys.executable, "-m", "netbench", "worker", "--timeout", "5", "--out", "/nonexistent/x"]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert time.monotonic() - start < 15
     assert r.returncode == 1
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]

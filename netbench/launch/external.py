@@ -160,8 +160,10 @@ def wait_listening(addr: str, port: int, timeout_s: float) -> None:
                 return
         except OSError as exc:
             if time.monotonic() >= deadline:
-                raise NetbenchError(f"nothing listens on {addr}:{port} (rank 0's node) after "
-                                    f"{timeout_s:g} s ({exc.strerror or exc}): cannot reach the run's store") from None
+                raise NetbenchError(
+                    f"nothing listens on {addr}:{port} (rank 0's node) after {timeout_s:g} s "
+                    f"({exc.strerror or exc}): cannot reach the run's store"
+                ) from None
             time.sleep(0.2)
 
 
