@@ -91,6 +91,7 @@ _CANCELLED = re.compile(
     r"\*\*\* (?:STEP|JOB) ([\d.]+) ON ([A-Za-z0-9_.-]+) CANCELLED AT \S+ ?(.*?) ?\*\*\*"
 )
 _TASK_LOST = re.compile(r"^srun: error: ([A-Za-z0-9_.-]+): tasks? [\d,-]+: (.+)$")
+_NODE_FAILED = re.compile(r"^srun: error: Node failure on ([A-Za-z0-9_.-]+)$")  # slurmd silent too long
 
 
 @dataclass
@@ -107,6 +108,8 @@ class StepEvents:
             self.cancelled += f" ({why})" if why else ""
         elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost.setdefault(m.group(1), m.group(2)[:120])
+        elif (m := _NODE_FAILED.match(line.strip())) and validate_hostname(m.group(1)) is None:
+            self.lost[m.group(1)] = "node failure: its slurmd stopped answering"
 
     def describe(self, rc: int) -> str:
         if self.cancelled:

@@ -78,6 +78,8 @@ def test_step_events_name_the_node_slurm_cancelled_or_lost() -> None:
     lost.read("srun: error: h2: task 2: Killed\n")
     lost.read("srun: error: h$(x): task 1: Killed\n")  # not a node name: not repeated
     assert lost.describe(1) == "the step lost h2 (Killed)"
+    lost.read("srun: error: Node failure on h3\n")
+    assert lost.describe(1) == "the step lost h2 (Killed), h3 (node failure: its slurmd stopped answering)"
     assert StepEvents().describe(9) == "srun exited 9"
 
 
