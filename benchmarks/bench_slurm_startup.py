@@ -63,8 +63,8 @@ def main() -> int:
     try:
         for i in range(args.repeats):
             out = tmp / f"slurm{i}"
-            argv = ["env", f"SLURM_CONF={cluster.conf}", "salloc", "-N3", sys.executable, "-u", "-m", "netbench",
-                    "sweep", "--out", str(out), *MEASURE]
+            argv = ["env", f"SLURM_CONF={cluster.conf}", "salloc", "-N3", sys.executable, "-u", "-m",
+                    "netbench", "sweep", "--out", str(out), *MEASURE]
             proc = net.popen("ctl", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             t_srun, t_row = _first_row(proc, out, "# srun on")
             assert t_srun is not None, "no '# srun on' line"
