@@ -106,17 +106,21 @@ class StepEvents:
             why = m.group(3).strip()
             self.cancelled = f"Slurm cancelled step {m.group(1)} on {m.group(2)}"
             self.cancelled += f" ({why})" if why else ""
+        elif self.cancelled is not None:  # tasks "Terminated" by the cancellation are not the cause
+            return
         elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost.setdefault(m.group(1), m.group(2)[:120])
         elif (m := _NODE_FAILED.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost[m.group(1)] = "node failure: its slurmd stopped answering"
 
     def describe(self, rc: int) -> str:
+        """One line: the cancellation and the nodes lost before it (a node failure cancels the step
+        "on" its first node, so the node that failed is only in srun's earlier line)."""
+        nodes = ", ".join(f"{n} ({why})" for n, why in self.lost.items())
+        lost = f"the step lost {nodes}" if nodes else ""
         if self.cancelled:
-            return self.cancelled
-        if self.lost:
-            return "the step lost " + ", ".join(f"{n} ({why})" for n, why in self.lost.items())
-        return f"srun exited {rc}"
+            return f"{self.cancelled}; {lost}" if lost else self.cancelled
+        return lost or f"srun exited {rc}"
 
 
 def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:

@@ -81,6 +81,14 @@ def test_step_events_name_the_node_slurm_cancelled_or_lost() -> None:
     lost.read("srun: error: Node failure on h3\n")
     assert lost.describe(1) == "the step lost h2 (Killed), h3 (node failure: its slurmd stopped answering)"
     assert StepEvents().describe(9) == "srun exited 9"
+    failed = StepEvents()
+    for line in ("srun: error: Node failure on h2",
+                 "slurmstepd-h0: error: *** STEP 1.1 ON h0 CANCELLED AT 2026-12-01T04:56:38 DUE TO "
+                 "NODE FAILURE ***",
+                 "srun: error: h1: task 1: Terminated"):  # a consequence of the cancellation
+        failed.read(line + "\n")
+    assert failed.describe(143) == ("Slurm cancelled step 1.1 on h0 (DUE TO NODE FAILURE); "
+                                    "the step lost h2 (node failure: its slurmd stopped answering)")
 
 
 def test_split_tasks_maps_tasks_to_the_nodes_asked_only() -> None:

@@ -141,6 +141,24 @@ def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_factory
     assert _rows(out) and (out / "report.html").is_file()
 
 
+def test_slurmd_killed_during_a_sweep_ends_the_step_naming_the_node(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+    watcher = _when_rows(out, 2, lambda: cluster.kill_slurmd("h2"))  # the ranks on h2 live on
+    start = time.monotonic()
+    r = _sweep(cluster, out, "--timeout", "20", "-n", "100", "-e", "4M", "-f", "2", "--pair-sizes", "4M",
+               timeout=150)
+    took = time.monotonic() - start
+    watcher.join(1)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and took < 90, text[-3000:]  # SlurmdTimeout=10: Slurm sees it in ~20 s
+    ended = [line for line in r.stdout.splitlines() if "Slurm cancelled step" in line]
+    assert len(ended) == 1 and "NODE FAILURE" in ended[0] and "the step lost h2 (node failure" in ended[0]
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "interrupted" and _rows(out)
+    assert cluster.node_states()["h2"].startswith("down")
+
+
 @pytest.mark.parametrize("node", ["nosuch-node9"])
 def test_worker_gives_up_on_an_unresolvable_node_within_its_timeout(node: str) -> None:
     """What srun gives a rank whose allocation names a node that does not resolve (no Slurm needed)."""
