@@ -79,6 +79,28 @@ exit 0
     assert cluster.node_states()["h1"].startswith("drain") and cluster.node_states()["h0"] == "idle"
 
 
+def test_a_slow_node_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_factory, tmp_path: Path) -> None:
+    hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
+    cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", *hosts]})
+    cluster.net.limit_host("h3", "60mbit")
+    measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+               "--timeout", "30"]
+    slurm_out, ssh_out = tmp_path / "slurm", tmp_path / "ssh"
+    r = cluster.run(["salloc", "-N5", sys.executable, "-m", "netbench", "sweep", "--out", str(slurm_out),
+                     *measure], timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *measure]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+    def node_findings(out: Path) -> set[tuple[str, str]]:
+        found = json.loads((out / "findings.json").read_text())["findings"]
+        return {(f["rule"], f["subject"]) for f in found
+                if f["subject_kind"] == "node" and f["severity"] != "info"}
+
+    assert node_findings(slurm_out) == node_findings(ssh_out) == {("slow_node", "h3")}
+
+
 def _when_rows(out: Path, n: int, then, timeout: float = 60) -> threading.Thread:
     """Call ``then()`` once results.jsonl holds ``n`` rows (in a thread, while the sweep runs)."""
 
