@@ -100,3 +100,16 @@ def test_split_tasks_maps_tasks_to_the_nodes_asked_only() -> None:
         "4: @@netbench-node h0 n0nce@@", "4: a second claim on h0",
     ])
     assert split_tasks(out, ["h0", "h1", "h2"], "n0nce") == {0: ("h0", ["probe output of h0"])}
+
+
+@pytest.mark.parametrize("status, expected", [("interrupted", ["run_incomplete"]), ("completed", [])])
+def test_a_run_that_ended_early_never_reads_pass(status: str, expected: list[str]) -> None:
+    from netbench.reports.context import AnalysisContext
+    from netbench.reports.rules import errors
+
+    row = {"pattern": "pair", "hosts": ["h0", "h1"], "status": "ok", "bytes": 1 << 20,
+           "collective": "all_reduce", "busbw_GBps": 1.0, "wrong": 0}
+    ctx = AnalysisContext.from_data([row], run={"status": status, "error": "Slurm cancelled step 3.1 on h0"})
+    found = errors.RULE.check(ctx)
+    assert [f.rule for f in found] == expected
+    assert all(f.severity == "warn" and "Slurm cancelled step 3.1 on h0" in f.title for f in found)

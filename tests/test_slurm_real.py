@@ -156,11 +156,13 @@ def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_factory
     text = r.stdout + r.stderr
     assert r.returncode != 0 and took < 60, text[-3000:]
     assert NOISE not in text
-    ended = [line for line in r.stdout.splitlines() if "Slurm cancelled step" in line]
+    ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
     assert len(ended) == 1 and " on h0" in ended[0] and "row(s) measured stay" in ended[0], text[-3000:]
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "interrupted" and run["error"].startswith("Slurm cancelled step")
     assert _rows(out) and (out / "report.html").is_file()
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    assert any(f["rule"] == "run_incomplete" and "Slurm cancelled step" in f["title"] for f in findings)
 
 
 def test_slurmd_killed_during_a_sweep_ends_the_step_naming_the_node(slurm_factory, tmp_path: Path) -> None:
@@ -174,7 +176,7 @@ def test_slurmd_killed_during_a_sweep_ends_the_step_naming_the_node(slurm_factor
     watcher.join(1)
     text = r.stdout + r.stderr
     assert r.returncode != 0 and took < 90, text[-3000:]  # SlurmdTimeout=10: Slurm sees it in ~20 s
-    ended = [line for line in r.stdout.splitlines() if "Slurm cancelled step" in line]
+    ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
     assert len(ended) == 1 and "NODE FAILURE" in ended[0] and "the step lost h2 (node failure" in ended[0]
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "interrupted" and _rows(out)
