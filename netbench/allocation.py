@@ -45,11 +45,11 @@ def current_allocation() -> Allocation:
     return alloc
 
 
-def allocation_switches(rundir: RunDir, opts: ClusterOptions, echo: Callable[[str], None]) -> str | None:
-    """The topology file the ranks and the report will read: ``--topology``, else what
+def allocation_switches(rundir: RunDir, given: str | None, echo: Callable[[str], None]) -> str | None:
+    """The topology file the ranks and the report will read: ``given`` (``--topology``), else what
     ``scontrol show topology`` says, saved in the run directory (None when Slurm has no switches)."""
-    if opts.topology:
-        return opts.topology
+    if given:
+        return given
     try:
         text, topo = show_topology()
     except SlurmError as exc:  # no switches is a poorer report, not a reason to measure nothing
@@ -83,9 +83,6 @@ def inventory_nodes(nodes: list[str], opts: ClusterOptions, rundir: RunDir,
     return [r.host for r in records if r.ok]
 
 
-# torch's store server logs this once per connecting rank whenever reverse DNS has no name for
-# the rank's address (usual on cluster networks); it says nothing about the run, so it is dropped.
-_NOISE = re.compile(r"\[c10d\] The hostname of the client socket cannot be retrieved")
 # what Slurm says when it ends a step or loses a task; the node names are validated before use
 _CANCELLED = re.compile(
     r"\*\*\* (?:STEP|JOB) ([\d.]+) ON ([A-Za-z0-9_.-]+) CANCELLED AT \S+ ?(.*?) ?\*\*\*"
@@ -125,19 +122,20 @@ class StepEvents:
 
 def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:
     """Run srun with its stdout ours and its stderr copied line by line, less torch's noise."""
+    from netbench.launch.srun import copy_stderr
+
     events = StepEvents()
     proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
     assert proc.stderr is not None
+
+    pump = copy_stderr(proc.stderr, events.read)
     try:
-        for raw in proc.stderr:
-            line = raw.decode("utf-8", errors="replace")
-            events.read(line)
-            if not _NOISE.search(line):
-                sys.stderr.write(line)
-                sys.stderr.flush()
+        rc = proc.wait()
     except KeyboardInterrupt:  # srun passes the first Ctrl-C on to the step; wait for its end
         proc.send_signal(signal.SIGINT)
-    return proc.wait(), events
+        rc = proc.wait()
+    pump.join(5)
+    return rc, events
 
 
 def after_step(rundir: RunDir, rc: int, events: StepEvents, topology: str | None, report: bool,
@@ -177,7 +175,7 @@ def run_in_allocation(opts: ClusterOptions, patterns: list[str], echo: Callable[
     rundir = RunDir.create(opts.out)
     echo(f"# netbench sweep inside Slurm job {alloc.job_id}: {len(alloc.nodes)} node(s) "
          f"{compress_hostlist(alloc.nodes)}; run directory {rundir.path}")
-    topology = allocation_switches(rundir, opts, echo)
+    topology = allocation_switches(rundir, opts.topology, echo)
     live = inventory_nodes(alloc.nodes, opts, rundir, echo) if opts.inventory else list(alloc.nodes)
     if not live:
         rundir.write_run(status="failed", error="no node of the allocation answered the inventory step")

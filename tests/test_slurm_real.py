@@ -101,6 +101,23 @@ def test_a_slow_node_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_fac
     assert node_findings(slurm_out) == node_findings(ssh_out) == {("slow_node", "h3")}
 
 
+def test_preflight_inside_an_allocation_runs_over_srun(slurm_factory, tmp_path: Path) -> None:
+    """No --hosts, no SSH: the allocation's nodes, its switches, the inventory step, agents by srun."""
+    cluster = slurm_factory()
+    out = tmp_path / "pf"
+    r = cluster.run(["salloc", "-N3", sys.executable, "-m", "netbench", "preflight", "--out", str(out),
+                     "--budget", "90s", "--pair-sizes", "64K", "--rounds", "1", "--drain"], timeout=150)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-3000:]  # pass, or warnings only
+    assert r.stdout.strip() == ""  # stdout is the drain list: nothing to drain
+    assert "drained" not in r.stderr  # --drain drains only what preflight would drain
+    run = json.loads((out / "run.json").read_text())
+    assert run["launcher"] == "slurm" and run["topology"]["h2"] == "sw1" and run["topology"]["sw0"] == "spine"
+    inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
+    assert [(n["host"], n["status"]) for n in inv] == [("h0", "ok"), ("h1", "ok"), ("h2", "ok")]
+    assert any(row["pattern"] == "pair" and row["status"] == "ok" for row in _rows(out))
+    assert cluster.node_states() == {"h0": "idle", "h1": "idle", "h2": "idle"}
+
+
 def _when_rows(out: Path, n: int, then, timeout: float = 60) -> threading.Thread:
     """Call ``then()`` once results.jsonl holds ``n`` rows (in a thread, while the sweep runs)."""
 

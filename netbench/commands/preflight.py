@@ -35,6 +35,7 @@ Examples:
   netbench preflight --hosts hosts.txt --policy policy.toml --budget 5m --drain-list drain.txt
   netbench preflight --hosts hosts.txt --baseline last-good --json pf.json --junit pf.xml
   netbench preflight --hosts hosts.txt --drain              # and drain them in Slurm (scontrol)
+  salloc -N 16 netbench preflight --drain                   # the allocation's nodes, over srun
 \b
 Inventory and policy first (nodes that fail there are not measured; --fail-fast stops there), then a
 quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes), then each suspect re-tested
@@ -44,7 +45,12 @@ Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, 
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
 GPUs). Progress and the verdict go to stderr.""",
 )
-@click.option("--hosts", "hosts_file", required=True, type=click.Path(dir_okay=False), help="Hosts file.")
+@click.option(
+    "--hosts",
+    "hosts_file",
+    type=click.Path(dir_okay=False),
+    help="Hosts file. Inside salloc/sbatch without it: the allocation's nodes, over srun (no SSH).",
+)
 @click.option("--policy", type=click.Path(dir_okay=False), help="Policy TOML (docs/policy.example.toml).")
 @click.option("--baseline", help="Saved baseline name or run directory to compare against.")
 @click.option(
