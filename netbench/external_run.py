@@ -29,7 +29,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     from netbench.worker import run_rank
 
     env = detect()
-    store, addr, port, secret, _server = open_store(env)
+    store, addr, port, secret, _server = open_store(env, connect_timeout_s=opts.timeout_s)
     host = socket.gethostname()
     messages.set_sink(messages.StoreSink(store, env.rank))
     slots = gather_slots(store, env, host)
@@ -38,7 +38,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     if env.rank == 0:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
         backend = choose_backend(opts.backend, [HostCaps.here(host)])
-        rundir = RunDir.create(opts.out)
+        rundir = RunDir.claim_prepared(opts.prepared_run) if opts.prepared_run else RunDir.create(opts.out)
         plan = build_plan(PlanRequest.of(opts), rundir.run_id, slots, backend)
         hosts = [HostEntry(name=s.host) for s in slots]
         rundir.write_run(topology=host_switches(hosts, opts.topology, echo))

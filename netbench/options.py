@@ -71,6 +71,7 @@ class WorkerOptions(ClusterOptions):
     """One rank of a sweep started by torchrun, srun or mpirun; ``world`` unless asked otherwise."""
 
     patterns: list[str] = field(default_factory=lambda: ["world"])
+    prepared_run: str | None = None  # the run directory `sweep --launcher slurm` made; rank 0 claims it
 
 
 def default_procs() -> int:

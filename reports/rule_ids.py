@@ -13,6 +13,7 @@ FINDING_IDS: dict[str, str] = {
     "timeout": "fail",
     "error": "fail",
     "host_failing": "fail",
+    "run_incomplete": "warn",
     # slow_node
     "slow_node": "fail",
     "slow_switch": "fail",

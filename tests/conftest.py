@@ -7,3 +7,4 @@
 from __future__ import annotations
 
 from netns import netns4, netns_factory  # noqa: F401 - real test hosts (network namespaces + sshd)
+from slurm import slurm_factory  # noqa: F401 - a real Slurm cluster on those hosts

@@ -34,6 +34,8 @@ Examples:
   netbench preflight --hosts hosts.txt                      # stdout: nodes to drain, one per line
   netbench preflight --hosts hosts.txt --policy policy.toml --budget 5m --drain-list drain.txt
   netbench preflight --hosts hosts.txt --baseline last-good --json pf.json --junit pf.xml
+  netbench preflight --hosts hosts.txt --drain              # and drain them in Slurm (scontrol)
+  salloc -N 16 netbench preflight --drain                   # the allocation's nodes, over srun
 \b
 Inventory and policy first (nodes that fail there are not measured; --fail-fast stops there), then a
 quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes), then each suspect re-tested
@@ -43,7 +45,12 @@ Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, 
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
 GPUs). Progress and the verdict go to stderr.""",
 )
-@click.option("--hosts", "hosts_file", required=True, type=click.Path(dir_okay=False), help="Hosts file.")
+@click.option(
+    "--hosts",
+    "hosts_file",
+    type=click.Path(dir_okay=False),
+    help="Hosts file. Inside salloc/sbatch without it: the allocation's nodes, over srun (no SSH).",
+)
 @click.option("--policy", type=click.Path(dir_okay=False), help="Policy TOML (docs/policy.example.toml).")
 @click.option("--baseline", help="Saved baseline name or run directory to compare against.")
 @click.option(
@@ -91,6 +98,13 @@ GPUs). Progress and the verdict go to stderr.""",
 )
 @click.option("--drain-list", type=click.Path(dir_okay=False), help="Write the nodes to drain here.")
 @click.option(
+    "--drain",
+    "drain_in_slurm",
+    is_flag=True,
+    help="Also drain each node of the drain list in Slurm: scontrol update NodeName=N State=DRAIN "
+    "Reason='netbench: ...' (one stderr line per node). Never done without this flag.",
+)
+@click.option(
     "--json", "json_path", type=click.Path(dir_okay=False), help="JSON report (docs/output-json.md)."
 )
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="JUnit XML for CI.")
@@ -99,6 +113,7 @@ GPUs). Progress and the verdict go to stderr.""",
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Result rows as CSV.")
 def command(
     drain_list: str | None,
+    drain_in_slurm: bool,
     json_path: str | None,
     junit_path: str | None,
     junit_warn_as_failure: bool,
@@ -136,6 +151,11 @@ def command(
         drain_list=drain_list,
     )
     click.echo(format_summary(result), err=True)
+    if drain_in_slurm:
+        from netbench.preflight.outputs import drain_in_slurm as drain
+
+        for line in drain(result):
+            click.echo(line, err=True)
     for host in result.drain:
         click.echo(host)
     raise SystemExit(result.exit_code)

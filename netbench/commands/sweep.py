@@ -26,6 +26,7 @@ Examples:
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
+  salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
   salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
 
 Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 rounds (N hosts) of
@@ -84,11 +85,12 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
 @click.option(
     "--launcher",
     type=click.Choice(["ssh", "local", "mpi", "slurm"]),
-    default="ssh",
-    show_default=True,
-    help="ssh (with --hosts); local (each host of the file runs on this machine, e.g. a GPU subset "
+    default=None,
+    help="Default: slurm inside a Slurm allocation of several nodes when --hosts is not given, "
+    "else ssh. ssh (with --hosts); local (each host of the file runs on this machine, e.g. a GPU subset "
     "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks, --hosts is its hostfile); "
-    "slurm (srun inside the current allocation).",
+    "slurm (inside the current allocation: its nodes, `scontrol show topology`, the inventory as a job "
+    "step, then srun).",
 )
 @click.option(
     "--advertise",
@@ -104,10 +106,23 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     from netbench.options import ClusterOptions
 
     asked = list(patterns)
+    if kw["launcher"] is None:
+        kw["launcher"] = _default_launcher(kw.get("hosts_file"))
     opts = ClusterOptions(**kw)  # type: ignore[arg-type]
     if asked:
         opts.patterns = asked
     raise SystemExit(dispatch(opts, asked, click.echo))
+
+
+def _default_launcher(hosts_file: object) -> str:
+    """slurm when started by salloc/sbatch on several nodes without --hosts (the allocation is the
+    hosts file), else ssh. Inside an srun step netbench is a rank, never the launcher."""
+    if hosts_file:
+        return "ssh"
+    from netbench.common.slurm import Allocation
+
+    alloc = Allocation.from_env()
+    return "slurm" if alloc is not None and not alloc.in_step and len(alloc.nodes) > 1 else "ssh"
 
 
 def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
@@ -126,21 +141,17 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         if opts.report:
             finish_report(rundir, echo)
         return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
-    if opts.launcher in ("mpi", "slurm"):  # the scheduler starts `netbench worker` ranks; rank 0 leads
-        import os
+    if opts.launcher == "slurm":  # hosts, switches and inventory from Slurm, then srun
+        from netbench.allocation import run_in_allocation
+
+        return run_in_allocation(opts, asked or ["ring", "pairwise"], echo)
+    if opts.launcher == "mpi":  # mpirun starts `netbench worker` ranks; rank 0 leads
         import subprocess
 
-        from netbench.launch.wrap import mpi_hostfile, mpirun_argv, srun_argv
+        from netbench.launch.wrap import mpi_hostfile, mpirun_argv
         from netbench.options import default_procs
 
         pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
-        if opts.launcher == "slurm":
-            from netbench.launch import SECRET_ENV, new_secret
-
-            argv = srun_argv(opts, pats)
-            echo(f"# {' '.join(argv[:4])} ... netbench worker")
-            # srun hands our environment to every rank: the store's secret goes there, not in argv
-            return subprocess.run(argv, env={**os.environ, SECRET_ENV: new_secret()}).returncode
         nprocs = None if opts.hosts_file else (opts.procs or default_procs())
         with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
             argv = mpirun_argv(opts, pats, nprocs, hostfile)

@@ -34,6 +34,12 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
     default=None,
     help="Slurm topology.conf, read by rank 0: which leaf switch each host hangs off.",
 )
+@click.option(
+    "--prepared-run",
+    type=click.Path(file_okay=False),
+    default=None,
+    hidden=True,  # `netbench sweep --launcher slurm` passes the run directory it made (inventory, switches)
+)
 def command(patterns: tuple[str, ...], **kw: object) -> None:
     """One rank of a sweep; the launcher's environment says which one.
 

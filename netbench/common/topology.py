@@ -10,6 +10,8 @@ Files (``load_topology``):
 * Slurm topology/tree: ``SwitchName=s0 Nodes=dev[0-5] LinkSpeed=...`` and ``SwitchName=s3 Switches=s[0-2]``
   (any depth);
 * Slurm topology/block: ``BlockName=block1 Nodes=node[1-32]`` (+ ``BlockSizes=30,120``); a block is a leaf;
+* ``scontrol show topology`` (what a job inside an allocation can read): the same lines plus ``Level=``
+  (and ``BlockIndex=``/``BlockSize=``), an upper switch listing every node below it in ``Nodes=``;
 * JSON or TOML: ``{"switches": {"leaf1": ["h1", "h2"], "leaf2": "h[3-4]"}}`` (or the switch table at the
   top level): leaves only.
 
@@ -58,6 +60,8 @@ INTRA, LEAF, SPINE, CORE, UNKNOWN = "intra", "leaf", "spine", "core", "unknown"
 _TIER_NAMES = {1: LEAF, 2: SPINE, 3: CORE}
 _DEEP = re.compile(r"tier-(\d+)")
 _KNOWN_KEYS = {"switchname", "nodes", "switches", "linkspeed", "blockname", "blocksizes"}
+# keys only ``scontrol show topology`` prints (Level of a switch; the block plugin's index and size)
+_SHOW_KEYS = {"level", "blockindex", "blocksize"}
 _PREFIX = re.compile(r"^(.*?)\d+$")
 _SLURM = re.compile(r"(?im)^\s*(switchname|blockname)=")  # Slurm keys are case-insensitive
 
@@ -308,6 +312,8 @@ def parse_slurm_topology(text: str, source: str = "<topology>") -> Topology:
                 _warn(topo, lineno, f"expected Key=Value, got {tok!r}; ignored")
                 continue
             lk = key.lower()
+            if lk in _SHOW_KEYS:
+                continue
             if lk not in _KNOWN_KEYS:
                 _warn(topo, lineno, f"unknown key {key}=; ignored")
                 continue
@@ -332,7 +338,9 @@ def parse_slurm_topology(text: str, source: str = "<topology>") -> Topology:
             sw = topo.switches[name] = Switch(name=name, kind=kind, line=lineno)
         if "linkspeed" in fields:
             sw.link_speed = fields["linkspeed"]
-        if "nodes" in fields:
+        # ``scontrol show topology`` gives an upper switch both Switches= and Nodes=, the nodes being
+        # every one below it: only a switch without Switches= holds its Nodes= directly.
+        if "nodes" in fields and "switches" not in fields:
             for node in _expand(topo, fields["nodes"], lineno, "Nodes"):
                 if node in topo.node_leaf and topo.node_leaf[node] != name:
                     old = topo.node_leaf[node]

@@ -73,14 +73,16 @@ def detect() -> RankEnv:
     )
 
 
-def open_store(env: RankEnv) -> tuple[Any, str, int, str, Any]:
+def open_store(env: RankEnv, connect_timeout_s: float = 60.0) -> tuple[Any, str, int, str, Any]:
     """(the run's store, its address, its port, its secret, the server to keep alive or None).
 
     The store is a PrefixStore under the run's secret (netbench.launch's threat model): under mpirun
     rank 0 makes the secret and sends it with the address through MPI; under srun and torchrun it
     is NETBENCH_STORE_SECRET from the environment (``netbench sweep --launcher slurm`` sets it), and
     without it our keys are only namespaced, not secret. torchrun's own store is torchrun's: it
-    listens where torchrun put it."""
+    listens where torchrun put it. A rank that cannot reach the store (rank 0's node does not
+    resolve, or never listens) gives up after ``connect_timeout_s`` (the worker's --timeout) with
+    a NetbenchError naming the address."""
     from netbench.launch import SECRET_ENV, new_secret, open_server
 
     secret = os.environ.pop(SECRET_ENV, "")
@@ -107,20 +109,62 @@ def open_store(env: RankEnv) -> tuple[Any, str, int, str, Any]:
             try:
                 server = open_server(socket.gethostbyname(addr), port, timeout_s=60)
             except OSError as exc:
-                raise UsageError(f"rank 0 cannot listen on {addr}:{port}: {exc.strerror}") from None
-    return client(addr, port, secret), addr, port, secret, server
+                why = exc.strerror or str(exc)
+                raise UsageError(f"rank 0 cannot listen on {addr}:{port}: {why}") from None
+    return client(addr, port, secret, connect_timeout_s), addr, port, secret, server
 
 
-def client(addr: str, port: int, secret: str) -> Any:
+def client(addr: str, port: int, secret: str, connect_timeout_s: float = 60.0) -> Any:
     """A client connection of its own: a TCPStore client is used by one thread at a time (a rank's
-    blocking wait would stall the coordinator's writes if they shared one)."""
+    blocking wait would stall the coordinator's writes if they shared one).
+
+    TCPStore retries its connection until its timeout, and our waits need days (a rank waits for
+    the coordinator as long as it lives): connect under ``connect_timeout_s``, then lengthen it."""
+    import datetime as _dt
+
     import torch.distributed as dist
 
     from netbench.collectives.rank import STORE_WAIT
+    from netbench.common.errors import NetbenchError
     from netbench.launch import secured
 
-    raw = dist.TCPStore(addr, port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False)
+    wait_listening(addr, port, connect_timeout_s)
+    try:
+        raw = dist.TCPStore(addr, port, is_master=False, wait_for_workers=False,
+                            timeout=_dt.timedelta(seconds=connect_timeout_s))
+    except (RuntimeError, OSError) as exc:  # DistStoreError / DistNetworkError are RuntimeErrors
+        first = str(exc).strip().splitlines()[:1]
+        raise NetbenchError(
+            f"cannot reach the run's store on {addr}:{port} (rank 0's node) within {connect_timeout_s:g} s"
+            + (f": {first[0][:160]}" if first else "")
+        ) from None
+    raw.set_timeout(STORE_WAIT)
     return secured(raw, secret) if secret else dist.PrefixStore("netbench/", raw)
+
+
+def wait_listening(addr: str, port: int, timeout_s: float) -> None:
+    """Until something listens on ``addr:port``, at most ``timeout_s``: a NetbenchError naming the
+    node otherwise. Checked here because TCPStore's own retries run to two or three times its
+    timeout and print a C++ warning per try; a name that does not resolve fails at once."""
+    from netbench.common.errors import NetbenchError
+
+    try:
+        socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise NetbenchError(f"rank 0's node {addr!r} does not resolve ({exc.strerror}): "
+                            "cannot reach the run's store") from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((addr, port), timeout=min(2.0, timeout_s)):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise NetbenchError(
+                    f"nothing listens on {addr}:{port} (rank 0's node) after {timeout_s:g} s "
+                    f"({exc.strerror or exc}): cannot reach the run's store"
+                ) from None
+            time.sleep(0.2)
 
 
 def _my_address() -> str:

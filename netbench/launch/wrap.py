@@ -105,8 +105,13 @@ def mpi_hostfile(hosts_file: str | None, default_slots: int) -> Iterator[str | N
         os.unlink(path)
 
 
-def srun_argv(opts: ClusterOptions, patterns: list[str]) -> list[str]:
-    """``srun python -m netbench worker ...`` inside the current allocation (its task layout)."""
+def srun_argv(opts: ClusterOptions, patterns: list[str], nodes: list[str] | None = None,
+              prepared: str | None = None) -> list[str]:
+    """``srun python -m netbench worker ...`` inside the current allocation (its task layout).
+
+    ``nodes``: run on these nodes of the allocation only (those the inventory step reached), with
+    the allocation's tasks per node. ``prepared``: the run directory ``netbench sweep`` made for
+    the ranks (rank 0 writes into it instead of a new one)."""
     if not os.environ.get("SLURM_JOB_ID"):
         raise UsageError(
             "--launcher slurm runs inside a Slurm allocation (salloc/sbatch): SLURM_JOB_ID is unset"
@@ -114,4 +119,13 @@ def srun_argv(opts: ClusterOptions, patterns: list[str]) -> list[str]:
     srun = shutil.which("srun")
     if not srun:
         raise UsageError("--launcher slurm needs srun on PATH")
-    return [srun, "--kill-on-bad-exit=1", opts.python or sys.executable, *worker_args(opts, patterns)]
+    argv = [srun, "--kill-on-bad-exit=1"]
+    if nodes:
+        per_node = os.environ.get("SLURM_NTASKS_PER_NODE", "1")
+        per_node = per_node if per_node.isdigit() else "1"
+        argv += [f"--nodelist={','.join(nodes)}", "--nodes", str(len(nodes)),
+                 "--ntasks", str(len(nodes) * int(per_node)), f"--ntasks-per-node={per_node}"]
+    worker = worker_args(opts, patterns)
+    if prepared:
+        worker += ["--prepared-run", prepared]
+    return argv + [opts.python or sys.executable, *worker]

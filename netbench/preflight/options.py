@@ -33,7 +33,8 @@ class PreflightError(NetbenchError):
 class PreflightOptions:
     """What ``netbench preflight`` can be asked; the CLI fills it, tests and benchmarks build it."""
 
-    hosts_file: str
+    hosts_file: str | None
+    """Hosts file; None inside a Slurm allocation: its nodes, over srun (no SSH)."""
     policy: str | None = None
     """Policy TOML (minimum versions, thresholds, per-rule severities)."""
     baseline: str | None = None

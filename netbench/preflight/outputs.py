@@ -124,3 +124,31 @@ def format_summary(result: PreflightResult) -> str:
     if result.report_html:
         lines.append(f"report: {result.report_html}")
     return "\n".join(lines)
+
+
+def drain_reasons(result: PreflightResult) -> dict[str, str]:
+    """Each node to drain -> the title of the first failing finding that drains it (worst first)."""
+    reasons: dict[str, str] = {}
+    for f in result.findings:
+        if f.severity != "fail":
+            continue
+        for h in f.hosts or [f.subject]:
+            if h in result.drain:
+                reasons.setdefault(h, f"{f.rule}: {f.title}")
+    return {h: reasons.get(h, "preflight failed") for h in result.drain}
+
+
+def drain_in_slurm(result: PreflightResult) -> list[str]:
+    """``--drain``: drain every node of the drain list in Slurm; one line per node saying what was
+    done (or why it could not be), for stderr. Only ever called when the user asked for it."""
+    from netbench.common.slurm import SlurmError, drain_node
+
+    lines = []
+    for host, why in drain_reasons(result).items():
+        try:
+            reason = drain_node(host, why)
+        except SlurmError as exc:
+            lines.append(f"netbench: could not drain {host}: {exc}")
+            continue
+        lines.append(f"netbench: drained {host} in Slurm (Reason={reason!r})")
+    return lines

@@ -35,6 +35,19 @@ from netbench.reports.analyses import Retest, RetestEvidence
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
+def allocation_entries() -> list[Any]:
+    """No hosts file: the nodes of the Slurm allocation this runs in (a UsageError outside one)."""
+    from netbench.allocation import current_allocation
+    from netbench.common.errors import UsageError
+    from netbench.common.hosts import HostEntry
+    from netbench.common.slurm import Allocation
+
+    if Allocation.from_env() is None:
+        raise UsageError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
+                         "allocation's nodes are checked, over srun)")
+    return [HostEntry(name=n) for n in current_allocation().nodes]
+
+
 def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
     """Hosts file, policy and baseline, or PreflightError (exit 3) naming what is wrong."""
     from netbench.baselines import BaselineStore
@@ -43,7 +56,7 @@ def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
     from netbench.reports.policy import PolicyError, load_policy
 
     try:
-        entries = parse_hosts_file(opts.hosts_file)
+        entries = parse_hosts_file(opts.hosts_file) if opts.hosts_file else allocation_entries()
         policy = load_policy(opts.policy)
         baseline = BaselineStore().resolve(opts.baseline) if opts.baseline else None
     except (UsageError, PolicyError) as exc:
@@ -88,7 +101,13 @@ def stage_inventory(
     timeout = max(1.0, min(60.0, budget.left()))
     # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
     # seconds a node, and the ranks record the torch/NCCL versions they really use in env.json anyway.
-    nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, probe_timeout=timeout)
+    if opts.hosts_file is None:  # inside an allocation: the probe as one job step on every node
+        from netbench.inventory.slurm_step import collect_inventory_srun
+
+        python = opts.python or sys.executable  # the interpreter srun will start the ranks with
+        nodes = collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout)
+    else:
+        nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, probe_timeout=timeout)
     rundir.write_inventory(nodes)
     down = [n for n in nodes if not n.ok]
     for n in down[:20]:
@@ -145,7 +164,7 @@ def measure(
     from dataclasses import replace
 
     from netbench.engine import RunSettings, execute
-    from netbench.launch import HostSlot
+    from netbench.launch import HostSlot, Launcher
     from netbench.launch.ssh import SSHLauncher
     from netbench.planner import PairRound, build_plan
 
@@ -161,14 +180,20 @@ def measure(
         pair_rounds=[PairRound(name, rnd, pairs) for name, rnd, pairs in pair_phases],
     )
     plan = build_plan(request, setup.rundir.run_id, slots, setup.backend)
-    launcher = SSHLauncher(
-        {h: setup.entries[h] for h in used},
-        setup.ssh_opts,
-        python=setup.opts.python,
-        advertise=setup.opts.advertise,
-    )
+    launcher: Launcher
+    if setup.opts.hosts_file is None:
+        from netbench.launch.srun import SrunLauncher
+
+        launcher = SrunLauncher(used, python=setup.opts.python)
+    else:
+        launcher = SSHLauncher(
+            {h: setup.entries[h] for h in used},
+            setup.ssh_opts,
+            python=setup.opts.python,
+            advertise=setup.opts.advertise,
+        )
     settings = RunSettings(
-        launcher_name="ssh",
+        launcher_name=launcher.name,
         options=asdict(setup.opts),
         fail_fast=False,
         print_table=lambda row: False,
@@ -302,13 +327,18 @@ def run_preflight(
     except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
         raise PreflightError(str(exc)) from None
     started = utc_now()
-    topology = host_switches(entries, opts.topology, echo)
+    topology_file = opts.topology
+    if opts.hosts_file is None and not topology_file:  # the allocation's switches, as Slurm knows them
+        from netbench.allocation import allocation_switches
+
+        topology_file = allocation_switches(rundir, None, echo)
+    topology = host_switches(entries, topology_file, echo)
     rundir.write_run(
         command="preflight",
         status="running",
         started=started,
         netbench_version=__version__,
-        launcher="ssh",
+        launcher="ssh" if opts.hosts_file else "slurm",
         hosts=list(by_name),
         hosts_file=str(opts.hosts_file),
         topology=topology,
@@ -316,7 +346,8 @@ def run_preflight(
         budget_s=opts.budget_s,
     )
     echo(
-        f"# netbench preflight: {len(entries)} host(s) from {opts.hosts_file}, budget {opts.budget_s:g} s; "
+        f"# netbench preflight: {len(entries)} host(s) from {opts.hosts_file or 'the Slurm allocation'}, "
+        f"budget {opts.budget_s:g} s; "
         f"run directory {rundir.path}"
     )
 

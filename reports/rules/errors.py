@@ -1,4 +1,5 @@
-"""Wrong results, timeouts and errors: measurements that did not produce a trustworthy number.
+"""Wrong results, timeouts and errors: measurements that did not produce a trustworthy number, and
+a run that ended before its plan did.
 
 One finding per group (a pair, the world ring ...), with the sizes affected. When a host fails in
 most of its groups, that is said once about the host instead of once per partner.
@@ -25,7 +26,32 @@ def _group_id(row: dict[str, Any]) -> str:
     return f"{row.get('pattern')}:{'|'.join(hosts) if len(hosts) <= 4 else f'{len(hosts)} hosts'}"
 
 
+def _ended_early(ctx: AnalysisContext) -> list[Finding]:
+    """A run that ended before its plan did (Ctrl-C, Slurm cancelling the step, a lost launcher):
+    whatever else is found, the verdict only covers the rows measured, so it must not read PASS."""
+    status = ctx.run.get("status")
+    if status not in ("interrupted", "failed"):
+        return []
+    why = str(ctx.run.get("error") or status)[:200]
+    return [
+        Finding(
+            rule="run_incomplete",
+            severity="warn",
+            subject_kind="run",
+            subject="run",
+            title=f"The run ended early ({why}): only what was measured before is judged",
+            evidence={"status": status, "rows": int(len(ctx.rows))},
+            action="Rerun to measure the rest of the plan; run.json's error and the launcher's output "
+            "say why it stopped.",
+        )
+    ]
+
+
 def check(ctx: AnalysisContext) -> list[Finding]:
+    return _ended_early(ctx) + _failed_rows(ctx)
+
+
+def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     df = ctx.rows
     wrong = df["wrong"].fillna(0).astype(float) > 0
     bad = df[wrong | (df["status"] != "ok")]
@@ -110,7 +136,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 RULE = Rule(
     name="errors",
-    ids=ids("wrong_results", "timeout", "error", "host_failing"),
+    ids=ids("wrong_results", "timeout", "error", "host_failing", "run_incomplete"),
     check=check,
     doc=__doc__ or "",
 )

@@ -1,0 +1,111 @@
+"""Slurm seen from inside an allocation: its nodes, its switches, and draining a node.
+
+Why here (the bottom layer): the sweep, preflight and the inventory step all need the allocation's
+node list and ``scontrol``; one place decides how they are read. Everything Slurm prints or puts in
+the environment is untrusted: node names are validated like hosts-file names before they reach a
+command line, and every command is an argv list (never a shell).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from netbench.common.errors import UsageError
+from netbench.common.hostlist import expand_hostlist
+from netbench.common.hosts import validate_hostname
+from netbench.common.text import terminal_safe
+from netbench.common.topology import Topology, parse_slurm_topology
+
+SCONTROL_TIMEOUT_S = 15.0
+DRAIN_PREFIX = "netbench: "
+REASON_MAX = 200  # slurmctld keeps the reason in its state; a novel there helps nobody
+
+
+class SlurmError(UsageError):
+    """Slurm is not usable here (no scontrol, a bad node list, scontrol failing): one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The job this process runs in (``salloc``/``sbatch``): its id and its nodes, in Slurm's order."""
+
+    job_id: str
+    nodes: list[str]
+    in_step: bool  # inside an ``srun`` step: a rank, not the process that starts them
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Allocation | None:
+        """The allocation from ``SLURM_JOB_ID`` and ``SLURM_JOB_NODELIST``; None outside one."""
+        e = os.environ if environ is None else environ
+        job = e.get("SLURM_JOB_ID", "")
+        if not job:
+            return None
+        if not job.isdigit():
+            raise SlurmError(f"SLURM_JOB_ID={terminal_safe(job[:40])!r} is not a job id")
+        nodelist = e.get("SLURM_JOB_NODELIST") or e.get("SLURM_NODELIST") or ""
+        try:
+            nodes = expand_hostlist(nodelist)
+        except ValueError as exc:
+            raise SlurmError(f"SLURM_JOB_NODELIST: {exc}") from None
+        for n in nodes:
+            why = validate_hostname(n)
+            if why:
+                raise SlurmError(f"SLURM_JOB_NODELIST: node {terminal_safe(n[:60])!r}: {why}")
+        if not nodes:
+            raise SlurmError("SLURM_JOB_ID is set but SLURM_JOB_NODELIST is empty")
+        return cls(job_id=job, nodes=nodes, in_step="SLURM_STEP_ID" in e)
+
+
+def slurm_tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise SlurmError(f"{name} not found on PATH (is this a Slurm login or compute node?)")
+    return path
+
+
+def scontrol(args: Sequence[str], timeout_s: float = SCONTROL_TIMEOUT_S) -> str:
+    """``scontrol ARGS``'s stdout; a failure or a hang past ``timeout_s`` is a SlurmError."""
+    argv = [slurm_tool("scontrol"), *args]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"scontrol {' '.join(args[:2])} did not answer within {timeout_s:g} s") from None
+    if r.returncode != 0:
+        said = (r.stderr or r.stdout).strip().splitlines()
+        why = terminal_safe(said[-1], keep_newlines=False) if said else f"exit {r.returncode}"
+        raise SlurmError(f"scontrol {' '.join(args[:2])}: {why[:200]}")
+    return r.stdout
+
+
+def show_topology(timeout_s: float = SCONTROL_TIMEOUT_S) -> tuple[str, Topology | None]:
+    """``scontrol show topology`` (the raw text, the parsed switches); None when Slurm has none
+    (``TopologyPlugin=topology/none`` prints a sentence, not switches)."""
+    text = scontrol(["show", "topology"], timeout_s)
+    topo = parse_slurm_topology(text, "scontrol show topology")
+    return text, (topo if topo.switches else None)
+
+
+def drain_reason(why: str) -> str:
+    """``netbench: <why>`` on one printable line, short enough for slurmctld."""
+    flat = " ".join(terminal_safe(why).split())
+    return (DRAIN_PREFIX + flat)[:REASON_MAX]
+
+
+def drain_node(node: str, why: str, timeout_s: float = SCONTROL_TIMEOUT_S) -> str:
+    """``scontrol update NodeName=NODE State=DRAIN Reason="netbench: WHY"``; returns the reason set.
+
+    The node name is validated first (it came from a hosts file, a probe or Slurm itself); the
+    reason travels as one argv element, so nothing in it can reach a shell.
+    """
+    # a Slurm node name, not an address: no IPv6 colons (validate_hostname already refuses the
+    # commas and brackets that would make NodeName= a list of nodes)
+    problem = validate_hostname(node) or ("not a Slurm node name" if ":" in node else None)
+    if problem:
+        raise SlurmError(f"will not drain {terminal_safe(node[:60])!r}: {problem}")
+    reason = drain_reason(why)
+    scontrol(["update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], timeout_s)
+    return reason

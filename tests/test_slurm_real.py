@@ -1,0 +1,215 @@
+"""netbench inside a real Slurm cluster (tests/slurm.py): slurmctld, munged and one slurmd per test host.
+
+Few and quick on purpose (CI has 2 cores): one sweep inside an allocation checked for everything the
+SSH path gives, preflight as a real prolog that drains with its reason, and the faults that end a
+step early (a node lost, a step Slurm cancels).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+SMALL = ["-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1", "--pair-sizes", "64K"]
+NOISE = "hostname of the client socket cannot be retrieved"
+
+
+def _sweep(cluster, out: Path, *extra: str, timeout: float = 150) -> subprocess.CompletedProcess:
+    """``salloc -N3 netbench sweep`` on the login node: no --hosts, no --launcher."""
+    return cluster.run(["salloc", "-N3", sys.executable, "-m", "netbench", "sweep", "--out", str(out),
+                        *SMALL, *extra], timeout=timeout)
+
+
+def _rows(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_sweep_inside_allocation_has_hosts_switches_inventory_report(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+    r = _sweep(cluster, out, "--timeout", "30")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert NOISE not in r.stdout + r.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed" and run["launcher"] == "slurm"
+    # switches from `scontrol show topology`, through the one parser: leaves and the spine above them
+    assert run["topology"] == {"h0": "sw0", "h1": "sw0", "h2": "sw1", "sw0": "spine", "sw1": "spine"}
+    assert "SwitchName=spine" in (out / "topology.conf").read_text()
+    # the inventory ran as a job step on every node (no SSH: netbench was given no key or config)
+    inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
+    seen = [(n["host"], n["status"], n["hostname"]) for n in inv]
+    assert seen == [(h, "ok", h) for h in ("h0", "h1", "h2")]
+    assert all(n["torch_version"] for n in inv)
+    rows = _rows(out)
+    pairs = {tuple(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
+    assert {frozenset(p) for p in pairs} == {frozenset(p) for p in (("h0", "h1"), ("h0", "h2"), ("h1", "h2"))}
+    assert any(row["pattern"] == "ring" and row["hosts"] == ["h0", "h1", "h2"] for row in rows)
+    assert (out / "report.html").is_file() and (out / "findings.json").is_file()
+
+
+def test_preflight_as_a_prolog_drains_the_node_with_its_reason(slurm_factory, tmp_path: Path) -> None:
+    """docs/recipes.md's prolog with --drain, run by slurmd itself at allocation time."""
+    prolog = tmp_path / "prolog.sh"
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[expect]\ngpus_per_node = 8\n")  # these nodes have no GPU: a failure of their own
+    cluster = slurm_factory([f"Prolog={prolog}", "PrologFlags=Alloc"])
+    cfg = cluster.net.write_ssh_config(tmp_path / "ssh_config")
+    prolog.write_text(f"""#!/bin/bash
+node=$(hostname -s)
+echo "$node" > "{tmp_path}/hosts-$SLURM_JOB_ID.txt"
+timeout 120 {sys.executable} -m netbench preflight --hosts "{tmp_path}/hosts-$SLURM_JOB_ID.txt" \\
+    --ssh-config {cfg} --python {sys.executable} --policy {policy} --drain \\
+    --out "{tmp_path}/prolog-$SLURM_JOB_ID" > "{tmp_path}/prolog-$node.log" 2>&1
+[ $? -ge 2 ] && exit 1
+exit 0
+""")
+    prolog.chmod(0o755)
+    r = cluster.run(["srun", "-N1", "-w", "h1", "--immediate=30", "hostname"], timeout=90)
+    assert r.returncode != 0  # the job never ran on the failing node
+    log = (tmp_path / "prolog-h1.log").read_text()
+    assert "netbench: drained h1 in Slurm (Reason='netbench: gpu_count_low:" in log
+    reasons = cluster.run(["sinfo", "-R", "-h", "-o", "%n|%E"]).stdout
+    assert "h1|netbench: gpu_count_low: h1: 0 GPUs visible, policy expects 8" in reasons.splitlines()
+    assert cluster.node_states()["h1"].startswith("drain") and cluster.node_states()["h0"] == "idle"
+
+
+def test_a_slow_node_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_factory, tmp_path: Path) -> None:
+    hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
+    cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", *hosts]})
+    cluster.net.limit_host("h3", "60mbit")
+    measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+               "--timeout", "30"]
+    slurm_out, ssh_out = tmp_path / "slurm", tmp_path / "ssh"
+    r = cluster.run(["salloc", "-N5", sys.executable, "-m", "netbench", "sweep", "--out", str(slurm_out),
+                     *measure], timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *measure]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+    def node_findings(out: Path) -> set[tuple[str, str]]:
+        found = json.loads((out / "findings.json").read_text())["findings"]
+        return {(f["rule"], f["subject"]) for f in found
+                if f["subject_kind"] == "node" and f["severity"] != "info"}
+
+    assert node_findings(slurm_out) == node_findings(ssh_out) == {("slow_node", "h3")}
+
+
+def test_preflight_inside_an_allocation_runs_over_srun(slurm_factory, tmp_path: Path) -> None:
+    """No --hosts, no SSH: the allocation's nodes, its switches, the inventory step, agents by srun."""
+    cluster = slurm_factory()
+    out = tmp_path / "pf"
+    r = cluster.run(["salloc", "-N3", sys.executable, "-m", "netbench", "preflight", "--out", str(out),
+                     "--budget", "90s", "--pair-sizes", "64K", "--rounds", "1", "--drain"], timeout=150)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-3000:]  # pass, or warnings only
+    assert r.stdout.strip() == ""  # stdout is the drain list: nothing to drain
+    assert "drained" not in r.stderr  # --drain drains only what preflight would drain
+    run = json.loads((out / "run.json").read_text())
+    assert run["launcher"] == "slurm" and run["topology"]["h2"] == "sw1" and run["topology"]["sw0"] == "spine"
+    inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
+    assert [(n["host"], n["status"]) for n in inv] == [("h0", "ok"), ("h1", "ok"), ("h2", "ok")]
+    assert any(row["pattern"] == "pair" and row["status"] == "ok" for row in _rows(out))
+    assert cluster.node_states() == {"h0": "idle", "h1": "idle", "h2": "idle"}
+
+
+def _when_rows(out: Path, n: int, then, timeout: float = 60) -> threading.Thread:
+    """Call ``then()`` once results.jsonl holds ``n`` rows (in a thread, while the sweep runs)."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            p = out / "results.jsonl"
+            if p.exists() and len(p.read_text().splitlines()) >= n:
+                then()
+                return
+            time.sleep(0.1)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_node_lost_during_a_sweep_costs_its_pairs_and_names_it(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+    # h2 dies (slurmd, its step and every process on it) once the ring has begun
+    watcher = _when_rows(out, 2, lambda: cluster.net.kill_host("h2"))
+    start = time.monotonic()
+    r = _sweep(cluster, out, "--timeout", "10", "--pattern", "ring", "--pattern", "pairwise", timeout=120)
+    took = time.monotonic() - start
+    watcher.join(1)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and took < 100, text[-3000:]
+    assert NOISE not in text
+    said = [line for line in text.splitlines() if "h2" in line and ("lost" in line or "timeout" in line
+                                                                   or "failed" in line)]
+    assert said, text[-3000:]
+    rows = _rows(out)
+    assert any(row["status"] == "ok" for row in rows)  # what was measured stays
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] in ("completed", "interrupted")
+
+
+def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+
+    def cancel() -> None:  # the same end as a time limit: slurmstepd signals every task of the step
+        steps = cluster.run(["squeue", "-h", "-s", "-o", "%i"]).stdout.split()
+        worker = [s for s in steps if s.endswith(".1")]  # step 0 was the inventory
+        cluster.run(["scancel", worker[0] if worker else steps[-1]])
+
+    watcher = _when_rows(out, 2, cancel)
+    start = time.monotonic()
+    r = _sweep(cluster, out, "--timeout", "10", "-n", "50", "-e", "1M", timeout=120)
+    took = time.monotonic() - start
+    watcher.join(1)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and took < 60, text[-3000:]
+    assert NOISE not in text
+    ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
+    assert len(ended) == 1 and " on h0" in ended[0] and "row(s) measured stay" in ended[0], text[-3000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "interrupted" and run["error"].startswith("Slurm cancelled step")
+    assert _rows(out) and (out / "report.html").is_file()
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    assert any(f["rule"] == "run_incomplete" and "Slurm cancelled step" in f["title"] for f in findings)
+
+
+def test_slurmd_killed_during_a_sweep_ends_the_step_naming_the_node(slurm_factory, tmp_path: Path) -> None:
+    cluster = slurm_factory()
+    out = tmp_path / "run"
+    watcher = _when_rows(out, 2, lambda: cluster.kill_slurmd("h2"))  # the ranks on h2 live on
+    start = time.monotonic()
+    r = _sweep(cluster, out, "--timeout", "20", "-n", "100", "-e", "4M", "-f", "2", "--pair-sizes", "4M",
+               timeout=150)
+    took = time.monotonic() - start
+    watcher.join(1)
+    text = r.stdout + r.stderr
+    assert r.returncode != 0 and took < 90, text[-3000:]  # SlurmdTimeout=10: Slurm sees it in ~20 s
+    ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
+    assert len(ended) == 1 and "NODE FAILURE" in ended[0] and "the step lost h2 (node failure" in ended[0]
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "interrupted" and _rows(out)
+    assert cluster.node_states()["h2"].startswith("down")
+
+
+@pytest.mark.parametrize("node", ["nosuch-node9"])
+def test_worker_gives_up_on_an_unresolvable_node_within_its_timeout(node: str) -> None:
+    """What srun gives a rank whose allocation names a node that does not resolve (no Slurm needed)."""
+    env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_JOB_ID": "5", "SLURM_JOB_NODELIST": node,
+           "PATH": "/usr/bin:/bin"}
+    start = time.monotonic()
+    argv = [sys.executable, "-m", "netbench", "worker", "--timeout", "5", "--out", "/nonexistent/x"]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 15
+    assert r.returncode == 1
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert lines == [f"netbench: error: rank 0's node '{node}' does not resolve (Name or service not known): "
+                     "cannot reach the run's store"]
