@@ -143,14 +143,38 @@ def analyse(ctx: AnalysisContext) -> Analyses:
     """Every shared analysis of the context's inputs (rows, switches, policy, re-tests)."""
 
     model = fit_pair_model(ctx)
-    nodes = (
-        judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
-        if model is not None
-        else NodeVerdicts()
-    )
+    nodes = NodeVerdicts()
+    if model is not None:
+        nodes = judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
+    if model is not None and nodes.switches:
+        model, nodes = _refit_without_slow_uplinks(ctx, model, nodes)
     lines = headlines(ctx.ok_rows.to_dict("records"), ctx.inventory, references(ctx.policy.references))
     return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
                     counters=counter_deltas(ctx.counters))
+
+
+def _refit_without_slow_uplinks(
+    ctx: AnalysisContext, model: PairModel, nodes: NodeVerdicts
+) -> tuple[PairModel, NodeVerdicts]:
+    """A slow uplink skews every cell median and node effect its pairs take part in, and nodes of
+    other leaves then look slow in some rounds. Fit again without the pairs through it; the uplink
+    verdicts of the first fit stand (the second cannot see them)."""
+    uplinks = nodes.switches
+
+    def through_slow_uplink(a: str, b: str) -> bool:
+        return any(sv.crossed_by(a, b) for sv in uplinks)
+
+    refit = fit_pair_model(ctx, exclude=through_slow_uplink)
+    if refit is None:
+        return model, nodes
+    again = judge_nodes(refit, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
+    explained = {h for sv in uplinks for h in sv.hosts}
+    return refit, replace(
+        again,
+        slow=tuple(v for v in again.slow if v.host not in explained),
+        suspects=tuple(v for v in again.suspects if v.host not in explained),
+        switches=uplinks,
+    )
 
 
 INTERMITTENT_Z = 3.0

@@ -22,6 +22,7 @@ nanmedian over rows is what makes the fit take about a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -84,7 +85,14 @@ def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
     return "all_reduce" if "all_reduce" in tied else tied[0]
 
 
-def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | None:
+def fit_pair_model(
+    ctx: AnalysisContext,
+    iterations: int = 30,
+    exclude: Callable[[str, str], bool] | None = None,
+) -> PairModel | None:
+    """``exclude``: pairs left out of the fit (their busbw stays in ``bw``, their residual is NaN):
+    pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
+    node effect of the other pairs."""
     rows = ctx.ok_rows
     pairs = rows[(rows["pattern"] == "pair") & rows["busbw_GBps"].notna()]
     if pairs.empty:
@@ -138,6 +146,10 @@ def fit_pair_model(ctx: AnalysisContext, iterations: int = 30) -> PairModel | No
 
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
+    if exclude is not None:
+        for i, j in zip(*np.nonzero(np.triu(valid, 1)), strict=True):
+            if exclude(hosts[i], hosts[j]):
+                valid[i, j] = valid[j, i] = False
     partners = valid.sum(axis=1)
     upper = np.triu(valid, 1)
     rounds = _round_matrix(pairs, idx, n)
