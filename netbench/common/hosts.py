@@ -85,6 +85,20 @@ def validate_hostname(name: str) -> str | None:
     return None
 
 
+def expand_hostnames(expr: str, where: str, error: type[Exception] = UsageError) -> list[str]:
+    """A host name or hostlist expression (``gpu[01-04]``) expanded, every name checked by
+    ``validate_hostname``; ``error`` naming ``where`` otherwise (hosts files, Slurm's node lists)."""
+    try:
+        names = expand_hostlist(expr) if any(c in expr for c in "[],") else [expr]
+    except ValueError as exc:
+        raise error(f"{where}: {exc}") from None
+    for name in names:
+        why = validate_hostname(name)
+        if why:
+            raise error(f"{where}: {why}: {name[:60]!r}")
+    return names
+
+
 def _validate_label(key: str, value: str) -> str | None:
     if not _KEY_RE.match(key):
         return f"bad label name {key!r}"
@@ -121,14 +135,7 @@ def _parse_line(text: str, where: str) -> list[HostEntry]:
         if not (n.isascii() and n.isdigit()) or len(n) > 9 or int(n) < 1:
             raise UsageError(f"{where}: bad slot count {n!r} in {tokens[0]!r} (want host:N, N >= 1)")
         slots = int(n)
-    try:
-        names = expand_hostlist(spec) if ("[" in spec or "]" in spec or "," in spec) else [spec]
-    except ValueError as exc:
-        raise UsageError(f"{where}: {exc}") from None
-    for name in names:
-        why = validate_hostname(name)
-        if why:
-            raise UsageError(f"{where}: {why}: {name!r}")
+    names = expand_hostnames(spec, where)
     labels: dict[str, str] = {}
     for tok in rest:
         key, eq, value = tok.partition("=")

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from netbench.common.errors import UsageError
-from netbench.common.hostlist import expand_hostlist
-from netbench.common.hosts import validate_hostname
+from netbench.common.hosts import expand_hostnames, validate_hostname
 from netbench.common.text import terminal_safe
 from netbench.common.topology import Topology, parse_slurm_topology
 
@@ -47,14 +46,7 @@ class Allocation:
         if not job.isdigit():
             raise SlurmError(f"SLURM_JOB_ID={terminal_safe(job[:40])!r} is not a job id")
         nodelist = e.get("SLURM_JOB_NODELIST") or e.get("SLURM_NODELIST") or ""
-        try:
-            nodes = expand_hostlist(nodelist)
-        except ValueError as exc:
-            raise SlurmError(f"SLURM_JOB_NODELIST: {exc}") from None
-        for n in nodes:
-            why = validate_hostname(n)
-            if why:
-                raise SlurmError(f"SLURM_JOB_NODELIST: node {terminal_safe(n[:60])!r}: {why}")
+        nodes = expand_hostnames(nodelist, "SLURM_JOB_NODELIST", SlurmError) if nodelist else []
         if not nodes:
             raise SlurmError("SLURM_JOB_ID is set but SLURM_JOB_NODELIST is empty")
         return cls(job_id=job, nodes=nodes, in_step="SLURM_STEP_ID" in e)
