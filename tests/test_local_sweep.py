@@ -28,7 +28,8 @@ def netbench(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        # these tests are about CPU ranks (gloo): on a GPU machine the sweep would take the GPUs
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", **(env or {})},
     )
 
 
