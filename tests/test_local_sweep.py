@@ -20,6 +20,11 @@ ALL = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv
 CONTRACT = CONTRACT_FIELDS
 
 
+def cpu_only() -> dict[str, str]:
+    """These tests are about CPU ranks (gloo): on a GPU machine the sweep would take the GPUs instead."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+
+
 def netbench(
     *args: str, env: dict[str, str] | None = None, timeout: float = 240
 ) -> subprocess.CompletedProcess:
@@ -28,8 +33,7 @@ def netbench(
         capture_output=True,
         text=True,
         timeout=timeout,
-        # these tests are about CPU ranks (gloo): on a GPU machine the sweep would take the GPUs
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", **(env or {})},
+        env={**cpu_only(), **(env or {})},
     )
 
 
@@ -198,6 +202,7 @@ def _start(out: Path, timeout: str = "20s") -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=cpu_only(),
     )
 
 
