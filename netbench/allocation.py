@@ -103,12 +103,13 @@ class StepEvents:
             why = m.group(3).strip()
             self.cancelled = f"Slurm cancelled step {m.group(1)} on {m.group(2)}"
             self.cancelled += f" ({why})" if why else ""
+        elif (m := _NODE_FAILED.match(line.strip())) and validate_hostname(m.group(1)) is None:
+            # the cause, whichever of srun's two lines comes first (they race)
+            self.lost[m.group(1)] = "node failure: its slurmd stopped answering"
         elif self.cancelled is not None:  # tasks "Terminated" by the cancellation are not the cause
             return
         elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost.setdefault(m.group(1), m.group(2)[:120])
-        elif (m := _NODE_FAILED.match(line.strip())) and validate_hostname(m.group(1)) is None:
-            self.lost[m.group(1)] = "node failure: its slurmd stopped answering"
 
     def describe(self, rc: int) -> str:
         """One line: the cancellation and the nodes lost before it (a node failure cancels the step

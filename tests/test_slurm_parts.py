@@ -89,6 +89,13 @@ def test_step_events_name_the_node_slurm_cancelled_or_lost() -> None:
         failed.read(line + "\n")
     assert failed.describe(143) == ("Slurm cancelled step 1.1 on h0 (DUE TO NODE FAILURE); "
                                     "the step lost h2 (node failure: its slurmd stopped answering)")
+    late = StepEvents()  # srun's two lines race: the node failure may come after the cancellation
+    for line in ("slurmstepd-h0: error: *** STEP 1.1 ON h0 CANCELLED AT 2026-12-01T04:56:38 DUE TO "
+                 "NODE FAILURE ***",
+                 "srun: error: h1: task 1: Terminated",
+                 "srun: error: Node failure on h2"):
+        late.read(line + "\n")
+    assert late.describe(143) == failed.describe(143)
 
 
 def test_split_tasks_maps_tasks_to_the_nodes_asked_only() -> None:
