@@ -65,10 +65,11 @@ class GroupSpec:
     """A set of global ranks that measure together. ``id`` is unique within the plan."""
 
     id: str
-    pattern: str  # world | ring | pair | intra
+    pattern: str  # world | ring | pair | rail | intra
     ranks: list[int]
     hosts: list[str]
     round: int | None = None
+    rail: int | None = None  # pattern rail: the local rank of both members (GPU k, NIC k)
 
 
 @dataclass
@@ -88,6 +89,9 @@ class WorkerPlan:
     phases: list[Phase]
     op_timeout_s: float = 60.0  # a single collective (or group set-up) taking longer has failed
     rank_hosts: list[str] = field(default_factory=list)  # host of each global rank
+    rail_ifaces: list[str | None] = field(default_factory=list)
+    """Per global rank: the interface its gloo rail groups bind (its rail's NIC), None or absent:
+    the address that routes to the store, as every other group."""
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

@@ -62,12 +62,26 @@ def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, i
     else:
         opts = dist.ProcessGroupGloo._Options()
         opts._timeout = timeout
-        if ctx.gloo_addr:
+        iface = rail_iface(ctx, group)
+        if iface:  # the rail's own NIC, so the group measures that NIC and cable alone
+            opts._devices = [dist.ProcessGroupGloo.create_device(interface=iface)]
+        elif ctx.gloo_addr:
             opts._devices = [dist.ProcessGroupGloo.create_device(hostname=ctx.gloo_addr)]
         else:
             opts._devices = [dist.ProcessGroupGloo.create_default_device()]
         pg = dist.ProcessGroupGloo(pstore, grank, len(group.ranks), opts)
     return pg, grank
+
+
+def rail_iface(ctx: RankContext, group: GroupSpec) -> str | None:
+    """The interface a gloo rank binds in a rail group (the plan's, from the inventory), else None.
+
+    NCCL needs no such binding: it drives each GPU's traffic through the NIC nearest to it, which is
+    that GPU's rail NIC on a rail-optimised node (NCCL_IB_HCA would be read once per process, so it
+    could not be set per group anyway)."""
+    if group.rail is None or ctx.rank >= len(ctx.plan.rail_ifaces):
+        return None
+    return ctx.plan.rail_ifaces[ctx.rank]
 
 
 def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Phase) -> None:
@@ -169,6 +183,7 @@ def _run_points(
                         cuda_graph=spec.cuda_graph,
                         engine=engine,
                         ts=time.time(),
+                        rail=group.rail,
                     )
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:

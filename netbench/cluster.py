@@ -113,7 +113,7 @@ def run_cluster(
         rundir.write_run(status="failed", error=str(exc))
         raise
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
-    request = PlanRequest.of(opts)
+    request = PlanRequest.of(opts).with_rails(nodes, slots)
     plan = build_plan(request, rundir.run_id, slots, backend)
     ring_spec, pair = sweep_spec(request, backend), pair_spec(request, backend)
     echo(
@@ -137,7 +137,7 @@ def run_cluster(
         launcher_name=opts.launcher,
         options=asdict(opts),
         fail_fast=False,
-        print_table=lambda row: row.get("pattern") != "pair",
+        print_table=lambda row: row.get("pattern") not in ("pair", "rail"),
     )
     counters = opts.inventory and not local  # the snapshots go where the inventory went: over SSH
     if counters:

@@ -467,6 +467,7 @@ class Coordinator:
                 error=why,
                 group=g.id,
                 dtype=phase.spec.dtype,
+                rail=g.rail,
             )
             row.ts = time.time()
             self.on_row(row.to_dict())

@@ -19,9 +19,19 @@ from netbench.collectives import messages
 from netbench.common.hosts import HostEntry
 from netbench.common.rundir import RunDir
 from netbench.engine import RunSettings, execute, finish_report
+from netbench.inventory.model import NodeInventory
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
 from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend
+
+
+def _prepared_inventory(rundir: RunDir) -> dict[str, NodeInventory]:
+    """The inventory a prepared run holds (``sweep --launcher slurm`` probed the nodes): what rail
+    groups bind; a plain torchrun/mpirun run has none."""
+    if not rundir.inventory_path.is_file():
+        return {}
+    nodes = (NodeInventory.from_dict(d) for d in rundir.read_inventory() if isinstance(d, dict))
+    return {n.host: n for n in nodes}
 
 
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
@@ -39,7 +49,8 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
         backend = choose_backend(opts.backend, [HostCaps.here(host)])
         rundir = RunDir.claim_prepared(opts.prepared_run) if opts.prepared_run else RunDir.create(opts.out)
-        plan = build_plan(PlanRequest.of(opts), rundir.run_id, slots, backend)
+        request = PlanRequest.of(opts).with_rails(_prepared_inventory(rundir), slots)
+        plan = build_plan(request, rundir.run_id, slots, backend)
         hosts = [HostEntry(name=s.host) for s in slots]
         rundir.write_run(topology=host_switches(hosts, opts.topology, echo))
         echo(

@@ -9,7 +9,8 @@ joined); the decisions are made once, here:
   and a host whose torch cannot use its GPUs is named as such (``HostCaps``);
 - ``host_slots``: how many ranks each host runs (one per GPU with NCCL);
 - ``sweep_spec`` / ``pair_spec``: sizes, collectives, iterations of each kind of group;
-- ``build_plan``: the phases (world, ring, pairwise rounds, intra groups) and their groups.
+- ``build_plan``: the phases (world, ring, pairwise rounds, rail rounds, intra groups) and their
+  groups; ``rail_interfaces``: the NIC each rank of a rail group binds (gloo), from the inventory.
 
 Launchers then only start processes, and ``plan.json`` in the run directory is what the ranks got.
 """
@@ -17,8 +18,9 @@ Launchers then only start processes, and ``plan.json`` in the run directory is w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.pairs import batched_rounds, circle_rounds
 from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
@@ -29,10 +31,13 @@ from netbench.common.text import terminal_safe
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
+if TYPE_CHECKING:
+    from netbench.inventory.model import NodeInventory
+
 GLOO_DEFAULT = (8, 64 << 20)  # min, max bytes of the full sweep
 NCCL_DEFAULT = (8, 8 << 30)
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
-PATTERNS = ("world", "ring", "pairwise", "intra")
+PATTERNS = ("world", "ring", "pairwise", "rail", "intra")
 
 
 # -- the backend -------------------------------------------------------------------------------------
@@ -170,7 +175,7 @@ class PlanRequest:
 
     measure: SweepOptions
     patterns: list[str] = field(default_factory=lambda: ["world"])
-    """In the order they run: world, ring, pairwise, intra."""
+    """In the order they run: world, ring, pairwise, rail, intra."""
     sizes: list[int] | None = None
     """Explicit sizes of the world/ring/intra groups; None: min..max by factor (backend defaults)."""
     size_cap: int | None = None
@@ -183,6 +188,9 @@ class PlanRequest:
     """At most this many pairs at once; None: whole circle-method rounds."""
     pair_rounds: list[PairRound] | None = None
     """Explicit rounds (preflight's chosen pairs); None: every pair of the hosts, in rounds."""
+    rail_ifaces: Mapping[str, Sequence[str | None]] | None = None
+    """Host -> the netdev of each rail (local rank), from the inventory (``rail_interfaces``): what
+    gloo ranks of rail groups bind. None or a missing entry: the usual address."""
 
     def __post_init__(self) -> None:
         bad = [p for p in self.patterns if p not in PATTERNS]
@@ -199,6 +207,12 @@ class PlanRequest:
             pair_collectives=opts.pair_collectives,
             pair_batch=opts.pair_batch,
         )
+
+    def with_rails(self, nodes: Mapping[str, NodeInventory], slots: Sequence[HostSlot]) -> PlanRequest:
+        """This request with each host's rail interfaces from its inventory, when rails are measured."""
+        if "rail" not in self.patterns:
+            return self
+        return dataclasses.replace(self, rail_ifaces=rail_interfaces(nodes, slots))
 
 
 def _spec(m: SweepOptions, backend: str, collectives: list[str], sizes: list[int]) -> SweepSpec:
@@ -247,6 +261,17 @@ def pair_spec(req: PlanRequest, backend: str) -> SweepSpec:
     return _spec(req.measure, backend, req.pair_collectives or req.measure.collectives, sizes)
 
 
+def rail_interfaces(nodes: Mapping[str, NodeInventory], slots: Sequence[HostSlot]) -> dict[str, list[str | None]]:
+    """Host -> the netdev of rail k for each of its ranks (None where the inventory cannot say)."""
+    from netbench.inventory.rails import rail_ports
+
+    return {s.host: [p.netdev for p in rail_ports(nodes.get(s.host), s.nprocs)] for s in slots}
+
+
+def rail_group_id(a: str, b: str, rail: int) -> str:
+    return f"rail{rail}:" + "|".join(sorted((a, b)))
+
+
 def pair_group_id(a: str, b: str) -> str:
     return "pair:" + "|".join(sorted((a, b)))
 
@@ -263,7 +288,8 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
 
     world: every rank in one group. ring: every host in one group, in slot order (at least 2 hosts).
     pairwise: a pair's group is every rank of both hosts. intra: the ranks of each host alone (hosts
-    with one rank have no group)."""
+    with one rank have no group). rail: for each pair (in the pairwise rounds), one group per local
+    rank k of both hosts, all at once."""
     hosts = [s.host for s in slots]
     ranks_of = {s.host: s.ranks for s in slots}
     spec = sweep_spec(req, backend)
@@ -293,6 +319,25 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
                     for a, b in rnd.pairs
                 ]
                 add(rnd.name, groups, pspec)
+        elif pattern == "rail":
+            # nccl-tests' split mode: rank k of one node with rank k of the other, every rail of the
+            # pair at once, so each NIC and cable carries its own rail's traffic and nothing else
+            pspec = pair_spec(req, backend)
+            rounds = default_pair_rounds(hosts, req.pair_batch)
+            for i, rnd in enumerate(rounds):
+                groups = [
+                    GroupSpec(
+                        id=rail_group_id(a, b, k),
+                        pattern="rail",
+                        hosts=[a, b],
+                        round=rnd.number,
+                        ranks=[ranks_of[a][k], ranks_of[b][k]],
+                        rail=k,
+                    )
+                    for a, b in rnd.pairs
+                    for k in range(min(len(ranks_of[a]), len(ranks_of[b])))
+                ]
+                add(f"rail round {i + 1}/{len(rounds)}", groups, pspec)
         elif pattern == "intra":
             groups = [
                 GroupSpec(id=f"intra:{h}", pattern="intra", hosts=[h], ranks=ranks_of[h])
@@ -302,7 +347,7 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             add("intra", groups, spec)
     if not phases:
         raise UsageError(
-            "nothing to run: pairwise and ring need at least 2 reachable hosts, "
+            "nothing to run: pairwise, rail and ring need at least 2 reachable hosts, "
             "intra needs several ranks per host"
         )
     return WorkerPlan(
@@ -313,4 +358,15 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
         phases=phases,
         op_timeout_s=req.measure.timeout_s,
         rank_hosts=[s.host for s in slots for _ in s.ranks],
+        rail_ifaces=_rank_rail_ifaces(req, slots) if "rail" in req.patterns else [],
     )
+
+
+def _rank_rail_ifaces(req: PlanRequest, slots: list[HostSlot]) -> list[str | None]:
+    """Per global rank, the interface of its rail (local rank k binds rail k's netdev)."""
+    known = req.rail_ifaces or {}
+    out: list[str | None] = []
+    for s in slots:
+        ifaces = list(known.get(s.host) or [])
+        out += [ifaces[k] if k < len(ifaces) else None for k in range(s.nprocs)]
+    return out

@@ -19,6 +19,9 @@ FINDING_IDS: dict[str, str] = {
     "slow_switch": "fail",
     # slow_pair
     "slow_pair": "warn",
+    # slow_rail
+    "slow_rail": "fail",
+    "slow_rail_pair": "warn",
     # link_health
     "node_unreachable": "warn",
     "gpu_count_low": "fail",

@@ -25,6 +25,7 @@ Examples:
   netbench sweep --hosts hosts.txt                # ring over all sizes + every pair at 3 large sizes
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
+  netbench sweep --hosts hosts.txt --pattern rail   # GPU k with GPU k of every pair: one NIC each
   netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
   salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
   salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
@@ -58,8 +59,10 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     "--pattern",
     "patterns",
     multiple=True,
-    type=click.Choice(["ring", "pairwise", "intra", "copy-matrix"]),
-    help="Repeatable. With --hosts: ring, pairwise (default both), intra (the ranks of each host alone). "
+    type=click.Choice(["ring", "pairwise", "rail", "intra", "copy-matrix"]),
+    help="Repeatable. With --hosts: ring, pairwise (default both), rail (for each pair of hosts, rank k "
+    "with rank k: one group per rail, all at once, so each NIC and cable is measured alone), intra "
+    "(the ranks of each host alone). "
     "Without: intra is every local rank as this host's group (world labelled intra); copy-matrix is the "
     "GPU-to-GPU copy bandwidth of this machine (no collectives, no --hosts).",
 )
@@ -164,7 +167,7 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         topology = opts.topology
     else:
         if set(asked) - {"intra"}:
-            raise UsageError("--pattern ring/pairwise need --hosts (one machine runs the world pattern)")
+            raise UsageError("--pattern ring/pairwise/rail need --hosts (one machine runs the world pattern)")
         from netbench.sweep import run_local
 
         rundir, outcome = run_local(opts.local(), echo=echo, patterns=asked or None)

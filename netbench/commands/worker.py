@@ -24,8 +24,8 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
     "--pattern",
     "patterns",
     multiple=True,
-    type=click.Choice(["world", "ring", "pairwise", "intra"]),
-    help="world (default): all ranks; ring/pairwise/intra as in sweep --hosts.",
+    type=click.Choice(["world", "ring", "pairwise", "rail", "intra"]),
+    help="world (default): all ranks; ring/pairwise/rail/intra as in sweep --hosts.",
 )
 @pair_options
 @click.option(

@@ -45,7 +45,7 @@ class ResultRow:
     run_id: str
     collective: str
     backend: str  # gloo | nccl | mpi
-    pattern: str  # world | ring | pair | intra | copy
+    pattern: str  # world | ring | pair | rail | intra | copy
     hosts: list[str]
     ranks: int
     round: int | None
@@ -71,6 +71,7 @@ class ResultRow:
     cuda_graph: bool = False
     engine: str = "torch"  # torch (the process group) | nccl (NCCL called directly, nccl4py)
     ts: float | None = None  # unix time the row was measured
+    rail: int | None = None  # pattern rail: the local rank (GPU, NIC) both hosts measured with
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -106,6 +107,7 @@ def failed_row(
     group: str | None = None,
     nbytes: int = 0,
     dtype: str = "float",
+    rail: int | None = None,
 ) -> ResultRow:
     """A row that records a measurement (or a whole group) that did not happen, and why."""
     return ResultRow(
@@ -133,4 +135,5 @@ def failed_row(
         status=status,
         error=error,
         group=group,
+        rail=rail,
     )

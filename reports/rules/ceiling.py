@@ -68,9 +68,10 @@ def _pairs_below(below: list[Headline], judged: int) -> Finding:
     NIC selection); a few slow pairs among good ones are the slow_pair/slow_node rules' business."""
     worst = sorted(below, key=lambda h: h.fraction or 0.0)
     median = sorted(h.fraction or 0.0 for h in below)[len(below) // 2]
+    what = "rail groups" if below[0].pattern == "rail" else "pairs"
     return Finding(
-        rule="below_ceiling", severity="warn", subject_kind="run", subject=f"{below[0].collective} pairs",
-        title=f"{len(below)} of {judged} pairs ran below their ceiling (median {median:.0%}; worst "
+        rule="below_ceiling", severity="warn", subject_kind="run", subject=f"{below[0].collective} {what}",
+        title=f"{len(below)} of {judged} {what} ran below their ceiling (median {median:.0%}; worst "
         f"{'|'.join(worst[0].hosts)} at {worst[0].busbw_GBps:.1f} of {worst[0].ceiling.GBps:.1f} GB/s)",
         evidence={"pairs_judged": judged, "pairs_below": len(below), "median_fraction": sig3(median),
                   "worst": [{"hosts": "|".join(h.hosts), **_evidence(h)} for h in worst[:_LIST]]},
@@ -87,26 +88,28 @@ _ACTION = ("The links can carry far more: check which NICs NCCL picked (NCCL_DEB
 def check(ctx: AnalysisContext) -> list[Finding]:
     t = ctx.policy.thresholds
     out: list[Finding] = []
-    pairs_judged: list[Headline] = []
-    pairs_below: list[Headline] = []
+    # pair and rail groups (one per pair, or per pair and rail) are judged together per pattern
+    judged: dict[str, list[Headline]] = {"pair": [], "rail": []}
+    below: dict[str, list[Headline]] = {"pair": [], "rail": []}
     for h in ctx.analyses.headlines:
         if h.fraction is None:
             continue
         if h.exceeds:
-            if h.pattern != "pair":  # one per pair would drown the report; the pairs' table shows them
+            if h.pattern not in judged:  # one per pair would drown the report; the pairs' table shows them
                 out.append(_above(h))
             continue
         if max(h.sizes) < t.large_min_bytes:  # latency-bound sizes say nothing of the ceiling
             continue
         low = h.fraction < t.below_ceiling_factor
-        if h.pattern == "pair":
-            pairs_judged.append(h)
+        if h.pattern in judged:
+            judged[h.pattern].append(h)
             if low:
-                pairs_below.append(h)
+                below[h.pattern].append(h)
         elif low:
             out.append(_below(h))
-    if pairs_below:
-        out.append(_pairs_below(pairs_below, len(pairs_judged)))
+    for pattern, hs in below.items():
+        if hs:
+            out.append(_pairs_below(hs, len(judged[pattern])))
     return out
 
 
