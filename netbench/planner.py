@@ -17,8 +17,8 @@ Launchers then only start processes, and ``plan.json`` in the run directory is w
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -261,7 +261,9 @@ def pair_spec(req: PlanRequest, backend: str) -> SweepSpec:
     return _spec(req.measure, backend, req.pair_collectives or req.measure.collectives, sizes)
 
 
-def rail_interfaces(nodes: Mapping[str, NodeInventory], slots: Sequence[HostSlot]) -> dict[str, list[str | None]]:
+def rail_interfaces(
+    nodes: Mapping[str, NodeInventory], slots: Sequence[HostSlot]
+) -> dict[str, list[str | None]]:
     """Host -> the netdev of rail k for each of its ranks (None where the inventory cannot say)."""
     from netbench.inventory.rails import rail_ports
 

@@ -225,6 +225,8 @@ class TestNetwork:
         self.bridges: dict[str, str] = {}  # leaf -> bridge device
         self.spine: str | None = None
         self.uplinks: dict[str, tuple[str, str]] = {}  # leaf -> (leaf end, spine end)
+        self.rail_bridges: list[str] = []  # rail k's switch (add_rails)
+        self.rail_veths: dict[tuple[str, int], tuple[str, str]] = {}  # (host, k) -> (root end, netdev)
         self._lock_fd = lock_fd
         self.fresh_rc = True
         self._destroyed = False
@@ -373,7 +375,7 @@ class TestNetwork:
         ])
 
     def _write_state(self) -> None:
-        links = list(self.bridges.values()) + ([self.spine] if self.spine else [])
+        links = list(self.bridges.values()) + ([self.spine] if self.spine else []) + self.rail_bridges
         links += [a for a, _ in self.uplinks.values()] + [h.veth for h in self.hosts.values()]
         data = {
             "pid": os.getpid(), "subnet": self.subnet, "workdir": str(self.workdir),
@@ -588,6 +590,44 @@ class TestNetwork:
         path.write_text("\n".join(lines) + "\n")
         return path
 
+    # -- rails: a second network of one NIC per rank -------------------------------------------------
+    def add_rails(self, netdevs: Sequence[str]) -> dict[tuple[str, int], str]:
+        """Give every host one more NIC per rail, named ``netdevs[k]`` in the host, on rail switch k
+        (a bridge of its own) with its own subnet, as a rail-optimised node's GPU k has NIC k on rail
+        switch k. Returns (host, k) -> the NIC's address. The rails carry only the traffic sent to
+        those addresses; ``eth0`` stays the management network."""
+        addrs: dict[tuple[str, int], str] = {}
+        third = self.subnet.rsplit(".", 1)[1]  # claimed with the subnet, so parallel networks differ
+        cmds: list[str] = []
+        for k, dev in enumerate(netdevs):
+            if not re.fullmatch(r"[a-z][a-z0-9]{1,14}", dev) or dev == "eth0":
+                raise ValueError(f"bad rail netdev name {dev!r}")
+            bridge = f"nbt{self.id}r{k}"
+            self.rail_bridges.append(bridge)
+            cmds += [f"link add {bridge} type bridge", f"link set {bridge} up"]
+            for idx, h in enumerate(self.hosts.values()):
+                root_end = f"nbt{self.id}h{idx}r{k}"
+                self.rail_veths[(h.name, k)] = (root_end, dev)
+                addrs[(h.name, k)] = f"10.{78 + k}.{third}.{idx + 1}"
+                cmds += [f"link add {root_end} type veth peer name {dev} netns {h.netns}",
+                         f"link set {root_end} master {bridge} up"]
+        self._write_state()
+        _run(["ip", "-batch", "-"], input="\n".join(cmds) + "\n")
+        for (name, k), addr in addrs.items():
+            dev = netdevs[k]
+            _check(self.run(name, ["ip", "addr", "replace", f"{addr}/24", "dev", dev]))
+            _check(self.run(name, ["ip", "link", "set", dev, "up"]))
+        return addrs
+
+    def limit_rail(self, name: str, rail: int, rate: str) -> None:
+        """Cap one host's rail NIC, both directions (tbf on its two veth ends): a NIC that trained at
+        a lower rate, or a bad cable."""
+        _check_rate(rate)
+        root_end, dev = self.rail_veths[(name, rail)]
+        tbf = ["root", "tbf", "rate", rate, "burst", _burst(rate), "latency", "100ms"]
+        _check(self.run(name, ["tc", "qdisc", "replace", "dev", dev, *tbf]))
+        _run(["tc", "qdisc", "replace", "dev", root_end, *tbf])
+
     # -- rate limits (tc; netem is not available) ---------------------------------------------
     def _ensure_htb(self, h: NetHost) -> None:
         """htb on the host's eth0: 1:1 = everything the host sends, 1:10 default, 1:2x per peer."""
@@ -652,7 +692,7 @@ class TestNetwork:
         for h in self.hosts.values():
             if h.proc is not None and h.proc.poll() is None:
                 h.proc.kill()
-        links = list(self.bridges.values()) + ([self.spine] if self.spine else [])
+        links = list(self.bridges.values()) + ([self.spine] if self.spine else []) + self.rail_bridges
         links += [a for a, _ in self.uplinks.values()] + [h.veth for h in self.hosts.values()]
         _remove_resources([h.netns for h in self.hosts.values()], links,
                           [f"/etc/netns/{h.netns}" for h in self.hosts.values()])

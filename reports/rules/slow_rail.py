@@ -6,7 +6,10 @@ in, so its best group (capped parts bottleneck, they do not multiply) is still w
 groups of the same rail that do not include it. That names the node and the rail:
 "node X rail 3 (mlx5_3) is 45% below its rail peers (rail switch railsw3)". The NIC and switch come
 from the inventory's GPU-NIC affinity (``inventory.rails``); without it the finding says why the NIC
-is unknown. When every rail of a node is slow the node is the fault, and one finding says so.
+is unknown. A rail must be both practically slow (its best group at most ``slow_pair_factor`` of the
+median of its peers) and apart from them (each of its points below each of theirs), so that a noisy
+fabric's spread is not taken for a bad NIC. When every rail of a node is slow the node is the fault,
+and one finding says so.
 
 With two nodes a rail has no peers that leave one end out: a rail far below the pair's other rails
 is then a warning on the pair's rail, naming both NICs (a third node tells which end it is).
@@ -39,9 +42,9 @@ _ACTION_PAIR = ("Re-run `--pattern rail` with a third node: the end whose rail s
 Pair = tuple[str, str]
 
 
-def rail_levels(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pair, float]]] | None:
-    """(collective, sizes, rail -> {(a, b): busbw}) of the rail rows: each group's mean busbw over the
-    largest sizes measured (the most rails' collective, all_reduce first), or None without rail rows."""
+def rail_points(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pair, list[float]]]] | None:
+    """(collective, sizes, rail -> {(a, b): busbw of each point}) of the rail rows at the largest sizes
+    measured (the collective of the most rail groups, all_reduce first), or None without rail rows."""
     df = ctx.rows
     rows = df[(df["pattern"] == "rail") & (df["status"] == "ok") & df["busbw_GBps"].notna()]
     if "rail" not in rows.columns or rows.empty:
@@ -54,11 +57,11 @@ def rail_levels(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pa
     rows = rows[rows["collective"] == coll]
     sizes = sorted({int(b) for b in rows["bytes"]})[-ctx.policy.thresholds.large_sizes_max:]
     rows = rows[rows["bytes"].isin(sizes)]
-    levels: dict[int, dict[Pair, list[float]]] = defaultdict(lambda: defaultdict(list))
+    points: dict[int, dict[Pair, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in rows.itertuples(index=False):
         a, b = sorted(r.hosts)
-        levels[int(r.rail)][(a, b)].append(float(r.busbw_GBps))
-    return coll, sizes, {k: {p: statistics.fmean(v) for p, v in by.items()} for k, by in levels.items()}
+        points[int(r.rail)][(a, b)].append(float(r.busbw_GBps))
+    return coll, sizes, {k: dict(by) for k, by in points.items()}
 
 
 def _ports(ctx: AnalysisContext, rails: int) -> dict[str, list[RailPort]]:
@@ -86,14 +89,17 @@ def _evidence(p: RailPort, **kw: Any) -> dict[str, Any]:
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    got = rail_levels(ctx)
+    got = rail_points(ctx)
     if got is None:
         return []
-    coll, sizes, levels = got
+    coll, sizes, points = got
+    # a group's level is its median point: one point slowed by a busy CPU does not make a rail slow
+    levels = {k: {p: statistics.median(v) for p, v in by.items()} for k, by in points.items()}
     factor = ctx.policy.thresholds.slow_pair_factor
     ports = _ports(ctx, max(levels) + 1)
     at = f"{coll} at {', '.join(size_label(s) for s in sizes)}"
-    slow: dict[str, list[tuple[RailPort, float, float, dict[Pair, float], dict[Pair, float]]]] = defaultdict(list)
+    slow: dict[str, list[tuple[RailPort, float, float, dict[Pair, float], dict[Pair, float]]]]
+    slow = defaultdict(list)
     two_node: list[tuple[int, Pair, float, float]] = []
     for rail, by_pair in sorted(levels.items()):
         hosts = sorted({h for p in by_pair for h in p})
@@ -104,13 +110,19 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 continue
             ref = statistics.median(peers.values())
             best = max(own.values())
-            if ref > 0 and best <= factor * ref:
+            # and apart: every point with this end below every point without it (a capped NIC caps
+            # them all), so the spread of a noisy fabric does not make one end of it look slow
+            pts = points[rail]
+            apart = max(x for p in own for x in pts[p]) < min(x for p in peers for x in pts[p])
+            if ref > 0 and best <= factor * ref and apart:
                 slow[h].append((_port(ports, h, rail), best, ref, own, peers))
         if len(hosts) == 2:  # nothing leaves one end out: compare with the pair's other rails
             (pair, bw), = by_pair.items()
             others = [lv[pair] for k, lv in levels.items() if k != rail and pair in lv]
             ref = statistics.median(others) if others else 0.0
-            if ref > 0 and bw <= factor * ref:
+            apart = bool(others) and max(points[rail][pair]) < min(
+                x for k, by in points.items() if k != rail and pair in by for x in by[pair])
+            if ref > 0 and bw <= factor * ref and apart:
                 two_node.append((rail, pair, bw, ref))
     out: list[Finding] = []
     for h, found in slow.items():
@@ -133,7 +145,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 title=f"{h} {p.label()} is {1 - best / ref:.0%} below its rail peers{_where(p)}: best "
                       f"{best:.3g} GB/s with {len(own)} partner(s) vs median {ref:.3g} GB/s ({at})",
                 evidence=_evidence(
-                    p, collective=coll, sizes=sizes, busbw_GBps=round(best, 4), peers_median_GBps=round(ref, 4),
+                    p, collective=coll, sizes=sizes, busbw_GBps=round(best, 4),
+                    peers_median_GBps=round(ref, 4),
                     partners={"|".join(k): round(v, 4) for k, v in own.items()},
                     peers={"|".join(k): round(v, 4) for k, v in peers.items()},
                 ),
