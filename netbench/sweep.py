@@ -16,10 +16,26 @@ from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir, new_run_id
 from netbench.coordinator import Outcome
 from netbench.engine import RunSettings, execute
+from netbench.inventory.local import probe_local
+from netbench.inventory.model import NodeInventory
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions, default_procs
 from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, free_gpu_cap
 from netbench.progress import Progress
+
+
+def inventory_here(
+    rundir: RunDir, host: str, echo: Callable[[str], None], env: dict[str, str] | None = None
+) -> NodeInventory:
+    """Probe this machine (nvidia-smi, ibstat, sysfs: the probe and parsers of ``--hosts``) into the
+    run's inventory.jsonl, so the headline of a GPU sweep has its NVLink/PCIe ceiling. CPU ranks
+    skip it: gloo on one host crosses no link the inventory describes. ``env``: added to the
+    probe's environment (tests put fake tools first on PATH)."""
+    node = probe_local(host=host, env=env)
+    rundir.write_inventory([node])
+    if not node.ok:
+        echo(f"# inventory of this host: {node.status}: {node.error}")
+    return node
 
 
 def run_local(
@@ -51,5 +67,7 @@ def run_local(
         f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}"
     )
     echo(f"# run directory: {rundir.path}")
+    if backend == "nccl":
+        inventory_here(rundir, host, echo)
     settings = RunSettings(launcher_name="local", options=asdict(opts), fail_fast=True)
     return rundir, execute(plan, slots, LocalLauncher(), rundir, settings, echo, progress)

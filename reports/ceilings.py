@@ -30,7 +30,8 @@ ABOVE_MARGIN = 1.05
 #: headlines are summarised over this many of the largest sizes
 TOP_SIZES = 3
 
-_NO_INVENTORY = ("the run has no inventory (a local `netbench sweep` does not probe the hardware; "
+_NO_INVENTORY = ("the run has no inventory (a local `netbench sweep` probes the hardware only when it "
+                 "runs on GPUs, and external launchers' runs do not; "
                  "`netbench sweep --hosts` and `netbench preflight` do)")
 _CPU_ONE_HOST = ("CPU ranks on one host: gloo moves the data through loopback and shared memory, "
                  "no network link to measure")
