@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from netbench.inventory.model import NIC, NodeInventory
 from netbench.inventory.parsers import (
     ethtool,
+    ethtool_link,
     iblinkinfo,
     ibnetdiscover,
     ibstat,
@@ -253,6 +254,27 @@ def _eth_nics(c: _Ctx) -> None:
             _merge(c, eth)
 
 
+def _eth_links(c: _Ctx) -> None:
+    """Rates of Ethernet ports from ``ethtool <netdev>``: ibstat/sysfs give the rate of RDMA ports
+    (RoCE included) and win; a plain Ethernet port's rate is only known from here."""
+    by_netdev = {n.netdev: n for n in c.nics.values() if n.netdev}
+    for name, s in sorted(c.sections.items()):
+        if not name.startswith("ethtool:") or why_missing(c.sections, name):
+            continue
+        nic = by_netdev.get(name.split(":", 1)[1])
+        if nic is None or (nic.link_layer or "").lower() == "infiniband":
+            continue
+        try:
+            link = ethtool_link.parse_ethtool_link(s.text)
+        except ValueError as e:
+            c.inv.missing[f"nics:{name}"] = f"parse error in {name}: {e}"[:_MAX_REASON]
+            continue
+        if nic.rate_gbps is None:
+            nic.rate_gbps = link.speed_gbps
+        if nic.state is None and link.link_detected is not None:
+            nic.state = "Active" if link.link_detected else "Down"
+
+
 def _nics_done(c: _Ctx) -> None:
     c.inv.nics = list(c.nics.values())
     if not c.inv.nics:
@@ -354,6 +376,7 @@ STEPS: list[tuple[str, str, Callable[[_Ctx], None]]] = [
     ("nvlinks", "nvidia-smi-nvlink", _nvlink),
     ("nics", "ibstat", _ib_nics),
     ("nics", "ethtool-i", _eth_nics),
+    ("nics", "ethtool", _eth_links),
     ("nics", "nics", _nics_done),
     ("counters", "ib-counters", _counters),
     ("neighbors", "lldp", _neighbors),

@@ -128,6 +128,7 @@ ethtool_all() {
         case $_n in *[!A-Za-z0-9_.:@-]*) continue ;; esac
         _any=1
         section "ethtool-i:$_n" "$T" ethtool -i "$_n"
+        section "ethtool:$_n" "$T" ethtool "$_n" # link settings: the rate of an Ethernet port
     done
     if [ "$_any" = 0 ]; then
         header ethtool-i 1
