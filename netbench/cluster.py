@@ -115,6 +115,10 @@ def run_cluster(
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
     request = PlanRequest.of(opts).with_rails(nodes, slots)
     plan = build_plan(request, rundir.run_id, slots, backend)
+    unbound = sorted({h for h, ifaces in (request.rail_ifaces or {}).items() if None in ifaces})
+    if backend == "gloo" and unbound:
+        echo(f"# rail: no rail NIC known for {', '.join(unbound)} (no GPU-NIC affinity in the inventory): "
+             "their gloo ranks use the address that routes here, so their rails share that interface")
     ring_spec, pair = sweep_spec(request, backend), pair_spec(request, backend)
     echo(
         f"# {len(slots)} host(s), {plan.world_size} {plan.device} rank(s) ({backend}); phases: "
