@@ -94,3 +94,19 @@ def test_a_capped_rail_nic_is_named_with_its_rail_and_switch(netns_factory, tmp_
     assert f["title"].startswith("rb rail 1 (mlx5_11/1) is ")
     assert "below its rail peers (rail switch railsw1)" in f["title"]
     assert f["title"] in r.stdout
+
+
+def test_without_rail_nics_in_the_inventory_the_sweep_says_the_rails_share_an_interface(
+        netns_factory, tmp_path: Path) -> None:
+    net = netns_factory(["sa", "sb"])  # no nvidia-smi: no GPU-NIC affinity
+    out = tmp_path / "run"
+    r = subprocess.run([*net.netbench_argv(tmp_path), "--pattern", "rail", "--procs-per-host", "2",
+                        "-c", "all_reduce", "--pair-sizes", "64K", "-n", "2", "-w", "1", "--in-place", "out",
+                        "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert r.returncode in (0, 1), r.stderr
+    assert ("# rail: no rail NIC known for sa, sb (no GPU-NIC affinity in the inventory): their gloo ranks "
+            "use the address that routes here, so their rails share that interface") in r.stdout
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted((x["group"], x["rail"], x["status"]) for x in rows) == [
+        ("rail0:sa|sb", 0, "ok"), ("rail1:sa|sb", 1, "ok")]
+    assert json.loads((out / "plan.json").read_text())["rail_ifaces"] == [None] * 4
