@@ -86,8 +86,9 @@ def rail_ports(inv: NodeInventory | None, rails: int) -> list[RailPort]:
             else "no GPU-NIC affinity in the inventory (nvidia-smi topo -m)"
         )
         return [RailPort(k, unknown=why) for k in range(rails)]
+    # a device's active port, else whichever port it reports: a NIC that is down is still named
     ports = {n.name: n for n in inv.nics if (n.state or "active").lower() == "active"}
-    ports.update({n.name: n for n in inv.nics if n.name not in ports})  # first port when none is up
+    ports.update({n.name: n for n in inv.nics if n.name not in ports})
     switch_of = {nb.local_port: nb for nb in inv.neighbors if nb.switch}
     out = []
     for k in range(rails):
