@@ -39,7 +39,8 @@ class Thresholds:
 
     slow_pair_factor: float = 0.8
     """A pair is slow when its busbw is at most this fraction of what its hop class and its two
-    nodes predict (0.8: 20% or more below)."""
+    nodes predict (0.8: 20% or more below); a node's rail (``--pattern rail``) when its best group
+    is at most this fraction of the median of the same rail's groups without it."""
     slow_node_factor: float = 0.9
     """A node is slow when its effect over all partners is at most this fraction of the fleet's."""
     mad_k: float = 4.0
