@@ -3,8 +3,10 @@
 Order of work: read the hosts file, inventory every host (unreachable hosts are recorded and left out
 before any rank starts), build the plan, start one agent per host over SSH, run the phases:
   ring      all hosts in one group, in the order given, over the full size range;
-  pairwise  circle-method rounds (N-1 rounds of N/2 disjoint pairs at once), or ``--pair-batch K``
-            pairs at a time; a pair's group is every rank of both hosts; a few large sizes;
+  pairwise  rounds of disjoint pairs (leaf against leaf when the topology places every host, else
+            the circle method: planner.default_pair_rounds), or ``--pair-batch K`` pairs at a time; a
+            pair's group is every rank of both hosts; a few large sizes; then the suspects of the
+            analysis re-tested against known-good partners within ``--confirm-budget``;
   intra     the ranks of each host alone (needs several ranks per host).
 A host that dies or hangs costs its own groups (rows with status timeout/error naming it); the sweep
 goes on with the others and ends with a summary.
@@ -113,7 +115,7 @@ def run_cluster(
         rundir.write_run(status="failed", error=str(exc))
         raise
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
-    request = PlanRequest.of(opts)
+    request = PlanRequest.of(opts, switches=topology)
     plan = build_plan(request, rundir.run_id, slots, backend)
     ring_spec, pair = sweep_spec(request, backend), pair_spec(request, backend)
     echo(

@@ -24,6 +24,8 @@ Examples:
   netbench sweep --out runs/today --no-check
   netbench sweep --hosts hosts.txt                # ring over all sizes + every pair at 3 large sizes
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
+  netbench sweep --hosts hosts.txt --topology topology.conf --confirm-budget 120
+  netbench sweep --hosts hosts.txt --topology topology.conf --pair-schedule circle --confirm-budget 0
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
   salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
@@ -31,7 +33,9 @@ Examples:
 
 Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 rounds (N hosts) of
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
-one pair at those sizes, or N(N-1)/2 times with --pair-batch 1.
+one pair at those sizes, or N(N-1)/2 times with --pair-batch 1. With a topology the rounds go leaf
+against leaf (N-1 rounds for an even number of equal leaves, N for an odd one). Then the suspects of
+the analysis are re-tested within --confirm-budget (one more launch on the hosts involved).
 
 --out DIR must not hold a run already; --out 'runs/{id}' makes a fresh directory per run.
 
@@ -64,6 +68,30 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     "GPU-to-GPU copy bandwidth of this machine (no collectives, no --hosts).",
 )
 @pair_options
+@click.option(
+    "--pair-schedule",
+    type=click.Choice(["auto", "circle", "topology"]),
+    default="auto",
+    show_default=True,
+    help="Which pairs run together. topology: leaf against leaf, so every round puts the same number "
+    "of pairs through a leaf's uplink (pairs within a leaf fill the idle slots); circle: the circle "
+    "method, blind to switches; auto: topology when --topology or switch= labels place every host.",
+)
+@click.option(
+    "--uplink-pairs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Topology schedule: at most K pairs of a round through one uplink (more rounds, less load).",
+)
+@click.option(
+    "--confirm-budget",
+    "confirm_budget_s",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Seconds for re-testing the pairwise phase's suspects (slow or borderline nodes and links) "
+    "against known-good partners of the same hop class; the report says confirmed or cleared. 0: off.",
+)
 @click.option(
     "--procs-per-host",
     type=click.IntRange(1, 1024),

@@ -124,6 +124,29 @@ def meeting_tier(path_a: list[str], path_b: list[str]) -> int:
     return max(len(path_a), len(path_b)) + 1
 
 
+def crossed_uplinks(path_a: list[str], path_b: list[str]) -> list[str]:
+    """The switches whose uplink a pair between two leaf-to-top paths goes through: those below the
+    lowest switch both paths share, on both sides (every switch of both when they share none: the
+    fabric that joins them is above them all). Empty for two hosts of one leaf."""
+    common = next((sw for sw in path_a if sw in path_b), None)
+    if common is None:
+        return path_a + path_b
+    return path_a[: path_a.index(common)] + path_b[: path_b.index(common)]
+
+
+def round_load(pairs: Iterable[tuple[str, str]], uplinks: Uplinks) -> dict[tuple[str, str], int]:
+    """Per pair of one round (pairs that run at the same time): the most pairs of that round that
+    go through one uplink on its path, the "flows per uplink in their round" the pair model compares
+    pairs under (``reports.pairmodel``). 0 within a leaf and for a host the topology does not place."""
+    pairs = list(pairs)
+    paths = {h: switch_path(h, uplinks) for p in pairs for h in p}
+    crossed = {
+        p: crossed_uplinks(paths[p[0]], paths[p[1]]) if paths[p[0]] and paths[p[1]] else [] for p in pairs
+    }
+    through = Counter(sw for used in crossed.values() for sw in used)
+    return {p: max((through[sw] for sw in used), default=0) for p, used in crossed.items()}
+
+
 def hop_class(a: str, b: str, uplinks: Uplinks) -> str:
     """``intra`` | ``leaf`` | ``spine`` | ``core`` | ``tier-N`` | ``unknown`` (module docstring)."""
     if a == b:
