@@ -59,6 +59,7 @@ class ClusterOptions(SweepOptions):
     pair_sizes: list[int] | None = None
     pair_collectives: list[str] | None = None
     topology: str | None = None
+    policy: str | None = None  # policy TOML for the report and the re-tests
     inventory: bool = True
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store

@@ -93,6 +93,12 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     "against known-good partners of the same hop class; the report says confirmed or cleared. 0: off.",
 )
 @click.option(
+    "--policy",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Policy TOML for the report and the re-tests (thresholds, severities), as `netbench report`.",
+)
+@click.option(
     "--procs-per-host",
     type=click.IntRange(1, 1024),
     default=1,
@@ -185,6 +191,13 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             argv = mpirun_argv(opts, pats, nprocs, hostfile)
             echo(f"# {' '.join(argv[:4])} ... netbench worker")
             return subprocess.run(argv).returncode
+    if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
+        from netbench.reports.policy import PolicyError, load_policy
+
+        try:
+            load_policy(opts.policy)
+        except PolicyError as exc:
+            raise UsageError(str(exc)) from None
     if opts.hosts_file:
         from netbench.cluster import run_cluster
 
@@ -198,5 +211,5 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         rundir, outcome = run_local(opts.local(), echo=echo, patterns=asked or None)
         topology = None
     if opts.report and outcome.status != "interrupted":
-        finish_report(rundir, echo, topology=topology)
+        finish_report(rundir, echo, policy=opts.policy, topology=topology)
     return exit_status(outcome, rundir.read_rows())
