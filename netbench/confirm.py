@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -157,7 +157,8 @@ def plan_escalation(
     classes: Mapping[str, str] | None = None,
 ) -> list[list[Pair]]:
     """Perfect matchings for the re-tests: each suspect node with a known-good partner per phase (of
-    the hop class it was slow in, ``classes``, default its own leaf; a partner it has not met first),
+    the hop class it was slow in, ``classes``, default its own leaf; one it has not met in these
+    phases first, then one it has not met at all),
     each suspect link re-run once (in the first phase where both its nodes are free) with a control
     pair of good nodes of the same hop class beside it where there is one, and the other good nodes
     paired among themselves as the phase's controls. At least as many phases as it takes to re-run
@@ -168,11 +169,18 @@ def plan_escalation(
     pending = [p for p in links if not set(p) & bad]
     want = dict(classes or {})
 
+    met: Counter[frozenset] = Counter()  # pairs of this escalation: a second phase takes a new partner
+
     def pick(a: str, pool: list[str], klass: str | None = None) -> str:
         klass = klass or want.get(a, LEAF)
         return min(
             pool,
-            key=lambda g: (hop_class(a, g, switches) != klass, frozenset((a, g)) in tested, pool.index(g)),
+            key=lambda g: (
+                hop_class(a, g, switches) != klass,
+                met[frozenset((a, g))],
+                frozenset((a, g)) in tested,
+                pool.index(g),
+            ),
         )
 
     while len(out) < phases or pending:
@@ -200,6 +208,7 @@ def plan_escalation(
             rest.remove(b)
             pairs.append((a, b))
         tested |= {frozenset(p) for p in pairs}
+        met.update(frozenset(p) for p in pairs)
         out.append(pairs)
     return out
 
