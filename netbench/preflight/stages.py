@@ -411,7 +411,8 @@ def run_preflight(
         snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
 
     # 5. report
-    ctx, findings = analyse(rundir, policy, topology, baseline, RetestEvidence(retests, default_reason))
+    evidence = RetestEvidence(retests, default_reason)
+    ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
     drain, check = drain_and_check(findings, len(entries))
     html = _write_report(rundir, ctx, findings, opts.html)
     mark("report", t)
@@ -425,6 +426,7 @@ def run_preflight(
         seconds=info["elapsed_s"],
         rows=len(rundir.read_rows()),
         preflight=info,
+        retests=evidence.to_json(),  # `netbench report` of this run weighs the same re-tests
         options=asdict(opts),
         verdict=v,
     )
