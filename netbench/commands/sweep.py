@@ -69,28 +69,14 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
 )
 @pair_options
 @click.option(
-    "--pair-schedule",
-    type=click.Choice(["auto", "circle", "topology"]),
-    default="auto",
-    show_default=True,
-    help="Which pairs run together. topology: leaf against leaf, so every round puts the same number "
-    "of pairs through a leaf's uplink (pairs within a leaf fill the idle slots); circle: the circle "
-    "method, blind to switches; auto: topology when --topology or switch= labels place every host.",
-)
-@click.option(
-    "--uplink-pairs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Topology schedule: at most K pairs of a round through one uplink (more rounds, less load).",
-)
-@click.option(
     "--confirm-budget",
     "confirm_budget_s",
     type=click.FloatRange(min=0),
     default=60.0,
     show_default=True,
-    help="Seconds for re-testing the pairwise phase's suspects (slow or borderline nodes and links) "
-    "against known-good partners of the same hop class; the report says confirmed or cleared. 0: off.",
+    help="With --hosts (ssh, local): seconds for re-testing the pairwise phase's suspects (slow or "
+    "borderline nodes and links) against known-good partners of the same hop class; the report says "
+    "confirmed or cleared. 0: off.",
 )
 @click.option(
     "--policy",
