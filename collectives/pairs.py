@@ -106,10 +106,11 @@ def _meeting(meeting: list[Pair], leaves: dict[str, list[str]]) -> Iterator[list
     subs: list[list[Pair]] = []
     for x, y in meeting:
         small, big = sorted((leaves[x], leaves[y]), key=len)
+        twice = big + big  # big[(i + t) mod m] for i < n is twice[t : t + n]
         for t in range(len(big)):
             if t == len(subs):
                 subs.append([])
-            subs[t].extend((small[i], big[(i + t) % len(big)]) for i in range(len(small)))
+            subs[t].extend(zip(small, twice[t : t + len(small)], strict=True))
     yield from subs
 
 

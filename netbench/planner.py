@@ -29,7 +29,7 @@ from netbench.collectives.sizes import size_sweep
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
-from netbench.common.topology import leaf_of, round_load
+from netbench.common.topology import RoundLoad, leaf_of
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
@@ -328,8 +328,9 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             rounds = req.pair_rounds or default_pair_rounds(
                 hosts, req.pair_batch, req.pair_schedule, req.switches, req.uplink_pairs
             )
+            loads = RoundLoad(req.switches or {})
             for rnd in rounds:
-                load = round_load(rnd.pairs, req.switches) if req.switches else {}
+                load = loads(rnd.pairs) if req.switches else {}
                 groups = [
                     GroupSpec(
                         id=pair_group_id(a, b),
