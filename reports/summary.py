@@ -135,6 +135,8 @@ def summary_markdown(findings: list[Finding], run: dict[str, Any] | None = None,
             lines.append(f"| {f.severity} | {f.rule} | {_md(f.subject)} | {_md(f.title)} | {_md(f.action)} |")
         if len(findings) > top:
             lines.append(f"\n{len(findings) - top} more in findings.json / report.html")
+    if d["retests"]:
+        lines.append("\nre-tests: " + _md("; ".join(f"{k} {v}" for k, v in sorted(d["retests"].items()))))
     return "\n".join(lines)
 
 

@@ -125,5 +125,9 @@ def test_every_retest_is_a_finding_even_when_the_analysis_no_longer_flags_it() -
     assert [(f.subject, f.severity) for f in nodes] == [(x, "info")] and "cleared" in nodes[0].title
     links = slow_pair.check(ctx)
     assert [(f.subject, f.severity) for f in links] == [(f"{y}|{z}", "warn")]
-    summary = format_summary(run_rules(ctx), "text", {}, top=1)
-    assert f"re-tests: {x} cleared; {y}|{z} confirmed" in summary
+    # whatever the cut of the top findings (one here), every format lists every re-test
+    assert f"re-tests: {x} cleared; {y}|{z} confirmed" in format_summary(run_rules(ctx), "text", {}, top=1)
+    markdown = format_summary(run_rules(ctx), "markdown", {}, top=1)
+    assert "re-tests:" in markdown and f"{x} cleared" in markdown and f"{z} confirmed" in markdown
+    assert json.loads(format_summary(run_rules(ctx), "json", {}, top=1))["retests"] == {
+        x: "cleared", f"{y}|{z}": "confirmed"}
