@@ -128,3 +128,31 @@ def test_plan_topology_schedule_needs_every_host_placed() -> None:
     assert [[tuple(g.hosts) for g in ph.groups] for ph in auto.phases] == circle_rounds(hosts)
     with pytest.raises(UsageError, match="pair schedule"):
         plan(hosts, up, pair_schedule="ring")
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from netbench.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    return int(exc.value.code or 0), capsys.readouterr().err
+
+
+def test_sweep_topology_schedule_without_a_topology_is_one_line_exit_2(capsys, tmp_path) -> None:
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("h1\nh2 switch=leaf1\n")
+    code, err = run_main(capsys, "sweep", "--hosts", str(hosts), "--launcher", "local", "--pattern",
+                         "pairwise", "--pair-schedule", "topology", "--out", str(tmp_path / "r"))
+    assert code == 2 and "not placed: h1" in err and err.count("\n") == 1, err
+    code, err = run_main(capsys, "sweep", "--hosts", str(hosts), "--confirm-budget", "-1")
+    assert code == 2 and "--confirm-budget" in err
+
+
+def test_sweep_broken_policy_is_one_line_exit_2_before_anything_runs(capsys, tmp_path) -> None:
+    hosts, policy = tmp_path / "hosts.txt", tmp_path / "policy.toml"
+    hosts.write_text("h1\nh2\n")
+    policy.write_text("[thresholds]\nslow_node_factor = 7\n")
+    code, err = run_main(capsys, "sweep", "--hosts", str(hosts), "--launcher", "local",
+                         "--policy", str(policy), "--out", str(tmp_path / "r"))
+    assert code == 2 and "slow_node_factor" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()
