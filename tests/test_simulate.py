@@ -156,3 +156,23 @@ def test_topology_schedule_removes_round_load_differences(tmp_path):
         assert (len(loads) > 1) == (schedule == "circle")
     assert spread["circle"] >= 1.8
     assert spread["auto"] <= 1.15
+
+
+@pytest.mark.parametrize("schedule", ["circle", "auto"])
+def test_plan_records_the_load_the_pair_model_compares_under(tmp_path, schedule):
+    """One definition of "pairs per uplink in their round": each pair group's ``load`` in plan.json
+    (common/topology.RoundLoad, at planning) equals the pair model's load (reports/pairmodel.py, from
+    the rows' rounds and run.json's topology), on a 3-tier fabric where loads differ by tier."""
+    from netbench.reports.engine import load_context
+
+    spec = FabricSpec(nodes=32, leaves=4, tiers=3, pods=2, oversubscription=2.0)
+    res = simulate(SimOptions(spec, (), seed=3, pair_schedule=schedule, out=str(tmp_path / schedule)))
+    plan = json.loads((res.rundir.path / "plan.json").read_text())
+    groups = [g for p in plan["phases"] for g in p["groups"] if g["pattern"] == "pair"]
+    planned = {frozenset(g["hosts"]): g["load"] for g in groups}
+    m = load_context(res.rundir.path).pair_model
+    assert m is not None and m.load is not None
+    idx = {h: i for i, h in enumerate(m.hosts)}
+    fitted = {pair: int(m.load[idx[a], idx[b]]) for pair in planned for a, b in [sorted(pair)]}
+    assert fitted == planned
+    assert len(set(planned.values())) >= 3  # leaf (0) and loads through leaf and pod uplinks
