@@ -28,7 +28,8 @@ def sweep(net: TestNetwork, tmp: Path, *args: str) -> tuple[Path, float]:
     out = tmp / f"run-{time.monotonic_ns()}"
     t0 = time.perf_counter()
     subprocess.run(
-        [*net.netbench_argv(tmp), "--out", str(out), "--no-report", *args],
+        # the sweep alone, as its figures were measured: no re-test launch (--confirm-budget 0)
+        [*net.netbench_argv(tmp), "--out", str(out), "--no-report", "--confirm-budget", "0", *args],
         check=True,
         capture_output=True,
         text=True,

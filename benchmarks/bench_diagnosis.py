@@ -11,6 +11,7 @@ of healthy) are left out of recall and counted apart. A healthy fabric of each s
 (any warn/fail node/link/switch finding is a false positive).
 
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
+                                         [--pair-schedule auto|circle|topology]
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--physics", default="bottleneck,multiplicative")
     ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--pair-schedule", default="auto", choices=("auto", "circle", "topology"))
     args = ap.parse_args()
-    print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each")
+    print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each, "
+          f"pair schedule {args.pair_schedule}")
     print("| physics | nodes | fault class | TP | FP | FN | unobservable | precision | recall | s/run |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     tmp = Path(tempfile.mkdtemp(prefix="bench_diag-"))
@@ -76,7 +79,8 @@ def main() -> None:
                         faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
                         out = tmp / f"{physics}-{n}-{cls}-{seed}"
                         opts = SimOptions(
-                            spec, faults, noise=args.noise, seed=seed, pair_sizes=(1 << 30,), out=str(out)
+                            spec, faults, noise=args.noise, seed=seed, pair_sizes=(1 << 30,), out=str(out),
+                            pair_schedule=args.pair_schedule,
                         )
                         res = simulate(opts)
                         found = {

@@ -4,9 +4,24 @@ The circle method (round-robin tournament) gives every pair exactly once in N-1 
 disjoint pairs (odd N: a phantom host makes one real host sit out each round). Disjoint pairs can run
 at once without sharing a node; they may still share switch uplinks, hence ``batched`` (at most k
 pairs at once) and ``sequential`` (k = 1) for fabrics where concurrent cross-switch pairs interfere.
+
+The circle method knows nothing of switches: one round sends three cross-leaf pairs through a leaf's
+uplink, the next seven, so two cross-leaf pairs differ 2-3x because of their round.
+``topology_rounds`` (the default when the topology places every host) schedules by leaf instead:
+leaves meet leaf against leaf (the circle method over the leaves), and two meeting leaves of n and m
+hosts run min(n, m) pairs at once through each uplink in every round of their meeting (Latin-square
+matchings), so the load on an uplink is the same in every round for leaves of one size; pairs within
+a leaf fill the rounds in which their hosts are idle, else rounds of their own. Rounds: N-1 for an
+even number of equal leaves (the minimum), N for an odd one. ``per_uplink`` caps the pairs through
+any one uplink further (splitting a round).
 """
 
 from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from netbench.common.topology import Uplinks, crossed_uplinks, leaf_of, switch_path
 
 Pair = tuple[str, str]
 
@@ -37,10 +52,77 @@ def circle_rounds(hosts: list[str]) -> list[list[Pair]]:
 
 def batched_rounds(hosts: list[str], k: int) -> list[list[Pair]]:
     """Circle rounds split so no more than ``k`` pairs run at once (k=1: one pair at a time)."""
+    return split_rounds(circle_rounds(hosts), k)
+
+
+def split_rounds(rounds: list[list[Pair]], k: int) -> list[list[Pair]]:
+    """Each round cut into rounds of at most ``k`` pairs, in order."""
     if k < 1:
         raise ValueError(f"pair batch must be >= 1, got {k}")
-    out: list[list[Pair]] = []
-    for rnd in circle_rounds(hosts):
-        for i in range(0, len(rnd), k):
-            out.append(rnd[i : i + k])
-    return out
+    return [rnd[i : i + k] for rnd in rounds for i in range(0, len(rnd), k)]
+
+
+def topology_rounds(hosts: list[str], uplinks: Uplinks, per_uplink: int | None = None) -> list[list[Pair]]:
+    """Every pair once, in rounds of disjoint pairs scheduled by leaf (module docstring). Every host
+    must have a leaf in ``uplinks`` (``common.topology``); ``per_uplink``: at most this many pairs of
+    a round through one uplink."""
+    if len(set(hosts)) != len(hosts):
+        raise ValueError("host names must be unique")
+    if per_uplink is not None and per_uplink < 1:
+        raise ValueError(f"pairs per uplink must be >= 1, got {per_uplink}")
+    leaves: dict[str, list[str]] = {}
+    for h in hosts:
+        leaf = leaf_of(h, uplinks)
+        if leaf is None:
+            raise ValueError(f"host {h} is under no switch of the topology")
+        leaves.setdefault(leaf, []).append(h)
+    rounds = [rnd for meeting in circle_rounds(list(leaves)) for rnd in _meeting(meeting, leaves)]
+    if per_uplink is not None:
+        rounds = [part for rnd in rounds for part in _cap(rnd, per_uplink, uplinks)]
+    busy = [{h for p in rnd for h in p} for rnd in rounds]
+    n_cross = len(rounds)
+    for members in leaves.values():
+        cursor, extra = 0, n_cross  # a leaf's matchings keep their order; leftovers share new rounds
+        for matching in circle_rounds(members):
+            used = {h for p in matching for h in p}
+            while cursor < n_cross and used & busy[cursor]:
+                cursor += 1
+            at = cursor if cursor < n_cross else extra
+            if at == len(rounds):
+                rounds.append([])
+                busy.append(set())
+            rounds[at].extend(matching)
+            busy[at] |= used
+            if cursor < n_cross:
+                cursor += 1
+            else:
+                extra += 1
+    return rounds
+
+
+def _meeting(meeting: list[Pair], leaves: dict[str, list[str]]) -> Iterator[list[Pair]]:
+    """The rounds in which these pairs of leaves meet: leaves X (n hosts) and Y (m >= n) meet in m
+    rounds, round t pairing X[i] with Y[(i + t) mod m], which covers X x Y once."""
+    subs: list[list[Pair]] = []
+    for x, y in meeting:
+        small, big = sorted((leaves[x], leaves[y]), key=len)
+        twice = big + big  # big[(i + t) mod m] for i < n is twice[t : t + n]
+        for t in range(len(big)):
+            if t == len(subs):
+                subs.append([])
+            subs[t].extend(zip(small, twice[t : t + len(small)], strict=True))
+    yield from subs
+
+
+def _cap(rnd: list[Pair], k: int, uplinks: Uplinks) -> list[list[Pair]]:
+    """One round cut (first fit) into rounds with at most ``k`` of its pairs through any uplink."""
+    parts: list[tuple[list[Pair], Counter[str]]] = []
+    for a, b in rnd:
+        used = crossed_uplinks(switch_path(a, uplinks), switch_path(b, uplinks))
+        fits = next((part for part in parts if all(part[1][sw] < k for sw in used)), None)
+        if fits is None:
+            fits = ([], Counter())
+            parts.append(fits)
+        fits[0].append((a, b))
+        fits[1].update(used)
+    return [pairs for pairs, _ in parts]

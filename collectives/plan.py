@@ -70,6 +70,10 @@ class GroupSpec:
     hosts: list[str]
     round: int | None = None
     rail: int | None = None  # pattern rail: the local rank of both members (GPU k, NIC k)
+    load: int | None = None
+    """A pair's load: the most pairs of its round through one uplink on its path (0 within a leaf;
+    ``common.topology.round_load``, the count the pair model compares pairs under). None: the
+    topology does not place both hosts, or not a pair."""
 
 
 @dataclass

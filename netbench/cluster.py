@@ -3,8 +3,10 @@
 Order of work: read the hosts file, inventory every host (unreachable hosts are recorded and left out
 before any rank starts), build the plan, start one agent per host over SSH, run the phases:
   ring      all hosts in one group, in the order given, over the full size range;
-  pairwise  circle-method rounds (N-1 rounds of N/2 disjoint pairs at once), or ``--pair-batch K``
-            pairs at a time; a pair's group is every rank of both hosts; a few large sizes;
+  pairwise  rounds of disjoint pairs (leaf against leaf when the topology places every host, else
+            the circle method: planner.default_pair_rounds), or ``--pair-batch K`` pairs at a time; a
+            pair's group is every rank of both hosts; a few large sizes; then the suspects of the
+            analysis re-tested against known-good partners within ``--confirm-budget``;
   intra     the ranks of each host alone (needs several ranks per host).
 A host that dies or hangs costs its own groups (rows with status timeout/error naming it); the sweep
 goes on with the others and ends with a summary.
@@ -23,7 +25,7 @@ from netbench.common.rundir import RunDir
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
 from netbench.engine import RunSettings, execute
-from netbench.launch import Launcher
+from netbench.launch import HostSlot, Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import (
     HostCaps,
@@ -113,7 +115,7 @@ def run_cluster(
         rundir.write_run(status="failed", error=str(exc))
         raise
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
-    request = PlanRequest.of(opts).with_rails(nodes, slots)
+    request = PlanRequest.of(opts, switches=topology).with_rails(nodes, slots)
     plan = build_plan(request, rundir.run_id, slots, backend)
     unbound = sorted({h for h, ifaces in (request.rail_ifaces or {}).items() if None in ifaces})
     if backend == "gloo" and unbound:
@@ -129,14 +131,15 @@ def run_cluster(
         f"# pair sizes {', '.join(format_size(s) for s in pair.sizes)}; ring sizes "
         f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}"
     )
-    if local:
-        from netbench.launch.local import LocalLauncher
+    def make_launcher(hosts: list[str]) -> Launcher:
+        if local:
+            from netbench.launch.local import LocalLauncher
 
-        launcher: Launcher = LocalLauncher(python=opts.python)
-    else:
-        launcher = SSHLauncher(
-            {e.name: e for e in live}, ssh_opts, python=opts.python, advertise=opts.advertise
-        )
+            return LocalLauncher(python=opts.python)
+        chosen = {e.name: e for e in live if e.name in hosts}
+        return SSHLauncher(chosen, ssh_opts, python=opts.python, advertise=opts.advertise)
+
+    launcher = make_launcher([e.name for e in live])
     settings = RunSettings(
         launcher_name=opts.launcher,
         options=asdict(opts),
@@ -148,12 +151,133 @@ def run_cluster(
         snapshot_counters("before", live, ssh_opts, rundir, opts.concurrency)
     try:
         outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
+        if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
+            confirm(opts, request, slots, backend, rundir, outcome, make_launcher, echo, progress)
     finally:  # an interrupted run keeps what its links did until then
         if counters:
             snapshot_counters("after", live, ssh_opts, rundir, opts.concurrency)
     outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rundir.read_rows(), echo)
     return rundir, outcome
+
+
+CONFIRM_PARTNERS = 2
+"""Known-good partners each suspect node is re-tested against (preflight's --confirm default)."""
+CONFIRM_LAUNCHES = 3
+"""Re-test launches at most: again while the analysis of everything names suspects not re-tested
+yet (a re-test's rows can tip a borderline pair over), as preflight's escalation."""
+
+
+def confirm(
+    opts: ClusterOptions,
+    request: PlanRequest,
+    slots: list[HostSlot],
+    backend: str,
+    rundir: RunDir,
+    outcome: Outcome,
+    make_launcher: Callable[[list[str]], Launcher],
+    echo: Callable[[str], None],
+    progress: Progress | None,
+) -> None:
+    """Re-test the suspects of the pairwise phase against known-good partners within
+    ``--confirm-budget`` (``netbench.confirm``, preflight's procedure) and record the verdicts in
+    run.json's ``retests``, which the report reads as its re-test evidence."""
+    from netbench.confirm import (
+        Budget,
+        PhaseGate,
+        PhaseList,
+        confirm_suspects,
+        find_suspects,
+        pairs_in,
+        suspect_classes,
+        unusable_hosts,
+    )
+    from netbench.reports.analyses import Retest, RetestEvidence
+    from netbench.reports.engine import load_context, run_rules
+
+    budget = Budget(opts.confirm_budget_s, reserve_s=0.0)
+    rows = rundir.read_rows()
+    exclude = unusable_hosts(outcome, rows) | outcome.down_hosts
+    rounds = [r["round"] for r in rows if r.get("pattern") == "pair" and isinstance(r.get("round"), int)]
+    pair_s = [p["seconds"] for p in outcome.phases if str(p.get("name", "")).startswith("pairwise")]
+    by_host = {s.host: s for s in slots}
+
+    def measure(phases: PhaseList, gate: PhaseGate) -> Outcome:
+        from dataclasses import replace
+
+        from netbench.planner import PairRound
+
+        used = [h for h in by_host if any(h in p for _, _, pairs in phases for p in pairs)]
+        base, mine = 0, []
+        for h in used:  # the re-test launch numbers its own ranks
+            mine.append(HostSlot(host=h, nprocs=by_host[h].nprocs, rank_base=base, labels=by_host[h].labels))
+            base += by_host[h].nprocs
+        req = replace(request, patterns=["pairwise"], pair_rounds=[PairRound(*ph) for ph in phases])
+
+        def before(phase: Any) -> bool:
+            go = gate(phase)
+            echo(f"# {phase.name}: {len(phase.groups)} pair(s)" if go else f"# {phase.name}: no budget left")
+            return go
+
+        settings = RunSettings(
+            launcher_name=opts.launcher,
+            options=asdict(opts),
+            fail_fast=False,
+            print_table=lambda row: False,
+            before_phase=before,
+            follow_up=True,
+        )
+        plan = build_plan(req, rundir.run_id, mine, backend)
+        return execute(plan, mine, make_launcher(used), rundir, settings, echo, progress)
+
+    retests: dict[str, Retest] = {}
+    launches: list[dict[str, Any]] = []
+    tested = {frozenset(r["hosts"]) for r in rows if r.get("pattern") == "pair"}
+    next_round = max(rounds, default=0) + 1
+    reason = "not a suspect after the pairwise phase"
+    for _ in range(CONFIRM_LAUNCHES):
+        ctx = load_context(rundir.path, policy=opts.policy)
+        findings = run_rules(ctx)
+        suspects, links = find_suspects(findings, exclude, set(retests))
+        if not suspects and not links:
+            echo("# confirm: no " + ("other " if retests else "") + "suspect node or link to re-test")
+            break
+        new, info = confirm_suspects(
+            measure,
+            rundir.read_rows,
+            echo,
+            ctx,
+            [s.host for s in slots],
+            exclude,
+            suspects,
+            links,
+            tested,
+            next_round,
+            max(pair_s, default=1.0),
+            outcome.startup_s or 0.0,
+            budget,
+            ctx.policy.thresholds,
+            CONFIRM_PARTNERS,
+            suspect_classes(findings),
+        )
+        launches.append(info)
+        if not new:
+            reason = f"not re-tested: {info['skipped']}"
+            echo(f"# confirm stopped: {info['skipped']}")
+            break
+        retests.update(new)
+        tested |= {frozenset(p) for p in pairs_in(rundir.read_rows(), info["rounds"])}
+        next_round = info["rounds"][1] + 1
+        if info["skipped"]:
+            reason = "not re-tested: the --confirm-budget ran out"
+            break
+    else:
+        reason = f"not re-tested: {CONFIRM_LAUNCHES} re-test launches already ran"
+    rundir.write_run(
+        retests=RetestEvidence(retests, reason).to_json(),
+        confirm={"budget_s": opts.confirm_budget_s, "seconds": round(budget.elapsed(), 3),
+                 "launches": launches},
+    )
 
 
 def print_pairs(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> None:

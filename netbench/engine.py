@@ -41,6 +41,13 @@ class RunSettings:
     """The rendezvous store when someone else started the ranks (torchrun, srun, mpirun)."""
     before_phase: Callable[[Phase], bool] | None = None
     """Asked before each phase; False skips it (preflight's budget)."""
+    follow_up: bool = False
+    """A later launch of the same run (``sweep --hosts`` re-testing its suspects): run.json,
+    env.json and plan.json stay the run's own, its plan goes to ``FOLLOW_UP_PLAN``, the caller
+    records what it ran, and the closing summary is not printed again."""
+
+
+FOLLOW_UP_PLAN = "confirm-plan.json"
 
 
 def execute(
@@ -61,18 +68,21 @@ def execute(
 
     progress = progress or Progress()
     t0 = time.time()
-    rundir.write_run(
-        status="running",
-        started=utc_now(),
-        netbench_version=__version__,
-        launcher=settings.launcher_name,
-        backend=plan.backend,
-        device=plan.device,
-        hosts=[s.host for s in slots],
-        world_size=plan.world_size,
-        options=settings.options,
-    )
-    rundir.write_plan(asdict(plan))
+    if settings.follow_up:
+        rundir.write_plan(asdict(plan), FOLLOW_UP_PLAN)
+    else:
+        rundir.write_run(
+            status="running",
+            started=utc_now(),
+            netbench_version=__version__,
+            launcher=settings.launcher_name,
+            backend=plan.backend,
+            device=plan.device,
+            hosts=[s.host for s in slots],
+            world_size=plan.world_size,
+            options=settings.options,
+        )
+        rundir.write_plan(asdict(plan))
     table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
     modes = {m for p in plan.phases for m in p.spec.in_place}
     writer = rundir.writer()
@@ -111,18 +121,20 @@ def execute(
         progress.clear()
         writer.close()
         out = outcome or coord.outcome
-        rundir.write_env(out.env)
-        rundir.write_run(
-            status=out.status,
-            ended=utc_now(),
-            seconds=round(time.time() - t0, 3),
-            rows=out.rows,
-            down_hosts=sorted(out.down_hosts),
-            startup_s=out.startup_s,
-            phases=out.phases,
-            faults=[asdict(f) for f in out.faults],
-        )
-    summarize(rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
+        if not settings.follow_up:
+            rundir.write_env(out.env)
+            rundir.write_run(
+                status=out.status,
+                ended=utc_now(),
+                seconds=round(time.time() - t0, 3),
+                rows=out.rows,
+                down_hosts=sorted(out.down_hosts),
+                startup_s=out.startup_s,
+                phases=out.phases,
+                faults=[asdict(f) for f in out.faults],
+            )
+    if not settings.follow_up:
+        summarize(rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
     return out
 
 

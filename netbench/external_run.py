@@ -49,10 +49,11 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
         backend = choose_backend(opts.backend, [HostCaps.here(host)])
         rundir = RunDir.claim_prepared(opts.prepared_run) if opts.prepared_run else RunDir.create(opts.out)
-        request = PlanRequest.of(opts).with_rails(_prepared_inventory(rundir), slots)
-        plan = build_plan(request, rundir.run_id, slots, backend)
         hosts = [HostEntry(name=s.host) for s in slots]
-        rundir.write_run(topology=host_switches(hosts, opts.topology, echo))
+        switches = host_switches(hosts, opts.topology, echo)
+        request = PlanRequest.of(opts, switches=switches).with_rails(_prepared_inventory(rundir), slots)
+        plan = build_plan(request, rundir.run_id, slots, backend)
+        rundir.write_run(topology=switches)
         echo(
             f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
             f"run directory {rundir.path}"

@@ -52,10 +52,14 @@ class ClusterOptions(SweepOptions):
     python: str | None = None
     procs_per_host: int = 1  # gloo ranks per host; NCCL: one rank per GPU
     patterns: list[str] = field(default_factory=lambda: ["ring", "pairwise"])
-    pair_batch: int | None = None  # None: whole circle rounds at once
+    pair_batch: int | None = None  # None: whole rounds at once
+    pair_schedule: str = "auto"  # auto | circle | topology (planner.PAIR_SCHEDULES)
+    uplink_pairs: int | None = None  # topology schedule: most pairs of a round through one uplink
+    confirm_budget_s: float = 60.0  # re-testing the pairwise phase's suspects; 0: not at all
     pair_sizes: list[int] | None = None
     pair_collectives: list[str] | None = None
     topology: str | None = None
+    policy: str | None = None  # policy TOML for the report and the re-tests
     inventory: bool = True
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store

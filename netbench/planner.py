@@ -9,8 +9,11 @@ joined); the decisions are made once, here:
   and a host whose torch cannot use its GPUs is named as such (``HostCaps``);
 - ``host_slots``: how many ranks each host runs (one per GPU with NCCL);
 - ``sweep_spec`` / ``pair_spec``: sizes, collectives, iterations of each kind of group;
+- ``default_pair_rounds``: which pairs run together (``PAIR_SCHEDULES``: by leaf when the topology
+  places every host, else the circle method);
 - ``build_plan``: the phases (world, ring, pairwise rounds, rail rounds, intra groups) and their
-  groups; ``rail_interfaces``: the NIC each rank of a rail group binds (gloo), from the inventory.
+  groups, each pair with the load of its round on its uplinks; ``rail_interfaces``: the NIC each
+  rank of a rail group binds (gloo), from the inventory.
 
 Launchers then only start processes, and ``plan.json`` in the run directory is what the ranks got.
 """
@@ -22,12 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from netbench.collectives.pairs import batched_rounds, circle_rounds
+from netbench.collectives.pairs import circle_rounds, split_rounds, topology_rounds
 from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
 from netbench.collectives.sizes import size_sweep
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
+from netbench.common.topology import RoundLoad, leaf_of
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
@@ -38,6 +42,8 @@ GLOO_DEFAULT = (8, 64 << 20)  # min, max bytes of the full sweep
 NCCL_DEFAULT = (8, 8 << 30)
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
 PATTERNS = ("world", "ring", "pairwise", "rail", "intra")
+PAIR_SCHEDULES = ("auto", "circle", "topology")
+"""auto: topology when the topology places every host, else circle (collectives/pairs.py)."""
 
 
 # -- the backend -------------------------------------------------------------------------------------
@@ -191,14 +197,26 @@ class PlanRequest:
     rail_ifaces: Mapping[str, Sequence[str | None]] | None = None
     """Host -> the netdev of each rail (local rank), from the inventory (``rail_interfaces``): what
     gloo ranks of rail groups bind. None or a missing entry: the usual address."""
+    pair_schedule: str = "auto"
+    """Which pairs of every pair run together (``PAIR_SCHEDULES``)."""
+    uplink_pairs: int | None = None
+    """Topology schedule: at most this many pairs of a round through one uplink."""
+    switches: Mapping[str, str] | None = None
+    """The uplinks (``common.topology``): host -> leaf, switch -> parent; None: not known."""
 
     def __post_init__(self) -> None:
         bad = [p for p in self.patterns if p not in PATTERNS]
         if bad:
             raise UsageError(f"unknown pattern {bad[0]!r}; choose from {', '.join(PATTERNS)}")
+        if self.pair_schedule not in PAIR_SCHEDULES:
+            raise UsageError(
+                f"unknown pair schedule {self.pair_schedule!r}; choose from {', '.join(PAIR_SCHEDULES)}"
+            )
 
     @classmethod
-    def of(cls, opts: ClusterOptions, size_cap: int | None = None) -> PlanRequest:
+    def of(
+        cls, opts: ClusterOptions, size_cap: int | None = None, switches: Mapping[str, str] | None = None
+    ) -> PlanRequest:
         return cls(
             measure=opts.local(),
             patterns=list(opts.patterns),
@@ -206,6 +224,9 @@ class PlanRequest:
             pair_sizes=opts.pair_sizes,
             pair_collectives=opts.pair_collectives,
             pair_batch=opts.pair_batch,
+            pair_schedule=opts.pair_schedule,
+            uplink_pairs=opts.uplink_pairs,
+            switches=switches,
         )
 
     def with_rails(self, nodes: Mapping[str, NodeInventory], slots: Sequence[HostSlot]) -> PlanRequest:
@@ -278,10 +299,33 @@ def pair_group_id(a: str, b: str) -> str:
     return "pair:" + "|".join(sorted((a, b)))
 
 
-def default_pair_rounds(hosts: list[str], batch: int | None) -> list[PairRound]:
-    """Every pair once: circle-method rounds of disjoint pairs, or at most ``batch`` pairs at once."""
-    rounds = batched_rounds(hosts, batch) if batch else circle_rounds(hosts)
+def default_pair_rounds(
+    hosts: list[str],
+    batch: int | None,
+    schedule: str = "auto",
+    switches: Mapping[str, str] | None = None,
+    uplink_pairs: int | None = None,
+) -> list[PairRound]:
+    """Every pair once, in rounds of disjoint pairs: scheduled by leaf (``topology_rounds``) when
+    ``schedule`` is topology, or auto and the topology places every host; else the circle method.
+    ``batch``: at most that many pairs at once, whatever the schedule."""
+    unplaced = [h for h in hosts if leaf_of(h, switches or {}) is None]
+    if schedule == "topology" and unplaced:
+        raise UsageError(
+            f"--pair-schedule topology needs every host under a switch (--topology or switch= labels); "
+            f"not placed: {', '.join(unplaced[:5])}{' ...' if len(unplaced) > 5 else ''}"
+        )
+    if uplink_pairs is not None and (schedule == "circle" or unplaced):
+        raise UsageError("--uplink-pairs needs the topology schedule (every host under a switch)")
+    by_leaf = schedule != "circle" and not unplaced and switches is not None
+    rounds = topology_rounds(hosts, switches, uplink_pairs) if by_leaf else circle_rounds(hosts)
+    if batch:
+        rounds = split_rounds(rounds, batch)
     return [PairRound(f"pairwise round {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)]
+
+
+def _placed(switches: Mapping[str, str] | None, *hosts: str) -> bool:
+    return switches is not None and all(leaf_of(h, switches) is not None for h in hosts)
 
 
 # -- the plan ----------------------------------------------------------------------------------------
@@ -309,7 +353,12 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             add("ring", [GroupSpec(id="ring", pattern="ring", ranks=every_rank, hosts=hosts)], spec)
         elif pattern == "pairwise":
             pspec = pair_spec(req, backend)
-            for rnd in req.pair_rounds or default_pair_rounds(hosts, req.pair_batch):
+            rounds = req.pair_rounds or default_pair_rounds(
+                hosts, req.pair_batch, req.pair_schedule, req.switches, req.uplink_pairs
+            )
+            loads = RoundLoad(req.switches or {})
+            for rnd in rounds:
+                load = loads(rnd.pairs) if req.switches else {}
                 groups = [
                     GroupSpec(
                         id=pair_group_id(a, b),
@@ -317,6 +366,7 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
                         hosts=[a, b],
                         round=rnd.number,
                         ranks=ranks_of[a] + ranks_of[b],
+                        load=load[(a, b)] if _placed(req.switches, a, b) else None,
                     )
                     for a, b in rnd.pairs
                 ]
@@ -325,7 +375,9 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             # nccl-tests' split mode: rank k of one node with rank k of the other, every rail of the
             # pair at once, so each NIC and cable carries its own rail's traffic and nothing else
             pspec = pair_spec(req, backend)
-            rounds = default_pair_rounds(hosts, req.pair_batch)
+            rounds = default_pair_rounds(
+                hosts, req.pair_batch, req.pair_schedule, req.switches, req.uplink_pairs
+            )
             for i, rnd in enumerate(rounds):
                 groups = [
                     GroupSpec(

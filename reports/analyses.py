@@ -5,15 +5,16 @@ typed, frozen results. Rules format findings from these; they never read another
 - node verdicts: which nodes are slow within a hop class (capped) or in many rounds (intermittent),
   which switches' uplinks explain their hosts' slowness across the spine, and the borderline
   suspects, with the numbers that say so;
-- re-test evidence: preflight's re-runs of the quick pass's suspects against known-good partners,
-  an *input* of the analysis (``AnalysisContext.retests``), so the findings already carry it.
+- re-test evidence: re-runs of the suspects against known-good partners (preflight's escalation,
+  ``sweep --hosts --confirm-budget``; ``netbench.confirm``), an *input* of the analysis
+  (``AnalysisContext.retests``, else run.json's ``retests``), so the findings already carry it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from netbench.reports.ceilings import Headline, headlines, references
@@ -101,6 +102,9 @@ class NodeVerdicts:
         return next((sv.switch for sv in self.switches if sv.crossed_by(a, b)), None)
 
 
+RETEST_VERDICTS = ("confirmed", "cleared", "inconclusive", "not_run")
+
+
 @dataclass(frozen=True)
 class Retest:
     """A suspect's re-test: confirmed, cleared, inconclusive or not_run (with the reason)."""
@@ -114,14 +118,42 @@ class Retest:
 
 @dataclass(frozen=True)
 class RetestEvidence:
-    """Preflight's re-tests, by subject (host or "a|b"); ``untested_reason`` says why a suspect
-    without a result was not re-tested (no budget left, not a suspect after the quick pass ...)."""
+    """Re-tests (preflight's escalation, ``sweep --hosts --confirm-budget``), by subject (host or
+    "a|b"); ``untested_reason`` says why a suspect without a result was not re-tested (no budget
+    left, not a suspect after the quick pass ...)."""
 
     results: Mapping[str, Retest]
     untested_reason: str
 
     def of(self, subject: str, kind: str) -> Retest:
         return self.results.get(subject) or Retest(subject, kind, reason=self.untested_reason)
+
+    def to_json(self) -> dict[str, Any]:
+        """As run.json's ``retests`` (``from_json`` reads it back, so ``netbench report`` rebuilds
+        the same findings)."""
+        results = {k: asdict(v) for k, v in self.results.items()}
+        return {"results": results, "untested_reason": self.untested_reason}
+
+    @classmethod
+    def from_json(cls, data: Any) -> RetestEvidence:
+        """run.json's ``retests``, validated (a file is untrusted): ValueError naming what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+            raise ValueError("expected {results: {subject: re-test}, untested_reason}")
+        results = {}
+        for key, rt in data["results"].items():
+            ok = (
+                isinstance(rt, dict)
+                and all(isinstance(rt.get(f), str) for f in ("subject", "kind", "verdict", "reason"))
+                and rt["kind"] in ("node", "link")
+                and rt["verdict"] in RETEST_VERDICTS
+                and isinstance(rt.get("ratios", {}), dict)
+                and all(isinstance(v, int | float) for v in rt.get("ratios", {}).values())
+            )
+            if not ok:
+                raise ValueError(f"re-test {str(key)[:80]!r} is not a re-test record")
+            ratios = {str(k): float(v) for k, v in rt.get("ratios", {}).items()}
+            results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"])
+        return cls(results, str(data.get("untested_reason") or "not re-tested"))
 
     @property
     def confirmed_nodes(self) -> frozenset[str]:
@@ -134,7 +166,7 @@ class RetestEvidence:
 class Analyses:
     pair_model: PairModel | None
     nodes: NodeVerdicts
-    retests: RetestEvidence | None = None  # None outside preflight: nothing was re-tested
+    retests: RetestEvidence | None = None  # None: nothing was re-tested
     headlines: tuple[Headline, ...] = ()  # large-message busbw of each group against its ceiling
     counters: CounterDeltas = CounterDeltas()  # what each port's counters did during the run
 

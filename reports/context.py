@@ -82,7 +82,7 @@ class AnalysisContext:
     topology: dict[str, str] | None = None  # uplinks from a --topology file or run.json
     baseline: Baseline | None = None
     run_dir: Path | None = None
-    retests: RetestEvidence | None = None  # preflight's re-tests of its suspects, an input
+    retests: RetestEvidence | None = None  # re-tests of the suspects, an input (else run.json's)
     given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
     counters: list[dict[str, Any]] = field(default_factory=list)
     """counters.jsonl: port counter snapshots before and after the run (``reports.counters``)."""
@@ -155,6 +155,14 @@ class AnalysisContext:
                           + counters.unreadable)
         if ctx.topology is None:
             ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / "run.json")
+        if ctx.retests is None and run.data.get("retests") is not None:
+            from netbench.reports.analyses import RetestEvidence
+
+            try:
+                ctx.retests = RetestEvidence.from_json(run.data["retests"])
+            except ValueError as exc:
+                where = str(rd.path / "run.json")
+                ctx.unreadable.append(Unreadable(where, None, f"field 'retests': {exc}; ignored"))
         if base is not None:
             ctx.unreadable += base.unreadable
         return ctx

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
 
-from netbench.common.topology import LEAF, UNKNOWN, hop_class, switch_path
+from netbench.common.topology import LEAF, UNKNOWN, crossed_uplinks, hop_class, switch_path
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -281,8 +281,9 @@ def _load_matrix(
     """(N, N) per pair: the most pairs of its round that crossed one uplink on its path (0 for pairs
     within a leaf, and for pairs without a round or a topology).
 
-    Counted per leaf pair first (hosts of one leaf share every path), then spread to the uplinks:
-    the switches below the lowest switch both leaves share, on both sides."""
+    Counted per leaf pair first (hosts of one leaf share every path), then spread to the uplinks
+    each crosses (``common.topology.crossed_uplinks``; ``round_load`` is the same count for one
+    round, what the plan records per group)."""
     n = len(hosts)
     load = np.zeros((n, n), dtype=np.int64)
     leaf = [switches.get(h) for h in hosts]
@@ -301,9 +302,7 @@ def _load_matrix(
         for z, lz in enumerate(leaves):
             used = []
             if x != z:
-                pa, pb = path[lx], path[lz]
-                common = next((sw for sw in pa if sw in pb), None)
-                used = (pa[: pa.index(common)] + pb[: pb.index(common)]) if common else pa + pb
+                used = crossed_uplinks(path[lx], path[lz])
             crossing[x * n_leaves + z] = [uplinks.setdefault(sw, len(uplinks)) for sw in used]
     inc = np.zeros((n_leaves * n_leaves, len(uplinks)), dtype=np.int64)
     for lp, us in enumerate(crossing):

@@ -76,7 +76,19 @@ def summary_dict(findings: list[Finding], run: dict[str, Any] | None = None, top
             }
             for f in findings[:top]
         ],
+        "retests": retests(findings),
     }
+
+
+def retests(findings: list[Finding]) -> dict[str, str]:
+    """Subject -> re-test verdict, from the findings that carry one (every re-tested node and link
+    has one), so the summary says what the report says, whatever the cut of ``top``."""
+    out: dict[str, str] = {}
+    for f in findings:
+        rt = (f.evidence or {}).get("retest")
+        if isinstance(rt, dict) and isinstance(rt.get("verdict"), str) and rt["verdict"] != "not_run":
+            out.setdefault(f.subject, rt["verdict"])
+    return out
 
 
 def _term(text: str) -> str:
@@ -95,6 +107,8 @@ def summary_text(findings: list[Finding], run: dict[str, Any] | None = None, top
             lines.append(f"         -> {_term(f.action)}")
     if len(findings) > top:
         lines.append(f"  ... {len(findings) - top} more in findings.json / report.html")
+    if d["retests"]:
+        lines.append("  re-tests: " + _term("; ".join(f"{k} {v}" for k, v in sorted(d["retests"].items()))))
     return "\n".join(lines)
 
 
@@ -121,6 +135,8 @@ def summary_markdown(findings: list[Finding], run: dict[str, Any] | None = None,
             lines.append(f"| {f.severity} | {f.rule} | {_md(f.subject)} | {_md(f.title)} | {_md(f.action)} |")
         if len(findings) > top:
             lines.append(f"\n{len(findings) - top} more in findings.json / report.html")
+    if d["retests"]:
+        lines.append("\nre-tests: " + _md("; ".join(f"{k} {v}" for k, v in sorted(d["retests"].items()))))
     return "\n".join(lines)
 
 

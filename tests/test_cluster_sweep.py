@@ -95,6 +95,8 @@ def two_leaf_run(tmp_path_factory):
             "--timeout",
             "30",
             "--no-report",
+            "--confirm-budget",  # the sweep's own pairs only (re-tests: test_sweep_confirm_netns.py)
+            "0",
         )
         yield net, res, out
     finally:
@@ -127,7 +129,8 @@ def test_two_leaf_sweep_finds_cross_leaf_penalty_and_slow_pair(two_leaf_run) -> 
 def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None:
     net = netns_factory(["h0", "h1", "h2", "h3"])
     proc, out = start(net, tmp_path, "--pattern", "pairwise", "--pair-batch", "1", "--pair-sizes", "64K,256K",
-                      "-c", "all_reduce", "-n", "200", "-w", "1", "--timeout", "8", "--no-report")
+                      "-c", "all_reduce", "-n", "200", "-w", "1", "--timeout", "8", "--no-report",
+                      "--confirm-budget", "0")
     wait_rows(proc, out, 2)  # the first pair has measured
     net.kill_host("h3")  # sshd, its session and its ranks: a node that died
     stdout, stderr = proc.communicate(timeout=300)

@@ -44,7 +44,7 @@ def test_run_directory_is_a_real_run(tmp_path):
     d = res.rundir.path
     plan = json.loads((d / "plan.json").read_text())
     rounds = [p for p in plan["phases"] if p["name"].startswith("pairwise")]
-    assert len(rounds) == 15 and all(len(p["groups"]) == 8 for p in rounds)  # the circle method, N-1 rounds
+    assert len(rounds) == 15 and all(len(p["groups"]) == 8 for p in rounds)  # N-1 rounds (leaf against leaf)
     rows = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
     assert all(set(CONTRACT_FIELDS) <= set(r) for r in rows)
     assert {r["pattern"] for r in rows} == {"ring", "pair"}
@@ -131,3 +131,48 @@ def test_bad_input_is_one_line_exit_2(tmp_path, args):
     res = CliRunner().invoke(cli, ["simulate", "--nodes", "16", "--out", str(tmp_path / "x"), *args])
     assert res.exit_code == 2
     assert len(res.output.strip().splitlines()) <= 3 and "Traceback" not in res.output
+
+
+def test_topology_schedule_removes_round_load_differences(tmp_path):
+    """`netbench simulate` runs the real plan builder: with the fabric's topology known (auto) every
+    cross-leaf pair runs under the same uplink load, so a healthy fleet's cross-leaf pairs agree
+    within noise; the circle method on the same fabric spreads them by their round (2-3x)."""
+    runner = CliRunner()
+    spread = {}
+    for schedule in ("circle", "auto"):
+        out = tmp_path / schedule
+        res = runner.invoke(cli, ["simulate", "--nodes", "16", "--leaves", "2", "--oversubscription", "2",
+                                  "--noise", "0.02", "--pair-schedule", schedule, "--out", str(out)])
+        assert res.exit_code == 0, res.output  # a healthy fleet: no warning either way
+        rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        topo = json.loads((out / "run.json").read_text())["topology"]
+        top = max(r["bytes"] for r in rows if r["pattern"] == "pair")
+        cross = [r["busbw_GBps"] for r in rows if r["pattern"] == "pair" and r["bytes"] == top
+                 and topo[r["hosts"][0]] != topo[r["hosts"][1]]]
+        assert len(cross) == 64
+        spread[schedule] = max(cross) / min(cross)
+        loads = {g["load"] for p in json.loads((out / "plan.json").read_text())["phases"] for g in p["groups"]
+                 if g["pattern"] == "pair" and topo[g["hosts"][0]] != topo[g["hosts"][1]]}
+        assert (len(loads) > 1) == (schedule == "circle")
+    assert spread["circle"] >= 1.8
+    assert spread["auto"] <= 1.15
+
+
+@pytest.mark.parametrize("schedule", ["circle", "auto"])
+def test_plan_records_the_load_the_pair_model_compares_under(tmp_path, schedule):
+    """One definition of "pairs per uplink in their round": each pair group's ``load`` in plan.json
+    (common/topology.RoundLoad, at planning) equals the pair model's load (reports/pairmodel.py, from
+    the rows' rounds and run.json's topology), on a 3-tier fabric where loads differ by tier."""
+    from netbench.reports.engine import load_context
+
+    spec = FabricSpec(nodes=32, leaves=4, tiers=3, pods=2, oversubscription=2.0)
+    res = simulate(SimOptions(spec, (), seed=3, pair_schedule=schedule, out=str(tmp_path / schedule)))
+    plan = json.loads((res.rundir.path / "plan.json").read_text())
+    groups = [g for p in plan["phases"] for g in p["groups"] if g["pattern"] == "pair"]
+    planned = {frozenset(g["hosts"]): g["load"] for g in groups}
+    m = load_context(res.rundir.path).pair_model
+    assert m is not None and m.load is not None
+    idx = {h: i for i, h in enumerate(m.hosts)}
+    fitted = {pair: int(m.load[idx[a], idx[b]]) for pair in planned for a, b in [sorted(pair)]}
+    assert fitted == planned
+    assert len(set(planned.values())) >= 3  # leaf (0) and loads through leaf and pod uplinks

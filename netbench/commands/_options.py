@@ -149,6 +149,22 @@ _PAIRS = [
         help="At most K pairs at once (default: whole rounds of disjoint pairs).",
     ),
     click.option(
+        "--pair-schedule",
+        type=click.Choice(["auto", "circle", "topology"]),
+        default="auto",
+        show_default=True,
+        help="Which pairs run together. topology: leaf against leaf, so every round puts the same "
+        "number of pairs through a leaf's uplink (pairs within a leaf fill the idle slots); circle: "
+        "the circle method, blind to switches; auto: topology when --topology or switch= labels place "
+        "every host.",
+    ),
+    click.option(
+        "--uplink-pairs",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Topology schedule: at most K pairs of a round through one uplink (more rounds, less load).",
+    ),
+    click.option(
         "--pair-sizes",
         type=CsvList(_size),
         default=None,

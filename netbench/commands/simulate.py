@@ -28,7 +28,8 @@ path between two hosts; uplink:SWITCH=F slows a switch's uplink; intermittent:NA
 node in a share P of the pairwise rounds (default 1/3). Hosts are node0001.., leaves leaf01..,
 two tiers under "spine", three under pod01.. and "core".
 \b
-The plan is the one `netbench sweep --hosts` builds (ring, then every pair in circle-method rounds);
+The plan is the one `netbench sweep --hosts --topology` builds (ring, then every pair in rounds leaf
+against leaf; --pair-schedule circle for the circle method);
 the run directory holds the same files (run.json with the topology, plan.json, results.jsonl) plus
 truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warnings, 2 failures
 (bad input also exits 2 with one error line).
@@ -48,13 +49,16 @@ truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warni
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--pair-sizes", type=CsvList(_size), help="Pair sizes (default 64M,256M,1G).")
 @click.option("--pair-batch", type=click.IntRange(min=1), help="At most this many pairs at once.")
+@click.option("--pair-schedule", type=click.Choice(["auto", "circle", "topology"]), default="auto",
+              show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--no-report", is_flag=True, help="Write the run directory only.")
 def command(
     nodes: int, leaves: int, tiers: str, pods: int, oversubscription: float, core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
-    pair_sizes: list[int] | None, pair_batch: int | None, max_bytes: int, out: str | None, no_report: bool,
+    pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str, max_bytes: int, out: str | None,
+    no_report: bool,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
     from netbench.engine import finish_report
@@ -68,7 +72,7 @@ def command(
                           nic_GBps=nic_gbps, physics=physics),
         faults=tuple(Fault.parse(f) for f in faults),
         noise=noise, seed=seed, pair_sizes=tuple(pair_sizes) if pair_sizes else None,
-        pair_batch=pair_batch, max_bytes=max_bytes, out=out,
+        pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
     )
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")

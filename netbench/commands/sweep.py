@@ -24,6 +24,8 @@ Examples:
   netbench sweep --out runs/today --no-check
   netbench sweep --hosts hosts.txt                # ring over all sizes + every pair at 3 large sizes
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
+  netbench sweep --hosts hosts.txt --topology topology.conf --confirm-budget 120
+  netbench sweep --hosts hosts.txt --topology topology.conf --pair-schedule circle --confirm-budget 0
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --hosts hosts.txt --pattern rail   # GPU k with GPU k of every pair: one NIC each
   netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
@@ -32,7 +34,9 @@ Examples:
 
 Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 rounds (N hosts) of
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
-one pair at those sizes, or N(N-1)/2 times with --pair-batch 1.
+one pair at those sizes, or N(N-1)/2 times with --pair-batch 1. With a topology the rounds go leaf
+against leaf (N-1 rounds for an even number of equal leaves, N for an odd one). Then the suspects of
+the analysis are re-tested within --confirm-budget (one more launch on the hosts involved).
 
 --out DIR must not hold a run already; --out 'runs/{id}' makes a fresh directory per run.
 
@@ -67,6 +71,22 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     "GPU-to-GPU copy bandwidth of this machine (no collectives, no --hosts).",
 )
 @pair_options
+@click.option(
+    "--confirm-budget",
+    "confirm_budget_s",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="With --hosts (ssh, local): seconds for re-testing the pairwise phase's suspects (slow or "
+    "borderline nodes and links) against known-good partners of the same hop class; the report says "
+    "confirmed or cleared. 0: off.",
+)
+@click.option(
+    "--policy",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Policy TOML for the report and the re-tests (thresholds, severities), as `netbench report`.",
+)
 @click.option(
     "--procs-per-host",
     type=click.IntRange(1, 1024),
@@ -160,6 +180,13 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             argv = mpirun_argv(opts, pats, nprocs, hostfile)
             echo(f"# {' '.join(argv[:4])} ... netbench worker")
             return subprocess.run(argv).returncode
+    if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
+        from netbench.reports.policy import PolicyError, load_policy
+
+        try:
+            load_policy(opts.policy)
+        except PolicyError as exc:
+            raise UsageError(str(exc)) from None
     if opts.hosts_file:
         from netbench.cluster import run_cluster
 
@@ -173,5 +200,5 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         rundir, outcome = run_local(opts.local(), echo=echo, patterns=asked or None)
         topology = None
     if opts.report and outcome.status != "interrupted":
-        finish_report(rundir, echo, topology=topology)
+        finish_report(rundir, echo, policy=opts.policy, topology=topology)
     return exit_status(outcome, rundir.read_rows())

@@ -354,10 +354,11 @@ class RunDir:
         doc.data["hosts"] = kept
         return doc
 
-    def write_plan(self, plan: dict[str, Any]) -> None:
+    def write_plan(self, plan: dict[str, Any], name: str = "plan.json") -> None:
         """plan.json: the plan exactly as the ranks receive it through the store (a ``WorkerPlan`` as
-        a dict; this layer does not know the class)."""
-        _write_json(self.path / "plan.json", {"schema": PLAN_SCHEMA, **plan})
+        a dict; this layer does not know the class). ``name``: a later launch's plan beside it
+        (``confirm-plan.json``: the re-tests of ``sweep --hosts``)."""
+        _write_json(self.path / name, {"schema": PLAN_SCHEMA, **plan})
 
     def write_json(self, name: str, data: Any) -> Path:
         path = self.path / name

@@ -124,6 +124,67 @@ def meeting_tier(path_a: list[str], path_b: list[str]) -> int:
     return max(len(path_a), len(path_b)) + 1
 
 
+def crossed_uplinks(path_a: list[str], path_b: list[str]) -> list[str]:
+    """The switches whose uplink a pair between two leaf-to-top paths goes through: those below the
+    lowest switch both paths share, on both sides (every switch of both when they share none: the
+    fabric that joins them is above them all). Empty for two hosts of one leaf."""
+    common = next((sw for sw in path_a if sw in path_b), None)
+    if common is None:
+        return path_a + path_b
+    return path_a[: path_a.index(common)] + path_b[: path_b.index(common)]
+
+
+def round_load(pairs: Iterable[tuple[str, str]], uplinks: Uplinks) -> dict[tuple[str, str], int]:
+    """Per pair of one round (pairs that run at the same time): the most pairs of that round that
+    go through one uplink on its path, the "flows per uplink in their round" the pair model compares
+    pairs under (``reports.pairmodel``). 0 within a leaf and for a host the topology does not place.
+    Many rounds of one fabric: ``RoundLoad(uplinks)`` once, then call it per round."""
+    return RoundLoad(uplinks)(pairs)
+
+
+class RoundLoad:
+    """``round_load`` for many rounds of one fabric: each host's leaf and the uplinks between two
+    leaves are worked out once (a 4,096-node plan has 8M pairs), and a round is counted per pair of
+    leaves (hosts of one leaf share every path)."""
+
+    def __init__(self, uplinks: Uplinks) -> None:
+        self.uplinks = uplinks
+        self._leaf: dict[str, str | None] = {}
+        self._crossed: dict[tuple[str | None, str | None], list[str]] = {}
+
+    def _leaf_of(self, host: str) -> str | None:
+        if host not in self._leaf:
+            self._leaf[host] = leaf_of(host, self.uplinks)
+        return self._leaf[host]
+
+    def _between(self, leaves: tuple[str | None, str | None]) -> list[str]:
+        if leaves not in self._crossed:
+            a, b = leaves
+            self._crossed[leaves] = [] if a is None or b is None else crossed_uplinks(
+                self._path(a), self._path(b)
+            )
+        return self._crossed[leaves]
+
+    def _path(self, leaf: str) -> list[str]:
+        out: list[str] = []
+        cur: str | None = leaf
+        while cur is not None and cur not in out:  # as switch_path, from the leaf
+            out.append(cur)
+            cur = self.uplinks.get(cur)
+        return out
+
+    def __call__(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        pairs = list(pairs)
+        leaves = [(self._leaf_of(a), self._leaf_of(b)) for a, b in pairs]
+        per = Counter(leaves)
+        through: Counter[str] = Counter()
+        for lp, n in per.items():
+            for sw in self._between(lp):
+                through[sw] += n
+        load = {lp: max((through[sw] for sw in self._between(lp)), default=0) for lp in per}
+        return {p: load[lp] for p, lp in zip(pairs, leaves, strict=True)}
+
+
 def hop_class(a: str, b: str, uplinks: Uplinks) -> str:
     """``intra`` | ``leaf`` | ``spine`` | ``core`` | ``tier-N`` | ``unknown`` (module docstring)."""
     if a == b:

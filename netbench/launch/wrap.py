@@ -33,6 +33,8 @@ _PASS = {
     "backend": "--backend",
     "pair_sizes": "--pair-sizes",
     "pair_batch": "--pair-batch",
+    "pair_schedule": "--pair-schedule",
+    "uplink_pairs": "--uplink-pairs",
     "pair_collectives": "--pair-collectives",
     "topology": "--topology",
     "timeout_s": "--timeout",

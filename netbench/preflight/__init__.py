@@ -10,10 +10,11 @@ Stages, one function each; the budget covers all of them, inventory included:
                          and the ring over all nodes, at 2-3 sizes. One launch of the ranks.
   3. suspects            the standard analysis of what was measured: nodes flagged slow
                          (``slow_node``) and links flagged slow (``slow_pair``).
-  4. escalation          one more launch: each suspect node against a known-good partner per phase,
-                         suspect links re-run, the remaining good nodes paired as controls (the phase's
-                         own reference, measured under the same load). A phase starts only while the
-                         elapsed time + the measured phase time fit the budget.
+  4. escalation          one more launch (``netbench.confirm``, shared with ``sweep --hosts``): each
+                         suspect node against a known-good partner per phase, suspect links re-run,
+                         the remaining good nodes paired as controls (the phase's own reference, of
+                         the same hop class and load). A phase starts only while the elapsed time +
+                         the measured phase time fit the budget.
   5. report              the analysis of everything with the re-tests as its evidence (the rules
                          weigh each suspect's verdict); findings.json, report.html, the exports.
 
@@ -26,18 +27,10 @@ to the "check" list. Exit codes: 0 pass, 1 warnings, 2 failures, 3 could not run
 reachable, budget too small for the quick pass), always with one error line.
 """
 
-from netbench.preflight.judging import (
-    drain_and_check,
-    find_suspects,
-    judge,
-    plan_escalation,
-    quick_rounds,
-    unusable_hosts,
-)
+from netbench.confirm import Budget, PhaseGate, find_suspects, judge, plan_escalation, unusable_hosts
+from netbench.preflight.judging import drain_and_check, quick_rounds
 from netbench.preflight.options import (
     EXIT_COULD_NOT_RUN,
-    Budget,
-    PhaseGate,
     PreflightError,
     PreflightOptions,
     PreflightResult,

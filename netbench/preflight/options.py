@@ -1,11 +1,9 @@
-"""Preflight's options, budget and result records (see netbench.preflight)."""
+"""Preflight's options and result records (see netbench.preflight; the budget is netbench.confirm's)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from itertools import pairwise
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +14,7 @@ if TYPE_CHECKING:
 
 EXIT_COULD_NOT_RUN = 3
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
-REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
 MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
-FIRST_PHASE_PRIOR_S = 1.0  # estimate for a launch's first phase, before anything was measured
-Pair = tuple[str, str]
 
 
 class PreflightError(NetbenchError):
@@ -83,63 +78,6 @@ class PreflightOptions:
             self.collective = get_collective(self.collective).name
         except ValueError as exc:
             raise PreflightError(f"--collective: {exc}") from None
-
-
-# -- the clock ---------------------------------------------------------------------------------------
-@dataclass
-class Budget:
-    """The time budget. ``left()`` is what measurement may still use (the report's reserve kept back)."""
-
-    total_s: float
-    reserve_s: float = REPORT_RESERVE_S
-    clock: Callable[[], float] = time.monotonic
-    t0: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.t0 is None:
-            self.t0 = self.clock()
-        self.reserve_s = min(self.reserve_s, self.total_s / 4)
-
-    def elapsed(self) -> float:
-        return self.clock() - (self.t0 or 0.0)
-
-    def left(self) -> float:
-        return self.total_s - self.reserve_s - self.elapsed()
-
-    def fits(self, seconds: float) -> bool:
-        return seconds <= self.left()
-
-
-@dataclass
-class PhaseGate:
-    """The coordinator's ``before_phase``: a phase starts only if its estimated time fits the budget.
-
-    The estimate is the longest phase measured so far in this launch (``prior_s`` before the first).
-    Phase start times are recorded here, which is also how phase times are measured. Once a phase
-    is refused, every later one is too: a budget never comes back."""
-
-    budget: Budget
-    prior_s: float = FIRST_PHASE_PRIOR_S
-    started: list[tuple[str, float]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    ended: float | None = None
-
-    def durations(self) -> list[float]:
-        """Start-to-start times of the phases that ran; the last one up to ``ended`` when set."""
-        times = [t for _, t in self.started] + ([self.ended] if self.ended is not None else [])
-        return [b - a for a, b in pairwise(times)]
-
-    def estimate(self) -> float:
-        """The longest phase that has finished (start to the next start), else the prior."""
-        measured = [b - a for a, b in pairwise(t for _, t in self.started)]
-        return max(measured) if measured else self.prior_s
-
-    def __call__(self, phase: Any) -> bool:
-        if self.skipped or not self.budget.fits(self.estimate()):
-            self.skipped.append(phase.name)
-            return False
-        self.started.append((phase.name, self.budget.clock()))
-        return True
 
 
 # -- results -----------------------------------------------------------------------------------------

@@ -10,21 +10,20 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from netbench.preflight.judging import (
-    _pairs_in,
-    drain_and_check,
-    find_suspects,
-    judge,
-    plan_escalation,
-    quick_rounds,
-    unusable_hosts,
-)
-from netbench.preflight.options import (
-    MIN_QUICK_PASS_S,
-    PAIR_SIZES,
+from netbench.confirm import (
     Budget,
     Pair,
     PhaseGate,
+    confirm_suspects,
+    find_suspects,
+    pairs_in,
+    suspect_classes,
+    unusable_hosts,
+)
+from netbench.preflight.judging import drain_and_check, quick_rounds
+from netbench.preflight.options import (
+    MIN_QUICK_PASS_S,
+    PAIR_SIZES,
     PreflightError,
     PreflightOptions,
     PreflightResult,
@@ -229,67 +228,28 @@ def stage_escalation(
     startup_s: float,
     budget: Budget,
     thresholds: Any,
+    classes: dict[str, str] | None = None,
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
-    """One launch re-testing the suspects against known-good partners, phase by phase within the budget."""
-    m = ctx.pair_model
-    effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
-    good = sorted(
-        (h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0)
-    )
-    plan = [
-        p
-        for p in plan_escalation(
-            suspects, links, good, tested, ctx.switches, setup.opts.confirm if suspects else 0
-        )
-        if p
-    ]
-    info: dict[str, Any] = {
-        "suspects": suspects + ["|".join(p) for p in links],
-        "phases_planned": len(plan),
-        "phases_run": 0,
-        "skipped": None,
-    }
-    if not plan or not any(
-        set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph
-    ):
-        info["skipped"] = "no known-good partner to re-test against"
-        return {}, info
-    if not budget.fits(startup_s + phase_s):
-        info["skipped"] = (
-            f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
-            f"{max(budget.left(), 0):.0f} s left"
-        )
-        return {}, info
-    gate = PhaseGate(budget, prior_s=phase_s)
-    setup.echo(
-        f"# escalation: up to {len(plan)} phase(s) re-testing {', '.join(info['suspects'])} "
-        "against known-good partners"
-    )
-    rounds = range(first_round, first_round + len(plan))
-    t0 = budget.elapsed()
-    outcome = measure(
-        setup, [(f"re-test {k + 1}/{len(plan)}", rounds[k], p) for k, p in enumerate(plan)], [], gate
-    )
-    info.update(
-        phases_run=len(gate.started),
-        phase_s=[round(d, 3) for d in gate.durations()],
-        startup_s=outcome.startup_s,
-        launch_s=round(budget.elapsed() - t0, 3),
-        rounds=[rounds.start, rounds.stop - 1],
-        skipped="budget" if gate.skipped else None,
-    )
-    retests = judge(
-        setup.rundir.read_rows(),
-        rounds,
+    """One launch re-testing the suspects against known-good partners, phase by phase within the
+    budget (``netbench.confirm.confirm_suspects``, the procedure ``sweep --hosts`` uses too)."""
+    return confirm_suspects(
+        lambda phases, gate: measure(setup, phases, [], gate),
+        lambda: setup.rundir.read_rows(),  # read after the launch (a test's setup has no run directory)
+        setup.echo,
+        ctx,
+        live,
+        exclude,
         suspects,
         links,
-        ctx.switches,
+        tested,
+        first_round,
+        phase_s,
+        startup_s,
+        budget,
         thresholds,
-        m.sigma if m is not None else 0.0,
+        setup.opts.confirm,
+        classes,
     )
-    for rt in retests.values():
-        setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
-    return retests, info
 
 
 def run_preflight(
@@ -413,6 +373,7 @@ def run_preflight(
         for _ in range(max_escalations):
             ctx, found = analyse(rundir, policy, topology)
             suspects, links = find_suspects(found, exclude, set(retests))
+            classes = suspect_classes(found)
             t = mark("analysis", t)
             echo(f"# suspects: {', '.join(suspects + ['|'.join(p) for p in links]) or 'none'}")
             if not suspects and not links:
@@ -430,6 +391,7 @@ def run_preflight(
                 startup_s,
                 budget,
                 policy.thresholds,
+                classes,
             )
             info["escalations"].append(esc)
             t = mark("escalation", t)
@@ -438,7 +400,7 @@ def run_preflight(
                 echo(f"# escalation stopped: {esc['skipped']}")
                 break
             retests.update(new)
-            tested |= {frozenset(p) for p in _pairs_in(rundir.read_rows(), esc["rounds"])}
+            tested |= {frozenset(p) for p in pairs_in(rundir.read_rows(), esc["rounds"])}
             next_round = esc["rounds"][1] + 1
             if esc["skipped"]:
                 default_reason = "not re-tested: the budget ran out"
@@ -449,7 +411,8 @@ def run_preflight(
         snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
 
     # 5. report
-    ctx, findings = analyse(rundir, policy, topology, baseline, RetestEvidence(retests, default_reason))
+    evidence = RetestEvidence(retests, default_reason)
+    ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
     drain, check = drain_and_check(findings, len(entries))
     html = _write_report(rundir, ctx, findings, opts.html)
     mark("report", t)
@@ -463,6 +426,7 @@ def run_preflight(
         seconds=info["elapsed_s"],
         rows=len(rundir.read_rows()),
         preflight=info,
+        retests=evidence.to_json(),  # `netbench report` of this run weighs the same re-tests
         options=asdict(opts),
         verdict=v,
     )

@@ -50,6 +50,7 @@ class SimOptions:
     patterns: tuple[str, ...] = ("ring", "pairwise")
     pair_sizes: tuple[int, ...] | None = None  # None: the planner's NCCL defaults (64M, 256M, 1G)
     pair_batch: int | None = None
+    pair_schedule: str = "auto"  # planner.PAIR_SCHEDULES; auto: by leaf (the fabric's topology is known)
     collectives: tuple[str, ...] = ("all_reduce",)
     max_bytes: int = 1 << 30
     iters: int = 20
@@ -87,6 +88,8 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         patterns=list(opts.patterns),
         pair_sizes=list(opts.pair_sizes) if opts.pair_sizes else None,
         pair_batch=opts.pair_batch,
+        pair_schedule=opts.pair_schedule,
+        switches=fab.uplinks(),  # as sweep --hosts --topology: the schedule and the loads use it
     )
     g = opts.fabric.gpus
     slots = [HostSlot(host=h, nprocs=g, rank_base=i * g) for i, h in enumerate(fab.hosts)]

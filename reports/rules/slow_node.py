@@ -10,10 +10,10 @@ only across a switch's uplink and fine below it are reported once, against the s
 hosts of one switch are slow nodes, that is reported once more against the switch. Evidence short of
 the family-wise bar is info: "suspect, re-test".
 
-With preflight's re-test evidence, a measured slow node fails only when the re-test against
-known-good partners confirms it: unconfirmed it is a warning, cleared it is info; a node the
-re-test confirms is reported even when the full analysis no longer flags it. A switch fails only
-with a confirmed node.
+With re-test evidence (preflight's escalation, ``sweep --hosts --confirm-budget``), a measured slow
+node fails only when the re-test against known-good partners confirms it: unconfirmed it is a
+warning, cleared it is info; every re-tested node is reported, also when the full analysis no
+longer flags it (confirmed: at the policy's severity). A switch fails only with a confirmed node.
 """
 
 from __future__ import annotations
@@ -38,9 +38,13 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     out = [_node_finding(ctx, nodes, v) for v in nodes.slow]
     out.extend(_suspect_finding(ctx, nodes, v) for v in nodes.suspects)
     out.extend(_uplink_finding(ctx, sv) for sv in nodes.switches)
-    if retests is not None:
-        confirmed = sorted(retests.confirmed_nodes - {v.host for v in nodes.slow})
-        out.extend(_confirmed_on_retest(ctx, retests.of(h, "node")) for h in confirmed)
+    if retests is not None:  # every re-tested node is in the findings, as the log said it
+        judged = {v.host for v in nodes.slow} | {v.host for v in nodes.suspects}
+        out.extend(
+            _retest_only(ctx, rt)
+            for rt in sorted(retests.results.values(), key=lambda rt: rt.subject)
+            if rt.kind == "node" and rt.subject not in judged
+        )
     out.extend(_switch_findings(ctx, [v.host for v in nodes.slow], nodes.hosts))
     return out
 
@@ -160,17 +164,30 @@ def _uplink_finding(ctx: AnalysisContext, sv: SwitchVerdict) -> Finding:
     )
 
 
-def _confirmed_on_retest(ctx: AnalysisContext, rt: Retest) -> Finding:
-    """A node the re-test found slow although the analysis of everything no longer flags it."""
+def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
+    """A re-tested node the analysis of everything no longer flags: confirmed, it is slow whatever
+    the analysis says (the re-test is the direct evidence); otherwise the re-test's word, as info."""
+    if rt.verdict == "confirmed":
+        return Finding(
+            rule="slow_node",
+            severity=policy_severity(ctx, "slow_node"),
+            subject_kind="node",
+            subject=rt.subject,
+            title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
+            evidence={"retest": asdict(rt)},
+            hosts=[rt.subject],
+            action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it.",
+        )
+    said = {"cleared": "cleared on re-test", "inconclusive": "re-test inconclusive"}
     return Finding(
         rule="slow_node",
-        severity=policy_severity(ctx, "slow_node"),
+        severity="info",
         subject_kind="node",
         subject=rt.subject,
-        title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
+        title=f"Suspect node {rt.subject} {said.get(rt.verdict, 'not re-tested')} ({rt.reason})",
         evidence={"retest": asdict(rt)},
         hosts=[rt.subject],
-        action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it.",
+        action=CLEARED_ACTION if rt.verdict == "cleared" else f"Re-test {rt.subject} if it recurs.",
     )
 
 

@@ -11,7 +11,8 @@ A pair of a slow node is not a link fault when it runs at what that node manages
 capacity: capped parts bottleneck, they do not multiply), and no pair of an intermittent node is:
 the slow-node verdict already names the culprit.
 
-With preflight's re-test evidence, a link the re-run cleared is info.
+With re-test evidence (preflight's escalation, ``sweep --hosts --confirm-budget``), a link the re-run
+cleared is info, and every re-run link is reported, also one this analysis no longer flags.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from netbench.reports.stats import fdr_cut, g3, holm_cut, sig3
 from netbench.common.findings import Finding
 
 if TYPE_CHECKING:
+    from netbench.reports.analyses import Retest
     from netbench.reports.context import AnalysisContext
 
 
@@ -135,7 +137,35 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 hosts=[a, b],
             )
         )
+    if retests is not None:  # every re-run link is in the findings, as the log said it
+        shown = {f.subject for f in out}
+        out.extend(
+            _retest_only(ctx, rt)
+            for rt in sorted(retests.results.values(), key=lambda rt: rt.subject)
+            if rt.kind == "link" and rt.subject not in shown
+        )
     return out
+
+
+def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
+    """A re-run link this analysis does not flag (or leaves to a node): confirmed, it is slow on
+    the direct evidence; otherwise the re-run's word, as info."""
+    a, b = rt.subject.split("|", 1)
+    confirmed = rt.verdict == "confirmed"
+    said = {"confirmed": "is slow on re-run", "cleared": "cleared on re-run"}.get(rt.verdict, "not re-run")
+    return Finding(
+        rule="slow_pair",
+        severity=policy_severity(ctx, "slow_pair") if confirmed else "info",
+        subject_kind="pair",
+        subject=rt.subject,
+        title=f"Link {a} - {b} {said} against known-good pairs ({rt.reason})",
+        evidence={"retest": asdict(rt), "hop_class": ctx.hop_class(a, b)},
+        action=(
+            f"Check cables, switch ports and port counters between {a} and {b}." if confirmed
+            else CLEARED_ACTION if rt.verdict == "cleared" else f"Re-test {a} and {b} if it recurs."
+        ),
+        hosts=[a, b],
+    )
 
 
 RULE = Rule(name="slow_pair", ids=ids("slow_pair"), check=check, doc=__doc__ or "", own_severity=True)

@@ -1,0 +1,420 @@
+"""Confirming suspects: re-measure them against known-good partners within a time budget, and say
+what the re-tests show. One procedure for ``netbench preflight`` (its escalation) and for
+``netbench sweep --hosts`` (after the pairwise phase, ``--confirm-budget``), so the two cannot
+disagree about who is a suspect, whom a suspect is paired with or what its re-test says:
+
+- ``find_suspects``: the nodes and links the analysis flags (warn/fail, and the "suspect: re-test"
+  info band), not re-tested yet;
+- ``plan_escalation``: perfect matchings, each suspect node with a known-good partner of the hop
+  class it was slow in, each suspect link re-run with a control of its own hop class beside it, the
+  other good nodes paired among themselves as the phase's controls;
+- ``judge``: each re-test against the controls of its phase measured under the same load (hop class
+  and pairs per uplink, ``common.topology.round_load``), never against another class;
+- ``confirm_suspects``: one launch of those phases, phase by phase while they fit the ``Budget``.
+
+What a re-test says is handed to the analysis (``reports.analyses.RetestEvidence``); the rules turn
+it into the findings' severities, and every re-tested subject appears in the findings with its
+verdict, so the log, the report and the terminal summary say the same. Pure functions but the last,
+tested without hosts (tests/test_confirm.py, tests/test_preflight_plan.py).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
+from typing import Any
+
+from netbench.common.topology import LEAF, hop_class, round_load
+from netbench.reports.analyses import Retest
+
+Pair = tuple[str, str]
+REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
+FIRST_PHASE_PRIOR_S = 1.0  # estimate for a launch's first phase, before anything was measured
+PhaseList = list[tuple[str, int, list[Pair]]]
+"""(phase name, the rows' round, its pairs) of one launch."""
+
+
+# -- the clock ---------------------------------------------------------------------------------------
+@dataclass
+class Budget:
+    """The time budget. ``left()`` is what measurement may still use (the report's reserve kept back)."""
+
+    total_s: float
+    reserve_s: float = REPORT_RESERVE_S
+    clock: Callable[[], float] = time.monotonic
+    t0: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.t0 is None:
+            self.t0 = self.clock()
+        self.reserve_s = min(self.reserve_s, self.total_s / 4)
+
+    def elapsed(self) -> float:
+        return self.clock() - (self.t0 or 0.0)
+
+    def left(self) -> float:
+        return self.total_s - self.reserve_s - self.elapsed()
+
+    def fits(self, seconds: float) -> bool:
+        return seconds <= self.left()
+
+
+@dataclass
+class PhaseGate:
+    """The coordinator's ``before_phase``: a phase starts only if its estimated time fits the budget.
+
+    The estimate is the longest phase measured so far in this launch (``prior_s`` before the first).
+    Phase start times are recorded here, which is also how phase times are measured. Once a phase
+    is refused, every later one is too: a budget never comes back."""
+
+    budget: Budget
+    prior_s: float = FIRST_PHASE_PRIOR_S
+    started: list[tuple[str, float]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    ended: float | None = None
+
+    def durations(self) -> list[float]:
+        """Start-to-start times of the phases that ran; the last one up to ``ended`` when set."""
+        times = [t for _, t in self.started] + ([self.ended] if self.ended is not None else [])
+        return [b - a for a, b in pairwise(times)]
+
+    def estimate(self) -> float:
+        """The longest phase that has finished (start to the next start), else the prior."""
+        measured = [b - a for a, b in pairwise(t for _, t in self.started)]
+        return max(measured) if measured else self.prior_s
+
+    def __call__(self, phase: Any) -> bool:
+        if self.skipped or not self.budget.fits(self.estimate()):
+            self.skipped.append(phase.name)
+            return False
+        self.started.append((phase.name, self.budget.clock()))
+        return True
+
+
+# -- who, with whom ----------------------------------------------------------------------------------
+def find_suspects(findings: list[Any], exclude: set[str], done: set[str]) -> tuple[list[str], list[Pair]]:
+    """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects)."""
+    nodes = sorted({f.subject for f in findings if f.rule == "slow_node"} - exclude - done)
+    links = sorted(
+        {
+            tuple(sorted(f.hosts))
+            for f in findings
+            if f.rule == "slow_pair"
+            and len(f.hosts) == 2
+            and not set(f.hosts) & (exclude | set(nodes))
+            and "|".join(sorted(f.hosts)) not in done
+        }
+    )
+    return nodes, links  # type: ignore[return-value]
+
+
+def suspect_classes(findings: list[Any]) -> dict[str, str]:
+    """The hop class each suspect node was found slow in (its finding's evidence), so its re-test
+    partners are of that class: a node slow with its own leaf is re-tested within its leaf."""
+    out: dict[str, str] = {}
+    for f in findings:
+        klass = (f.evidence or {}).get("hop_class") if f.rule == "slow_node" else None
+        if isinstance(klass, str):
+            out.setdefault(f.subject, klass)
+    return out
+
+
+def unusable_hosts(outcome: Any, rows: list[dict[str, Any]]) -> set[str]:
+    """Hosts not to re-test nor to re-test against: their ranks exited or never started, or one of
+    their pairs failed. A hung ring marks every host down in its launch but names no one, so a
+    hang alone does not count (the ring's failure stays a finding of its own)."""
+    dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
+    flaky = {
+        h
+        for r in rows
+        if r.get("pattern") == "pair" and r.get("status") != "ok"
+        for h in r.get("hosts") or []
+    }
+    return dead | flaky
+
+
+def pairs_in(rows: list[dict[str, Any]], rounds: list[int]) -> set[Pair]:
+    """The pairs measured in rounds ``rounds[0]..rounds[1]``."""
+    return {
+        tuple(r["hosts"])
+        for r in rows
+        if r.get("pattern") == "pair" and rounds[0] <= (r.get("round") or 0) <= rounds[1]
+    }
+
+
+def plan_escalation(
+    suspects: list[str],
+    links: list[Pair],
+    good: list[str],
+    tested: set[frozenset],
+    switches: Mapping[str, str],
+    phases: int,
+    classes: Mapping[str, str] | None = None,
+) -> list[list[Pair]]:
+    """Perfect matchings for the re-tests: each suspect node with a known-good partner per phase (of
+    the hop class it was slow in, ``classes``, default its own leaf; one it has not met in these
+    phases first, then one it has not met at all),
+    each suspect link re-run once (in the first phase where both its nodes are free) with a control
+    pair of good nodes of the same hop class beside it where there is one, and the other good nodes
+    paired among themselves as the phase's controls. At least as many phases as it takes to re-run
+    every link."""
+    out: list[list[Pair]] = []
+    tested = set(tested)
+    bad = set(suspects)
+    pending = [p for p in links if not set(p) & bad]
+    want = dict(classes or {})
+
+    met: Counter[frozenset] = Counter()  # pairs of this escalation: a second phase takes a new partner
+
+    def pick(a: str, pool: list[str], klass: str | None = None) -> str:
+        klass = klass or want.get(a, LEAF)
+        return min(
+            pool,
+            key=lambda g: (
+                hop_class(a, g, switches) != klass,
+                met[frozenset((a, g))],
+                frozenset((a, g)) in tested,
+                pool.index(g),
+            ),
+        )
+
+    while len(out) < phases or pending:
+        busy: set[str] = set()
+        pairs: list[Pair] = []
+        for a, b in list(pending):
+            if not {a, b} & busy:
+                pairs.append((a, b))
+                busy |= {a, b}
+                pending.remove((a, b))
+                control = _control(a, b, [g for g in good if g not in busy], switches)
+                if control is not None:
+                    pairs.append(control)
+                    busy |= set(control)
+        for s in suspects if len(out) < phases else []:
+            free = [g for g in good if g not in busy]
+            if free:
+                g = pick(s, free)
+                pairs.append((s, g))
+                busy |= {s, g}
+        rest = [g for g in good if g not in busy]
+        while len(rest) >= 2:
+            a = rest.pop(0)
+            b = pick(a, rest, LEAF)
+            rest.remove(b)
+            pairs.append((a, b))
+        tested |= {frozenset(p) for p in pairs}
+        met.update(frozenset(p) for p in pairs)
+        out.append(pairs)
+    return out
+
+
+def _control(a: str, b: str, free: list[str], switches: Mapping[str, str]) -> Pair | None:
+    """Two free good nodes on the leaves of ``a`` and ``b`` (the same path through the fabric), else
+    any two of the link's hop class: the reference a re-run link is judged against."""
+    klass = hop_class(a, b, switches)
+    if klass == LEAF:
+        return None  # the phase's leftover controls are paired within leaves already
+    on_a = [x for x in free if switches.get(x) == switches.get(a)]
+    on_b = [y for y in free if switches.get(y) == switches.get(b) and y not in on_a]
+    if on_a and on_b:
+        return on_a[0], on_b[0]
+    alike = ((x, y) for i, x in enumerate(free) for y in free[i + 1 :] if hop_class(x, y, switches) == klass)
+    return next(alike, None)
+
+
+# -- what the re-tests say ---------------------------------------------------------------------------
+def judge(
+    rows: list[dict[str, Any]],
+    rounds: range,
+    suspects: list[str],
+    links: list[Pair],
+    switches: Mapping[str, str],
+    thresholds: Any,
+    noise_sigma: float = 0.0,
+) -> dict[str, Retest]:
+    """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
+
+    Each re-test pair's busbw is divided by its reference: the median of the control pairs (good-good)
+    of its phase of the same hop class under the same load (pairs of the round through one uplink),
+    else of its phase and class, else of the earlier pairs (the sweep or quick pass) of that class
+    and load, else of that class. Never a pair of another class: a cross-leaf pair "slow" against
+    pairs within a leaf is the fabric, not the pair; without a reference of its class it is not judged.
+    "Slow" is both practical and beyond noise, as in the rules: a ratio at most the policy's factor
+    (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
+    pair model's noise sigma (log space). A suspect node is confirmed when slow with most of its
+    re-test partners, cleared when slow with none; a link when its re-run is slow.
+    """
+
+    def slow(ratio: float, factor: float) -> bool:
+        return ratio <= factor and math.log(max(ratio, 1e-12)) <= -thresholds.mad_k * noise_sigma
+
+    bad = set(suspects)
+    link_keys = {frozenset(p) for p in links}
+    out = {s: Retest(s, "node") for s in suspects} | {
+        "|".join(sorted(p)): Retest("|".join(sorted(p)), "link") for p in links
+    }
+    ok = [
+        r
+        for r in rows
+        if r.get("pattern") == "pair"
+        and r.get("status") == "ok"
+        and (r.get("busbw_GBps") or 0) > 0
+        and len(r.get("hosts") or []) == 2
+    ]
+    esc = [r for r in ok if r.get("round") in rounds]
+    if not esc:
+        return {k: replace(rt, reason="no re-test was measured") for k, rt in out.items()}
+    top = max(r["bytes"] for r in esc)
+    load = _loads(ok, switches)
+
+    def is_control(hosts: list[str]) -> bool:
+        return not (set(hosts) & bad) and frozenset(hosts) not in link_keys
+
+    def cell(r: dict[str, Any]) -> tuple[str, int]:
+        a, b = r["hosts"]
+        return hop_class(a, b, switches), load.get((r["round"], a, b), 0)
+
+    refs: dict[Any, list[float]] = defaultdict(list)
+    for r in ok:
+        if r["bytes"] == top and is_control(r["hosts"]):
+            rnd = (
+                r["round"] if r["round"] in rounds else "before" if (r["round"] or 0) < rounds.start else None
+            )
+            klass, n = cell(r)
+            refs[(rnd, klass, n)].append(r["busbw_GBps"])
+            refs[(rnd, klass, None)].append(r["busbw_GBps"])
+
+    def ref(r: dict[str, Any]) -> float | None:
+        klass, n = cell(r)
+        rnd = r["round"]
+        for key in ((rnd, klass, n), (rnd, klass, None), ("before", klass, n), ("before", klass, None)):
+            if refs.get(key):
+                return statistics.median(refs[key])
+        return None
+
+    node_ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    link_ratios: dict[str, list[float]] = defaultdict(list)
+    for r in esc:
+        a, b = r["hosts"]
+        base = ref(r) if r["bytes"] == top else None
+        if not base:
+            continue
+        ratio = r["busbw_GBps"] / base
+        if frozenset((a, b)) in link_keys:
+            link_ratios["|".join(sorted((a, b)))].append(ratio)
+        elif (a in bad) != (b in bad):
+            s, g = (a, b) if a in bad else (b, a)
+            node_ratios[s][g].append(ratio)
+    for s in suspects:
+        per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
+        n_slow = sum(slow(v, thresholds.slow_node_factor) for v in per.values())
+        if not per:
+            verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
+        elif 2 * n_slow > len(per):
+            verdict, reason = "confirmed", f"slow with {n_slow} of {len(per)} known-good partner(s)"
+        elif n_slow == 0:
+            verdict, reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
+        else:
+            verdict, reason = "inconclusive", f"slow with {n_slow} of {len(per)} known-good partners"
+        out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason)
+    for key, ratios in link_ratios.items():
+        med = statistics.median(ratios)
+        verdict = "confirmed" if slow(med, thresholds.slow_pair_factor) else "cleared"
+        out[key] = replace(
+            out[key],
+            verdict=verdict,
+            ratios={f"run{i + 1}": round(v, 3) for i, v in enumerate(ratios)},
+            reason=f"re-run at {med:.2f}x the controls of its class and load",
+        )
+    unjudged = "not re-run: no control pair of its class"
+    return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
+
+
+def _loads(rows: list[dict[str, Any]], switches: Mapping[str, str]) -> dict[tuple[Any, str, str], int]:
+    """(round, a, b) -> the pair's load in its round (``common.topology.round_load``)."""
+    by_round: dict[Any, set[Pair]] = defaultdict(set)
+    for r in rows:
+        by_round[r.get("round")].add(tuple(r["hosts"]))  # type: ignore[arg-type]
+    return {
+        (rnd, a, b): n
+        for rnd, pairs in by_round.items()
+        for (a, b), n in round_load(sorted(pairs), switches).items()
+    }
+
+
+# -- the procedure -----------------------------------------------------------------------------------
+def confirm_suspects(
+    measure: Callable[[PhaseList, PhaseGate], Any],
+    read_rows: Callable[[], list[dict[str, Any]]],
+    echo: Callable[[str], None],
+    ctx: Any,
+    live: list[str],
+    exclude: set[str],
+    suspects: list[str],
+    links: list[Pair],
+    tested: set[frozenset],
+    first_round: int,
+    phase_s: float,
+    startup_s: float,
+    budget: Budget,
+    thresholds: Any,
+    partners: int,
+    classes: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Retest], dict[str, Any]]:
+    """One launch (``measure``) re-testing the suspects against known-good partners, phase by phase
+    within the budget; the verdicts and what ran (``info``: phases planned and run, why not)."""
+    m = ctx.pair_model
+    effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
+    good = sorted(
+        (h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0)
+    )
+    plan = [
+        p
+        for p in plan_escalation(
+            suspects, links, good, tested, ctx.switches, partners if suspects else 0, classes
+        )
+        if p
+    ]
+    info: dict[str, Any] = {
+        "suspects": suspects + ["|".join(p) for p in links],
+        "phases_planned": len(plan),
+        "phases_run": 0,
+        "skipped": None,
+    }
+    if not plan or not any(
+        set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph
+    ):
+        info["skipped"] = "no known-good partner to re-test against"
+        return {}, info
+    if not budget.fits(startup_s + phase_s):
+        info["skipped"] = (
+            f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
+            f"{max(budget.left(), 0):.0f} s left"
+        )
+        return {}, info
+    gate = PhaseGate(budget, prior_s=phase_s)
+    echo(
+        f"# re-testing {', '.join(info['suspects'])} against known-good partners: up to {len(plan)} "
+        f"phase(s), {max(budget.left(), 0):.0f} s left"
+    )
+    rounds = range(first_round, first_round + len(plan))
+    t0 = budget.elapsed()
+    outcome = measure([(f"re-test {k + 1}/{len(plan)}", rounds[k], p) for k, p in enumerate(plan)], gate)
+    info.update(
+        phases_run=len(gate.started),
+        phase_s=[round(d, 3) for d in gate.durations()],
+        startup_s=outcome.startup_s,
+        launch_s=round(budget.elapsed() - t0, 3),
+        rounds=[rounds.start, rounds.stop - 1],
+        skipped="budget" if gate.skipped else None,
+    )
+    sigma = m.sigma if m is not None else 0.0
+    retests = judge(read_rows(), rounds, suspects, links, ctx.switches, thresholds, sigma)
+    for rt in retests.values():
+        echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
+    return retests, info

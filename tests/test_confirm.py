@@ -1,0 +1,133 @@
+"""The re-test machinery preflight and `sweep --hosts --confirm-budget` share (netbench/confirm.py),
+without hosts: whom a suspect is re-tested with, what a re-test says (never against another hop
+class), and that every re-test reaches the findings, the summary and a rebuilt report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from netbench.reports.analyses import Retest, RetestEvidence
+from netbench.reports.context import AnalysisContext
+from netbench.reports.engine import load_context, run_rules
+from netbench.reports.policy import Thresholds
+from netbench.reports.rules import slow_node, slow_pair
+from netbench.reports.summary import format_summary
+from synthetic import host_names, make_fleet
+
+from netbench.common.topology import hop_class
+from netbench.confirm import judge, plan_escalation
+
+SW = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B", "b3": "B", "b4": "B"}
+
+
+def row(hosts: tuple[str, str], rnd: int, bw: float, size: int = 1 << 20) -> dict:
+    return {"pattern": "pair", "status": "ok", "hosts": list(hosts), "round": rnd, "bytes": size,
+            "busbw_GBps": bw}
+
+
+def test_suspect_node_partners_are_of_its_class_and_new_each_phase() -> None:
+    good = ["a1", "a3", "a4", "b1", "b2", "b3", "b4"]
+    tested = {frozenset(p) for p in [("a2", g) for g in good]}  # the sweep met everyone already
+    same_leaf = plan_escalation(["a2"], [], good, tested, SW, 2)
+    partners = [next(g for p in ph for g in p if "a2" in p and g != "a2") for ph in same_leaf]
+    assert all(SW[g] == "A" for g in partners) and len(set(partners)) == 2
+    across = plan_escalation(["a2"], [], good, tested, SW, 2, {"a2": "spine"})
+    partners = [next(g for p in ph for g in p if "a2" in p and g != "a2") for ph in across]
+    assert all(SW[g] == "B" for g in partners) and len(set(partners)) == 2
+    for ph in same_leaf + across:  # perfect matchings: no host twice in a phase
+        members = [h for p in ph for h in p]
+        assert len(members) == len(set(members))
+
+
+def test_cross_leaf_link_is_rerun_beside_a_control_on_the_same_leaves() -> None:
+    good = ["a2", "a3", "a4", "b2", "b3", "b4"]
+    (phase,) = plan_escalation([], [("a1", "b1")], good, set(), SW, 0)
+    assert ("a1", "b1") in phase
+    controls = [p for p in phase if p != ("a1", "b1") and hop_class(*p, SW) == "spine"]
+    assert controls and {SW[controls[0][0]], SW[controls[0][1]]} == {"A", "B"}
+
+
+def test_rerun_is_judged_against_its_class_and_load_never_another_class() -> None:
+    """Issue 12: cross-leaf re-runs 'confirmed' at 0.22-0.33x of controls that were within a leaf."""
+    t = Thresholds()
+    rounds = range(10, 11)
+    intra_only = [row(("a1", "b1"), 10, 3.0), row(("a2", "a3"), 10, 10.0), row(("b2", "b3"), 10, 10.0)]
+    (rt,) = judge(intra_only, rounds, [], [("a1", "b1")], SW, t).values()
+    assert rt.verdict == "not_run" and "class" in rt.reason
+    with_control = [*intra_only, row(("a2", "b2"), 10, 3.1)]  # the same leaves, the same round
+    (rt,) = judge(with_control, rounds, [], [("a1", "b1")], SW, t).values()
+    assert rt.verdict == "cleared" and rt.ratios == {"run1": pytest.approx(3.0 / 3.1, abs=1e-3)}
+    slow = [*intra_only, row(("a2", "b2"), 10, 10.0)]
+    (rt,) = judge(slow, rounds, [], [("a1", "b1")], SW, t).values()
+    assert rt.verdict == "confirmed"
+
+
+def test_node_verdict_uses_controls_under_the_same_load() -> None:
+    """Two cross-leaf pairs at once share the uplink: with no control beside them in their phase,
+    their reference is earlier pairs under that load (two at once), not the lone pairs' median."""
+    t = Thresholds()
+    rows = [row(("a1", "b1"), 1, 10.0), row(("a4", "b4"), 3, 10.0),  # one pair alone through the uplink
+            row(("a1", "b4"), 2, 5.0), row(("a4", "b1"), 2, 5.0),  # two at once
+            row(("a2", "b2"), 5, 5.0), row(("a3", "b3"), 5, 5.0)]  # the re-test: two suspects at once
+    out = judge(rows, range(5, 6), ["a2", "a3"], [], SW, t)
+    assert {k: rt.verdict for k, rt in out.items()} == {"a2": "cleared", "a3": "cleared"}
+    assert out["a2"].ratios == {"b2": 1.0}
+
+
+def test_retest_evidence_round_trips_through_run_json_and_bad_data_is_named(tmp_path: Path) -> None:
+    ev = RetestEvidence({"a|b": Retest("a|b", "link", "confirmed", {"run1": 0.2}, "why")}, "budget")
+    assert RetestEvidence.from_json(json.loads(json.dumps(ev.to_json()))) == ev
+    for bad in ({"results": {"x": {"subject": "x", "kind": "cable", "verdict": "confirmed", "reason": ""}}},
+                {"results": {"x": {"subject": "x", "kind": "node", "verdict": "maybe", "reason": ""}}},
+                {"results": {"x": {"subject": "x", "kind": "node", "verdict": "cleared", "reason": "",
+                                   "ratios": {"a": "fast"}}}},
+                {"results": []}, "yes"):
+        with pytest.raises(ValueError):
+            RetestEvidence.from_json(bad)
+
+
+def test_report_rebuilt_from_the_run_directory_keeps_the_retests(tmp_path: Path) -> None:
+    """`netbench report RUN` after `sweep --confirm-budget`: run.json's retests are the evidence."""
+    from netbench.common.rundir import RunDir
+
+    hosts = host_names(24)
+    a, b = hosts[2], hosts[17]
+    fleet = make_fleet(24, 2, slow_links={(a, b): 0.5}, noise=0.03, seed=4)
+    rd = RunDir.create(str(tmp_path / "run"))
+    cleared = Retest(f"{a}|{b}", "link", "cleared", {"run1": 0.97}, "fine")
+    rd.write_run(**fleet.run, retests=RetestEvidence({cleared.subject: cleared}, "x").to_json())
+    rd.write_inventory(fleet.inventory)
+    with rd.writer() as w:
+        for r in fleet.rows:
+            w.write(r)
+    findings = run_rules(load_context(rd.path))
+    (f,) = [f for f in findings if f.rule == "slow_pair"]
+    assert f.severity == "info" and f.evidence["retest"]["verdict"] == "cleared"
+    rd.write_run(retests="garbage")
+    ctx = load_context(rd.path)
+    assert ctx.retests is None and any("retests" in u.reason for u in ctx.unreadable)
+
+
+def test_every_retest_is_a_finding_even_when_the_analysis_no_longer_flags_it() -> None:
+    """The log printed a verdict for each of these; the findings and the summary must show it."""
+    fleet = make_fleet(16, 2, noise=0.03, seed=1)  # healthy: the analysis flags nothing
+    hosts = host_names(16)
+    x, y, z = hosts[1], hosts[3], hosts[12]
+    retests = {
+        x: Retest(x, "node", "cleared", {hosts[2]: 1.0}, "at full speed"),
+        f"{y}|{z}": Retest(f"{y}|{z}", "link", "confirmed", {"run1": 0.3}, "re-run at 0.30x"),
+    }
+    ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run,
+                                    retests=RetestEvidence(retests, "x"))
+    nodes = slow_node.check(ctx)
+    assert [(f.subject, f.severity) for f in nodes] == [(x, "info")] and "cleared" in nodes[0].title
+    links = slow_pair.check(ctx)
+    assert [(f.subject, f.severity) for f in links] == [(f"{y}|{z}", "warn")]
+    # whatever the cut of the top findings (one here), every format lists every re-test
+    assert f"re-tests: {x} cleared; {y}|{z} confirmed" in format_summary(run_rules(ctx), "text", {}, top=1)
+    markdown = format_summary(run_rules(ctx), "markdown", {}, top=1)
+    assert "re-tests:" in markdown and f"{x} cleared" in markdown and f"{z} confirmed" in markdown
+    assert json.loads(format_summary(run_rules(ctx), "json", {}, top=1))["retests"] == {
+        x: "cleared", f"{y}|{z}": "confirmed"}
