@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from netbench.common.errors import UsageError
 from netbench.common.hostlist import compress_hostlist
@@ -121,6 +122,12 @@ class StepEvents:
         return lost or f"srun exited {rc}"
 
 
+class StepEnd(Protocol):
+    """What a launcher's stderr said about how the ranks ended (StepEvents; MpirunEvents)."""
+
+    def describe(self, rc: int) -> str: ...
+
+
 def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:
     """Run srun with its stdout ours and its stderr copied line by line, less torch's noise."""
     from netbench.launch.srun import copy_stderr
@@ -139,9 +146,9 @@ def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:
     return rc, events
 
 
-def after_step(rundir: RunDir, rc: int, events: StepEvents, topology: str | None, report: bool,
+def after_step(rundir: RunDir, rc: int, events: StepEnd, topology: str | None, report: bool,
                echo: Callable[[str], None]) -> int:
-    """The exit status once srun returned. When rank 0 did not finish the run (Slurm cancelled the
+    """The exit status once srun (or mpirun) returned. When rank 0 did not finish the run (Slurm cancelled the
     step, a node died with rank 0's partner tasks), say so in one line naming the node, mark the
     run and report on what was measured: every row was fsync'd as it arrived."""
     from netbench.engine import finish_report

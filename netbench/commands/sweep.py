@@ -145,18 +145,19 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         from netbench.allocation import run_in_allocation
 
         return run_in_allocation(opts, asked or ["ring", "pairwise"], echo)
-    if opts.launcher == "mpi":  # mpirun starts `netbench worker` ranks; rank 0 leads
+    if opts.launcher == "mpi" and opts.hosts_file:  # Open MPI's ssh launcher over the hosts
+        from netbench.launch.mpirun import run_mpirun
+
+        return run_mpirun(opts, asked or ["ring", "pairwise"], echo)
+    if opts.launcher == "mpi":  # mpirun starts `netbench worker` ranks here; rank 0 leads
         import subprocess
 
-        from netbench.launch.wrap import mpi_hostfile, mpirun_argv
+        from netbench.launch.wrap import mpirun_argv
         from netbench.options import default_procs
 
-        pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
-        nprocs = None if opts.hosts_file else (opts.procs or default_procs())
-        with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
-            argv = mpirun_argv(opts, pats, nprocs, hostfile)
-            echo(f"# {' '.join(argv[:4])} ... netbench worker")
-            return subprocess.run(argv).returncode
+        argv = mpirun_argv(opts, asked or ["world"], opts.procs or default_procs())
+        echo(f"# {' '.join(argv[:4])} ... netbench worker")
+        return subprocess.run(argv).returncode
     if opts.hosts_file:
         from netbench.cluster import run_cluster
 

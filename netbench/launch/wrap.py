@@ -63,10 +63,12 @@ def worker_args(opts: ClusterOptions, patterns: list[str]) -> list[str]:
 
 
 def mpirun_argv(
-    opts: ClusterOptions, patterns: list[str], nprocs: int | None, hostfile: str | None = None
+    opts: ClusterOptions, patterns: list[str], nprocs: int | None, hostfile: str | None = None,
+    prepared: str | None = None,
 ) -> list[str]:
     """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax).
-    ``hostfile``: Open MPI's form of ``opts.hosts_file`` (:func:`mpi_hostfile`), given with --hosts."""
+    ``hostfile``: Open MPI's form of ``opts.hosts_file`` (:func:`mpi_hostfile`), given with --hosts;
+    ``prepared``: the run directory made for the ranks (launch/mpirun.py; rank 0 claims it)."""
     mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
     if not os.path.exists(mpirun):
         raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
@@ -79,7 +81,8 @@ def mpirun_argv(
         argv += ["--hostfile", hostfile, "--map-by", "slot"]
     if nprocs:  # this machine alone: as many ranks as asked, even beyond its cores (like --procs)
         argv += ["-np", str(nprocs), "--oversubscribe"]
-    return argv + [opts.python or sys.executable, *worker_args(opts, patterns)]
+    worker = worker_args(opts, patterns) + (["--prepared-run", prepared] if prepared else [])
+    return argv + [opts.python or sys.executable, *worker]
 
 
 @contextmanager
