@@ -112,6 +112,18 @@ class StepEvents:
         elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost.setdefault(m.group(1), m.group(2)[:120])
 
+    def ask_slurm(self, nodes: list[str]) -> None:
+        """srun's stderr named no node lost (its line raced the step's end, or never came): ask
+        Slurm which node of the step it holds down (validated names; no shell)."""
+        from netbench.common.slurm import nodes_down
+
+        try:
+            down = nodes_down(nodes)
+        except SlurmError:  # Slurm cannot say: the line names what srun said, no more
+            return
+        for node, state in down.items():
+            self.lost.setdefault(node, f"Slurm reports it {state}")
+
     def describe(self, rc: int) -> str:
         """One line: the cancellation and the nodes lost before it (a node failure cancels the step
         "on" its first node, so the node that failed is only in srun's earlier line)."""
@@ -195,4 +207,6 @@ def run_in_allocation(opts: ClusterOptions, patterns: list[str], echo: Callable[
     echo(f"# srun on {compress_hostlist(live)}: netbench worker, pattern(s) {', '.join(patterns)}")
     # srun hands our environment to every rank: the store's secret goes there, not in argv
     rc, events = run_quietly(argv, env={**os.environ, SECRET_ENV: new_secret()})
+    if rc != 0 and not events.lost and rundir.read_run().get("status") in ("prepared", "starting", "running"):
+        events.ask_slurm(live)
     return after_step(rundir, rc, events, topology, opts.report, echo)

@@ -43,6 +43,26 @@ def _findings(out: Path) -> set[tuple[str, str]]:
 
 
 @needs_mpi
+def test_mpirun_sweeps_three_test_hosts_on_two_leaves(netns_factory, tmp_path: Path) -> None:
+    net = netns_factory(["h0", "h1", "h2"], leaves={"a": ["h0", "h1"], "b": ["h2"]})
+    out = tmp_path / "run"
+    small = ["-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1", "--pair-sizes", "64K",
+             "--timeout", "20"]
+    r = subprocess.run([*net.netbench_argv(tmp_path), "--launcher", "mpi", "--out", str(out), *small],
+                       capture_output=True, text=True, timeout=150, env=ENV)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]  # 1: findings on tiny pairs
+    run = json.loads((out / "run.json").read_text())
+    assert run["launcher"] == "mpi" and run["status"] == "completed"
+    assert run["topology"] == {"h0": "a", "h1": "a", "h2": "b"}  # the hosts file's switch= labels
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    assert any(row["pattern"] == "ring" and row["hosts"] == ["h0", "h1", "h2"] and row["status"] == "ok"
+               for row in rows)
+    pairs = {frozenset(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
+    assert pairs == {frozenset(p) for p in (("h0", "h1"), ("h0", "h2"), ("h1", "h2"))}
+    assert (out / "report.html").is_file()
+
+
+@needs_mpi
 def test_mpirun_across_test_hosts_finds_the_slow_node_as_ssh_does(netns_factory, tmp_path: Path) -> None:
     hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
     net = netns_factory(hosts)

@@ -20,6 +20,7 @@ What made mpirun hang, and what stops each:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -28,17 +29,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO
 
 from netbench.common.errors import UsageError
-from netbench.common.hosts import parse_hosts_file, validate_hostname
+from netbench.common.hosts import HostEntry, parse_hosts_file, validate_hostname
 from netbench.common.rundir import RunDir
 from netbench.common.text import terminal_safe
 from netbench.options import ClusterOptions
 
 CONNECT_TIMEOUT_S = 10  # ssh's TCP connect and banner; a node that is off fails in this long
 POLL_S = 0.2
+TOPOLOGY_FILE = "topology.json"  # the hosts file's switch= labels, for rank 0
 
 # what mpirun says when a daemon could not be started or was lost; names are validated before use
 _REMOTE_HOST = re.compile(r"^\s*Remote host:\s+([A-Za-z0-9_.-]+)\s*$")
@@ -137,6 +139,21 @@ def copy_stdout(stream: IO[bytes], on_line: Callable[[str], None]) -> threading.
     return t
 
 
+def label_switches(rundir: RunDir, entries: list[HostEntry], echo: Callable[[str], None]) -> str | None:
+    """The hosts file's ``switch=`` labels as a topology file in the run directory, for the ranks:
+    rank 0 reads switches from a file (``--topology``), it never sees the hosts file."""
+    from netbench.cluster import host_switches
+
+    leaves: dict[str, list[str]] = {}
+    for host, leaf in host_switches(entries, None, echo).items():
+        leaves.setdefault(leaf, []).append(host)
+    if not leaves:
+        return None
+    path = rundir.path / TOPOLOGY_FILE
+    path.write_text(json.dumps({"switches": leaves}, indent=1) + "\n")
+    return str(path)
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """End mpirun and every ssh it started (its own process group)."""
     for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
@@ -161,12 +178,14 @@ def run_mpirun(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], 
     entries = parse_hosts_file(opts.hosts_file)
     here = this_machine_towards(opts, opts.hosts_file)
     rundir = RunDir.create(opts.out)
+    topology = opts.topology or label_switches(rundir, entries, echo)
     rundir.write_run(status="prepared", launcher="mpi", hosts=[e.name for e in entries],
                      host_labels={e.name: e.labels for e in entries}, hosts_file=str(opts.hosts_file))
     events = MpirunEvents()
     deadline_s = startup_deadline_s(opts)
     with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
-        argv = mpirun_argv(opts, patterns, None, hostfile, prepared=str(rundir.path))
+        argv = mpirun_argv(replace(opts, topology=topology), patterns, None, hostfile,
+                           prepared=str(rundir.path))
         argv[1:1] = [*prefix_args(argv[0]), *ssh_args(opts), *network_args(here)]
         echo(f"# mpirun over {len(entries)} host(s) from {opts.hosts_file} (ssh, network of {here}); "
              f"run directory {rundir.path}")
@@ -201,4 +220,4 @@ def run_mpirun(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], 
         rundir.write_run(status="failed", error=why)
         echo(terminal_safe(f"# {why}: stopped it; run directory {rundir.path}", keep_newlines=False))
         return 1
-    return after_step(rundir, rc, events, opts.topology, opts.report, echo)
+    return after_step(rundir, rc, events, topology, opts.report, echo)
