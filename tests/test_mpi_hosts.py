@@ -67,8 +67,8 @@ def test_mpirun_across_test_hosts_finds_the_slow_node_as_ssh_does(netns_factory,
     hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
     net = netns_factory(hosts)
     for h in hosts:  # every pair bound by the network, not by CPU time on a shared machine
-        net.limit_host(h, "300mbit")
-    net.limit_host("h3", "60mbit")
+        net.limit_host(h, "100mbit")
+    net.limit_host("h3", "20mbit")
     measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
                "--timeout", "30"]
     mpi_out, ssh_out = tmp_path / "mpi", tmp_path / "ssh"

@@ -95,7 +95,7 @@ def _both_ways(cluster, tmp_path: Path, hosts: list[str], *ssh_extra: str) -> tu
     return slurm_out, ssh_out
 
 
-def _network_bound(cluster, hosts: list[str], rate: str = "300mbit") -> None:
+def _network_bound(cluster, hosts: list[str], rate: str = "100mbit") -> None:
     """Every host's link capped, so every pair is bound by the network, not by CPU time on a shared
     2-core machine (whose noise would otherwise make a fast pair look slow in one run only)."""
     for h in hosts:
@@ -113,7 +113,7 @@ def test_a_slow_node_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_fac
     hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
     cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", *hosts]})
     _network_bound(cluster, hosts)
-    cluster.net.limit_host("h3", "60mbit")
+    cluster.net.limit_host("h3", "20mbit")
     slurm_out, ssh_out = _both_ways(cluster, tmp_path, hosts)
     assert _findings(slurm_out, "node") == _findings(ssh_out, "node") == {("slow_node", "h3")}
 
@@ -123,7 +123,7 @@ def test_a_slow_link_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_fac
     hosts = ["h0", "h1", "h2", "h3", "h4"]
     cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", *hosts]})
     _network_bound(cluster, hosts)
-    cluster.net.limit_pair("h1", "h3", "30mbit")
+    cluster.net.limit_pair("h1", "h3", "20mbit")
     slurm_out, ssh_out = _both_ways(cluster, tmp_path, hosts)
     assert _findings(slurm_out) == _findings(ssh_out)
     assert {rule for rule, _ in _findings(slurm_out)} == {"slow_pair"}
@@ -138,8 +138,8 @@ def test_cross_switch_hop_classes_and_findings_are_the_same_inside_slurm_and_ove
 
     hosts = ["h0", "h1", "h2", "h3"]
     cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", "h0", "h1"], "sw1": ["h2", "h3"]},
-                            uplink_rate="60mbit")
-    _network_bound(cluster, hosts)  # leaf ports 300mbit, the spine 60mbit
+                            uplink_rate="20mbit")
+    _network_bound(cluster, hosts)  # leaf ports 100mbit, the spine 20mbit
     topo_file = tmp_path / "topology.conf"
     topo_file.write_text(cluster.topology_conf())
     slurm_out, ssh_out = _both_ways(cluster, tmp_path, hosts, "--topology", str(topo_file))
