@@ -155,3 +155,20 @@ def test_mpirun_events_name_only_valid_hosts() -> None:
     said = "mpirun lost or could not start its daemon on gpu-07 (Permission denied (publickey).)"
     assert ev.describe(255) == said
     assert MpirunEvents().describe(3) == "mpirun exited 3"
+
+
+@needs_mpi
+@pytest.mark.parametrize(("host", "cfg", "said"), [
+    ("nosuch-host-zz", None, "--launcher mpi: cannot find the route to nosuch-host-zz: "),
+    ("localhost", "my ssh config", "--launcher mpi: the --ssh-config path must not contain white space"),
+])
+def test_bad_input_for_mpirun_is_one_line_and_no_run_directory(tmp_path: Path, host: str, cfg: str | None,
+                                                                said: str) -> None:
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text(host + "\n")
+    argv = [sys.executable, "-m", "netbench", "sweep", "--launcher", "mpi", "--hosts", str(hosts),
+            "--out", str(tmp_path / "run")] + (["--ssh-config", str(tmp_path / cfg)] if cfg else [])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=ENV)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"netbench: error: {said}"), r.stderr
+    assert not (tmp_path / "run").exists()

@@ -26,6 +26,7 @@ Examples:
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
+  netbench sweep --hosts hosts.txt --launcher mpi --ssh-config ~/.ssh/cluster  # mpirun over ssh
   salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
   salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
 
@@ -88,7 +89,9 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     default=None,
     help="Default: slurm inside a Slurm allocation of several nodes when --hosts is not given, "
     "else ssh. ssh (with --hosts); local (each host of the file runs on this machine, e.g. a GPU subset "
-    "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks, --hosts is its hostfile); "
+    "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks; with --hosts, Open MPI's ssh "
+    "launcher over the hosts, ssh never prompting, stopped if rank 0 has not started within twice "
+    "--timeout); "
     "slurm (inside the current allocation: its nodes, `scontrol show topology`, the inventory as a job "
     "step, then srun).",
 )

@@ -172,10 +172,12 @@ def run_mpirun(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], 
     """The sweep over the hosts file's hosts, ranks started by mpirun; its exit status."""
     from netbench.allocation import after_step
     from netbench.launch.srun import copy_stderr
-    from netbench.launch.wrap import mpi_hostfile, mpirun_argv
+    from netbench.launch.wrap import find_mpirun, mpi_hostfile, mpirun_argv
 
     assert opts.hosts_file is not None
     entries = parse_hosts_file(opts.hosts_file)
+    find_mpirun()  # bad input ends here, before a run directory is made
+    ssh = ssh_args(opts)
     here = this_machine_towards(opts, opts.hosts_file)
     rundir = RunDir.create(opts.out)
     topology = opts.topology or label_switches(rundir, entries, echo)
@@ -186,7 +188,7 @@ def run_mpirun(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], 
     with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
         argv = mpirun_argv(replace(opts, topology=topology), patterns, None, hostfile,
                            prepared=str(rundir.path))
-        argv[1:1] = [*prefix_args(argv[0]), *ssh_args(opts), *network_args(here)]
+        argv[1:1] = [*prefix_args(argv[0]), *ssh, *network_args(here)]
         echo(f"# mpirun over {len(entries)} host(s) from {opts.hosts_file} (ssh, network of {here}); "
              f"run directory {rundir.path}")
         # start_new_session: mpirun's own process group holds every ssh it starts (_stop ends them all)

@@ -62,6 +62,14 @@ def worker_args(opts: ClusterOptions, patterns: list[str]) -> list[str]:
     return args
 
 
+def find_mpirun() -> str:
+    """mpirun on PATH, else beside this python (the pip wheel's); a UsageError without one."""
+    mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if not os.path.exists(mpirun):
+        raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
+    return mpirun
+
+
 def mpirun_argv(
     opts: ClusterOptions, patterns: list[str], nprocs: int | None, hostfile: str | None = None,
     prepared: str | None = None,
@@ -69,10 +77,7 @@ def mpirun_argv(
     """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax).
     ``hostfile``: Open MPI's form of ``opts.hosts_file`` (:func:`mpi_hostfile`), given with --hosts;
     ``prepared``: the run directory made for the ranks (launch/mpirun.py; rank 0 claims it)."""
-    mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
-    if not os.path.exists(mpirun):
-        raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
-    argv = [mpirun]
+    argv = [find_mpirun()]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
     if opts.hosts_file:
