@@ -83,7 +83,11 @@ def without_torch_noise() -> Iterator[None]:
     clients live in it). The store's C++ logger writes to fd 2 itself, past ``sys.stderr``, so fd 2
     becomes a pipe for the block and a thread copies every other line to the real stderr."""
     sys.stderr.flush()
-    real = os.dup(2)
+    try:
+        real = os.dup(2)
+    except OSError:  # no stderr at all (closed by whoever started us): nothing to keep clean
+        yield
+        return
     read_end, write_end = os.pipe()
     os.dup2(write_end, 2)
     os.close(write_end)
