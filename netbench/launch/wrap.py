@@ -80,9 +80,7 @@ def mpirun_argv(
     argv = [find_mpirun()]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
-    if opts.hosts_file:
-        if hostfile is None:
-            raise ValueError("mpirun_argv: --hosts needs the Open MPI hostfile (mpi_hostfile)")
+    if hostfile:
         argv += ["--hostfile", hostfile, "--map-by", "slot"]
     if nprocs:  # this machine alone: as many ranks as asked, even beyond its cores (like --procs)
         argv += ["-np", str(nprocs), "--oversubscribe"]
@@ -91,17 +89,14 @@ def mpirun_argv(
 
 
 @contextmanager
-def mpi_hostfile(hosts_file: str | None, default_slots: int) -> Iterator[str | None]:
+def mpi_hostfile(hosts_file: str, default_slots: int) -> Iterator[str]:
     """Open MPI's hostfile (``host slots=N``) from a netbench hosts file (mpirun rejects our labels),
     in a temporary file that exists for the ``with`` block: the caller runs mpirun inside it, so
-    the file is removed once mpirun has ended, however it ended. None without a hosts file."""
+    the file is removed once mpirun has ended, however it ended."""
     import tempfile
 
     from netbench.common.hosts import parse_hosts_file
 
-    if not hosts_file:
-        yield None
-        return
     entries = parse_hosts_file(hosts_file)
     fd, path = tempfile.mkstemp(prefix="netbench-mpi-hosts-", suffix=".txt")
     try:
