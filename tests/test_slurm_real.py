@@ -167,6 +167,7 @@ def test_preflight_inside_an_allocation_runs_over_srun(slurm_factory, tmp_path: 
     inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
     assert [(n["host"], n["status"]) for n in inv] == [("h0", "ok"), ("h1", "ok"), ("h2", "ok")]
     assert any(row["pattern"] == "pair" and row["status"] == "ok" for row in _rows(out))
+    cluster.wait_idle(30)  # nodes pass through "completing" once salloc ends; none is left drained
     assert cluster.node_states() == {"h0": "idle", "h1": "idle", "h2": "idle"}
 
 
