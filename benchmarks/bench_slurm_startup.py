@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Start-up inside a Slurm allocation vs over SSH, on the same namespaced test hosts.
+"""Start-up inside a Slurm allocation vs over SSH vs mpirun, on the same namespaced test hosts.
 
 For each repeat, on a real Slurm cluster (tests/slurm.py: slurmctld on ``ctl``, slurmd on h0..h2):
 
@@ -7,7 +7,9 @@ For each repeat, on a real Slurm cluster (tests/slurm.py: slurmctld on ``ctl``, 
   srun); times from the command's start to the ``# srun on`` line (allocation, switches, inventory),
   from that line to the first row in results.jsonl (srun step to first row), and in all;
 * ssh: ``netbench sweep --hosts`` over the same hosts (inventory over SSH, agents over SSH); time from
-  the command's start to the first row.
+  the command's start to the first row;
+* mpi: ``netbench sweep --hosts --launcher mpi`` (Open MPI's ssh launcher starts the ranks; no
+  inventory on this path); time from the command's start to the first row. Skipped without mpirun.
 
 Same pattern, sizes and options on both sides. Prints one line per repeat and the medians.
 Run as root: ``benchmarks/bench_slurm_startup.py [--repeats 3]``.
@@ -16,6 +18,8 @@ Run as root: ``benchmarks/bench_slurm_startup.py [--repeats 3]``.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,7 +63,10 @@ def main() -> int:
     net = TestNetwork.create(["ctl", "h0", "h1", "h2"], leaves={"sw0": ["ctl", "h0", "h1"], "sw1": ["h2"]})
     cluster = SlurmCluster.start(net, "ctl")
     tmp = Path(tempfile.mkdtemp(prefix="nb-bench-slurm-"))
-    slurm_pre, slurm_step, slurm_all, ssh_all = [], [], [], []
+    slurm_pre, slurm_step, slurm_all, ssh_all, mpi_all = [], [], [], [], []
+    here = Path(sys.executable).parent
+    has_mpi = (here / "mpirun").exists() or shutil.which("mpirun") is not None
+    env = {**os.environ, "PATH": f"{here}:{os.environ.get('PATH', '')}"}  # mpirun beside this python
     try:
         for i in range(args.repeats):
             out = tmp / f"slurm{i}"
@@ -77,15 +84,24 @@ def main() -> int:
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             _, t_row = _first_row(proc, out, None)
             ssh_all.append(t_row)
+            if has_mpi:
+                out = tmp / f"mpi{i}"
+                argv = [*net.netbench_argv(tmp, hosts=["h0", "h1", "h2"]), "--launcher", "mpi", "--out",
+                        str(out), *MEASURE]
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                        env=env)
+                _, t_row = _first_row(proc, out, None)
+                mpi_all.append(t_row)
             print(f"repeat {i}: slurm {slurm_all[-1]:.2f} s to the first row (allocation+switches+inventory "
                   f"{slurm_pre[-1]:.2f} s, srun step to first row {slurm_step[-1]:.2f} s); "
-                  f"ssh {ssh_all[-1]:.2f} s", flush=True)
+                  f"ssh {ssh_all[-1]:.2f} s" + (f"; mpi {mpi_all[-1]:.2f} s" if mpi_all else ""), flush=True)
     finally:
         cluster.stop()
         net.destroy()
     med = statistics.median
     print(f"median over {args.repeats}: slurm {med(slurm_all):.2f} s (before srun {med(slurm_pre):.2f} s, "
-          f"srun step to first row {med(slurm_step):.2f} s); ssh {med(ssh_all):.2f} s")
+          f"srun step to first row {med(slurm_step):.2f} s); ssh {med(ssh_all):.2f} s"
+          + (f"; mpi {med(mpi_all):.2f} s" if mpi_all else "; mpi not measured (no mpirun)"))
     return 0
 
 

@@ -142,3 +142,22 @@ def interface_of(ip: str) -> str | None:
             if socket.inet_ntoa(packed[20:24]) == ip:
                 return name
     return None
+
+
+def subnet_of(ip: str) -> str | None:
+    """The IPv4 network (``10.1.2.0/24``) of the local interface holding ``ip``, for Open MPI's
+    ``*_tcp_if_include`` (it takes networks, and an interface name may differ from host to host)."""
+    import fcntl
+    import ipaddress
+    import struct
+
+    name = interface_of(ip)
+    if name is None:
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            # SIOCGIFNETMASK
+            packed = fcntl.ioctl(s.fileno(), 0x891B, struct.pack("256s", name.encode()[:15]))
+        except OSError:
+            return None
+    return str(ipaddress.IPv4Network(f"{ip}/{socket.inet_ntoa(packed[20:24])}", strict=False))

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from netbench.common.errors import UsageError
 from netbench.common.hostlist import compress_hostlist
@@ -111,6 +112,18 @@ class StepEvents:
         elif (m := _TASK_LOST.match(line.strip())) and validate_hostname(m.group(1)) is None:
             self.lost.setdefault(m.group(1), m.group(2)[:120])
 
+    def ask_slurm(self, nodes: list[str]) -> None:
+        """srun's stderr named no node lost (its line raced the step's end, or never came): ask
+        Slurm which node of the step it holds down (validated names; no shell)."""
+        from netbench.common.slurm import nodes_down
+
+        try:
+            down = nodes_down(nodes)
+        except SlurmError:  # Slurm cannot say: the line names what srun said, no more
+            return
+        for node, state in down.items():
+            self.lost.setdefault(node, f"Slurm reports it {state}")
+
     def describe(self, rc: int) -> str:
         """One line: the cancellation and the nodes lost before it (a node failure cancels the step
         "on" its first node, so the node that failed is only in srun's earlier line)."""
@@ -119,6 +132,12 @@ class StepEvents:
         if self.cancelled:
             return f"{self.cancelled}; {lost}" if lost else self.cancelled
         return lost or f"srun exited {rc}"
+
+
+class StepEnd(Protocol):
+    """What a launcher's stderr said about how the ranks ended (StepEvents; MpirunEvents)."""
+
+    def describe(self, rc: int) -> str: ...
 
 
 def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:
@@ -139,9 +158,9 @@ def run_quietly(argv: list[str], env: dict[str, str]) -> tuple[int, StepEvents]:
     return rc, events
 
 
-def after_step(rundir: RunDir, rc: int, events: StepEvents, topology: str | None, report: bool,
+def after_step(rundir: RunDir, rc: int, events: StepEnd, topology: str | None, report: bool,
                echo: Callable[[str], None]) -> int:
-    """The exit status once srun returned. When rank 0 did not finish the run (Slurm cancelled the
+    """The exit status once srun (or mpirun) returned. When rank 0 did not finish the run (Slurm cancelled the
     step, a node died with rank 0's partner tasks), say so in one line naming the node, mark the
     run and report on what was measured: every row was fsync'd as it arrived."""
     from netbench.engine import finish_report
@@ -188,4 +207,6 @@ def run_in_allocation(opts: ClusterOptions, patterns: list[str], echo: Callable[
     echo(f"# srun on {compress_hostlist(live)}: netbench worker, pattern(s) {', '.join(patterns)}")
     # srun hands our environment to every rank: the store's secret goes there, not in argv
     rc, events = run_quietly(argv, env={**os.environ, SECRET_ENV: new_secret()})
+    if rc != 0 and not events.lost and rundir.read_run().get("status") in ("prepared", "starting", "running"):
+        events.ask_slurm(live)
     return after_step(rundir, rc, events, topology, opts.report, echo)

@@ -27,7 +27,15 @@ from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.errors import NetbenchError
 from netbench.common.rows import failed_row
 from netbench.common.text import quote_untrusted
-from netbench.launch import AgentProcess, HostSlot, Launcher, new_secret, open_server, secured
+from netbench.launch import (
+    AgentProcess,
+    HostSlot,
+    Launcher,
+    new_secret,
+    open_server,
+    secured,
+    without_torch_noise,
+)
 
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_TIMEOUT_S = 120.0
@@ -268,6 +276,10 @@ class Coordinator:
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> Outcome:
+        with without_torch_noise():  # the store's server and our clients live in this process
+            return self._run()
+
+    def _run(self) -> Outcome:
         secret, listener = new_secret(), None
         if self.store is not None:  # already namespaced by whoever opened it (launch/external.py)
             store, reach = self.store, ""

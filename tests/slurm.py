@@ -301,7 +301,8 @@ if pytest is not None:
 
     @pytest.fixture
     def slurm_factory(netns_factory):
-        """``make(extra_conf=(), hosts=..., leaves=...) -> SlurmCluster`` on a fresh test network whose
+        """``make(extra_conf=(), hosts=..., leaves=..., uplink_rate=None) -> SlurmCluster`` on a fresh test
+        network (``uplink_rate``: each leaf's uplink to the spine capped, as in netns.py) whose
         first host ``ctl`` is the controller (login node); stopped after the test. Default: compute
         hosts h0, h1 on leaf sw0 (with ctl) and h2 on sw1, so pairs have two hop classes.
         Skips the test with the reason when Slurm is not installed or its daemons cannot start here
@@ -312,8 +313,10 @@ if pytest is not None:
         made: list[SlurmCluster] = []
 
         def make(extra_conf: Sequence[str] = (), hosts: Sequence[str] = ("ctl", "h0", "h1", "h2"),
-                 leaves: Mapping[str, Sequence[str]] | None = None) -> SlurmCluster:
-            net = netns_factory(list(hosts), leaves=leaves or {"sw0": ["ctl", "h0", "h1"], "sw1": ["h2"]})
+                 leaves: Mapping[str, Sequence[str]] | None = None,
+                 uplink_rate: str | None = None) -> SlurmCluster:
+            net = netns_factory(list(hosts), leaves=leaves or {"sw0": ["ctl", "h0", "h1"], "sw1": ["h2"]},
+                                uplink_rate=uplink_rate)
             try:
                 cluster = SlurmCluster.start(net, hosts[0], extra_conf=extra_conf)
             except RuntimeError as exc:  # e.g. no cgroup v1 controllers in this container

@@ -146,14 +146,14 @@ def test_mpi_hostfile_is_removed_after_mpirun_ends(tmp_path: Path) -> None:
     )
     fake.chmod(0o755)
     hosts = tmp_path / "hosts.txt"
-    hosts.write_text("gpu-01 slots=2\ngpu-02\n")
+    hosts.write_text("localhost slots=2\n127.0.0.1\n")  # resolvable: the route to them is looked up
     argv = [sys.executable, "-m", "netbench", "sweep", "--launcher", "mpi", "--hosts", str(hosts),
             "--out", str(tmp_path / "r")]
     res = subprocess.run(argv, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"})
     assert res.returncode == 3, res.stderr
     path, *content = seen.read_text().splitlines()
-    assert content == ["gpu-01 slots=2", "gpu-02 slots=1"]
+    assert content == ["localhost slots=2", "127.0.0.1 slots=1"]
     assert not Path(path).exists()
 
 

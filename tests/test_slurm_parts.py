@@ -7,7 +7,14 @@ from netbench.inventory.slurm_step import split_tasks
 
 from netbench.allocation import StepEvents
 from netbench.commands.sweep import _default_launcher
-from netbench.common.slurm import Allocation, SlurmError, drain_node, drain_reason
+from netbench.common.slurm import (
+    Allocation,
+    SlurmError,
+    drain_node,
+    drain_reason,
+    is_down,
+    parse_node_states,
+)
 from netbench.common.topology import parse_topology
 
 # `scontrol show topology` of tests/slurm.py's cluster (Slurm 22.05.8): an upper switch lists every
@@ -120,3 +127,52 @@ def test_a_run_that_ended_early_never_reads_pass(status: str, expected: list[str
     found = errors.RULE.check(ctx)
     assert [f.rule for f in found] == expected
     assert all(f.severity == "warn" and "Slurm cancelled step 3.1 on h0" in f.title for f in found)
+
+
+# `sinfo -N -h -o '%N %T'` on tests/slurm.py's cluster (Slurm 22.05.8) once h2's slurmd was killed
+SINFO_NODE_DOWN = "h0 allocated\nh1 allocated\nh2 down*\n"
+
+
+def test_node_states_from_sinfo_keep_only_the_steps_nodes_and_plain_states() -> None:
+    states = parse_node_states(SINFO_NODE_DOWN + "h3 down*\nh1;reboot idle\nh0 \x1b[2Jdown\nh1 idle extra\n",
+                               ["h0", "h1", "h2"])
+    assert states == {"h0": "allocated", "h1": "allocated", "h2": "down*"}
+    assert [n for n, s in states.items() if is_down(s)] == ["h2"]
+    assert is_down("idle*") and is_down("fail") and not is_down("drained") and not is_down("mixed")
+
+
+def test_step_events_ask_slurm_when_srun_named_no_node(monkeypatch) -> None:
+    import netbench.common.slurm as slurm
+
+    monkeypatch.setattr(slurm, "nodes_down", lambda nodes: {"h2": "down*"} if "h2" in nodes else {})
+    ev = StepEvents()
+    ev.read("slurmstepd-h0: error: *** STEP 1.1 ON h0 CANCELLED AT 2026-12-01T04:56:38 DUE TO NODE "
+            "FAILURE ***\n")
+    ev.ask_slurm(["h0", "h1", "h2"])
+    assert ev.describe(143) == ("Slurm cancelled step 1.1 on h0 (DUE TO NODE FAILURE); "
+                                "the step lost h2 (Slurm reports it down*)")
+
+    def no_slurm(nodes: list[str]) -> dict[str, str]:
+        raise SlurmError("sinfo not found on PATH")
+
+    monkeypatch.setattr(slurm, "nodes_down", no_slurm)
+    quiet = StepEvents()
+    quiet.ask_slurm(["h0"])
+    assert quiet.describe(1) == "srun exited 1"
+
+
+def test_torch_noise_never_reaches_stderr_while_the_store_lives() -> None:
+    """The store's C++ logger writes to fd 2 itself: the filter works at the fd, keeps the rest."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys\n"
+            "from netbench.launch import without_torch_noise\n"
+            "with without_torch_noise():\n"
+            "    os.write(2, b'[W1201 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
+            "retrieved. err=-3\\n')\n"
+            "    os.write(2, b'a real warning\\n')\n"
+            "    print('from python', file=sys.stderr)\n"
+            "print('after', file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "a real warning\nfrom python\nafter\n"

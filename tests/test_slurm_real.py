@@ -79,26 +79,77 @@ exit 0
     assert cluster.node_states()["h1"].startswith("drain") and cluster.node_states()["h0"] == "idle"
 
 
+MEASURE = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+           "--timeout", "30"]
+
+
+def _both_ways(cluster, tmp_path: Path, hosts: list[str], *ssh_extra: str) -> tuple[Path, Path]:
+    """The same pairwise sweep inside ``salloc`` (hosts and switches from Slurm) and over SSH."""
+    slurm_out, ssh_out = tmp_path / "slurm", tmp_path / "ssh"
+    r = cluster.run(["salloc", f"-N{len(hosts)}", sys.executable, "-m", "netbench", "sweep", "--out",
+                     str(slurm_out), *MEASURE], timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *MEASURE, *ssh_extra]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=150)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return slurm_out, ssh_out
+
+
+def _network_bound(cluster, hosts: list[str], rate: str = "100mbit") -> None:
+    """Every host's link capped, so every pair is bound by the network, not by CPU time on a shared
+    2-core machine (whose noise would otherwise make a fast pair look slow in one run only)."""
+    for h in hosts:
+        cluster.net.limit_host(h, rate)
+
+
+def _findings(out: Path, kind: str | None = None) -> set[tuple[str, str]]:
+    """(rule, subject) of the run's findings that are not info (of one subject kind if given)."""
+    found = json.loads((out / "findings.json").read_text())["findings"]
+    return {(f["rule"], f["subject"]) for f in found
+            if f["severity"] != "info" and kind in (None, f["subject_kind"])}
+
+
 def test_a_slow_node_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_factory, tmp_path: Path) -> None:
     hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
     cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", *hosts]})
-    cluster.net.limit_host("h3", "60mbit")
-    measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
-               "--timeout", "30"]
-    slurm_out, ssh_out = tmp_path / "slurm", tmp_path / "ssh"
-    r = cluster.run(["salloc", "-N5", sys.executable, "-m", "netbench", "sweep", "--out", str(slurm_out),
-                     *measure], timeout=150)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *measure]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=150)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    _network_bound(cluster, hosts)
+    cluster.net.limit_host("h3", "20mbit")
+    slurm_out, ssh_out = _both_ways(cluster, tmp_path, hosts)
+    assert _findings(slurm_out, "node") == _findings(ssh_out, "node") == {("slow_node", "h3")}
 
-    def node_findings(out: Path) -> set[tuple[str, str]]:
-        found = json.loads((out / "findings.json").read_text())["findings"]
-        return {(f["rule"], f["subject"]) for f in found
-                if f["subject_kind"] == "node" and f["severity"] != "info"}
 
-    assert node_findings(slurm_out) == node_findings(ssh_out) == {("slow_node", "h3")}
+def test_a_slow_link_gives_the_same_findings_inside_slurm_and_over_ssh(slurm_factory, tmp_path: Path) -> None:
+    """One capped pair path (h1 <-> h3, both nodes fine with everyone else): the link, not a node."""
+    hosts = ["h0", "h1", "h2", "h3", "h4"]
+    cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", *hosts]})
+    _network_bound(cluster, hosts)
+    cluster.net.limit_pair("h1", "h3", "20mbit")
+    slurm_out, ssh_out = _both_ways(cluster, tmp_path, hosts)
+    assert _findings(slurm_out) == _findings(ssh_out)
+    assert {rule for rule, _ in _findings(slurm_out)} == {"slow_pair"}
+    assert [set(s.split("|")) for _, s in _findings(slurm_out)] == [{"h1", "h3"}]
+
+
+def test_cross_switch_hop_classes_and_findings_are_the_same_inside_slurm_and_over_ssh(
+        slurm_factory, tmp_path: Path) -> None:
+    """Two leaves under a capped spine: `scontrol show topology` inside the allocation, the same
+    switches as a topology file over SSH; the same hop classes, the same spine penalty."""
+    from netbench.common.topology import hop_class
+
+    hosts = ["h0", "h1", "h2", "h3"]
+    cluster = slurm_factory(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", "h0", "h1"], "sw1": ["h2", "h3"]},
+                            uplink_rate="20mbit")
+    _network_bound(cluster, hosts)  # leaf ports 100mbit, the spine 20mbit
+    topo_file = tmp_path / "topology.conf"
+    topo_file.write_text(cluster.topology_conf())
+    slurm_out, ssh_out = _both_ways(cluster, tmp_path, hosts, "--topology", str(topo_file))
+    switches = [json.loads((out / "run.json").read_text())["topology"] for out in (slurm_out, ssh_out)]
+    assert switches[0] == switches[1] == {"h0": "sw0", "h1": "sw0", "h2": "sw1", "h3": "sw1",
+                                          "sw0": "spine", "sw1": "spine"}
+    classes = [{(a, b): hop_class(a, b, sw) for a in hosts for b in hosts if a < b} for sw in switches]
+    assert classes[0] == classes[1] and sorted(classes[0].values()).count("spine") == 4
+    assert _findings(slurm_out) == _findings(ssh_out)
+    assert ("cross_spine_penalty", "spine") in _findings(slurm_out)
 
 
 def test_preflight_inside_an_allocation_runs_over_srun(slurm_factory, tmp_path: Path) -> None:
@@ -108,6 +159,7 @@ def test_preflight_inside_an_allocation_runs_over_srun(slurm_factory, tmp_path: 
     r = cluster.run(["salloc", "-N3", sys.executable, "-m", "netbench", "preflight", "--out", str(out),
                      "--budget", "90s", "--pair-sizes", "64K", "--rounds", "1", "--drain"], timeout=150)
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-3000:]  # pass, or warnings only
+    assert NOISE not in r.stdout + r.stderr  # not from preflight's own store either
     assert r.stdout.strip() == ""  # stdout is the drain list: nothing to drain
     assert "drained" not in r.stderr  # --drain drains only what preflight would drain
     run = json.loads((out / "run.json").read_text())
@@ -115,6 +167,7 @@ def test_preflight_inside_an_allocation_runs_over_srun(slurm_factory, tmp_path: 
     inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
     assert [(n["host"], n["status"]) for n in inv] == [("h0", "ok"), ("h1", "ok"), ("h2", "ok")]
     assert any(row["pattern"] == "pair" and row["status"] == "ok" for row in _rows(out))
+    cluster.wait_idle(30)  # nodes pass through "completing" once salloc ends; none is left drained
     assert cluster.node_states() == {"h0": "idle", "h1": "idle", "h2": "idle"}
 
 
@@ -198,6 +251,10 @@ def test_slurmd_killed_during_a_sweep_ends_the_step_naming_the_node(slurm_factor
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "interrupted" and _rows(out)
     assert cluster.node_states()["h2"].startswith("down")
+    # the fallback when srun's stderr names no node: Slurm itself, through sinfo, names h2 alone
+    ask = "from netbench.common.slurm import nodes_down; print(sorted(nodes_down(['h0', 'h1', 'h2'])))"
+    said = cluster.run([sys.executable, "-c", ask])
+    assert said.returncode == 0 and said.stdout.strip() == "['h2']", said.stderr[-2000:]
 
 
 @pytest.mark.parametrize("node", ["nosuch-node9"])

@@ -29,6 +29,7 @@ Examples:
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --hosts hosts.txt --pattern rail   # GPU k with GPU k of every pair: one NIC each
   netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
+  netbench sweep --hosts hosts.txt --launcher mpi --ssh-config ~/.ssh/cluster  # mpirun over ssh
   salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
   salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
 
@@ -111,7 +112,9 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     default=None,
     help="Default: slurm inside a Slurm allocation of several nodes when --hosts is not given, "
     "else ssh. ssh (with --hosts); local (each host of the file runs on this machine, e.g. a GPU subset "
-    "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks, --hosts is its hostfile); "
+    "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks; with --hosts, Open MPI's ssh "
+    "launcher over the hosts, ssh never prompting, stopped if rank 0 has not started within twice "
+    "--timeout); "
     "slurm (inside the current allocation: its nodes, `scontrol show topology`, the inventory as a job "
     "step, then srun).",
 )
@@ -168,18 +171,19 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         from netbench.allocation import run_in_allocation
 
         return run_in_allocation(opts, asked or ["ring", "pairwise"], echo)
-    if opts.launcher == "mpi":  # mpirun starts `netbench worker` ranks; rank 0 leads
+    if opts.launcher == "mpi" and opts.hosts_file:  # Open MPI's ssh launcher over the hosts
+        from netbench.launch.mpirun import run_mpirun
+
+        return run_mpirun(opts, asked or ["ring", "pairwise"], echo)
+    if opts.launcher == "mpi":  # mpirun starts `netbench worker` ranks here; rank 0 leads
         import subprocess
 
-        from netbench.launch.wrap import mpi_hostfile, mpirun_argv
+        from netbench.launch.wrap import mpirun_argv
         from netbench.options import default_procs
 
-        pats = asked or (["ring", "pairwise"] if opts.hosts_file else ["world"])
-        nprocs = None if opts.hosts_file else (opts.procs or default_procs())
-        with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
-            argv = mpirun_argv(opts, pats, nprocs, hostfile)
-            echo(f"# {' '.join(argv[:4])} ... netbench worker")
-            return subprocess.run(argv).returncode
+        argv = mpirun_argv(opts, asked or ["world"], opts.procs or default_procs())
+        echo(f"# {' '.join(argv[:4])} ... netbench worker")
+        return subprocess.run(argv).returncode
     if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
         from netbench.reports.policy import PolicyError, load_policy
 

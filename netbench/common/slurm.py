@@ -9,6 +9,7 @@ command line, and every command is an argv list (never a shell).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -79,6 +80,41 @@ def show_topology(timeout_s: float = SCONTROL_TIMEOUT_S) -> tuple[str, Topology 
     text = scontrol(["show", "topology"], timeout_s)
     topo = parse_slurm_topology(text, "scontrol show topology")
     return text, (topo if topo.switches else None)
+
+
+def parse_node_states(text: str, nodes: Sequence[str]) -> dict[str, str]:
+    """``sinfo -N -h -o '%N %T'``'s lines as node -> state, for ``nodes`` only: a line naming
+    anything else, or a state that is not one of Slurm's words (``down*``, ``allocated+``), is
+    skipped, so nothing but a known node name and a plain word leaves here."""
+    asked = set(nodes)
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2 or parts[0] not in asked or validate_hostname(parts[0]) is not None:
+            continue
+        if re.fullmatch(r"[a-z_]{1,30}[*~#!%$@^+-]?", parts[1]):
+            out[parts[0]] = parts[1]
+    return out
+
+
+def is_down(state: str) -> bool:
+    """Slurm holds the node lost: down or failing, or not responding (``*``)."""
+    return state.startswith(("down", "fail")) or state.endswith("*")
+
+
+def nodes_down(nodes: Sequence[str], timeout_s: float = SCONTROL_TIMEOUT_S) -> dict[str, str]:
+    """Which of ``nodes`` Slurm holds down or not responding (node -> its state), from ``sinfo``;
+    a failure or a hang past ``timeout_s`` is a SlurmError."""
+    argv = [slurm_tool("sinfo"), "-N", "-h", "-o", "%N %T", "-n", ",".join(nodes)]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"sinfo did not answer within {timeout_s:g} s") from None
+    if r.returncode != 0:
+        said = r.stderr.strip().splitlines()
+        why = terminal_safe(said[-1], keep_newlines=False) if said else f"exit {r.returncode}"
+        raise SlurmError(f"sinfo: {why[:200]}")
+    return {n: s for n, s in parse_node_states(r.stdout, nodes).items() if is_down(s)}
 
 
 def drain_reason(why: str) -> str:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
 import secrets
 import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -63,6 +69,44 @@ def open_server(address: str, port: int = 0, timeout_s: float = 30.0) -> tuple[A
         master_listen_fd=sock.fileno(),
     )
     return store, sock
+
+
+# torch's store logs this once per connecting rank whenever reverse DNS gives no name for the rank's
+# address (usual on cluster networks, and wherever no DNS server answers): it says nothing about the
+# run, so it is dropped from what we print and from what a launcher (srun, mpirun) hands us.
+TORCH_NOISE = re.compile(r"\[c10d\] The hostname of the client socket cannot be retrieved")
+
+
+@contextmanager
+def without_torch_noise() -> Iterator[None]:
+    """This process's stderr, less torch's noise, while the block runs (the store's server and
+    clients live in it). The store's C++ logger writes to fd 2 itself, past ``sys.stderr``, so fd 2
+    becomes a pipe for the block and a thread copies every other line to the real stderr."""
+    sys.stderr.flush()
+    try:
+        real = os.dup(2)
+    except OSError:  # no stderr at all (closed by whoever started us): nothing to keep clean
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def pump() -> None:
+        # until every holder of the write end is gone: fd 2 restored, and any child that inherited it
+        with os.fdopen(read_end, "rb") as src, os.fdopen(real, "wb", buffering=0) as dst:
+            for raw in src:
+                if not TORCH_NOISE.search(raw.decode("utf-8", errors="replace")):
+                    dst.write(raw)
+
+    copier = threading.Thread(target=pump, daemon=True)
+    copier.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)
+        copier.join(1.0)
 
 
 @dataclass

@@ -12,7 +12,6 @@ per GPU itself), ``--overlap`` lets it run beside the job's other steps.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -21,12 +20,8 @@ from collections.abc import Callable
 from typing import IO
 
 from netbench.common.slurm import slurm_tool
-from netbench.launch import HostSlot, agent_argv
+from netbench.launch import TORCH_NOISE, HostSlot, agent_argv
 from netbench.launch.local import LocalAgent
-
-# torch's store server logs this once per connecting rank whenever reverse DNS has no name for
-# the rank's address (usual on cluster networks); it says nothing about the run, so it is dropped.
-TORCH_NOISE = re.compile(r"\[c10d\] The hostname of the client socket cannot be retrieved")
 
 
 def copy_stderr(stream: IO[bytes], on_line: Callable[[str], None] | None = None) -> threading.Thread:

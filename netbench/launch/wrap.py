@@ -64,38 +64,41 @@ def worker_args(opts: ClusterOptions, patterns: list[str]) -> list[str]:
     return args
 
 
-def mpirun_argv(
-    opts: ClusterOptions, patterns: list[str], nprocs: int | None, hostfile: str | None = None
-) -> list[str]:
-    """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax).
-    ``hostfile``: Open MPI's form of ``opts.hosts_file`` (:func:`mpi_hostfile`), given with --hosts."""
+def find_mpirun() -> str:
+    """mpirun on PATH, else beside this python (the pip wheel's); a UsageError without one."""
     mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
     if not os.path.exists(mpirun):
         raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
-    argv = [mpirun]
+    return mpirun
+
+
+def mpirun_argv(
+    opts: ClusterOptions, patterns: list[str], nprocs: int | None, hostfile: str | None = None,
+    prepared: str | None = None,
+) -> list[str]:
+    """``mpirun [-np N] [--hostfile FILE] python -m netbench worker ...`` (Open MPI syntax).
+    ``hostfile``: Open MPI's form of ``opts.hosts_file`` (:func:`mpi_hostfile`), given with --hosts;
+    ``prepared``: the run directory made for the ranks (launch/mpirun.py; rank 0 claims it)."""
+    argv = [find_mpirun()]
     if os.geteuid() == 0:
         argv.append("--allow-run-as-root")
-    if opts.hosts_file:
-        if hostfile is None:
-            raise ValueError("mpirun_argv: --hosts needs the Open MPI hostfile (mpi_hostfile)")
+    if hostfile:
         argv += ["--hostfile", hostfile, "--map-by", "slot"]
     if nprocs:  # this machine alone: as many ranks as asked, even beyond its cores (like --procs)
         argv += ["-np", str(nprocs), "--oversubscribe"]
-    return argv + [opts.python or sys.executable, *worker_args(opts, patterns)]
+    worker = worker_args(opts, patterns) + (["--prepared-run", prepared] if prepared else [])
+    return argv + [opts.python or sys.executable, *worker]
 
 
 @contextmanager
-def mpi_hostfile(hosts_file: str | None, default_slots: int) -> Iterator[str | None]:
+def mpi_hostfile(hosts_file: str, default_slots: int) -> Iterator[str]:
     """Open MPI's hostfile (``host slots=N``) from a netbench hosts file (mpirun rejects our labels),
     in a temporary file that exists for the ``with`` block: the caller runs mpirun inside it, so
-    the file is removed once mpirun has ended, however it ended. None without a hosts file."""
+    the file is removed once mpirun has ended, however it ended."""
     import tempfile
 
     from netbench.common.hosts import parse_hosts_file
 
-    if not hosts_file:
-        yield None
-        return
     entries = parse_hosts_file(hosts_file)
     fd, path = tempfile.mkstemp(prefix="netbench-mpi-hosts-", suffix=".txt")
     try:
