@@ -41,6 +41,8 @@ class RunSettings:
     """The rendezvous store when someone else started the ranks (torchrun, srun, mpirun)."""
     before_phase: Callable[[Phase], bool] | None = None
     """Asked before each phase; False skips it (preflight's budget)."""
+    clock: Callable[[], float] = time.monotonic
+    """What start-up and phase times are read from: a simulated fabric's clock (netbench.sim)."""
 
 
 def execute(
@@ -97,6 +99,7 @@ def execute(
         fail_fast=settings.fail_fast,
         store=settings.store,
         before_phase=settings.before_phase,
+        clock=settings.clock,
     )
     outcome: Outcome | None = None
     try:

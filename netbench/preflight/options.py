@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from netbench.common.errors import NetbenchError
 
 if TYPE_CHECKING:
+    from netbench.inventory.model import NodeInventory
+    from netbench.launch import Launcher
     from netbench.planner import PlanRequest
 
 EXIT_COULD_NOT_RUN = 3
@@ -83,6 +85,16 @@ class PreflightOptions:
             self.collective = get_collective(self.collective).name
         except ValueError as exc:
             raise PreflightError(f"--collective: {exc}") from None
+
+
+class Site(Protocol):
+    """Where the hosts are, when they are not reached over SSH or srun: a simulated fabric
+    (``netbench.sim.preflight``) gives the inventory records and the launcher of each launch, and
+    every stage above them runs unchanged. Port counters are not read from such hosts."""
+
+    def inventory(self, hosts: list[str]) -> list[NodeInventory]: ...
+
+    def launcher(self, hosts: list[str]) -> Launcher: ...
 
 
 # -- the clock ---------------------------------------------------------------------------------------
@@ -168,3 +180,4 @@ class _Setup:
     nprocs: dict[str, int]
     request: PlanRequest
     echo: Callable[[str], None]
+    site: Site | None = None

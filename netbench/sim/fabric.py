@@ -25,7 +25,7 @@ import numpy as np
 
 from netbench.common.errors import UsageError
 
-FAULT_KINDS = ("node", "link", "uplink", "intermittent")
+FAULT_KINDS = ("node", "link", "uplink", "intermittent", "gpu")
 DEFAULT_INTERMITTENT_FRACTION = 1 / 3  # slow in a third of the rounds: the case the issue describes
 _FAULT = re.compile(r"^(?P<kind>[a-z]+):(?P<subject>[^=]+)=(?P<factor>[0-9.]+)(?:@(?P<fraction>[0-9.]+))?$")
 
@@ -34,19 +34,25 @@ _FAULT = re.compile(r"^(?P<kind>[a-z]+):(?P<subject>[^=]+)=(?P<factor>[0-9.]+)(?
 class Fault:
     """A planted fault: ``factor`` multiplies the capacity of its part (0.8 = 20% slower)."""
 
-    kind: str  # node | link | uplink | intermittent
+    kind: str  # node | link | uplink | intermittent | gpu (a GPU that drops out: no factor, rank fails)
     subject: str  # a host, "a|b" (sorted) for a link, a switch for its uplink
     factor: float
     fraction: float = 1.0  # intermittent: the share of pairwise rounds it is slow in
 
     @classmethod
     def parse(cls, text: str) -> Fault:
-        """``node:NAME=0.8``, ``link:A,B=0.5``, ``uplink:LEAF=0.5``, ``intermittent:NAME=0.5[@0.3]``."""
+        """``node:NAME=0.8``, ``link:A,B=0.5``, ``uplink:LEAF=0.5``, ``intermittent:NAME=0.5[@0.3]``,
+        ``gpu:NAME`` (a GPU of NAME falls off the bus: the rank on it fails, nothing is slowed)."""
+        if text.strip().startswith("gpu:"):
+            name = text.strip()[len("gpu:") :]
+            if not name or "=" in name or "," in name:
+                raise UsageError(f"bad --fault {text!r}: expected gpu:NAME (a GPU of host NAME drops out)")
+            return cls("gpu", name, 1.0)
         m = _FAULT.match(text.strip())
         if not m or m["kind"] not in FAULT_KINDS:
             raise UsageError(
-                f"bad --fault {text!r}: expected node:NAME=F, link:A,B=F, uplink:SWITCH=F "
-                "or intermittent:NAME=F[@FRACTION]"
+                f"bad --fault {text!r}: expected node:NAME=F, link:A,B=F, uplink:SWITCH=F, "
+                "intermittent:NAME=F[@FRACTION] or gpu:NAME"
             )
         factor = float(m["factor"])
         if not 0 < factor <= 1:

@@ -33,7 +33,7 @@ from netbench.sim.fabric import Fabric, FabricSpec, Fault
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
 #: the subject kind of the finding each fault should produce (what a score compares against)
-FINDING_KIND = {"node": "node", "intermittent": "node", "link": "pair", "uplink": "switch"}
+FINDING_KIND = {"node": "node", "intermittent": "node", "link": "pair", "uplink": "switch", "gpu": "node"}
 OBSERVABLE = 0.9  # a fault that never slows a measurement below 90% of healthy cannot be seen
 
 
