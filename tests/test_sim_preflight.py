@@ -1,0 +1,86 @@
+"""Preflight on a simulated fabric (``netbench simulate --preflight``): the real stages, coordinator and
+report through the simulated launcher; the drain list against what was planted."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from netbench.cli import cli
+from netbench.preflight import PreflightOptions
+from netbench.sim.fabric import FabricSpec, Fault
+from netbench.sim.launcher import LaunchCosts
+from netbench.sim.preflight import simulate_preflight
+from netbench.sim.run import SimOptions
+
+
+def preflight(tmp_path, name, faults=(), seed=1, budget_s=120.0, **fabric):  # noqa: ANN001, ANN201
+    spec = FabricSpec(**({"nodes": 16, "leaves": 2} | fabric))
+    sim = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=seed, out=str(tmp_path / name))
+    return simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=budget_s, html=False))
+
+
+def rows(res):  # noqa: ANN001, ANN201
+    return [json.loads(x) for x in (res.result.rundir.path / "results.jsonl").read_text().splitlines()]
+
+
+def test_drains_exactly_the_planted_slow_node_after_confirming_it(tmp_path):
+    res = preflight(tmp_path, "slow", ["node:node0005=0.5"])
+    assert res.result.drain == ["node0005"]
+    assert res.result.exit_code == 2
+    assert res.result.info["retests"]["node0005"]["verdict"] == "confirmed"
+    assert res.score.precision == 1.0 and res.score.recall == 1.0
+    # the re-tests ran as a second launch of the real coordinator: rows of their own rounds
+    retest_rounds = {r["round"] for r in rows(res) if r["pattern"] == "pair"} - {1, 2, 3}
+    assert retest_rounds
+    run = json.loads((res.result.rundir.path / "run.json").read_text())
+    assert run["launcher"] == "simulated" and run["topology"]["node0001"] == "leaf01"
+    truth = json.loads((res.result.rundir.path / "truth.json").read_text())
+    assert truth["faults"][0]["observable"] and truth["score"]["recall"] == 1.0
+
+
+def test_healthy_fabric_drains_nothing(tmp_path):
+    for seed in (1, 2):
+        res = preflight(tmp_path, f"ok{seed}", seed=seed, oversubscription=2.0)
+        assert res.result.drain == [] and res.result.check == []
+        assert res.result.exit_code == 0
+
+
+def test_gpu_dropout_is_named_and_recorded_as_a_real_lost_rank(tmp_path):
+    res = preflight(tmp_path, "gpu", ["gpu:node0009"])
+    assert res.result.drain == ["node0009"]
+    assert [f.rule for f in res.result.findings if f.subject == "node0009"] == ["host_failing"]
+    failed = [r for r in rows(res) if r["status"] != "ok"]
+    pairs = [r for r in failed if r["pattern"] == "pair"]
+    assert pairs and all("node0009" in r["hosts"] for r in pairs)
+    # the coordinator's own records: the lost rank first, then "host is down" for its later groups
+    assert "lost: rank(s)" in pairs[0]["error"] and "exited with code 1" in pairs[0]["error"]
+    assert all("node0009 is down" in r["error"] for r in pairs[1:])
+    run = json.loads((res.result.rundir.path / "run.json").read_text())
+    assert run["faults"][0]["host"] == "node0009"
+
+
+def test_the_budget_runs_on_fabric_time(tmp_path):
+    # inventory + one launch + the quick pass fit in 10 s of fabric time; a second launch (5.4 s of
+    # rank start-up) does not, so the suspect is not re-tested and not drained, only warned about
+    costs = LaunchCosts()
+    assert costs.launch_s(16) + costs.inventory_s(16) < 10 < 2 * costs.launch_s(16)
+    res = preflight(tmp_path, "tight", ["node:node0005=0.5"], budget_s=10.0)
+    assert res.result.drain == []
+    assert "budget" in res.result.info["escalations"][0]["skipped"]
+    assert [f.severity for f in res.result.findings if f.subject == "node0005"] == ["warn"]
+    assert res.fabric_s <= 10.0
+
+
+def test_cli_prints_the_drain_list_and_the_score(tmp_path):
+    out = tmp_path / "cli"
+    r = CliRunner().invoke(
+        cli,
+        ["simulate", "--preflight", "--nodes", "16", "--fault", "gpu:node0003", "--out", str(out), "--seed", "2"],
+    )
+    assert r.exit_code == 2, r.output
+    assert r.stdout.splitlines() == ["node0003"]
+    assert "precision 1.00, recall 1.00" in r.stderr and "fabric time" in r.stderr
+    assert (out / "hosts.txt").read_text().splitlines()[0] == "node0001"
+    assert (out / "report.html").exists()
