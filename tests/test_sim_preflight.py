@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from netbench.cli import cli
@@ -12,6 +13,7 @@ from netbench.preflight import PreflightOptions
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
 from netbench.sim.preflight import simulate_preflight
+from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions
 
 
@@ -77,10 +79,33 @@ def test_cli_prints_the_drain_list_and_the_score(tmp_path):
     out = tmp_path / "cli"
     r = CliRunner().invoke(
         cli,
-        ["simulate", "--preflight", "--nodes", "16", "--fault", "gpu:node0003", "--out", str(out), "--seed", "2"],
+        ["simulate", "--preflight", "--nodes", "16", "--fault", "gpu:node0003", "--out", str(out),
+         "--seed", "2"],
     )
     assert r.exit_code == 2, r.output
     assert r.stdout.splitlines() == ["node0003"]
     assert "precision 1.00, recall 1.00" in r.stderr and "fabric time" in r.stderr
     assert (out / "hosts.txt").read_text().splitlines()[0] == "node0001"
     assert (out / "report.html").exists()
+
+
+def test_rail_optimised_fabric_rails_share_nothing():
+    spec = FabricSpec(nodes=8, leaves=2, rails=4, oversubscription=2.0, nic_GBps=400.0)
+    fab = RailFabric.build(spec, [Fault.parse("nic:node0001/2=0.5"), Fault.parse("uplink:r3-leaf02=0.5")])
+    h = fab.hosts
+    assert fab.rail_switches("node0005") == ["r1-leaf02", "r2-leaf02", "r3-leaf02", "r4-leaf02"]
+    assert fab.uplinks()["node0005"] == "leaf02"  # the report's hop classes: one unit view
+    # a pair on one leaf: 4 rails of 100 each, NIC 2 of node0001 at half rate
+    assert fab.rates([(h[0], h[1])]).tolist() == pytest.approx([350.0])
+    cross = [(h[0], h[4]), (h[1], h[5])]
+    # rail 2: only node0001's flow is slowed; rail 3: its slow uplink (100) is shared by both flows;
+    # rails 1 and 4 see neither fault
+    assert fab.rail_rates(cross, 1).tolist() == pytest.approx([100.0, 100.0])
+    assert fab.rail_rates(cross, 2).tolist() == pytest.approx([50.0, 100.0])
+    assert fab.rail_rates(cross, 3).tolist() == pytest.approx([50.0, 50.0])
+    assert fab.rates(cross).tolist() == pytest.approx([300.0, 350.0])
+
+
+def test_preflight_on_rails_drains_the_node_with_one_slow_nic(tmp_path):
+    res = preflight(tmp_path, "rails", ["nic:node0011/3=0.1"], rails=4)
+    assert res.result.drain == ["node0011"] and res.score.recall == 1.0

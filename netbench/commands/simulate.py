@@ -31,6 +31,10 @@ node in a share P of the pairwise rounds (default 1/3); gpu:NAME makes a GPU of 
 bus during the run (the rank on it fails at its first collective). Hosts are node0001.., leaves
 leaf01.., two tiers under "spine", three under pod01.. and "core".
 \b
+--rails R: rail-optimised, each node has R NICs of --nic-gbps / R, NIC k on rail k's own switches
+(r2-leaf01 ...); a pair uses every rail at once and rails share nothing. Extra faults there:
+nic:NAME/K=F (NIC K of a node), uplink:rK-leafNN=F (one rail switch's uplink).
+\b
 --preflight runs `netbench preflight` itself on the fabric instead of a sweep: its inventory rules,
 quick pass, re-tests of suspects against known-good partners within --budget, drain rule and report,
 through a simulated launcher. Its budget runs on the fabric's clock: phases take their simulated
@@ -52,6 +56,8 @@ truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warni
 @click.option("--oversubscription", type=float, default=1.0, show_default=True, help="Leaf uplinks.")
 @click.option("--core-oversubscription", type=float, default=1.0, show_default=True, help="Pod uplinks.")
 @click.option("--nic-gbps", type=float, default=180.0, show_default=True, help="Busbw of a healthy pair.")
+@click.option("--rails", type=click.IntRange(min=1), default=1, show_default=True,
+              help="NICs a node, NIC k on rail k's switches (rail-optimised; see below).")
 @click.option("--physics", type=click.Choice(["bottleneck", "multiplicative"]), default="bottleneck",
               show_default=True)
 @click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
@@ -69,7 +75,8 @@ truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warni
 @click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
               help="--preflight: known-good partners each suspect is re-tested against.")
 def command(
-    nodes: int, leaves: int, tiers: str, pods: int, oversubscription: float, core_oversubscription: float,
+    nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
+    core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
     pair_sizes: list[int] | None, pair_batch: int | None, max_bytes: int, out: str | None, no_report: bool,
     preflight: bool, budget_s: float, rounds: int | None, confirm: int,
@@ -84,7 +91,7 @@ def command(
     opts = SimOptions(
         fabric=FabricSpec(nodes=nodes, leaves=leaves, tiers=int(tiers), pods=pods,
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
-                          nic_GBps=nic_gbps, physics=physics),
+                          nic_GBps=nic_gbps, physics=physics, rails=rails),
         faults=tuple(Fault.parse(f) for f in faults),
         noise=noise, seed=seed, pair_sizes=tuple(pair_sizes) if pair_sizes else None,
         pair_batch=pair_batch, max_bytes=max_bytes, out=out,

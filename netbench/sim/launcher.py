@@ -34,6 +34,7 @@ from netbench.collectives.messages import PREFIX
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.launch import HostSlot
 from netbench.sim.fabric import Fabric
+from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions, _flows, _measure, _note_effects
 
 STORE_TIMEOUT = _dt.timedelta(hours=1)  # the driver waits for releases as long as the coordinator lives
@@ -90,7 +91,7 @@ class SimHosts:
     """The simulated hosts every launch of one run reaches: their fabric, measurement noise, clock,
     and what happened to them so far (a GPU that dropped out stays out in the next launch)."""
 
-    fabric: Fabric
+    fabric: Fabric | RailFabric
     opts: SimOptions
     clock: SimClock = field(default_factory=SimClock)
     costs: LaunchCosts = field(default_factory=LaunchCosts)

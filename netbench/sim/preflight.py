@@ -30,9 +30,10 @@ from netbench.inventory.model import GPU, NodeInventory
 from netbench.preflight import PreflightOptions, PreflightResult, run_preflight
 from netbench.sim.fabric import Fabric
 from netbench.sim.launcher import LaunchCosts, SimClock, SimHosts, SimLauncher
+from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
 
-DRAINED_BY = ("node", "intermittent", "gpu")  # fault kinds whose subject belongs on the drain list
+DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class SimSite:
         return self.hosts.launcher(hosts)
 
 
-def write_inputs(fab: Fabric, where: Path) -> tuple[Path, Path]:
+def write_inputs(fab: Fabric | RailFabric, where: Path) -> tuple[Path, Path]:
     """The hosts file and the Slurm topology.conf of the fabric (what an operator would hand preflight)."""
     hosts = where / "hosts.txt"
     hosts.write_text("".join(f"{h}\n" for h in fab.hosts))
@@ -136,7 +137,7 @@ def simulate_preflight(
 ) -> SimPreflight:
     """Run preflight (its options: budget, rounds, confirm, sizes ...) on the fabric ``sim`` describes;
     the hosts file, topology and run directory of ``preflight`` are replaced by the fabric's."""
-    fab = Fabric.build(sim.fabric, sim.faults)
+    fab = build_fabric(sim.fabric, sim.faults)
     hosts = SimHosts(fab, sim, SimClock(), costs or LaunchCosts(), np.random.default_rng(sim.seed))
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="netbench-sim-") as tmp:
@@ -147,8 +148,8 @@ def simulate_preflight(
             shutil.copy(f, result.rundir.path / f.name)
     analysis_s = time.monotonic() - t0
     truth = _truth(sim, hosts)
-    planted = sorted({f.subject for f in fab.faults if f.kind in DRAINED_BY})
-    hidden = [f["subject"] for f in truth["faults"] if f["kind"] in DRAINED_BY and not f["observable"]]
+    planted = sorted({_node(f.subject) for f in fab.faults if f.kind in DRAINED_BY})
+    hidden = [_node(f["subject"]) for f in truth["faults"] if f["kind"] in DRAINED_BY and not f["observable"]]
     score = DrainScore(planted, list(result.drain), hidden)
     result.rundir.write_json("truth.json", truth | {"score": asdict(score) | {
         "precision": score.precision, "recall": score.recall}})
@@ -158,6 +159,11 @@ def simulate_preflight(
             f"{f.kind}:{f.subject}" + ("" if f.kind == "gpu" else f"={f.factor}") for f in fab.faults]},
     )
     return SimPreflight(result, hosts.clock(), analysis_s, score, truth)
+
+
+def _node(subject: str) -> str:
+    """The node a node fault is on (``nic:X/2`` is on X)."""
+    return subject.partition("/")[0]
 
 
 def _truth(sim: SimOptions, hosts: SimHosts) -> dict[str, Any]:

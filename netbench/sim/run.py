@@ -29,11 +29,14 @@ from netbench.launch import HostSlot
 from netbench.options import SweepOptions
 from netbench.planner import PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.rails import build_fabric
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
 #: the subject kind of the finding each fault should produce (what a score compares against)
-FINDING_KIND = {"node": "node", "intermittent": "node", "link": "pair", "uplink": "switch", "gpu": "node"}
+FINDING_KIND = {
+    "node": "node", "intermittent": "node", "link": "pair", "uplink": "switch", "gpu": "node", "nic": "node"
+}
 OBSERVABLE = 0.9  # a fault that never slows a measurement below 90% of healthy cannot be seen
 
 
@@ -73,7 +76,7 @@ class SimResult:
 
 def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> SimResult:
     """Build the fabric and the plan, measure every phase on the fabric, write the run directory."""
-    fab = Fabric.build(opts.fabric, opts.faults)
+    fab = build_fabric(opts.fabric, opts.faults)
     rng = np.random.default_rng(opts.seed)
     req = PlanRequest(
         measure=SweepOptions(
@@ -234,6 +237,8 @@ def _note_effects(
                 hit = f.subject == "|".join(sorted((a, b)))
             elif f.kind == "uplink":
                 hit = f.subject in fab.path_uplinks(a, b)
+            elif f.kind == "nic":  # one NIC of a rail-optimised node: every pair of that node
+                hit = f.subject.partition("/")[0] in (a, b)
             else:
                 hit = False
             if hit:
