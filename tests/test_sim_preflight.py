@@ -23,8 +23,9 @@ def preflight(tmp_path, name, faults=(), seed=1, budget_s=120.0, **fabric):  # n
     return simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=budget_s, html=False))
 
 
-def rows(res):  # noqa: ANN001, ANN201
-    return [json.loads(x) for x in (res.result.rundir.path / "results.jsonl").read_text().splitlines()]
+def rows(res):  # noqa: ANN001, ANN201 - a SimPreflight or a SimResult
+    rundir = res.result.rundir if hasattr(res, "result") else res.rundir
+    return [json.loads(x) for x in (rundir.path / "results.jsonl").read_text().splitlines()]
 
 
 def test_drains_exactly_the_planted_slow_node_after_confirming_it(tmp_path):
@@ -109,3 +110,19 @@ def test_rail_optimised_fabric_rails_share_nothing():
 def test_preflight_on_rails_drains_the_node_with_one_slow_nic(tmp_path):
     res = preflight(tmp_path, "rails", ["nic:node0011/3=0.1"], rails=4)
     assert res.result.drain == ["node0011"] and res.score.recall == 1.0
+
+
+def test_gpu_dropout_in_a_simulated_sweep_is_recorded_as_the_coordinator_records_it(tmp_path):
+    from netbench.reports.engine import analyze
+
+    from netbench.sim.run import simulate
+
+    res = simulate(SimOptions(FabricSpec(nodes=16, leaves=2), (Fault.parse("gpu:node0004"),),
+                              pair_sizes=(1 << 30,), out=str(tmp_path / "sweep")))
+    found = analyze(res.rundir.path)
+    assert [f.subject for f in found if f.rule == "host_failing"] == ["node0004"]
+    failed = [r for r in rows(res) if r["status"] != "ok"]
+    assert failed[0]["pattern"] == "ring" and failed[0]["error"].startswith("lost: rank(s) [24, 25")
+    assert len(failed) == 16 and all("node0004 is down" in r["error"] for r in failed[1:])
+    assert res.truth["faults"][0]["observable"]
+    assert json.loads((res.rundir.path / "run.json").read_text())["down_hosts"] == ["node0004"]
