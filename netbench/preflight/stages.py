@@ -101,10 +101,10 @@ def stage_inventory(
     from netbench.inventory.collect import collect_inventory
 
     timeout = max(1.0, min(60.0, budget.left()))
-    if site is not None:
-        nodes = site.inventory([e.name for e in entries])
     # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
     # seconds a node, and the ranks record the torch/NCCL versions they really use in env.json anyway.
+    if site is not None:  # simulated hosts: the records the site gives, no probe
+        nodes = site.inventory([e.name for e in entries])
     elif opts.hosts_file is None:  # inside an allocation: the probe as one job step on every node
         from netbench.inventory.slurm_step import collect_inventory_srun
 
