@@ -73,6 +73,7 @@ def one(nodes: int, over: float, k: int, seed: int, tmp: Path) -> dict:
     return {
         "nodes": nodes, "oversubscription": over, "faults": k, "seed": seed,
         "planted": s.planted, "drained": s.drained, "tp": len(s.true_positives),
+        "kinds": {f.subject: f.kind for f in faults},
         "hidden": sorted(set(s.unobservable) & set(s.planted)),
         "fabric_s": round(res.fabric_s, 1), "machine_s": round(wall, 1),
         "stages_s": res.result.info["stages_s"], "exit": res.result.exit_code,
@@ -98,6 +99,22 @@ def table(results: list[dict]) -> None:
               f"| {statistics.median(r['machine_s'] for r in rs):.1f} |")
 
 
+def per_kind(results: list[dict]) -> None:
+    """Recall per planted fault kind, over every run of each fabric."""
+    print("\n| nodes | oversub. | fault kind | planted | drained | hidden | recall |")
+    print("|---|---|---|---|---|---|---|")
+    for nodes, over in sorted({(r["nodes"], r["oversubscription"]) for r in results}):
+        rs = [r for r in results if (r["nodes"], r["oversubscription"]) == (nodes, over)]
+        for kind in ("node", "gpu", "intermittent"):
+            hosts = [(r, h) for r in rs for h, k in r["kinds"].items() if k == kind]
+            if not hosts:
+                continue
+            hit = sum(h in r["drained"] for r, h in hosts)
+            hidden = sum(h in r["hidden"] for r, h in hosts)
+            recall = hit / len(hosts)
+            print(f"| {nodes} | {over:g}:1 | {kind} | {len(hosts)} | {hit} | {hidden} | {recall:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", default="1024")
@@ -120,6 +137,7 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     table(results)
+    per_kind(results)
     print(f"\npeak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

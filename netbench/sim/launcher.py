@@ -218,11 +218,12 @@ class SimLauncher:
         slow_now = sim.slow_now(phase)
         flows, owner = _flows(running)
         rate = sim.fabric.rates(flows, slow_now)
-        if flows:
-            healthy = sim.fabric.rates(flows, faults=False)
-            _note_effects(sim.fabric, flows, rate / healthy, slow_now, sim.worst)
         group_rate = np.full(len(running), np.inf)
         np.minimum.at(group_rate, owner, rate)  # a ring moves at its slowest hop
+        if flows:  # what each measurement (a group, not a flow: a ring hides a slow hop) lost to faults
+            healthy = np.full(len(running), np.inf)
+            np.minimum.at(healthy, owner, sim.fabric.rates(flows, faults=False))
+            _note_effects(sim.fabric, flows, (group_rate / healthy)[owner], slow_now, sim.worst)
         measured = []
         for gi, grp in enumerate(running):
             rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), sim.opts, sim.rng)
