@@ -23,6 +23,7 @@ import json
 import math
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,8 @@ from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions, _flows, _measure, _note_effects
 
+CHUNK = 64  # groups whose lines are handed over together (SimLauncher._handed_over)
+HANDOVER_S = 30.0  # a reader that stopped (the coordinator rejected a host) is not waited for longer
 STORE_TIMEOUT = _dt.timedelta(hours=1)  # the driver waits for releases as long as the coordinator lives
 #: what NCCL tells the other ranks of a group whose peer died (ncclRemoteError)
 PEER_LOST = "DistBackendError: NCCL error: remote process exited or there was a network error"
@@ -145,6 +148,10 @@ class SimAgent:
                 self.stopped, self._final_rc = True, rc
                 self._q.put(None)
 
+    def pending(self) -> int:
+        """Lines not read yet by the coordinator."""
+        return self._q.qsize()
+
     def lines(self) -> Iterator[str]:
         while (line := self._q.get()) is not None:
             yield line
@@ -229,7 +236,9 @@ class SimLauncher:
             rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), sim.opts, sim.rng)
             measured.append((grp, rows, seconds))
         sim.clock.advance(max((s for _, _, s in measured), default=0.0))
-        for grp, rows, seconds in measured:
+        for k, (grp, rows, seconds) in enumerate(measured):
+            if k % CHUNK == 0:
+                self._handed_over()
             first = self.agents[grp.hosts[0]]
             for row in rows:
                 first.say("row", row=row.to_dict(), phase=phase.index)
@@ -239,6 +248,15 @@ class SimLauncher:
                 )
         for grp in failing:
             self._gpu_lost(phase, grp)
+
+    def _handed_over(self) -> None:
+        """Wait until the coordinator has read every line so far. Real ranks report over a phase as
+        their groups end; lines dumped for thousands of groups at once would queue behind one
+        another in the coordinator's reader threads, and a group whose first host was read long
+        before its second would be judged hung (GRACE_S) for this simulation's sake alone."""
+        deadline = time.monotonic() + HANDOVER_S
+        while any(a.pending() for a in list(self.agents.values())) and time.monotonic() < deadline:
+            time.sleep(0.002)
 
     def _gpu_lost(self, phase: Phase, grp: GroupSpec) -> None:
         """The rank on the lost GPU (its host's last) dies; the group's other ranks see NCCL fail."""
