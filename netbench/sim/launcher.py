@@ -227,10 +227,12 @@ class SimLauncher:
         rate = sim.fabric.rates(flows, slow_now)
         group_rate = np.full(len(running), np.inf)
         np.minimum.at(group_rate, owner, rate)  # a ring moves at its slowest hop
-        if flows:  # what each measurement (a group, not a flow: a ring hides a slow hop) lost to faults
+        if flows:  # what each pair measurement lost to faults (a slow ring names no node: not counted)
             healthy = np.full(len(running), np.inf)
             np.minimum.at(healthy, owner, sim.fabric.rates(flows, faults=False))
-            _note_effects(sim.fabric, flows, (group_rate / healthy)[owner], slow_now, sim.worst)
+            pair = np.array([len(running[g].hosts) == 2 for g in owner])
+            pairs = [f for f, p in zip(flows, pair, strict=True) if p]
+            _note_effects(sim.fabric, pairs, (group_rate / healthy)[owner][pair], slow_now, sim.worst)
         measured = []
         for gi, grp in enumerate(running):
             rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), sim.opts, sim.rng)

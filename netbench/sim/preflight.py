@@ -43,7 +43,7 @@ class DrainScore:
     planted: list[str]
     drained: list[str]
     unobservable: list[str]
-    """Planted nodes whose fault slowed no measurement below 90% of healthy (and did not fail)."""
+    """Planted nodes whose fault slowed no pair measurement below 90% of healthy (and did not fail)."""
 
     @property
     def true_positives(self) -> list[str]:
@@ -175,6 +175,7 @@ def _truth(sim: SimOptions, hosts: SimHosts) -> dict[str, Any]:
             | {
                 "drain": f.kind in DRAINED_BY,
                 "worst_ratio_to_healthy": round(effect, 4),
+                # some pair measurement with it ran below 90% of healthy (a slow ring names no node);
                 # a lost GPU shows as failed groups, not as a slower rate
                 "observable": f.kind == "gpu" or effect <= OBSERVABLE,
                 "slow_phases": hosts.slow_phases.get(f.subject, 0) if f.kind == "intermittent" else None,
