@@ -126,3 +126,12 @@ def test_gpu_dropout_in_a_simulated_sweep_is_recorded_as_the_coordinator_records
     assert len(failed) == 16 and all("node0004 is down" in r["error"] for r in failed[1:])
     assert res.truth["faults"][0]["observable"]
     assert json.loads((res.rundir.path / "run.json").read_text())["down_hosts"] == ["node0004"]
+
+
+def test_a_node_hidden_behind_oversubscription_is_scored_as_unobservable(tmp_path):
+    # node0001's quick-pass partners (node0014-16) are all on the other leaf, where 4:1 uplinks give
+    # a pair at most half a NIC: its half-rate NIC never shows, and truth.json says so
+    res = preflight(tmp_path, "hidden", ["node:node0001=0.5"], oversubscription=4.0)
+    assert res.result.drain == []
+    assert res.score.unobservable == ["node0001"] and res.score.recall == 0.0
+    assert "never measured below 90% of healthy" in res.score.text()
