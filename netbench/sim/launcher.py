@@ -193,29 +193,46 @@ class SimLauncher:
 
     # -- the ranks -----------------------------------------------------------------------------------
     def _drive(self, addr: str, port: int, secret: str) -> None:
-        """Follow the plan's phases as ranks do; when the coordinator goes away, the agents end."""
+        """Follow the plan's phases as ranks do; when the coordinator goes away, the agents end. A
+        fault of the simulation itself is not caught: its traceback shows, and the run's groups hang."""
+        try:
+            store = self._connect(addr, port, secret)
+            raw = self._wait(store, "plan") if store is not None else None
+            plan = WorkerPlan.from_json(raw.decode()) if raw is not None else None
+            for phase in plan.phases if plan is not None else []:
+                go = self._wait(store, f"go/{phase.index}")
+                if go is None:
+                    break
+                released = set(json.loads(go.decode()))
+                self._phase(plan, phase, [g for g in phase.groups if g.id in released])
+        finally:
+            with self._lock:
+                agents = list(self.agents.values())
+            for agent in agents:
+                for rank in agent.slot.ranks:
+                    agent.say("bye", rank=rank)
+                    agent.say("exit", rank=rank, rc=0)
+                agent.end(0)
+
+    @staticmethod
+    def _connect(addr: str, port: int, secret: str) -> Any:
         import torch.distributed as dist
 
         from netbench.launch import secured
 
         try:
-            store = secured(dist.TCPStore(addr, port, is_master=False, timeout=STORE_TIMEOUT), secret)
-            store.wait(["plan"], STORE_TIMEOUT)
-            plan = WorkerPlan.from_json(store.get("plan").decode())
-            for phase in plan.phases:
-                key = f"go/{phase.index}"
-                store.wait([key], STORE_TIMEOUT)
-                released = set(json.loads(store.get(key).decode()))
-                self._phase(plan, phase, [g for g in phase.groups if g.id in released])
-        except Exception:  # noqa: BLE001 - the store closed: the coordinator is done with us
-            pass
-        with self._lock:
-            agents = list(self.agents.values())
-        for agent in agents:
-            for rank in agent.slot.ranks:
-                agent.say("bye", rank=rank)
-                agent.say("exit", rank=rank, rc=0)
-            agent.end(0)
+            return secured(dist.TCPStore(addr, port, is_master=False, timeout=STORE_TIMEOUT), secret)
+        except RuntimeError:  # the coordinator already stopped listening
+            return None
+
+    @staticmethod
+    def _wait(store: Any, key: str) -> bytes | None:
+        """The key's value once set, as ranks wait for it; None once the store is gone."""
+        try:
+            store.wait([key], STORE_TIMEOUT)
+            return store.get(key)
+        except RuntimeError:  # torch's DistStoreError: the coordinator is done with us
+            return None
 
     def _phase(self, plan: WorkerPlan, phase: Phase, groups: list[GroupSpec]) -> None:
         """Run a phase's released groups at once on the fabric; the clock moves by its slowest group."""
