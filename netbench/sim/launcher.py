@@ -255,27 +255,31 @@ class SimLauncher:
             rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), sim.opts, sim.rng)
             measured.append((grp, rows, seconds))
         sim.clock.advance(max((s for _, _, s in measured), default=0.0))
+        touched: set[SimAgent] = set()
         for k, (grp, rows, seconds) in enumerate(measured):
             if k % CHUNK == 0:
-                self._handed_over()
+                self._handed_over(touched)
             first = self.agents[grp.hosts[0]]
             for row in rows:
                 first.say("row", row=row.to_dict(), phase=phase.index)
             for rank in grp.ranks:
-                self._agent_of(rank).say(
+                agent = self._agent_of(rank)
+                agent.say(
                     "group_done", rank=rank, phase=phase.index, group=grp.id, seconds=seconds, setup_s=0.0
                 )
+                touched.add(agent)
         for grp in failing:
             self._gpu_lost(phase, grp)
 
-    def _handed_over(self) -> None:
-        """Wait until the coordinator has read every line so far. Real ranks report over a phase as
-        their groups end; lines dumped for thousands of groups at once would queue behind one
-        another in the coordinator's reader threads, and a group whose first host was read long
-        before its second would be judged hung (GRACE_S) for this simulation's sake alone."""
+    def _handed_over(self, agents: set[SimAgent]) -> None:
+        """Wait until the coordinator has read every line ``agents`` were given so far. Real ranks
+        report over a phase as their groups end; lines dumped for thousands of groups at once would
+        queue behind one another in the coordinator's reader threads, and a group whose first host
+        was read long before its second would be judged hung (GRACE_S) for this simulation's sake."""
         deadline = time.monotonic() + HANDOVER_S
-        while any(a.pending() for a in list(self.agents.values())) and time.monotonic() < deadline:
+        while any(a.pending() for a in agents) and time.monotonic() < deadline:
             time.sleep(0.002)
+        agents.clear()
 
     def _gpu_lost(self, phase: Phase, grp: GroupSpec) -> None:
         """The rank on the lost GPU (its host's last) dies; the group's other ranks see NCCL fail."""

@@ -33,6 +33,9 @@ from netbench.sim.launcher import LaunchCosts, SimClock, SimHosts, SimLauncher
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
 
+#: simulated ranks never hang, but thousands of groups' lines take this machine a while to deliver,
+#: and the coordinator judges silence on this machine's clock: a phase must not look hung for that
+MIN_TIMEOUT_S = 600.0
 DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
 
 
@@ -142,7 +145,10 @@ def simulate_preflight(
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="netbench-sim-") as tmp:
         hosts_file, topology = write_inputs(fab, Path(tmp))
-        opts = replace(preflight, hosts_file=str(hosts_file), topology=str(topology), out=sim.out)
+        opts = replace(
+            preflight, hosts_file=str(hosts_file), topology=str(topology), out=sim.out,
+            timeout_s=max(preflight.timeout_s, MIN_TIMEOUT_S),
+        )
         result = run_preflight(opts, echo, clock=hosts.clock, site=SimSite(hosts))
         for f in (hosts_file, topology):  # the inputs stay with the run, as a real run's would be at hand
             shutil.copy(f, result.rundir.path / f.name)
