@@ -45,6 +45,8 @@ class RunSettings:
     """A later launch of the same run (``sweep --hosts`` re-testing its suspects): run.json,
     env.json and plan.json stay the run's own, its plan goes to ``FOLLOW_UP_PLAN``, the caller
     records what it ran, and the closing summary is not printed again."""
+    clock: Callable[[], float] = time.monotonic
+    """What start-up and phase times are read from: a simulated fabric's clock (netbench.sim)."""
 
 
 FOLLOW_UP_PLAN = "confirm-plan.json"
@@ -107,6 +109,7 @@ def execute(
         fail_fast=settings.fail_fast,
         store=settings.store,
         before_phase=settings.before_phase,
+        clock=settings.clock,
     )
     outcome: Outcome | None = None
     try:

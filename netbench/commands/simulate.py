@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from netbench.params import SIZE, CsvList
+from netbench.params import DURATION, SIZE, CsvList
 
 
 def _size(text: str) -> int:
@@ -22,11 +22,26 @@ Examples:
   netbench simulate --nodes 16 --fault link:node0003,node0012=0.5 --fault uplink:leaf02=0.5
   netbench simulate --nodes 256 --leaves 8 --tiers 3 --pods 2 --fault intermittent:node0007=0.5@0.3
   netbench simulate --nodes 64 --physics multiplicative --noise 0.02 --out runs/sim1
+  netbench simulate --preflight --nodes 1024 --leaves 32 --tiers 3 --pods 4 \\
+      --fault node:node0100=0.5 --fault gpu:node0500 --budget 5m
 \b
 Faults (repeat --fault): node:NAME=F caps a node's NICs at F x their rate; link:A,B=F slows the
 path between two hosts; uplink:SWITCH=F slows a switch's uplink; intermittent:NAME=F@P slows a
-node in a share P of the pairwise rounds (default 1/3). Hosts are node0001.., leaves leaf01..,
-two tiers under "spine", three under pod01.. and "core".
+node in a share P of the pairwise rounds (default 1/3); gpu:NAME makes a GPU of NAME fall off the
+bus during the run (the rank on it fails at its first collective). Hosts are node0001.., leaves
+leaf01.., two tiers under "spine", three under pod01.. and "core".
+\b
+--rails R: rail-optimised, each node has R NICs of --nic-gbps / R, NIC k on rail k's own switches
+(r2-leaf01 ...); a pair uses every rail at once and rails share nothing. Extra faults there:
+nic:NAME/K=F (NIC K of a node), uplink:rK-leafNN=F (one rail switch's uplink).
+\b
+--preflight runs `netbench preflight` itself on the fabric instead of a sweep: its inventory rules,
+quick pass, re-tests of suspects against known-good partners within --budget, drain rule and report,
+through a simulated launcher. Its budget runs on the fabric's clock: phases take their simulated
+time, the inventory and each launch the SSH fan-out and rank start-up measured on the test network
+(benchmarks/README.md, "Preflight"). stdout: the nodes to drain, one per line; stderr: preflight's
+progress and verdict, then the truth score (drain list against the planted node faults) and the
+fabric time. Exit status as preflight's: 0 pass, 1 warnings, 2 nodes to drain, 3 could not run.
 \b
 The plan is the one `netbench sweep --hosts --topology` builds (ring, then every pair in rounds leaf
 against leaf; --pair-schedule circle for the circle method);
@@ -42,6 +57,8 @@ truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warni
 @click.option("--oversubscription", type=float, default=1.0, show_default=True, help="Leaf uplinks.")
 @click.option("--core-oversubscription", type=float, default=1.0, show_default=True, help="Pod uplinks.")
 @click.option("--nic-gbps", type=float, default=180.0, show_default=True, help="Busbw of a healthy pair.")
+@click.option("--rails", type=click.IntRange(min=1), default=1, show_default=True,
+              help="NICs a node, NIC k on rail k's switches (rail-optimised; see below).")
 @click.option("--physics", type=click.Choice(["bottleneck", "multiplicative"]), default="bottleneck",
               show_default=True)
 @click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
@@ -54,13 +71,22 @@ truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warni
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--no-report", is_flag=True, help="Write the run directory only.")
+@click.option("--preflight", "preflight", is_flag=True, help="Run preflight on the fabric (see below).")
+@click.option("--budget", "budget_s", type=DURATION, default="120s", show_default=True,
+              help="--preflight: its budget, in fabric time.")
+@click.option("--rounds", type=click.IntRange(min=1), help="--preflight: pair matchings in the quick pass.")
+@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
+              help="--preflight: known-good partners each suspect is re-tested against.")
 def command(
-    nodes: int, leaves: int, tiers: str, pods: int, oversubscription: float, core_oversubscription: float,
+    nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
+    core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
     pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str, max_bytes: int, out: str | None,
     no_report: bool,
+    preflight: bool, budget_s: float, rounds: int | None, confirm: int,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
+    from netbench.common.errors import UsageError
     from netbench.engine import finish_report
     from netbench.reports.summary import exit_code
     from netbench.sim.fabric import FabricSpec, Fault
@@ -69,14 +95,41 @@ def command(
     opts = SimOptions(
         fabric=FabricSpec(nodes=nodes, leaves=leaves, tiers=int(tiers), pods=pods,
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
-                          nic_GBps=nic_gbps, physics=physics),
+                          nic_GBps=nic_gbps, physics=physics, rails=rails),
         faults=tuple(Fault.parse(f) for f in faults),
         noise=noise, seed=seed, pair_sizes=tuple(pair_sizes) if pair_sizes else None,
         pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
     )
+    if preflight:
+        if pair_batch is not None or no_report:
+            raise UsageError("--pair-batch and --no-report are for the sweep, not --preflight")
+        _preflight(opts, budget_s, rounds, confirm, pair_sizes)
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
     if no_report:
         return
     raise SystemExit(exit_code(finish_report(res.rundir, click.echo)))
+
+
+def _preflight(
+    opts: object, budget_s: float, rounds: int | None, confirm: int, sizes: list[int] | None
+) -> None:
+    """Preflight on the fabric: its usual output, the drain list on stdout, the score; exits."""
+    from netbench.preflight import PreflightOptions, format_summary
+    from netbench.sim.preflight import simulate_preflight
+
+    pf = PreflightOptions(
+        hosts_file=None, budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
+    )
+    res = simulate_preflight(opts, pf, echo=lambda s: click.echo(s, err=True))  # type: ignore[arg-type]
+    click.echo(format_summary(res.result), err=True)
+    click.echo(f"# {res.score.text()}", err=True)
+    click.echo(
+        f"# fabric time {res.fabric_s:.1f} s (inventory, launches and phases as simulated); this machine "
+        f"{res.analysis_s:.1f} s; truth.json in {res.result.rundir.path}",
+        err=True,
+    )
+    for host in res.result.drain:
+        click.echo(host)
+    raise SystemExit(res.result.exit_code)

@@ -27,6 +27,7 @@ from netbench.preflight.options import (
     PreflightError,
     PreflightOptions,
     PreflightResult,
+    Site,
     _Setup,
 )
 from netbench.preflight.outputs import _size, _write_report
@@ -93,6 +94,7 @@ def stage_inventory(
     rundir: Any,
     budget: Budget,
     echo: Callable[[str], None],
+    site: Site | None = None,
 ) -> dict[str, Any]:
     """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
     from netbench.inventory.collect import collect_inventory
@@ -100,7 +102,9 @@ def stage_inventory(
     timeout = max(1.0, min(60.0, budget.left()))
     # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
     # seconds a node, and the ranks record the torch/NCCL versions they really use in env.json anyway.
-    if opts.hosts_file is None:  # inside an allocation: the probe as one job step on every node
+    if site is not None:  # simulated hosts: the records the site gives, no probe
+        nodes = site.inventory([e.name for e in entries])
+    elif opts.hosts_file is None:  # inside an allocation: the probe as one job step on every node
         from netbench.inventory.slurm_step import collect_inventory_srun
 
         python = opts.python or sys.executable  # the interpreter srun will start the ranks with
@@ -127,6 +131,7 @@ def make_setup(
     ssh_opts: Any,
     rundir: Any,
     echo: Callable[[str], None],
+    site: Site | None = None,
 ) -> _Setup:
     """Backend (NCCL when every node has GPUs), ranks per host, and the request every launch plans
     from: one collective at the pair sizes, for the pairs and the ring alike."""
@@ -153,7 +158,7 @@ def make_setup(
         raise PreflightError(str(exc)) from None
     slots = host_slots([entries[h] for h in live], backend, gpus, opts.procs_per_host)
     nprocs = {s.host: s.nprocs for s in slots}
-    return _Setup(opts, entries, ssh_opts, rundir, backend, nprocs, request, echo)
+    return _Setup(opts, entries, ssh_opts, rundir, backend, nprocs, request, echo, site)
 
 
 def measure(
@@ -180,7 +185,9 @@ def measure(
     )
     plan = build_plan(request, setup.rundir.run_id, slots, setup.backend)
     launcher: Launcher
-    if setup.opts.hosts_file is None:
+    if setup.site is not None:
+        launcher = setup.site.launcher(used)
+    elif setup.opts.hosts_file is None:
         from netbench.launch.srun import SrunLauncher
 
         launcher = SrunLauncher(used, python=setup.opts.python)
@@ -197,6 +204,7 @@ def measure(
         fail_fast=False,
         print_table=lambda row: False,
         before_phase=gate,
+        clock=gate.budget.clock,
     )
     outcome = execute(plan, slots, launcher, setup.rundir, settings, setup.echo)
     gate.ended = gate.budget.clock()
@@ -257,11 +265,13 @@ def run_preflight(
     echo: Callable[[str], None] = _stderr,
     clock: Callable[[], float] = time.monotonic,
     max_escalations: int = 3,
+    site: Site | None = None,
 ) -> PreflightResult:
     """Inventory, quick pass, suspects, escalation, report: see the module docstring.
 
     Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
-    measured names suspects not re-tested yet and the budget allows."""
+    measured names suspects not re-tested yet and the budget allows. ``site``: hosts that are not
+    reached over SSH or srun (a simulated fabric, with ``clock`` its own)."""
     from netbench import __version__
     from netbench.cluster import host_switches, snapshot_counters
     from netbench.common.errors import UsageError
@@ -312,7 +322,7 @@ def run_preflight(
     )
 
     # 1. inventory and policy
-    nodes = stage_inventory(entries, opts, ssh_opts, rundir, budget, echo)
+    nodes = stage_inventory(entries, opts, ssh_opts, rundir, budget, echo, site)
     _, inv_findings = analyse(rundir, policy, topology)
     failing, _ = drain_and_check(inv_findings, len(entries))
     live = [h for h in by_name if nodes[h].ok and h not in failing]
@@ -336,9 +346,10 @@ def run_preflight(
                 f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
                 f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
             )
-        setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo)
-        measured = [by_name[h] for h in live]
-        snapshot_counters("before", measured, ssh_opts, rundir, opts.concurrency)
+        setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo, site)
+        measured = [by_name[h] for h in live] if site is None else []  # no port counters to read
+        if measured:
+            snapshot_counters("before", measured, ssh_opts, rundir, opts.concurrency)
         rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners)
         gate = PhaseGate(budget)
         echo(
@@ -408,7 +419,8 @@ def run_preflight(
         else:
             default_reason = f"not re-tested: {max_escalations} escalations already ran"
         info["retests"] = {k: asdict(v) for k, v in retests.items()}
-        snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
+        if measured:
+            snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
 
     # 5. report
     evidence = RetestEvidence(retests, default_reason)

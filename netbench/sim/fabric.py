@@ -25,7 +25,7 @@ import numpy as np
 
 from netbench.common.errors import UsageError
 
-FAULT_KINDS = ("node", "link", "uplink", "intermittent")
+FAULT_KINDS = ("node", "link", "uplink", "intermittent", "gpu", "nic")
 DEFAULT_INTERMITTENT_FRACTION = 1 / 3  # slow in a third of the rounds: the case the issue describes
 _FAULT = re.compile(r"^(?P<kind>[a-z]+):(?P<subject>[^=]+)=(?P<factor>[0-9.]+)(?:@(?P<fraction>[0-9.]+))?$")
 
@@ -34,19 +34,25 @@ _FAULT = re.compile(r"^(?P<kind>[a-z]+):(?P<subject>[^=]+)=(?P<factor>[0-9.]+)(?
 class Fault:
     """A planted fault: ``factor`` multiplies the capacity of its part (0.8 = 20% slower)."""
 
-    kind: str  # node | link | uplink | intermittent
-    subject: str  # a host, "a|b" (sorted) for a link, a switch for its uplink
+    kind: str  # node | link | uplink | intermittent | gpu (a GPU that drops out: no factor, rank fails) | nic
+    subject: str  # a host, "a|b" (sorted) for a link, a switch for its uplink, "host/RAIL" for a nic
     factor: float
     fraction: float = 1.0  # intermittent: the share of pairwise rounds it is slow in
 
     @classmethod
     def parse(cls, text: str) -> Fault:
-        """``node:NAME=0.8``, ``link:A,B=0.5``, ``uplink:LEAF=0.5``, ``intermittent:NAME=0.5[@0.3]``."""
+        """``node:NAME=0.8``, ``link:A,B=0.5``, ``uplink:LEAF=0.5``, ``intermittent:NAME=0.5[@0.3]``,
+        ``gpu:NAME`` (a GPU of NAME falls off the bus: the rank on it fails, nothing is slowed)."""
+        if text.strip().startswith("gpu:"):
+            name = text.strip()[len("gpu:") :]
+            if not name or "=" in name or "," in name:
+                raise UsageError(f"bad --fault {text!r}: expected gpu:NAME (a GPU of host NAME drops out)")
+            return cls("gpu", name, 1.0)
         m = _FAULT.match(text.strip())
         if not m or m["kind"] not in FAULT_KINDS:
             raise UsageError(
-                f"bad --fault {text!r}: expected node:NAME=F, link:A,B=F, uplink:SWITCH=F "
-                "or intermittent:NAME=F[@FRACTION]"
+                f"bad --fault {text!r}: expected node:NAME=F, link:A,B=F, uplink:SWITCH=F, "
+                "intermittent:NAME=F[@FRACTION], gpu:NAME or nic:NAME/RAIL=F"
             )
         factor = float(m["factor"])
         if not 0 < factor <= 1:
@@ -88,6 +94,9 @@ class FabricSpec:
     """Large-message busbw of a healthy pair on one leaf (8 GPUs a node, NCCL ring)."""
     gpus: int = 8
     physics: str = "bottleneck"  # bottleneck | multiplicative
+    rails: int = 1
+    """Rail-optimised (``sim.rails``): NICs a node has, NIC k on rail k's switches; ``nic_GBps`` is
+    the node's total, each rail carrying an equal share."""
 
     def __post_init__(self) -> None:
         if self.nodes < 2:
@@ -100,6 +109,8 @@ class FabricSpec:
             raise UsageError(f"--pods must be between 1 and --leaves ({self.leaves})")
         if self.oversubscription < 1 or self.core_oversubscription < 1:
             raise UsageError("oversubscription must be >= 1 (1 = non-blocking)")
+        if self.rails < 1:
+            raise UsageError("--rails must be at least 1")
         if self.physics not in ("bottleneck", "multiplicative"):
             raise UsageError("--physics must be bottleneck or multiplicative")
 
@@ -118,16 +129,17 @@ class Fabric:
     _paths: dict[tuple[str, str], list[str]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, spec: FabricSpec, faults: Sequence[Fault] = ()) -> Fabric:
+    def build(cls, spec: FabricSpec, faults: Sequence[Fault] = (), prefix: str = "") -> Fabric:
+        """``prefix``: before every switch name (one rail's plane of a rail-optimised fabric)."""
         width = max(4, len(str(spec.nodes)))
         hosts = [f"node{i + 1:0{width}d}" for i in range(spec.nodes)]
-        leaf = {h: f"leaf{i * spec.leaves // spec.nodes + 1:02d}" for i, h in enumerate(hosts)}
+        leaf = {h: f"{prefix}leaf{i * spec.leaves // spec.nodes + 1:02d}" for i, h in enumerate(hosts)}
         leaves = sorted(set(leaf.values()))
         if spec.tiers == 2:
-            parent = {lf: "spine" for lf in leaves}
+            parent = {lf: f"{prefix}spine" for lf in leaves}
         else:
-            parent = {lf: f"pod{k * spec.pods // len(leaves) + 1:02d}" for k, lf in enumerate(leaves)}
-            parent |= {pod: "core" for pod in set(parent.values())}
+            parent = {lf: f"{prefix}pod{k * spec.pods // len(leaves) + 1:02d}" for k, lf in enumerate(leaves)}
+            parent |= {pod: f"{prefix}core" for pod in set(parent.values())}
         fab = cls(spec, hosts, leaf, parent, tuple(faults))
         fab._check_faults()
         per_leaf = {lf: sum(1 for h in hosts if leaf[h] == lf) for lf in leaves}
@@ -151,6 +163,9 @@ class Fabric:
     def _check_faults(self) -> None:
         switches = set(self.parent)
         for f in self.faults:
+            if f.kind == "nic":
+                raise UsageError(f"--fault nic:{f.subject}: one NIC of a node needs a rail-optimised fabric "
+                                 "(--rails)")
             names = f.subject.split("|") if f.kind == "link" else [f.subject]
             known = switches if f.kind == "uplink" else set(self.leaf)
             for name in names:

@@ -28,12 +28,16 @@ from netbench.common.rundir import RunDir, utc_now
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions
 from netbench.planner import PlanRequest, build_plan
+from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.rails import build_fabric
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
 #: the subject kind of the finding each fault should produce (what a score compares against)
-FINDING_KIND = {"node": "node", "intermittent": "node", "link": "pair", "uplink": "switch"}
+FINDING_KIND = {
+    "node": "node", "intermittent": "node", "link": "pair", "uplink": "switch", "gpu": "node", "nic": "node"
+}
 OBSERVABLE = 0.9  # a fault that never slows a measurement below 90% of healthy cannot be seen
 
 
@@ -74,7 +78,7 @@ class SimResult:
 
 def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> SimResult:
     """Build the fabric and the plan, measure every phase on the fabric, write the run directory."""
-    fab = Fabric.build(opts.fabric, opts.faults)
+    fab = build_fabric(opts.fabric, opts.faults)
     rng = np.random.default_rng(opts.seed)
     req = PlanRequest(
         measure=SweepOptions(
@@ -113,18 +117,24 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
     fabric_s, n_rows = 0.0, 0
+    gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     # one fsync at the end, not one per row as a real run needs: nothing here can die half way
     with rundir.results_path.open("a", encoding="utf-8") as fh:
         for phase in plan.phases:
             slow_now = frozenset(h for h, rounds in slow_rounds.items() if phase.groups[0].round in rounds)
-            flows, owner = _flows(phase.groups)
+            groups, lost = gpus.split(phase)
+            for grp in lost:
+                fh.writelines(json.dumps(r.to_dict()) + "\n" for r in gpus.rows(plan, phase, grp))
+                n_rows += len(phase.spec.collectives)
+            flows, owner = _flows(groups)
             rate = fab.rates(flows, slow_now)
             healthy = fab.rates(flows, faults=False)
-            group_rate = np.full(len(phase.groups), np.inf)
+            group_rate = np.full(len(groups), np.inf)
             np.minimum.at(group_rate, owner, rate)  # a ring moves at its slowest hop
-            _note_effects(fab, flows, rate / healthy, slow_now, worst)
+            if flows:
+                _note_effects(fab, flows, rate / healthy, slow_now, worst)
             phase_s = 0.0
-            for gi, grp in enumerate(phase.groups):
+            for gi, grp in enumerate(groups):
                 rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), opts, rng)
                 fh.writelines(json.dumps(r.to_dict()) + "\n" for r in rows)
                 n_rows += len(rows)
@@ -134,7 +144,10 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         os.fsync(fh.fileno())
     truth = _truth(opts, fab, slow_rounds, worst)
     rundir.write_json("truth.json", truth)
-    rundir.write_run(status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3))
+    rundir.write_run(
+        status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
+        down_hosts=sorted(gpus.down),
+    )
     return SimResult(rundir, fabric_s, n_rows, truth)
 
 
@@ -237,6 +250,8 @@ def _note_effects(
                 hit = f.subject == "|".join(sorted((a, b)))
             elif f.kind == "uplink":
                 hit = f.subject in fab.path_uplinks(a, b)
+            elif f.kind == "nic":  # one NIC of a rail-optimised node: every pair of that node
+                hit = f.subject.partition("/")[0] in (a, b)
             else:
                 hit = False
             if hit:
@@ -254,7 +269,7 @@ def _truth(
             | {
                 "finding_kind": FINDING_KIND[f.kind],
                 "worst_ratio_to_healthy": round(effect, 4),
-                "observable": effect <= OBSERVABLE,
+                "observable": f.kind == "gpu" or effect <= OBSERVABLE,  # a lost GPU fails, never slows
                 "slow_rounds": sorted(slow_rounds.get(f.subject, ())) if f.kind == "intermittent" else None,
             }
         )

@@ -1,0 +1,137 @@
+"""Preflight on a simulated fabric (``netbench simulate --preflight``): the real stages, coordinator and
+report through the simulated launcher; the drain list against what was planted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from netbench.cli import cli
+from netbench.preflight import PreflightOptions
+from netbench.sim.fabric import FabricSpec, Fault
+from netbench.sim.launcher import LaunchCosts
+from netbench.sim.preflight import simulate_preflight
+from netbench.sim.rails import RailFabric
+from netbench.sim.run import SimOptions
+
+
+def preflight(tmp_path, name, faults=(), seed=1, budget_s=120.0, **fabric):  # noqa: ANN001, ANN201
+    spec = FabricSpec(**({"nodes": 16, "leaves": 2} | fabric))
+    sim = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=seed, out=str(tmp_path / name))
+    return simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=budget_s, html=False))
+
+
+def rows(res):  # noqa: ANN001, ANN201 - a SimPreflight or a SimResult
+    rundir = res.result.rundir if hasattr(res, "result") else res.rundir
+    return [json.loads(x) for x in (rundir.path / "results.jsonl").read_text().splitlines()]
+
+
+def test_drains_exactly_the_planted_slow_node_after_confirming_it(tmp_path):
+    res = preflight(tmp_path, "slow", ["node:node0005=0.5"])
+    assert res.result.drain == ["node0005"]
+    assert res.result.exit_code == 2
+    assert res.result.info["retests"]["node0005"]["verdict"] == "confirmed"
+    assert res.score.precision == 1.0 and res.score.recall == 1.0
+    # the re-tests ran as a second launch of the real coordinator: rows of their own rounds
+    retest_rounds = {r["round"] for r in rows(res) if r["pattern"] == "pair"} - {1, 2, 3}
+    assert retest_rounds
+    run = json.loads((res.result.rundir.path / "run.json").read_text())
+    assert run["launcher"] == "simulated" and run["topology"]["node0001"] == "leaf01"
+    truth = json.loads((res.result.rundir.path / "truth.json").read_text())
+    assert truth["faults"][0]["observable"] and truth["score"]["recall"] == 1.0
+
+
+def test_healthy_fabric_drains_nothing(tmp_path):
+    for seed in (1, 2):
+        res = preflight(tmp_path, f"ok{seed}", seed=seed, oversubscription=2.0)
+        assert res.result.drain == [] and res.result.check == []
+        assert res.result.exit_code == 0
+
+
+def test_gpu_dropout_is_named_and_recorded_as_a_real_lost_rank(tmp_path):
+    res = preflight(tmp_path, "gpu", ["gpu:node0009"])
+    assert res.result.drain == ["node0009"]
+    assert [f.rule for f in res.result.findings if f.subject == "node0009"] == ["host_failing"]
+    failed = [r for r in rows(res) if r["status"] != "ok"]
+    pairs = [r for r in failed if r["pattern"] == "pair"]
+    assert pairs and all("node0009" in r["hosts"] for r in pairs)
+    # the coordinator's own records: the lost rank first, then "host is down" for its later groups
+    assert "lost: rank(s)" in pairs[0]["error"] and "exited with code 1" in pairs[0]["error"]
+    assert all("node0009 is down" in r["error"] for r in pairs[1:])
+    run = json.loads((res.result.rundir.path / "run.json").read_text())
+    assert run["faults"][0]["host"] == "node0009"
+
+
+def test_the_budget_runs_on_fabric_time(tmp_path):
+    # inventory + one launch + the quick pass fit in 10 s of fabric time; a second launch (5.4 s of
+    # rank start-up) does not, so the suspect is not re-tested and not drained, only warned about
+    costs = LaunchCosts()
+    assert costs.launch_s(16) + costs.inventory_s(16) < 10 < 2 * costs.launch_s(16)
+    res = preflight(tmp_path, "tight", ["node:node0005=0.5"], budget_s=10.0)
+    assert res.result.drain == []
+    assert "budget" in res.result.info["escalations"][0]["skipped"]
+    assert [f.severity for f in res.result.findings if f.subject == "node0005"] == ["warn"]
+    assert res.fabric_s <= 10.0
+
+
+def test_cli_prints_the_drain_list_and_the_score(tmp_path):
+    out = tmp_path / "cli"
+    r = CliRunner().invoke(
+        cli,
+        ["simulate", "--preflight", "--nodes", "16", "--fault", "gpu:node0003", "--out", str(out),
+         "--seed", "2"],
+    )
+    assert r.exit_code == 2, r.output
+    assert r.stdout.splitlines() == ["node0003"]
+    assert "precision 1.00, recall 1.00" in r.stderr and "fabric time" in r.stderr
+    assert (out / "hosts.txt").read_text().splitlines()[0] == "node0001"
+    assert (out / "report.html").exists()
+
+
+def test_rail_optimised_fabric_rails_share_nothing():
+    spec = FabricSpec(nodes=8, leaves=2, rails=4, oversubscription=2.0, nic_GBps=400.0)
+    fab = RailFabric.build(spec, [Fault.parse("nic:node0001/2=0.5"), Fault.parse("uplink:r3-leaf02=0.5")])
+    h = fab.hosts
+    assert fab.rail_switches("node0005") == ["r1-leaf02", "r2-leaf02", "r3-leaf02", "r4-leaf02"]
+    assert fab.uplinks()["node0005"] == "leaf02"  # the report's hop classes: one unit view
+    # a pair on one leaf: 4 rails of 100 each, NIC 2 of node0001 at half rate
+    assert fab.rates([(h[0], h[1])]).tolist() == pytest.approx([350.0])
+    cross = [(h[0], h[4]), (h[1], h[5])]
+    # rail 2: only node0001's flow is slowed; rail 3: its slow uplink (100) is shared by both flows;
+    # rails 1 and 4 see neither fault
+    assert fab.rail_rates(cross, 1).tolist() == pytest.approx([100.0, 100.0])
+    assert fab.rail_rates(cross, 2).tolist() == pytest.approx([50.0, 100.0])
+    assert fab.rail_rates(cross, 3).tolist() == pytest.approx([50.0, 50.0])
+    assert fab.rates(cross).tolist() == pytest.approx([300.0, 350.0])
+
+
+def test_preflight_on_rails_drains_the_node_with_one_slow_nic(tmp_path):
+    res = preflight(tmp_path, "rails", ["nic:node0011/3=0.1"], rails=4)
+    assert res.result.drain == ["node0011"] and res.score.recall == 1.0
+
+
+def test_gpu_dropout_in_a_simulated_sweep_is_recorded_as_the_coordinator_records_it(tmp_path):
+    from netbench.reports.engine import analyze
+
+    from netbench.sim.run import simulate
+
+    res = simulate(SimOptions(FabricSpec(nodes=16, leaves=2), (Fault.parse("gpu:node0004"),),
+                              pair_sizes=(1 << 30,), out=str(tmp_path / "sweep")))
+    found = analyze(res.rundir.path)
+    assert [f.subject for f in found if f.rule == "host_failing"] == ["node0004"]
+    failed = [r for r in rows(res) if r["status"] != "ok"]
+    assert failed[0]["pattern"] == "ring" and failed[0]["error"].startswith("lost: rank(s) [24, 25")
+    assert len(failed) == 16 and all("node0004 is down" in r["error"] for r in failed[1:])
+    assert res.truth["faults"][0]["observable"]
+    assert json.loads((res.rundir.path / "run.json").read_text())["down_hosts"] == ["node0004"]
+
+
+def test_a_node_hidden_behind_oversubscription_is_scored_as_unobservable(tmp_path):
+    # node0001's quick-pass partners (node0014-16) are all on the other leaf, where 4:1 uplinks give
+    # a pair at most half a NIC: its half-rate NIC never shows, and truth.json says so
+    res = preflight(tmp_path, "hidden", ["node:node0001=0.5"], oversubscription=4.0)
+    assert res.result.drain == []
+    assert res.score.unobservable == ["node0001"] and res.score.recall == 0.0
+    assert "never measured below 90% of healthy" in res.score.text()
