@@ -14,6 +14,11 @@ matchings), so the load on an uplink is the same in every round for leaves of on
 a leaf fill the rounds in which their hosts are idle, else rounds of their own. Rounds: N-1 for an
 even number of equal leaves (the minimum), N for an odd one. ``per_uplink`` caps the pairs through
 any one uplink further (splitting a round).
+
+``leaf_first_rounds`` is for a quick pass that measures only a few partners a node (preflight): each
+node meets partners on its own leaf first. Behind an oversubscribed uplink a cross-leaf pair gets less
+than a NIC, so a node capped below its peers shows only against peers of its own leaf; a quick pass
+of circle rounds in hosts-file order pairs node i with ~node N-i, in another pod, and never sees it.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from netbench.common.topology import Uplinks, crossed_uplinks, leaf_of, switch_path
+from netbench.common.topology import Uplinks, crossed_uplinks, leaf_of, meeting_tier, switch_path
 
 Pair = tuple[str, str]
 
@@ -126,3 +131,40 @@ def _cap(rnd: list[Pair], k: int, uplinks: Uplinks) -> list[list[Pair]]:
         fits[0].append((a, b))
         fits[1].update(used)
     return [pairs for pairs, _ in parts]
+
+
+def leaf_first_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[list[Pair]]:
+    """``rounds`` rounds of disjoint pairs, every pair at most once, each node with partners of its
+    own leaf first (the circle method within each leaf, the leaves side by side). A node left idle in
+    a round (an odd leaf's sit-out, a leaf whose pairs are used up) is paired with the closest idle
+    node (the lowest switch they share: its pod before another pod) it has not met. Every host must
+    have a leaf in ``uplinks`` (``common.topology``)."""
+    if len(set(hosts)) != len(hosts):
+        raise ValueError("host names must be unique")
+    leaves: dict[str, list[str]] = {}
+    for h in hosts:
+        leaf = leaf_of(h, uplinks)
+        if leaf is None:
+            raise ValueError(f"host {h} is under no switch of the topology")
+        leaves.setdefault(leaf, []).append(h)
+    within = [circle_rounds(members) for members in leaves.values()]
+    paths = {h: switch_path(h, uplinks) for h in hosts}
+    met: set[frozenset[str]] = set()
+    out: list[list[Pair]] = []
+    for t in range(rounds):
+        rnd = [p for leaf in within if t < len(leaf) for p in leaf[t] if frozenset(p) not in met]
+        busy = {h for p in rnd for h in p}
+        idle = [h for h in hosts if h not in busy]
+        while len(idle) >= 2:
+            a = idle.pop(0)
+            fresh = [b for b in idle if frozenset((a, b)) not in met]
+            if not fresh:
+                continue
+            b = min(fresh, key=lambda x: meeting_tier(paths[a], paths[x]))
+            idle.remove(b)
+            rnd.append((a, b))
+        if not rnd:
+            break
+        met |= {frozenset(p) for p in rnd}
+        out.append(rnd)
+    return out

@@ -5,6 +5,7 @@ with ``sweep --hosts``. Tested without any host (tests/test_preflight_plan.py)."
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from netbench.confirm import Pair
@@ -28,14 +29,24 @@ def drain_and_check(findings: list[Any], n_hosts: int) -> tuple[list[str], list[
 
 
 # -- stages 2 and 4: measuring -----------------------------------------------------------------------
-def quick_rounds(hosts: list[str], partners: int) -> list[list[Pair]]:
-    """The first circle-method rounds, until every host has ``partners`` partners (or all of them)."""
-    from netbench.collectives.pairs import circle_rounds
+def quick_rounds(
+    hosts: list[str], partners: int, switches: Mapping[str, str] | None = None
+) -> list[list[Pair]]:
+    """Rounds until every host has ``partners`` partners (or all of them): partners on its own leaf
+    first when the topology places every host (``collectives.pairs.leaf_first_rounds``: behind an
+    oversubscribed uplink a capped NIC shows only against its leaf peers), else the first
+    circle-method rounds. The ring, when run, is what crosses the uplinks."""
+    from netbench.collectives.pairs import circle_rounds, leaf_first_rounds
+    from netbench.common.topology import leaf_of
 
     want = min(partners, len(hosts) - 1)
+    placed = switches is not None and all(leaf_of(h, switches) is not None for h in hosts)
+    # leaf_first_rounds can leave a host idle in a round (odd totals), hence the spare rounds
+    by_leaf = placed and switches is not None
+    schedule = leaf_first_rounds(hosts, switches, 2 * want + 1) if by_leaf and switches else circle_rounds(hosts)
     have: Counter[str] = Counter()
     out: list[list[Pair]] = []
-    for rnd in circle_rounds(hosts):
+    for rnd in schedule:
         if all(have[h] >= want for h in hosts):
             break
         out.append(rnd)

@@ -350,7 +350,7 @@ def run_preflight(
         measured = [by_name[h] for h in live] if site is None else []  # no port counters to read
         if measured:
             snapshot_counters("before", measured, ssh_opts, rundir, opts.concurrency)
-        rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners)
+        rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners, topology)
         gate = PhaseGate(budget)
         echo(
             f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
