@@ -189,6 +189,7 @@ def confirm(
         confirm_suspects,
         find_suspects,
         pairs_in,
+        slow_partners,
         suspect_classes,
         unusable_hosts,
     )
@@ -238,7 +239,7 @@ def confirm(
     for _ in range(CONFIRM_LAUNCHES):
         ctx = load_context(rundir.path, policy=opts.policy)
         findings = run_rules(ctx)
-        suspects, links = find_suspects(findings, exclude, set(retests))
+        suspects, links = find_suspects(findings, exclude, set(retests), retests)
         if not suspects and not links:
             echo("# confirm: no " + ("other " if retests else "") + "suspect node or link to re-test")
             break
@@ -259,6 +260,7 @@ def confirm(
             ctx.policy.thresholds,
             CONFIRM_PARTNERS,
             suspect_classes(findings),
+            slow_partners(findings, retests),
         )
         launches.append(info)
         if not new:

@@ -4,12 +4,16 @@ what the re-tests show. One procedure for ``netbench preflight`` (its escalation
 disagree about who is a suspect, whom a suspect is paired with or what its re-test says:
 
 - ``find_suspects``: the nodes and links the analysis flags (warn/fail, and the "suspect: re-test"
-  info band), not re-tested yet;
+  info band), not re-tested yet; a node shared by several slow links, or at one end of a link its
+  re-run confirmed, is a suspect node (``slow_partners``): a node slow now and then shows as slow
+  links that share it, and only a re-test against known-good partners says which end it is;
 - ``plan_escalation``: perfect matchings, each suspect node with a known-good partner of the hop
   class it was slow in, each suspect link re-run with a control of its own hop class beside it, the
   other good nodes paired among themselves as the phase's controls;
 - ``judge``: each re-test against the controls of its phase measured under the same load (hop class
-  and pairs per uplink, ``common.topology.round_load``), never against another class;
+  and pairs per uplink, ``common.topology.round_load``), never against another class; a node slow
+  with some known-good partners only is confirmed as intermittent by the analysis' own intermittency
+  test (``reports.analyses.intermittent_p_value``) over its slow partners, earlier ones included;
 - ``confirm_suspects``: one launch of those phases, phase by phase while they fit the ``Budget``.
 
 What a re-test says is handed to the analysis (``reports.analyses.RetestEvidence``); the rules turn
@@ -30,11 +34,14 @@ from itertools import pairwise
 from typing import Any
 
 from netbench.common.topology import LEAF, hop_class, round_load
-from netbench.reports.analyses import Retest
+from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, intermittent_p_value
 
 Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
 FIRST_PHASE_PRIOR_S = 1.0  # estimate for a launch's first phase, before anything was measured
+INTERMITTENT_PARTNERS = 2 * INTERMITTENT_MIN_PAIRS
+"""Re-test phases when a suspect node came from slow links: a node slow in half the rounds is then
+slow with INTERMITTENT_MIN_PAIRS of its partners, what the intermittency test needs, as a rule."""
 PhaseList = list[tuple[str, int, list[Pair]]]
 """(phase name, the rows' round, its pairs) of one launch."""
 
@@ -97,9 +104,22 @@ class PhaseGate:
 
 
 # -- who, with whom ----------------------------------------------------------------------------------
-def find_suspects(findings: list[Any], exclude: set[str], done: set[str]) -> tuple[list[str], list[Pair]]:
-    """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects)."""
-    nodes = sorted({f.subject for f in findings if f.rule == "slow_node"} - exclude - done)
+def find_suspects(
+    findings: list[Any],
+    exclude: set[str],
+    done: set[str],
+    retests: Mapping[str, Retest] | None = None,
+) -> tuple[list[str], list[Pair]]:
+    """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects).
+    A node of ``slow_partners`` (several slow links share it, or a link's re-run confirmed it slow)
+    is a suspect node, and its links are not re-run: re-testing it against known-good partners says
+    whether it is the node or the link."""
+    partners = slow_partners(findings, retests or {})
+    from_links = {h for h, ps in partners.items() if len(ps) >= 2}
+    from_links |= {h for rt in (retests or {}).values() if rt.kind == "link" and rt.verdict == "confirmed"
+                   for h in rt.subject.split("|")}
+    flagged = {f.subject for f in findings if f.rule == "slow_node"}
+    nodes = sorted((flagged | from_links) - exclude - done)
     links = sorted(
         {
             tuple(sorted(f.hosts))
@@ -111,6 +131,22 @@ def find_suspects(findings: list[Any], exclude: set[str], done: set[str]) -> tup
         }
     )
     return nodes, links  # type: ignore[return-value]
+
+
+def slow_partners(findings: list[Any], retests: Mapping[str, Retest]) -> dict[str, set[str]]:
+    """Per node, its partners in the links flagged slow (any severity: the suspect band too) or
+    confirmed slow on re-run, less those a re-run cleared: the evidence that a node is slow now and
+    then, which ``judge`` adds to its re-test."""
+    cleared = {k for k, rt in retests.items() if rt.kind == "link" and rt.verdict == "cleared"}
+    links = {
+        "|".join(sorted(f.hosts)) for f in findings if f.rule == "slow_pair" and len(f.hosts) == 2
+    } | {k for k, rt in retests.items() if rt.kind == "link" and rt.verdict == "confirmed"}
+    out: dict[str, set[str]] = defaultdict(set)
+    for key in links - cleared:
+        a, b = key.split("|", 1)
+        out[a].add(b)
+        out[b].add(a)
+    return dict(out)
 
 
 def suspect_classes(findings: list[Any]) -> dict[str, str]:
@@ -236,6 +272,8 @@ def judge(
     switches: Mapping[str, str],
     thresholds: Any,
     noise_sigma: float = 0.0,
+    prior: Mapping[str, set[str]] | None = None,
+    n_tests: int = 1,
 ) -> dict[str, Retest]:
     """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
@@ -247,7 +285,11 @@ def judge(
     "Slow" is both practical and beyond noise, as in the rules: a ratio at most the policy's factor
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
     pair model's noise sigma (log space). A suspect node is confirmed when slow with most of its
-    re-test partners, cleared when slow with none; a link when its re-run is slow.
+    re-test partners, cleared when slow with none; a link when its re-run is slow. A node slow with
+    some of its partners only is confirmed as intermittent when its slow partners (these and
+    ``prior``'s: the partners of its earlier slow links) out of all it was measured with pass the
+    analysis' intermittency test (``intermittent_p_value``, family-wise over ``n_tests``), the
+    decision ``netbench report`` makes on a sweep.
     """
 
     def slow(ratio: float, factor: float) -> bool:
@@ -313,10 +355,19 @@ def judge(
     for s in suspects:
         per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
         n_slow = sum(slow(v, thresholds.slow_node_factor) for v in per.values())
+        earlier = sorted((prior or {}).get(s, set()) - set(per))
+        met = {h for r in ok for h in r["hosts"] if s in r["hosts"]} - {s}
+        p_int = intermittent_p_value(n_slow + len(earlier), len(met))
         if not per:
             verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
         elif 2 * n_slow > len(per):
             verdict, reason = "confirmed", f"slow with {n_slow} of {len(per)} known-good partner(s)"
+        elif n_slow and p_int * n_tests <= thresholds.fwer:
+            verdict = "confirmed"
+            reason = (
+                f"intermittent: slow with {n_slow} of {len(per)} known-good partner(s) and earlier with "
+                f"{', '.join(earlier)}, fine with the others (p = {p_int:.1e} over {n_tests} tests)"
+            )
         elif n_slow == 0:
             verdict, reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
         else:
@@ -365,18 +416,22 @@ def confirm_suspects(
     thresholds: Any,
     partners: int,
     classes: Mapping[str, str] | None = None,
+    prior: Mapping[str, set[str]] | None = None,
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch (``measure``) re-testing the suspects against known-good partners, phase by phase
-    within the budget; the verdicts and what ran (``info``: phases planned and run, why not)."""
+    within the budget; the verdicts and what ran (``info``: phases planned and run, why not).
+    ``prior``: each node's partners of earlier slow links (``slow_partners``); a suspect with any
+    gets INTERMITTENT_PARTNERS phases, so that a node slow now and then can show it."""
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
     good = sorted(
         (h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0)
     )
+    phases = max(partners, INTERMITTENT_PARTNERS) if any((prior or {}).get(s) for s in suspects) else partners
     plan = [
         p
         for p in plan_escalation(
-            suspects, links, good, tested, ctx.switches, partners if suspects else 0, classes
+            suspects, links, good, tested, ctx.switches, phases if suspects else 0, classes
         )
         if p
     ]
@@ -414,7 +469,8 @@ def confirm_suspects(
         skipped="budget" if gate.skipped else None,
     )
     sigma = m.sigma if m is not None else 0.0
-    retests = judge(read_rows(), rounds, suspects, links, ctx.switches, thresholds, sigma)
+    n_tests = max(ctx.analyses.nodes.tests, len(live))  # the analysis' family of node tests
+    retests = judge(read_rows(), rounds, suspects, links, ctx.switches, thresholds, sigma, prior, n_tests)
     for rt in retests.values():
         echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
     return retests, info

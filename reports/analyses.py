@@ -359,6 +359,19 @@ def _verdict(
     )
 
 
+def intermittent_p_value(slow: int, pairs: int) -> float:
+    """The chance that noise alone puts ``slow`` of a node's ``pairs`` (distinct partners) more than
+    INTERMITTENT_Z below their cell; the intermittency test of ``judge_nodes`` (a node passes when
+    p x tests <= fwer) and of a suspect's re-test (``netbench.confirm.judge``). 1.0 below
+    INTERMITTENT_MIN_PAIRS: fewer slow pairs are links, not a node."""
+    from statistics import NormalDist
+
+    if slow < INTERMITTENT_MIN_PAIRS:
+        return 1.0
+    p0 = min(0.5, TAIL_SAFETY * NormalDist().cdf(-INTERMITTENT_Z))
+    return binomial_sf(slow, max(pairs, slow), p0)
+
+
 def _intermittent(
     m: PairModel,
     n_tests: int,
@@ -369,17 +382,14 @@ def _intermittent(
 ) -> dict[int, NodeVerdict]:
     """Nodes with more pairs far below their cell than noise explains: slow in some rounds only.
     ``explained``: pairs whose slowness something else owns (a slow uplink they cross)."""
-    from statistics import NormalDist
-
     z = np.where(explained, np.nan, m.resid / m.sigma)
     low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
     count = low.sum(axis=1)
     partners = np.isfinite(z).sum(axis=1)
-    p0 = min(0.5, TAIL_SAFETY * NormalDist().cdf(-INTERMITTENT_Z))
     out: dict[int, NodeVerdict] = {}
     pvals = {}
     for i in np.nonzero(count >= INTERMITTENT_MIN_PAIRS)[0].tolist():
-        pvals[i] = binomial_sf(int(count[i]), int(partners[i]), p0)
+        pvals[i] = intermittent_p_value(int(count[i]), int(partners[i]))
     if not pvals:
         return out
     # the suspect band: Benjamini-Hochberg over the nodes' tests

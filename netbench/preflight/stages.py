@@ -17,6 +17,7 @@ from netbench.confirm import (
     confirm_suspects,
     find_suspects,
     pairs_in,
+    slow_partners,
     suspect_classes,
     unusable_hosts,
 )
@@ -237,6 +238,7 @@ def stage_escalation(
     budget: Budget,
     thresholds: Any,
     classes: dict[str, str] | None = None,
+    prior: dict[str, set[str]] | None = None,
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch re-testing the suspects against known-good partners, phase by phase within the
     budget (``netbench.confirm.confirm_suspects``, the procedure ``sweep --hosts`` uses too)."""
@@ -257,6 +259,7 @@ def stage_escalation(
         thresholds,
         setup.opts.confirm,
         classes,
+        prior,
     )
 
 
@@ -383,7 +386,7 @@ def run_preflight(
         next_round = len(rounds) + 1
         for _ in range(max_escalations):
             ctx, found = analyse(rundir, policy, topology)
-            suspects, links = find_suspects(found, exclude, set(retests))
+            suspects, links = find_suspects(found, exclude, set(retests), retests)
             classes = suspect_classes(found)
             t = mark("analysis", t)
             echo(f"# suspects: {', '.join(suspects + ['|'.join(p) for p in links]) or 'none'}")
@@ -403,6 +406,7 @@ def run_preflight(
                 budget,
                 policy.thresholds,
                 classes,
+                slow_partners(found, retests),
             )
             info["escalations"].append(esc)
             t = mark("escalation", t)

@@ -12,7 +12,9 @@ capacity: capped parts bottleneck, they do not multiply), and no pair of an inte
 the slow-node verdict already names the culprit.
 
 With re-test evidence (preflight's escalation, ``sweep --hosts --confirm-budget``), a link the re-run
-cleared is info, and every re-run link is reported, also one this analysis no longer flags.
+cleared is info, and every re-run link is reported, also one this analysis no longer flags. A link
+one of whose nodes the re-test confirmed slow (against known-good partners) is that node's fault:
+info, not a cable to check.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             continue  # through a slow uplink: the switch's finding explains it
         if any(nodes.intermittent(h) for h in (a, b)):
             continue  # one of the slow rounds of an intermittent node: the node is the fault
+        if retests is not None and {a, b} & retests.confirmed_nodes:
+            continue  # its node is slow with known-good partners too (the re-run, if any, says so below)
         if bw_now is not None and any(
             (level := nodes.level(h)) and bw_now >= t.slow_pair_factor * level for h in (a, b)
         ):
@@ -151,17 +155,21 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
     """A re-run link this analysis does not flag (or leaves to a node): confirmed, it is slow on
     the direct evidence; otherwise the re-run's word, as info."""
     a, b = rt.subject.split("|", 1)
-    confirmed = rt.verdict == "confirmed"
+    retests = ctx.analyses.retests
+    node = next((h for h in (a, b) if retests is not None and h in retests.confirmed_nodes), None)
+    confirmed = rt.verdict == "confirmed" and node is None
     said = {"confirmed": "is slow on re-run", "cleared": "cleared on re-run"}.get(rt.verdict, "not re-run")
+    because = f"; node {node} is slow against known-good partners: its fault" if node else ""
     return Finding(
         rule="slow_pair",
         severity=policy_severity(ctx, "slow_pair") if confirmed else "info",
         subject_kind="pair",
         subject=rt.subject,
-        title=f"Link {a} - {b} {said} against known-good pairs ({rt.reason})",
+        title=f"Link {a} - {b} {said} against known-good pairs ({rt.reason}{because})",
         evidence={"retest": asdict(rt), "hop_class": ctx.hop_class(a, b)},
         action=(
             f"Check cables, switch ports and port counters between {a} and {b}." if confirmed
+            else f"See node {node}'s finding." if node
             else CLEARED_ACTION if rt.verdict == "cleared" else f"Re-test {a} and {b} if it recurs."
         ),
         hosts=[a, b],
