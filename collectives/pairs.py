@@ -137,7 +137,8 @@ def leaf_first_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[l
     """``rounds`` rounds of disjoint pairs, every pair at most once, each node with partners of its
     own leaf first (the circle method within each leaf, the leaves side by side). A node left idle in
     a round (an odd leaf's sit-out, a leaf whose pairs are used up) is paired with the closest idle
-    node (the lowest switch they share: its pod before another pod) it has not met. Every host must
+    node (the lowest switch they share: its pod before another pod) it has not met, the idle nodes
+    with the fewest such options first (so that a small leaf's nodes find partners). Every host must
     have a leaf in ``uplinks`` (``common.topology``)."""
     if len(set(hosts)) != len(hosts):
         raise ValueError("host names must be unique")
@@ -155,14 +156,16 @@ def leaf_first_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[l
         rnd = [p for leaf in within if t < len(leaf) for p in leaf[t] if frozenset(p) not in met]
         busy = {h for p in rnd for h in p}
         idle = [h for h in hosts if h not in busy]
-        while len(idle) >= 2:
-            a = idle.pop(0)
-            fresh = [b for b in idle if frozenset((a, b)) not in met]
-            if not fresh:
+        fresh = {a: [b for b in idle if b != a and frozenset((a, b)) not in met] for a in idle}
+        left = set(idle)
+        for a in sorted(idle, key=lambda h: len(fresh[h])):  # the fewest options first: more get one
+            if a not in left:
                 continue
-            b = min(fresh, key=lambda x: meeting_tier(paths[a], paths[x]))
-            idle.remove(b)
-            rnd.append((a, b))
+            options = [b for b in fresh[a] if b in left]
+            if options:
+                b = min(options, key=lambda x: meeting_tier(paths[a], paths[x]))
+                left -= {a, b}
+                rnd.append((a, b))
         if not rnd:
             break
         met |= {frozenset(p) for p in rnd}

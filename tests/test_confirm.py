@@ -16,8 +16,9 @@ from netbench.reports.rules import slow_node, slow_pair
 from netbench.reports.summary import format_summary
 from synthetic import host_names, make_fleet
 
+from netbench.common.findings import Finding
 from netbench.common.topology import hop_class
-from netbench.confirm import judge, plan_escalation
+from netbench.confirm import find_suspects, judge, plan_escalation, slow_partners
 
 SW = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B", "b3": "B", "b4": "B"}
 
@@ -74,6 +75,56 @@ def test_node_verdict_uses_controls_under_the_same_load() -> None:
     out = judge(rows, range(5, 6), ["a2", "a3"], [], SW, t)
     assert {k: rt.verdict for k, rt in out.items()} == {"a2": "cleared", "a3": "cleared"}
     assert out["a2"].ratios == {"b2": 1.0}
+
+
+def link_finding(a: str, b: str, severity: str = "warn") -> Finding:
+    return Finding(rule="slow_pair", severity=severity, subject_kind="pair", subject=f"{a}|{b}",
+                   title="slow", hosts=[a, b])
+
+
+def test_slow_links_sharing_a_node_make_it_a_suspect_node() -> None:
+    # one slow link: a link to re-run; two sharing a1 (one only in the suspect band): a1 is re-tested
+    # as the node, and its links are not re-run
+    assert find_suspects([link_finding("a1", "a2")], set(), set()) == ([], [("a1", "a2")])
+    shared = [link_finding("a1", "a2"), link_finding("a1", "b1", "info"), link_finding("b2", "b3")]
+    assert find_suspects(shared, set(), set()) == (["a1"], [("b2", "b3")])
+    assert find_suspects(shared, {"a1"}, set()) == ([], [("b2", "b3")])  # unusable: not re-tested
+
+
+def test_a_confirmed_links_ends_are_re_tested_as_nodes() -> None:
+    """Only a re-test against known-good partners says which end of a slow link is slow now and then
+    (or neither: the cable); a cleared link is no evidence against either end."""
+    retests = {
+        "a1|a2": Retest("a1|a2", "link", "confirmed"),
+        "b1|b2": Retest("b1|b2", "link", "cleared"),
+    }
+    nodes, links = find_suspects([], set(), set(retests), retests)
+    assert (nodes, links) == (["a1", "a2"], [])
+    assert slow_partners([link_finding("b1", "b2"), link_finding("a1", "a3")], retests) == {
+        "a1": {"a2", "a3"}, "a2": {"a1"}, "a3": {"a1"}
+    }
+    assert find_suspects([], set(), set(retests) | {"a1", "a2"}, retests) == ([], [])  # done once
+
+
+def test_a_node_slow_with_some_partners_is_intermittent_with_its_earlier_slow_links() -> None:
+    """Slow with 1 of 3 known-good partners: inconclusive on its own; with two earlier slow links
+    (3 slow partners of 5) the analysis' intermittency test names it, the same decision as a sweep's."""
+    t = Thresholds()
+    rows = [row(("a1", "a2"), 1, 5.0), row(("a1", "b1"), 2, 5.0)]  # its earlier slow links
+    rows += [row(("a1", "a3"), 5, 5.0), row(("b1", "b2"), 5, 10.0),
+             row(("a1", "a4"), 6, 10.0), row(("b1", "b3"), 6, 10.0),
+             row(("a1", "b4"), 7, 10.0), row(("a2", "b2"), 7, 10.0)]
+    alone = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05)
+    assert alone["a1"].verdict == "inconclusive"
+    prior = {"a1": {"a2", "b1"}}
+    out = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, prior, n_tests=16)
+    assert out["a1"].verdict == "confirmed" and out["a1"].reason.startswith("intermittent")
+    # one earlier slow link is a link's worth of evidence: 2 slow partners are not a node
+    one = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2"}}, n_tests=16)
+    assert one["a1"].verdict == "inconclusive"
+    # family-wise: across a huge fleet the same evidence no longer passes
+    big = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, prior, n_tests=10**9)
+    assert big["a1"].verdict == "inconclusive"
 
 
 def test_retest_evidence_round_trips_through_run_json_and_bad_data_is_named(tmp_path: Path) -> None:

@@ -63,6 +63,35 @@ def test_quick_rounds_give_every_host_enough_partners_in_disjoint_pairs(n: int) 
     assert len(rounds) <= (4 if n % 2 else 3)  # odd n: one host sits out each round, one round more
 
 
+def test_quick_rounds_pair_each_node_with_its_own_leaf_first() -> None:
+    # leaves of 5, 4, 3 and 2 hosts; l1-l3 in pod p1, l4 in pod p2. Behind an oversubscribed uplink
+    # a capped NIC shows only against its leaf peers, so the rounds stay within leaves as far as
+    # they go; an odd leaf's idle host pairs with the closest idle host (its pod before another)
+    sizes = {"a": ("l1", 5), "b": ("l2", 4), "c": ("l3", 3), "d": ("l4", 2)}
+    sw = {f"{k}{i}": leaf for k, (leaf, n) in sizes.items() for i in range(n)}
+    hosts = list(sw)
+    sw |= {"l1": "p1", "l2": "p1", "l3": "p1", "l4": "p2", "p1": "core", "p2": "core"}
+    rounds = quick_rounds(hosts, 3, sw)
+    met: dict[str, set[str]] = {h: set() for h in hosts}
+    for rnd in rounds:
+        flat = [h for p in rnd for h in p]
+        assert len(flat) == len(set(flat))
+        for a, b in rnd:
+            assert b not in met[a]
+            met[a].add(b)
+            met[b].add(a)
+    assert all(len(m) >= 3 for m in met.values()) and len(rounds) <= 4
+    for h in hosts:  # leaf peers first: all the leaf has, less the rounds an odd leaf sits one out
+        n = sum(sw[x] == sw[h] for x in hosts)
+        peers = {p for p in met[h] if sw[p] == sw[h]}
+        assert len(peers) >= min(3, n - 1) - n % 2, h
+    # round 1: l1's and l3's sit-outs meet within pod p1, l4's pair has its leaf; later rounds pair
+    # l4's nodes (their leaf used up) with whoever is idle
+    assert [p for p in rounds[0] if sw[p[0]] != sw[p[1]]] in ([("a0", "c0")], [("c0", "a0")])
+    # a host the topology does not place: the circle method, in hosts-file order
+    assert quick_rounds(hosts, 3, {"a0": "l1"}) == quick_rounds(hosts, 3)
+
+
 def test_escalation_pairs_suspects_with_good_partners_and_reruns_links() -> None:
     switches = {"s1": "A", "g1": "B", "g2": "A", "g3": "A", "g4": "B", "l1": "B", "l2": "B"}
     good = ["g1", "g2", "g3", "g4", "l1", "l2"]

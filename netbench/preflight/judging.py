@@ -40,10 +40,10 @@ def quick_rounds(
     from netbench.common.topology import leaf_of
 
     want = min(partners, len(hosts) - 1)
-    placed = switches is not None and all(leaf_of(h, switches) is not None for h in hosts)
-    # leaf_first_rounds can leave a host idle in a round (odd totals), hence the spare rounds
-    by_leaf = placed and switches is not None
-    schedule = leaf_first_rounds(hosts, switches, 2 * want + 1) if by_leaf and switches else circle_rounds(hosts)
+    schedule = circle_rounds(hosts)
+    if switches is not None and all(leaf_of(h, switches) is not None for h in hosts):
+        # leaf_first_rounds can leave a host idle in a round (odd totals), hence the spare rounds
+        schedule = leaf_first_rounds(hosts, switches, 2 * want + 1)
     have: Counter[str] = Counter()
     out: list[list[Pair]] = []
     for rnd in schedule:
