@@ -5,11 +5,15 @@ Stages, one function each; the budget covers all of them, inventory included:
                          firmware against the policy and the fleet, GPU count, ports, PCIe) run at once.
                          Nodes that already fail are left out of the measurement (``fail_fast``:
                          stop here when anything fails).
-  2. quick pass          a few perfect matchings of node pairs (circle-method rounds, at least
-                         ``min_partners`` partners per node so the pair model can judge every node)
-                         and the ring over all nodes, at 2-3 sizes. One launch of the ranks.
+  2. quick pass          a few perfect matchings of node pairs (at least ``min_partners`` partners
+                         per node so the pair model can judge every node): partners on the node's
+                         own leaf first when the topology is known (behind an oversubscribed uplink
+                         a capped NIC shows only against its leaf), else circle-method rounds; and
+                         the ring over all nodes, at 2-3 sizes. One launch of the ranks.
   3. suspects            the standard analysis of what was measured: nodes flagged slow
-                         (``slow_node``) and links flagged slow (``slow_pair``).
+                         (``slow_node``) and links flagged slow (``slow_pair``); a node shared by
+                         several slow links, or at an end of a link confirmed slow, is a suspect
+                         node (slow now and then: re-tested as the node, not as N links).
   4. escalation          one more launch (``netbench.confirm``, shared with ``sweep --hosts``): each
                          suspect node against a known-good partner per phase, suspect links re-run,
                          the remaining good nodes paired as controls (the phase's own reference, of
