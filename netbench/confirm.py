@@ -286,8 +286,9 @@ def judge(
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
     pair model's noise sigma (log space). A suspect node is confirmed when slow with most of its
     re-test partners, cleared when slow with none; a link when its re-run is slow. A node slow with
-    some of its partners only is confirmed as intermittent when its slow partners (these and
-    ``prior``'s: the partners of its earlier slow links) out of all it was measured with pass the
+    some of its partners only is confirmed as intermittent when its slow partners (these, those of
+    its earlier pairs slow against the earlier references, and ``prior``'s: the partners of its
+    earlier slow links, suspects themselves perhaps) out of all it was measured with pass the
     analysis' intermittency test (``intermittent_p_value``, family-wise over ``n_tests``), the
     decision ``netbench report`` makes on a sweep.
     """
@@ -352,10 +353,21 @@ def judge(
         elif (a in bad) != (b in bad):
             s, g = (a, b) if a in bad else (b, a)
             node_ratios[s][g].append(ratio)
+    before: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in ok:  # the suspects' earlier pairs (quick pass, earlier re-runs) against their references
+        a, b = r["hosts"]
+        if r["bytes"] == top and (r["round"] or 0) < rounds.start and (a in bad) != (b in bad):
+            base = ref(r)
+            if base:
+                s, g = (a, b) if a in bad else (b, a)
+                before[s][g].append(r["busbw_GBps"] / base)
     for s in suspects:
         per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
         n_slow = sum(slow(v, thresholds.slow_node_factor) for v in per.values())
-        earlier = sorted((prior or {}).get(s, set()) - set(per))
+        was_slow = {
+            g for g, v in before[s].items() if slow(statistics.median(v), thresholds.slow_node_factor)
+        }
+        earlier = sorted((was_slow | set((prior or {}).get(s, set()))) - set(per))
         met = {h for r in ok for h in r["hosts"] if s in r["hosts"]} - {s}
         p_int = intermittent_p_value(n_slow + len(earlier), len(met))
         if not per:

@@ -122,6 +122,11 @@ def test_a_node_slow_with_some_partners_is_intermittent_with_its_earlier_slow_li
     # one earlier slow link is a link's worth of evidence: 2 slow partners are not a node
     one = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2"}}, n_tests=16)
     assert one["a1"].verdict == "inconclusive"
+    # its earlier pairs count by themselves once the earlier rounds have references of their class
+    # and load: (a3, a4) within leaf A in round 1, (a2, b2) beside (a1, b1) through the uplink in 2
+    refs = [*rows, row(("a3", "a4"), 1, 10.0), row(("a2", "b2"), 2, 10.0)]
+    seen = judge(refs, range(5, 8), ["a1"], [], SW, t, 0.05, n_tests=16)
+    assert seen["a1"].verdict == "confirmed" and "earlier with a2, b1" in seen["a1"].reason
     # family-wise: across a huge fleet the same evidence no longer passes
     big = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, prior, n_tests=10**9)
     assert big["a1"].verdict == "inconclusive"

@@ -40,8 +40,9 @@ Examples:
 Inventory and policy first (nodes that fail there are not measured; --fail-fast stops there), then a
 quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes; with the topology known, each
 node's partners are on its own leaf first), then each suspect re-tested against known-good partners
-while the budget lasts (a node several slow links share, as the node). A node is drained only for a failure of its own,
-and a slow node only once its re-tests confirm it; slow links are listed to check, not drained.
+while the budget lasts (a node several slow links share, as the node). A node is drained only for a
+failure of its own, and a slow node only once its re-tests confirm it; slow links are listed to
+check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
 GPUs). Progress and the verdict go to stderr.""",
