@@ -2,8 +2,9 @@
 planted faults: the drain list's precision and recall, and the fabric time it took.
 
 Each run is ``netbench simulate --preflight`` (``netbench.sim.preflight.simulate_preflight``): the real
-preflight (inventory rules, quick pass of 3 circle rounds + the ring at 256M and 1G, re-tests of
-suspects against 2 known-good partners, drain rule) through the simulated launcher under the real
+preflight (inventory rules, quick pass of 3 rounds of pairs on each node's own leaf + the ring at 256M
+and 1G, re-tests of suspects against 2 known-good partners, 6 for a node at an end of slow links,
+drain rule) through the simulated launcher under the real
 coordinator, with the CLI's defaults and a 5-minute budget. Fabric: 3 tiers, 32 nodes a leaf,
 8 leaves a pod, 8 GPUs (ranks) a node, 180 GB/s a node, 5% noise; ``--oversubscription`` at both the
 leaf and the pod uplinks (1 = non-blocking).
