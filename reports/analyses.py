@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from netbench.reports.ceilings import Headline, headlines, references
 from netbench.reports.counters import CounterDeltas, counter_deltas
-from netbench.reports.pairmodel import PairModel, fit_pair_model
+from netbench.reports.pairmodel import PairModel, fit_pair_model, nanmedian_rows
 from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_cut, robust_sigma
 
 from netbench.common.topology import switch_path
@@ -148,7 +148,7 @@ def analyse(ctx: AnalysisContext) -> Analyses:
         nodes = judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
     if model is not None and nodes.switches:
         model, nodes = _refit_without_slow_uplinks(ctx, model, nodes)
-    lines = headlines(ctx.ok_rows.to_dict("records"), ctx.inventory, references(ctx.policy.references))
+    lines = headlines(ctx.ok_rows, ctx.inventory, references(ctx.policy.references))
     return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
                     counters=counter_deltas(ctx.counters))
 
@@ -161,8 +161,12 @@ def _refit_without_slow_uplinks(
     verdicts of the first fit stand (the second cannot see them)."""
     uplinks = nodes.switches
 
-    def through_slow_uplink(a: str, b: str) -> bool:
-        return any(sv.crossed_by(a, b) for sv in uplinks)
+    def through_slow_uplink(hosts: list[str]) -> np.ndarray:
+        out = np.zeros((len(hosts), len(hosts)), dtype=bool)
+        for sv in uplinks:  # crossed_by for every pair at once: one end below the switch, one not
+            under = np.array([h in sv.below for h in hosts])
+            out |= under[:, None] ^ under[None, :]
+        return out
 
     refit = fit_pair_model(ctx, exclude=through_slow_uplink)
     if refit is None:
@@ -270,18 +274,9 @@ def _capacity(m: PairModel) -> np.ndarray:
     bw = m.bw[-1]
     for k in range(len(m.classes)):
         in_k = np.where(m.cls == k, bw, np.nan)
-        with np.errstate(all="ignore"):
-            med = _nanmedian_rows_safe(in_k)
+        med = np.where(np.isfinite(in_k).any(axis=1), nanmedian_rows(in_k), np.nan)
         best = np.fmax(best, med)
     return best
-
-
-def _nanmedian_rows_safe(a: np.ndarray) -> np.ndarray:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(a, axis=1)
 
 
 def _verdict(

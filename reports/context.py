@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.reports.policy import Policy
 
+from netbench.common.naming import natural_key
 from netbench.common.rundir import RunDir, Unreadable
 from netbench.common.topology import build_switch_map, hop_class
 
@@ -190,7 +191,7 @@ class AnalysisContext:
             seen.setdefault(h, None)
         if len(self.rows):
             named = {h for hs in self.rows["hosts"] if isinstance(hs, list) for h in hs}
-            for h in sorted(named - seen.keys()):
+            for h in sorted(named - seen.keys(), key=natural_key):
                 seen.setdefault(h, None)
         return list(seen)
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
 
+from netbench.common.naming import natural_key
 from netbench.common.topology import LEAF, UNKNOWN, hop_class, switch_path
 
 if TYPE_CHECKING:
@@ -88,9 +89,10 @@ def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
 def fit_pair_model(
     ctx: AnalysisContext,
     iterations: int = 30,
-    exclude: Callable[[str, str], bool] | None = None,
+    exclude: Callable[[list[str]], np.ndarray] | None = None,
 ) -> PairModel | None:
-    """``exclude``: pairs left out of the fit (their busbw stays in ``bw``, their residual is NaN):
+    """``exclude``: given the matrix's hosts, the (N, N) pairs left out of the fit (their busbw stays
+    in ``bw``, their residual is NaN):
     pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
     node effect of the other pairs."""
     rows = ctx.ok_rows
@@ -102,13 +104,15 @@ def fit_pair_model(
         return None
     coll = _pick_collective(pairs)
     pairs = pairs[pairs["collective"] == coll]
-    sizes = ctx.large_sizes(pairs["bytes"].astype(int).tolist())
-    pairs = pairs[pairs["bytes"].astype(int).isin(sizes)]
-    pairs = pairs[[isinstance(h, list) and len(h) == 2 for h in pairs["hosts"]]]
+    sizes = ctx.large_sizes(np.unique(pairs["bytes"].astype(np.int64).to_numpy()).tolist())
+    pairs = pairs[pairs["bytes"].astype(np.int64).isin(sizes).to_numpy()]
+    two = [h for h in pairs["hosts"] if isinstance(h, list) and len(h) == 2]
+    if len(two) < len(pairs):
+        pairs = pairs[[isinstance(h, list) and len(h) == 2 for h in pairs["hosts"]]]
     if pairs.empty:
         return None
-    a_names = [h[0] for h in pairs["hosts"]]
-    b_names = [h[1] for h in pairs["hosts"]]
+    a_names = [h[0] for h in two]
+    b_names = [h[1] for h in two]
     hosts = sorted(set(a_names) | set(b_names), key=_host_order(ctx))
     idx = {h: i for i, h in enumerate(hosts)}
     n = len(hosts)
@@ -147,9 +151,7 @@ def fit_pair_model(
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
     if exclude is not None:
-        for i, j in zip(*np.nonzero(np.triu(valid, 1)), strict=True):
-            if exclude(hosts[i], hosts[j]):
-                valid[i, j] = valid[j, i] = False
+        valid &= ~exclude(hosts)
     partners = valid.sum(axis=1)
     upper = np.triu(valid, 1)
     rounds = _round_matrix(pairs, idx, n)
@@ -246,7 +248,7 @@ def _polish(
             level[c] = np.median(r[m])
         with np.errstate(all="ignore"):
             r = np.where(valid, y - level[safe_cell] - a[None, :], np.nan)
-            new = np.where(judged, _nanmedian_rows(r), 0.0)
+            new = np.where(judged, nanmedian_rows(r), 0.0)
         if judged.any():
             new = np.where(judged, new - np.median(new[judged]), 0.0)
         done = np.max(np.abs(new - a)) < 1e-5  # 0.001% in bandwidth: far below any threshold
@@ -382,7 +384,7 @@ def _finite_median(v: np.ndarray) -> float | None:
     return float(np.median(v)) if v.size else None
 
 
-def _nanmedian_rows(r: np.ndarray) -> np.ndarray:
+def nanmedian_rows(r: np.ndarray) -> np.ndarray:
     """Median of each row ignoring NaN (0 for an all-NaN row).
 
     numpy's nanmedian loops over rows in Python when NaNs are present (~50 ms for 1024 rows);
@@ -406,12 +408,10 @@ def _nanmedian0(r: np.ndarray) -> np.ndarray:
 
 
 def _host_order(ctx: AnalysisContext):  # noqa: ANN202
-    """Hosts grouped by switch, then by name with numbers in numeric order (gpu2 before gpu10)."""
-    import re
+    """Hosts grouped by switch, switches and hosts in natural order (leaf2 before leaf10)."""
 
     def key(h: str) -> tuple:
-        parts = re.split(r"(\d+)", h)
-        natural = tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
-        return (ctx.switches.get(h) is None, ctx.switches.get(h) or "", natural)
+        sw = ctx.switches.get(h)
+        return (sw is None, natural_key(sw or ""), natural_key(h))
 
     return key
