@@ -90,21 +90,23 @@ def read_rows_frame(path: Path) -> pd.DataFrame | None:
     read = pj.ReadOptions(use_threads=True, block_size=BLOCK_BYTES)  # a longer line fails its block
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     batches, hosts, ranks = [], [], []
-    names: dict[str, str] = {}
+    shared = _Shared()
     try:
         with pa.OSFile(str(path), "rb") as fh:
             for batch in pj.open_json(fh, read_options=read, parse_options=parse):
                 if not _plainly_good(batch, required):
                     return None
-                hosts += _host_lists(batch.column("hosts"), names)
+                hosts += _host_lists(batch.column("hosts"), shared)
                 ranks += _rank_times(batch)
                 batches.append(_dictionary_strings(batch.drop_columns(["hosts", "rank_time_us", "extra"])))
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
         return None
     if not batches:
         return None  # an empty file: the line reader gives the empty frame
-    df = pa.Table.from_batches(batches).to_pandas(split_blocks=True, self_destruct=True)
-    del batches
+    table = pa.Table.from_batches(batches)
+    batches.clear()  # the table is then the arrays' only owner, and self_destruct frees each as converted
+    df = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
     df.insert(df.columns.get_loc("ranks"), "hosts", hosts)
     df.insert(df.columns.get_loc("algbw_GBps"), "rank_time_us", ranks)
     return df
@@ -138,6 +140,14 @@ def _plainly_good(batch: Any, required: set[str]) -> bool:
     return True
 
 
+@dataclasses.dataclass
+class _Shared:
+    """One string per host name, one list per pair, carried from batch to batch."""
+
+    names: dict[str, str] = dataclasses.field(default_factory=dict)
+    pairs: dict[tuple[str, str], list[str]] = dataclasses.field(default_factory=dict)
+
+
 def _dictionary_strings(batch: Any) -> Any:
     """String columns as dictionaries (pandas categoricals): a run's rows repeat a handful of values
     (collective, backend, status ...) millions of times."""
@@ -160,13 +170,15 @@ def _rank_times(batch: Any) -> list[list[float] | None]:
     return out
 
 
-def _host_lists(col: Any, names: dict[str, str]) -> list[list[str] | None]:
+def _host_lists(col: Any, shared: _Shared) -> list[list[str] | None]:
     """Each row's host list, built from one string object per distinct host (a fleet has a few
-    thousand hosts and millions of rows naming them); ``names`` carries them from batch to batch."""
+    thousand hosts and millions of rows naming them), and one list per distinct pair (a pair is
+    measured at several sizes). Nothing mutates a
+    row's hosts: they are read, never sorted in place."""
     import numpy as np
 
     flat = col.values.dictionary_encode()  # the offsets index the whole child array
-    shared = [names.setdefault(h, h) for h in flat.dictionary.to_pylist()]
+    names = [shared.names.setdefault(h, h) for h in flat.dictionary.to_pylist()]
     idx = flat.indices.to_numpy()
     offsets = col.offsets.to_numpy()
     valid = col.is_valid().to_numpy(zero_copy_only=False)
@@ -175,10 +187,11 @@ def _host_lists(col: Any, names: dict[str, str]) -> list[list[str] | None]:
     pairs = valid & (lengths == 2)
     if pairs.any():
         start = offsets[:-1][pairs]
-        a = [shared[k] for k in idx[start].tolist()]
-        b = [shared[k] for k in idx[start + 1].tolist()]
+        a = [names[k] for k in idx[start].tolist()]
+        b = [names[k] for k in idx[start + 1].tolist()]
+        lists = shared.pairs
         for i, x, y in zip(np.nonzero(pairs)[0].tolist(), a, b, strict=True):
-            out[i] = [x, y]
+            out[i] = lists.setdefault((x, y), [x, y])
     for i in np.nonzero(valid & ~pairs)[0].tolist():
-        out[i] = [shared[k] for k in idx[offsets[i] : offsets[i + 1]].tolist()]
+        out[i] = [names[k] for k in idx[offsets[i] : offsets[i + 1]].tolist()]
     return out
