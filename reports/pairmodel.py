@@ -124,6 +124,8 @@ def fit_pair_model(
     ks = pairs["bytes"].astype(int).map(size_of).to_numpy()[keep]
     ia, ib = ia[keep], ib[keep]
     bwv = pairs["busbw_GBps"].astype(float).to_numpy()[keep]
+    rounds = _round_matrix(pairs["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
+    del pairs, two, a_names, b_names, keep  # 1.6 M rows each: gone before the N x N work starts
 
     # median over repeats of the same pair and size (rounds re-run, or both directions listed)
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
@@ -140,6 +142,7 @@ def fit_pair_model(
     lo_u, hi_u = np.divmod(rem, n)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
+    del ia, ib, ks, bwv, lo, hi, key, order, key_s, bw_s, uniq, start, med, k_u, rem, lo_u, hi_u
 
     with np.errstate(invalid="ignore", divide="ignore"):
         logbw = np.log(bw)
@@ -160,7 +163,6 @@ def fit_pair_model(
         valid &= ~exclude(hosts)
     partners = valid.sum(axis=1)
     upper = np.triu(valid, 1)
-    rounds = _round_matrix(pairs["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
     load = _load_matrix(hosts, ctx.switches, rounds, upper)
     cell, cell_class = _cells(cls, load, upper, len(classes))
     min_partners = ctx.policy.thresholds.min_partners
