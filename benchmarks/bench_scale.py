@@ -61,14 +61,16 @@ def main() -> None:
             ])
             if sim["rc"] != 0:
                 sys.exit(f"simulate failed ({sim['rc']}): {sim['stderr']}")
-            print(f"simulate: wall {sim['wall']:.0f} s, CPU {sim['cpu']:.0f} s, peak RSS {sim['rss_mb']:.0f} MB")
+            print(
+                f"simulate: wall {sim['wall']:.0f} s, CPU {sim['cpu']:.0f} s, peak RSS {sim['rss_mb']:.0f} MB"
+            )
         rows = sum(1 for _ in (run / "results.jsonl").open("rb"))
         mb = (run / "results.jsonl").stat().st_size / 1e6
         load = os.getloadavg()[0]
         rep = measured([*NETBENCH, "report", str(run), "--format", "json"])
         html = (run / "report.html").stat().st_size / 1e6 if (run / "report.html").exists() else float("nan")
-        print("| nodes | pair sizes | rows | results.jsonl MB | load avg (2 cores) | wall s | CPU s | peak RSS MB | "
-              "report.html MB | exit |")
+        print("| nodes | pair sizes | rows | results.jsonl MB | load avg (2 cores) | wall s | CPU s | "
+              "peak RSS MB | report.html MB | exit |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         print(
             f"| {args.nodes} | {args.pair_sizes} | {rows} | {mb:.0f} | {load:.1f} | {rep['wall']:.1f} | "
