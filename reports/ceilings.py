@@ -138,7 +138,8 @@ def _frame_summary(df: pd.DataFrame, top: int) -> list[dict[str, Any]]:
     import numpy as np
     import pandas as pd
 
-    d = df[(df["status"].fillna("ok") == "ok").to_numpy() & df["busbw_GBps"].notna().to_numpy()]
+    ok = (df["status"].isna() | (df["status"] == "ok")).to_numpy()  # absent status: ok (categoricals too)
+    d = df[ok & df["busbw_GBps"].notna().to_numpy()]
     if d.empty:
         return []
     keys = pd.DataFrame({
