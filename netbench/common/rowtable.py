@@ -4,9 +4,9 @@ The line-by-line reader (``rundir.read_jsonl`` + ``rows.row_problem``) decodes e
 dict and checks it field by field: exact, and the only way to name a bad line, but at 1,024 nodes x
 3 sizes (1.6 M rows, 1.1 GB) it takes two minutes and 8 GB. Here pyarrow's JSON reader parses the
 file in C++ (both cores), typed by the row contract (``ResultRow``'s hints, the same source
-``shape`` checks against), and keeps only columns: hosts lists share one string per host, per-rank
-times are kept for the groups that have several hosts per rank set (not for pairs, see
-``read_rows_frame``).
+``shape`` checks against), and keeps columns: strings as categoricals, hosts lists sharing one
+string per host and one list per pair, per-rank times only where a rule reads them
+(RANK_TIMES_FOR: not for the millions of pair rows).
 
 It is a fast path, never a second judge: any line it cannot vouch for — not JSON, not UTF-8, a field
 of the wrong type, a required field null, a number past the contract's bounds, a line longer than
@@ -107,6 +107,7 @@ def read_rows_frame(path: Path) -> pd.DataFrame | None:
     batches.clear()  # the table is then the arrays' only owner, and self_destruct frees each as converted
     df = table.to_pandas(split_blocks=True, self_destruct=True)
     del table
+    pa.default_memory_pool().release_unused()  # the parse's blocks, kept by the allocator otherwise
     df.insert(df.columns.get_loc("ranks"), "hosts", hosts)
     df.insert(df.columns.get_loc("algbw_GBps"), "rank_time_us", ranks)
     return df
