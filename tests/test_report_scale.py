@@ -66,6 +66,15 @@ def test_columnar_reader_gives_up_on_any_doubtful_line(sim_run, tmp_path, line):
     assert read_rows_frame(path) is None
 
 
+@pytest.mark.parametrize("content", [b"null\n", b"  \n null\n{}\n"])
+def test_a_file_starting_with_null_goes_to_the_line_reader_in_this_process(tmp_path, content):
+    """pyarrow 26's JSON reader dies with SIGSEGV on such a file: it must never be handed one (this
+    test would take the whole pytest process down)."""
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(content)
+    assert read_rows_frame(path) is None
+
+
 @pytest.mark.parametrize(
     ("field", "value"), [("bytes", 1.5), ("bytes", None), ("hosts", "a"), ("busbw_GBps", 1e300)]
 )
