@@ -11,7 +11,8 @@ of healthy) are left out of recall and counted apart. A healthy fabric of each s
 (any warn/fail node/link/switch finding is a false positive).
 
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
-                                         [--pair-schedule auto|circle|topology]
+        [--pair-schedule auto|circle|topology]
+        [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy]
 """
 
 from __future__ import annotations
@@ -60,8 +61,12 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--physics", default="bottleneck,multiplicative")
     ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--classes", default=",".join(CLASSES), help="fault classes to run, comma-separated")
     ap.add_argument("--pair-schedule", default="auto", choices=("auto", "circle", "topology"))
     args = ap.parse_args()
+    unknown = set(args.classes.split(",")) - set(CLASSES)
+    if unknown:
+        ap.error(f"unknown --classes {', '.join(sorted(unknown))}; known: {', '.join(CLASSES)}")
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each, "
           f"pair schedule {args.pair_schedule}")
     print("| physics | nodes | fault class | TP | FP | FN | unobservable | precision | recall | s/run |")
@@ -71,7 +76,7 @@ def main() -> None:
         for physics in args.physics.split(","):
             for n in (int(x) for x in args.sizes.split(",")):
                 spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
-                for cls in CLASSES:
+                for cls in args.classes.split(","):
                     tp = fp = fn = hidden = 0
                     t0 = time.perf_counter()
                     for seed in range(args.seeds):
