@@ -20,20 +20,16 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from netbench.reports.engine import analyze
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from netbench.reports.engine import analyze  # noqa: E402
-
-from netbench.sim.fabric import Fabric, FabricSpec, Fault  # noqa: E402
-from netbench.sim.run import SimOptions, simulate  # noqa: E402
+from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.run import SimOptions, simulate
 
 RULES = {"slow_node": "node", "slow_pair": "pair", "slow_switch": "switch"}
 CLASSES = ("capped-hidden", "slow-node", "slow-link", "slow-uplink", "intermittent", "healthy")
