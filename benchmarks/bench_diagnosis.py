@@ -11,26 +11,25 @@ of healthy) are left out of recall and counted apart. A healthy fabric of each s
 (any warn/fail node/link/switch finding is a false positive).
 
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
-                                         [--pair-schedule auto|circle|topology]
+        [--pair-schedule auto|circle|topology]
+        [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy]
+        [--healthy-seeds 20] [--jobs 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from netbench.reports.engine import analyze
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from netbench.reports.engine import analyze  # noqa: E402
-
-from netbench.sim.fabric import Fabric, FabricSpec, Fault  # noqa: E402
-from netbench.sim.run import SimOptions, simulate  # noqa: E402
+from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.run import SimOptions, simulate
 
 RULES = {"slow_node": "node", "slow_pair": "pair", "slow_switch": "switch"}
 CLASSES = ("capped-hidden", "slow-node", "slow-link", "slow-uplink", "intermittent", "healthy")
@@ -54,58 +53,80 @@ def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
     return ()
 
 
+def score(
+    physics: str, n: int, cls: str, seed: int, noise: float, schedule: str, tmp: str
+) -> tuple[int, ...]:
+    """One simulated fabric with one fault of ``cls``: (TP, FP, FN, unobservable, milliseconds)."""
+    t0 = time.perf_counter()
+    spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
+    rng = np.random.default_rng(1000 * seed + n)
+    faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
+    out = Path(tmp) / f"{physics}-{n}-{cls}-{seed}"
+    opts = SimOptions(
+        spec, faults, noise=noise, seed=seed, pair_sizes=(1 << 30,), out=str(out), pair_schedule=schedule
+    )
+    res = simulate(opts)
+    found = {
+        (RULES[f.rule], f.subject)
+        for f in analyze(res.rundir.path)
+        if f.rule in RULES and f.severity in ("warn", "fail")
+    }
+    truth, hidden = set(), 0
+    for f in res.truth["faults"]:
+        if f["observable"]:
+            truth.add((f["finding_kind"], f["subject"]))
+        else:
+            hidden += 1
+    shutil.rmtree(out)
+    ms = int(1000 * (time.perf_counter() - t0))
+    return len(found & truth), len(found - truth), len(truth - found), hidden, ms
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="16,64,256")
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--healthy-seeds", type=int, help="seeds of the healthy class (default: --seeds)")
     ap.add_argument("--physics", default="bottleneck,multiplicative")
     ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--classes", default=",".join(CLASSES), help="fault classes to run, comma-separated")
     ap.add_argument("--pair-schedule", default="auto", choices=("auto", "circle", "topology"))
+    ap.add_argument("--jobs", type=int, default=1, help="fabrics simulated at once (processes)")
     args = ap.parse_args()
-    print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each, "
-          f"pair schedule {args.pair_schedule}")
-    print("| physics | nodes | fault class | TP | FP | FN | unobservable | precision | recall | s/run |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    tmp = Path(tempfile.mkdtemp(prefix="bench_diag-"))
+    unknown = set(args.classes.split(",")) - set(CLASSES)
+    if unknown:
+        ap.error(f"unknown --classes {', '.join(sorted(unknown))}; known: {', '.join(CLASSES)}")
+    healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
+    print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
+          f"({healthy_seeds} healthy), pair schedule {args.pair_schedule}, {args.jobs} job(s)")
+    print("| physics | nodes | fault class | seeds | TP | FP | FN | unobservable | precision | recall "
+          "| s/run |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cells = [
+        (physics, int(n), cls)
+        for physics in args.physics.split(",")
+        for n in args.sizes.split(",")
+        for cls in args.classes.split(",")
+    ]
+    tmp = tempfile.mkdtemp(prefix="bench_diag-")
     try:
-        for physics in args.physics.split(","):
-            for n in (int(x) for x in args.sizes.split(",")):
-                spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
-                for cls in CLASSES:
-                    tp = fp = fn = hidden = 0
-                    t0 = time.perf_counter()
-                    for seed in range(args.seeds):
-                        rng = np.random.default_rng(1000 * seed + n)
-                        faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
-                        out = tmp / f"{physics}-{n}-{cls}-{seed}"
-                        opts = SimOptions(
-                            spec, faults, noise=args.noise, seed=seed, pair_sizes=(1 << 30,), out=str(out),
-                            pair_schedule=args.pair_schedule,
-                        )
-                        res = simulate(opts)
-                        found = {
-                            (RULES[f.rule], f.subject)
-                            for f in analyze(res.rundir.path)
-                            if f.rule in RULES and f.severity in ("warn", "fail")
-                        }
-                        truth = set()
-                        for f in res.truth["faults"]:
-                            if f["observable"]:
-                                truth.add((f["finding_kind"], f["subject"]))
-                            else:
-                                hidden += 1
-                        tp += len(found & truth)
-                        fp += len(found - truth)
-                        fn += len(truth - found)
-                        shutil.rmtree(out)
-                    dt = (time.perf_counter() - t0) / args.seeds
-                    prec = tp / (tp + fp) if tp + fp else 1.0
-                    rec = tp / (tp + fn) if tp + fn else 1.0
-                    print(
-                        f"| {physics} | {n} | {cls} | {tp} | {fp} | {fn} | {hidden} | {prec:.2f} "
-                        f"| {rec:.2f} | {dt:.1f} |",
-                        flush=True,
-                    )
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {
+                cell: [
+                    pool.submit(score, *cell, seed, args.noise, args.pair_schedule, tmp)
+                    for seed in range(healthy_seeds if cell[2] == "healthy" else args.seeds)
+                ]
+                for cell in cells
+            }
+            for (physics, n, cls), runs in futures.items():  # in order, as each cell completes
+                tp, fp, fn, hidden, ms = (sum(col) for col in zip(*(f.result() for f in runs), strict=True))
+                prec = tp / (tp + fp) if tp + fp else 1.0
+                rec = tp / (tp + fn) if tp + fn else 1.0
+                print(
+                    f"| {physics} | {n} | {cls} | {len(runs)} | {tp} | {fp} | {fn} | {hidden} | {prec:.2f} "
+                    f"| {rec:.2f} | {ms / 1000 / len(runs):.1f} |",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -19,11 +19,14 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netbench.inventory.ceilings import NodeLinks, node_links
 from netbench.inventory.model import NodeInventory
 from netbench.reports.policy import Reference, build_references
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: busbw this much above a ceiling is "above" (timing noise and rounding stay quiet)
 ABOVE_MARGIN = 1.05
@@ -102,8 +105,13 @@ class Headline:
         return text
 
 
-def large_message_summary(rows: list[dict[str, Any]], top: int = TOP_SIZES) -> list[dict[str, Any]]:
-    """Per (collective, pattern, group, engine): mean busbw and algbw over the ``top`` largest sizes."""
+def large_message_summary(
+    rows: list[dict[str, Any]] | pd.DataFrame, top: int = TOP_SIZES
+) -> list[dict[str, Any]]:
+    """Per (collective, pattern, group, engine): mean busbw and algbw over the ``top`` largest sizes.
+    A DataFrame (the report's 1.6 M rows) is summarised column-wise, to the same result."""
+    if not isinstance(rows, list):
+        return _frame_summary(rows, top)
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in map(_no_nan, rows):
         if r.get("status", "ok") == "ok" and r.get("busbw_GBps") is not None:
@@ -121,6 +129,64 @@ def large_message_summary(rows: list[dict[str, Any]], top: int = TOP_SIZES) -> l
             "busbw_GBps": sum(float(r["busbw_GBps"]) for r in sel) / len(sel),
             "algbw_GBps": sum(float(r["algbw_GBps"]) for r in sel) / len(sel),
             "wrong": sum(int(r.get("wrong") or 0) for r in rs),
+        })
+    return out
+
+
+def _frame_summary(df: pd.DataFrame, top: int) -> list[dict[str, Any]]:
+    """``large_message_summary`` of a DataFrame: numpy group-bys, one Python pass only over the
+    rows' host lists (to keep their first-seen order per group)."""
+    import numpy as np
+    import pandas as pd
+
+    ok = (df["status"].isna() | (df["status"] == "ok")).to_numpy()  # absent status: ok (categoricals too)
+    d = df[ok & df["busbw_GBps"].notna().to_numpy()]
+    if d.empty:
+        return []
+    keys = pd.DataFrame({
+        "collective": d["collective"].astype(object).to_numpy(),
+        "pattern": d["pattern"].astype(object).to_numpy(),
+        "group": d["group"].astype(object).to_numpy() if "group" in d else None,
+        "engine": d["engine"].astype(object).where(d["engine"].notna() & (d["engine"].astype(object) != ""),
+                                                   "torch").to_numpy(),
+    })
+    gid = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
+    n = int(gid.max()) + 1
+    nbytes = d["bytes"].astype(np.int64).to_numpy()
+    # the ``top`` largest distinct sizes of each group: rank the distinct (group, size) pairs
+    pairs, inv = np.unique(np.stack([gid, -nbytes], axis=1), axis=0, return_inverse=True)
+    first = np.r_[0, np.nonzero(np.diff(pairs[:, 0]))[0] + 1]  # by group, largest size first
+    rank = np.arange(len(pairs)) - np.repeat(first, np.diff(np.r_[first, len(pairs)]))
+    chosen = pairs[rank < top]
+    sel = (rank < top)[inv.ravel()]
+    bus = np.bincount(gid[sel], d["busbw_GBps"].to_numpy(float)[sel], n)
+    alg = np.bincount(gid[sel], d["algbw_GBps"].to_numpy(float)[sel], n)
+    count = np.bincount(gid[sel], minlength=n)
+    ranks = np.zeros(n, dtype=np.int64)
+    np.maximum.at(ranks, gid, d["ranks"].astype(np.int64).to_numpy())
+    wrong = np.bincount(gid, np.nan_to_num(d["wrong"].to_numpy(float)), n) if "wrong" in d else np.zeros(n)
+    sizes: list[list[int]] = [[] for _ in range(n)]
+    for g, b in chosen[::-1].tolist():  # ascending sizes
+        sizes[g].append(-b)
+    hosts: list[dict[str, None]] = [{} for _ in range(n)]
+    last: list[Any] = [None] * n
+    for g, hs in zip(gid.tolist(), d["hosts"], strict=True):
+        if isinstance(hs, list) and hs != last[g]:
+            hosts[g].update(dict.fromkeys(hs))
+            last[g] = hs
+    backend = d["backend"].astype(object).to_numpy()
+    first_backend: list[str] = [""] * n
+    for g, b in zip(gid.tolist(), backend, strict=True):
+        if not first_backend[g] and isinstance(b, str) and b:
+            first_backend[g] = b
+    out = []
+    heads = keys.iloc[np.unique(gid, return_index=True)[1]]  # ngroup numbers groups as first seen
+    for g, (coll, pattern, group, engine) in enumerate(heads.itertuples(index=False, name=None)):
+        out.append({
+            "collective": coll, "pattern": pattern, "group": None if group != group else group,  # NaN
+            "engine": engine, "backend": first_backend[g], "ranks": int(ranks[g]), "hosts": list(hosts[g]),
+            "sizes": sorted(sizes[g]), "busbw_GBps": float(bus[g] / count[g]),
+            "algbw_GBps": float(alg[g] / count[g]), "wrong": int(wrong[g]),
         })
     return out
 
@@ -231,11 +297,18 @@ def _exceeds(summary: dict[str, Any], ceiling: Ceiling) -> str | None:
             "ports left out), or the algorithm moved fewer bytes over them than busbw's factor assumes")
 
 
-def headlines(rows: list[dict[str, Any]], inventory: list[dict[str, Any]] | list[NodeInventory],
-              refs: list[Reference], patterns: tuple[str, ...] | None = None) -> list[Headline]:
+def headlines(rows: list[dict[str, Any]] | pd.DataFrame,
+              inventory: list[dict[str, Any]] | list[NodeInventory], refs: list[Reference],
+              patterns: tuple[str, ...] | None = None) -> list[Headline]:
     """Every headline of the rows with its ceiling, reference and, when above, why. ``patterns``:
-    only those (the terminal shows world/ring/intra; pairs are summarised per pair elsewhere)."""
+    only those (the terminal shows world/ring/intra; pairs are summarised per pair elsewhere).
+    Without an inventory no pair has a ceiling, and a headline per pair (500k at 1,024 nodes) would
+    say only that: pairs are left out then."""
     nodes = links_by_host(inventory)
+    if not inventory and not isinstance(rows, list):
+        rows = rows[(rows["pattern"] != "pair").to_numpy()]
+    elif not inventory:
+        rows = [r for r in rows if r.get("pattern") != "pair"]
     out = []
     for s in large_message_summary(rows):
         if patterns is not None and s["pattern"] not in patterns:

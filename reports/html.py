@@ -29,6 +29,7 @@ from netbench.collectives.sizes import format_size
 from netbench.reports.summary import headline, to_check, to_drain
 
 from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
+from netbench.common.naming import natural_key
 from netbench.common.rows import CONTRACT_FIELDS
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ CSV_LEAN_COLUMNS = [
 CSV_FULL_MAX_ROWS = 100_000  # above this, the lean columns (keeps a 1,024-node report under 25 MB)
 CSV_GZ_BUDGET = 10_000_000  # compressed bytes of rows embedded in the report at most
 HEATMAP_LABEL_MAX = 64  # above this many hosts, axes name switches instead of hosts
+HEATMAP_FULL_MAX = 1024  # above this many hosts, a column per switch instead of per host (_switch_heatmap)
 INVENTORY_FULL_MAX = 16  # above this many hosts, the deviating ones are listed first
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
@@ -246,9 +248,16 @@ def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
 
 def _z_json(z: np.ndarray) -> str:
     """A matrix as JSON with 3 significant digits (null for missing): 1024x1024 stays ~5 MB."""
-    txt = np.char.mod("%.3g", np.where(np.isfinite(z), z, 0.0))
-    txt = np.where(np.isfinite(z), txt, "null")
-    return "[" + ",".join("[" + ",".join(row) + "]" for row in txt.tolist()) + "]"
+    import pyarrow as pa
+
+    ok = np.isfinite(z) & (z != 0)
+    with np.errstate(all="ignore"):
+        scale = 10.0 ** (2 - np.floor(np.log10(np.abs(np.where(ok, z, 1.0)))))
+        rounded = np.where(ok, np.round(z * scale) / scale, z)  # an integer / a power of ten: shortest repr
+    # pyarrow writes each double's shortest repr (np.char.mod is a Python call per cell: 5 s at 1M)
+    txt = pa.array(rounded.ravel(), from_pandas=True).cast(pa.string()).fill_null("null").to_pylist()
+    w = z.shape[1] if z.ndim == 2 else 0
+    return "[" + ",".join("[" + ",".join(txt[i * w : (i + 1) * w]) + "]" for i in range(z.shape[0])) + "]"
 
 
 def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | None]:
@@ -263,6 +272,8 @@ def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | 
             blocks[-1] = (s, blocks[-1][1], i)
         else:
             blocks.append((s, i, i))
+    if len(hosts) > HEATMAP_FULL_MAX and len(blocks) > 1:
+        return _switch_heatmap(m, hosts, blocks)
     shapes = []
     if len(blocks) > 1:
         for _, lo, hi in blocks:
@@ -321,6 +332,52 @@ def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | 
     return fig, _z_json(m.bw[-1])
 
 
+def _switch_heatmap(
+    m: Any, hosts: list[str], blocks: list[tuple[str, int, int]]
+) -> tuple[dict[str, Any], str]:
+    """Hosts x switches: each cell the median busbw of a host with the hosts of one switch. Past
+    HEATMAP_FULL_MAX hosts a cell per pair would not fit the page (4,096 hosts: 16.8 M cells, ~70 MB
+    of JSON); a slow node still shows as a dark row, a slow uplink as a dark column."""
+    from netbench.reports.pairmodel import nanmedian_rows
+
+    bw = m.bw[-1]
+    z = np.full((len(hosts), len(blocks)), np.nan)
+    for k, (_, lo, hi) in enumerate(blocks):
+        part = bw[:, lo : hi + 1]
+        med = nanmedian_rows(part)
+        z[:, k] = np.where(np.isfinite(part).any(axis=1), med, np.nan)
+    finite = z[np.isfinite(z)]
+    switches = [e(s) for s, _, _ in blocks]
+    ticks = {"tickmode": "array", "tickvals": [hosts[(lo + hi) // 2] for _, lo, hi in blocks],
+             "ticktext": switches}
+    fig = {
+        "id": "heatmap-plot",
+        "data": [
+            {
+                "type": "heatmap",
+                "x": switches,
+                "y": hosts,
+                "z": "__NB_Z__",
+                "colorscale": "Viridis",
+                "zmin": float(0.6 * np.median(finite)) if finite.size else None,
+                "zmax": float(np.percentile(finite, 99.9)) if finite.size else None,
+                "colorbar": {"title": {"text": "GB/s"}},
+                "hoverongaps": False,
+                "hovertemplate": "%{y} with the hosts of %{x}: median %{z} GB/s<extra></extra>",
+            }
+        ],
+        "layout": {
+            "title": {"text": e(f"{m.collective} busbw at {format_size(m.sizes[-1])}: each host's median "
+                                f"with each switch's hosts ({len(hosts)} hosts, one column per switch)")},
+            "xaxis": {"type": "category", "automargin": True, "tickangle": -60},
+            "yaxis": {"type": "category", "automargin": True, "autorange": "reversed", **ticks},
+            "height": 900,
+            "margin": {"l": 90, "r": 20, "t": 50, "b": 90},
+        },
+    }
+    return fig, _z_json(z)
+
+
 def _human(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
@@ -348,10 +405,10 @@ def _topology(ctx: AnalysisContext, findings: list[Finding]) -> str:
         by_sw.setdefault(ctx.switches.get(h) or "switch unknown", []).append(h)
     bad_switch = {f.subject: f.severity for f in findings if f.subject_kind == "switch"}
     leaves = []
-    for sw in sorted(by_sw, key=lambda s: (s == "switch unknown", s)):
+    for sw in sorted(by_sw, key=lambda s: (s == "switch unknown", natural_key(s))):
         chips = []
         worst = "info"
-        for h in by_sw[sw]:
+        for h in sorted(by_sw[sw], key=natural_key):
             sev, titles = marks.get(h, ("", []))
             if sev and SEVERITY_RANK.get(sev, 0) > SEVERITY_RANK[worst]:
                 worst = sev
@@ -592,6 +649,25 @@ def _environment(ctx: AnalysisContext) -> str:
     return out
 
 
+def _arrow_csv(df: Any, cols: list[str]) -> bytes:
+    """Rows as CSV lines without a header, written by pyarrow (6x pandas' to_csv on a large fleet's
+    rows). Values as pandas would read them back; booleans spelled true/false, whole floats without
+    the ".0"."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    out = df[cols].copy()
+    if "hosts" in out:
+        out["hosts"] = [" ".join(map(str, h)) if isinstance(h, list) else "" for h in out["hosts"]]
+    table = pa.Table.from_pandas(out, preserve_index=False)
+    table = table.cast(pa.schema([
+        pa.field(f.name, pa.string()) if pa.types.is_dictionary(f.type) else f for f in table.schema
+    ]))
+    buf = pa.BufferOutputStream()
+    pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    return buf.getvalue().to_pybytes()
+
+
 def _csv_bytes(df: Any, cols: list[str]) -> bytes:
     out = df[cols].copy()
     if "hosts" in out:
@@ -605,18 +681,16 @@ def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[byte
     """The raw rows as gzip'd CSV for the download button: (gz bytes, rows included, note).
 
     Every column but per-rank times, while that fits ``budget`` (compressed). Large fleets (500k
-    pair rows) get the measurement columns only (derived ones like algbw and count are recomputable),
-    and if even that does not fit, every non-pair row plus as many pair rows as fit, said in the note.
+    pair rows) get the measurement columns only (derived ones like algbw and count are recomputable):
+    every non-pair row, then pair rows in order, compressed chunk by chunk until the next chunk would
+    pass the budget (said in the note), so a 1.6 M-row run formats and compresses only what fits.
     results.jsonl always has everything.
     """
     df = ctx.rows
-    full = [c for c in CSV_COLUMNS if c in df.columns]
-    lean = [c for c in CSV_LEAN_COLUMNS if c in df.columns]
-    note = "every field except per-rank times (those are in results.jsonl)"
     if len(df) > CSV_FULL_MAX_ROWS:
-        cols, note = lean, f"measurement fields ({', '.join(lean)}); every field is in results.jsonl"
-    else:
-        cols = full
+        return _lean_csv_gz(df, budget)
+    cols = [c for c in CSV_COLUMNS if c in df.columns]
+    note = "every field except per-rank times (those are in results.jsonl)"
     gz = gzip.compress(_csv_bytes(df, cols), compresslevel=6, mtime=0)
     if len(gz) <= budget:
         return gz, len(df), note
@@ -633,6 +707,43 @@ def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[byte
             f"{keep_pairs} pair rows) fit the report's size budget"
         ),
     )
+
+
+CSV_CHUNK_ROWS = 25_000
+"""Pair rows formatted and compressed at a time on a large fleet (~0.4 MB compressed)."""
+
+
+def _lean_csv_gz(df: Any, budget: int) -> tuple[bytes, int, str]:
+    """The measurement columns of every non-pair row, then of pair rows chunk by chunk while the
+    compressed stream stays within ``budget``."""
+    import zlib
+
+    cols = [c for c in CSV_LEAN_COLUMNS if c in df.columns]
+    note = f"measurement fields ({', '.join(cols)}); every field is in results.jsonl"
+    is_pair = (df["pattern"] == "pair").to_numpy()
+    pair_idx = np.nonzero(is_pair)[0]
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream (header mtime 0)
+    head = ",".join(cols).encode() + b"\n"
+    out = [comp.compress(head + _arrow_csv(df.iloc[np.nonzero(~is_pair)[0]], cols))]
+    size = len(out[0])
+    pairs = 0
+    for lo in range(0, len(pair_idx), CSV_CHUNK_ROWS):
+        chunk = pair_idx[lo : lo + CSV_CHUNK_ROWS]
+        trial = comp.copy()
+        data = trial.compress(_arrow_csv(df.iloc[chunk], cols))
+        data += trial.flush(zlib.Z_SYNC_FLUSH)  # its compressed size is known only once flushed
+        if size + len(data) > budget:
+            break
+        comp, size, pairs = trial, size + len(data), pairs + len(chunk)
+        out.append(data)
+    out.append(comp.flush())
+    included = int((~is_pair).sum()) + pairs
+    if pairs < len(pair_idx):
+        note += (
+            f"; only {included} of {len(df)} rows (all non-pair rows first, then the first {pairs} "
+            "pair rows) fit the report's size budget"
+        )
+    return b"".join(out), included, note
 
 
 def findings_record(findings: list[Finding], ctx: AnalysisContext) -> FindingsRecord:
@@ -675,6 +786,16 @@ def _engines(ctx: AnalysisContext) -> str:
     )
 
 
+def _heat_note(ctx: AnalysisContext) -> str:
+    m = ctx.pair_model
+    if m is not None and len(m.hosts) > HEATMAP_FULL_MAX:
+        return (f"{len(m.hosts)} hosts: each cell is a host's median busbw with the hosts of one switch "
+                "(a cell per pair would not fit the page). A dark row is a slow node, a dark column a "
+                "slow switch or uplink; slow links are in the findings.")
+    return ("Each cell: the pair's busbw at the largest size measured; boxes are leaf switches. "
+            "A dark row and column is a slow node; a single dark cell a slow link.")
+
+
 def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
     """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn"."""
     import plotly
@@ -708,8 +829,7 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
     heat_h = heat["layout"]["height"] if heat else 0
     heat_html = (
         f'<div id="heatmap-plot" class="plot heat" style="height:{heat_h + 10}px"></div><p class="note">'
-        "Each cell: the pair's busbw at the largest size measured; boxes are leaf switches. "
-        "A dark row and column is a slow node; a single dark cell a slow link.</p>"
+        f"{_heat_note(ctx)}</p>"
         if heat
         else "<p class='note'>No pair measurements in this run.</p>"
     )

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
 
+from netbench.common.naming import natural_key
 from netbench.common.topology import LEAF, UNKNOWN, crossed_uplinks, hop_class, switch_path
 
 if TYPE_CHECKING:
@@ -88,27 +89,31 @@ def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
 def fit_pair_model(
     ctx: AnalysisContext,
     iterations: int = 30,
-    exclude: Callable[[str, str], bool] | None = None,
+    exclude: Callable[[list[str]], np.ndarray] | None = None,
 ) -> PairModel | None:
-    """``exclude``: pairs left out of the fit (their busbw stays in ``bw``, their residual is NaN):
+    """``exclude``: given the matrix's hosts, the (N, N) pairs left out of the fit (their busbw stays
+    in ``bw``, their residual is NaN):
     pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
     node effect of the other pairs."""
     rows = ctx.ok_rows
-    pairs = rows[(rows["pattern"] == "pair") & rows["busbw_GBps"].notna()]
-    if pairs.empty:
+    # the few columns the model reads, filtered once (each filtered copy of 1.6 M full rows: 400 MB)
+    bus = rows["busbw_GBps"].to_numpy(dtype=float, na_value=np.nan)
+    keep = (rows["pattern"] == "pair").to_numpy() & (bus > 0)
+    if not keep.any():
         return None
-    pairs = pairs[pairs["busbw_GBps"].astype(float) > 0]
-    if pairs.empty:
-        return None
+    pairs = rows.loc[keep, ["collective", "bytes", "hosts", "busbw_GBps", "round"]]
     coll = _pick_collective(pairs)
-    pairs = pairs[pairs["collective"] == coll]
-    sizes = ctx.large_sizes(pairs["bytes"].astype(int).tolist())
-    pairs = pairs[pairs["bytes"].astype(int).isin(sizes)]
-    pairs = pairs[[isinstance(h, list) and len(h) == 2 for h in pairs["hosts"]]]
+    nbytes = pairs["bytes"].astype(np.int64).to_numpy()
+    in_coll = (pairs["collective"] == coll).to_numpy()
+    sizes = ctx.large_sizes(np.unique(nbytes[in_coll]).tolist())
+    pairs = pairs[in_coll & np.isin(nbytes, sizes)]
+    two = [h for h in pairs["hosts"] if isinstance(h, list) and len(h) == 2]
+    if len(two) < len(pairs):
+        pairs = pairs[[isinstance(h, list) and len(h) == 2 for h in pairs["hosts"]]]
     if pairs.empty:
         return None
-    a_names = [h[0] for h in pairs["hosts"]]
-    b_names = [h[1] for h in pairs["hosts"]]
+    a_names = [h[0] for h in two]
+    b_names = [h[1] for h in two]
     hosts = sorted(set(a_names) | set(b_names), key=_host_order(ctx))
     idx = {h: i for i, h in enumerate(hosts)}
     n = len(hosts)
@@ -119,6 +124,8 @@ def fit_pair_model(
     ks = pairs["bytes"].astype(int).map(size_of).to_numpy()[keep]
     ia, ib = ia[keep], ib[keep]
     bwv = pairs["busbw_GBps"].astype(float).to_numpy()[keep]
+    rounds = _round_matrix(pairs["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
+    del pairs, two, a_names, b_names, keep  # 1.6 M rows each: gone before the N x N work starts
 
     # median over repeats of the same pair and size (rounds re-run, or both directions listed)
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
@@ -135,24 +142,27 @@ def fit_pair_model(
     lo_u, hi_u = np.divmod(rem, n)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
+    del ia, ib, ks, bwv, lo, hi, key, order, key_s, bw_s, uniq, start, med, k_u, rem, lo_u, hi_u
 
     with np.errstate(invalid="ignore", divide="ignore"):
         logbw = np.log(bw)
-    centre = np.nanmedian(logbw.reshape(len(sizes), -1), axis=1)
+    flat = logbw.reshape(len(sizes), -1)
+    centre = np.array([np.median(v[np.isfinite(v)]) if np.isfinite(v).any() else np.nan for v in flat])
     rel = logbw - centre[:, None, None]
-    y = rel[0] if len(sizes) == 1 else _nanmedian0(rel)
+    if len(sizes) == 1:
+        y = rel[0]
+    else:  # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks)
+        per_pair = rel.reshape(len(sizes), -1).T
+        y = np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
 
     classes, cls = _class_matrix(hosts, ctx.switches)
 
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
     if exclude is not None:
-        for i, j in zip(*np.nonzero(np.triu(valid, 1)), strict=True):
-            if exclude(hosts[i], hosts[j]):
-                valid[i, j] = valid[j, i] = False
+        valid &= ~exclude(hosts)
     partners = valid.sum(axis=1)
     upper = np.triu(valid, 1)
-    rounds = _round_matrix(pairs, idx, n)
     load = _load_matrix(hosts, ctx.switches, rounds, upper)
     cell, cell_class = _cells(cls, load, upper, len(classes))
     min_partners = ctx.policy.thresholds.min_partners
@@ -246,7 +256,7 @@ def _polish(
             level[c] = np.median(r[m])
         with np.errstate(all="ignore"):
             r = np.where(valid, y - level[safe_cell] - a[None, :], np.nan)
-            new = np.where(judged, _nanmedian_rows(r), 0.0)
+            new = np.where(judged, nanmedian_rows(r), 0.0)
         if judged.any():
             new = np.where(judged, new - np.median(new[judged]), 0.0)
         done = np.max(np.abs(new - a)) < 1e-5  # 0.001% in bandwidth: far below any threshold
@@ -259,15 +269,14 @@ def _polish(
     return a, level
 
 
-def _round_matrix(pairs, idx: dict[str, int], n: int) -> np.ndarray:  # noqa: ANN001 - a DataFrame
-    """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none."""
+def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
+    """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none.
+    ``rnd``: each row's round (NaN: none), ``ia``/``ib``: its hosts' matrix indices."""
     out = np.full((n, n), -1, dtype=np.int64)
-    rnd = pairs["round"].to_numpy()
-    ok = np.array([r is not None and r == r for r in rnd])  # None and NaN: no round
+    ok = np.isfinite(rnd)
     if not ok.any():
         return out
-    ia = np.array([idx[h[0]] for h in pairs["hosts"]])[ok]
-    ib = np.array([idx[h[1]] for h in pairs["hosts"]])[ok]
+    ia, ib = ia[ok], ib[ok]
     r = rnd[ok].astype(np.int64)
     out[ia[::-1], ib[::-1]] = r[::-1]  # reversed: the first row of a pair wins
     out[ib[::-1], ia[::-1]] = r[::-1]
@@ -304,17 +313,28 @@ def _load_matrix(
             if x != z:
                 used = crossed_uplinks(path[lx], path[lz])
             crossing[x * n_leaves + z] = [uplinks.setdefault(sw, len(uplinks)) for sw in used]
-    inc = np.zeros((n_leaves * n_leaves, len(uplinks)), dtype=np.int64)
+    # the uplinks each leaf pair crosses, padded with -1 (2 on two tiers, 4 on three)
+    width = max(1, max(len(us) for us in crossing))
+    cross = np.full((n_leaves * n_leaves, width), -1, dtype=np.int64)
     for lp, us in enumerate(crossing):
-        inc[lp, us] = 1
+        cross[lp, : len(us)] = us
     ii, jj = np.nonzero(upper & (rounds >= 0))
     lp = code[ii] * n_leaves + code[jj]
     rnd = rounds[ii, jj]
     r_u, r_inv = np.unique(rnd, return_inverse=True)
-    per_round = np.zeros((len(r_u), n_leaves * n_leaves), dtype=np.int64)
-    np.add.at(per_round, (r_inv, lp), 1)
-    through = per_round @ inc  # (rounds, uplinks): pairs of the round crossing each uplink
-    pair_load = (inc[lp] * through[r_inv]).max(axis=1)
+    n_up = max(1, len(uplinks))
+    # (rounds, uplinks): pairs of the round crossing each uplink, one slot of the path at a time, so
+    # memory stays pairs x 1, never pairs x uplinks (523k x 32 int64 is 134 MB at 1,024 nodes)
+    through = np.zeros(len(r_u) * n_up, dtype=np.int64)
+    for slot in range(width):
+        u = cross[lp, slot]
+        on = u >= 0
+        through += np.bincount(r_inv[on] * n_up + u[on], minlength=len(through))
+    pair_load = np.zeros(len(lp), dtype=np.int64)
+    for slot in range(width):
+        u = cross[lp, slot]
+        on = u >= 0
+        pair_load[on] = np.maximum(pair_load[on], through[r_inv[on] * n_up + u[on]])
     load[ii, jj] = pair_load
     load[jj, ii] = pair_load
     return load
@@ -381,7 +401,7 @@ def _finite_median(v: np.ndarray) -> float | None:
     return float(np.median(v)) if v.size else None
 
 
-def _nanmedian_rows(r: np.ndarray) -> np.ndarray:
+def nanmedian_rows(r: np.ndarray) -> np.ndarray:
     """Median of each row ignoring NaN (0 for an all-NaN row).
 
     numpy's nanmedian loops over rows in Python when NaNs are present (~50 ms for 1024 rows);
@@ -396,21 +416,11 @@ def _nanmedian_rows(r: np.ndarray) -> np.ndarray:
     return np.where(k > 0, med, 0.0)
 
 
-def _nanmedian0(r: np.ndarray) -> np.ndarray:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(r, axis=0)
-
-
 def _host_order(ctx: AnalysisContext):  # noqa: ANN202
-    """Hosts grouped by switch, then by name with numbers in numeric order (gpu2 before gpu10)."""
-    import re
+    """Hosts grouped by switch, switches and hosts in natural order (leaf2 before leaf10)."""
 
     def key(h: str) -> tuple:
-        parts = re.split(r"(\d+)", h)
-        natural = tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
-        return (ctx.switches.get(h) is None, ctx.switches.get(h) or "", natural)
+        sw = ctx.switches.get(h)
+        return (sw is None, natural_key(sw or ""), natural_key(h))
 
     return key

@@ -97,6 +97,37 @@ def test_intermittent_node_diluted_in_one_class_is_still_intermittent(tmp_path, 
     assert serious(found, "slow_pair") == []
 
 
+def test_intermittent_node_behind_an_oversubscribed_uplink_is_judged_within_its_leaf(tmp_path):
+    """128 nodes on 8 leaves: its NIC at half rate in 30% of the rounds slows only its own leaf's
+    pairs (cross-spine ones are narrower already), 3 of 127 partners; pooled over every partner that
+    looked like noise and the 3 pairs came out as slow links. Tested per hop class it is the node."""
+    _, found = run(
+        tmp_path, "i128", ("intermittent:node0050=0.5@0.3",), seed=1, nodes=128, leaves=8,
+        pair_sizes=(1 << 30,),
+    )
+    nodes = [f for f in found if f.rule == "slow_node" and f.severity in WARN]
+    assert [f.subject for f in nodes] == ["node0050"] and nodes[0].evidence["kind"] == "intermittent"
+    assert serious(found, "slow_pair") == []
+
+
+@pytest.mark.parametrize(
+    ("nodes", "node", "seed"), [(16, "node0009", 0), (16, "node0001", 9), (64, "node0009", 3)]
+)
+def test_intermittent_node_whose_slow_rounds_hide_behind_full_uplinks_is_the_node(
+    tmp_path, nodes, node, seed
+):
+    """Leaf against leaf, a cross round loads every uplink fully and a NIC at half rate in 30% of the
+    rounds shows only in its leaf rounds: 2 visible slow pairs, too few for the count test, and they
+    came out as two slow links sharing the node. Two links past the family-wise bar on one node are
+    the node."""
+    _, found = run(
+        tmp_path, f"h{nodes}-{seed}", (f"intermittent:{node}=0.5@0.3",), seed=seed, nodes=nodes,
+        leaves=nodes // 16 if nodes > 16 else 2, pair_sizes=(1 << 30,), physics="bottleneck",
+    )
+    assert serious(found, "slow_node") == [node]
+    assert serious(found, "slow_pair") == []
+
+
 def test_slow_uplink_is_the_switch_not_its_hosts(tmp_path):
     _, found = run(tmp_path, "u", ("uplink:leaf02=0.5",))
     assert serious(found, "slow_switch") == ["leaf02"]

@@ -21,6 +21,8 @@ from netbench.inventory.parsers._common import (
     port_state,
 )
 
+from netbench.common.naming import natural_key
+
 _PORT = re.compile(r"(?:^|/)([^/\s]+)/ports/(\d+)/(\w+)$")
 _DEV = re.compile(r"(?:^|/)([^/\s]+)/(fw_ver|board_id|hca_type|node_guid|device|device/\w+)$")
 _DEV_ATTRS = ("fw_ver", "board_id", "hca_type", "node_guid")
@@ -47,7 +49,7 @@ def parse_sysfs_ib(text: str) -> list[NIC]:
         if not any(d == dev for d, _ in ports):
             ports[(dev, 1)] = {}  # device without port files: still report its firmware
     nics = []
-    for (dev, port), p in sorted(ports.items(), key=lambda kv: (_natural(kv[0][0]), kv[0][1])):
+    for (dev, port), p in sorted(ports.items(), key=lambda kv: (natural_key(kv[0][0]), kv[0][1])):
         d = devs.get(dev, {})
         netdevs = (d.get("device/net") or "").split()
         nics.append(NIC(
@@ -61,10 +63,6 @@ def parse_sysfs_ib(text: str) -> list[NIC]:
             pcie_width=first_int(d.get("device/current_link_width")),
         ))
     return nics
-
-
-def _natural(name: str) -> tuple:
-    return tuple(int(t) if t.isdigit() else t for t in re.findall(r"\d+|\D+", name))
 
 
 def dump_tree(root: Path) -> str:

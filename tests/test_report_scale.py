@@ -1,0 +1,147 @@
+"""The report's large-fleet paths give what the plain ones give: results.jsonl read column by column
+(pyarrow) vs line by line, headlines summarised column-wise vs row by row, the natural order of
+names, and the heatmap that aggregates per switch past HEATMAP_FULL_MAX hosts. Speed and memory are
+measured in benchmarks/bench_scale.py, never here."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pandas as pd
+import pytest
+from netbench.reports import html
+from netbench.reports.ceilings import large_message_summary
+from netbench.reports.engine import analyze, load_context
+
+from netbench.common.naming import natural_key
+from netbench.common.rowtable import read_rows_frame
+from netbench.common.rundir import RunDir
+from netbench.sim.fabric import FabricSpec, Fault
+from netbench.sim.run import SimOptions, simulate
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory):  # noqa: ANN001, ANN201
+    out = tmp_path_factory.mktemp("scale") / "run"
+    spec = FabricSpec(nodes=24, leaves=3, oversubscription=2.0)
+    simulate(SimOptions(spec, (Fault.parse("node:node0005=0.6"),), seed=3, out=str(out)))
+    return out
+
+
+def _same(a, b) -> bool:  # noqa: ANN001
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    return a == b
+
+
+def test_columnar_rows_equal_the_line_reader_s(sim_run):
+    frame = read_rows_frame(sim_run / "results.jsonl")
+    assert frame is not None
+    records = RunDir.open(sim_run).load_rows().records
+    assert len(frame) == len(records)
+    for got, want in zip(frame.to_dict("records"), records, strict=True):
+        for key, value in want.items():
+            if key in ("extra", "schema"):
+                continue
+            if key == "rank_time_us" and want["pattern"] == "pair":
+                assert got[key] is None  # kept only where a rule reads them (world/ring/intra)
+                continue
+            assert _same(got[key], value) or (value is None and pd.isna(got[key])), (key, got[key], value)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"busbw_GBps": NaN}',
+        b'{"run_id": "x", "collec',
+        b"[1, 2]",
+        b"\xff\xfe",
+    ],
+)
+def test_columnar_reader_gives_up_on_any_doubtful_line(sim_run, tmp_path, line):
+    lines = (sim_run / "results.jsonl").read_bytes().splitlines()
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b"\n".join([*lines[:3], line, *lines[3:]]) + b"\n")
+    assert read_rows_frame(path) is None
+
+
+@pytest.mark.parametrize("content", [b"null\n", b"  \n null\n{}\n"])
+def test_a_file_starting_with_null_goes_to_the_line_reader_in_this_process(tmp_path, content):
+    """pyarrow 26's JSON reader dies with SIGSEGV on such a file: it must never be handed one (this
+    test would take the whole pytest process down)."""
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(content)
+    assert read_rows_frame(path) is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("bytes", 1.5), ("bytes", None), ("hosts", "a"), ("busbw_GBps", 1e300)]
+)
+def test_columnar_reader_gives_up_on_a_field_outside_the_contract(sim_run, tmp_path, field, value):
+    lines = (sim_run / "results.jsonl").read_text().splitlines()
+    row = json.loads(lines[5])
+    row[field] = value
+    lines[5] = json.dumps(row)
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert read_rows_frame(path) is None
+
+
+def test_report_findings_are_the_same_through_either_reader(sim_run, monkeypatch):
+    fast = [(f.rule, f.severity, f.subject, f.title) for f in analyze(sim_run)]
+    monkeypatch.setattr("netbench.common.rowtable.read_rows_frame", lambda path: None)
+    slow = [(f.rule, f.severity, f.subject, f.title) for f in analyze(sim_run)]
+    assert any(f[0] == "slow_node" and f[2] == "node0005" for f in fast)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_columnwise_headline_summary_equals_the_row_by_row_one(seed):
+    rng = random.Random(seed)
+    rows = [
+        {
+            "collective": rng.choice(["all_reduce", "all_gather"]),
+            "pattern": rng.choice(["pair", "ring", "world"]),
+            "group": rng.choice([None, "g1", "g2", f"p{i % 7}"]),
+            "engine": rng.choice([None, "torch", "nccl", ""]),
+            "backend": rng.choice(["nccl", "", None]),
+            "ranks": rng.randint(1, 16),
+            "hosts": rng.choice([["a", "b"], ["b", "c"], ["c", "a", "d"], None]),
+            "bytes": rng.choice([1, 2, 4, 8, 16, 32]),
+            "busbw_GBps": rng.choice([None, rng.random()]),
+            "algbw_GBps": rng.random(),
+            "wrong": rng.choice([None, 0, 1]),
+            "status": rng.choice(["ok", "ok", "error", None]),
+        }
+        for i in range(300)
+    ]
+    by_row = large_message_summary([{k: v for k, v in r.items() if v is not None} for r in rows])
+    by_column = large_message_summary(pd.DataFrame(rows))
+
+    def rounded(summary):  # noqa: ANN001, ANN202
+        return [{k: round(v, 9) if isinstance(v, float) else v for k, v in s.items()} for s in summary]
+
+    assert by_row and rounded(by_column) == rounded(by_row)
+
+
+def test_natural_order_of_switches_and_hosts():
+    names = ["leaf10", "leaf2", "leaf1", "spine", "leaf02b", "gpu10", "gpu9", "gpu9a"]
+    assert sorted(names, key=natural_key) == [
+        "gpu9", "gpu9a", "gpu10", "leaf1", "leaf2", "leaf02b", "leaf10", "spine",
+    ]
+
+
+def test_heatmap_past_the_full_size_is_hosts_by_switch(sim_run, monkeypatch):
+    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 10)
+    ctx = load_context(sim_run)
+    fig, z = html._heatmap_figure(ctx)
+    assert fig is not None and z is not None
+    trace = fig["data"][0]
+    assert trace["x"] == ["leaf01", "leaf02", "leaf03"] and len(trace["y"]) == 24
+    cells = json.loads(z)
+    assert len(cells) == 24 and all(len(row) == 3 for row in cells)
+    slow = trace["y"].index("node0005")
+    # the 0.6x node is a dark row: below every other host with its own leaf's hosts
+    own = [row[i // 8] for i, row in enumerate(cells)]  # 8 hosts a leaf, in natural order
+    assert own[slow] == min(own) and own[slow] < 0.8 * sorted(own)[len(own) // 2]
