@@ -89,7 +89,9 @@ def _both_ways(cluster, tmp_path: Path, hosts: list[str], *ssh_extra: str) -> tu
     r = cluster.run(["salloc", f"-N{len(hosts)}", sys.executable, "-m", "netbench", "sweep", "--out",
                      str(slurm_out), *MEASURE], timeout=150)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *MEASURE, *ssh_extra]
+    # over SSH without its re-test launch (a sweep inside an allocation has none): like with like
+    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *MEASURE, *ssh_extra,
+            "--confirm-budget", "0"]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=150)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return slurm_out, ssh_out
