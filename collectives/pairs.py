@@ -67,20 +67,26 @@ def split_rounds(rounds: list[list[Pair]], k: int) -> list[list[Pair]]:
     return [rnd[i : i + k] for rnd in rounds for i in range(0, len(rnd), k)]
 
 
-def topology_rounds(hosts: list[str], uplinks: Uplinks, per_uplink: int | None = None) -> list[list[Pair]]:
-    """Every pair once, in rounds of disjoint pairs scheduled by leaf (module docstring). Every host
-    must have a leaf in ``uplinks`` (``common.topology``); ``per_uplink``: at most this many pairs of
-    a round through one uplink."""
+def _by_leaf(hosts: list[str], uplinks: Uplinks) -> dict[str, list[str]]:
+    """Leaf -> its hosts, in the given order; every host must be unique and under a leaf."""
     if len(set(hosts)) != len(hosts):
         raise ValueError("host names must be unique")
-    if per_uplink is not None and per_uplink < 1:
-        raise ValueError(f"pairs per uplink must be >= 1, got {per_uplink}")
     leaves: dict[str, list[str]] = {}
     for h in hosts:
         leaf = leaf_of(h, uplinks)
         if leaf is None:
             raise ValueError(f"host {h} is under no switch of the topology")
         leaves.setdefault(leaf, []).append(h)
+    return leaves
+
+
+def topology_rounds(hosts: list[str], uplinks: Uplinks, per_uplink: int | None = None) -> list[list[Pair]]:
+    """Every pair once, in rounds of disjoint pairs scheduled by leaf (module docstring). Every host
+    must have a leaf in ``uplinks`` (``common.topology``); ``per_uplink``: at most this many pairs of
+    a round through one uplink."""
+    if per_uplink is not None and per_uplink < 1:
+        raise ValueError(f"pairs per uplink must be >= 1, got {per_uplink}")
+    leaves = _by_leaf(hosts, uplinks)
     rounds = [rnd for meeting in circle_rounds(list(leaves)) for rnd in _meeting(meeting, leaves)]
     if per_uplink is not None:
         rounds = [part for rnd in rounds for part in _cap(rnd, per_uplink, uplinks)]
@@ -140,14 +146,7 @@ def leaf_first_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[l
     node (the lowest switch they share: its pod before another pod) it has not met, the idle nodes
     with the fewest such options first (so that a small leaf's nodes find partners). Every host must
     have a leaf in ``uplinks`` (``common.topology``)."""
-    if len(set(hosts)) != len(hosts):
-        raise ValueError("host names must be unique")
-    leaves: dict[str, list[str]] = {}
-    for h in hosts:
-        leaf = leaf_of(h, uplinks)
-        if leaf is None:
-            raise ValueError(f"host {h} is under no switch of the topology")
-        leaves.setdefault(leaf, []).append(h)
+    leaves = _by_leaf(hosts, uplinks)
     within = [circle_rounds(members) for members in leaves.values()]
     paths = {h: switch_path(h, uplinks) for h in hosts}
     met: set[frozenset[str]] = set()
