@@ -10,10 +10,15 @@ finding is a false positive. Faults truth.json marks unobservable (no measuremen
 of healthy) are left out of recall and counted apart. A healthy fabric of each size is scored too
 (any warn/fail node/link/switch finding is a false positive).
 
+What is scored is the verdict a user of ``sweep --hosts`` gets: the sweep's suspects re-tested
+against known-good partners within ``--confirm-budget`` seconds of fabric time (``netbench
+simulate``'s confirm step, default 60 s as the sweep's), so a finding the re-test cleared is info,
+not a warn/fail; ``--confirm-budget 0`` scores the analysis of the sweep alone.
+
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
         [--pair-schedule auto|circle|topology]
         [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy]
-        [--healthy-seeds 20] [--jobs 16]
+        [--healthy-seeds 20] [--confirm-budget 60] [--jobs 16]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from netbench.reports.engine import analyze
 
+from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.run import SimOptions, simulate
 
@@ -54,9 +60,10 @@ def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
 
 
 def score(
-    physics: str, n: int, cls: str, seed: int, noise: float, schedule: str, tmp: str
+    physics: str, n: int, cls: str, seed: int, noise: float, schedule: str, confirm_s: float, tmp: str
 ) -> tuple[int, ...]:
-    """One simulated fabric with one fault of ``cls``: (TP, FP, FN, unobservable, milliseconds)."""
+    """One simulated fabric with one fault of ``cls``, its suspects re-tested within ``confirm_s``:
+    (TP, FP, FN, unobservable, milliseconds)."""
     t0 = time.perf_counter()
     spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
     rng = np.random.default_rng(1000 * seed + n)
@@ -66,6 +73,8 @@ def score(
         spec, faults, noise=noise, seed=seed, pair_sizes=(1 << 30,), out=str(out), pair_schedule=schedule
     )
     res = simulate(opts)
+    if confirm_s > 0:
+        confirm_on_fabric(opts, res, confirm_s)
     found = {
         (RULES[f.rule], f.subject)
         for f in analyze(res.rundir.path)
@@ -91,14 +100,18 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--classes", default=",".join(CLASSES), help="fault classes to run, comma-separated")
     ap.add_argument("--pair-schedule", default="auto", choices=("auto", "circle", "topology"))
+    ap.add_argument("--confirm-budget", type=float, default=60.0,
+                    help="seconds of fabric time for re-testing the suspects, as sweep --hosts; 0: off")
     ap.add_argument("--jobs", type=int, default=1, help="fabrics simulated at once (processes)")
     args = ap.parse_args()
     unknown = set(args.classes.split(",")) - set(CLASSES)
     if unknown:
         ap.error(f"unknown --classes {', '.join(sorted(unknown))}; known: {', '.join(CLASSES)}")
     healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
+    retests = f"within {args.confirm_budget:g} s" if args.confirm_budget > 0 else "off"
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
-          f"({healthy_seeds} healthy), pair schedule {args.pair_schedule}, {args.jobs} job(s)")
+          f"({healthy_seeds} healthy), pair schedule {args.pair_schedule}, re-tests {retests}, "
+          f"{args.jobs} job(s)")
     print("| physics | nodes | fault class | seeds | TP | FP | FN | unobservable | precision | recall "
           "| s/run |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -113,7 +126,7 @@ def main() -> None:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             futures = {
                 cell: [
-                    pool.submit(score, *cell, seed, args.noise, args.pair_schedule, tmp)
+                    pool.submit(score, *cell, seed, args.noise, args.pair_schedule, args.confirm_budget, tmp)
                     for seed in range(healthy_seeds if cell[2] == "healthy" else args.seeds)
                 ]
                 for cell in cells

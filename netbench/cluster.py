@@ -15,9 +15,10 @@ goes on with the others and ends with a summary.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
@@ -37,6 +38,9 @@ from netbench.planner import (
     sweep_spec,
 )
 from netbench.progress import Progress
+
+if TYPE_CHECKING:
+    from netbench.confirm import PhaseGate, PhaseList, Retested
 
 
 def _inventory(
@@ -152,7 +156,8 @@ def run_cluster(
     try:
         outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
         if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
-            confirm(opts, request, slots, backend, rundir, outcome, make_launcher, echo, progress)
+            launch = RetestLaunch(request, slots, backend, rundir, make_launcher, echo, progress)
+            confirm(launch, outcome, opts.confirm_budget_s, opts.policy)
     finally:  # an interrupted run keeps what its links did until then
         if counters:
             snapshot_counters("after", live, ssh_opts, rundir, opts.concurrency)
@@ -161,125 +166,92 @@ def run_cluster(
     return rundir, outcome
 
 
-CONFIRM_PARTNERS = 2
-"""Known-good partners each suspect node is re-tested against (preflight's --confirm default)."""
-CONFIRM_LAUNCHES = 3
-"""Re-test launches at most: again while the analysis of everything names suspects not re-tested
-yet (a re-test's rows can tip a borderline pair over), as preflight's escalation."""
+@dataclass(frozen=True)
+class RetestLaunch:
+    """The ``Measure`` of a sweep's re-tests (``netbench.confirm``): one more launch of ranks on the
+    hosts of the re-test phases, as a follow-up of the run (its run.json and plan.json stay its own,
+    the rows go to its results.jsonl). ``sweep --hosts`` launches over SSH or locally, ``netbench
+    simulate`` on its fabric (``make_launcher``)."""
 
+    request: PlanRequest
+    slots: list[HostSlot]
+    backend: str
+    rundir: RunDir
+    make_launcher: Callable[[list[str]], Launcher]
+    echo: Callable[[str], None]
+    progress: Progress | None = None
+    clock: Callable[[], float] = time.monotonic
+    """The hosts' time, which the budget and the phase times are read from (a fabric's own)."""
 
-def confirm(
-    opts: ClusterOptions,
-    request: PlanRequest,
-    slots: list[HostSlot],
-    backend: str,
-    rundir: RunDir,
-    outcome: Outcome,
-    make_launcher: Callable[[list[str]], Launcher],
-    echo: Callable[[str], None],
-    progress: Progress | None,
-) -> None:
-    """Re-test the suspects of the pairwise phase against known-good partners within
-    ``--confirm-budget`` (``netbench.confirm``, preflight's procedure) and record the verdicts in
-    run.json's ``retests``, which the report reads as its re-test evidence."""
-    from netbench.confirm import (
-        Budget,
-        PhaseGate,
-        PhaseList,
-        confirm_suspects,
-        find_suspects,
-        pairs_in,
-        slow_partners,
-        suspect_classes,
-        unusable_hosts,
-    )
-    from netbench.reports.analyses import Retest, RetestEvidence
-    from netbench.reports.engine import load_context, run_rules
-
-    budget = Budget(opts.confirm_budget_s, reserve_s=0.0)
-    rows = rundir.read_rows()
-    exclude = unusable_hosts(outcome, rows) | outcome.down_hosts
-    rounds = [r["round"] for r in rows if r.get("pattern") == "pair" and isinstance(r.get("round"), int)]
-    pair_s = [p["seconds"] for p in outcome.phases if str(p.get("name", "")).startswith("pairwise")]
-    by_host = {s.host: s for s in slots}
-
-    def measure(phases: PhaseList, gate: PhaseGate) -> Outcome:
+    def __call__(self, phases: PhaseList, gate: PhaseGate) -> Outcome:
         from dataclasses import replace
 
         from netbench.planner import PairRound
 
+        by_host = {s.host: s for s in self.slots}
         used = [h for h in by_host if any(h in p for _, _, pairs in phases for p in pairs)]
         base, mine = 0, []
         for h in used:  # the re-test launch numbers its own ranks
             mine.append(HostSlot(host=h, nprocs=by_host[h].nprocs, rank_base=base, labels=by_host[h].labels))
             base += by_host[h].nprocs
-        req = replace(request, patterns=["pairwise"], pair_rounds=[PairRound(*ph) for ph in phases])
+        req = replace(self.request, patterns=["pairwise"], pair_rounds=[PairRound(*ph) for ph in phases])
 
         def before(phase: Any) -> bool:
             go = gate(phase)
-            echo(f"# {phase.name}: {len(phase.groups)} pair(s)" if go else f"# {phase.name}: no budget left")
+            self.echo(f"# {phase.name}: " + (f"{len(phase.groups)} pair(s)" if go else "no budget left"))
             return go
 
+        launcher = self.make_launcher(used)
         settings = RunSettings(
-            launcher_name=opts.launcher,
-            options=asdict(opts),
+            launcher_name=launcher.name,
             fail_fast=False,
             print_table=lambda row: False,
             before_phase=before,
             follow_up=True,
+            clock=self.clock,
         )
-        plan = build_plan(req, rundir.run_id, mine, backend)
-        return execute(plan, mine, make_launcher(used), rundir, settings, echo, progress)
+        plan = build_plan(req, self.rundir.run_id, mine, self.backend)
+        return execute(plan, mine, launcher, self.rundir, settings, self.echo, self.progress)
 
-    retests: dict[str, Retest] = {}
-    launches: list[dict[str, Any]] = []
-    tested = {frozenset(r["hosts"]) for r in rows if r.get("pattern") == "pair"}
-    next_round = max(rounds, default=0) + 1
-    reason = "not a suspect after the pairwise phase"
-    for _ in range(CONFIRM_LAUNCHES):
-        ctx = load_context(rundir.path, policy=opts.policy)
-        findings = run_rules(ctx)
-        suspects, links = find_suspects(findings, exclude, set(retests), retests)
-        if not suspects and not links:
-            echo("# confirm: no " + ("other " if retests else "") + "suspect node or link to re-test")
-            break
-        new, info = confirm_suspects(
-            measure,
-            rundir.read_rows,
-            echo,
-            ctx,
-            [s.host for s in slots],
-            exclude,
-            suspects,
-            links,
-            tested,
-            next_round,
-            max(pair_s, default=1.0),
-            outcome.startup_s or 0.0,
-            budget,
-            ctx.policy.thresholds,
-            CONFIRM_PARTNERS,
-            suspect_classes(findings),
-            slow_partners(findings, retests),
-        )
-        launches.append(info)
-        if not new:
-            reason = f"not re-tested: {info['skipped']}"
-            echo(f"# confirm stopped: {info['skipped']}")
-            break
-        retests.update(new)
-        tested |= {frozenset(p) for p in pairs_in(rundir.read_rows(), info["rounds"])}
-        next_round = info["rounds"][1] + 1
-        if info["skipped"]:
-            reason = "not re-tested: the --confirm-budget ran out"
-            break
-    else:
-        reason = f"not re-tested: {CONFIRM_LAUNCHES} re-test launches already ran"
-    rundir.write_run(
-        retests=RetestEvidence(retests, reason).to_json(),
-        confirm={"budget_s": opts.confirm_budget_s, "seconds": round(budget.elapsed(), 3),
-                 "launches": launches},
+
+def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str | None) -> Retested:
+    """Re-test the suspects of the pairwise phase (``outcome``: how its launch went) against
+    known-good partners within ``budget_s`` (``--confirm-budget``, all of it for measuring: the report
+    comes after) with ``netbench.confirm``'s loop, preflight's, and record the verdicts in run.json's
+    ``retests``, which the report reads as its re-test evidence, and what ran in its ``confirm``."""
+    from netbench.confirm import SWEEP_WORDS, Budget, RetestSetup, retest_suspects, unusable_hosts
+    from netbench.reports.engine import load_context, run_rules
+
+    rundir, budget = launch.rundir, Budget(budget_s, reserve_s=0.0, clock=launch.clock)
+    rows = rundir.read_rows()
+    rounds = [r["round"] for r in rows if r.get("pattern") == "pair" and isinstance(r.get("round"), int)]
+    pair_s = [p["seconds"] for p in outcome.phases if str(p.get("name", "")).startswith("pairwise")]
+
+    def analyse() -> tuple[Any, list[Any]]:
+        ctx = load_context(rundir.path, policy=policy)
+        return ctx, run_rules(ctx)
+
+    setup = RetestSetup(
+        analyse=analyse,
+        read_rows=rundir.read_rows,
+        echo=launch.echo,
+        live=[s.host for s in launch.slots],
+        exclude=unusable_hosts(outcome, rows) | outcome.down_hosts,
+        tested={frozenset(r["hosts"]) for r in rows if r.get("pattern") == "pair"},
+        first_round=max(rounds, default=0) + 1,
+        phase_s=max(pair_s, default=1.0),
+        startup_s=outcome.startup_s or 0.0,
+        budget=budget,
+        words=SWEEP_WORDS,
     )
+    done = retest_suspects(setup, launch)
+    rundir.write_run(
+        retests=done.evidence.to_json(),
+        confirm={
+            "budget_s": budget.total_s, "seconds": round(budget.elapsed(), 3), "launches": done.launches
+        },
+    )
+    return done
 
 
 def print_pairs(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> None:

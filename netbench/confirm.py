@@ -14,12 +14,17 @@ disagree about who is a suspect, whom a suspect is paired with or what its re-te
   and pairs per uplink, ``common.topology.round_load``), never against another class; a node slow
   with some known-good partners only is confirmed as intermittent by the analysis' own intermittency
   test (``reports.analyses.intermittent_p_value``) over its slow partners, earlier ones included;
-- ``confirm_suspects``: one launch of those phases, phase by phase while they fit the ``Budget``.
+- ``retest_suspects``: the one re-test loop: analyse, re-test the suspects in one launch (the
+  caller's ``Measure``), phase by phase while they fit the ``Budget``, again while the analysis of
+  everything names new suspects; a ``RetestSetup`` says what differs between callers (how they
+  analyse, their hosts, what was measured, their log's words), ``Retested`` is what it found.
 
 What a re-test says is handed to the analysis (``reports.analyses.RetestEvidence``); the rules turn
 it into the findings' severities, and every re-tested subject appears in the findings with its
-verdict, so the log, the report and the terminal summary say the same. Pure functions but the last,
-tested without hosts (tests/test_confirm.py, tests/test_preflight_plan.py).
+verdict, so the log, the report and the terminal summary say the same. Pure functions but the loop,
+tested without hosts (tests/test_confirm.py, tests/test_preflight_plan.py); the loop runs on hosts in
+tests/test_sweep_confirm_netns.py and tests/test_preflight*.py, on a simulated fabric in
+tests/test_sim_preflight.py and tests/test_sim_confirm.py.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from itertools import pairwise
 from typing import Any
 
 from netbench.common.topology import LEAF, hop_class, round_load
-from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, intermittent_p_value
+from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, RetestEvidence, intermittent_p_value
 
 Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
@@ -411,61 +416,189 @@ def _loads(rows: list[dict[str, Any]], switches: Mapping[str, str]) -> dict[tupl
 
 
 # -- the procedure -----------------------------------------------------------------------------------
-def confirm_suspects(
-    measure: Callable[[PhaseList, PhaseGate], Any],
-    read_rows: Callable[[], list[dict[str, Any]]],
-    echo: Callable[[str], None],
+CONFIRM_PARTNERS = 2
+"""Known-good partners each suspect node is re-tested against (preflight's --confirm default)."""
+MAX_LAUNCHES = 3
+"""Re-test launches at most: again while the analysis of everything names suspects not re-tested yet
+(a re-test's rows can tip a borderline pair over)."""
+
+Measure = Callable[[PhaseList, PhaseGate], Any]
+"""One launch of ranks for the re-test phases, each phase started only if the ``PhaseGate`` lets it;
+returns the launch's ``coordinator.Outcome`` (its ``startup_s`` is recorded)."""
+
+
+@dataclass(frozen=True)
+class RetestWords:
+    """How a caller's log and the verdicts' default reason name its re-tests: preflight calls a
+    re-test launch an escalation, ``sweep --hosts`` its confirm step."""
+
+    name: str
+    """The loop in the log: "# {name} stopped: ..."."""
+    budget: str
+    """The budget the re-tests draw on: "not re-tested: {budget} ran out"."""
+    launches: str
+    """Its launches: "not re-tested: 3 {launches} already ran"."""
+    not_suspect: str
+    """Why a subject never re-tested has no verdict when the suspects ran out first."""
+    list_suspects: bool = False
+    """Say each analysis' suspects ("# suspects: a1, b2|b3" or "none"), as preflight's progress does;
+    else only that none is left ("# {name}: no other suspect node or link to re-test")."""
+
+
+PREFLIGHT_WORDS = RetestWords(
+    "escalation", "the budget", "escalations", "not a suspect after the quick pass", list_suspects=True
+)
+SWEEP_WORDS = RetestWords(
+    "confirm", "the --confirm-budget", "re-test launches", "not a suspect after the pairwise phase"
+)
+
+
+@dataclass(frozen=True)
+class Suspects:
+    """What one analysis asks to re-test, and what the re-test plan and the verdicts need about it."""
+
+    nodes: list[str]
+    links: list[Pair]
+    classes: Mapping[str, str]
+    """The hop class each node was found slow in (``suspect_classes``): its partners' class."""
+    prior: Mapping[str, set[str]]
+    """Each node's partners of earlier slow links (``slow_partners``): a node slow now and then."""
+
+    @classmethod
+    def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
+        nodes, links = find_suspects(findings, exclude, set(retests), retests)
+        return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests))
+
+    def names(self) -> list[str]:
+        return self.nodes + ["|".join(p) for p in self.links]
+
+
+@dataclass(frozen=True)
+class RetestSetup:
+    """What the re-test loop needs from its caller (preflight after its quick pass, ``sweep --hosts``
+    after its pairwise phase, ``netbench simulate`` after its simulated one); how a launch is made
+    is the ``Measure`` handed beside it."""
+
+    analyse: Callable[[], tuple[Any, list[Any]]]
+    """The analysis of everything measured so far: (its ``AnalysisContext``, the findings)."""
+    read_rows: Callable[[], list[dict[str, Any]]]
+    """The run's rows, read again after each launch."""
+    echo: Callable[[str], None]
+    live: list[str]
+    """Hosts that may be re-tested or partner a re-test."""
+    exclude: set[str]
+    """Hosts neither re-tested nor partnered (``unusable_hosts``)."""
+    tested: set[frozenset]
+    """Pairs measured already: a suspect meets a partner it has not met where there is one."""
+    first_round: int
+    """The rows' round of the first re-test phase (after the rounds measured)."""
+    phase_s: float
+    """A pair phase's time so far: the estimate until a re-test phase is measured."""
+    startup_s: float
+    """A launch's start-up so far: a re-test launch needs it and one phase to fit the budget."""
+    budget: Budget
+    words: RetestWords = SWEEP_WORDS
+    partners: int = CONFIRM_PARTNERS
+    """Known-good partners each suspect node is re-tested against (phases of a launch)."""
+    max_launches: int = MAX_LAUNCHES
+
+
+@dataclass
+class Retested:
+    """What the loop found: the verdicts, each launch's ``info`` (phases planned and run, why not),
+    the reason a subject without a verdict was not re-tested, and the budget's seconds spent on the
+    analyses and on the launches."""
+
+    retests: dict[str, Retest] = field(default_factory=dict)
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    untested_reason: str = ""
+    analysis_s: float = 0.0
+    launch_s: float = 0.0
+
+    @property
+    def evidence(self) -> RetestEvidence:
+        """As the analysis weighs it (run.json's ``retests``)."""
+        return RetestEvidence(self.retests, self.untested_reason)
+
+
+def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
+    """The re-test loop: analyse what was measured, re-test the suspects not re-tested yet in one
+    launch (``measure``) within the budget, and again while a new analysis names new suspects, at
+    most ``max_launches`` times. Stops at the first launch that re-tests nothing (no partner, no
+    budget) or that the budget cut short."""
+    out = Retested(untested_reason=setup.words.not_suspect)
+    tested, first_round = set(setup.tested), setup.first_round
+    name = setup.words.name
+    for _ in range(setup.max_launches):
+        t0 = setup.budget.elapsed()
+        ctx, findings = setup.analyse()
+        suspects = Suspects.of(findings, setup.exclude, out.retests)
+        out.analysis_s += setup.budget.elapsed() - t0
+        names = suspects.names()
+        if setup.words.list_suspects:
+            setup.echo(f"# suspects: {', '.join(names) or 'none'}")
+        elif not names:
+            setup.echo(f"# {name}: no {'other ' if out.retests else ''}suspect node or link to re-test")
+        if not names:
+            break
+        t0 = setup.budget.elapsed()
+        new, info = _retest_launch(setup, measure, ctx, suspects, tested, first_round)
+        out.launch_s += setup.budget.elapsed() - t0
+        out.launches.append(info)
+        if not new:
+            out.untested_reason = f"not re-tested: {info['skipped']}"
+            setup.echo(f"# {name} stopped: {info['skipped']}")
+            break
+        out.retests.update(new)
+        tested |= {frozenset(p) for p in pairs_in(setup.read_rows(), info["rounds"])}
+        first_round = info["rounds"][1] + 1
+        if info["skipped"]:
+            out.untested_reason = f"not re-tested: {setup.words.budget} ran out"
+            break
+    else:
+        out.untested_reason = f"not re-tested: {setup.max_launches} {setup.words.launches} already ran"
+    return out
+
+
+def _retest_launch(
+    setup: RetestSetup,
+    measure: Measure,
     ctx: Any,
-    live: list[str],
-    exclude: set[str],
-    suspects: list[str],
-    links: list[Pair],
+    suspects: Suspects,
     tested: set[frozenset],
     first_round: int,
-    phase_s: float,
-    startup_s: float,
-    budget: Budget,
-    thresholds: Any,
-    partners: int,
-    classes: Mapping[str, str] | None = None,
-    prior: Mapping[str, set[str]] | None = None,
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch (``measure``) re-testing the suspects against known-good partners, phase by phase
-    within the budget; the verdicts and what ran (``info``: phases planned and run, why not).
-    ``prior``: each node's partners of earlier slow links (``slow_partners``); a suspect with any
-    gets INTERMITTENT_PARTNERS phases, so that a node slow now and then can show it."""
+    within the budget; the verdicts and what ran (``info``: phases planned and run, why not). A
+    suspect with partners of earlier slow links gets INTERMITTENT_PARTNERS phases, so that a node
+    slow now and then can show it."""
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
-    good = sorted(
-        (h for h in live if h not in suspects and h not in exclude), key=lambda h: -effect.get(h, 0.0)
-    )
-    phases = max(partners, INTERMITTENT_PARTNERS) if any((prior or {}).get(s) for s in suspects) else partners
-    plan = [
-        p
-        for p in plan_escalation(
-            suspects, links, good, tested, ctx.switches, phases if suspects else 0, classes
-        )
-        if p
-    ]
+    nodes, links, budget, switches = suspects.nodes, suspects.links, setup.budget, ctx.switches
+    fine = [h for h in setup.live if h not in nodes and h not in setup.exclude]
+    good = sorted(fine, key=lambda h: -effect.get(h, 0.0))
+    phases = setup.partners if nodes else 0  # links alone: as many phases as re-running them takes
+    if any(suspects.prior.get(s) for s in nodes):
+        phases = max(phases, INTERMITTENT_PARTNERS)
+    plan = [p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes) if p]
     info: dict[str, Any] = {
-        "suspects": suspects + ["|".join(p) for p in links],
+        "suspects": suspects.names(),
         "phases_planned": len(plan),
         "phases_run": 0,
         "skipped": None,
     }
-    if not plan or not any(
-        set(p) & (set(suspects) | {h for lk in links for h in lk}) for ph in plan for p in ph
-    ):
+    subjects = set(nodes) | {h for lk in links for h in lk}
+    if not plan or not any(set(p) & subjects for ph in plan for p in ph):
         info["skipped"] = "no known-good partner to re-test against"
         return {}, info
-    if not budget.fits(startup_s + phase_s):
+    if not budget.fits(setup.startup_s + setup.phase_s):
         info["skipped"] = (
-            f"budget: re-testing needs ~{startup_s + phase_s:.0f} s (start-up + one phase), "
+            f"budget: re-testing needs ~{setup.startup_s + setup.phase_s:.0f} s (start-up + one phase), "
             f"{max(budget.left(), 0):.0f} s left"
         )
         return {}, info
-    gate = PhaseGate(budget, prior_s=phase_s)
-    echo(
+    gate = PhaseGate(budget, prior_s=setup.phase_s)
+    setup.echo(
         f"# re-testing {', '.join(info['suspects'])} against known-good partners: up to {len(plan)} "
         f"phase(s), {max(budget.left(), 0):.0f} s left"
     )
@@ -481,8 +614,9 @@ def confirm_suspects(
         skipped="budget" if gate.skipped else None,
     )
     sigma = m.sigma if m is not None else 0.0
-    n_tests = max(ctx.analyses.nodes.tests, len(live))  # the analysis' family of node tests
-    retests = judge(read_rows(), rounds, suspects, links, ctx.switches, thresholds, sigma, prior, n_tests)
+    n_tests = max(ctx.analyses.nodes.tests, len(setup.live))  # the analysis' family of node tests
+    rows, thresholds = setup.read_rows(), ctx.policy.thresholds
+    retests = judge(rows, rounds, nodes, links, switches, thresholds, sigma, suspects.prior, n_tests)
     for rt in retests.values():
-        echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
+        setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
     return retests, info

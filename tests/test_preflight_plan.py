@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from netbench.reports.analyses import Analyses, NodeVerdict, NodeVerdicts
@@ -17,6 +16,7 @@ from netbench.reports.rules import slow_node
 
 from netbench.cli import main
 from netbench.common.findings import Finding
+from netbench.confirm import PREFLIGHT_WORDS, RetestSetup, retest_suspects
 from netbench.preflight import (
     Budget,
     PhaseGate,
@@ -27,7 +27,6 @@ from netbench.preflight import (
     judge,
     plan_escalation,
     quick_rounds,
-    stage_escalation,
 )
 
 
@@ -147,8 +146,9 @@ def test_phase_gate_never_resumes_after_refusing() -> None:
     assert not gate(P())  # a budget never comes back
 
 
-def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit(tmp_path: Path) -> None:
-    """No launch at all (the setup is a stand-in that would fail if used)."""
+def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit() -> None:
+    """No launch at all (a launch would fail the test), and the loop says why, in the log and as the
+    reason the suspect has no verdict."""
     clock = FakeClock()
     budget = Budget(30.0, reserve_s=3.0, clock=clock)
     clock.now += 20.0  # 7 s left: start-up 5 s + a 4 s phase do not fit
@@ -157,23 +157,30 @@ def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit(tmp_path: Pat
         pair_model = None
         switches: dict[str, str] = {}
 
-    setup = SimpleNamespace(opts=PreflightOptions(hosts_file="h"), echo=print)  # launching would fail
-    retests, info = stage_escalation(
-        setup,
-        Ctx(),
-        ["s", "a", "b", "c"],
-        set(),
-        ["s"],
-        [],
-        set(),
-        4,  # type: ignore[arg-type]
+    def launch(phases: object, gate: object) -> None:
+        raise AssertionError("nothing fits the budget: no launch")
+
+    said: list[str] = []
+    setup = RetestSetup(
+        analyse=lambda: (Ctx(), [finding("slow_node", "warn", "node", "s", ["s"])]),
+        read_rows=list,
+        echo=said.append,
+        live=["s", "a", "b", "c"],
+        exclude=set(),
+        tested=set(),
+        first_round=4,
         phase_s=4.0,
         startup_s=5.0,
         budget=budget,
-        thresholds=Thresholds(),
+        words=PREFLIGHT_WORDS,
+        partners=2,
     )
-    assert retests == {}
+    done = retest_suspects(setup, launch)
+    assert done.retests == {} and len(done.launches) == 1
+    info = done.launches[0]
     assert info["skipped"].startswith("budget") and info["phases_run"] == 0 and info["phases_planned"] == 2
+    assert done.untested_reason == f"not re-tested: {info['skipped']}"
+    assert said == ["# suspects: s", f"# escalation stopped: {info['skipped']}"]
 
 
 # -- verdicts ----------------------------------------------------------------------------------------

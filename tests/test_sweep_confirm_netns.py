@@ -87,7 +87,7 @@ def test_capped_node_behind_oversubscribed_uplink_is_named_and_confirmed(net, tm
     nodes = [f for f in bad if f["rule"] == "slow_node"]
     assert [f["subject"] for f in nodes] == [CAPPED], log[-3000:]
     assert not [f for f in bad if f["rule"] == "slow_pair"], bad  # no slow-link finding
-    assert nodes[0]["evidence"]["retest"]["verdict"] == "confirmed"
+    assert nodes[0]["evidence"]["retest"]["verdict"] == "confirmed", log[-3000:]
     # the log, the report and the terminal summary agree on the re-test
     assert f"# re-test {CAPPED}: confirmed" in log
     assert f"re-tests: {CAPPED} confirmed" in log

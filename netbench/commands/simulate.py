@@ -44,10 +44,13 @@ progress and verdict, then the truth score (drain list against the planted node 
 fabric time. Exit status as preflight's: 0 pass, 1 warnings, 2 nodes to drain, 3 could not run.
 \b
 The plan is the one `netbench sweep --hosts --topology` builds (ring, then every pair in rounds leaf
-against leaf; --pair-schedule circle for the circle method);
-the run directory holds the same files (run.json with the topology, plan.json, results.jsonl) plus
-truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warnings, 2 failures
-(bad input also exits 2 with one error line).
+against leaf; --pair-schedule circle for the circle method), and so is the confirm step after it:
+the analysis's suspects re-tested against known-good partners within --confirm-budget seconds of
+fabric time (one more launch through a simulated launcher: start-up and phases as simulated), the
+verdicts in run.json's `retests` and the report saying confirmed or cleared. The run directory holds
+the same files (run.json with the topology, plan.json, results.jsonl) plus truth.json, what was
+planted. Exit status as `netbench report`: 0 clean, 1 warnings, 2 failures (bad input also exits 2
+with one error line).
 """,
 )
 @click.option("--nodes", type=click.IntRange(min=2), default=16, show_default=True)
@@ -69,6 +72,11 @@ truth.json, what was planted. Exit status as `netbench report`: 0 clean, 1 warni
 @click.option("--pair-schedule", type=click.Choice(["auto", "circle", "topology"]), default="auto",
               show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
+@click.option(
+    "--confirm-budget", "confirm_budget_s", type=click.FloatRange(min=0), default=60.0, show_default=True,
+    help="As sweep --hosts: seconds of fabric time for re-testing the pairwise phase's suspects against "
+    "known-good partners; the report says confirmed or cleared. 0: off.",
+)
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--no-report", is_flag=True, help="Write the run directory only.")
 @click.option("--preflight", "preflight", is_flag=True, help="Run preflight on the fabric (see below).")
@@ -81,11 +89,13 @@ def command(
     nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
     core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
-    pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str, max_bytes: int, out: str | None,
-    no_report: bool,
+    pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str, max_bytes: int,
+    confirm_budget_s: float, out: str | None, no_report: bool,
     preflight: bool, budget_s: float, rounds: int | None, confirm: int,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
+    from click.core import ParameterSource
+
     from netbench.common.errors import UsageError
     from netbench.engine import finish_report
     from netbench.reports.summary import exit_code
@@ -101,11 +111,19 @@ def command(
         pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
     )
     if preflight:
-        if pair_batch is not None or no_report:
-            raise UsageError("--pair-batch and --no-report are for the sweep, not --preflight")
+        given = click.get_current_context().get_parameter_source("confirm_budget_s")
+        if pair_batch is not None or no_report or given != ParameterSource.DEFAULT:
+            raise UsageError(
+                "--pair-batch, --no-report and --confirm-budget are for the sweep, not --preflight"
+            )
         _preflight(opts, budget_s, rounds, confirm, pair_sizes)
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
+    if confirm_budget_s > 0:
+        from netbench.sim.confirm import confirm_on_fabric
+
+        _, spent = confirm_on_fabric(opts, res, confirm_budget_s, click.echo)
+        click.echo(f"# confirm: {spent:.1f} s of fabric time (the re-test launch, start-up included)")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
     if no_report:
         return

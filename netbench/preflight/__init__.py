@@ -51,7 +51,6 @@ from netbench.preflight.stages import (
     make_setup,
     measure,
     run_preflight,
-    stage_escalation,
     stage_inventory,
 )
 from netbench.reports.analyses import Retest, RetestEvidence
@@ -77,7 +76,6 @@ __all__ = [
     "plan_escalation",
     "quick_rounds",
     "run_preflight",
-    "stage_escalation",
     "stage_inventory",
     "unusable_hosts",
     "write_error_outputs",

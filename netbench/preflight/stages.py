@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from netbench.confirm import (
+    MAX_LAUNCHES,
+    PREFLIGHT_WORDS,
     Budget,
     Pair,
     PhaseGate,
-    confirm_suspects,
-    find_suspects,
-    pairs_in,
-    slow_partners,
-    suspect_classes,
+    RetestSetup,
+    retest_suspects,
     unusable_hosts,
 )
 from netbench.preflight.judging import drain_and_check, quick_rounds
@@ -32,7 +31,7 @@ from netbench.preflight.options import (
     _Setup,
 )
 from netbench.preflight.outputs import _size, _write_report
-from netbench.reports.analyses import Retest, RetestEvidence
+from netbench.reports.analyses import RetestEvidence
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
@@ -224,50 +223,11 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def stage_escalation(
-    setup: _Setup,
-    ctx: Any,
-    live: list[str],
-    exclude: set[str],
-    suspects: list[str],
-    links: list[Pair],
-    tested: set[frozenset],
-    first_round: int,
-    phase_s: float,
-    startup_s: float,
-    budget: Budget,
-    thresholds: Any,
-    classes: dict[str, str] | None = None,
-    prior: dict[str, set[str]] | None = None,
-) -> tuple[dict[str, Retest], dict[str, Any]]:
-    """One launch re-testing the suspects against known-good partners, phase by phase within the
-    budget (``netbench.confirm.confirm_suspects``, the procedure ``sweep --hosts`` uses too)."""
-    return confirm_suspects(
-        lambda phases, gate: measure(setup, phases, [], gate),
-        lambda: setup.rundir.read_rows(),  # read after the launch (a test's setup has no run directory)
-        setup.echo,
-        ctx,
-        live,
-        exclude,
-        suspects,
-        links,
-        tested,
-        first_round,
-        phase_s,
-        startup_s,
-        budget,
-        thresholds,
-        setup.opts.confirm,
-        classes,
-        prior,
-    )
-
-
 def run_preflight(
     opts: PreflightOptions,
     echo: Callable[[str], None] = _stderr,
     clock: Callable[[], float] = time.monotonic,
-    max_escalations: int = 3,
+    max_escalations: int = MAX_LAUNCHES,
     site: Site | None = None,
 ) -> PreflightResult:
     """Inventory, quick pass, suspects, escalation, report: see the module docstring.
@@ -287,9 +247,12 @@ def run_preflight(
     stages: dict[str, float] = {}
     info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": stages, "escalations": [], "retests": {}}
 
+    def spent(name: str, seconds: float) -> None:
+        stages[name] = round(stages.get(name, 0.0) + seconds, 3)
+
     def mark(name: str, since: float) -> float:
         now = budget.elapsed()
-        stages[name] = round(stages.get(name, 0.0) + now - since, 3)
+        spent(name, now - since)
         return now
 
     entries, policy, baseline = load_inputs(opts)
@@ -340,8 +303,7 @@ def run_preflight(
     elif len(live) < 2:
         echo(f"# {len(live)} node(s) left to measure: inventory checks only")
 
-    retests: dict[str, Retest] = {}
-    default_reason = "not a suspect after the quick pass"
+    evidence = RetestEvidence({}, PREFLIGHT_WORDS.not_suspect)
     if not stop and len(live) >= 2:
         # 2. quick pass
         if budget.left() < MIN_QUICK_PASS_S:
@@ -381,53 +343,29 @@ def run_preflight(
             )
 
         # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
-        exclude = unusable_hosts(quick, rundir.read_rows())
-        tested = {frozenset(p) for rnd in rounds for p in rnd}
-        next_round = len(rounds) + 1
-        for _ in range(max_escalations):
-            ctx, found = analyse(rundir, policy, topology)
-            suspects, links = find_suspects(found, exclude, set(retests), retests)
-            classes = suspect_classes(found)
-            t = mark("analysis", t)
-            echo(f"# suspects: {', '.join(suspects + ['|'.join(p) for p in links]) or 'none'}")
-            if not suspects and not links:
-                break
-            new, esc = stage_escalation(
-                setup,
-                ctx,
-                live,
-                exclude,
-                suspects,
-                links,
-                tested,
-                next_round,
-                phase_s,
-                startup_s,
-                budget,
-                policy.thresholds,
-                classes,
-                slow_partners(found, retests),
-            )
-            info["escalations"].append(esc)
-            t = mark("escalation", t)
-            if not new:
-                default_reason = f"not re-tested: {esc['skipped']}"
-                echo(f"# escalation stopped: {esc['skipped']}")
-                break
-            retests.update(new)
-            tested |= {frozenset(p) for p in pairs_in(rundir.read_rows(), esc["rounds"])}
-            next_round = esc["rounds"][1] + 1
-            if esc["skipped"]:
-                default_reason = "not re-tested: the budget ran out"
-                break
-        else:
-            default_reason = f"not re-tested: {max_escalations} escalations already ran"
-        info["retests"] = {k: asdict(v) for k, v in retests.items()}
+        retesting = RetestSetup(
+            analyse=lambda: analyse(rundir, policy, topology),
+            read_rows=rundir.read_rows,
+            echo=echo,
+            live=live,
+            exclude=unusable_hosts(quick, rundir.read_rows()),
+            tested={frozenset(p) for rnd in rounds for p in rnd},
+            first_round=len(rounds) + 1,
+            phase_s=phase_s, startup_s=startup_s,  # the quick pass's: what a re-test launch will take
+            budget=budget, words=PREFLIGHT_WORDS, partners=opts.confirm, max_launches=max_escalations,
+        )
+        done = retest_suspects(retesting, lambda phases, gate: measure(setup, phases, [], gate))
+        spent("analysis", done.analysis_s)
+        if done.launches:
+            spent("escalation", done.launch_s)
+        t = budget.elapsed()
+        info["escalations"] = done.launches
+        info["retests"] = {k: asdict(v) for k, v in done.retests.items()}
+        evidence = done.evidence
         if measured:
             snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
 
     # 5. report
-    evidence = RetestEvidence(retests, default_reason)
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
     drain, check = drain_and_check(findings, len(entries))
     html = _write_report(rundir, ctx, findings, opts.html)

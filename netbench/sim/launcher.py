@@ -45,6 +45,9 @@ STORE_TIMEOUT = _dt.timedelta(hours=1)  # the driver waits for releases as long 
 PEER_LOST = "DistBackendError: NCCL error: remote process exited or there was a network error"
 CAPS = {"cuda_available": True}  # a hello's capabilities: a CUDA build that sees its GPUs
 GPU_LOST = "CUDA error: unspecified launch failure (Xid 79: GPU has fallen off the bus)"
+#: simulated ranks never hang, but thousands of groups' lines take this machine a while to deliver,
+#: and the coordinator judges silence on this machine's clock: a phase must not look hung for that
+MIN_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)

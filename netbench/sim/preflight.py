@@ -29,13 +29,10 @@ import numpy as np
 from netbench.inventory.model import GPU, NodeInventory
 from netbench.preflight import PreflightOptions, PreflightResult, run_preflight
 from netbench.sim.fabric import Fabric
-from netbench.sim.launcher import LaunchCosts, SimClock, SimHosts, SimLauncher
+from netbench.sim.launcher import MIN_TIMEOUT_S, LaunchCosts, SimClock, SimHosts, SimLauncher
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
 
-#: simulated ranks never hang, but thousands of groups' lines take this machine a while to deliver,
-#: and the coordinator judges silence on this machine's clock: a phase must not look hung for that
-MIN_TIMEOUT_S = 600.0
 DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
 
 

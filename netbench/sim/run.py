@@ -25,6 +25,7 @@ from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import RunDir, utc_now
+from netbench.coordinator import Outcome
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions
 from netbench.planner import PlanRequest, build_plan
@@ -73,6 +74,11 @@ class SimResult:
     rundir: RunDir
     fabric_s: float  # simulated time of every phase
     rows: int
+    # what sweep --hosts has after its launch, for the confirm step (netbench.sim.confirm): the
+    # request and hosts it plans from, how the launch went (phases with their fabric seconds)
+    request: PlanRequest
+    slots: tuple[HostSlot, ...]
+    outcome: Outcome
     truth: dict[str, Any] = field(default_factory=dict)
 
 
@@ -117,6 +123,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
     fabric_s, n_rows = 0.0, 0
+    phases: list[dict[str, Any]] = []
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     # one fsync at the end, not one per row as a real run needs: nothing here can die half way
     with rundir.results_path.open("a", encoding="utf-8") as fh:
@@ -140,6 +147,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
                 n_rows += len(rows)
                 phase_s = max(phase_s, seconds)
             fabric_s += phase_s
+            phases.append({"name": phase.name, "groups": len(phase.groups), "seconds": phase_s})
         fh.flush()
         os.fsync(fh.fileno())
     truth = _truth(opts, fab, slow_rounds, worst)
@@ -148,7 +156,8 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
         down_hosts=sorted(gpus.down),
     )
-    return SimResult(rundir, fabric_s, n_rows, truth)
+    swept = Outcome("completed", rows=n_rows, down_hosts=set(gpus.down), phases=phases)
+    return SimResult(rundir, fabric_s, n_rows, req, tuple(slots), swept, truth)
 
 
 def _flows(groups: list[GroupSpec]) -> tuple[list[tuple[str, str]], np.ndarray]:
