@@ -1,7 +1,8 @@
 """Confirming suspects: re-measure them against known-good partners within a time budget, and say
 what the re-tests show. One procedure for ``netbench preflight`` (its escalation) and for
-``netbench sweep --hosts`` (after the pairwise phase, ``--confirm-budget``), so the two cannot
-disagree about who is a suspect, whom a suspect is paired with or what its re-test says:
+``netbench sweep --hosts`` (after the pairwise phase, ``--confirm-budget``; ``netbench simulate``
+runs the sweep's on its fabric), so they cannot disagree about who is a suspect, whom a suspect is
+paired with or what its re-test says:
 
 - ``find_suspects``: the nodes and links the analysis flags (warn/fail, and the "suspect: re-test"
   info band), not re-tested yet; a node shared by several slow links, or at one end of a link its
@@ -463,11 +464,15 @@ class Suspects:
     """The hop class each node was found slow in (``suspect_classes``): its partners' class."""
     prior: Mapping[str, set[str]]
     """Each node's partners of earlier slow links (``slow_partners``): a node slow now and then."""
+    intermittent: frozenset[str] = frozenset()
+    """Nodes the analysis itself found slow in some rounds only (its finding's ``kind``)."""
 
     @classmethod
     def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
-        return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests))
+        slow = [f for f in findings if f.rule == "slow_node"]
+        now_and_then = frozenset(f.subject for f in slow if (f.evidence or {}).get("kind") == "intermittent")
+        return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then)
 
     def names(self) -> list[str]:
         return self.nodes + ["|".join(p) for p in self.links]
@@ -570,15 +575,16 @@ def _retest_launch(
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch (``measure``) re-testing the suspects against known-good partners, phase by phase
     within the budget; the verdicts and what ran (``info``: phases planned and run, why not). A
-    suspect with partners of earlier slow links gets INTERMITTENT_PARTNERS phases, so that a node
-    slow now and then can show it."""
+    suspect with partners of earlier slow links, or found intermittent, gets INTERMITTENT_PARTNERS
+    phases, so that a node slow now and then can show it (two phases miss a node slow in a third of
+    the rounds about half the time)."""
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
     nodes, links, budget, switches = suspects.nodes, suspects.links, setup.budget, ctx.switches
     fine = [h for h in setup.live if h not in nodes and h not in setup.exclude]
     good = sorted(fine, key=lambda h: -effect.get(h, 0.0))
     phases = setup.partners if nodes else 0  # links alone: as many phases as re-running them takes
-    if any(suspects.prior.get(s) for s in nodes):
+    if any(suspects.prior.get(s) or s in suspects.intermittent for s in nodes):
         phases = max(phases, INTERMITTENT_PARTNERS)
     plan = [p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes) if p]
     info: dict[str, Any] = {
