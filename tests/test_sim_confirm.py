@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from netbench.reports.engine import analyze
 
 from netbench.cli import cli
+from netbench.confirm import INTERMITTENT_PARTNERS
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
@@ -53,6 +54,19 @@ def test_a_planted_slow_node_is_confirmed_against_known_good_partners(tmp_path):
         done.retests["node0005"].ratios
     )
     assert serious(res.rundir.path) == [("slow_node", "node0005")]
+
+
+def test_a_node_found_intermittent_gets_enough_phases_to_show_it(tmp_path):
+    """Slow in a third of the rounds, the node is named intermittent by the sweep's analysis; two
+    re-test phases would miss it about half the time, so it meets INTERMITTENT_PARTNERS partners."""
+    opts, res = sweep(tmp_path, "now-and-then", ["intermittent:node0003=0.5@0.3"], seed=8)
+    (before,) = [f for f in analyze(res.rundir.path) if f.rule == "slow_node"]
+    assert before.subject == "node0003" and before.evidence["kind"] == "intermittent"
+    done, _ = confirm_on_fabric(opts, res, 60.0)
+    assert done.launches[0]["phases_planned"] == done.launches[0]["phases_run"] == INTERMITTENT_PARTNERS
+    assert done.retests["node0003"].verdict == "confirmed"
+    assert done.retests["node0003"].reason.startswith("intermittent")
+    assert serious(res.rundir.path) == [("slow_node", "node0003")]
 
 
 def test_a_false_suspect_of_a_healthy_fabric_is_cleared_and_no_warning_remains(tmp_path):
