@@ -168,13 +168,15 @@ def suspect_classes(findings: list[Any]) -> dict[str, str]:
 
 def unusable_hosts(outcome: Any, rows: list[dict[str, Any]]) -> set[str]:
     """Hosts not to re-test nor to re-test against: their ranks exited or never started, or one of
-    their pairs failed. A hung ring marks every host down in its launch but names no one, so a
-    hang alone does not count (the ring's failure stays a finding of its own)."""
+    their pairs failed with no such host in it (a pair with a dead host fails for that host: its
+    partner is fine, and after a sweep that partner is every other host). A hung ring marks every
+    host down in its launch but names no one, so a hang alone does not count (the ring's failure
+    stays a finding of its own)."""
     dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
     flaky = {
         h
         for r in rows
-        if r.get("pattern") == "pair" and r.get("status") != "ok"
+        if r.get("pattern") == "pair" and r.get("status") != "ok" and not dead & set(r.get("hosts") or [])
         for h in r.get("hosts") or []
     }
     return dead | flaky

@@ -18,7 +18,8 @@ from synthetic import host_names, make_fleet
 
 from netbench.common.findings import Finding
 from netbench.common.topology import hop_class
-from netbench.confirm import find_suspects, judge, plan_escalation, slow_partners
+from netbench.confirm import find_suspects, judge, plan_escalation, slow_partners, unusable_hosts
+from netbench.coordinator import Fault, Outcome
 
 SW = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B", "b3": "B", "b4": "B"}
 
@@ -75,6 +76,16 @@ def test_node_verdict_uses_controls_under_the_same_load() -> None:
     out = judge(rows, range(5, 6), ["a2", "a3"], [], SW, t)
     assert {k: rt.verdict for k, rt in out.items()} == {"a2": "cleared", "a3": "cleared"}
     assert out["a2"].ratios == {"b2": 1.0}
+
+
+def test_partners_of_a_dead_host_stay_usable_for_re_tests() -> None:
+    """After a sweep a host that died failed a pair with every other host; those failures are its
+    own, not its partners'. A pair that failed with no dead host in it makes both unusable."""
+    outcome = Outcome("completed", [Fault("exit", "rank 7 exited with code 1", host="a1")])
+    failed = {"pattern": "pair", "status": "error", "round": 1, "bytes": 1 << 20, "busbw_GBps": None}
+    rows = [failed | {"hosts": ["a1", "a2"]}, failed | {"hosts": ["b1", "a1"]},
+            failed | {"hosts": ["a3", "a4"]}, row(("a2", "b1"), 2, 10.0)]
+    assert unusable_hosts(outcome, rows) == {"a1", "a3", "a4"}
 
 
 def link_finding(a: str, b: str, severity: str = "warn") -> Finding:

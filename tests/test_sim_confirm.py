@@ -69,6 +69,18 @@ def test_a_node_found_intermittent_gets_enough_phases_to_show_it(tmp_path):
     assert serious(res.rundir.path) == [("slow_node", "node0003")]
 
 
+def test_a_gpu_that_dropped_out_is_left_out_and_the_slow_node_is_still_re_tested(tmp_path):
+    """node0009 fails a pair with every other node; its partners are fine (confirm.unusable_hosts):
+    the slow node is re-tested against them, and node0009 is not started again."""
+    opts, res = sweep(tmp_path, "gpu", ["gpu:node0009", "node:node0003=0.5"])
+    done, _ = confirm_on_fabric(opts, res, 60.0)
+    assert done.retests["node0003"].verdict == "confirmed"
+    first, last = done.launches[0]["rounds"]
+    rows = [json.loads(x) for x in (res.rundir.path / "results.jsonl").read_text().splitlines()]
+    retested = {h for r in rows if r["pattern"] == "pair" and first <= r["round"] <= last for h in r["hosts"]}
+    assert "node0003" in retested and "node0009" not in retested
+
+
 def test_a_false_suspect_of_a_healthy_fabric_is_cleared_and_no_warning_remains(tmp_path):
     """Seed 7 is one whose sweep alone names a healthy node slow (found with
     `benchmarks/bench_diagnosis.py --sizes 16 --classes healthy --confirm-budget 0`); if the analysis

@@ -25,6 +25,7 @@ from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import RunDir, utc_now
+from netbench.coordinator import Fault as RankFault
 from netbench.coordinator import Outcome
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions
@@ -156,7 +157,8 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
         down_hosts=sorted(gpus.down),
     )
-    swept = Outcome("completed", rows=n_rows, down_hosts=set(gpus.down), phases=phases)
+    lost = [RankFault("exit", why, host=h) for h, why in gpus.down.items()]  # the coordinator's record
+    swept = Outcome("completed", lost, n_rows, down_hosts=set(gpus.down), phases=phases)
     return SimResult(rundir, fabric_s, n_rows, req, tuple(slots), swept, truth)
 
 
