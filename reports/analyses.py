@@ -76,6 +76,7 @@ class UplinkPairVerdict:
 
     switches: tuple[str, str]
     parent: str
+    tier: int  # the two switches' tier (1: leaves), each tier below as oversubscribed as the policy allows
     hosts_below: tuple[int, int]
     capacity_nics: float  # the most their pairs carried together in one round
     expected_nics: float  # what the smaller side's uplinks carry at the policy's oversubscription
@@ -576,6 +577,7 @@ def _uplink_pairs(m: PairModel, switches: Mapping[str, str], t: Thresholds) -> l
                 UplinkPairVerdict(
                     switches=(kids[0], kids[1]),
                     parent=parent,
+                    tier=tier[kids[0]],
                     hosts_below=(len(x), len(y)),
                     capacity_nics=capacity,
                     expected_nics=expected,

@@ -170,14 +170,15 @@ def _uplink_pair_finding(ctx: AnalysisContext, v: UplinkPairVerdict) -> Finding:
     candidates (subject ``x|y``: the uplinks between them), none of their hosts is blamed."""
     x, y = v.switches
     ratio = ctx.policy.thresholds.cross_spine_warn_ratio
+    design = f"{g3(1 / ratio)}:1 uplinks" + (f" at each of {v.tier} tiers" if v.tier > 1 else "")
     return Finding(
         rule="slow_switch",
         severity=policy_severity(ctx, "slow_switch"),
         subject_kind="switch",
         subject=f"{x}|{y}",
         title=(
-            f"Traffic between {x} and {y} is {pct(v.capacity_nics / v.expected_nics)} than uplinks at "
-            f"{g3(1 / ratio)}:1 carry: at most {g3(v.capacity_nics)} NICs' worth in any round ({v.pairs} "
+            f"Traffic between {x} and {y} is {pct(v.capacity_nics / v.expected_nics)} than {design} "
+            f"carry: at most {g3(v.capacity_nics)} NICs' worth in any round ({v.pairs} "
             f"pairs at {g3(v.pair_busbw_GBps)} GB/s, same-leaf pairs {g3(v.nic_busbw_GBps)} GB/s; "
             f"{v.hosts_below[0]} and {v.hosts_below[1]} hosts) — one of their uplinks ({x}'s or {y}'s) "
             "is slow; pairs alone cannot tell which, every pair between them crosses both"
@@ -185,6 +186,7 @@ def _uplink_pair_finding(ctx: AnalysisContext, v: UplinkPairVerdict) -> Finding:
         evidence={
             "candidate_switches": [x, y],
             "parent": v.parent,
+            "tier": v.tier,
             "hosts_below": list(v.hosts_below),
             "capacity_nics": sig3(v.capacity_nics),
             "expected_nics": sig3(v.expected_nics),
