@@ -480,19 +480,24 @@ def _tier(klass: str) -> int:
     return int(klass[5:]) if klass.startswith("tier-") and klass[5:].isdigit() else 0
 
 
+def _subtrees(hosts: list[str], switches: Mapping[str, str]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Per switch, the indices of the hosts below it, and its tier (1: a leaf)."""
+    below: dict[str, list[int]] = {}
+    tier: dict[str, int] = {}
+    for i, h in enumerate(hosts):
+        for k, sw in enumerate(switch_path(h, switches), 1):
+            below.setdefault(sw, []).append(i)
+            tier[sw] = max(tier.get(sw, 0), k)
+    return below, tier
+
+
 def _switch_verdicts(
     m: PairModel, slow: dict[int, NodeVerdict], switches: Mapping[str, str], slow_factor: float
 ) -> list[SwitchVerdict]:
     """Switches whose hosts are slow only in the classes that cross the switch's uplink and fine
     below it: the uplink is the fault, not the hosts (half of them or more, at least 3)."""
     assert m.class_judged is not None and m.class_effect is not None
-    paths = {h: switch_path(h, switches) for h in m.hosts}
-    below: dict[str, list[int]] = {}
-    tier_of: dict[str, int] = {}
-    for i, h in enumerate(m.hosts):
-        for t_, sw in enumerate(paths[h], 1):
-            below.setdefault(sw, []).append(i)
-            tier_of[sw] = max(tier_of.get(sw, 0), t_)
+    below, tier_of = _subtrees(m.hosts, switches)
     flagged: dict[str, SwitchVerdict] = {}
     for sw, members in below.items():
         tier = tier_of[sw]
@@ -542,12 +547,7 @@ def _uplink_pairs(m: PairModel, switches: Mapping[str, str], t: Thresholds) -> l
     nic = (m.class_median_bw.get(LEAF) or [None])[-1]
     if not nic or m.rounds is None:
         return []
-    below: dict[str, list[int]] = {}
-    tier: dict[str, int] = {}
-    for i, h in enumerate(m.hosts):
-        for k, sw in enumerate(switch_path(h, switches), 1):
-            below.setdefault(sw, []).append(i)
-            tier[sw] = max(tier.get(sw, 0), k)
+    below, tier = _subtrees(m.hosts, switches)
     children: dict[str, list[str]] = {}
     for sw in below:
         parent = switches.get(sw)
