@@ -15,6 +15,11 @@ a leaf fill the rounds in which their hosts are idle, else rounds of their own. 
 even number of equal leaves (the minimum), N for an odd one. ``per_uplink`` caps the pairs through
 any one uplink further (splitting a round).
 
+``cross_leaf_rounds`` follows it in a quick pass: a few rounds per tier in which leaves (then pods)
+meet several others, all their hosts at once, so a slow uplink is the common factor of its hosts'
+pairs (with only two leaves the pairs cannot say which of the two uplinks; their sum in a round still
+says how much the two carry).
+
 ``leaf_first_rounds`` is for a quick pass that measures only a few partners a node (preflight): each
 node meets partners on its own leaf first. Behind an oversubscribed uplink a cross-leaf pair gets less
 than a NIC, so a node capped below its peers shows only against peers of its own leaf; a quick pass
@@ -137,6 +142,53 @@ def _cap(rnd: list[Pair], k: int, uplinks: Uplinks) -> list[list[Pair]]:
         fits[0].append((a, b))
         fits[1].update(used)
     return [pairs for pairs, _ in parts]
+
+
+def cross_leaf_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[list[Pair]]:
+    """For each tier above the leaves, rounds of disjoint pairs whose hosts first meet at that tier (a
+    pod's leaves with each other, then pods with each other, ...), each child of a switch meeting
+    ``rounds`` others (two children: once, ``_meeting_rounds``). Under each switch of
+    the tier its children meet child against child (the circle method over them; a meeting pairs all
+    of the smaller child's hosts with the other's at once, the matching rotated by the round), so
+    each child's uplink carries as many pairs as the smaller side has hosts in every round, and a
+    slow one is the common factor of its hosts' pairs against several other children. Why a set of
+    rounds per tier: a tier's uplinks are the bottleneck only in its own rounds (a slow leaf uplink
+    hides behind a full pod uplink). Every host must have a leaf in ``uplinks``."""
+    _by_leaf(hosts, uplinks)  # every host placed, names unique
+    # "" above every top switch: leaves listed without a parent meet too (the fabric joins them)
+    paths = {h: [*switch_path(h, uplinks), ""] for h in hosts}
+    out: list[list[Pair]] = []
+    for tier in range(2, max(len(p) for p in paths.values()) + 1):
+        # switch of this tier -> its children (one tier down) -> their hosts, in the given order
+        under: dict[str, dict[str, list[str]]] = {}
+        for h in hosts:
+            if len(paths[h]) >= tier:
+                under.setdefault(paths[h][tier - 1], {}).setdefault(paths[h][tier - 2], []).append(h)
+        n_rounds = max(_meeting_rounds(len(children), rounds) for children in under.values())
+        rnds: list[list[Pair]] = [[] for _ in range(n_rounds)]
+        for children in under.values():
+            meetings = circle_rounds(list(children))
+            used: dict[Pair, set[int]] = {}  # a meeting's rotations so far: never a pair twice
+            for r in range(_meeting_rounds(len(children), rounds)):
+                for x, y in meetings[r % len(meetings)]:
+                    small, big = sorted((children[x], children[y]), key=len)
+                    turn = r % len(big)  # rotated by the round: a bigger child's spare hosts take turns
+                    if turn not in used.setdefault((x, y), set()):
+                        used[(x, y)].add(turn)
+                        rnds[r].extend((a, big[(i + turn) % len(big)]) for i, a in enumerate(small))
+        out.extend(rnd for rnd in rnds if rnd)
+    return out
+
+
+def _meeting_rounds(children: int, rounds: int) -> int:
+    """Rounds for ``children`` siblings to meet others ``rounds`` times each: one for two (their
+    pairs cross the same two uplinks whoever meets whom, so more rounds tell nothing more), ``rounds``
+    for an even number, more for an odd one (one of them sits out each round)."""
+    if children < 2:
+        return 0
+    if children == 2:
+        return 1
+    return rounds if children % 2 == 0 else -(-rounds * children // (children - 1))
 
 
 def leaf_first_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[list[Pair]]:

@@ -22,7 +22,8 @@ from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.pairmodel import PairModel, fit_pair_model, nanmedian_rows
 from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_cut, robust_sigma
 
-from netbench.common.topology import switch_path
+from netbench.common.naming import natural_key
+from netbench.common.topology import LEAF, switch_path
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -67,6 +68,25 @@ class SwitchVerdict:
 
 
 @dataclass(frozen=True)
+class UplinkPairVerdict:
+    """The only two switches under one parent, whose pairs with each other carried less than uplinks
+    at the policy's oversubscription do: one of their uplinks is slow, and pairs cannot tell which
+    (every pair between them crosses both; with a third sibling the node effects name it,
+    ``SwitchVerdict``). Capacities are in NICs' worth: the busbw of a pair within a leaf."""
+
+    switches: tuple[str, str]
+    parent: str
+    tier: int  # the two switches' tier (1: leaves), each tier below as oversubscribed as the policy allows
+    hosts_below: tuple[int, int]
+    capacity_nics: float  # the most their pairs carried together in one round
+    expected_nics: float  # what the smaller side's uplinks carry at the policy's oversubscription
+    round: int  # the round that carried the most
+    pairs: int  # its pairs between the two
+    pair_busbw_GBps: float  # their median busbw in that round
+    nic_busbw_GBps: float  # the median busbw of pairs within a leaf
+
+
+@dataclass(frozen=True)
 class NodeVerdicts:
     """The slow nodes of the pair model, worst first, the cut they passed and what they were measured
     with (empty without pair measurements)."""
@@ -80,6 +100,7 @@ class NodeVerdicts:
     effect_spread: float = 0.0  # robust sigma of the judged nodes' effects (log), worst class
     suspects: tuple[NodeVerdict, ...] = ()  # borderline: past the false-discovery bar, not the family-wise
     switches: tuple[SwitchVerdict, ...] = ()  # uplinks that explain their hosts
+    uplink_pairs: tuple[UplinkPairVerdict, ...] = ()  # one of two uplinks slow, pairs cannot say which
     tests: int = 0  # node x hop class tests (and intermittency tests) the family-wise bar covers
 
     def level(self, host: str) -> float | None:
@@ -295,6 +316,7 @@ def judge_nodes(
         effect_spread=float(max(spreads, default=0.0)),
         suspects=tuple(sorted(suspects.values(), key=lambda v: v.effect_ratio)),
         switches=tuple(uplinks),
+        uplink_pairs=tuple(_uplink_pairs(m, switches or {}, t)),
         tests=n_tests,
     )
 
@@ -458,19 +480,24 @@ def _tier(klass: str) -> int:
     return int(klass[5:]) if klass.startswith("tier-") and klass[5:].isdigit() else 0
 
 
+def _subtrees(hosts: list[str], switches: Mapping[str, str]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Per switch, the indices of the hosts below it, and its tier (1: a leaf)."""
+    below: dict[str, list[int]] = {}
+    tier: dict[str, int] = {}
+    for i, h in enumerate(hosts):
+        for k, sw in enumerate(switch_path(h, switches), 1):
+            below.setdefault(sw, []).append(i)
+            tier[sw] = max(tier.get(sw, 0), k)
+    return below, tier
+
+
 def _switch_verdicts(
     m: PairModel, slow: dict[int, NodeVerdict], switches: Mapping[str, str], slow_factor: float
 ) -> list[SwitchVerdict]:
     """Switches whose hosts are slow only in the classes that cross the switch's uplink and fine
     below it: the uplink is the fault, not the hosts (half of them or more, at least 3)."""
     assert m.class_judged is not None and m.class_effect is not None
-    paths = {h: switch_path(h, switches) for h in m.hosts}
-    below: dict[str, list[int]] = {}
-    tier_of: dict[str, int] = {}
-    for i, h in enumerate(m.hosts):
-        for t_, sw in enumerate(paths[h], 1):
-            below.setdefault(sw, []).append(i)
-            tier_of[sw] = max(tier_of.get(sw, 0), t_)
+    below, tier_of = _subtrees(m.hosts, switches)
     flagged: dict[str, SwitchVerdict] = {}
     for sw, members in below.items():
         tier = tier_of[sw]
@@ -505,6 +532,62 @@ def _switch_verdicts(
         for sw, sv in flagged.items()
         if not any(up in flagged for up in switch_path_up(sw, switches))
     ]
+
+
+def _uplink_pairs(m: PairModel, switches: Mapping[str, str], t: Thresholds) -> list[UplinkPairVerdict]:
+    """Parents with exactly two child switches whose pairs with each other carried, in their best
+    round, less than slow_node_factor x what uplinks at the policy's oversubscription carry
+    (``cross_spine_warn_ratio`` of the smaller side's NICs, per tier below), while running well
+    below a NIC each (slow_pair_factor: the path was full, so their sum is its capacity, not a lower
+    bound of it).
+
+    Why the round's sum and not the pairs' ratio to same-leaf pairs: that ratio is the load of the
+    round (how many pairs shared the uplink), the sum is what the uplink carries whatever the
+    schedule. The best round, so noise and lightly loaded rounds can only make the fabric look better."""
+    nic = (m.class_median_bw.get(LEAF) or [None])[-1]
+    if not nic or m.rounds is None:
+        return []
+    below, tier = _subtrees(m.hosts, switches)
+    children: dict[str, list[str]] = {}
+    for sw in below:
+        parent = switches.get(sw)
+        if parent is not None:
+            children.setdefault(parent, []).append(sw)
+    bw, out = m.bw[-1], []
+    for parent, kids in children.items():
+        kids.sort(key=natural_key)
+        if len(kids) != 2 or len(below[kids[0]]) + len(below[kids[1]]) != len(below.get(parent, [])):
+            continue
+        x, y = (np.array(below[k]) for k in kids)
+        block, rnd = bw[np.ix_(x, y)], m.rounds[np.ix_(x, y)]
+        ok = np.isfinite(block) & (rnd >= 0)
+        if not ok.any():
+            continue
+        r_u, inv = np.unique(rnd[ok], return_inverse=True)
+        carried = np.bincount(inv, weights=block[ok])
+        best = int(np.argmax(carried))
+        in_best = block[ok][inv == best]
+        capacity = float(carried[best]) / nic
+        # each tier below may be oversubscribed as the policy allows: a pod's uplinks carry its
+        # hosts' NICs x ratio (its leaves') x ratio (its own)
+        expected = t.cross_spine_warn_ratio ** tier[kids[0]] * min(len(x), len(y))
+        full = float(np.median(in_best)) <= t.slow_pair_factor * nic
+        if full and capacity < t.slow_node_factor * expected:
+            out.append(
+                UplinkPairVerdict(
+                    switches=(kids[0], kids[1]),
+                    parent=parent,
+                    tier=tier[kids[0]],
+                    hosts_below=(len(x), len(y)),
+                    capacity_nics=capacity,
+                    expected_nics=expected,
+                    round=int(r_u[best]),
+                    pairs=int(in_best.size),
+                    pair_busbw_GBps=float(np.median(in_best)),
+                    nic_busbw_GBps=float(nic),
+                )
+            )
+    return out
 
 
 def switch_path_up(switch: str, switches: Mapping[str, str]) -> list[str]:

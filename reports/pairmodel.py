@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from netbench.reports.stats import SIGMA_FLOOR, robust_sigma
+from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
 
 from netbench.common.naming import natural_key
 from netbench.common.topology import LEAF, UNKNOWN, crossed_uplinks, hop_class, switch_path
@@ -187,7 +187,7 @@ def fit_pair_model(
     # one number per node for callers that want one (preflight's known-good partners): its worst class
     a = np.where(judged_k, a_k, np.inf).min(axis=0)
     a = np.where(judged, a, 0.0)
-    sigma = max(robust_sigma(resid[upper]), SIGMA_FLOOR)
+    sigma = max(residual_sigma(resid[upper]), SIGMA_FLOOR)
 
     present = [k for k in range(n_cls) if (upper & (cls == k)).any()]
     masks = {k: upper & (cls == k) for k in present}

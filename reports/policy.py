@@ -73,7 +73,11 @@ class Thresholds:
     straggler_min_excess: float = 0.02
     """... and on average at least this much slower (fraction) than the median rank."""
     cross_spine_warn_ratio: float = 0.5
-    """Cross-spine pairs below this fraction of same-leaf pairs (oversubscription) are a warning."""
+    """The oversubscription the fabric may have, as the fraction of a NIC a host gets across an uplink
+    tier when all of them cross it (0.5: 2:1). Cross-spine pairs more than ``slow_node_factor`` below
+    this fraction of same-leaf pairs are a warning; two sibling switches whose pairs with each other
+    carry, in a round, that far below this share of the smaller side's NICs (per tier) are a slow
+    uplink of one of the two (``slow_switch``)."""
     max_findings_per_rule: int = 200
     """Keep the report readable at 1,000 nodes: beyond this, a rule's findings are summarised."""
     below_ceiling_factor: float = 0.5

@@ -72,6 +72,7 @@ def test_quick_rounds_pair_each_node_with_its_own_leaf_first() -> None:
     sw |= {"l1": "p1", "l2": "p1", "l3": "p1", "l4": "p2", "p1": "core", "p2": "core"}
     rounds = quick_rounds(hosts, 3, sw)
     met: dict[str, set[str]] = {h: set() for h in hosts}
+    first = 0  # the own-leaf stage: the rounds until every host has 3 partners
     for rnd in rounds:
         flat = [h for p in rnd for h in p]
         assert len(flat) == len(set(flat))
@@ -79,14 +80,23 @@ def test_quick_rounds_pair_each_node_with_its_own_leaf_first() -> None:
             assert b not in met[a]
             met[a].add(b)
             met[b].add(a)
-    assert all(len(m) >= 3 for m in met.values()) and len(rounds) <= 4
+        if not first and all(len(m) >= 3 for m in met.values()):
+            first = rounds.index(rnd) + 1
+            own = {h: set(m) for h, m in met.items()}
+    assert 0 < first <= 4
     for h in hosts:  # leaf peers first: all the leaf has, less the rounds an odd leaf sits one out
         n = sum(sw[x] == sw[h] for x in hosts)
-        peers = {p for p in met[h] if sw[p] == sw[h]}
+        peers = {p for p in own[h] if sw[p] == sw[h]}
         assert len(peers) >= min(3, n - 1) - n % 2, h
     # round 1: l1's and l3's sit-outs meet within pod p1, l4's pair has its leaf; later rounds pair
     # l4's nodes (their leaf used up) with whoever is idle
     assert [p for p in rounds[0] if sw[p[0]] != sw[p[1]]] in ([("a0", "c0")], [("c0", "a0")])
+    # then the uplinks: p1's three leaves meet each other (3 rounds), then the two pods (3 rounds)
+    cross = rounds[first:]
+    assert 0 < len(cross) <= 6 and all(sw[a] != sw[b] for rnd in cross for a, b in rnd)
+    assert all(any(sw[p] != sw[h] for p in met[h]) for h in hosts)  # every host crosses its uplink
+    for leaf in ("l1", "l2", "l3"):  # each leaf of p1 meets both others (uneven leaves: not every host)
+        assert {sw[p] for h in hosts if sw[h] == leaf for p in met[h]} >= {"l1", "l2", "l3"} - {leaf}
     # a host the topology does not place: the circle method, in hosts-file order
     assert quick_rounds(hosts, 3, {"a0": "l1"}) == quick_rounds(hosts, 3)
 

@@ -9,7 +9,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from netbench.collectives.pairs import circle_rounds, topology_rounds
+from netbench.collectives.pairs import circle_rounds, cross_leaf_rounds, topology_rounds
 
 from netbench.common.errors import UsageError
 from netbench.common.topology import hop_class, round_load
@@ -90,6 +90,31 @@ def test_three_tiers_cap_bounds_pod_uplinks_too() -> None:
     capped = topology_rounds(hosts, up, 4)
     check_cover(hosts, capped)
     assert max(n for r in capped for n in round_load(r, up).values()) == 4
+
+
+@pytest.mark.parametrize(("sizes", "pods"), [([4, 4, 4, 4], 0), ([4, 4, 4, 4, 4, 4, 4, 4], 2), ([3, 3], 0)])
+def test_cross_leaf_rounds_meet_several_leaves_then_pods_at_full_load(sizes: list[int], pods: int) -> None:
+    """Preflight's cross-leaf stage: per tier, every host meets a host of another child of the same
+    switch in each round (leaves within a pod, then pods), whole children at once, so each uplink of
+    the tier carries its child's hosts; a leaf meets as many different leaves as the rounds allow."""
+    hosts, up = fabric(sizes, pods)
+    rounds = cross_leaf_rounds(hosts, up, 3)
+    # 3 rounds for 4 leaves (of a pod); 1 for two leaves or two pods: whoever meets whom, their
+    # pairs cross the same two uplinks
+    assert len(rounds) == (3 if len(sizes) // max(pods, 1) == 4 else 1) + (1 if pods else 0)
+    seen = [frozenset(p) for r in rounds for p in r]
+    assert len(seen) == len(set(seen)), "a pair twice"
+    for k, r in enumerate(rounds):
+        members = [h for p in r for h in p]
+        assert len(members) == len(set(members)) == len(hosts)  # disjoint, every host busy
+        want = "spine" if k < len(rounds) - bool(pods) else "core"
+        assert {hop_class(a, b, up) for a, b in r} == {want}
+        loads = {n for (a, b), n in round_load(r, up).items()}
+        assert loads == {sizes[0] * (1 if want == "spine" else len(sizes) // pods)}
+    # within the first tier's rounds a leaf meets three different leaves (one, with only two)
+    met = {up[b] for r in rounds for a, b in r if up[a] == "leaf0" and hop_class(a, b, up) == "spine"}
+    met |= {up[a] for r in rounds for a, b in r if up[b] == "leaf0" and hop_class(a, b, up) == "spine"}
+    assert len(met) == min(3, len(sizes) // max(pods, 1) - 1)
 
 
 def test_unplaced_host_is_an_error() -> None:

@@ -39,7 +39,8 @@ Examples:
 \b
 Inventory and policy first (nodes that fail there are not measured; --fail-fast stops there), then a
 quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes; with the topology known, each
-node's partners are on its own leaf first), then each suspect re-tested against known-good partners
+node's partners are on its own leaf first, then whole leaves meet other leaves so a slow uplink
+shows), then each suspect re-tested against known-good partners
 while the budget lasts (a node several slow links share, as the node). A node is drained only for a
 failure of its own, and a slow node only once its re-tests confirm it; slow links are listed to
 check, not drained.

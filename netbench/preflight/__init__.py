@@ -8,8 +8,11 @@ Stages, one function each; the budget covers all of them, inventory included:
   2. quick pass          a few perfect matchings of node pairs (at least ``min_partners`` partners
                          per node so the pair model can judge every node): partners on the node's
                          own leaf first when the topology is known (behind an oversubscribed uplink
-                         a capped NIC shows only against its leaf), else circle-method rounds; and
-                         the ring over all nodes, at 2-3 sizes. One launch of the ranks.
+                         a capped NIC shows only against its leaf), then a few rounds a tier in
+                         which whole leaves (then pods) meet others (a slow uplink is the common
+                         factor of its hosts' pairs, which the own-leaf rounds never cross), else
+                         circle-method rounds; and the ring over all nodes, at 2-3 sizes. One
+                         launch of the ranks.
   3. suspects            the standard analysis of what was measured: nodes flagged slow
                          (``slow_node``) and links flagged slow (``slow_pair``); a node shared by
                          several slow links, or at an end of a link confirmed slow, is a suspect

@@ -34,14 +34,17 @@ def quick_rounds(
 ) -> list[list[Pair]]:
     """Rounds until every host has ``partners`` partners (or all of them): partners on its own leaf
     first when the topology places every host (``collectives.pairs.leaf_first_rounds``: behind an
-    oversubscribed uplink a capped NIC shows only against its leaf peers), else the first
-    circle-method rounds. The ring, when run, is what crosses the uplinks."""
-    from netbench.collectives.pairs import circle_rounds, leaf_first_rounds
+    oversubscribed uplink a capped NIC shows only against its leaf peers), then ``partners`` rounds
+    per tier above the leaves in which leaves (then pods) meet others, every host at once
+    (``collectives.pairs.cross_leaf_rounds``: a slow uplink is then the common factor of its hosts'
+    pairs, which the own-leaf rounds never cross); else the first circle-method rounds."""
+    from netbench.collectives.pairs import circle_rounds, cross_leaf_rounds, leaf_first_rounds
     from netbench.common.topology import leaf_of
 
     want = min(partners, len(hosts) - 1)
     schedule = circle_rounds(hosts)
-    if switches is not None and all(leaf_of(h, switches) is not None for h in hosts):
+    placed = switches is not None and all(leaf_of(h, switches) is not None for h in hosts)
+    if placed:
         # leaf_first_rounds can leave a host idle in a round (odd totals), hence the spare rounds
         schedule = leaf_first_rounds(hosts, switches, 2 * want + 1)
     have: Counter[str] = Counter()
@@ -53,4 +56,10 @@ def quick_rounds(
         for a, b in rnd:
             have[a] += 1
             have[b] += 1
+    if placed and switches is not None:
+        met = {frozenset(p) for rnd in out for p in rnd}  # an odd leaf's idle node may have met one
+        for rnd in cross_leaf_rounds(hosts, switches, want):
+            fresh = [p for p in rnd if frozenset(p) not in met]
+            if fresh:
+                out.append(fresh)
     return out

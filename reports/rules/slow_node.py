@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import CLEARED_ACTION, Rule, pct, policy_severity, size_label
-from netbench.reports.stats import sig3
+from netbench.reports.stats import g3, sig3
 
 from netbench.common.findings import Finding
 
 if TYPE_CHECKING:
-    from netbench.reports.analyses import NodeVerdict, NodeVerdicts, Retest, SwitchVerdict
+    from netbench.reports.analyses import NodeVerdict, NodeVerdicts, Retest, SwitchVerdict, UplinkPairVerdict
     from netbench.reports.context import AnalysisContext
 
 
@@ -38,6 +38,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     out = [_node_finding(ctx, nodes, v) for v in nodes.slow]
     out.extend(_suspect_finding(ctx, nodes, v) for v in nodes.suspects)
     out.extend(_uplink_finding(ctx, sv) for sv in nodes.switches)
+    out.extend(_uplink_pair_finding(ctx, v) for v in nodes.uplink_pairs)
     if retests is not None:  # every re-tested node is in the findings, as the log said it
         judged = {v.host for v in nodes.slow} | {v.host for v in nodes.suspects}
         out.extend(
@@ -161,6 +162,46 @@ def _uplink_finding(ctx: AnalysisContext, sv: SwitchVerdict) -> Finding:
             "its hosts are fine with each other, so drain none of them for this."
         ),
         hosts=list(sv.hosts),
+    )
+
+
+def _uplink_pair_finding(ctx: AnalysisContext, v: UplinkPairVerdict) -> Finding:
+    """One of two uplinks is slow and pairs cannot say which: both switches are named as the
+    candidates (subject ``x|y``: the uplinks between them), none of their hosts is blamed."""
+    x, y = v.switches
+    ratio = ctx.policy.thresholds.cross_spine_warn_ratio
+    design = f"{g3(1 / ratio)}:1 uplinks" + (f" at each of {v.tier} tiers" if v.tier > 1 else "")
+    return Finding(
+        rule="slow_switch",
+        severity=policy_severity(ctx, "slow_switch"),
+        subject_kind="switch",
+        subject=f"{x}|{y}",
+        title=(
+            f"Traffic between {x} and {y} is {pct(v.capacity_nics / v.expected_nics)} than {design} "
+            f"carry: at most {g3(v.capacity_nics)} NICs' worth in any round ({v.pairs} "
+            f"pairs at {g3(v.pair_busbw_GBps)} GB/s, same-leaf pairs {g3(v.nic_busbw_GBps)} GB/s; "
+            f"{v.hosts_below[0]} and {v.hosts_below[1]} hosts) — one of their uplinks ({x}'s or {y}'s) "
+            "is slow; pairs alone cannot tell which, every pair between them crosses both"
+        ),
+        evidence={
+            "candidate_switches": [x, y],
+            "parent": v.parent,
+            "tier": v.tier,
+            "hosts_below": list(v.hosts_below),
+            "capacity_nics": sig3(v.capacity_nics),
+            "expected_nics": sig3(v.expected_nics),
+            "cross_spine_warn_ratio": ratio,
+            "round": v.round,
+            "pairs_in_round": v.pairs,
+            "pair_busbw_GBps": sig3(v.pair_busbw_GBps),
+            "same_leaf_busbw_GBps": sig3(v.nic_busbw_GBps),
+        },
+        action=(
+            f"Check the uplinks of both {x} and {y} (port counters, link speed, cabling, congestion "
+            "control); their hosts are fine with each other, so drain none of them for this. If the "
+            "fabric is built more oversubscribed than the policy's cross_spine_warn_ratio, set it."
+        ),
+        hosts=[],
     )
 
 
