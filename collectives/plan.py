@@ -4,15 +4,23 @@ The coordinator builds a ``WorkerPlan`` and hands it to every rank through the r
 ranks only execute it. A phase is a world sweep, one round of pairwise tests, or the intra-node
 groups; its groups run concurrently and the coordinator releases the next phase only when the
 current one has finished (or timed out), so "the pairs of a round run at the same time" holds.
+
+A pairwise round's groups are ``PairGroups``: positions of the two hosts in a host table every round
+shares, read as ``GroupSpec``s one at a time; a 4,096-host plan has 8M pair groups, which as
+objects would cost gigabytes. ``WorkerPlan.json_chunks`` writes a plan in pieces (a group a line),
+never as one string.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, overload
 
+import numpy as np
 from netbench.collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
 from netbench.collectives.ops import get_collective
 
@@ -76,12 +84,112 @@ class GroupSpec:
     topology does not place both hosts, or not a pair."""
 
 
+def pair_group_id(a: str, b: str) -> str:
+    return "pair:" + "|".join(sorted((a, b)))
+
+
+@dataclass(eq=False)
+class PairHosts:
+    """The hosts pair groups are made of, with their ranks: one table for every round of a plan."""
+
+    hosts: Sequence[str]
+    ranks: Sequence[list[int]]
+    """ranks[i]: the global ranks of hosts[i]."""
+
+    @cached_property
+    def _json(self) -> tuple[list[str], list[str], list[str]]:
+        """Per host: its name as JSON, its name inside a JSON string, its ranks as JSON list items."""
+        quoted = [json.dumps(h) for h in self.hosts]
+        return quoted, [q[1:-1] for q in quoted], [", ".join(map(str, r)) for r in self.ranks]
+
+
+@dataclass(frozen=True, eq=False)
+class PairGroups(Sequence[GroupSpec]):
+    """One pairwise round's groups: a pair's group is every rank of both hosts (``GroupSpec``
+    made on demand from positions in a ``PairHosts``)."""
+
+    round: int
+    table: PairHosts
+    index: np.ndarray
+    """(pairs, 2): the positions of each pair's hosts in ``table``."""
+    load: np.ndarray | None = None
+    """Per pair: its load (``GroupSpec.load``), -1 where it is None; None: None for every pair."""
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @overload
+    def __getitem__(self, i: int) -> GroupSpec: ...
+
+    @overload
+    def __getitem__(self, i: slice | np.ndarray) -> PairGroups: ...
+
+    def __getitem__(self, i: int | slice | np.ndarray) -> GroupSpec | PairGroups:
+        if isinstance(i, slice | np.ndarray):  # a slice, or a mask or positions of the groups to keep
+            load = self.load[i] if self.load is not None else None
+            return PairGroups(self.round, self.table, self.index[i], load)
+        a, b = self.index[i].tolist()
+        load = int(self.load[i]) if self.load is not None and self.load[i] >= 0 else None
+        return self._group(a, b, load)
+
+    def __iter__(self) -> Iterator[GroupSpec]:
+        loads = self.load.tolist() if self.load is not None else [-1] * len(self.index)
+        for (a, b), load in zip(self.index.tolist(), loads, strict=True):
+            yield self._group(a, b, load if load >= 0 else None)
+
+    def _group(self, a: int, b: int, load: int | None) -> GroupSpec:
+        t = self.table
+        return GroupSpec(
+            id=pair_group_id(t.hosts[a], t.hosts[b]),
+            pattern="pair",
+            ranks=t.ranks[a] + t.ranks[b],
+            hosts=[t.hosts[a], t.hosts[b]],
+            round=self.round,
+            load=load,
+        )
+
+    def json_hosts_and_ids(self) -> tuple[list[str], list[str]]:
+        """Each group's ``hosts`` and ``id`` as JSON text, from the table's per-host pieces."""
+        quoted, inner, _ = self.table._json
+        names = self.table.hosts
+        hosts, ids = [], []
+        for a, b in self.index.tolist():
+            lo, hi = (a, b) if names[a] <= names[b] else (b, a)  # the id's sorted names
+            hosts.append(f"[{quoted[a]}, {quoted[b]}]")
+            ids.append(f'"pair:{inner[lo]}|{inner[hi]}"')
+        return hosts, ids
+
+    def json_lines(self) -> Iterator[str]:
+        """Each group as ``json.dumps(dataclasses.asdict(group))`` writes it (keys, order, spacing)."""
+        ranks = self.table._json[2]
+        loads = self.load.tolist() if self.load is not None else [-1] * len(self.index)
+        tail = f'"round": {json.dumps(self.round)}, "rail": null, "load": '
+        hosts, ids = self.json_hosts_and_ids()
+        for (a, b), load, h, i in zip(self.index.tolist(), loads, hosts, ids, strict=True):
+            both = f"{ranks[a]}, {ranks[b]}" if ranks[a] and ranks[b] else ranks[a] or ranks[b]
+            yield (
+                f'{{"id": {i}, "pattern": "pair", "ranks": [{both}], "hosts": {h}, '
+                f'{tail}{load if load >= 0 else "null"}}}'
+            )
+
+
 @dataclass
 class Phase:
     index: int
     name: str  # "ring", "pairwise round 3", ...
-    groups: list[GroupSpec]
+    groups: Sequence[GroupSpec]
+    """A list, or ``PairGroups`` for a pairwise round."""
     spec: SweepSpec
+
+    def json_chunks(self) -> Iterator[str]:
+        """``json.dumps(dataclasses.asdict(phase))`` in pieces: the groups a line each."""
+        if isinstance(self.groups, PairGroups):
+            lines: Iterator[str] = self.groups.json_lines()
+        else:
+            lines = (json.dumps(dataclasses.asdict(g)) for g in self.groups)
+        yield f'{{"index": {json.dumps(self.index)}, "name": {json.dumps(self.name)}, "groups": [\n'
+        yield ",\n".join(lines)
+        yield f'], "spec": {json.dumps(dataclasses.asdict(self.spec))}}}'
 
 
 @dataclass
@@ -97,8 +205,23 @@ class WorkerPlan:
     """Per global rank: the interface its gloo rail groups bind (its rail's NIC), None or absent:
     the address that routes to the store, as every other group."""
 
+    def json_chunks(self) -> Iterator[str]:
+        """The plan as JSON in pieces (a phase's groups a line each), so that a plan of 8M pair
+        groups is never one string; the content of ``json.dumps(dataclasses.asdict(plan))``."""
+        for k, f in enumerate(dataclasses.fields(self)):
+            yield ("{" if k == 0 else ", ") + json.dumps(f.name) + ": "
+            if f.name == "phases":
+                yield "["
+                for i, phase in enumerate(self.phases):
+                    yield ",\n" if i else "\n"
+                    yield from phase.json_chunks()
+                yield "]"
+            else:
+                yield json.dumps(getattr(self, f.name))
+        yield "}"
+
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self))
+        return "".join(self.json_chunks())
 
     @classmethod
     def from_json(cls, text: str) -> WorkerPlan:
