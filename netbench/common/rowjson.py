@@ -19,7 +19,6 @@ spacing and float spelling; ``tests/test_sim_scale.py`` compares them):
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,14 +93,62 @@ def _texts(n: int, col: Column) -> list[str | pa.Array]:
     v = np.asarray(col.numbers)
     if len(v) != n:
         raise ValueError(f"a column of {len(v)} values for {n} rows")
-    if v.ndim == 2:
-        width = v.shape[1]
-        if width == 0:
-            return ["[]"]
-        items = number_texts(v.ravel())
-        lists = pa.ListArray.from_arrays(pa.array(np.arange(0, n * width + 1, width, dtype=np.int32)), items)
-        return ["[", pc.binary_join(lists, ", "), "]"]
-    return [number_texts(v)]
+    if v.ndim == 1:
+        return [number_texts(v)]
+    if v.shape[1] == 0:
+        return ["[]"]
+    thousandths = _thousandths(v)
+    if thousandths is not None:
+        return ["[", _milli_lists(thousandths), "]"]
+    width = v.shape[1]
+    items = number_texts(v.ravel())
+    lists = pa.ListArray.from_arrays(pa.array(np.arange(0, n * width + 1, width, dtype=np.int32)), items)
+    return ["[", pc.binary_join(lists, ", "), "]"]
+
+
+def _thousandths(v: np.ndarray) -> np.ndarray | None:
+    """``v`` in integer thousandths when every value is a non-negative float with at most three
+    decimals (below ``MILLI_MAX``); else None."""
+    if v.dtype.kind != "f" or not v.size:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = np.rint(v * 1000)
+        if not ((k / 1000 == v) & (k < MILLI_MAX) & ~np.signbit(v)).all():
+            return None
+    return k.astype(np.int64)
+
+
+def _milli_lists(k: np.ndarray) -> pa.Array:
+    """Each row of thousandths (rows, items) as its floats' JSON list items ("11274.33, 11270.028"),
+    built as a byte matrix, one plane per character position (numpy writes a plane at once):
+    the integer digits, ".", three decimals, ", ", then every NUL byte (a leading zero, a trailing
+    zero decimal, the last item's separator) squeezed out."""
+    import pyarrow as pa
+
+    rows, items = k.shape
+    whole, frac = np.divmod(k.ravel(), 1000)
+    digits = len(str(int(whole.max())))
+    planes = np.empty((digits + 6, whole.size), dtype=np.uint8)
+    x = whole
+    for j in range(digits - 1, -1, -1):
+        x, d = np.divmod(x, 10)
+        planes[j] = d + 48
+    for j in range(digits - 1):  # leading zeros (never the units digit)
+        planes[j] *= whole >= 10 ** (digits - 1 - j)
+    planes[digits] = ord(".")
+    d1, rest = np.divmod(frac, 100)
+    d2, d3 = np.divmod(rest, 10)
+    planes[digits + 1] = d1 + 48  # "0" when the decimals are all zero, as repr writes 5.0
+    planes[digits + 2] = (d2 + 48) * ((d2 | d3) != 0)
+    planes[digits + 3] = (d3 + 48) * (d3 != 0)
+    last = (np.arange(whole.size) % items) == items - 1
+    planes[digits + 4] = np.where(last, 0, ord(","))
+    planes[digits + 5] = np.where(last, 0, ord(" "))
+    text = np.ascontiguousarray(planes.T).reshape(rows, -1)
+    keep = text != 0
+    offsets = np.zeros(rows + 1, dtype=np.int32)
+    np.cumsum(keep.sum(axis=1), out=offsets[1:])
+    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(text[keep]))
 
 
 def number_texts(v: np.ndarray) -> pa.Array:
@@ -122,10 +169,7 @@ def number_texts(v: np.ndarray) -> pa.Array:
     other = ~(milli | arrow)  # tiny, huge, -0.0, nan, inf: Python spells them
     pieces, where = [], []
     if milli.any():
-        thousandths = k[milli].astype(np.int64)
-        whole = pa.array(thousandths // 1000).cast(pa.string())
-        fraction = _fractions().take(pa.array(thousandths % 1000))
-        pieces.append(pc.binary_join_element_wise(whole, fraction, "."))
+        pieces.append(_milli_lists(k[milli].astype(np.int64)[:, None]))
         where.append(np.flatnonzero(milli))
     if arrow.any():
         x = v[arrow]
@@ -143,11 +187,3 @@ def number_texts(v: np.ndarray) -> pa.Array:
     order = np.empty(len(v), dtype=np.int64)
     order[np.concatenate(where)] = np.arange(len(v))
     return pa.concat_arrays(pieces).take(pa.array(order))
-
-
-@functools.cache
-def _fractions() -> pa.Array:
-    """Thousandths 0..999 as the digits after a float's point: "0", "001" .. "999" less trailing zeros."""
-    import pyarrow as pa
-
-    return pa.array([f"{i:03d}".rstrip("0") or "0" for i in range(1000)])
