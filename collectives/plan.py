@@ -18,11 +18,16 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 from netbench.collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
 from netbench.collectives.ops import get_collective
+
+from netbench.common.jsontext import join, number_texts, strings, text_of
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # how the timed operations are issued (collectives.native.engines_for decides on each rank)
 ENGINES = ("auto", "nccl", "torch", "both")
@@ -97,10 +102,18 @@ class PairHosts:
     """ranks[i]: the global ranks of hosts[i]."""
 
     @cached_property
-    def _json(self) -> tuple[list[str], list[str], list[str]]:
+    def order(self) -> np.ndarray:
+        """Each host's place in name order (a pair's id names its hosts sorted)."""
+        order = np.empty(len(self.hosts), dtype=np.int64)
+        order[sorted(range(len(self.hosts)), key=self.hosts.__getitem__)] = np.arange(len(self.hosts))
+        return order
+
+    @cached_property
+    def texts(self) -> tuple[pa.Array, pa.Array, pa.Array]:
         """Per host: its name as JSON, its name inside a JSON string, its ranks as JSON list items."""
         quoted = [json.dumps(h) for h in self.hosts]
-        return quoted, [q[1:-1] for q in quoted], [", ".join(map(str, r)) for r in self.ranks]
+        ranks = [", ".join(map(str, r)) for r in self.ranks]
+        return strings(quoted), strings([q[1:-1] for q in quoted]), strings(ranks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,29 +161,46 @@ class PairGroups(Sequence[GroupSpec]):
             load=load,
         )
 
-    def json_hosts_and_ids(self) -> tuple[list[str], list[str]]:
-        """Each group's ``hosts`` and ``id`` as JSON text, from the table's per-host pieces."""
-        quoted, inner, _ = self.table._json
-        names = self.table.hosts
-        hosts, ids = [], []
-        for a, b in self.index.tolist():
-            lo, hi = (a, b) if names[a] <= names[b] else (b, a)  # the id's sorted names
-            hosts.append(f"[{quoted[a]}, {quoted[b]}]")
-            ids.append(f'"pair:{inner[lo]}|{inner[hi]}"')
-        return hosts, ids
+    def json_hosts_and_ids(self) -> tuple[pa.Array, pa.Array]:
+        """Each group's ``hosts`` and ``id`` as JSON text (``common.jsontext``)."""
+        quoted, inner, _ = self.table.texts
+        a, b = self.index[:, 0], self.index[:, 1]
+        first = self.table.order[a] < self.table.order[b]  # the id's sorted names
+        lo, hi = np.where(first, a, b), np.where(first, b, a)
+        n = len(self)
+        hosts = join(["[", quoted.take(a), ", ", quoted.take(b), "]"], n)
+        return hosts, join(['"pair:', inner.take(lo), "|", inner.take(hi), '"'], n)
 
-    def json_lines(self) -> Iterator[str]:
-        """Each group as ``json.dumps(dataclasses.asdict(group))`` writes it (keys, order, spacing)."""
-        ranks = self.table._json[2]
-        loads = self.load.tolist() if self.load is not None else [-1] * len(self.index)
-        tail = f'"round": {json.dumps(self.round)}, "rail": null, "load": '
+    def json_text(self) -> str:
+        """The groups as ``json.dumps(dataclasses.asdict(group))`` writes each (keys, order, spacing),
+        a line each, ",\n" between them."""
+        if not len(self):
+            return ""
+        _, _, ranks = self.table.texts
+        a, b = self.index[:, 0], self.index[:, 1]
+        has = np.array([bool(r) for r in self.table.ranks])
+        between = strings(["", ", "]).take((has[a] & has[b]).astype(np.int8))  # one list's items
         hosts, ids = self.json_hosts_and_ids()
-        for (a, b), load, h, i in zip(self.index.tolist(), loads, hosts, ids, strict=True):
-            both = f"{ranks[a]}, {ranks[b]}" if ranks[a] and ranks[b] else ranks[a] or ranks[b]
-            yield (
-                f'{{"id": {i}, "pattern": "pair", "ranks": [{both}], "hosts": {h}, '
-                f'{tail}{load if load >= 0 else "null"}}}'
-            )
+        load: str | pa.Array = "null"
+        if self.load is not None:
+            load = number_texts(self.load)
+            if (self.load < 0).any():
+                load = _none_where(load, self.load < 0)
+        lines = join(
+            ['{"id": ', ids, ', "pattern": "pair", "ranks": [', ranks.take(a), between, ranks.take(b),
+             '], "hosts": ', hosts, f', "round": {json.dumps(self.round)}, "rail": null, "load": ', load,
+             "},\n"],
+            len(self),
+        )
+        return text_of(lines)[:-2].decode()
+
+
+def _none_where(texts: pa.Array, none: np.ndarray) -> pa.Array:
+    """``texts`` with "null" where ``none``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.if_else(pa.array(none), "null", texts)
 
 
 @dataclass
@@ -183,12 +213,11 @@ class Phase:
 
     def json_chunks(self) -> Iterator[str]:
         """``json.dumps(dataclasses.asdict(phase))`` in pieces: the groups a line each."""
-        if isinstance(self.groups, PairGroups):
-            lines: Iterator[str] = self.groups.json_lines()
-        else:
-            lines = (json.dumps(dataclasses.asdict(g)) for g in self.groups)
         yield f'{{"index": {json.dumps(self.index)}, "name": {json.dumps(self.name)}, "groups": [\n'
-        yield ",\n".join(lines)
+        if isinstance(self.groups, PairGroups):
+            yield self.groups.json_text()
+        else:
+            yield ",\n".join(json.dumps(dataclasses.asdict(g)) for g in self.groups)
         yield f'], "spec": {json.dumps(dataclasses.asdict(self.spec))}}}'
 
 

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from netbench import __version__
 from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import Collective, Layout, get_collective
 from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
+from netbench.common.jsontext import strings
 from netbench.common.rowjson import Column, rows_jsonl
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import RunDir, utc_now
@@ -32,6 +33,9 @@ from netbench.planner import PlanRequest, build_plan
 from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.rails import RailFabric, build_fabric
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
@@ -291,26 +295,35 @@ class Measured:
             texts = [json.dumps(pf[name]) for pf in points]
             values[name] = points[0][name] if len(set(texts)) == 1 else Column(json=texts * g)
         values["ranks"] = self.rank_us.shape[-1]
-        for name, texts in _group_texts(self.groups).items():  # each group's, repeated for its points
-            values[name] = (json.loads(texts[0]) if len(set(texts)) == 1
-                            else Column(json=[t for t in texts for _ in range(q)]))
+        for name, value in _group_fields(self.groups).items():  # a group's text repeated for its points
+            values[name] = value if not isinstance(value, Texts) else Column(
+                json=value.texts if q == 1 else strings(value.texts).take(np.repeat(np.arange(g), q))
+            )
         return rows_jsonl(self.rows, values)
 
 
-def _group_texts(groups: Sequence[GroupSpec]) -> dict[str, list[str]]:
-    """Each group's row fields as JSON text: pattern, hosts, round, group (its id), rail."""
+@dataclass(frozen=True)
+class Texts:
+    """A field's value in each group, as JSON text."""
+
+    texts: Sequence[str] | pa.Array
+
+
+def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
+    """The row fields that come from the group: pattern, hosts, round, group (its id), rail, each
+    one value for every group or ``Texts``."""
     if isinstance(groups, PairGroups):
         hosts, ids = groups.json_hosts_and_ids()
-        n = len(groups)
-        return {"pattern": ['"pair"'] * n, "hosts": hosts, "round": [json.dumps(groups.round)] * n,
-                "group": ids, "rail": ["null"] * n}
-    return {
-        "pattern": [json.dumps(g.pattern) for g in groups],
-        "hosts": [json.dumps(g.hosts) for g in groups],
-        "round": [json.dumps(g.round) for g in groups],
-        "group": [json.dumps(g.id) for g in groups],
-        "rail": [json.dumps(g.rail) for g in groups],
-    }
+        return {
+            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids), "rail": None
+        }
+    out: dict[str, Any] = {}
+    for name, attr in (("pattern", "pattern"), ("hosts", "hosts"), ("round", "round"), ("group", "id"),
+                       ("rail", "rail")):
+        values = [getattr(g, attr) for g in groups]
+        texts = [json.dumps(v) for v in values]
+        out[name] = values[0] if len(set(texts)) == 1 else Texts(texts)
+    return out
 
 
 def _points(spec: SweepSpec, ranks: int) -> list[_Point]:
