@@ -268,6 +268,8 @@ class Measured:
 
     def rows_of(self) -> list[list[ResultRow]]:
         """Each group's rows, in point order."""
+        if not self.rows:
+            return [[] for _ in self.groups]
         cols = {k: v.tolist() for k, v in self._columns().items()}
         points = [self._point_fields(p) for p in self.points]
         n = self.rank_us.shape[-1]
