@@ -102,6 +102,11 @@ class PairHosts:
     """ranks[i]: the global ranks of hosts[i]."""
 
     @cached_property
+    def sizes(self) -> np.ndarray:
+        """Each host's number of ranks."""
+        return np.array([len(r) for r in self.ranks], dtype=np.int64)
+
+    @cached_property
     def order(self) -> np.ndarray:
         """Each host's place in name order (a pair's id names its hosts sorted)."""
         order = np.empty(len(self.hosts), dtype=np.int64)
@@ -178,7 +183,7 @@ class PairGroups(Sequence[GroupSpec]):
             return ""
         _, _, ranks = self.table.texts
         a, b = self.index[:, 0], self.index[:, 1]
-        has = np.array([bool(r) for r in self.table.ranks])
+        has = self.table.sizes > 0
         between = strings(["", ", "]).take((has[a] & has[b]).astype(np.int8))  # one list's items
         hosts, ids = self.json_hosts_and_ids()
         load: str | pa.Array = "null"

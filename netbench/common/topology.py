@@ -154,9 +154,9 @@ class RoundLoad:
         self.uplinks = uplinks
         self._leaf_id: dict[str | None, int] = {}
         self._switch_id: dict[str, int] = {}
-        self._row: dict[int, int] = {}  # leaf pair key -> row of _rows
-        self._rows: list[list[int]] = []  # the ids of the switches whose uplinks a leaf pair crosses
-        self._matrix: np.ndarray | None = None  # _rows padded with -1, rebuilt when rows were added
+        self._row: dict[int, int] = {}  # leaf pair key -> its row of _matrix
+        # per leaf pair: the ids of the switches whose uplinks it crosses, -1 past the row's end
+        self._matrix = np.zeros((0, 0), dtype=np.int64)
 
     def leaves(self, hosts: Sequence[str]) -> np.ndarray:
         """Each host's leaf as an id for ``indexed`` (one id for every host the topology does not place)."""
@@ -183,15 +183,18 @@ class RoundLoad:
         new = [k for k in keys if k not in self._row]
         if new:
             name = {i: leaf for leaf, i in self._leaf_id.items()}
+            rows = []
             for k in new:
                 a, b = name[k // _LEAF_KEY], name[k % _LEAF_KEY]
                 crossed = [] if a is None or b is None else crossed_uplinks(self._path(a), self._path(b))
-                self._row[k] = len(self._rows)
-                self._rows.append([self._switch_id.setdefault(sw, len(self._switch_id)) for sw in crossed])
-            width = max(len(r) for r in self._rows)
-            self._matrix = np.array([r + [-1] * (width - len(r)) for r in self._rows], dtype=np.int64)
-            self._matrix = self._matrix.reshape(len(self._rows), width)
-        assert self._matrix is not None
+                self._row[k] = len(self._row)
+                rows.append([self._switch_id.setdefault(sw, len(self._switch_id)) for sw in crossed])
+            width = max(self._matrix.shape[1], *map(len, rows))
+            added = np.full((len(rows), width), -1, dtype=np.int64)
+            for i, r in enumerate(rows):
+                added[i, : len(r)] = r
+            known = np.pad(self._matrix, ((0, 0), (0, width - self._matrix.shape[1])), constant_values=-1)
+            self._matrix = np.concatenate([known, added])
         return self._matrix[[self._row[k] for k in keys]]
 
     def _path(self, leaf: str) -> list[str]:

@@ -381,8 +381,7 @@ def _measure(
 def _group_sizes(groups: Sequence[GroupSpec]) -> set[int]:
     """The sizes (ranks) of a phase's groups."""
     if isinstance(groups, PairGroups):
-        per_host = np.array([len(r) for r in groups.table.ranks])
-        return set(per_host[groups.index].sum(axis=1).tolist())
+        return set(np.unique(groups.table.sizes[groups.index].sum(axis=1)).tolist())
     return {len(grp.ranks) for grp in groups}
 
 
