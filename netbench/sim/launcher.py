@@ -5,7 +5,7 @@ publishes the plan and releases the phases exactly as for SSH hosts; each host's
 ``SimAgent`` whose stdout lines are the protocol lines real ranks print (hello, env, row,
 group_done, group_error, bye, exit). One driver thread per launch plays every rank: it reads the plan
 and each phase's release (``go/N``) from the store as ranks do, runs the released groups at once on
-the fabric (``fabric.Fabric.rates``: the flows of a phase share links max-min fairly) and turns each
+the fabric (``fabric.Fabric.flow_rates``: the flows of a phase share links max-min fairly) and turns each
 group's rate into rows with ``sim.run._measure``, the same rows ``netbench simulate`` writes. So the
 phase gate, the down-host bookkeeping and the failed-group rows are the coordinator's own.
 

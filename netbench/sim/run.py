@@ -1,11 +1,17 @@
 """Run the real plan on a simulated fabric into a real run directory, with the truth beside it.
 
 The plan comes from ``netbench.planner.build_plan`` exactly as for ``sweep --hosts`` (ring, then the
-circle method's pairwise rounds, or ``--pair-batch``); each phase's groups run at once on the
-fabric (``fabric.Fabric.rates``), and every point becomes a ``ResultRow`` as a rank would report it:
-time = latency + bytes x busbw factor / rate, times multiplicative noise, per-rank times around it.
-Fabric time is the simulated duration of the phases (warm-up, timed iterations and the check pass
-of every point; a phase lasts as long as its slowest group).
+pairwise rounds leaf against leaf, or the circle method's, or ``--pair-batch``; rail rounds); each
+phase's groups run at once on the fabric (``fabric.Fabric.flow_rates``, a rail group on its GPU's
+rail), and every point becomes a ``ResultRow`` as a rank would report it: time = latency + bytes x
+busbw factor / rate, times multiplicative noise, per-rank times around it. Fabric time is the
+simulated duration of the phases (warm-up, timed iterations and the check pass of every point; a
+phase lasts as long as its slowest group).
+
+At scale (4,096 nodes: 4,095 rounds of 2,048 pairs, 8.4M rows) a phase is measured at once with
+numpy (``Flows``, ``Measured``) and its rows are written as columns (``common.rowjson``): the same
+lines ``json.dumps`` of each ``ResultRow`` gives. ``sim.launcher`` measures its phases with the
+same functions and sends the rows as ``ResultRow``s (``Measured.rows_of``).
 """
 
 from __future__ import annotations
