@@ -24,55 +24,105 @@ says how much the two carry).
 node meets partners on its own leaf first. Behind an oversubscribed uplink a cross-leaf pair gets less
 than a NIC, so a node capped below its peers shows only against peers of its own leaf; a quick pass
 of circle rounds in hosts-file order pairs node i with ~node N-i, in another pod, and never sees it.
+
+Rounds are ``IndexedRound``s: a round's pairs as positions in the host list every round of the
+schedule shares (8 bytes a pair), read as pairs of names by whoever iterates them. A 4,096-node
+schedule is 8M pairs; as tuples of names they cost a gigabyte and the plan builder's time.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import numpy as np
 
 from netbench.common.topology import Uplinks, crossed_uplinks, leaf_of, meeting_tier, switch_path
 
 Pair = tuple[str, str]
+_SCAN = 64  # rounds looked at together when a leaf's own pairs look for a round they fit in
 
 
-def circle_rounds(hosts: list[str]) -> list[list[Pair]]:
+class IndexedRound(Sequence[Pair]):
+    """One round's pairs: ``index[i]`` is the positions of pair i's two hosts in ``hosts``, a list
+    every round of the schedule shares. Reads as a sequence of name pairs (equal to a list of the
+    same pairs); the plan builder and the simulator use ``index`` directly."""
+
+    __slots__ = ("hosts", "index")
+
+    def __init__(self, hosts: Sequence[str], index: np.ndarray) -> None:
+        self.hosts = hosts
+        self.index = index.reshape(-1, 2)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @overload
+    def __getitem__(self, i: int) -> Pair: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> IndexedRound: ...
+
+    def __getitem__(self, i: int | slice) -> Pair | IndexedRound:
+        if isinstance(i, slice):
+            return IndexedRound(self.hosts, self.index[i])
+        a, b = self.index[i]
+        return self.hosts[a], self.hosts[b]
+
+    def __iter__(self) -> Iterator[Pair]:
+        h = self.hosts
+        return ((h[a], h[b]) for a, b in self.index.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list, so unhashable as a list
+
+    def __repr__(self) -> str:
+        return f"IndexedRound({list(self)!r})"
+
+
+def _circle(n: int) -> np.ndarray:
+    """The circle method on players 0..n-1 as an array (rounds, pairs, 2). Player 0 stays in seat 0
+    and the others move one seat a round (seat s >= 1 holds player 1 + (s - 1 - r) mod (m - 1) in
+    round r); seat s meets seat m - 1 - s. An odd n gets a phantom player n: whoever meets it sits
+    the round out."""
+    if n < 2:
+        return np.zeros((0, 0, 2), dtype=np.int32)
+    m = n + n % 2
+    r = np.arange(m - 1)[:, None]
+    s = np.arange(m // 2)[None, :]
+
+    def seat(k: np.ndarray) -> np.ndarray:
+        return np.where(k == 0, 0, 1 + (k - 1 - r) % (m - 1))
+
+    pairs = np.stack(np.broadcast_arrays(seat(s), seat(m - 1 - s)), axis=-1).astype(np.int32)
+    if m > n:
+        pairs = pairs[(pairs < n).all(axis=-1)].reshape(m - 1, m // 2 - 1, 2)
+    return pairs
+
+
+def circle_rounds(hosts: Sequence[str]) -> list[IndexedRound]:
     """N-1 rounds (N even) or N rounds (N odd) of disjoint pairs covering every pair once."""
     if len(set(hosts)) != len(hosts):
         raise ValueError("host names must be unique")
-    players: list[str | None] = list(hosts)
-    if len(players) < 2:
-        return []
-    if len(players) % 2:
-        players.append(None)  # the host paired with None sits out this round
-    n = len(players)
-    rounds: list[list[Pair]] = []
-    fixed, rest = players[0], players[1:]
-    for _ in range(n - 1):
-        lineup = [fixed, *rest]
-        pairs: list[Pair] = []
-        for i in range(n // 2):
-            a, b = lineup[i], lineup[n - 1 - i]
-            if a is not None and b is not None:
-                pairs.append((a, b))
-        rounds.append(pairs)
-        rest = rest[-1:] + rest[:-1]
-    return rounds
+    return [IndexedRound(hosts, rnd) for rnd in _circle(len(hosts))]
 
 
-def batched_rounds(hosts: list[str], k: int) -> list[list[Pair]]:
+def batched_rounds(hosts: list[str], k: int) -> list[IndexedRound]:
     """Circle rounds split so no more than ``k`` pairs run at once (k=1: one pair at a time)."""
     return split_rounds(circle_rounds(hosts), k)
 
 
-def split_rounds(rounds: list[list[Pair]], k: int) -> list[list[Pair]]:
+def split_rounds(rounds: Sequence[IndexedRound], k: int) -> list[IndexedRound]:
     """Each round cut into rounds of at most ``k`` pairs, in order."""
     if k < 1:
         raise ValueError(f"pair batch must be >= 1, got {k}")
     return [rnd[i : i + k] for rnd in rounds for i in range(0, len(rnd), k)]
 
 
-def _by_leaf(hosts: list[str], uplinks: Uplinks) -> dict[str, list[str]]:
+def _by_leaf(hosts: Sequence[str], uplinks: Uplinks) -> dict[str, list[str]]:
     """Leaf -> its hosts, in the given order; every host must be unique and under a leaf."""
     if len(set(hosts)) != len(hosts):
         raise ValueError("host names must be unique")
@@ -85,63 +135,85 @@ def _by_leaf(hosts: list[str], uplinks: Uplinks) -> dict[str, list[str]]:
     return leaves
 
 
-def topology_rounds(hosts: list[str], uplinks: Uplinks, per_uplink: int | None = None) -> list[list[Pair]]:
+def topology_rounds(
+    hosts: Sequence[str], uplinks: Uplinks, per_uplink: int | None = None
+) -> list[IndexedRound]:
     """Every pair once, in rounds of disjoint pairs scheduled by leaf (module docstring). Every host
     must have a leaf in ``uplinks`` (``common.topology``); ``per_uplink``: at most this many pairs of
     a round through one uplink."""
     if per_uplink is not None and per_uplink < 1:
         raise ValueError(f"pairs per uplink must be >= 1, got {per_uplink}")
-    leaves = _by_leaf(hosts, uplinks)
-    rounds = [rnd for meeting in circle_rounds(list(leaves)) for rnd in _meeting(meeting, leaves)]
+    pos = {h: i for i, h in enumerate(hosts)}
+    members = [np.array([pos[h] for h in hs], dtype=np.int32) for hs in _by_leaf(hosts, uplinks).values()]
+    rounds = [rnd for meeting in _circle(len(members)) for rnd in _meeting(meeting, members)]
     if per_uplink is not None:
-        rounds = [part for rnd in rounds for part in _cap(rnd, per_uplink, uplinks)]
-    busy = [{h for p in rnd for h in p} for rnd in rounds]
+        paths = [switch_path(h, uplinks) for h in hosts]
+        rounds = [part for rnd in rounds for part in _cap(rnd, per_uplink, paths)]
+    return [IndexedRound(hosts, rnd) for rnd in _fill_within(rounds, members, len(hosts))]
+
+
+def _meeting(meeting: np.ndarray, members: list[np.ndarray]) -> list[np.ndarray]:
+    """The rounds in which these pairs of leaves meet: leaves X (n hosts) and Y (m >= n) meet in m
+    rounds, round t pairing X[i] with Y[(i + t) mod m], which covers X x Y once."""
+    blocks = []
+    for x, y in meeting.tolist():
+        small, big = sorted((members[x], members[y]), key=len)
+        i, t = np.arange(len(small))[None, :], np.arange(len(big))[:, None]
+        blocks.append(np.stack(np.broadcast_arrays(small[i], big[(i + t) % len(big)]), axis=-1))
+    longest = max(len(b) for b in blocks)
+    return [np.concatenate([b[t] for b in blocks if len(b) > t]) for t in range(longest)]
+
+
+def _fill_within(rounds: list[np.ndarray], members: list[np.ndarray], n_hosts: int) -> list[np.ndarray]:
+    """The pairs within each leaf added to the leaf-against-leaf ``rounds``: a leaf's matchings (the
+    circle method), in order, each in the next round where its hosts are idle, else in rounds of
+    their own after them (shared by the leaves)."""
     n_cross = len(rounds)
-    for members in leaves.values():
-        cursor, extra = 0, n_cross  # a leaf's matchings keep their order; leftovers share new rounds
-        for matching in circle_rounds(members):
-            used = {h for p in matching for h in p}
-            while cursor < n_cross and used & busy[cursor]:
-                cursor += 1
+    busy = np.zeros((n_cross, n_hosts), dtype=bool)
+    for t, rnd in enumerate(rounds):
+        busy[t, rnd.ravel()] = True
+    parts = [[rnd] for rnd in rounds]
+    for mem in members:
+        cursor, extra = 0, n_cross
+        for matching in _circle(len(mem)):
+            pairs = mem[matching]
+            used = pairs.ravel()
+            cursor = _first_idle(busy, cursor, used)
             at = cursor if cursor < n_cross else extra
-            if at == len(rounds):
-                rounds.append([])
-                busy.append(set())
-            rounds[at].extend(matching)
-            busy[at] |= used
+            if at == len(parts):
+                parts.append([])
+            parts[at].append(pairs)
             if cursor < n_cross:
+                busy[cursor, used] = True
                 cursor += 1
             else:
                 extra += 1
-    return rounds
+    return [np.concatenate(p) if len(p) > 1 else p[0] for p in parts]
 
 
-def _meeting(meeting: list[Pair], leaves: dict[str, list[str]]) -> Iterator[list[Pair]]:
-    """The rounds in which these pairs of leaves meet: leaves X (n hosts) and Y (m >= n) meet in m
-    rounds, round t pairing X[i] with Y[(i + t) mod m], which covers X x Y once."""
-    subs: list[list[Pair]] = []
-    for x, y in meeting:
-        small, big = sorted((leaves[x], leaves[y]), key=len)
-        twice = big + big  # big[(i + t) mod m] for i < n is twice[t : t + n]
-        for t in range(len(big)):
-            if t == len(subs):
-                subs.append([])
-            subs[t].extend(zip(small, twice[t : t + len(small)], strict=True))
-    yield from subs
+def _first_idle(busy: np.ndarray, cursor: int, hosts: np.ndarray) -> int:
+    """The first round from ``cursor`` in which none of ``hosts`` is busy; len(busy) if none is."""
+    while cursor < len(busy):
+        idle = np.flatnonzero(~busy[cursor : cursor + _SCAN][:, hosts].any(axis=1))
+        if len(idle):
+            return cursor + int(idle[0])
+        cursor += _SCAN
+    return len(busy)
 
 
-def _cap(rnd: list[Pair], k: int, uplinks: Uplinks) -> list[list[Pair]]:
-    """One round cut (first fit) into rounds with at most ``k`` of its pairs through any uplink."""
-    parts: list[tuple[list[Pair], Counter[str]]] = []
-    for a, b in rnd:
-        used = crossed_uplinks(switch_path(a, uplinks), switch_path(b, uplinks))
+def _cap(rnd: np.ndarray, k: int, paths: list[list[str]]) -> list[np.ndarray]:
+    """One round cut (first fit) into rounds with at most ``k`` of its pairs through any uplink
+    (``paths``: each host's switch path)."""
+    parts: list[tuple[list[int], Counter[str]]] = []
+    for i, (a, b) in enumerate(rnd.tolist()):
+        used = crossed_uplinks(paths[a], paths[b])
         fits = next((part for part in parts if all(part[1][sw] < k for sw in used)), None)
         if fits is None:
             fits = ([], Counter())
             parts.append(fits)
-        fits[0].append((a, b))
+        fits[0].append(i)
         fits[1].update(used)
-    return [pairs for pairs, _ in parts]
+    return [rnd[taken] for taken, _ in parts]
 
 
 def cross_leaf_rounds(hosts: list[str], uplinks: Uplinks, rounds: int) -> list[list[Pair]]:

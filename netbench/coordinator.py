@@ -128,6 +128,7 @@ class Coordinator:
         self.done_points = 0
         self.finished_ranks: set[int] = set()
         self.rejected: set[str] = set()  # hosts that broke the protocol
+        self._phase_groups: tuple[int, dict[Any, GroupSpec]] = (-1, {})
 
     # -- plumbing ------------------------------------------------------------------------------
     def _pump(self, host: str, agent: AgentProcess) -> None:
@@ -235,12 +236,19 @@ class Coordinator:
             kind="protocol",
         )
 
+    def _groups_of(self, phase: Phase) -> dict[Any, GroupSpec]:
+        """The phase's groups by id, kept for the phase whose rows are coming in (a row was looked up
+        by scanning the groups: a 2,048-pair round's rows scanned 4M groups)."""
+        if self._phase_groups[0] != phase.index:
+            self._phase_groups = (phase.index, {g.id: g for g in phase.groups})
+        return self._phase_groups[1]
+
     def _row_mismatch(self, host: str, phase_index: int, row: dict[str, Any]) -> str | None:
         """Why a type-correct row cannot be a measurement of this plan from ``host``, or None."""
         if phase_index >= len(self.plan.phases):
             return f"row for phase {phase_index}, which the plan does not have"
         phase = self.plan.phases[phase_index]
-        group = next((g for g in phase.groups if g.id == row.get("group")), None)
+        group = self._groups_of(phase).get(row.get("group"))
         if group is None:
             return f"row for group {row.get('group')!r}, not in {phase.name}"
         if host not in group.hosts:
@@ -398,9 +406,10 @@ class Coordinator:
 
     def _run_phase(self, phase: Phase, store: Any, state: dict[str, Any]) -> None:
         down = self.outcome.down_hosts
-        run_groups = [g for g in phase.groups if not set(g.hosts) & down]
-        for g in phase.groups:
-            if g not in run_groups:
+        groups = list(phase.groups)  # once: a pairwise round's groups are made as they are read
+        run_groups = [g for g in groups if not set(g.hosts) & down]
+        for g in groups:
+            if set(g.hosts) & down:
                 gone = sorted(set(g.hosts) & down)
                 why = f" ({self.down_reason[gone[0]]})" if gone[0] in self.down_reason else ""
                 self._failed_group(phase, g, "error", f"not run: host {', '.join(gone)} is down{why}")

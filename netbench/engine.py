@@ -71,7 +71,7 @@ def execute(
     progress = progress or Progress()
     t0 = time.time()
     if settings.follow_up:
-        rundir.write_plan(asdict(plan), FOLLOW_UP_PLAN)
+        rundir.write_plan(plan.json_chunks(), FOLLOW_UP_PLAN)
     else:
         rundir.write_run(
             status="running",
@@ -84,7 +84,7 @@ def execute(
             world_size=plan.world_size,
             options=settings.options,
         )
-        rundir.write_plan(asdict(plan))
+        rundir.write_plan(plan.json_chunks())
     table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
     modes = {m for p in plan.phases for m in p.spec.in_place}
     writer = rundir.writer()

@@ -25,8 +25,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from netbench.collectives.pairs import circle_rounds, split_rounds, topology_rounds
-from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
+import numpy as np
+
+from netbench.collectives.pairs import IndexedRound, circle_rounds, split_rounds, topology_rounds
+from netbench.collectives.plan import (
+    GroupSpec,
+    PairGroups,
+    PairHosts,
+    Phase,
+    SweepSpec,
+    WorkerPlan,
+)
 from netbench.collectives.sizes import size_sweep
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
@@ -171,7 +180,8 @@ class PairRound:
 
     name: str  # "pairwise round 2/3", "re-test 1/2", ...
     number: int  # the rows' ``round``
-    pairs: list[tuple[str, str]]
+    pairs: Sequence[tuple[str, str]]
+    """A list, or the schedule's own ``IndexedRound``."""
 
 
 @dataclass
@@ -295,10 +305,6 @@ def rail_group_id(a: str, b: str, rail: int) -> str:
     return f"rail{rail}:" + "|".join(sorted((a, b)))
 
 
-def pair_group_id(a: str, b: str) -> str:
-    return "pair:" + "|".join(sorted((a, b)))
-
-
 def default_pair_rounds(
     hosts: list[str],
     batch: int | None,
@@ -324,8 +330,11 @@ def default_pair_rounds(
     return [PairRound(f"pairwise round {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)]
 
 
-def _placed(switches: Mapping[str, str] | None, *hosts: str) -> bool:
-    return switches is not None and all(leaf_of(h, switches) is not None for h in hosts)
+def _positions(pairs: Sequence[tuple[str, str]], hosts: list[str], pos: Mapping[str, int]) -> np.ndarray:
+    """A round's pairs as positions in ``hosts`` (a schedule of these hosts already has them)."""
+    if isinstance(pairs, IndexedRound) and pairs.hosts is hosts:
+        return pairs.index
+    return np.array([(pos[a], pos[b]) for a, b in pairs], dtype=np.int32).reshape(-1, 2)
 
 
 # -- the plan ----------------------------------------------------------------------------------------
@@ -356,21 +365,18 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             rounds = req.pair_rounds or default_pair_rounds(
                 hosts, req.pair_batch, req.pair_schedule, req.switches, req.uplink_pairs
             )
-            loads = RoundLoad(req.switches or {})
+            table = PairHosts(hosts, [ranks_of[h] for h in hosts])
+            pos = {h: i for i, h in enumerate(hosts)}
+            loads = RoundLoad(req.switches) if req.switches else None
+            if loads is not None:  # a pair's load is None unless the topology places both hosts
+                leaves = loads.leaves(hosts)
+                placed = np.array([leaf_of(h, loads.uplinks) is not None for h in hosts])
             for rnd in rounds:
-                load = loads(rnd.pairs) if req.switches else {}
-                groups = [
-                    GroupSpec(
-                        id=pair_group_id(a, b),
-                        pattern="pair",
-                        hosts=[a, b],
-                        round=rnd.number,
-                        ranks=ranks_of[a] + ranks_of[b],
-                        load=load[(a, b)] if _placed(req.switches, a, b) else None,
-                    )
-                    for a, b in rnd.pairs
-                ]
-                add(rnd.name, groups, pspec)
+                index = _positions(rnd.pairs, hosts, pos)
+                load = None
+                if loads is not None:
+                    load = np.where(placed[index].all(axis=1), loads.indexed(leaves, index), -1)
+                add(rnd.name, PairGroups(rnd.number, table, index, load), pspec)
         elif pattern == "rail":
             # nccl-tests' split mode: rank k of one node with rank k of the other, every rail of the
             # pair at once, so each NIC and cable carries its own rail's traffic and nothing else

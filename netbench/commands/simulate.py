@@ -33,7 +33,9 @@ leaf01.., two tiers under "spine", three under pod01.. and "core".
 \b
 --rails R: rail-optimised, each node has R NICs of --nic-gbps / R, NIC k on rail k's own switches
 (r2-leaf01 ...); a pair uses every rail at once and rails share nothing. Extra faults there:
-nic:NAME/K=F (NIC K of a node), uplink:rK-leafNN=F (one rail switch's uplink).
+nic:NAME/K=F (NIC K of a node), uplink:rK-leafNN=F (one rail switch's uplink). --pattern rail
+measures each rail alone: GPU k's group runs on the rail of GPU k's NIC (the GPUs split evenly over
+the NICs in order).
 \b
 --preflight runs `netbench preflight` itself on the fabric instead of a sweep: its inventory rules,
 quick pass, re-tests of suspects against known-good partners within --budget, drain rule and report,
@@ -67,6 +69,9 @@ with one error line).
 @click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
 @click.option("--noise", type=float, default=0.05, show_default=True, help="CV of each measured time.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--pattern", "patterns", multiple=True, type=click.Choice(["ring", "pairwise", "rail"]),
+              help="Repeatable, as sweep --hosts: ring, pairwise (default both), rail (rank k of each pair "
+              "with rank k, every rail at once; each group on its GPU's rail of --rails).")
 @click.option("--pair-sizes", type=CsvList(_size), help="Pair sizes (default 64M,256M,1G).")
 @click.option("--pair-batch", type=click.IntRange(min=1), help="At most this many pairs at once.")
 @click.option("--pair-schedule", type=click.Choice(["auto", "circle", "topology"]), default="auto",
@@ -89,8 +94,8 @@ def command(
     nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
     core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
-    pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str, max_bytes: int,
-    confirm_budget_s: float, out: str | None, no_report: bool,
+    patterns: tuple[str, ...], pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str,
+    max_bytes: int, confirm_budget_s: float, out: str | None, no_report: bool,
     preflight: bool, budget_s: float, rounds: int | None, confirm: int,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
@@ -107,14 +112,15 @@ def command(
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
                           nic_GBps=nic_gbps, physics=physics, rails=rails),
         faults=tuple(Fault.parse(f) for f in faults),
-        noise=noise, seed=seed, pair_sizes=tuple(pair_sizes) if pair_sizes else None,
+        noise=noise, seed=seed, patterns=patterns or ("ring", "pairwise"),
+        pair_sizes=tuple(pair_sizes) if pair_sizes else None,
         pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
     )
     if preflight:
         given = click.get_current_context().get_parameter_source("confirm_budget_s")
-        if pair_batch is not None or no_report or given != ParameterSource.DEFAULT:
+        if pair_batch is not None or no_report or patterns or given != ParameterSource.DEFAULT:
             raise UsageError(
-                "--pair-batch, --no-report and --confirm-budget are for the sweep, not --preflight"
+                "--pair-batch, --pattern, --no-report and --confirm-budget are for the sweep, not --preflight"
             )
         _preflight(opts, budget_s, rounds, confirm, pair_sizes)
     res = simulate(opts)

@@ -22,7 +22,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -63,13 +63,18 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
-def atomic_write(path: str | Path, text: str) -> None:
+def atomic_write(path: str | Path, text: str | Iterable[str]) -> None:
     """Write then rename: a reader (a browser, node_exporter, a CI step) never sees half a file. The
-    temporary name carries the pid, so two writers of one path never share a temporary file."""
+    temporary name carries the pid, so two writers of one path never share a temporary file.
+    ``text`` in pieces: written as they come (a large plan is never one string)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(text)
+        if isinstance(text, str):
+            fh.write(text)
+        else:
+            for piece in text:
+                fh.write(piece)
         fh.flush()
         os.fsync(fh.fileno())  # the data is on disk before the name points at it
     os.replace(tmp, path)
@@ -354,11 +359,22 @@ class RunDir:
         doc.data["hosts"] = kept
         return doc
 
-    def write_plan(self, plan: dict[str, Any], name: str = "plan.json") -> None:
-        """plan.json: the plan exactly as the ranks receive it through the store (a ``WorkerPlan`` as
-        a dict; this layer does not know the class). ``name``: a later launch's plan beside it
+    def write_plan(self, plan_json: Iterable[str], name: str = "plan.json") -> None:
+        """plan.json: the plan exactly as the ranks receive it through the store, the JSON object
+        ``WorkerPlan.json_chunks`` writes in pieces (this layer does not know the class), streamed to
+        disk with the schema as its first key. ``name``: a later launch's plan beside it
         (``confirm-plan.json``: the re-tests of ``sweep --hosts``)."""
-        _write_json(self.path / name, {"schema": PLAN_SCHEMA, **plan})
+
+        def pieces() -> Iterator[str]:
+            chunks = iter(plan_json)
+            first = next(chunks)
+            if not first.startswith("{") or first.startswith("{}"):
+                raise ValueError("a plan is a JSON object with members")
+            yield '{"schema": ' + json.dumps(PLAN_SCHEMA) + ", " + first[1:]
+            yield from chunks
+            yield "\n"
+
+        atomic_write(self.path / name, pieces())
 
     def write_json(self, name: str, data: Any) -> Path:
         path = self.path / name

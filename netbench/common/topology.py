@@ -47,10 +47,12 @@ import json
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from netbench.common.errors import UsageError
 from netbench.common.files import read_user_text
@@ -145,25 +147,55 @@ def round_load(pairs: Iterable[tuple[str, str]], uplinks: Uplinks) -> dict[tuple
 class RoundLoad:
     """``round_load`` for many rounds of one fabric: each host's leaf and the uplinks between two
     leaves are worked out once (a 4,096-node plan has 8M pairs), and a round is counted per pair of
-    leaves (hosts of one leaf share every path)."""
+    leaves (hosts of one leaf share every path), with numpy (``indexed``: a round as host positions,
+    ``collectives.pairs.IndexedRound``)."""
 
     def __init__(self, uplinks: Uplinks) -> None:
         self.uplinks = uplinks
-        self._leaf: dict[str, str | None] = {}
-        self._crossed: dict[tuple[str | None, str | None], list[str]] = {}
+        self._leaf_id: dict[str | None, int] = {}
+        self._switch_id: dict[str, int] = {}
+        self._row: dict[int, int] = {}  # leaf pair key -> its row of _matrix
+        # per leaf pair: the ids of the switches whose uplinks it crosses, -1 past the row's end
+        self._matrix = np.zeros((0, 0), dtype=np.int64)
 
-    def _leaf_of(self, host: str) -> str | None:
-        if host not in self._leaf:
-            self._leaf[host] = leaf_of(host, self.uplinks)
-        return self._leaf[host]
+    def leaves(self, hosts: Sequence[str]) -> np.ndarray:
+        """Each host's leaf as an id for ``indexed`` (one id for every host the topology does not place)."""
+        ids = self._leaf_id
+        return np.array([ids.setdefault(leaf_of(h, self.uplinks), len(ids)) for h in hosts], dtype=np.int64)
 
-    def _between(self, leaves: tuple[str | None, str | None]) -> list[str]:
-        if leaves not in self._crossed:
-            a, b = leaves
-            self._crossed[leaves] = [] if a is None or b is None else crossed_uplinks(
-                self._path(a), self._path(b)
-            )
-        return self._crossed[leaves]
+    def indexed(self, leaves: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """``round_load`` of one round: ``index[i]`` the positions of pair i's hosts in the list
+        ``leaves`` was made from. One load per pair."""
+        if len(index) == 0:
+            return np.zeros(0, dtype=np.int64)
+        key = leaves[index[:, 0]] * _LEAF_KEY + leaves[index[:, 1]]
+        keys, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
+        up = self._crossed(keys.tolist())  # (leaf pairs, switches) ids, -1 past a row's end
+        if up.shape[1] == 0:
+            return np.zeros(len(index), dtype=np.int64)
+        on = up >= 0
+        through = np.bincount(up[on], weights=np.broadcast_to(count[:, None], up.shape)[on],
+                              minlength=len(self._switch_id))
+        load = np.where(on, through[np.where(on, up, 0)], 0).max(axis=1)
+        return load.astype(np.int64)[inverse.ravel()]
+
+    def _crossed(self, keys: list[int]) -> np.ndarray:
+        new = [k for k in keys if k not in self._row]
+        if new:
+            name = {i: leaf for leaf, i in self._leaf_id.items()}
+            rows = []
+            for k in new:
+                a, b = name[k // _LEAF_KEY], name[k % _LEAF_KEY]
+                crossed = [] if a is None or b is None else crossed_uplinks(self._path(a), self._path(b))
+                self._row[k] = len(self._row)
+                rows.append([self._switch_id.setdefault(sw, len(self._switch_id)) for sw in crossed])
+            width = max(self._matrix.shape[1], *map(len, rows))
+            added = np.full((len(rows), width), -1, dtype=np.int64)
+            for i, r in enumerate(rows):
+                added[i, : len(r)] = r
+            known = np.pad(self._matrix, ((0, 0), (0, width - self._matrix.shape[1])), constant_values=-1)
+            self._matrix = np.concatenate([known, added])
+        return self._matrix[[self._row[k] for k in keys]]
 
     def _path(self, leaf: str) -> list[str]:
         out: list[str] = []
@@ -175,14 +207,14 @@ class RoundLoad:
 
     def __call__(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         pairs = list(pairs)
-        leaves = [(self._leaf_of(a), self._leaf_of(b)) for a, b in pairs]
-        per = Counter(leaves)
-        through: Counter[str] = Counter()
-        for lp, n in per.items():
-            for sw in self._between(lp):
-                through[sw] += n
-        load = {lp: max((through[sw] for sw in self._between(lp)), default=0) for lp in per}
-        return {p: load[lp] for p, lp in zip(pairs, leaves, strict=True)}
+        hosts = list({h: None for p in pairs for h in p})
+        pos = {h: i for i, h in enumerate(hosts)}
+        index = np.array([(pos[a], pos[b]) for a, b in pairs], dtype=np.int64).reshape(-1, 2)
+        load = self.indexed(self.leaves(hosts), index)
+        return {p: int(n) for p, n in zip(pairs, load.tolist(), strict=True)}
+
+
+_LEAF_KEY = 1 << 32  # a pair of leaf ids as one integer: first * _LEAF_KEY + second
 
 
 def hop_class(a: str, b: str, uplinks: Uplinks) -> str:

@@ -12,9 +12,12 @@ run under the real coordinator (``sim.launcher``).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+import numpy as np
+
+from netbench.collectives.plan import GroupSpec, PairGroups, Phase, WorkerPlan
 from netbench.common.rows import ResultRow, failed_row
 from netbench.launch import HostSlot
 
@@ -27,10 +30,16 @@ class LostGpus:
     down: dict[str, str] = field(default_factory=dict)
     """Host -> why it is down, once its rank died."""
 
-    def split(self, phase: Phase) -> tuple[list[GroupSpec], list[GroupSpec]]:
+    def split(self, phase: Phase) -> tuple[Sequence[GroupSpec], list[GroupSpec]]:
         """The phase's groups that run, and those a lost GPU fails."""
+        if not self.hosts:
+            return phase.groups, []
+        if isinstance(phase.groups, PairGroups):  # a pairwise round: by the hosts' positions
+            gone = [i for i, h in enumerate(phase.groups.table.hosts) if h in self.hosts]
+            hit = np.isin(phase.groups.index, gone).any(axis=1)
+            return phase.groups[~hit], list(phase.groups[hit])
         lost = [g for g in phase.groups if set(g.hosts) & self.hosts]
-        return [g for g in phase.groups if g not in lost], lost
+        return [g for g in phase.groups if not set(g.hosts) & self.hosts], lost
 
     def rows(self, plan: WorkerPlan, phase: Phase, grp: GroupSpec) -> list[ResultRow]:
         gone = sorted(set(grp.hosts) & set(self.down))

@@ -18,6 +18,7 @@ report derives the same hop classes a real ``--topology`` would give.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -117,16 +118,30 @@ class FabricSpec:
 
 @dataclass
 class Fabric:
-    """A built fabric: hosts, switches, resources and their capacities, and the faults on them."""
+    """A built fabric: hosts, switches, resources and their capacities, and the faults on them.
+
+    Resources are numbered: NIC i is host i's (``hosts[i]``), then each leaf's uplink, then each
+    pod's (three tiers). ``flow_rates`` takes flows as host positions (numpy arrays), the form the
+    simulator measures a 2,048-pair round in; ``rates`` takes a few flows by name."""
 
     spec: FabricSpec
     hosts: list[str]
     leaf: dict[str, str]  # host -> leaf
     parent: dict[str, str]  # switch -> parent switch
     faults: tuple[Fault, ...] = ()
-    _res: dict[str, int] = field(default_factory=dict)
-    _cap: list[float] = field(default_factory=list)
-    _paths: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    pos: dict[str, int] = field(default_factory=dict)
+    """host -> its position in ``hosts``."""
+    _res: dict[str, int] = field(default_factory=dict)  # nic:HOST, up:SWITCH -> resource id
+    _cap: np.ndarray = field(default_factory=lambda: np.zeros(0))  # healthy capacity of each resource
+    _factor: np.ndarray = field(default_factory=lambda: np.zeros(0))  # what the lasting faults leave of it
+    _pod_ups: int = 0  # resource ids from here on are pods' uplinks (core tier)
+    _path: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    """(hosts, tiers): the switches from each host's leaf up to the top, as ids of ``_switches``."""
+    _uplink: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Switch id -> the resource id of its uplink (-1: the top switch has none)."""
+    _switches: list[str] = field(default_factory=list)
+    _links: dict[int, float] = field(default_factory=dict)
+    """Slow cables: the key of a host pair (``_pair_key``) -> the product of their factors."""
 
     @classmethod
     def build(cls, spec: FabricSpec, faults: Sequence[Fault] = (), prefix: str = "") -> Fabric:
@@ -140,25 +155,42 @@ class Fabric:
         else:
             parent = {lf: f"{prefix}pod{k * spec.pods // len(leaves) + 1:02d}" for k, lf in enumerate(leaves)}
             parent |= {pod: f"{prefix}core" for pod in set(parent.values())}
-        fab = cls(spec, hosts, leaf, parent, tuple(faults))
+        fab = cls(spec, hosts, leaf, parent, tuple(faults), {h: i for i, h in enumerate(hosts)})
         fab._check_faults()
-        per_leaf = {lf: sum(1 for h in hosts if leaf[h] == lf) for lf in leaves}
-        for h in hosts:
-            fab._add(f"nic:{h}", spec.nic_GBps)
+        per_leaf = Counter(leaf.values())
+        cap = [spec.nic_GBps] * len(hosts)
+        fab._res = {f"nic:{h}": i for i, h in enumerate(hosts)}
         for lf in leaves:  # an uplink carries what its hosts can send, divided by the oversubscription
-            fab._add(f"up:{lf}", per_leaf[lf] * spec.nic_GBps / spec.oversubscription)
+            fab._res[f"up:{lf}"] = len(cap)
+            cap.append(per_leaf[lf] * spec.nic_GBps / spec.oversubscription)
+        fab._pod_ups = len(cap)
         if spec.tiers == 3:
             for pod in sorted({parent[lf] for lf in leaves}):
-                below = sum(fab.capacity(f"up:{lf}") for lf in leaves if parent[lf] == pod)
-                fab._add(f"up:{pod}", below / spec.core_oversubscription)
+                below = sum(cap[fab._res[f"up:{lf}"]] for lf in leaves if parent[lf] == pod)
+                fab._res[f"up:{pod}"] = len(cap)
+                cap.append(below / spec.core_oversubscription)
+        fab._cap = np.array(cap)
+        fab._switches = [*leaves, *sorted(set(parent.values()) - set(leaves))]
+        sw_id = {sw: k for k, sw in enumerate(fab._switches)}
+        fab._uplink = np.array([fab._res.get(f"up:{sw}", -1) for sw in fab._switches], dtype=np.int64)
+        fab._path = np.array([[sw_id[sw] for sw in fab._up_from(leaf[h])] for h in hosts], dtype=np.int64)
+        fab._factor = np.ones(len(cap))
+        for f in fab.faults:
+            if f.kind == "node":
+                fab._factor[fab._res[f"nic:{f.subject}"]] *= f.factor
+            elif f.kind == "uplink" and f"up:{f.subject}" in fab._res:
+                fab._factor[fab._res[f"up:{f.subject}"]] *= f.factor
+            elif f.kind == "link":
+                a, b = (fab.pos[h] for h in f.subject.split("|"))
+                key = fab._pair_key(np.array([a]), np.array([b]))[0]
+                fab._links[int(key)] = fab._links.get(int(key), 1.0) * f.factor
         return fab
 
-    def _add(self, name: str, cap: float) -> None:
-        self._res[name] = len(self._cap)
-        self._cap.append(cap)
-
-    def capacity(self, name: str) -> float:
-        return self._cap[self._res[name]]
+    def _up_from(self, switch: str) -> list[str]:
+        out = [switch]
+        while out[-1] in self.parent:
+            out.append(self.parent[out[-1]])
+        return out
 
     def _check_faults(self) -> None:
         switches = set(self.parent)
@@ -177,85 +209,117 @@ class Fabric:
         """host -> leaf and switch -> parent: the topology run.json records."""
         return dict(self.leaf) | dict(self.parent)
 
-    def path_uplinks(self, a: str, b: str) -> list[str]:
-        """The switches whose uplink a flow between ``a`` and ``b`` crosses (both sides)."""
-        key = (self.leaf[a], self.leaf[b])  # hosts of one leaf share every path: cache per leaf pair
-        if key not in self._paths:
-            self._paths[key] = self._path_uplinks(a, b)
-        return self._paths[key]
+    def positions(self, flows: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Flows by name as (first hosts, second hosts) positions."""
+        index = np.array([(self.pos[a], self.pos[b]) for a, b in flows], dtype=np.int64).reshape(-1, 2)
+        return index[:, 0], index[:, 1]
 
-    def _path_uplinks(self, a: str, b: str) -> list[str]:
-        pa, pb = self._path(a), self._path(b)
-        common = next(sw for sw in pa if sw in pb)
-        return pa[: pa.index(common)] + pb[: pb.index(common)]
+    def rail_of(self, local_rank: int, gpus: int) -> int:
+        """The rail of GPU ``local_rank``'s NIC: one NIC, rail 1 (``RailFabric.rail_of``)."""
+        return 1
 
-    def _path(self, host: str) -> list[str]:
-        out = [self.leaf[host]]
-        while out[-1] in self.parent:
-            out.append(self.parent[out[-1]])
-        return out
+    def switch_rail(self, switch: str) -> int:
+        """The rail a switch is on: 1, the only one (``RailFabric.switch_rail``)."""
+        return 1
 
-    def factor(self, kind: str, subject: str, slow_now: frozenset[str] = frozenset()) -> float:
-        """The product of the factors of the faults on one part; ``slow_now``: intermittent nodes
-        that are slow in the round being simulated."""
-        out = 1.0
-        for f in self.faults:
-            if f.subject != subject:
-                continue
-            if f.kind == kind or (kind == "node" and f.kind == "intermittent" and subject in slow_now):
-                out *= f.factor
+    def crosses(self, a: np.ndarray, b: np.ndarray, switch: str) -> np.ndarray:
+        """Which flows cross ``switch``'s uplink."""
+        res = self._res.get(f"up:{switch}")
+        if res is None:
+            return np.zeros(len(a), dtype=bool)
+        return (self._crossed(a, b) == res).any(axis=1)
+
+    def _crossed(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """(flows, 2 x tiers): the uplink resources each flow crosses, those of the switches below
+        the lowest switch both ends share, ``a``'s side from its leaf up, then ``b``'s; -1 for none."""
+        pa, pb = self._path[a], self._path[b]
+        below = np.cumprod(pa != pb, axis=1).astype(bool)  # below the first switch they share
+        return np.concatenate(
+            [np.where(below, self._uplink[pa], -1), np.where(below, self._uplink[pb], -1)], axis=1
+        )
+
+    def _pair_key(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.minimum(a, b) * len(self.hosts) + np.maximum(a, b)
+
+    def _factors(self, slow_now: frozenset[str], faults: bool) -> np.ndarray:
+        """What the faults leave of each resource's capacity (``slow_now``: intermittent nodes slow
+        in this round); all 1 for the healthy fabric."""
+        if not faults:
+            return np.ones(len(self._cap))
+        factor = self._factor
+        slow = [f for f in self.faults if f.kind == "intermittent" and f.subject in slow_now]
+        if slow:
+            factor = factor.copy()
+            for f in slow:
+                factor[self._res[f"nic:{f.subject}"]] *= f.factor
+        return factor
+
+    def _link_factor(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.ones(len(a))
+        if self._links:
+            key = self._pair_key(a, b)
+            for k, factor in self._links.items():
+                out[key == k] *= factor
         return out
 
     def rates(
         self, flows: Sequence[tuple[str, str]], slow_now: frozenset[str] = frozenset(), faults: bool = True
     ) -> np.ndarray:
-        """Rate (GB/s busbw) of each flow when all of them run at once; ``faults=False``: the same
-        flows on the healthy fabric (what truth.json compares against)."""
-        if not flows:
-            return np.zeros(0)
-        fab = self
-        if not faults:
-            fab = Fabric(self.spec, self.hosts, self.leaf, self.parent, (), self._res, self._cap, self._paths)
-        if self.spec.physics == "multiplicative":
-            return np.array([fab._product_rate(a, b, slow_now) for a, b in flows])
-        return fab._max_min(flows, slow_now)
+        """``flow_rates`` of flows given by name."""
+        return self.flow_rates(*self.positions(flows), slow_now, faults)
 
-    def _product_rate(self, a: str, b: str, slow_now: frozenset[str]) -> float:
+    def flow_rates(
+        self,
+        a: np.ndarray,
+        b: np.ndarray,
+        slow_now: frozenset[str] = frozenset(),
+        faults: bool = True,
+        rail: int | None = None,
+    ) -> np.ndarray:
+        """Rate (GB/s busbw) of each flow (``a[i]`` to ``b[i]``, host positions) when all of them run
+        at once; ``slow_now``: intermittent nodes slow in this round; ``faults=False``: the same
+        flows on the healthy fabric (what truth.json compares against). ``rail``: as a rail fabric
+        takes it; this fabric has one."""
+        if rail not in (None, 1):
+            raise ValueError(f"a fabric without rails has no rail {rail}")
+        if len(a) == 0:
+            return np.zeros(0)
+        factor = self._factors(slow_now, faults)
+        up = self._crossed(a, b)
+        link = self._link_factor(a, b) if faults else np.ones(len(a))
+        if self.spec.physics == "multiplicative":
+            return self._product(a, b, up, factor, link)
+        return self._max_min(a, b, up, self._cap * factor, link)
+
+    def _product(
+        self, a: np.ndarray, b: np.ndarray, up: np.ndarray, factor: np.ndarray, link: np.ndarray
+    ) -> np.ndarray:
+        """A pair at the NIC rate times the factor of every part on its path, each uplink crossed
+        costing the square root of its tier's oversubscription (two uplinks a tier)."""
         s = self.spec
-        rate = s.nic_GBps * self.factor("node", a, slow_now) * self.factor("node", b, slow_now)
-        rate *= self.factor("link", "|".join(sorted((a, b))))
-        for sw in self.path_uplinks(a, b):
-            tier_cost = s.oversubscription if sw in self.leaf.values() else s.core_oversubscription
-            rate *= self.factor("uplink", sw) / tier_cost ** 0.5  # two uplinks per tier crossed
+        rate = s.nic_GBps * factor[a] * factor[b]
+        rate *= link
+        for k in range(up.shape[1]):
+            r = up[:, k]
+            tier_cost = np.where(r < self._pod_ups, s.oversubscription, s.core_oversubscription)
+            rate *= np.where(r >= 0, factor[r] / tier_cost ** 0.5, 1.0)
         return rate
 
-    def _max_min(self, flows: Sequence[tuple[str, str]], slow_now: frozenset[str]) -> np.ndarray:
+    def _max_min(
+        self, a: np.ndarray, b: np.ndarray, up: np.ndarray, cap: np.ndarray, link: np.ndarray
+    ) -> np.ndarray:
         """Progressive filling: raise every unfrozen flow's rate together until a resource is full,
         freeze the flows through it, repeat. Each flow: its two NICs, the uplinks on its path and
         its own path (a bad cable between two hosts slows only their flow)."""
-        cap = list(self._cap)
-        res_of: list[list[int]] = []
-        for a, b in flows:
-            idx = []
-            for h in (a, b):
-                k = self._res[f"nic:{h}"]
-                cap[k] = self._cap[k] * self.factor("node", h, slow_now)
-                idx.append(k)
-            for sw in self.path_uplinks(a, b):
-                k = self._res[f"up:{sw}"]
-                cap[k] = self._cap[k] * self.factor("uplink", sw)
-                idx.append(k)
-            link = self.factor("link", "|".join(sorted((a, b))))
-            if link < 1:  # a private resource: the cable only this pair uses
-                cap.append(link * self.spec.nic_GBps)
-                idx.append(len(cap) - 1)
-            res_of.append(idx)
-        width = max(len(r) for r in res_of)
-        pad = len(cap)  # a resource of infinite capacity fills the ragged rows
-        res = np.array([r + [pad] * (width - len(r)) for r in res_of])
-        left = np.array([*cap, np.inf])
-        rate = np.zeros(len(flows))
-        active = np.ones(len(flows), dtype=bool)
+        n = len(a)
+        slow = np.flatnonzero(link < 1)  # a private resource each: the cable only this pair uses
+        pad = len(cap) + len(slow)  # a resource of infinite capacity fills the unused places
+        private = np.full(n, pad)
+        private[slow] = len(cap) + np.arange(len(slow))
+        res = np.column_stack([a, b, np.where(up >= 0, up, pad), private])
+        left = np.concatenate([cap, link[slow] * self.spec.nic_GBps, [np.inf]])
+        rate = np.zeros(n)
+        active = np.ones(n, dtype=bool)
         while active.any():
             users = np.bincount(res[active].ravel(), minlength=len(left))
             with np.errstate(divide="ignore", invalid="ignore"):

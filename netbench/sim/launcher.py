@@ -5,7 +5,7 @@ publishes the plan and releases the phases exactly as for SSH hosts; each host's
 ``SimAgent`` whose stdout lines are the protocol lines real ranks print (hello, env, row,
 group_done, group_error, bye, exit). One driver thread per launch plays every rank: it reads the plan
 and each phase's release (``go/N``) from the store as ranks do, runs the released groups at once on
-the fabric (``fabric.Fabric.rates``: the flows of a phase share links max-min fairly) and turns each
+the fabric (``fabric.Fabric.flow_rates``: the flows of a phase share links max-min fairly) and turns each
 group's rate into rows with ``sim.run._measure``, the same rows ``netbench simulate`` writes. So the
 phase gate, the down-host bookkeeping and the failed-group rows are the coordinator's own.
 
@@ -36,7 +36,7 @@ from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.launch import HostSlot
 from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
-from netbench.sim.run import SimOptions, _flows, _measure, _note_effects
+from netbench.sim.run import SimOptions, _flows, _measure, _note_effects, _rates
 
 CHUNK = 64  # groups whose lines are handed over together (SimLauncher._handed_over)
 HANDOVER_S = 30.0  # a reader that stopped (the coordinator rejected a host) is not waited for longer
@@ -241,25 +241,20 @@ class SimLauncher:
         """Run a phase's released groups at once on the fabric; the clock moves by its slowest group."""
         sim = self.sim
         failing = [g for g in groups if set(g.hosts) & sim.dropped]
-        running = [g for g in groups if g not in failing]
+        running = [g for g in groups if not set(g.hosts) & sim.dropped]
         slow_now = sim.slow_now(phase)
-        flows, owner = _flows(running)
-        rate = sim.fabric.rates(flows, slow_now)
-        group_rate = np.full(len(running), np.inf)
-        np.minimum.at(group_rate, owner, rate)  # a ring moves at its slowest hop
-        if flows:  # what each pair measurement lost to faults (a slow ring names no node: not counted)
-            healthy = np.full(len(running), np.inf)
-            np.minimum.at(healthy, owner, sim.fabric.rates(flows, faults=False))
-            pair = np.array([len(running[g].hosts) == 2 for g in owner])
-            pairs = [f for f, p in zip(flows, pair, strict=True) if p]
-            _note_effects(sim.fabric, pairs, (group_rate / healthy)[owner][pair], slow_now, sim.worst)
-        measured = []
-        for gi, grp in enumerate(running):
-            rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), sim.opts, sim.rng)
-            measured.append((grp, rows, seconds))
-        sim.clock.advance(max((s for _, _, s in measured), default=0.0))
+        flows = _flows(running, sim.fabric, sim.opts.fabric.gpus)
+        group_rate = flows.group_rates(_rates(sim.fabric, flows, slow_now), len(running))
+        if flows.a.size:  # what each pair measurement lost to faults (a slow ring names no node: not counted)
+            healthy = flows.group_rates(_rates(sim.fabric, flows, slow_now, faults=False), len(running))
+            pair = np.array([len(g.hosts) == 2 for g in running])[flows.owner]
+            ratio = (group_rate / healthy)[flows.owner][pair]
+            _note_effects(sim.fabric, flows.subset(pair), ratio, slow_now, sim.worst)
+        measured = _measure(plan, phase, running, group_rate, sim.opts, sim.rng)
+        sim.clock.advance(float(measured.seconds.max(initial=0.0)))
         touched: set[SimAgent] = set()
-        for k, (grp, rows, seconds) in enumerate(measured):
+        for k, (grp, rows, seconds) in enumerate(zip(running, measured.rows_of(), measured.seconds.tolist(),
+                                                      strict=True)):
             if k % CHUNK == 0:
                 self._handed_over(touched)
             first = self.agents[grp.hosts[0]]

@@ -73,31 +73,63 @@ class RailFabric:
     def leaf(self) -> dict[str, str]:
         return self.unit.leaf
 
+    @property
+    def pos(self) -> dict[str, int]:
+        return self.unit.pos
+
     def uplinks(self) -> dict[str, str]:
         return self.unit.uplinks()
+
+    def positions(self, flows: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+        return self.unit.positions(flows)
 
     def rail_switches(self, host: str) -> list[str]:
         """The leaf of each of ``host``'s NICs, rail 1 first."""
         return [p.leaf[host] for p in self.planes]
 
-    def path_uplinks(self, a: str, b: str) -> list[str]:
-        """The rail switches whose uplinks an all-rails pair crosses, every rail."""
-        return [sw for p in self.planes for sw in p.path_uplinks(a, b)]
+    def rail_of(self, local_rank: int, gpus: int) -> int:
+        """The rail (1..R) of the NIC GPU ``local_rank`` of ``gpus`` uses: the GPUs split evenly
+        over the NICs in order (with 8 GPUs and 2 NICs, GPUs 0-3 on rail 1), one NIC each when
+        there are as many NICs as GPUs."""
+        return local_rank * len(self.planes) // max(gpus, 1) + 1
+
+    def switch_rail(self, switch: str) -> int:
+        """The rail (1..R) a rail switch is on, from its name (``r2-leaf01``); 0 for none."""
+        return next((k for k in range(1, len(self.planes) + 1) if switch.startswith(rail_prefix(k))), 0)
+
+    def crosses(self, a: np.ndarray, b: np.ndarray, switch: str) -> np.ndarray:
+        """Which flows cross rail switch ``switch``'s uplink, were they on its rail."""
+        rail = self.switch_rail(switch)
+        return self.planes[rail - 1].crosses(a, b, switch) if rail else np.zeros(len(a), dtype=bool)
 
     def rates(
         self, flows: Sequence[tuple[str, str]], slow_now: frozenset[str] = frozenset(), faults: bool = True
     ) -> np.ndarray:
         """Each pair measured on all rails at once: the sum of its rails' rates."""
-        total = np.zeros(len(flows))
-        for p in self.planes:
-            total += p.rates(flows, slow_now, faults)
-        return total
+        return self.flow_rates(*self.positions(flows), slow_now, faults)
 
     def rail_rates(
         self, flows: Sequence[tuple[str, str]], rail: int, slow_now: frozenset[str] = frozenset()
     ) -> np.ndarray:
         """Flows on rail ``rail`` alone (1..R), all at once."""
-        return self.planes[rail - 1].rates(flows, slow_now)
+        return self.flow_rates(*self.positions(flows), slow_now, rail=rail)
+
+    def flow_rates(
+        self,
+        a: np.ndarray,
+        b: np.ndarray,
+        slow_now: frozenset[str] = frozenset(),
+        faults: bool = True,
+        rail: int | None = None,
+    ) -> np.ndarray:
+        """``Fabric.flow_rates`` on rail ``rail`` (1..R) alone, or (None) on every rail at once: the
+        sum of the rails' rates."""
+        if rail is not None:
+            return self.planes[rail - 1].flow_rates(a, b, slow_now, faults)
+        total = np.zeros(len(a))
+        for p in self.planes:
+            total += p.flow_rates(a, b, slow_now, faults)
+        return total
 
 
 def build_fabric(spec: FabricSpec, faults: Sequence[Fault] = ()) -> Fabric | RailFabric:

@@ -1,11 +1,17 @@
 """Run the real plan on a simulated fabric into a real run directory, with the truth beside it.
 
 The plan comes from ``netbench.planner.build_plan`` exactly as for ``sweep --hosts`` (ring, then the
-circle method's pairwise rounds, or ``--pair-batch``); each phase's groups run at once on the
-fabric (``fabric.Fabric.rates``), and every point becomes a ``ResultRow`` as a rank would report it:
-time = latency + bytes x busbw factor / rate, times multiplicative noise, per-rank times around it.
-Fabric time is the simulated duration of the phases (warm-up, timed iterations and the check pass
-of every point; a phase lasts as long as its slowest group).
+pairwise rounds leaf against leaf, or the circle method's, or ``--pair-batch``; rail rounds); each
+phase's groups run at once on the fabric (``fabric.Fabric.flow_rates``, a rail group on its GPU's
+rail), and every point becomes a ``ResultRow`` as a rank would report it: time = latency + bytes x
+busbw factor / rate, times multiplicative noise, per-rank times around it. Fabric time is the
+simulated duration of the phases (warm-up, timed iterations and the check pass of every point; a
+phase lasts as long as its slowest group).
+
+At scale (4,096 nodes: 4,095 rounds of 2,048 pairs, 8.4M rows) a phase is measured at once with
+numpy (``Flows``, ``Measured``) and its rows are written as columns (``common.rowjson``): the same
+lines ``json.dumps`` of each ``ResultRow`` gives. ``sim.launcher`` measures its phases with the
+same functions and sends the rows as ``ResultRow``s (``Measured.rows_of``).
 """
 
 from __future__ import annotations
@@ -13,16 +19,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from netbench import __version__
 from netbench.collectives.dtypes import get_dtype
-from netbench.collectives.ops import get_collective
-from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.collectives.ops import Collective, Layout, get_collective
+from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
+from netbench.common.jsontext import strings
+from netbench.common.rowjson import Column, rows_jsonl
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import RunDir, utc_now
 from netbench.coordinator import Fault as RankFault
@@ -32,7 +40,10 @@ from netbench.options import SweepOptions
 from netbench.planner import PlanRequest, build_plan
 from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
-from netbench.sim.rails import build_fabric
+from netbench.sim.rails import RailFabric, build_fabric
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
@@ -106,7 +117,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     slots = [HostSlot(host=h, nprocs=g, rank_base=i * g) for i, h in enumerate(fab.hosts)]
     rundir = RunDir.create(opts.out)
     plan = build_plan(req, rundir.run_id, slots, "nccl")
-    pair_rounds = sorted({grp.round for p in plan.phases for grp in p.groups if grp.round is not None})
+    pair_rounds = sorted({p.groups[0].round for p in plan.phases if p.groups[0].round is not None})
     slow_rounds = _intermittent_rounds(opts.faults, pair_rounds, rng)
     rundir.write_run(
         status="running",
@@ -120,33 +131,29 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         topology=fab.uplinks(),
         options={"simulate": _jsonable(opts)},
     )
-    rundir.write_plan(asdict(plan))
+    rundir.write_plan(plan.json_chunks())
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
     fabric_s, n_rows = 0.0, 0
     phases: list[dict[str, Any]] = []
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     # one fsync at the end, not one per row as a real run needs: nothing here can die half way
-    with rundir.results_path.open("a", encoding="utf-8") as fh:
+    with rundir.results_path.open("ab") as fh:
         for phase in plan.phases:
             slow_now = frozenset(h for h, rounds in slow_rounds.items() if phase.groups[0].round in rounds)
             groups, lost = gpus.split(phase)
             for grp in lost:
-                fh.writelines(json.dumps(r.to_dict()) + "\n" for r in gpus.rows(plan, phase, grp))
-                n_rows += len(phase.spec.collectives)
-            flows, owner = _flows(groups)
-            rate = fab.rates(flows, slow_now)
-            healthy = fab.rates(flows, faults=False)
-            group_rate = np.full(len(groups), np.inf)
-            np.minimum.at(group_rate, owner, rate)  # a ring moves at its slowest hop
-            if flows:
-                _note_effects(fab, flows, rate / healthy, slow_now, worst)
-            phase_s = 0.0
-            for gi, grp in enumerate(groups):
-                rows, seconds = _measure(plan, phase, grp, float(group_rate[gi]), opts, rng)
-                fh.writelines(json.dumps(_row_dict(r)) + "\n" for r in rows)
+                rows = gpus.rows(plan, phase, grp)
+                fh.write("".join(json.dumps(r.to_dict()) + "\n" for r in rows).encode())
                 n_rows += len(rows)
-                phase_s = max(phase_s, seconds)
+            flows = _flows(groups, fab, g)
+            rate = _rates(fab, flows, slow_now)
+            if flows.a.size and any(f.kind != "gpu" for f in fab.faults):
+                _note_effects(fab, flows, rate / _rates(fab, flows, slow_now, faults=False), slow_now, worst)
+            measured = _measure(plan, phase, groups, flows.group_rates(rate, len(groups)), opts, rng)
+            fh.write(measured.jsonl())
+            n_rows += measured.rows
+            phase_s = float(measured.seconds.max(initial=0.0))
             fabric_s += phase_s
             phases.append({"name": phase.name, "groups": len(phase.groups), "seconds": phase_s})
         fh.flush()
@@ -162,83 +169,238 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     return SimResult(rundir, fabric_s, n_rows, req, tuple(slots), swept, truth)
 
 
-def _flows(groups: list[GroupSpec]) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """The host-to-host flows of a phase's groups: one per pair, one per hop of a ring."""
-    flows, owner = [], []
+@dataclass(frozen=True)
+class Flows:
+    """The host-to-host flows of a phase's groups (host positions on the fabric): one per pair,
+    one per hop of a ring; ``owner``: each flow's group; ``rail``: the rail a flow runs on (1..R),
+    0 for every rail at once (a pair of NCCL ranks uses every NIC of its hosts)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    owner: np.ndarray
+    rail: np.ndarray
+
+    def group_rates(self, rate: np.ndarray, groups: int) -> np.ndarray:
+        """A group moves at its slowest flow (a ring at its slowest hop)."""
+        if len(self.owner) == groups and (self.owner == np.arange(groups)).all():
+            return rate
+        out = np.full(groups, np.inf)
+        np.minimum.at(out, self.owner, rate)
+        return out
+
+    def subset(self, keep: np.ndarray) -> Flows:
+        return Flows(self.a[keep], self.b[keep], self.owner[keep], self.rail[keep])
+
+
+def _flows(groups: Sequence[GroupSpec], fab: Fabric | RailFabric, gpus: int) -> Flows:
+    """The flows of ``groups``. A rail group (rank k of both hosts) runs on the rail of GPU k's NIC."""
+    if isinstance(groups, PairGroups) and list(groups.table.hosts) == fab.hosts:  # positions as they are
+        n = len(groups)
+        return Flows(groups.index[:, 0], groups.index[:, 1], np.arange(n), np.zeros(n, dtype=np.int64))
+    a, b, owner, rail = [], [], [], []
     for gi, grp in enumerate(groups):
         hs = grp.hosts
         hops = [(hs[0], hs[1])] if len(hs) == 2 else [(hs[k], hs[(k + 1) % len(hs)]) for k in range(len(hs))]
-        flows += hops
+        a += [fab.pos[x] for x, _ in hops]
+        b += [fab.pos[y] for _, y in hops]
         owner += [gi] * len(hops)
-    return flows, np.array(owner, dtype=int)
+        rail += [0 if grp.rail is None else fab.rail_of(grp.rail, gpus)] * len(hops)
+    return Flows(*(np.array(x, dtype=np.int64) for x in (a, b, owner, rail)))
+
+
+def _rates(
+    fab: Fabric | RailFabric, flows: Flows, slow_now: frozenset[str], faults: bool = True
+) -> np.ndarray:
+    """Each flow's rate when all of them run at once, each on its rail (``Flows.rail``)."""
+    rails = np.unique(flows.rail)
+    if len(rails) <= 1:
+        rail = int(rails[0]) if len(rails) else 0
+        return fab.flow_rates(flows.a, flows.b, slow_now, faults, rail=rail or None)
+    out = np.empty(len(flows.a))
+    for r in rails.tolist():
+        on = flows.rail == r
+        out[on] = fab.flow_rates(flows.a[on], flows.b[on], slow_now, faults, rail=r or None)
+    return out
+
+
+@dataclass(frozen=True)
+class _Point:
+    collective: Collective
+    layout: Layout
+    bus: float
+    in_place: bool
+
+
+@dataclass
+class Measured:
+    """A phase's groups measured on the fabric, as columns: ``time_us[g, p]`` of group g at point p
+    (a collective, size and mode), ``rank_us[g, p, r]`` per rank. ``rows_of`` gives them as the
+    ``ResultRow``s each group's rank 0 reports; ``jsonl`` as the same rows' results.jsonl lines."""
+
+    plan: WorkerPlan
+    phase: Phase
+    groups: Sequence[GroupSpec]
+    points: list[_Point]
+    rank_us: np.ndarray
+    seconds: np.ndarray
+    """Each group's time on the fabric (warm-up, timed iterations and check of every point)."""
+    ts: float
+
+    @property
+    def rows(self) -> int:
+        return len(self.groups) * len(self.points)
+
+    @property
+    def time_us(self) -> np.ndarray:
+        return self.rank_us.mean(axis=-1)
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        avg = self.time_us
+        algbw = np.array([p.layout.nbytes for p in self.points]) / 1e3 / avg
+        return {
+            "time_us": avg,
+            "time_us_min": self.rank_us.min(axis=-1),
+            "time_us_max": self.rank_us.max(axis=-1),
+            "rank_time_us": np.round(self.rank_us, 3),
+            "algbw_GBps": algbw,
+            "busbw_GBps": algbw * np.array([p.bus for p in self.points]),
+        }
+
+    def _point_fields(self, p: _Point) -> dict[str, Any]:
+        spec = self.phase.spec
+        return {
+            "run_id": self.plan.run_id,
+            "collective": p.collective.name,
+            "backend": self.plan.backend,
+            "bytes": p.layout.nbytes,
+            "count": p.layout.count,
+            "dtype": spec.dtype,
+            "op": spec.op if p.collective.reduces else None,
+            "in_place": p.in_place,
+            "iters": spec.iters,
+            "warmup": spec.warmup,
+            "wrong": 0 if spec.check else None,
+            "device": self.plan.device,
+            "ts": self.ts,
+        }
+
+    def rows_of(self) -> list[list[ResultRow]]:
+        """Each group's rows, in point order."""
+        if not self.rows:
+            return [[] for _ in self.groups]
+        cols = {k: v.tolist() for k, v in self._columns().items()}
+        points = [self._point_fields(p) for p in self.points]
+        n = self.rank_us.shape[-1]
+        return [
+            [
+                ResultRow(
+                    **points[q], pattern=grp.pattern, hosts=list(grp.hosts), ranks=n, round=grp.round,
+                    group=grp.id, rail=grp.rail, **{k: v[gi][q] for k, v in cols.items()},
+                )
+                for q in range(len(self.points))
+            ]
+            for gi, grp in enumerate(self.groups)
+        ]
+
+    def jsonl(self) -> bytes:
+        """The rows as results.jsonl lines, group after group (``rows_of``'s order), each exactly
+        ``json.dumps(row.to_dict())`` (``netbench.common.rowjson``)."""
+        if not self.rows:
+            return b""
+        g, q = len(self.groups), len(self.points)
+        values: dict[str, Any] = {k: Column(numbers=v.reshape(g * q, *v.shape[2:]))
+                                  for k, v in self._columns().items()}
+        points = [self._point_fields(p) for p in self.points]
+        for name in points[0]:  # one value for every row, or each point's repeated for every group
+            texts = [json.dumps(pf[name]) for pf in points]
+            values[name] = points[0][name] if len(set(texts)) == 1 else Column(json=texts * g)
+        values["ranks"] = self.rank_us.shape[-1]
+        for name, value in _group_fields(self.groups).items():  # a group's text repeated for its points
+            values[name] = value if not isinstance(value, Texts) else Column(
+                json=value.texts if q == 1 else strings(value.texts).take(np.repeat(np.arange(g), q))
+            )
+        return rows_jsonl(self.rows, values)
+
+
+@dataclass(frozen=True)
+class Texts:
+    """A field's value in each group, as JSON text."""
+
+    texts: Sequence[str] | pa.Array
+
+
+def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
+    """The row fields that come from the group: pattern, hosts, round, group (its id), rail, each
+    one value for every group or ``Texts``."""
+    if isinstance(groups, PairGroups):
+        hosts, ids = groups.json_hosts_and_ids()
+        return {
+            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids), "rail": None
+        }
+    out: dict[str, Any] = {}
+    for name, attr in (("pattern", "pattern"), ("hosts", "hosts"), ("round", "round"), ("group", "id"),
+                       ("rail", "rail")):
+        values = [getattr(g, attr) for g in groups]
+        texts = [json.dumps(v) for v in values]
+        out[name] = values[0] if len(set(texts)) == 1 else Texts(texts)
+    return out
+
+
+def _points(spec: SweepSpec, ranks: int) -> list[_Point]:
+    """What a group of ``ranks`` measures: each collective at each size (once per distinct byte
+    count it rounds to, none of 0 bytes), in each mode."""
+    dt = get_dtype(spec.dtype)
+    out = []
+    for cname in spec.collectives:
+        coll = get_collective(cname)
+        seen: set[int] = set()
+        for size in spec.sizes:
+            lay = coll.layout(size, dt.size, ranks)
+            if lay.nbytes == 0 or lay.nbytes in seen:
+                continue
+            seen.add(lay.nbytes)
+            out += [_Point(coll, lay, coll.bus_factor(ranks), in_place) for in_place in spec.in_place]
+    return out
 
 
 def _measure(
     plan: WorkerPlan,
     phase: Phase,
-    grp: GroupSpec,
-    rate_GBps: float,
+    groups: Sequence[GroupSpec],
+    rate_GBps: np.ndarray,
     opts: SimOptions,
     rng: np.random.Generator,
-) -> tuple[list[ResultRow], float]:
-    """The rows one group reports for the phase's sweep, and how long the group took on the fabric."""
-    spec, n = phase.spec, len(grp.ranks)
-    dt = get_dtype(spec.dtype)
-    rows, seconds = [], 0.0
-    for cname in spec.collectives:
-        coll = get_collective(cname)
-        seen: set[int] = set()
-        for size in spec.sizes:
-            lay = coll.layout(size, dt.size, n)
-            if lay.nbytes == 0 or lay.nbytes in seen:
-                continue
-            seen.add(lay.nbytes)
-            bus = coll.bus_factor(n)
-            for in_place in spec.in_place:
-                t = opts.latency_us + lay.nbytes * bus / (rate_GBps * 1e3)
-                t *= max(0.05, 1 + opts.noise * rng.standard_normal())
-                ranks = t * (1 + RANK_JITTER * rng.standard_normal(n))
-                avg = float(ranks.mean())
-                algbw = lay.nbytes / 1e3 / avg
-                seconds += (spec.warmup + spec.iters + (1 if spec.check else 0)) * avg / 1e6
-                rows.append(
-                    ResultRow(
-                        run_id=plan.run_id,
-                        collective=coll.name,
-                        backend=plan.backend,
-                        pattern=grp.pattern,
-                        hosts=list(grp.hosts),
-                        ranks=n,
-                        round=grp.round,
-                        bytes=lay.nbytes,
-                        count=lay.count,
-                        dtype=dt.name,
-                        op=spec.op if coll.reduces else None,
-                        in_place=in_place,
-                        iters=spec.iters,
-                        warmup=spec.warmup,
-                        time_us=avg,
-                        time_us_min=float(ranks.min()),
-                        time_us_max=float(ranks.max()),
-                        rank_time_us=[round(float(x), 3) for x in ranks],
-                        algbw_GBps=algbw,
-                        busbw_GBps=algbw * bus,
-                        wrong=0 if spec.check else None,
-                        group=grp.id,
-                        device=plan.device,
-                        ts=time.time(),
-                    )
-                )
-    return rows, seconds
+) -> Measured:
+    """What every group of the phase measures at its rate (``rate_GBps[g]``): at each point, time =
+    latency + bytes x busbw factor / rate, times multiplicative noise, each rank around it. The
+    random draws are a group's points in order, each the noise then the ranks' jitter."""
+    sizes = _group_sizes(groups)
+    if len(sizes) > 1:
+        raise ValueError(f"{phase.name}: groups of different sizes ({sorted(sizes)}) in one phase")
+    if not sizes:  # every group of the phase failed (a lost GPU): nothing measured
+        return Measured(plan, phase, groups, [], np.zeros((0, 0, 0)), np.zeros(0), time.time())
+    n = sizes.pop()
+    points = _points(phase.spec, n)
+    nbytes = np.array([p.layout.nbytes for p in points], dtype=np.int64)
+    bus = np.array([p.bus for p in points])
+    t = opts.latency_us + (nbytes * bus) / (rate_GBps[:, None] * 1e3)
+    z = rng.standard_normal((len(groups), len(points), 1 + n))
+    t = t * np.maximum(0.05, 1 + opts.noise * z[..., 0])
+    rank_us = t[..., None] * (1 + RANK_JITTER * z[..., 1:])
+    spec = phase.spec
+    per_point = spec.warmup + spec.iters + (1 if spec.check else 0)
+    avg = rank_us.mean(axis=-1)
+    seconds = np.zeros(len(groups))
+    for q in range(len(points)):
+        seconds += per_point * avg[:, q] / 1e6
+    return Measured(plan, phase, groups, points, rank_us, seconds, time.time())
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(ResultRow))
-
-
-def _row_dict(row: ResultRow) -> dict[str, Any]:
-    """``row.to_dict()`` without ``asdict``'s deep copy (most of the simulator's time at 1,024 nodes):
-    the row's lists are its own, built for it in ``_measure``; same keys, same order."""
-    return {name: getattr(row, name) for name in _ROW_FIELDS}
+def _group_sizes(groups: Sequence[GroupSpec]) -> set[int]:
+    """The sizes (ranks) of a phase's groups."""
+    if isinstance(groups, PairGroups):
+        return set(np.unique(groups.table.sizes[groups.index].sum(axis=1)).tolist())
+    return {len(grp.ranks) for grp in groups}
 
 
 def _intermittent_rounds(
@@ -254,32 +416,34 @@ def _intermittent_rounds(
 
 
 def _note_effects(
-    fab: Fabric,
-    flows: list[tuple[str, str]],
+    fab: Fabric | RailFabric,
+    flows: Flows,
     ratio: np.ndarray,
     slow_now: frozenset[str],
     worst: dict[int, float],
 ) -> None:
     """Record, per fault, the lowest faulty/healthy rate of a flow it touches: a fault that never
     slows any measurement is invisible, and truth.json says so rather than count it as missed."""
+    a, b = flows.a, flows.b
     for k, f in enumerate(fab.faults):
-        for (a, b), r in zip(flows, ratio, strict=True):
-            if f.kind == "node" or (f.kind == "intermittent" and f.subject in slow_now):
-                hit = f.subject in (a, b)
-            elif f.kind == "link":
-                hit = f.subject == "|".join(sorted((a, b)))
-            elif f.kind == "uplink":
-                hit = f.subject in fab.path_uplinks(a, b)
-            elif f.kind == "nic":  # one NIC of a rail-optimised node: every pair of that node
-                hit = f.subject.partition("/")[0] in (a, b)
-            else:
-                hit = False
-            if hit:
-                worst[k] = min(worst.get(k, 1.0), float(r))
+        if f.kind == "node" or (f.kind == "intermittent" and f.subject in slow_now):
+            hit = (a == fab.pos[f.subject]) | (b == fab.pos[f.subject])
+        elif f.kind == "link":
+            x, y = (fab.pos[h] for h in f.subject.split("|"))
+            hit = ((a == x) & (b == y)) | ((a == y) & (b == x))
+        elif f.kind == "uplink":
+            hit = fab.crosses(a, b, f.subject) & np.isin(flows.rail, (0, fab.switch_rail(f.subject)))
+        elif f.kind == "nic":  # one NIC of a rail-optimised node: the node's flows on that rail
+            host, _, rail = f.subject.partition("/")
+            hit = ((a == fab.pos[host]) | (b == fab.pos[host])) & np.isin(flows.rail, (0, int(rail)))
+        else:
+            continue
+        if hit.any():
+            worst[k] = min(worst.get(k, 1.0), float(ratio[hit].min()))
 
 
 def _truth(
-    opts: SimOptions, fab: Fabric, slow_rounds: dict[str, set[int]], worst: dict[int, float]
+    opts: SimOptions, fab: Fabric | RailFabric, slow_rounds: dict[str, set[int]], worst: dict[int, float]
 ) -> dict[str, Any]:
     faults = []
     for k, f in enumerate(fab.faults):
