@@ -19,10 +19,10 @@ from netbench.sim.run import SimOptions, simulate
 SLOW = {"slow_node", "slow_pair", "slow_switch"}
 
 
-def sweep(tmp_path, name, faults=(), seed=1):  # noqa: ANN001, ANN201
+def sweep(tmp_path, name, faults=(), seed=1, noise=0.05):  # noqa: ANN001, ANN201
     spec = FabricSpec(nodes=16, leaves=2, oversubscription=2.0)
     opts = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=seed, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / name))
+                      out=str(tmp_path / name), noise=noise)
     return opts, simulate(opts)
 
 
@@ -82,17 +82,17 @@ def test_a_gpu_that_dropped_out_is_left_out_and_the_slow_node_is_still_re_tested
 
 
 def test_a_false_suspect_of_a_healthy_fabric_is_cleared_and_no_warning_remains(tmp_path):
-    """Seed 7 is one whose sweep alone names a healthy node slow (found with
-    `benchmarks/bench_diagnosis.py --sizes 16 --classes healthy --confirm-budget 0`); if the analysis
-    stops naming it, pick another such seed: this test is about what the re-test does with it."""
-    opts, res = sweep(tmp_path, "healthy", seed=7)
+    """Seed 23 at 8 % noise is one whose sweep alone names a healthy link slow (at 5 % noise none of
+    150 healthy 16-node fabrics does since the pair model reads the noise from its 80 % band); if the
+    analysis stops naming it, pick another such seed: this test is about what the re-test does with it."""
+    opts, res = sweep(tmp_path, "healthy", seed=23, noise=0.08)
     before = serious(res.rundir.path)
     assert before and {rule for rule, _ in before} <= {"slow_node", "slow_pair"}
     done, _ = confirm_on_fabric(opts, res, 60.0)
     assert {rt.verdict for rt in done.retests.values()} == {"cleared"}
     assert {subject for _, subject in before} <= set(done.retests)
     assert serious(res.rundir.path) == []
-    cleared = [f for f in analyze(res.rundir.path) if f.rule == "slow_node" and f.subject == before[0][1]]
+    cleared = [f for f in analyze(res.rundir.path) if f.rule == before[0][0] and f.subject == before[0][1]]
     assert [f.severity for f in cleared] == ["info"] and cleared[0].evidence["retest"]["verdict"] == "cleared"
 
 
@@ -107,14 +107,15 @@ def test_a_budget_smaller_than_the_launch_re_tests_nothing_and_says_why(tmp_path
 
 def test_cli_re_tests_by_default_and_not_with_a_zero_budget(tmp_path):
     runner = CliRunner()
-    fabric = ["simulate", "--nodes", "16", "--seed", "7", "--pair-sizes", "1G", "--oversubscription", "2"]
+    fabric = ["simulate", "--nodes", "16", "--seed", "23", "--noise", "0.08", "--pair-sizes", "1G",
+              "--oversubscription", "2"]
     on = runner.invoke(cli, [*fabric, "--out", str(tmp_path / "on")])
-    assert on.exit_code != 2, on.output  # the false suspect cleared: no node to drain
-    assert ": cleared (at full speed with all" in on.output and "re-tests: " in on.output
+    assert on.exit_code == 0, on.output  # the false suspect cleared: nothing to check
+    assert ": cleared (re-run at" in on.output and "re-tests: " in on.output
     assert serious(tmp_path / "on") == []  # (2:1 uplinks may warn as cross_spine_penalty: by design)
     off = runner.invoke(cli, [*fabric, "--confirm-budget", "0", "--out", str(tmp_path / "off")])
-    assert off.exit_code == 2, off.output  # the sweep's analysis alone: a slow node to drain
-    assert [rule for rule, _ in serious(tmp_path / "off")] == ["slow_node"]
+    assert off.exit_code == 1, off.output  # the sweep's analysis alone: a link to check
+    assert [rule for rule, _ in serious(tmp_path / "off")] == ["slow_pair"]
     assert "retests" not in json.loads((tmp_path / "off" / "run.json").read_text())
     both = runner.invoke(cli, ["simulate", "--preflight", "--confirm-budget", "30", "--nodes", "16"])
     assert both.exit_code == 2 and "not --preflight" in both.output and "Traceback" not in both.output
