@@ -89,28 +89,62 @@ def read_rows_frame(path: Path) -> pd.DataFrame | None:
         return None
     read = pj.ReadOptions(use_threads=True, block_size=BLOCK_BYTES)  # a longer line fails its block
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    batches, hosts, ranks = [], [], []
-    shared = _Shared()
+    # every column is allocated once for as many rows as the file has lines and filled batch by
+    # batch, each batch freed as soon as it is copied: holding the parsed table and converting it
+    # at the end took twice the frame (the table, its unified dictionaries and the frame at once)
+    capacity = _count_lines(path)
+    columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
+    hosts = _Hosts()
+    ranks = _RankTimes()
+    n_rows = 0
     try:
         with pa.OSFile(str(path), "rb") as fh:
             for batch in pj.open_json(fh, read_options=read, parse_options=parse):
-                if not _plainly_good(batch, required):
+                if not _plainly_good(batch, required) or n_rows + batch.num_rows > capacity:
                     return None
-                hosts += _host_lists(batch.column("hosts"), shared)
-                ranks += _rank_times(batch)
-                batches.append(_dictionary_strings(batch.drop_columns(["hosts", "rank_time_us", "extra"])))
+                hosts.add(batch.column("hosts"), n_rows)
+                ranks.add(batch, n_rows)
+                for name, col in columns.items():
+                    col.add(batch.column(name), n_rows)
+                n_rows += batch.num_rows
+                del batch
     except (pa.ArrowException, OSError, UnicodeError, ValueError):
         return None
-    if not batches:
+    if not n_rows:
         return None  # an empty file: the line reader gives the empty frame
-    table = pa.Table.from_batches(batches)
-    batches.clear()  # the table is then the arrays' only owner, and self_destruct frees each as converted
-    df = table.to_pandas(split_blocks=True, self_destruct=True)
-    del table
+    return _frame(schema, columns, hosts.column(n_rows), ranks.column(n_rows), n_rows)
+
+
+_NOT_COLUMNS = ("hosts", "rank_time_us", "extra")
+"""Fields not filled as columns: hosts and per-rank times are built apart (lists shared, times kept
+only where read), ``extra`` is not kept."""
+
+
+def _frame(schema: Any, columns: dict[str, Any], hosts: Any, ranks: Any, n_rows: int) -> pd.DataFrame:
+    """The DataFrame in the contract's column order; each column its own block (pandas would
+    otherwise copy same-typed columns into one 2-D block: the numbers twice over for a moment)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    built = {"hosts": hosts, "rank_time_us": ranks}
+    out = {}
+    for f in schema:
+        if f.name in built:
+            out[f.name] = built[f.name]
+        elif f.name in columns:
+            out[f.name] = columns.pop(f.name).finish(n_rows)
     pa.default_memory_pool().release_unused()  # the parse's blocks, kept by the allocator otherwise
-    df.insert(df.columns.get_loc("ranks"), "hosts", hosts)
-    df.insert(df.columns.get_loc("algbw_GBps"), "rank_time_us", ranks)
-    return df
+    return pd.DataFrame(out, copy=False)
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in the file (the last one may lack its newline): at least its rows, one per line."""
+    lines, last = 0, b"\n"
+    with path.open("rb") as fh:
+        while chunk := fh.read(16 << 20):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
 
 
 def _starts_with_an_object(path: Path) -> bool:
@@ -153,58 +187,177 @@ def _plainly_good(batch: Any, required: set[str]) -> bool:
     return True
 
 
-@dataclasses.dataclass
-class _Shared:
-    """One string per host name, one list per pair, carried from batch to batch."""
-
-    names: dict[str, str] = dataclasses.field(default_factory=dict)
-    pairs: dict[tuple[str, str], list[str]] = dataclasses.field(default_factory=dict)
-
-
-def _dictionary_strings(batch: Any) -> Any:
-    """String columns as dictionaries (pandas categoricals): a run's rows repeat a handful of values
-    (collective, backend, status ...) millions of times."""
+def _column(field: Any, capacity: int) -> Any:
     import pyarrow as pa
 
-    cols = [c.dictionary_encode() if pa.types.is_string(c.type) else c for c in batch.columns]
-    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
+    if pa.types.is_string(field.type):
+        return _Strings(capacity)
+    return _Numbers(field.type, capacity)
 
 
-def _rank_times(batch: Any) -> list[list[float] | None]:
-    import numpy as np
+class _Numbers:
+    """An integer, float or boolean column, filled in place. The frame gets what pyarrow's pandas
+    conversion gives: integers with a null anywhere become floats (NaN), booleans with a null become
+    objects (None); a null mask is kept only once a null is seen."""
 
-    pattern = batch.column("pattern").to_numpy(zero_copy_only=False)
-    out: list[list[float] | None] = [None] * len(pattern)
-    keep = np.nonzero(np.isin(pattern, RANK_TIMES_FOR))[0]
-    if keep.size:
-        kept = batch.column("rank_time_us").take(keep).to_pylist()
-        for i, v in zip(keep.tolist(), kept, strict=True):
-            out[i] = v
-    return out
+    def __init__(self, arrow_type: Any, capacity: int) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        self.kind = "float"
+        if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
+            self.kind = "int" if pa.types.is_integer(arrow_type) else "bool"
+        dtype = {"int": np.int64, "bool": np.bool_, "float": np.float64}[self.kind]
+        self.values = np.empty(capacity, dtype=dtype)  # pages never written are never resident
+        self.nulls: Any = None
+
+    def add(self, col: Any, first_row: int) -> None:
+        import numpy as np
+
+        rows = slice(first_row, first_row + len(col))
+        if self.kind != "float" and col.null_count:
+            if self.nulls is None:
+                self.nulls = np.zeros(len(self.values), dtype=bool)
+            self.nulls[rows] = col.is_null().to_numpy(zero_copy_only=False)
+            col = col.fill_null(False if self.kind == "bool" else 0)
+        self.values[rows] = col.to_numpy(zero_copy_only=False)  # floats: nulls are NaN
+
+    def finish(self, n_rows: int) -> Any:
+        import numpy as np
+
+        values = self.values[:n_rows]
+        if self.nulls is None:
+            return values
+        nulls = self.nulls[:n_rows]
+        out = values.astype(np.float64 if self.kind == "int" else object)
+        out[nulls] = np.nan if self.kind == "int" else None
+        return out
 
 
-def _host_lists(col: Any, shared: _Shared) -> list[list[str] | None]:
-    """Each row's host list, built from one string object per distinct host (a fleet has a few
-    thousand hosts and millions of rows naming them), and one list per distinct pair (a pair is
-    measured at several sizes). Nothing mutates a
-    row's hosts: they are read, never sorted in place."""
-    import numpy as np
+class _Strings:
+    """A string column as a categorical: codes filled in place against one dictionary of the values
+    in order of first appearance (as pyarrow unifies the batches' dictionaries), a run's rows
+    repeat a handful of values (collective, backend, status ...) millions of times. A column whose
+    values are mostly distinct (``group``: one per pair) keeps its batches' strings instead and is
+    encoded once at the end, so no Python string is made per value."""
 
-    flat = col.values.dictionary_encode()  # the offsets index the whole child array
-    names = [shared.names.setdefault(h, h) for h in flat.dictionary.to_pylist()]
-    idx = flat.indices.to_numpy()
-    offsets = col.offsets.to_numpy()
-    valid = col.is_valid().to_numpy(zero_copy_only=False)
-    lengths = np.diff(offsets)
-    out: list[list[str] | None] = [None] * len(col)
-    pairs = valid & (lengths == 2)
-    if pairs.any():
-        start = offsets[:-1][pairs]
-        a = [names[k] for k in idx[start].tolist()]
-        b = [names[k] for k in idx[start + 1].tolist()]
-        lists = shared.pairs
-        for i, x, y in zip(np.nonzero(pairs)[0].tolist(), a, b, strict=True):
-            out[i] = lists.setdefault((x, y), [x, y])
-    for i in np.nonzero(valid & ~pairs)[0].tolist():
-        out[i] = [names[k] for k in idx[offsets[i] : offsets[i + 1]].tolist()]
-    return out
+    def __init__(self, capacity: int) -> None:
+        import numpy as np
+
+        self.codes = np.empty(capacity, dtype=np.int32)
+        self.index: dict[str, int] = {}
+        self.chunks: list[Any] | None = None  # the strings, once the column is found mostly distinct
+
+    def add(self, col: Any, first_row: int) -> None:
+        import numpy as np
+
+        if self.chunks is None and len(col) >= 64 and len(self.index) > len(col) // 2:
+            self.chunks = []  # most values distinct: from here on pyarrow encodes, at the end
+        if self.chunks is not None:
+            self.chunks.append(col)
+            return
+        enc = col.dictionary_encode()
+        lut = np.array([self.index.setdefault(v, len(self.index)) for v in enc.dictionary.to_pylist()] or [0],
+                       dtype=np.int32)
+        codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        rows = slice(first_row, first_row + len(col))
+        self.codes[rows] = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), -1, lut[codes])
+
+    def finish(self, n_rows: int) -> Any:
+        import pyarrow as pa
+
+        dictionary = pa.array(list(self.index), type=pa.string())
+        codes = self.codes[: n_rows - sum(len(c) for c in self.chunks or [])]
+        head = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), dictionary)
+        if self.chunks is None:
+            return head.to_pandas()
+        # the strings read before the switch, then the rest, encoded as one column
+        strings = pa.chunked_array([head.cast(pa.string()), *self.chunks], type=pa.string())
+        self.chunks = None
+        return strings.dictionary_encode().to_pandas()
+
+
+class _RankTimes:
+    """Per-rank times of the rows whose pattern is in RANK_TIMES_FOR (None elsewhere), by row."""
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = []
+        self.values: list[list[float]] = []
+
+    def add(self, batch: Any, first_row: int) -> None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        wanted = pc.is_in(batch.column("pattern"), value_set=pa.array(RANK_TIMES_FOR))
+        keep = np.nonzero(wanted.to_numpy(zero_copy_only=False))[0]
+        if keep.size:
+            self.rows.append(keep + first_row)
+            self.values += batch.column("rank_time_us").take(keep).to_pylist()
+
+    def column(self, n_rows: int) -> Any:
+        import numpy as np
+
+        out = np.full(n_rows, None, dtype=object)
+        if self.rows:
+            rows = np.concatenate(self.rows)
+            for i, v in zip(rows.tolist(), self.values, strict=True):
+                out[i] = v
+        return out
+
+
+class _Hosts:
+    """Each row's host list: one string object per distinct host (a fleet has a few thousand hosts
+    and millions of rows naming them) and one list per distinct pair (a pair is measured at several
+    sizes). While reading, a pair row is only a number (its two hosts' codes), so no Python object
+    is made per row; the lists are made at the end, once per distinct pair. Nothing mutates a row's
+    hosts: they are read, never sorted in place."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []  # by code
+        self.code: dict[str, int] = {}
+        self.pair_rows: list[Any] = []  # row numbers of two-host rows, per batch
+        self.pair_keys: list[Any] = []  # their hosts' codes: first << 32 | second
+        self.other: dict[int, list[str]] = {}  # rows with another number of hosts (rings, worlds)
+
+    def _codes(self, names: list[str]) -> Any:
+        import numpy as np
+
+        for h in names:
+            if h not in self.code:
+                self.code[h] = len(self.names)
+                self.names.append(h)
+        return np.array([self.code[h] for h in names], dtype=np.int64)
+
+    def add(self, col: Any, first_row: int) -> None:
+        import numpy as np
+
+        flat = col.values.dictionary_encode()  # the offsets index the whole child array
+        codes = self._codes(flat.dictionary.to_pylist())[flat.indices.to_numpy()]
+        offsets = col.offsets.to_numpy()
+        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        pairs = valid & (np.diff(offsets) == 2)
+        if pairs.any():
+            start = offsets[:-1][pairs]
+            self.pair_rows.append(np.nonzero(pairs)[0] + first_row)
+            self.pair_keys.append((codes[start] << 32) | codes[start + 1])
+        for i in np.nonzero(valid & ~pairs)[0].tolist():
+            self.other[first_row + i] = [self.names[k] for k in codes[offsets[i] : offsets[i + 1]].tolist()]
+
+    def column(self, n_rows: int) -> Any:
+        """The hosts column: an object array of lists (None where a row has no hosts)."""
+        import numpy as np
+
+        out = np.full(n_rows, None, dtype=object)
+        if self.pair_rows:
+            rows = np.concatenate(self.pair_rows)
+            keys, inverse = np.unique(np.concatenate(self.pair_keys), return_inverse=True)
+            self.pair_rows.clear()
+            self.pair_keys.clear()
+            names = self.names
+            made = ([names[k >> 32], names[k & 0xFFFFFFFF]] for k in keys.tolist())
+            lists = np.fromiter(made, dtype=object, count=len(keys))
+            out[rows] = lists[inverse]
+        for i, hosts in self.other.items():
+            out[i] = hosts
+        return out
