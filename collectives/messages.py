@@ -7,15 +7,13 @@ its children) carries the protocol, so no shared filesystem is needed. Lines wit
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
-
-from netbench.collectives.dtypes import DTYPES
-from netbench.collectives.ops import COLLECTIVES
 
 PREFIX = "@@nb "
 _lock = threading.Lock()
@@ -162,9 +160,20 @@ def decode(line: str) -> dict[str, Any] | None:
     return obj
 
 
+@functools.cache
+def _known_names() -> tuple[frozenset[str], frozenset[str]]:
+    """(collectives, dtypes). Imported on the first row check, not at the top: the per-host agent
+    forwards lines with this module and must not pay for torch (ops and dtypes import it: ~2 s of
+    CPU per host per run)."""
+    from netbench.collectives.dtypes import DTYPES
+    from netbench.collectives.ops import COLLECTIVES
+
+    return frozenset(COLLECTIVES), frozenset(DTYPES)
+
+
 ROW_SCHEMA: dict[str, Check] = {
     "run_id": TEXT,
-    "collective": (lambda v: isinstance(v, str) and v in COLLECTIVES, "a known collective"),
+    "collective": (lambda v: isinstance(v, str) and v in _known_names()[0], "a known collective"),
     "backend": (lambda v: v in ("gloo", "nccl", "mpi"), "gloo, nccl or mpi"),
     "pattern": TEXT,
     "hosts": (
@@ -175,7 +184,7 @@ ROW_SCHEMA: dict[str, Check] = {
     "round?": COUNT,
     "bytes": COUNT,
     "count": COUNT,
-    "dtype": (lambda v: isinstance(v, str) and v in DTYPES, "a known dtype"),
+    "dtype": (lambda v: isinstance(v, str) and v in _known_names()[1], "a known dtype"),
     "op?": TEXT,
     "in_place": BOOL,
     "iters": COUNT,

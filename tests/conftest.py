@@ -7,4 +7,4 @@
 from __future__ import annotations
 
 from netns import netns4, netns_factory  # noqa: F401 - real test hosts (network namespaces + sshd)
-from slurm import slurm_factory  # noqa: F401 - a real Slurm cluster on those hosts
+from slurm import slurm_factory, slurm_pool  # noqa: F401 - a real Slurm cluster on those hosts (fresh, shared)

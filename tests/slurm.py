@@ -31,7 +31,8 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,14 +289,77 @@ def _wait(ready, timeout: float, what: str, proc: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
-
-
-
 # -- pytest fixtures -------------------------------------------------------------------------------
+DEFAULT_HOSTS = ("ctl", "h0", "h1", "h2")
+DEFAULT_LEAVES = {"sw0": ["ctl", "h0", "h1"], "sw1": ["h2"]}
+
 try:
     import pytest
 except ImportError:  # pragma: no cover - the library half works without pytest
     pytest = None  # type: ignore[assignment]
+
+
+def _start_or_skip(net: TestNetwork, extra_conf: Sequence[str]) -> SlurmCluster:
+    """The cluster on ``net`` (its first host the controller), or the test skipped with the reason."""
+    try:
+        return SlurmCluster.start(net, net.names[0], extra_conf=extra_conf)
+    except RuntimeError as exc:  # e.g. no cgroup v1 controllers in this container
+        pytest.skip(f"Slurm could not be started here: {exc}")
+
+
+class SlurmPool:
+    """A module's tests share one cluster while they ask for the same shape (hosts, leaves, uplink
+    rate, extra slurm.conf lines). Why: building one costs seconds of the 2 CI cores, and most tests
+    only run jobs on it. Each :meth:`get` hands it over as a fresh one would be: no host or pair
+    limit left (the uplink rate is part of the shape) and every node idle (a node left down or
+    drained fails the test that asks, naming the states). A test that breaks it (kills a host or
+    a slurmd) uses :meth:`take`: that cluster is stopped when the test ends and never handed out again.
+    One cluster at most is kept, so a module holds one test subnet and one set of daemons."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[tuple, SlurmCluster] | None = None
+
+    def get(self, extra_conf: Sequence[str] = (), hosts: Sequence[str] = DEFAULT_HOSTS,
+            leaves: Mapping[str, Sequence[str]] | None = None,
+            uplink_rate: str | None = None) -> SlurmCluster:
+        leaves = leaves or DEFAULT_LEAVES
+        shape = (tuple(extra_conf), tuple(hosts), tuple((k, tuple(v)) for k, v in leaves.items()),
+                 uplink_rate)
+        if self._kept is not None and self._kept[0] == shape:
+            cluster = self._kept[1]
+            cluster.net.clear_limits()
+            cluster.wait_idle(60)  # a job of the last test may still be completing
+            return cluster
+        self.close()
+        net = TestNetwork.create(list(hosts), leaves=leaves, uplink_rate=uplink_rate)
+        try:
+            cluster = _start_or_skip(net, extra_conf)
+        except BaseException:
+            net.destroy()
+            raise
+        self._kept = (shape, cluster)
+        return cluster
+
+    @contextmanager
+    def take(self, extra_conf: Sequence[str] = (), hosts: Sequence[str] = DEFAULT_HOSTS,
+             leaves: Mapping[str, Sequence[str]] | None = None,
+             uplink_rate: str | None = None) -> Iterator[SlurmCluster]:
+        """The cluster :meth:`get` would give, for a test that may break it: stopped at the end."""
+        cluster = self.get(extra_conf, hosts, leaves, uplink_rate)
+        self._kept = None
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+            cluster.net.destroy()
+
+    def close(self) -> None:
+        if self._kept is not None:
+            cluster = self._kept[1]
+            self._kept = None
+            cluster.stop()
+            cluster.net.destroy()
+
 
 if pytest is not None:
 
@@ -306,24 +370,32 @@ if pytest is not None:
         first host ``ctl`` is the controller (login node); stopped after the test. Default: compute
         hosts h0, h1 on leaf sw0 (with ctl) and h2 on sw1, so pairs have two hop classes.
         Skips the test with the reason when Slurm is not installed or its daemons cannot start here
-        (``-rs`` prints it)."""
+        (``-rs`` prints it). Tests that only run jobs share one cluster through ``slurm_pool``."""
         reason = slurm_unavailable()
         if reason:
             pytest.skip(reason)
         made: list[SlurmCluster] = []
 
-        def make(extra_conf: Sequence[str] = (), hosts: Sequence[str] = ("ctl", "h0", "h1", "h2"),
+        def make(extra_conf: Sequence[str] = (), hosts: Sequence[str] = DEFAULT_HOSTS,
                  leaves: Mapping[str, Sequence[str]] | None = None,
                  uplink_rate: str | None = None) -> SlurmCluster:
-            net = netns_factory(list(hosts), leaves=leaves or {"sw0": ["ctl", "h0", "h1"], "sw1": ["h2"]},
-                                uplink_rate=uplink_rate)
-            try:
-                cluster = SlurmCluster.start(net, hosts[0], extra_conf=extra_conf)
-            except RuntimeError as exc:  # e.g. no cgroup v1 controllers in this container
-                pytest.skip(f"Slurm could not be started here: {exc}")
+            net = netns_factory(list(hosts), leaves=leaves or DEFAULT_LEAVES, uplink_rate=uplink_rate)
+            cluster = _start_or_skip(net, extra_conf)
             made.append(cluster)
             return cluster
 
         yield make
         for c in made:
             c.stop()
+
+    @pytest.fixture(scope="module")
+    def slurm_pool() -> Iterator[SlurmPool]:
+        """A :class:`SlurmPool` for the module's tests (same defaults and skips as ``slurm_factory``)."""
+        reason = slurm_unavailable()
+        if reason:
+            pytest.skip(reason)
+        pool = SlurmPool()
+        try:
+            yield pool
+        finally:
+            pool.close()
