@@ -549,14 +549,13 @@ def _uplink_pairs(m: PairModel, switches: Mapping[str, str], t: Thresholds) -> l
         return []
     below, tier = _subtrees(m.hosts, switches)
     children: dict[str, list[str]] = {}
-    for sw in below:
-        parent = switches.get(sw)
-        if parent is not None:
-            children.setdefault(parent, []).append(sw)
+    for sw in below:  # a switch listed without a parent hangs off "" (the fabric that joins them)
+        children.setdefault(switches.get(sw, ""), []).append(sw)
     bw, out = m.bw[-1], []
     for parent, kids in children.items():
         kids.sort(key=natural_key)
-        if len(kids) != 2 or len(below[kids[0]]) + len(below[kids[1]]) != len(below.get(parent, [])):
+        hosts = len(below[parent]) if parent else len(m.hosts)
+        if len(kids) != 2 or len(below[kids[0]]) + len(below[kids[1]]) != hosts:
             continue
         x, y = (np.array(below[k]) for k in kids)
         block, rnd = bw[np.ix_(x, y)], m.rounds[np.ix_(x, y)]

@@ -179,7 +179,8 @@ def _uplink_pair_finding(ctx: AnalysisContext, v: UplinkPairVerdict) -> Finding:
         title=(
             f"Traffic between {x} and {y} is {pct(v.capacity_nics / v.expected_nics)} than {design} "
             f"carry: at most {g3(v.capacity_nics)} NICs' worth in any round ({v.pairs} "
-            f"pairs at {g3(v.pair_busbw_GBps)} GB/s, same-leaf pairs {g3(v.nic_busbw_GBps)} GB/s; "
+            f"pair{'s' * (v.pairs != 1)} at {g3(v.pair_busbw_GBps)} GB/s, same-leaf pairs "
+            f"{g3(v.nic_busbw_GBps)} GB/s; "
             f"{v.hosts_below[0]} and {v.hosts_below[1]} hosts) — one of their uplinks ({x}'s or {y}'s) "
             "is slow; pairs alone cannot tell which, every pair between them crosses both"
         ),
