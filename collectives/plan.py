@@ -166,15 +166,14 @@ class PairGroups(Sequence[GroupSpec]):
             load=load,
         )
 
-    def json_hosts_and_ids(self) -> tuple[pa.Array, pa.Array]:
-        """Each group's ``hosts`` and ``id`` as JSON text (``common.jsontext``)."""
+    def json_hosts_and_ids(self) -> tuple[list[str | pa.Array], list[str | pa.Array]]:
+        """Each group's ``hosts`` and ``id`` as JSON text, in pieces for ``common.jsontext.join``."""
         quoted, inner, _ = self.table.texts
         a, b = self.index[:, 0], self.index[:, 1]
         first = self.table.order[a] < self.table.order[b]  # the id's sorted names
         lo, hi = np.where(first, a, b), np.where(first, b, a)
-        n = len(self)
-        hosts = join(["[", quoted.take(a), ", ", quoted.take(b), "]"], n)
-        return hosts, join(['"pair:', inner.take(lo), "|", inner.take(hi), '"'], n)
+        hosts = ["[", quoted.take(a), ", ", quoted.take(b), "]"]
+        return hosts, ['"pair:', inner.take(lo), "|", inner.take(hi), '"']
 
     def json_text(self) -> str:
         """The groups as ``json.dumps(dataclasses.asdict(group))`` writes each (keys, order, spacing),
@@ -184,7 +183,9 @@ class PairGroups(Sequence[GroupSpec]):
         _, _, ranks = self.table.texts
         a, b = self.index[:, 0], self.index[:, 1]
         has = self.table.sizes > 0
-        between = strings(["", ", "]).take((has[a] & has[b]).astype(np.int8))  # one list's items
+        between: str | pa.Array = ", "  # between the two hosts' ranks, one list's items
+        if not has.all():
+            between = strings(["", ", "]).take((has[a] & has[b]).astype(np.int8))
         hosts, ids = self.json_hosts_and_ids()
         load: str | pa.Array = "null"
         if self.load is not None:
@@ -192,8 +193,8 @@ class PairGroups(Sequence[GroupSpec]):
             if (self.load < 0).any():
                 load = _none_where(load, self.load < 0)
         lines = join(
-            ['{"id": ', ids, ', "pattern": "pair", "ranks": [', ranks.take(a), between, ranks.take(b),
-             '], "hosts": ', hosts, f', "round": {json.dumps(self.round)}, "rail": null, "load": ', load,
+            ['{"id": ', *ids, ', "pattern": "pair", "ranks": [', ranks.take(a), between, ranks.take(b),
+             '], "hosts": ', *hosts, f', "round": {json.dumps(self.round)}, "rail": null, "load": ', load,
              "},\n"],
             len(self),
         )

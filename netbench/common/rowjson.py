@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from netbench.common.jsontext import join, list_texts, number_texts, strings, text_of
+from netbench.common.jsontext import join, list_texts, number_texts, text_of
 from netbench.common.rows import ResultRow
 
 if TYPE_CHECKING:
@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Column:
     """One field's value in each row of a batch: ``numbers`` (a 1-D array of floats, ints or bools;
-    2-D: a list of numbers per row), or ``json`` (each row's value as JSON text)."""
+    2-D: a list of numbers per row), or ``json`` (each row's value as JSON text, in pieces for
+    ``jsontext.join``: a ``str`` the same in every row, an array one text per row)."""
 
     numbers: np.ndarray | None = None
-    json: Sequence[str] | pa.Array | None = None
+    json: Sequence[str | pa.Array] | None = None
 
 
 def rows_jsonl(n: int, values: Mapping[str, Any]) -> bytes:
@@ -49,7 +50,7 @@ def rows_jsonl(n: int, values: Mapping[str, Any]) -> bytes:
         if not isinstance(value, Column):
             parts.append(json.dumps(value))
         elif value.json is not None:
-            parts.append(strings(value.json))
+            parts += value.json
         elif np.ndim(value.numbers) == 2:
             parts += ["[", list_texts(np.asarray(value.numbers)), "]"]
         else:

@@ -52,7 +52,7 @@ def quick_rounds(
     for rnd in schedule:
         if all(have[h] >= want for h in hosts):
             break
-        out.append(rnd)
+        out.append(list(rnd))
         for a, b in rnd:
             have[a] += 1
             have[b] += 1

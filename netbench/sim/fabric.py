@@ -136,10 +136,9 @@ class Fabric:
     _factor: np.ndarray = field(default_factory=lambda: np.zeros(0))  # what the lasting faults leave of it
     _pod_ups: int = 0  # resource ids from here on are pods' uplinks (core tier)
     _path: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    """(hosts, tiers): the switches from each host's leaf up to the top, as ids of ``_switches``."""
+    """(hosts, tiers): the switches from each host's leaf up to the top, as switch ids."""
     _uplink: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     """Switch id -> the resource id of its uplink (-1: the top switch has none)."""
-    _switches: list[str] = field(default_factory=list)
     _links: dict[int, float] = field(default_factory=dict)
     """Slow cables: the key of a host pair (``_pair_key``) -> the product of their factors."""
 
@@ -170,9 +169,9 @@ class Fabric:
                 fab._res[f"up:{pod}"] = len(cap)
                 cap.append(below / spec.core_oversubscription)
         fab._cap = np.array(cap)
-        fab._switches = [*leaves, *sorted(set(parent.values()) - set(leaves))]
-        sw_id = {sw: k for k, sw in enumerate(fab._switches)}
-        fab._uplink = np.array([fab._res.get(f"up:{sw}", -1) for sw in fab._switches], dtype=np.int64)
+        switches = [*leaves, *sorted(set(parent.values()) - set(leaves))]
+        sw_id = {sw: k for k, sw in enumerate(switches)}
+        fab._uplink = np.array([fab._res.get(f"up:{sw}", -1) for sw in switches], dtype=np.int64)
         fab._path = np.array([[sw_id[sw] for sw in fab._up_from(leaf[h])] for h in hosts], dtype=np.int64)
         fab._factor = np.ones(len(cap))
         for f in fab.faults:

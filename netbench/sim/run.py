@@ -313,20 +313,21 @@ class Measured:
         points = [self._point_fields(p) for p in self.points]
         for name in points[0]:  # one value for every row, or each point's repeated for every group
             texts = [json.dumps(pf[name]) for pf in points]
-            values[name] = points[0][name] if len(set(texts)) == 1 else Column(json=texts * g)
+            values[name] = points[0][name] if len(set(texts)) == 1 else Column(json=[strings(texts * g)])
         values["ranks"] = self.rank_us.shape[-1]
-        for name, value in _group_fields(self.groups).items():  # a group's text repeated for its points
+        each = np.repeat(np.arange(g), q)  # a group's text repeated for its points
+        for name, value in _group_fields(self.groups).items():
             values[name] = value if not isinstance(value, Texts) else Column(
-                json=value.texts if q == 1 else strings(value.texts).take(np.repeat(np.arange(g), q))
+                json=[p if isinstance(p, str) or q == 1 else p.take(each) for p in value.pieces]
             )
         return rows_jsonl(self.rows, values)
 
 
 @dataclass(frozen=True)
 class Texts:
-    """A field's value in each group, as JSON text."""
+    """A field's value in each group as JSON text, in pieces (``common.jsontext.join``)."""
 
-    texts: Sequence[str] | pa.Array
+    pieces: list[str | pa.Array]
 
 
 def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
@@ -342,7 +343,7 @@ def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
                        ("rail", "rail")):
         values = [getattr(g, attr) for g in groups]
         texts = [json.dumps(v) for v in values]
-        out[name] = values[0] if len(set(texts)) == 1 else Texts(texts)
+        out[name] = values[0] if len(set(texts)) == 1 else Texts([strings(texts)])
     return out
 
 
