@@ -67,8 +67,10 @@ def two_leaf_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("twoleaf")
     net = TestNetwork.create([h for hs in LEAVES.values() for h in hs], leaves=LEAVES, uplink_rate="300mbit")
     try:
-        net.limit_pair(*SLOW_PAIR, "15mbit")
-        net.limit_host(SLOW_NODE, "60mbit")
+        # faults well below every healthy pair (a cross-leaf pair has the 300mbit uplink to itself), and
+        # no slower than that: their pairs take most of the sweep's time
+        net.limit_pair(*SLOW_PAIR, "30mbit")
+        net.limit_host(SLOW_NODE, "100mbit")
         res, out = sweep(
             net,
             tmp,
@@ -82,10 +84,10 @@ def two_leaf_run(tmp_path_factory):
             "256K,1M",
             "-c",
             "all_reduce",
-            "-b",
+            "-b",  # ring sizes: the ring runs through the slow pair's link, so 1M would cost ~15 s
             "64K",
             "-e",
-            "1M",
+            "256K",
             "-f",
             "4",
             "-n",
