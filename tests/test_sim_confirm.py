@@ -82,10 +82,10 @@ def test_a_gpu_that_dropped_out_is_left_out_and_the_slow_node_is_still_re_tested
 
 
 def test_a_false_suspect_of_a_healthy_fabric_is_cleared_and_no_warning_remains(tmp_path):
-    """Seed 23 at 8 % noise is one whose sweep alone names a healthy link slow (at 5 % noise none of
+    """Seed 259 at 8 % noise is one whose sweep alone names a healthy link slow (at 5 % noise none of
     150 healthy 16-node fabrics does since the pair model reads the noise from its 80 % band); if the
     analysis stops naming it, pick another such seed: this test is about what the re-test does with it."""
-    opts, res = sweep(tmp_path, "healthy", seed=23, noise=0.08)
+    opts, res = sweep(tmp_path, "healthy", seed=259, noise=0.08)
     before = serious(res.rundir.path)
     assert before and {rule for rule, _ in before} <= {"slow_node", "slow_pair"}
     done, _ = confirm_on_fabric(opts, res, 60.0)
@@ -107,7 +107,7 @@ def test_a_budget_smaller_than_the_launch_re_tests_nothing_and_says_why(tmp_path
 
 def test_cli_re_tests_by_default_and_not_with_a_zero_budget(tmp_path):
     runner = CliRunner()
-    fabric = ["simulate", "--nodes", "16", "--seed", "23", "--noise", "0.08", "--pair-sizes", "1G",
+    fabric = ["simulate", "--nodes", "16", "--seed", "259", "--noise", "0.08", "--pair-sizes", "1G",
               "--oversubscription", "2"]
     on = runner.invoke(cli, [*fabric, "--out", str(tmp_path / "on")])
     assert on.exit_code == 0, on.output  # the false suspect cleared: nothing to check
