@@ -15,10 +15,15 @@ paired with or what its re-test says:
   and pairs per uplink, ``common.topology.round_load``), never against another class; a node slow
   with some known-good partners only is confirmed as intermittent by the analysis' own intermittency
   test (``reports.analyses.intermittent_p_value``) over its slow partners, earlier ones included;
-- ``retest_suspects``: the one re-test loop: analyse, re-test the suspects in one launch (the
-  caller's ``Measure``), phase by phase while they fit the ``Budget``, again while the analysis of
-  everything names new suspects; a ``RetestSetup`` says what differs between callers (how they
-  analyse, their hosts, what was measured, their log's words), ``Retested`` is what it found.
+- ``retest_suspects``: the one re-test loop: analyse what the sweep (or quick pass) measured,
+  re-test the suspects in one launch (the caller's ``Measure``), phase by phase while they fit the
+  ``Budget``, again while the verdicts name new suspects (the ends of a link confirmed slow); a
+  ``RetestSetup`` says what differs between callers (how they analyse, their hosts, what was
+  measured, their log's words), ``Retested`` is what it found.
+
+The re-tests' rows stay out of the analysis' pair model (``RetestEvidence.from_round``): they are
+judged here, each against the controls measured beside it, and their schedule (a few suspects,
+chosen partners, phase after phase) is not the sweep's: fitted with it, it made suspects of its own.
 
 What a re-test says is handed to the analysis (``reports.analyses.RetestEvidence``); the rules turn
 it into the findings' severities, and every re-tested subject appears in the findings with its
@@ -46,8 +51,12 @@ Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
 FIRST_PHASE_PRIOR_S = 1.0  # estimate for a launch's first phase, before anything was measured
 INTERMITTENT_PARTNERS = 2 * INTERMITTENT_MIN_PAIRS
-"""Re-test phases when a suspect node came from slow links: a node slow in half the rounds is then
-slow with INTERMITTENT_MIN_PAIRS of its partners, what the intermittency test needs, as a rule."""
+"""Re-test phases at least when a suspect node came from slow links: a node slow in half the rounds
+is then slow with INTERMITTENT_MIN_PAIRS of its partners, what the intermittency test needs, as a rule."""
+INTERMITTENT_MAX_PHASES = 16
+"""Re-test phases at most for a node slow now and then (``intermittent_phases``)."""
+INTERMITTENT_MISS = 0.05
+"""The chance a node slow in a share q of its rounds may be fast in every re-test phase."""
 PhaseList = list[tuple[str, int, list[Pair]]]
 """(phase name, the rows' round, its pairs) of one launch."""
 
@@ -199,18 +208,21 @@ def plan_escalation(
     switches: Mapping[str, str],
     phases: int,
     classes: Mapping[str, str] | None = None,
+    ends: list[str] | None = None,
 ) -> list[list[Pair]]:
     """Perfect matchings for the re-tests: each suspect node with a known-good partner per phase (of
     the hop class it was slow in, ``classes``, default its own leaf; one it has not met in these
     phases first, then one it has not met at all),
     each suspect link re-run once (in the first phase where both its nodes are free) with a control
-    pair of good nodes of the same hop class beside it where there is one, and the other good nodes
+    pair of good nodes of the same hop class beside it where there is one, its ``ends`` with a
+    known-good partner each in the other phases, as suspect nodes are, and the other good nodes
     paired among themselves as the phase's controls. At least as many phases as it takes to re-run
     every link."""
     out: list[list[Pair]] = []
     tested = set(tested)
     bad = set(suspects)
     pending = [p for p in links if not set(p) & bad]
+    retested = list(suspects) + [h for h in ends or [] if h not in bad]
     want = dict(classes or {})
 
     met: Counter[frozenset] = Counter()  # pairs of this escalation: a second phase takes a new partner
@@ -239,9 +251,9 @@ def plan_escalation(
                 if control is not None:
                     pairs.append(control)
                     busy |= set(control)
-        for s in suspects if len(out) < phases else []:
+        for s in retested if len(out) < phases else []:
             free = [g for g in good if g not in busy]
-            if free:
+            if free and s not in busy:
                 g = pick(s, free)
                 pairs.append((s, g))
                 busy |= {s, g}
@@ -271,6 +283,18 @@ def _control(a: str, b: str, free: list[str], switches: Mapping[str, str]) -> Pa
     return next(alike, None)
 
 
+def intermittent_phases(share: float) -> int:
+    """Re-test phases for a node slow in ``share`` of its rounds: enough that it is fast in all of
+    them with a chance of at most INTERMITTENT_MISS, (1 - share)^n, within INTERMITTENT_PARTNERS and
+    INTERMITTENT_MAX_PHASES (a node slow in 30 % of its rounds: 9 phases)."""
+    if share <= 0.0:
+        return INTERMITTENT_MAX_PHASES
+    if share >= 1.0:
+        return INTERMITTENT_PARTNERS
+    n = math.ceil(math.log(INTERMITTENT_MISS) / math.log(1.0 - share))
+    return min(max(n, INTERMITTENT_PARTNERS), INTERMITTENT_MAX_PHASES)
+
+
 # -- what the re-tests say ---------------------------------------------------------------------------
 def judge(
     rows: list[dict[str, Any]],
@@ -292,13 +316,14 @@ def judge(
     pairs within a leaf is the fabric, not the pair; without a reference of its class it is not judged.
     "Slow" is both practical and beyond noise, as in the rules: a ratio at most the policy's factor
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
-    pair model's noise sigma (log space). A suspect node is confirmed when slow with most of its
-    re-test partners, cleared when slow with none; a link when its re-run is slow. A node slow with
-    some of its partners only is confirmed as intermittent when its slow partners (these, those of
-    its earlier pairs slow against the earlier references, and ``prior``'s: the partners of its
-    earlier slow links, suspects themselves perhaps) out of all it was measured with pass the
-    analysis' intermittency test (``intermittent_p_value``, family-wise over ``n_tests``), the
-    decision ``netbench report`` makes on a sweep.
+    pair model's noise sigma (log space). A suspect node is confirmed when slow in most of its
+    re-test pairs; a link when its re-run is slow. Otherwise a node is confirmed as intermittent
+    when its slow partners (these, those of its earlier pairs slow against the earlier references,
+    and ``prior``'s: the partners of its earlier slow links, suspects themselves perhaps) out of all
+    it was measured with pass the analysis' intermittency test (``intermittent_p_value``,
+    family-wise over ``n_tests``), the decision ``netbench report`` makes on a sweep; also when it
+    was fast with every re-test partner, since such a node is fast for a while. Cleared: slow with
+    none and the count does not pass; inconclusive: slow with a few.
     """
 
     def slow(ratio: float, factor: float) -> bool:
@@ -371,27 +396,44 @@ def judge(
                 before[s][g].append(r["busbw_GBps"] / base)
     for s in suspects:
         per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
-        n_slow = sum(slow(v, thresholds.slow_node_factor) for v in per.values())
+        runs = [v for vs in node_ratios.get(s, {}).values() for v in vs]
+        slow_runs = sum(slow(v, thresholds.slow_node_factor) for v in runs)
         was_slow = {
             g for g, v in before[s].items() if slow(statistics.median(v), thresholds.slow_node_factor)
         }
-        earlier = sorted((was_slow | set((prior or {}).get(s, set()))) - set(per))
-        met = {h for r in ok for h in r["hosts"] if s in r["hosts"]} - {s}
-        p_int = intermittent_p_value(n_slow + len(earlier), len(met))
+        earlier = sorted(was_slow | set((prior or {}).get(s, set())))
+        # the count is of pairs measured, not of partners: a partner met again in a later phase
+        # is another draw of a node slow now and then (the re-test meets its few same-class
+        # partners several times), and a partner's median would hide it
+        measured = sum(r["bytes"] == top and s in r["hosts"] for r in ok)
+        p_int = intermittent_p_value(slow_runs + len(earlier), measured)
+        tally = (
+            f"slow with {slow_runs} of {len(per)} known-good partner(s)"
+            if len(runs) == len(per)
+            else f"slow in {slow_runs} of {len(runs)} re-test pairs with {len(per)} known-good partners"
+        )
         if not per:
             verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
-        elif 2 * n_slow > len(per):
-            verdict, reason = "confirmed", f"slow with {n_slow} of {len(per)} known-good partner(s)"
-        elif n_slow and p_int * n_tests <= thresholds.fwer:
+        elif 2 * slow_runs > len(runs):
+            verdict, reason = "confirmed", tally
+        elif p_int * n_tests <= thresholds.fwer:
+            # A node slow now and then may be fast in every re-test phase (one slow in a third of
+            # its rounds, in 1 of 9 six-phase re-tests): the re-test adds its pairs to the count
+            # and clears the node only when all its pairs together no longer show it.
             verdict = "confirmed"
-            reason = (
-                f"intermittent: slow with {n_slow} of {len(per)} known-good partner(s) and earlier with "
-                f"{', '.join(earlier)}, fine with the others (p = {p_int:.1e} over {n_tests} tests)"
+            now = (
+                f"slow in {slow_runs} of {len(runs)} re-test pair(s) and earlier with"
+                if slow_runs
+                else f"at full speed in its {len(runs)} re-test pair(s), but slow earlier with"
             )
-        elif n_slow == 0:
+            reason = (
+                f"intermittent: {now} {', '.join(earlier) or 'none'} ({slow_runs + len(earlier)} of "
+                f"{measured} pairs slow: p = {p_int:.1e} over {n_tests} tests)"
+            )
+        elif slow_runs == 0:
             verdict, reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
         else:
-            verdict, reason = "inconclusive", f"slow with {n_slow} of {len(per)} known-good partners"
+            verdict, reason = "inconclusive", tally
         out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason)
     for key, ratios in link_ratios.items():
         med = statistics.median(ratios)
@@ -422,8 +464,8 @@ def _loads(rows: list[dict[str, Any]], switches: Mapping[str, str]) -> dict[tupl
 CONFIRM_PARTNERS = 2
 """Known-good partners each suspect node is re-tested against (preflight's --confirm default)."""
 MAX_LAUNCHES = 3
-"""Re-test launches at most: again while the analysis of everything names suspects not re-tested yet
-(a re-test's rows can tip a borderline pair over)."""
+"""Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
+confirmed slow on re-run makes suspects of its two ends)."""
 
 Measure = Callable[[PhaseList, PhaseGate], Any]
 """One launch of ranks for the re-test phases, each phase started only if the ``PhaseGate`` lets it;
@@ -466,18 +508,36 @@ class Suspects:
     """The hop class each node was found slow in (``suspect_classes``): its partners' class."""
     prior: Mapping[str, set[str]]
     """Each node's partners of earlier slow links (``slow_partners``): a node slow now and then."""
-    intermittent: frozenset[str] = frozenset()
-    """Nodes the analysis itself found slow in some rounds only (its finding's ``kind``)."""
+    intermittent: Mapping[str, float] = field(default_factory=dict)
+    """Nodes the analysis itself found slow in some rounds only (its finding's ``kind``): the share
+    of their pairs that were slow."""
 
     @classmethod
     def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
-        slow = [f for f in findings if f.rule == "slow_node"]
-        now_and_then = frozenset(f.subject for f in slow if (f.evidence or {}).get("kind") == "intermittent")
+        now_and_then = {}
+        for f in findings:
+            ev = (f.evidence or {}) if f.rule == "slow_node" else {}
+            if ev.get("kind") == "intermittent" and ev.get("partners"):
+                now_and_then[f.subject] = ev["partners_slow"] / ev["partners"]
         return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then)
+
+    def slow_share(self, node: str, tested: set[frozenset]) -> float | None:
+        """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
+        links' among its pairs; None for a node slow with every partner of a class (capped)."""
+        if node in self.intermittent:
+            return self.intermittent[node]
+        met = sum(node in p for p in tested)
+        return len(self.prior[node]) / met if self.prior.get(node) and met else None
 
     def names(self) -> list[str]:
         return self.nodes + ["|".join(p) for p in self.links]
+
+    @property
+    def ends(self) -> list[str]:
+        """The nodes of the suspect links, re-tested as nodes beside the link's re-run: a link slow
+        once may be a node slow now and then, fast when its link is re-run."""
+        return sorted({h for lk in self.links for h in lk} - set(self.nodes))
 
 
 @dataclass(frozen=True)
@@ -487,7 +547,7 @@ class RetestSetup:
     is the ``Measure`` handed beside it."""
 
     analyse: Callable[[], tuple[Any, list[Any]]]
-    """The analysis of everything measured so far: (its ``AnalysisContext``, the findings)."""
+    """The analysis of what was measured before the re-tests: (its ``AnalysisContext``, the findings)."""
     read_rows: Callable[[], list[dict[str, Any]]]
     """The run's rows, read again after each launch."""
     echo: Callable[[str], None]
@@ -521,26 +581,28 @@ class Retested:
     untested_reason: str = ""
     analysis_s: float = 0.0
     launch_s: float = 0.0
+    from_round: int | None = None
+    """The first re-test round: its rows and later ones are the re-tests'."""
 
     @property
     def evidence(self) -> RetestEvidence:
         """As the analysis weighs it (run.json's ``retests``)."""
-        return RetestEvidence(self.retests, self.untested_reason)
+        return RetestEvidence(self.retests, self.untested_reason, self.from_round)
 
 
 def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
     """The re-test loop: analyse what was measured, re-test the suspects not re-tested yet in one
-    launch (``measure``) within the budget, and again while a new analysis names new suspects, at
-    most ``max_launches`` times. Stops at the first launch that re-tests nothing (no partner, no
-    budget) or that the budget cut short."""
-    out = Retested(untested_reason=setup.words.not_suspect)
+    launch (``measure``) within the budget, and again while the verdicts name new suspects, at most
+    ``max_launches`` times. Stops at the first launch that re-tests nothing (no partner, no budget)
+    or that the budget cut short. One analysis: the re-tests' rows are not the pair model's."""
+    out = Retested(untested_reason=setup.words.not_suspect, from_round=setup.first_round)
     tested, first_round = set(setup.tested), setup.first_round
     name = setup.words.name
+    t0 = setup.budget.elapsed()
+    ctx, findings = setup.analyse()
+    out.analysis_s = setup.budget.elapsed() - t0
     for _ in range(setup.max_launches):
-        t0 = setup.budget.elapsed()
-        ctx, findings = setup.analyse()
         suspects = Suspects.of(findings, setup.exclude, out.retests)
-        out.analysis_s += setup.budget.elapsed() - t0
         names = suspects.names()
         if setup.words.list_suspects:
             setup.echo(f"# suspects: {', '.join(names) or 'none'}")
@@ -577,18 +639,22 @@ def _retest_launch(
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch (``measure``) re-testing the suspects against known-good partners, phase by phase
     within the budget; the verdicts and what ran (``info``: phases planned and run, why not). A
-    suspect with partners of earlier slow links, or found intermittent, gets INTERMITTENT_PARTNERS
-    phases, so that a node slow now and then can show it (two phases miss a node slow in a third of
-    the rounds about half the time)."""
+    suspect with partners of earlier slow links, or found intermittent, gets ``intermittent_phases``
+    of the share of its pairs that were slow, so that a node slow now and then can show it (two
+    phases miss a node slow in a third of the rounds about half the time)."""
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
     nodes, links, budget, switches = suspects.nodes, suspects.links, setup.budget, ctx.switches
-    fine = [h for h in setup.live if h not in nodes and h not in setup.exclude]
+    ends = suspects.ends
+    fine = [h for h in setup.live if h not in nodes and h not in ends and h not in setup.exclude]
     good = sorted(fine, key=lambda h: -effect.get(h, 0.0))
-    phases = setup.partners if nodes else 0  # links alone: as many phases as re-running them takes
-    if any(suspects.prior.get(s) or s in suspects.intermittent for s in nodes):
-        phases = max(phases, INTERMITTENT_PARTNERS)
-    plan = [p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes) if p]
+    phases = setup.partners if nodes or ends else 0
+    shares = [q for q in (suspects.slow_share(s, tested) for s in nodes + ends) if q is not None]
+    if shares:
+        phases = max(phases, intermittent_phases(min(shares)))
+    plan = [
+        p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends) if p
+    ]
     info: dict[str, Any] = {
         "suspects": suspects.names(),
         "phases_planned": len(plan),
@@ -624,7 +690,7 @@ def _retest_launch(
     sigma = m.sigma if m is not None else 0.0
     n_tests = max(ctx.analyses.nodes.tests, len(setup.live))  # the analysis' family of node tests
     rows, thresholds = setup.read_rows(), ctx.policy.thresholds
-    retests = judge(rows, rounds, nodes, links, switches, thresholds, sigma, suspects.prior, n_tests)
+    retests = judge(rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests)
     for rt in retests.values():
         setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
     return retests, info

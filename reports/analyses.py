@@ -145,6 +145,11 @@ class RetestEvidence:
 
     results: Mapping[str, Retest]
     untested_reason: str
+    from_round: int | None = None
+    """Pair rows of this round and later are the re-tests' (judged by ``netbench.confirm.judge``,
+    against controls measured beside them), kept out of the pair model: their schedule (suspects
+    with chosen partners, many rounds of the same few nodes) is not the sweep's, and fitted with it
+    they would make suspects of their own."""
 
     def of(self, subject: str, kind: str) -> Retest:
         return self.results.get(subject) or Retest(subject, kind, reason=self.untested_reason)
@@ -153,7 +158,7 @@ class RetestEvidence:
         """As run.json's ``retests`` (``from_json`` reads it back, so ``netbench report`` rebuilds
         the same findings)."""
         results = {k: asdict(v) for k, v in self.results.items()}
-        return {"results": results, "untested_reason": self.untested_reason}
+        return {"results": results, "untested_reason": self.untested_reason, "from_round": self.from_round}
 
     @classmethod
     def from_json(cls, data: Any) -> RetestEvidence:
@@ -174,7 +179,10 @@ class RetestEvidence:
                 raise ValueError(f"re-test {str(key)[:80]!r} is not a re-test record")
             ratios = {str(k): float(v) for k, v in rt.get("ratios", {}).items()}
             results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"])
-        return cls(results, str(data.get("untested_reason") or "not re-tested"))
+        start = data.get("from_round")
+        if start is not None and (isinstance(start, bool) or not isinstance(start, int)):
+            raise ValueError(f"from_round {str(start)[:40]!r} is not a round number")
+        return cls(results, str(data.get("untested_reason") or "not re-tested"), start)
 
     @property
     def confirmed_nodes(self) -> frozenset[str]:

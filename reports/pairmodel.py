@@ -99,6 +99,9 @@ def fit_pair_model(
     # the few columns the model reads, filtered once (each filtered copy of 1.6 M full rows: 400 MB)
     bus = rows["busbw_GBps"].to_numpy(dtype=float, na_value=np.nan)
     keep = (rows["pattern"] == "pair").to_numpy() & (bus > 0)
+    start = ctx.retests.from_round if ctx.retests is not None else None
+    if start is not None:  # the re-tests' rows: judged against their own controls, not fitted here
+        keep &= ~(rows["round"].to_numpy(dtype=float, na_value=np.nan) >= start)
     if not keep.any():
         return None
     pairs = rows.loc[keep, ["collective", "bytes", "hosts", "busbw_GBps", "round"]]

@@ -18,7 +18,14 @@ from synthetic import host_names, make_fleet
 
 from netbench.common.findings import Finding
 from netbench.common.topology import hop_class
-from netbench.confirm import find_suspects, judge, plan_escalation, slow_partners, unusable_hosts
+from netbench.confirm import (
+    find_suspects,
+    intermittent_phases,
+    judge,
+    plan_escalation,
+    slow_partners,
+    unusable_hosts,
+)
 from netbench.coordinator import Fault, Outcome
 
 SW = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B", "b3": "B", "b4": "B"}
@@ -143,14 +150,82 @@ def test_a_node_slow_with_some_partners_is_intermittent_with_its_earlier_slow_li
     assert big["a1"].verdict == "inconclusive"
 
 
+def test_a_node_fast_in_every_re_test_phase_stays_intermittent_on_its_earlier_slow_pairs() -> None:
+    """A node slow in a third of its rounds is fast in all of six re-test phases about one time in
+    nine: the re-test adds its pairs to the count, and clears it only when all of them together no
+    longer pass the intermittency test."""
+    t = Thresholds()
+    rows = [row(("a1", "a2"), 1, 5.0), row(("a1", "b1"), 2, 5.0), row(("a1", "b2"), 3, 5.0)]
+    rows += [row(("a1", g), 5 + k, 10.0) for k, g in enumerate(("a3", "a4", "b3"))]
+    rows += [row(("b1", "b4"), 5, 10.0), row(("b2", "b4"), 6, 10.0), row(("a2", "b2"), 7, 10.0)]
+    three = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2", "b1", "b2"}}, n_tests=16)
+    assert three["a1"].verdict == "confirmed"
+    assert three["a1"].reason.startswith("intermittent: at full speed in its 3 re-test pair(s), but slow")
+    two = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2", "b1"}}, n_tests=16)
+    assert two["a1"].verdict == "cleared"  # two slow links: a link's worth each, not a node
+
+
+def test_a_partner_met_again_is_another_draw_of_a_node_slow_now_and_then() -> None:
+    """The re-test meets a node's few same-leaf partners several times: slow once with a3 and fine
+    twice is one slow pair of three, which a median per partner would hide."""
+    t = Thresholds()
+    rows = [row(("a1", "a3"), 5, 5.0), row(("a1", "a3"), 6, 10.0), row(("a1", "a3"), 7, 10.0)]
+    rows += [row(("a2", "a4"), r, 10.0) for r in (5, 6, 7)]
+    out = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2", "b1"}}, n_tests=16)
+    assert out["a1"].ratios == {"a3": 1.0}
+    assert out["a1"].verdict == "confirmed" and "slow in 1 of 3 re-test pair(s)" in out["a1"].reason
+    alone = judge(rows, range(5, 8), ["a1"], [], SW, t, 0.05, n_tests=16)
+    assert alone["a1"].verdict == "inconclusive" and "slow in 1 of 3 re-test pairs" in alone["a1"].reason
+
+
+def test_re_test_phases_are_enough_to_show_a_node_slow_now_and_then() -> None:
+    assert intermittent_phases(0.3) == 9 and 0.7**9 <= 0.05 < 0.7**8
+    assert intermittent_phases(0.5) == 6  # never fewer than INTERMITTENT_PARTNERS
+    assert intermittent_phases(0.05) == intermittent_phases(0.0) == 16  # nor more than the cap
+    assert intermittent_phases(1.0) == 6
+
+
+def test_a_suspect_links_ends_meet_known_good_partners_beside_its_re_run() -> None:
+    """Slow once, a link may be a node slow now and then that was fast when the link was re-run: its
+    ends meet known-good partners of their leaf in the other phases, as suspect nodes do."""
+    good = ["a3", "a4", "b2", "b3", "b4"]
+    plan = plan_escalation([], [("a1", "a2")], good, set(), SW, 3, ends=["a1", "a2"])
+    assert len(plan) == 3 and ("a1", "a2") in plan[0]
+    for ph in plan[1:]:
+        partners = {g for p in ph for g in p if {"a1", "a2"} & set(p) and g not in ("a1", "a2")}
+        assert len(partners) == 2 and all(SW[g] == "A" for g in partners)
+    for ph in plan:
+        members = [h for p in ph for h in p]
+        assert len(members) == len(set(members))
+
+
+def test_re_test_rows_stay_out_of_the_pair_model() -> None:
+    """A re-test meets a few nodes phase after phase with chosen partners: fitted with the sweep it
+    would move every node effect (and made suspects of its own); RetestEvidence.from_round keeps
+    its rows for the re-test's verdicts alone."""
+    fleet = make_fleet(16, 2, noise=0.03, seed=1)
+    hosts = host_names(16)
+    rng_rows = [dict(r) for r in fleet.rows if r["pattern"] == "pair" and hosts[3] in r["hosts"]]
+    retest = [dict(r, round=100 + k, busbw_GBps=0.3 * r["busbw_GBps"]) for k, r in enumerate(rng_rows)]
+    alone = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run)
+    kept_out = AnalysisContext.from_data(fleet.rows + retest, fleet.inventory, fleet.env, fleet.run,
+                                         retests=RetestEvidence({}, "x", from_round=100))
+    fitted = AnalysisContext.from_data(fleet.rows + retest, fleet.inventory, fleet.env, fleet.run,
+                                       retests=RetestEvidence({}, "x"))
+    assert (kept_out.pair_model.node_effect == alone.pair_model.node_effect).all()
+    assert not (fitted.pair_model.node_effect == alone.pair_model.node_effect).all()
+    assert [f.subject for f in slow_node.check(kept_out) if f.severity != "info"] == []
+
+
 def test_retest_evidence_round_trips_through_run_json_and_bad_data_is_named(tmp_path: Path) -> None:
-    ev = RetestEvidence({"a|b": Retest("a|b", "link", "confirmed", {"run1": 0.2}, "why")}, "budget")
+    ev = RetestEvidence({"a|b": Retest("a|b", "link", "confirmed", {"run1": 0.2}, "why")}, "budget", 12)
     assert RetestEvidence.from_json(json.loads(json.dumps(ev.to_json()))) == ev
     for bad in ({"results": {"x": {"subject": "x", "kind": "cable", "verdict": "confirmed", "reason": ""}}},
                 {"results": {"x": {"subject": "x", "kind": "node", "verdict": "maybe", "reason": ""}}},
                 {"results": {"x": {"subject": "x", "kind": "node", "verdict": "cleared", "reason": "",
                                    "ratios": {"a": "fast"}}}},
-                {"results": []}, "yes"):
+                {"results": []}, "yes",
+                {"results": {}, "from_round": "12"}, {"results": {}, "from_round": True}):
         with pytest.raises(ValueError):
             RetestEvidence.from_json(bad)
 
