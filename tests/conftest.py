@@ -6,5 +6,26 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+import pytest
 from netns import netns4, netns_factory  # noqa: F401 - real test hosts (network namespaces + sshd)
 from slurm import slurm_factory, slurm_pool  # noqa: F401 - a real Slurm cluster on those hosts (fresh, shared)
+
+HOST_FIXTURES = {"netns4", "netns_factory", "slurm_factory", "slurm_pool"}
+"""Fixtures that build real test hosts: a test using one is a ``netns`` test, marked or not."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on real test hosts carry the ``netns`` marker (also those that get their hosts through
+    a fixture: Slurm, mpirun), so ``-m "not netns"`` leaves them all out; and they run first, the
+    files with the most of them first. They are the long ones: with the two workers of
+    ``-n 2 --dist loadfile`` (pyproject's addopts) a long file started last would run alone at the
+    end while the other worker idles."""
+    for item in items:
+        if HOST_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.netns)
+    on_hosts = Counter(item.path for item in items if item.get_closest_marker("netns"))
+    first_seen = {path: k for k, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-on_hosts[item.path], first_seen[item.path]))

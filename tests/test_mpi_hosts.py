@@ -63,7 +63,9 @@ def test_mpirun_sweeps_three_test_hosts_on_two_leaves(netns_factory, tmp_path: P
 
 
 @needs_mpi
-def test_mpirun_across_test_hosts_finds_the_slow_node_as_ssh_does(netns_factory, tmp_path: Path) -> None:
+def test_mpirun_across_test_hosts_finds_the_slow_node(netns_factory, tmp_path: Path) -> None:
+    """The slow node, as the same measurement over SSH names it (tests/test_slurm_real.py runs that
+    measurement both ways, same rates and fault, and compares: ``_both_ways``)."""
     hosts = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
     net = netns_factory(hosts)
     for h in hosts:  # every pair bound by the network, not by CPU time on a shared machine
@@ -71,7 +73,7 @@ def test_mpirun_across_test_hosts_finds_the_slow_node_as_ssh_does(netns_factory,
     net.limit_host("h3", "40mbit")  # 0.4x: far below the 0.9x threshold, twice as quick to measure as 0.2x
     measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
                "--timeout", "30"]
-    mpi_out, ssh_out = tmp_path / "mpi", tmp_path / "ssh"
+    mpi_out = tmp_path / "mpi"
     base = net.netbench_argv(tmp_path)
     r = subprocess.run([*base, "--launcher", "mpi", "--out", str(mpi_out), *measure], capture_output=True,
                        text=True, timeout=180, env=ENV)
@@ -82,11 +84,7 @@ def test_mpirun_across_test_hosts_finds_the_slow_node_as_ssh_does(netns_factory,
     rows = [json.loads(x) for x in (mpi_out / "results.jsonl").read_text().splitlines() if x.strip()]
     pairs = {frozenset(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
     assert len(pairs) == 10 and set().union(*pairs) == set(hosts)  # every pair, on the test hosts
-    # the same measurement over ssh, without its re-test launch (mpirun runs have none): like with like
-    r = subprocess.run([*base, "--out", str(ssh_out), *measure, "--confirm-budget", "0"], capture_output=True,
-                       text=True, timeout=180)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert _findings(mpi_out) == _findings(ssh_out) == {("slow_node", "h3")}
+    assert _findings(mpi_out) == {("slow_node", "h3")}
 
 
 @needs_mpi
