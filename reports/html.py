@@ -178,12 +178,13 @@ def _size_axis(sizes: list[int]) -> dict[str, Any]:
 
 def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
     figs: list[dict[str, Any]] = []
-    df = ctx.ok_rows
+    cols = ["collective", "pattern", "bytes", "busbw_GBps"]  # filtered copies of these only, not every column
+    df = ctx.ok_rows[cols]
     df = df[df["busbw_GBps"].notna()]
     base = None
     if ctx.baseline is not None:
         b = ctx.baseline.rows
-        base = b[(b["status"] == "ok") & b["busbw_GBps"].notna()]
+        base = b.loc[(b["status"] == "ok") & b["busbw_GBps"].notna(), cols]
     for ci, coll in enumerate(sorted(df["collective"].dropna().unique())):
         traces = []
         sub = df[df["collective"] == coll]

@@ -50,17 +50,22 @@ def test_columnar_rows_equal_the_line_reader_s(sim_run):
             assert _same(got[key], value) or (value is None and pd.isna(got[key])), (key, got[key], value)
 
 
-def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, monkeypatch):
-    """Small blocks: the columns are filled batch by batch, ``group`` (a value per pair) switches to
-    being encoded at the end, and the frame is still the one a single block gives (which the test
-    above holds against the line reader): same columns, dtypes, categories and values."""
-    whole = read_rows_frame(sim_run / "results.jsonl")
+def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, tmp_path, monkeypatch):
+    """Small blocks: the columns are filled batch by batch, and a string column whose values are
+    all distinct (here ``error``) switches to being encoded at the end; the frame is still the one
+    a single block gives (which the test above holds against the line reader): same columns,
+    dtypes, categories and values."""
+    rows = [json.loads(line) for line in (sim_run / "results.jsonl").read_text().splitlines()]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps({**r, "error": f"message {i}"}) + "\n" for i, r in enumerate(rows)))
+    whole = read_rows_frame(path)
     monkeypatch.setattr("netbench.common.rowtable.BLOCK_BYTES", 128 << 10)
-    parts = read_rows_frame(sim_run / "results.jsonl")
+    parts = read_rows_frame(path)
     assert whole is not None and parts is not None
-    assert parts["group"].nunique() > 100  # enough distinct groups for the switch to happen
+    assert isinstance(parts["error"].dtype, pd.CategoricalDtype) and parts["error"].nunique() == len(rows)
     pd.testing.assert_frame_equal(parts, whole, check_exact=True, check_categorical=True)
     assert parts["hosts"].tolist() == whole["hosts"].tolist()
+    assert parts["error"].tolist() == [f"message {i}" for i in range(len(rows))]
 
 
 @pytest.mark.parametrize(

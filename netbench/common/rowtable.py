@@ -4,9 +4,11 @@ The line-by-line reader (``rundir.read_jsonl`` + ``rows.row_problem``) decodes e
 dict and checks it field by field: exact, and the only way to name a bad line, but at 1,024 nodes x
 3 sizes (1.6 M rows, 1.1 GB) it takes two minutes and 8 GB. Here pyarrow's JSON reader parses the
 file in C++ (both cores), typed by the row contract (``ResultRow``'s hints, the same source
-``shape`` checks against), and keeps columns: strings as categoricals, hosts lists sharing one
-string per host and one list per pair, per-rank times only where a rule reads them
-(RANK_TIMES_FOR: not for the millions of pair rows).
+``shape`` checks against), and keeps columns: strings as categoricals (``group``, one per pair, as
+strings), hosts lists sharing one string per host and one list per pair, per-rank times only where
+a rule reads them (RANK_TIMES_FOR: not for the millions of pair rows). Each column is allocated
+once and filled as the file is parsed, so memory holds the frame and a few parsed blocks, never
+the parsed table and the frame together.
 
 It is a fast path, never a second judge: any line it cannot vouch for — not JSON, not UTF-8, a field
 of the wrong type, a required field null, a number past the contract's bounds, a line longer than
@@ -187,11 +189,16 @@ def _plainly_good(batch: Any, required: set[str]) -> bool:
     return True
 
 
+DISTINCT_STRINGS = ("group",)
+"""String fields whose value differs from row to row (a group per pair): kept as strings, not
+categoricals."""
+
+
 def _column(field: Any, capacity: int) -> Any:
     import pyarrow as pa
 
     if pa.types.is_string(field.type):
-        return _Strings(capacity)
+        return _Strings(capacity, categorical=field.name not in DISTINCT_STRINGS)
     return _Numbers(field.type, capacity)
 
 
@@ -235,18 +242,22 @@ class _Numbers:
 
 
 class _Strings:
-    """A string column as a categorical: codes filled in place against one dictionary of the values
-    in order of first appearance (as pyarrow unifies the batches' dictionaries), a run's rows
-    repeat a handful of values (collective, backend, status ...) millions of times. A column whose
-    values are mostly distinct (``group``: one per pair) keeps its batches' strings instead and is
-    encoded once at the end, so no Python string is made per value."""
+    """A string column as a categorical: codes filled in place (as narrow as the values' count
+    allows) against one dictionary of the values in order of first appearance, as pyarrow unifies
+    the batches' dictionaries; a run's rows repeat a handful of values (collective, backend, status
+    ...) millions of times. A column whose values turn out mostly distinct keeps its batches'
+    strings instead and is encoded once at the end, so no Python string is made per value.
 
-    def __init__(self, capacity: int) -> None:
+    ``categorical=False`` (``group``, one value per pair: a dictionary as long as the column, which
+    pandas would hash): the strings as they were read, a pandas ``str`` column backed by them."""
+
+    def __init__(self, capacity: int, categorical: bool = True) -> None:
         import numpy as np
 
-        self.codes = np.empty(capacity, dtype=np.int32)
+        self.codes = np.empty(capacity, dtype=np.int8)  # pages never written are never resident
         self.index: dict[str, int] = {}
-        self.chunks: list[Any] | None = None  # the strings, once the column is found mostly distinct
+        self.chunks: list[Any] | None = None if categorical else []  # the strings, kept as read
+        self.categorical = categorical
 
     def add(self, col: Any, first_row: int) -> None:
         import numpy as np
@@ -257,8 +268,11 @@ class _Strings:
             self.chunks.append(col)
             return
         enc = col.dictionary_encode()
-        lut = np.array([self.index.setdefault(v, len(self.index)) for v in enc.dictionary.to_pylist()] or [0],
-                       dtype=np.int32)
+        lut = np.array([self.index.setdefault(v, len(self.index)) for v in enc.dictionary.to_pylist()] or [0])
+        if len(self.index) > np.iinfo(self.codes.dtype).max:  # more values than the codes can number
+            wider = np.empty(len(self.codes), dtype=np.int16 if self.codes.dtype == np.int8 else np.int32)
+            wider[:first_row] = self.codes[:first_row]
+            self.codes = wider
         codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
         rows = slice(first_row, first_row + len(col))
         self.codes[rows] = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), -1, lut[codes])
@@ -266,6 +280,8 @@ class _Strings:
     def finish(self, n_rows: int) -> Any:
         import pyarrow as pa
 
+        if not self.categorical:
+            return pa.chunked_array(self.chunks or [], type=pa.string()).to_pandas()
         dictionary = pa.array(list(self.index), type=pa.string())
         codes = self.codes[: n_rows - sum(len(c) for c in self.chunks or [])]
         head = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), dictionary)
@@ -304,6 +320,10 @@ class _RankTimes:
             for i, v in zip(rows.tolist(), self.values, strict=True):
                 out[i] = v
         return out
+
+
+LIST_BLOCK = 1 << 16
+"""Pairs whose host lists are made at a time."""
 
 
 class _Hosts:
@@ -350,14 +370,22 @@ class _Hosts:
 
         out = np.full(n_rows, None, dtype=object)
         if self.pair_rows:
+            keys = np.concatenate(self.pair_keys)
             rows = np.concatenate(self.pair_rows)
-            keys, inverse = np.unique(np.concatenate(self.pair_keys), return_inverse=True)
-            self.pair_rows.clear()
             self.pair_keys.clear()
+            self.pair_rows.clear()
+            order = np.argsort(keys, kind="stable")  # the rows of each pair side by side
+            keys, rows = keys[order], rows[order]
+            del order
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            lists = np.empty(len(starts), dtype=object)
             names = self.names
-            made = ([names[k >> 32], names[k & 0xFFFFFFFF]] for k in keys.tolist())
-            lists = np.fromiter(made, dtype=object, count=len(keys))
-            out[rows] = lists[inverse]
+            for lo in range(0, len(starts), LIST_BLOCK):  # no Python int per pair at once
+                ks = keys[starts[lo : lo + LIST_BLOCK]].tolist()
+                made = ([names[k >> 32], names[k & 0xFFFFFFFF]] for k in ks)
+                lists[lo : lo + len(ks)] = np.fromiter(made, dtype=object, count=len(ks))
+            del keys
+            out[rows] = np.repeat(lists, np.diff(np.r_[starts, len(rows)]))
         for i, hosts in self.other.items():
             out[i] = hosts
         return out
