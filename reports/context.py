@@ -198,7 +198,12 @@ class AnalysisContext:
         for h in envh:
             seen.setdefault(h, None)
         if len(self.rows):
-            named = {h for hs in self.rows["hosts"] if isinstance(hs, list) for h in hs}
+            import pyarrow as pa
+
+            from netbench.common.rowtable import host_lists
+
+            named = set(host_lists(self.rows["hosts"])[0].flatten().unique().to_pylist())
+            pa.default_memory_pool().release_unused()
             for h in sorted(named - seen.keys(), key=natural_key):
                 seen.setdefault(h, None)
         return list(seen)

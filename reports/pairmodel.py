@@ -81,23 +81,25 @@ class PairModel:
 
 def _two_hosts(col) -> tuple[list[str], np.ndarray, np.ndarray]:  # noqa: ANN001 - a Series of lists
     """The hosts named by the rows whose hosts are a list of two, in order of appearance, and per
-    row the index of its first and second host among them (-1 for a row of another kind). One Python
-    step per distinct list object rather than per row: the columnar reader gives a pair's rows (one
-    per size) the same list."""
-    import pandas as pd
+    row the index of its first and second host among them (-1 for a row of another kind), worked
+    out by pyarrow (8 M pair rows at 4,096 nodes: no Python step per row but the type check)."""
+    import pyarrow as pa
 
-    objs = col.to_numpy(dtype=object)
-    ids = np.fromiter(map(id, objs), dtype=np.uint64, count=len(objs))  # every list is alive: ids differ
-    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    first_seen = np.argsort(first, kind="stable")  # the distinct lists in order of their first row
-    distinct = objs[first[first_seen]]
-    two = np.array([isinstance(h, list) and len(h) == 2 for h in distinct], dtype=bool)
-    codes, names = pd.factorize(np.array([x for h in distinct[two] for x in h], dtype=object))
-    a = np.full(len(first), -1, dtype=np.int64)
-    b = np.full(len(first), -1, dtype=np.int64)
-    a[first_seen[two]] = codes[0::2]
-    b[first_seen[two]] = codes[1::2]
-    return list(names), a[inverse], b[inverse]
+    from netbench.common.rowtable import host_lists
+
+    lists, rows = host_lists(col)
+    offsets = lists.offsets.to_numpy()
+    two = np.diff(offsets) == 2
+    names = lists.filter(two).flatten().dictionary_encode()
+    codes = names.indices.to_numpy()
+    a = np.full(len(col), -1, dtype=np.int64)
+    b = np.full(len(col), -1, dtype=np.int64)
+    a[rows[two]] = codes[0::2]
+    b[rows[two]] = codes[1::2]
+    out = names.dictionary.to_pylist()
+    del lists, names, codes
+    pa.default_memory_pool().release_unused()
+    return out, a, b
 
 
 def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
@@ -117,22 +119,22 @@ def fit_pair_model(
     pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
     node effect of the other pairs."""
     rows = ctx.ok_rows
-    # the few columns the model reads, filtered once (each filtered copy of 1.6 M full rows: 400 MB)
+    # the few columns the model reads, as arrays taken once (a filtered frame of 8 M rows, even of
+    # these columns only, is ~300 MB at 4,096 nodes)
     bus = rows["busbw_GBps"].to_numpy(dtype=float, na_value=np.nan)
     keep = (rows["pattern"] == "pair").to_numpy() & (bus > 0)
     if not keep.any():
         return None
-    pairs = rows.loc[keep, ["collective", "bytes", "hosts", "busbw_GBps", "round"]]
-    coll = _pick_collective(pairs)
-    nbytes = pairs["bytes"].astype(np.int64).to_numpy()
-    in_coll = (pairs["collective"] == coll).to_numpy()
-    sizes = ctx.large_sizes(np.unique(nbytes[in_coll]).tolist())
-    pairs = pairs[in_coll & np.isin(nbytes, sizes)]
-    names, ia, ib = _two_hosts(pairs["hosts"])
-    two = ia >= 0
-    if not two.all():
-        pairs, ia, ib = pairs[two], ia[two], ib[two]
-    if pairs.empty:
+    coll = _pick_collective(rows.loc[keep, ["collective"]])
+    nbytes = rows["bytes"].to_numpy(dtype=np.int64)
+    in_coll = (rows["collective"] == coll).to_numpy()
+    sizes = ctx.large_sizes(np.unique(nbytes[keep & in_coll]).tolist())
+    keep &= in_coll & np.isin(nbytes, sizes)
+    del in_coll
+    names, ia, ib = _two_hosts(rows["hosts"].to_numpy(dtype=object)[keep])
+    keep[keep] = ia >= 0  # rows of two hosts only
+    ia, ib = ia[ia >= 0], ib[ib >= 0]
+    if not ia.size:
         return None
     host_key = _host_order(ctx)
     order = sorted(range(len(names)), key=lambda c: host_key(names[c]))
@@ -141,36 +143,44 @@ def fit_pair_model(
     at = np.empty(n, dtype=np.int64)
     at[order] = np.arange(n)
     ia, ib = at[ia], at[ib]
-    keep = ia != ib
-    size_of = {s: k for k, s in enumerate(sizes)}
-    ks = pairs["bytes"].astype(int).map(size_of).to_numpy()[keep]
-    ia, ib = ia[keep], ib[keep]
-    bwv = pairs["busbw_GBps"].astype(float).to_numpy()[keep]
-    rounds = _round_matrix(pairs["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
-    del pairs, two, keep  # 1.6 M rows each: gone before the N x N work starts
+    distinct = ia != ib
+    ia, ib = ia[distinct], ib[distinct]
+    keep[keep] = distinct
+    del distinct
+    ks = np.searchsorted(sizes, nbytes[keep])  # the size's index (every size kept is in ``sizes``)
+    bwv = bus[keep]
+    rounds = _round_matrix(rows["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
+    del bus, nbytes, keep  # a number per row of the run: gone before the N x N work starts
 
     # median over repeats of the same pair and size (rounds re-run, or both directions listed)
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
-    bw = np.full((len(sizes), n, n), np.nan)
+    del ia, ib
     key = (ks * n + lo) * n + hi
+    del ks, lo, hi
     order = np.argsort(key, kind="stable")
-    key_s, bw_s = key[order], bwv[order]
-    uniq, start = np.unique(key_s, return_index=True)
-    if len(uniq) == len(key_s):
-        med = bw_s
+    key, bwv = key[order], bwv[order]
+    del order
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
+    if len(start) == len(key):
+        med = bwv
     else:
-        med = np.array([np.median(seg) for seg in np.split(bw_s, start[1:])])
-    k_u, rem = np.divmod(uniq, n * n)
+        med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
+        key = key[start]
+    del bwv, start
+    k_u, rem = np.divmod(key, n * n)
+    del key
     lo_u, hi_u = np.divmod(rem, n)
+    del rem
+    bw = np.full((len(sizes), n, n), np.nan)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
-    del ia, ib, ks, bwv, lo, hi, key, order, key_s, bw_s, uniq, start, med, k_u, rem, lo_u, hi_u
+    del k_u, lo_u, hi_u, med
 
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.log(bw)
     # each size's median over its pairs: the upper triangle holds each pair once, the matrix twice,
     # and a list of values each taken twice has the same median
-    top = np.triu_indices(n, 1)
+    top = np.triu(np.ones((n, n), dtype=bool), 1)
     centre = np.array([_finite_median(v[top]) for v in rel], dtype=float)
     del top
     rel -= centre[:, None, None]
@@ -270,13 +280,14 @@ class _ClassPairs:
 
     ``up_i``/``up_j``/``up_y``: each pair once (i < j), grouped by cell (``cells``: cell -> slice).
     ``by_count``: per number of partners, (the nodes with that many, their partners, the pairs'
-    cells, the pairs' y), so each node's median over its partners is a row of one 2-D array."""
+    cells (one number when they share one), the pairs' y), so each node's median over its partners
+    is a row of one 2-D array."""
 
     up_i: np.ndarray
     up_j: np.ndarray
     up_y: np.ndarray
     cells: dict[int, slice]
-    by_count: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    by_count: list[tuple[np.ndarray, np.ndarray, np.ndarray | np.intp, np.ndarray]]
 
     @classmethod
     def of(cls, y: np.ndarray, in_k: np.ndarray, partners: np.ndarray, cell: np.ndarray) -> _ClassPairs:
@@ -303,7 +314,10 @@ class _ClassPairs:
             for lo in range(0, len(rows), ROW_BLOCK):
                 block = rows[lo : lo + ROW_BLOCK]
                 cols[lo : lo + len(block)] = np.nonzero(in_k[block])[1].reshape(len(block), m)
-            by_count.append((rows, cols, cell[rows[:, None], cols], y[rows[:, None], cols]))
+            in_cell = cell[rows[:, None], cols]
+            if (in_cell == in_cell.flat[0]).all():  # one load for all (a 2-tier fabric's spine pairs)
+                in_cell = np.intp(in_cell.flat[0])  # level[c] a number: no gather over 16 M pairs
+            by_count.append((rows, cols, in_cell, y[rows[:, None], cols]))
         return cls(up_i, up_j, y[up_i, up_j], cells, by_count)
 
     def centred(self, a: np.ndarray) -> np.ndarray:
