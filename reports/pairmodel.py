@@ -22,7 +22,7 @@ nanmedian over rows is what makes the fit take about a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -109,15 +109,27 @@ def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
     return "all_reduce" if "all_reduce" in tied else tied[0]
 
 
-def fit_pair_model(
-    ctx: AnalysisContext,
-    iterations: int = 30,
-    exclude: Callable[[list[str]], np.ndarray] | None = None,
-) -> PairModel | None:
-    """``exclude``: given the matrix's hosts, the (N, N) pairs left out of the fit (their busbw stays
-    in ``bw``, their residual is NaN):
-    pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
-    node effect of the other pairs."""
+@dataclass(frozen=True, eq=False)
+class _Matrices:
+    """What a fit starts from, built from the rows: the pairs' busbw, y, rounds and hop classes."""
+
+    collective: str
+    sizes: list[int]
+    hosts: list[str]
+    bw: np.ndarray
+    y: np.ndarray
+    rounds: np.ndarray
+    classes: list[str]
+    cls: np.ndarray
+
+    @classmethod
+    def of(cls, m: PairModel) -> _Matrices:
+        assert m.rounds is not None
+        return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls)
+
+
+def _matrices(ctx: AnalysisContext) -> _Matrices | None:
+    """The matrices of the large-message pair rows of the judged engine (None without any)."""
     rows = ctx.ok_rows
     # the few columns the model reads, as arrays taken once (a filtered frame of 8 M rows, even of
     # these columns only, is ~300 MB at 4,096 nodes)
@@ -191,6 +203,28 @@ def fit_pair_model(
         y = np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
 
     classes, cls = _class_matrix(hosts, ctx.switches)
+    return _Matrices(coll, sizes, hosts, bw, y, rounds, classes, cls)
+
+
+def fit_pair_model(
+    ctx: AnalysisContext,
+    iterations: int = 30,
+    exclude: Callable[[list[str]], np.ndarray] | None = None,
+    like: PairModel | None = None,
+) -> PairModel | None:
+    """``exclude``: given the matrix's hosts, the (N, N) pairs left out of the fit (their busbw stays
+    in ``bw``, their residual is NaN):
+    pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
+    node effect of the other pairs. ``like``: a model of the same rows, whose measured matrices
+    (busbw, y, rounds, classes) are taken as they are instead of built again: a refit that leaves
+    pairs out changes only which pairs are fitted (at 4,096 hosts the matrices are ~0.5 GB)."""
+    mx = _Matrices.of(like) if like is not None else _matrices(ctx)
+    if mx is None:
+        return None
+    coll, sizes, hosts, bw, y, rounds, classes, cls = (
+        mx.collective, mx.sizes, mx.hosts, mx.bw, mx.y, mx.rounds, mx.classes, mx.cls
+    )
+    n = len(hosts)
 
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
@@ -371,16 +405,16 @@ def _polish(
 
 def _middle(r: np.ndarray) -> np.ndarray | float:
     """The median of each row of ``r`` (of a 1-D ``r``: its median) without NaN, the same numbers as
-    np.median: the middle value, or half the sum of the two middle ones. One selection (the upper
-    middle; the lower one is then the largest value left of it): numpy's partition for two
-    positions at once takes twice as long as sorting."""
+    np.median: the middle value, or half the sum of the two middle ones. One selection, in place
+    (``r`` is reordered within its rows; the lower middle is then the largest value left of the
+    upper): numpy's partition for two positions at once takes twice as long as sorting."""
     m = r.shape[-1]
     hi = m // 2
-    part = np.partition(r, hi, axis=-1)
-    upper = part[..., hi]
+    r.partition(hi, axis=-1)
+    upper = r[..., hi].copy()
     if m % 2:
         return upper
-    return 0.5 * (part[..., :hi].max(axis=-1) + upper)
+    return 0.5 * (r[..., :hi].max(axis=-1) + upper)
 
 
 def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
@@ -432,26 +466,35 @@ def _load_matrix(
     cross = np.full((n_leaves * n_leaves, width), -1, dtype=np.int64)
     for lp, us in enumerate(crossing):
         cross[lp, : len(us)] = us
-    ii, jj = np.nonzero(upper & (rounds >= 0))
-    lp = code[ii] * n_leaves + code[jj]
-    rnd = rounds[ii, jj]
-    r_u, r_inv = np.unique(rnd, return_inverse=True)
+    measured = upper & (rounds >= 0)
+    round_ids = np.unique(rounds[measured])
     n_up = max(1, len(uplinks))
+
+    def pairs() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """The measured pairs a block of rows at a time: (i, j, leaf pair, round's index)."""
+        for lo in range(0, n, ROW_BLOCK):
+            ii, jj = np.nonzero(measured[lo : lo + ROW_BLOCK])
+            ii += lo
+            yield ii, jj, code[ii] * n_leaves + code[jj], np.searchsorted(round_ids, rounds[ii, jj])
+
     # (rounds, uplinks): pairs of the round crossing each uplink, one slot of the path at a time, so
     # memory stays pairs x 1, never pairs x uplinks (523k x 32 int64 is 134 MB at 1,024 nodes)
-    through = np.zeros(len(r_u) * n_up, dtype=np.int64)
-    for slot in range(width):
-        u = cross[lp, slot]
-        on = u >= 0
-        through += np.bincount(r_inv[on] * n_up + u[on], minlength=len(through))
-    pair_load = np.zeros(len(lp), dtype=np.int64)
-    for slot in range(width):
-        u = cross[lp, slot]
-        on = u >= 0
-        pair_load[on] = np.maximum(pair_load[on], through[r_inv[on] * n_up + u[on]])
-    load = np.zeros((n, n), dtype=_int_type(int(pair_load.max(initial=0))))
-    load[ii, jj] = pair_load
-    load[jj, ii] = pair_load
+    through = np.zeros(len(round_ids) * n_up, dtype=np.int64)
+    for _, _, lp, r in pairs():
+        for slot in range(width):
+            u = cross[lp, slot]
+            on = u >= 0
+            through += np.bincount(r[on] * n_up + u[on], minlength=len(through))
+    # a pair's load is the count of one (round, uplink): the largest count is the largest load
+    load = np.zeros((n, n), dtype=_int_type(int(through.max(initial=0))))
+    for ii, jj, lp, r in pairs():
+        pair_load = np.zeros(len(lp), dtype=np.int64)
+        for slot in range(width):
+            u = cross[lp, slot]
+            on = u >= 0
+            pair_load[on] = np.maximum(pair_load[on], through[r[on] * n_up + u[on]])
+        load[ii, jj] = pair_load
+        load[jj, ii] = pair_load
     return load
 
 

@@ -163,3 +163,31 @@ def test_heatmap_past_the_full_size_is_hosts_by_switch(sim_run, monkeypatch):
     # the 0.6x node is a dark row: below every other host with its own leaf's hosts
     own = [row[i // 8] for i, row in enumerate(cells)]  # 8 hosts a leaf, in natural order
     assert own[slow] == min(own) and own[slow] < 0.8 * sorted(own)[len(own) // 2]
+
+
+def test_refit_from_a_model_s_matrices_equals_one_from_the_rows(sim_run):
+    """The refit without slow uplinks takes the first model's matrices (``like``) instead of building
+    them again from the rows: the model must be the same either way."""
+    import dataclasses
+
+    import numpy as np
+    from netbench.reports.pairmodel import fit_pair_model
+
+    ctx = load_context(sim_run)
+    first = fit_pair_model(ctx)
+    assert first is not None
+
+    def leaf_one_uplink(hosts):  # noqa: ANN001, ANN202 - pairs with one end under the first leaf
+        under = np.array([ctx.switches.get(h) == ctx.switches.get(hosts[0]) for h in hosts])
+        return under[:, None] ^ under[None, :]
+
+    again = fit_pair_model(ctx, exclude=leaf_one_uplink)
+    reused = fit_pair_model(ctx, exclude=leaf_one_uplink, like=first)
+    assert again is not None and reused is not None
+    assert np.isnan(again.resid[0, -1])  # a pair left out: this refit differs from the first fit
+    for f in dataclasses.fields(again):
+        a, b = getattr(again, f.name), getattr(reused, f.name)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+        else:
+            assert a == b or (a != a and b != b), f.name
