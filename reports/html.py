@@ -760,7 +760,7 @@ def findings_record(findings: list[Finding], ctx: AnalysisContext) -> FindingsRe
 def _engines(ctx: AnalysisContext) -> str:
     """Both engines side by side per size (``--engine both``): the torch overhead as a number."""
     rows = ctx.all_ok_rows
-    if set(rows["engine"]) < {"nccl", "torch"}:
+    if ctx.engines < {"nccl", "torch"}:
         return ""
     keys = [k for k in ("collective", "in_place", "cuda_graph", "bytes") if k in rows.columns]
     wide = rows.pivot_table(index=keys, columns="engine", values="time_us", aggfunc="median").dropna()
