@@ -198,12 +198,9 @@ class AnalysisContext:
         for h in envh:
             seen.setdefault(h, None)
         if len(self.rows):
-            import pyarrow as pa
+            from netbench.common.rowtable import listed_hosts
 
-            from netbench.common.rowtable import host_lists
-
-            named = set(host_lists(self.rows["hosts"])[0].flatten().unique().to_pylist())
-            pa.default_memory_pool().release_unused()
+            named = set(listed_hosts(self.rows["hosts"])[0])
             for h in sorted(named - seen.keys(), key=natural_key):
                 seen.setdefault(h, None)
         return list(seen)

@@ -15,7 +15,7 @@ from netbench.reports.ceilings import large_message_summary
 from netbench.reports.engine import analyze, load_context
 
 from netbench.common.naming import natural_key
-from netbench.common.rowtable import read_rows_frame
+from netbench.common.rowtable import listed_hosts, read_rows_frame
 from netbench.common.rundir import RunDir
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.run import SimOptions, simulate
@@ -191,3 +191,13 @@ def test_refit_from_a_model_s_matrices_equals_one_from_the_rows(sim_run):
             assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
         else:
             assert a == b or (a != a and b != b), f.name
+
+
+def test_listed_hosts_numbers_the_hosts_of_list_rows_only():
+    col = pd.Series([["b", "a"], None, ("c", "d"), ["a", "e", "b"], ["e", "b"], "f"])
+    names, rows, codes = listed_hosts(col)
+    assert names == ["b", "a", "e"] and rows.tolist() == [0, 3, 4]
+    assert [names[c] for c in codes] == ["b", "a", "a", "e", "b", "e", "b"]
+    names, rows, codes = listed_hosts(col, length=2)
+    assert names == ["b", "a", "e"] and rows.tolist() == [0, 4]
+    assert [names[c] for c in codes] == ["b", "a", "e", "b"]
