@@ -193,7 +193,9 @@ def test_refit_from_a_model_s_matrices_equals_one_from_the_rows(sim_run):
             assert a == b or (a != a and b != b), f.name
 
 
-def test_listed_hosts_numbers_the_hosts_of_list_rows_only():
+@pytest.mark.parametrize("block", [1 << 20, 1, 2])
+def test_listed_hosts_numbers_the_hosts_of_list_rows_only(monkeypatch, block):
+    monkeypatch.setattr("netbench.common.rowtable.ROWS_BLOCK", block)  # rows numbered a block at a time
     col = pd.Series([["b", "a"], None, ("c", "d"), ["a", "e", "b"], ["e", "b"], "f"])
     names, rows, codes = listed_hosts(col)
     assert names == ["b", "a", "e"] and rows.tolist() == [0, 3, 4]

@@ -400,12 +400,16 @@ class _Hosts:
         return out
 
 
+ROWS_BLOCK = 1 << 20
+"""Rows whose host lists are numbered at a time."""
+
+
 def listed_hosts(col: pd.Series | Any, length: int | None = None) -> tuple[list[str], Any, Any]:
     """The host lists of a frame's ``hosts`` column (or of its object array) as numbers, for work
     over millions of rows without a Python step per host: (the host names, in order of first
     appearance; the positions of the rows whose hosts are a list, of ``length`` hosts if given;
-    every host of those rows, row after row, as its index among the names). The names are hashed
-    once each (a string keeps its hash) and the lists walked in C."""
+    every host of those rows, row after row, as its index among the names). The lists are walked in
+    C and their names hashed once each (a string keeps its hash), a block of rows at a time."""
     import itertools
 
     import numpy as np
@@ -415,8 +419,16 @@ def listed_hosts(col: pd.Series | Any, length: int | None = None) -> tuple[list[
     rows = np.flatnonzero(np.fromiter((isinstance(h, list) for h in objs), dtype=bool, count=len(objs)))
     lengths = np.fromiter(map(len, objs[rows]), dtype=np.int64, count=len(rows))
     if length is not None:
-        rows = rows[lengths == length]
-        lengths = lengths[lengths == length]
-    flat = np.fromiter(itertools.chain.from_iterable(objs[rows]), dtype=object, count=int(lengths.sum()))
-    codes, names = pd.factorize(flat)
-    return list(names), rows, codes
+        rows, lengths = rows[lengths == length], lengths[lengths == length]
+    code: dict[str, int] = {}
+    codes = np.empty(int(lengths.sum()), dtype=np.int32)
+    at = 0
+    for lo in range(0, len(rows), ROWS_BLOCK):
+        block = objs[rows[lo : lo + ROWS_BLOCK]]
+        n_hosts = int(lengths[lo : lo + ROWS_BLOCK].sum())
+        flat = np.fromiter(itertools.chain.from_iterable(block), dtype=object, count=n_hosts)
+        local, names = pd.factorize(flat)
+        lut = np.array([code.setdefault(h, len(code)) for h in names], dtype=np.int32)
+        codes[at : at + len(flat)] = lut[local]
+        at += len(flat)
+    return list(code), rows, codes
