@@ -229,7 +229,7 @@ def _refit_without_slow_uplinks(
             out |= under[:, None] ^ under[None, :]
         return out
 
-    refit = fit_pair_model(ctx, exclude=through_slow_uplink)
+    refit = fit_pair_model(ctx, exclude=through_slow_uplink, like=model)  # the same matrices, fewer pairs
     if refit is None:
         return model, nodes
     again = judge_nodes(refit, ctx.hop_class, ctx.policy.thresholds, ctx.switches)

@@ -198,7 +198,9 @@ class AnalysisContext:
         for h in envh:
             seen.setdefault(h, None)
         if len(self.rows):
-            named = {h for hs in self.rows["hosts"] if isinstance(hs, list) for h in hs}
+            from netbench.common.rowtable import listed_hosts
+
+            named = set(listed_hosts(self.rows["hosts"])[0])
             for h in sorted(named - seen.keys(), key=natural_key):
                 seen.setdefault(h, None)
         return list(seen)
@@ -213,11 +215,15 @@ class AnalysisContext:
         return _where(self.rows, (self.rows["status"] == "ok").to_numpy())
 
     @cached_property
+    def engines(self) -> frozenset[str]:
+        """The engines of the measured rows (the distinct values, not a Python object per row)."""
+        return frozenset(self.all_ok_rows["engine"].unique())
+
+    @cached_property
     def judged_engine(self) -> str:
         """The engine whose rows the diagnosis judges: NCCL called directly where the run has it
         (nccl-tests' numbers), else torch. One engine, so no point is counted twice."""
-        engines = set(self.all_ok_rows["engine"])
-        return "nccl" if "nccl" in engines else "torch"
+        return "nccl" if "nccl" in self.engines else "torch"
 
     @cached_property
     def ok_rows(self) -> pd.DataFrame:

@@ -178,12 +178,13 @@ def _size_axis(sizes: list[int]) -> dict[str, Any]:
 
 def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
     figs: list[dict[str, Any]] = []
-    df = ctx.ok_rows
+    cols = ["collective", "pattern", "bytes", "busbw_GBps"]  # filtered copies of these only, not every column
+    df = ctx.ok_rows[cols]
     df = df[df["busbw_GBps"].notna()]
     base = None
     if ctx.baseline is not None:
         b = ctx.baseline.rows
-        base = b[(b["status"] == "ok") & b["busbw_GBps"].notna()]
+        base = b.loc[(b["status"] == "ok") & b["busbw_GBps"].notna(), cols]
     for ci, coll in enumerate(sorted(df["collective"].dropna().unique())):
         traces = []
         sub = df[df["collective"] == coll]
@@ -759,7 +760,7 @@ def findings_record(findings: list[Finding], ctx: AnalysisContext) -> FindingsRe
 def _engines(ctx: AnalysisContext) -> str:
     """Both engines side by side per size (``--engine both``): the torch overhead as a number."""
     rows = ctx.all_ok_rows
-    if set(rows["engine"]) < {"nccl", "torch"}:
+    if ctx.engines < {"nccl", "torch"}:
         return ""
     keys = [k for k in ("collective", "in_place", "cuda_graph", "bytes") if k in rows.columns]
     wide = rows.pivot_table(index=keys, columns="engine", values="time_us", aggfunc="median").dropna()

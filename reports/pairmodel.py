@@ -22,7 +22,7 @@ nanmedian over rows is what makes the fit take about a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -79,6 +79,20 @@ class PairModel:
         return None
 
 
+def _two_hosts(col) -> tuple[list[str], np.ndarray, np.ndarray]:  # noqa: ANN001 - hosts' object array
+    """The hosts named by the rows whose hosts are a list of two, in order of appearance, and per
+    row the index of its first and second host among them (-1 for a row of another kind), without
+    a Python step per row (8 M pair rows at 4,096 nodes)."""
+    from netbench.common.rowtable import listed_hosts
+
+    names, rows, codes = listed_hosts(col, length=2)
+    a = np.full(len(col), -1, dtype=np.int64)
+    b = np.full(len(col), -1, dtype=np.int64)
+    a[rows] = codes[0::2]
+    b[rows] = codes[1::2]
+    return names, a, b
+
+
 def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
     counts = pairs["collective"].value_counts()
     best = counts.max()
@@ -86,17 +100,30 @@ def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
     return "all_reduce" if "all_reduce" in tied else tied[0]
 
 
-def fit_pair_model(
-    ctx: AnalysisContext,
-    iterations: int = 30,
-    exclude: Callable[[list[str]], np.ndarray] | None = None,
-) -> PairModel | None:
-    """``exclude``: given the matrix's hosts, the (N, N) pairs left out of the fit (their busbw stays
-    in ``bw``, their residual is NaN):
-    pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
-    node effect of the other pairs."""
+@dataclass(frozen=True, eq=False)
+class _Matrices:
+    """What a fit starts from, built from the rows: the pairs' busbw, y, rounds and hop classes."""
+
+    collective: str
+    sizes: list[int]
+    hosts: list[str]
+    bw: np.ndarray
+    y: np.ndarray
+    rounds: np.ndarray
+    classes: list[str]
+    cls: np.ndarray
+
+    @classmethod
+    def of(cls, m: PairModel) -> _Matrices:
+        assert m.rounds is not None
+        return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls)
+
+
+def _matrices(ctx: AnalysisContext) -> _Matrices | None:
+    """The matrices of the large-message pair rows of the judged engine (None without any)."""
     rows = ctx.ok_rows
-    # the few columns the model reads, filtered once (each filtered copy of 1.6 M full rows: 400 MB)
+    # the few columns the model reads, as arrays taken once (a filtered frame of 8 M rows, even of
+    # these columns only, is ~300 MB at 4,096 nodes)
     bus = rows["busbw_GBps"].to_numpy(dtype=float, na_value=np.nan)
     keep = (rows["pattern"] == "pair").to_numpy() & (bus > 0)
     start = ctx.retests.from_round if ctx.retests is not None else None
@@ -104,54 +131,65 @@ def fit_pair_model(
         keep &= ~(rows["round"].to_numpy(dtype=float, na_value=np.nan) >= start)
     if not keep.any():
         return None
-    pairs = rows.loc[keep, ["collective", "bytes", "hosts", "busbw_GBps", "round"]]
-    coll = _pick_collective(pairs)
-    nbytes = pairs["bytes"].astype(np.int64).to_numpy()
-    in_coll = (pairs["collective"] == coll).to_numpy()
-    sizes = ctx.large_sizes(np.unique(nbytes[in_coll]).tolist())
-    pairs = pairs[in_coll & np.isin(nbytes, sizes)]
-    two = [h for h in pairs["hosts"] if isinstance(h, list) and len(h) == 2]
-    if len(two) < len(pairs):
-        pairs = pairs[[isinstance(h, list) and len(h) == 2 for h in pairs["hosts"]]]
-    if pairs.empty:
+    coll = _pick_collective(rows.loc[keep, ["collective"]])
+    nbytes = rows["bytes"].to_numpy(dtype=np.int64)
+    in_coll = (rows["collective"] == coll).to_numpy()
+    sizes = ctx.large_sizes(np.unique(nbytes[keep & in_coll]).tolist())
+    keep &= in_coll & np.isin(nbytes, sizes)
+    del in_coll
+    names, ia, ib = _two_hosts(rows["hosts"].to_numpy(dtype=object)[keep])
+    keep[keep] = ia >= 0  # rows of two hosts only
+    ia, ib = ia[ia >= 0], ib[ib >= 0]
+    if not ia.size:
         return None
-    a_names = [h[0] for h in two]
-    b_names = [h[1] for h in two]
-    hosts = sorted(set(a_names) | set(b_names), key=_host_order(ctx))
-    idx = {h: i for i, h in enumerate(hosts)}
+    host_key = _host_order(ctx)
+    order = sorted(range(len(names)), key=lambda c: host_key(names[c]))
+    hosts = [names[c] for c in order]
     n = len(hosts)
-    ia = np.fromiter((idx[h] for h in a_names), dtype=np.int64, count=len(a_names))
-    ib = np.fromiter((idx[h] for h in b_names), dtype=np.int64, count=len(b_names))
-    keep = ia != ib
-    size_of = {s: k for k, s in enumerate(sizes)}
-    ks = pairs["bytes"].astype(int).map(size_of).to_numpy()[keep]
-    ia, ib = ia[keep], ib[keep]
-    bwv = pairs["busbw_GBps"].astype(float).to_numpy()[keep]
-    rounds = _round_matrix(pairs["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
-    del pairs, two, a_names, b_names, keep  # 1.6 M rows each: gone before the N x N work starts
+    at = np.empty(n, dtype=np.int64)
+    at[order] = np.arange(n)
+    ia, ib = at[ia], at[ib]
+    distinct = ia != ib
+    ia, ib = ia[distinct], ib[distinct]
+    keep[keep] = distinct
+    del distinct
+    ks = np.searchsorted(sizes, nbytes[keep])  # the size's index (every size kept is in ``sizes``)
+    bwv = bus[keep]
+    rounds = _round_matrix(rows["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
+    del bus, nbytes, keep  # a number per row of the run: gone before the N x N work starts
 
     # median over repeats of the same pair and size (rounds re-run, or both directions listed)
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
-    bw = np.full((len(sizes), n, n), np.nan)
+    del ia, ib
     key = (ks * n + lo) * n + hi
+    del ks, lo, hi
     order = np.argsort(key, kind="stable")
-    key_s, bw_s = key[order], bwv[order]
-    uniq, start = np.unique(key_s, return_index=True)
-    if len(uniq) == len(key_s):
-        med = bw_s
+    key, bwv = key[order], bwv[order]
+    del order
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
+    if len(start) == len(key):
+        med = bwv
     else:
-        med = np.array([np.median(seg) for seg in np.split(bw_s, start[1:])])
-    k_u, rem = np.divmod(uniq, n * n)
+        med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
+        key = key[start]
+    del bwv, start
+    k_u, rem = np.divmod(key, n * n)
+    del key
     lo_u, hi_u = np.divmod(rem, n)
+    del rem
+    bw = np.full((len(sizes), n, n), np.nan)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
-    del ia, ib, ks, bwv, lo, hi, key, order, key_s, bw_s, uniq, start, med, k_u, rem, lo_u, hi_u
+    del k_u, lo_u, hi_u, med
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        logbw = np.log(bw)
-    flat = logbw.reshape(len(sizes), -1)
-    centre = np.array([np.median(v[np.isfinite(v)]) if np.isfinite(v).any() else np.nan for v in flat])
-    rel = logbw - centre[:, None, None]
+        rel = np.log(bw)
+    # each size's median over its pairs: the upper triangle holds each pair once, the matrix twice,
+    # and a list of values each taken twice has the same median
+    top = np.triu(np.ones((n, n), dtype=bool), 1)
+    centre = np.array([_finite_median(v[top]) for v in rel], dtype=float)
+    del top
+    rel -= centre[:, None, None]
     if len(sizes) == 1:
         y = rel[0]
     else:  # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks)
@@ -159,6 +197,28 @@ def fit_pair_model(
         y = np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
 
     classes, cls = _class_matrix(hosts, ctx.switches)
+    return _Matrices(coll, sizes, hosts, bw, y, rounds, classes, cls)
+
+
+def fit_pair_model(
+    ctx: AnalysisContext,
+    iterations: int = 30,
+    exclude: Callable[[list[str]], np.ndarray] | None = None,
+    like: PairModel | None = None,
+) -> PairModel | None:
+    """``exclude``: given the matrix's hosts, the (N, N) pairs left out of the fit (their busbw stays
+    in ``bw``, their residual is NaN):
+    pairs through a slow uplink, whose slowness is the switch's and would skew every cell median and
+    node effect of the other pairs. ``like``: a model of the same rows, whose measured matrices
+    (busbw, y, rounds, classes) are taken as they are instead of built again: a refit that leaves
+    pairs out changes only which pairs are fitted (at 4,096 hosts the matrices are ~0.5 GB)."""
+    mx = _Matrices.of(like) if like is not None else _matrices(ctx)
+    if mx is None:
+        return None
+    coll, sizes, hosts, bw, y, rounds, classes, cls = (
+        mx.collective, mx.sizes, mx.hosts, mx.bw, mx.y, mx.rounds, mx.classes, mx.cls
+    )
+    n = len(hosts)
 
     valid = np.isfinite(y)
     np.fill_diagonal(valid, False)
@@ -175,34 +235,37 @@ def fit_pair_model(
     partners_k = np.zeros((n_cls, n), dtype=int)
     level = np.zeros(len(cell_class))
     resid = np.full((n, n), np.nan)
+    class_level: dict[str, float] = {}
+    class_pairs: dict[str, int] = {}
+    class_median_bw: dict[str, list[float | None]] = {}
+    cell_median_bw: list[float | None] = [None] * len(cell_class)
+    cell_pairs = [0] * len(cell_class)
     for k in range(n_cls):
         in_k = valid & (cls == k)
         partners_k[k] = in_k.sum(axis=1)
         judged_k[k] = partners_k[k] >= min_partners
         if n < 4:  # with 3 nodes every pair is explained exactly by node effects: nothing to tell apart
             judged_k[k] = False
+        pairs = _ClassPairs.of(y, in_k, partners_k[k], cell)
+        del in_k
+        a_k[k], lvl = _polish(pairs, judged_k[k], len(cell_class), iterations)
         cells_k = [c for c in range(len(cell_class)) if cell_class[c] == k]
-        a_k[k], lvl = _polish(y, in_k, cell, cells_k, judged_k[k], len(cell_class), iterations)
         level[cells_k] = lvl[cells_k]
-        sym = np.where(in_k, y - level[np.maximum(cell, 0)] - a_k[k][:, None] - a_k[k][None, :], np.nan)
-        resid = np.where(in_k, sym, resid)
+        pairs.residuals_into(resid, level, a_k[k])
+        if not pairs.up_i.size:
+            continue
+        # the class's level, pairs and medians, and its cells', from its pairs (upper triangle)
+        class_level[classes[k]] = float(np.median(pairs.centred(a_k[k])))
+        class_pairs[classes[k]] = int(pairs.up_i.size)
+        class_median_bw[classes[k]] = [_finite_median(b[pairs.up_i, pairs.up_j]) for b in bw]
+        for c, part in pairs.cells.items():
+            cell_median_bw[c] = _finite_median(bw[-1][pairs.up_i[part], pairs.up_j[part]])
+            cell_pairs[c] = part.stop - part.start
     judged = judged_k.any(axis=0)
     # one number per node for callers that want one (preflight's known-good partners): its worst class
     a = np.where(judged_k, a_k, np.inf).min(axis=0)
     a = np.where(judged, a, 0.0)
     sigma = max(residual_sigma(resid[upper]), SIGMA_FLOOR)
-
-    present = [k for k in range(n_cls) if (upper & (cls == k)).any()]
-    masks = {k: upper & (cls == k) for k in present}
-    class_level = {}
-    for k in present:
-        r = y - a_k[k][:, None] - a_k[k][None, :]
-        class_level[classes[k]] = float(np.median(r[masks[k]]))
-    class_pairs = {classes[k]: int(masks[k].sum()) for k in present}
-    class_median_bw = {
-        classes[k]: [_finite_median(bw[s][masks[k]]) for s in range(len(sizes))] for k in present
-    }
-    cell_masks = [upper & (cell == c) for c in range(len(cell_class))]
     return PairModel(
         collective=coll,
         sizes=sizes,
@@ -225,62 +288,138 @@ def fit_pair_model(
         rounds=rounds,
         load=load,
         cell=cell,
-        cell_median_bw=[_finite_median(bw[-1][m]) for m in cell_masks],
-        cell_pairs=[int(m.sum()) for m in cell_masks],
+        cell_median_bw=cell_median_bw,
+        cell_pairs=cell_pairs,
     )
 
 
 MIN_CELL_PAIRS = 12
 """A cell's median needs peers: a load seen on fewer pairs is pooled with the next load up."""
 
+ROW_BLOCK = 256
+"""Rows of the N x N matrices taken at a time when listing a class's pairs (bounds the temporaries)."""
+
+
+@dataclass(eq=False)
+class _ClassPairs:
+    """One hop class's measured pairs as lists instead of N x N masks: the polish touches only them
+    (a leaf's pairs are 1/32 of the matrix at 32 leaves), and its medians select among exactly the
+    values the masked matrices held, computed in the same order, so the numbers are the same.
+
+    ``up_i``/``up_j``/``up_y``: each pair once (i < j), grouped by cell (``cells``: cell -> slice).
+    ``by_count``: per number of partners, (the nodes with that many, their partners, the pairs'
+    cells (one number when they share one), the pairs' y), so each node's median over its partners
+    is a row of one 2-D array."""
+
+    up_i: np.ndarray
+    up_j: np.ndarray
+    up_y: np.ndarray
+    cells: dict[int, slice]
+    by_count: list[tuple[np.ndarray, np.ndarray, np.ndarray | np.intp, np.ndarray]]
+
+    @classmethod
+    def of(cls, y: np.ndarray, in_k: np.ndarray, partners: np.ndarray, cell: np.ndarray) -> _ClassPairs:
+        n = y.shape[0]
+        ui: list[np.ndarray] = []
+        uj: list[np.ndarray] = []
+        for lo in range(0, n, ROW_BLOCK):
+            ii, jj = np.nonzero(in_k[lo : lo + ROW_BLOCK])
+            ii += lo
+            above = jj > ii
+            ui.append(ii[above].astype(np.int32))
+            uj.append(jj[above].astype(np.int32))
+        up_i, up_j = np.concatenate(ui), np.concatenate(uj)
+        del ui, uj
+        up_c = cell[up_i, up_j]
+        order = np.argsort(up_c, kind="stable")
+        up_i, up_j, up_c = up_i[order], up_j[order], up_c[order]
+        values, first, counts = np.unique(up_c, return_index=True, return_counts=True)
+        cells = {int(c): slice(int(s), int(s + m)) for c, s, m in zip(values, first, counts, strict=True)}
+        by_count = []
+        for m in np.unique(partners[partners > 0]).tolist():
+            rows = np.nonzero(partners == m)[0]
+            cols = np.empty((len(rows), m), dtype=np.int32)
+            for lo in range(0, len(rows), ROW_BLOCK):
+                block = rows[lo : lo + ROW_BLOCK]
+                cols[lo : lo + len(block)] = np.nonzero(in_k[block])[1].reshape(len(block), m)
+            in_cell = cell[rows[:, None], cols]
+            if (in_cell == in_cell.flat[0]).all():  # one load for all (a 2-tier fabric's spine pairs)
+                in_cell = np.intp(in_cell.flat[0])  # level[c] a number: no gather over 16 M pairs
+            by_count.append((rows, cols, in_cell, y[rows[:, None], cols]))
+        return cls(up_i, up_j, y[up_i, up_j], cells, by_count)
+
+    def centred(self, a: np.ndarray) -> np.ndarray:
+        """y - a_i - a_j of each pair (upper triangle), in ``up_*`` order."""
+        return self.up_y - a[self.up_i] - a[self.up_j]
+
+    def row_medians(self, level: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Each node's median over its partners j of y - c_cell - a_j (0 for a node without any)."""
+        out = np.zeros(len(a))
+        for rows, cols, cells, ys in self.by_count:
+            out[rows] = _middle(ys - level[cells] - a[cols])
+        return out
+
+    def residuals_into(self, resid: np.ndarray, level: np.ndarray, a: np.ndarray) -> None:
+        """resid[i, j] = y - c_cell - a_i - a_j for every pair of the class (both triangles)."""
+        for rows, cols, cells, ys in self.by_count:
+            resid[rows[:, None], cols] = ys - level[cells] - a[rows][:, None] - a[cols]
+
 
 def _polish(
-    y: np.ndarray,
-    valid: np.ndarray,
-    cell: np.ndarray,
-    cells: list[int],
-    judged: np.ndarray,
-    n_cells: int,
-    iterations: int,
+    pairs: _ClassPairs, judged: np.ndarray, n_cells: int, iterations: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Median polish of one hop class: (node effects, cell levels) with y = c_cell + a_i + a_j."""
-    n = y.shape[0]
+    n = len(judged)
     a = np.zeros(n)
     level = np.zeros(n_cells)
-    upper = np.triu(valid, 1)
-    masks = {c: upper & (cell == c) for c in cells}
-    masks = {c: m for c, m in masks.items() if m.any()}
-    if not masks:
+    if not pairs.cells:
         return a, level
-    safe_cell = np.maximum(cell, 0)
-    for _ in range(iterations):
-        r = y - a[:, None] - a[None, :]
-        for c, m in masks.items():
-            level[c] = np.median(r[m])
-        with np.errstate(all="ignore"):
-            r = np.where(valid, y - level[safe_cell] - a[None, :], np.nan)
-            new = np.where(judged, nanmedian_rows(r), 0.0)
+    before = None  # the node effects two iterations back
+    for it in range(iterations):
+        r = pairs.centred(a)
+        for c, part in pairs.cells.items():
+            level[c] = _middle(r[part])
+        new = np.where(judged, pairs.row_medians(level, a), 0.0)
         if judged.any():
             new = np.where(judged, new - np.median(new[judged]), 0.0)
         done = np.max(np.abs(new - a)) < 1e-5  # 0.001% in bandwidth: far below any threshold
-        a = new
+        if not done and before is not None and np.array_equal(new.view(np.int64), before.view(np.int64)):
+            # the polish flips between two states for good (medians can): the remaining
+            # iterations would alternate, so where they end is known without running them
+            a = new if (iterations - 1 - it) % 2 == 0 else a
+            break
+        before, a = a, new
         if done:
             break
-    r = y - a[:, None] - a[None, :]
-    for c, m in masks.items():  # cell levels consistent with the final node effects
-        level[c] = np.median(r[m])
+    r = pairs.centred(a)
+    for c, part in pairs.cells.items():  # cell levels consistent with the final node effects
+        level[c] = _middle(r[part])
     return a, level
+
+
+def _middle(r: np.ndarray) -> np.ndarray | float:
+    """The median of each row of ``r`` (of a 1-D ``r``: its median) without NaN, the same numbers as
+    np.median: the middle value, or half the sum of the two middle ones. One selection, in place
+    (``r`` is reordered within its rows; the lower middle is then the largest value left of the
+    upper): numpy's partition for two positions at once takes twice as long as sorting."""
+    m = r.shape[-1]
+    hi = m // 2
+    r.partition(hi, axis=-1)
+    upper = r[..., hi].copy()
+    if m % 2:
+        return upper
+    return 0.5 * (r[..., :hi].max(axis=-1) + upper)
 
 
 def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
     """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none.
     ``rnd``: each row's round (NaN: none), ``ia``/``ib``: its hosts' matrix indices."""
-    out = np.full((n, n), -1, dtype=np.int64)
     ok = np.isfinite(rnd)
     if not ok.any():
-        return out
+        return np.full((n, n), -1, dtype=np.int8)
     ia, ib = ia[ok], ib[ok]
     r = rnd[ok].astype(np.int64)
+    out = np.full((n, n), -1, dtype=_int_type(int(r.max())))
     out[ia[::-1], ib[::-1]] = r[::-1]  # reversed: the first row of a pair wins
     out[ib[::-1], ia[::-1]] = r[::-1]
     np.fill_diagonal(out, -1)
@@ -297,7 +436,7 @@ def _load_matrix(
     each crosses (``common.topology.crossed_uplinks``; ``round_load`` is the same count for one
     round, what the plan records per group)."""
     n = len(hosts)
-    load = np.zeros((n, n), dtype=np.int64)
+    load = np.zeros((n, n), dtype=np.int8)
     leaf = [switches.get(h) for h in hosts]
     if any(sw is None for sw in leaf) or not (rounds[upper] >= 0).any():
         return load
@@ -321,25 +460,35 @@ def _load_matrix(
     cross = np.full((n_leaves * n_leaves, width), -1, dtype=np.int64)
     for lp, us in enumerate(crossing):
         cross[lp, : len(us)] = us
-    ii, jj = np.nonzero(upper & (rounds >= 0))
-    lp = code[ii] * n_leaves + code[jj]
-    rnd = rounds[ii, jj]
-    r_u, r_inv = np.unique(rnd, return_inverse=True)
+    measured = upper & (rounds >= 0)
+    round_ids = np.unique(rounds[measured])
     n_up = max(1, len(uplinks))
+
+    def pairs() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """The measured pairs a block of rows at a time: (i, j, leaf pair, round's index)."""
+        for lo in range(0, n, ROW_BLOCK):
+            ii, jj = np.nonzero(measured[lo : lo + ROW_BLOCK])
+            ii += lo
+            yield ii, jj, code[ii] * n_leaves + code[jj], np.searchsorted(round_ids, rounds[ii, jj])
+
     # (rounds, uplinks): pairs of the round crossing each uplink, one slot of the path at a time, so
     # memory stays pairs x 1, never pairs x uplinks (523k x 32 int64 is 134 MB at 1,024 nodes)
-    through = np.zeros(len(r_u) * n_up, dtype=np.int64)
-    for slot in range(width):
-        u = cross[lp, slot]
-        on = u >= 0
-        through += np.bincount(r_inv[on] * n_up + u[on], minlength=len(through))
-    pair_load = np.zeros(len(lp), dtype=np.int64)
-    for slot in range(width):
-        u = cross[lp, slot]
-        on = u >= 0
-        pair_load[on] = np.maximum(pair_load[on], through[r_inv[on] * n_up + u[on]])
-    load[ii, jj] = pair_load
-    load[jj, ii] = pair_load
+    through = np.zeros(len(round_ids) * n_up, dtype=np.int64)
+    for _, _, lp, r in pairs():
+        for slot in range(width):
+            u = cross[lp, slot]
+            on = u >= 0
+            through += np.bincount(r[on] * n_up + u[on], minlength=len(through))
+    # a pair's load is the count of one (round, uplink): the largest count is the largest load
+    load = np.zeros((n, n), dtype=_int_type(int(through.max(initial=0))))
+    for ii, jj, lp, r in pairs():
+        pair_load = np.zeros(len(lp), dtype=np.int64)
+        for slot in range(width):
+            u = cross[lp, slot]
+            on = u >= 0
+            pair_load[on] = np.maximum(pair_load[on], through[r[on] * n_up + u[on]])
+        load[ii, jj] = pair_load
+        load[jj, ii] = pair_load
     return load
 
 
@@ -348,7 +497,7 @@ def _cells(
 ) -> tuple[np.ndarray, list[int]]:
     """(N, N) cell index of each measured pair (-1 elsewhere), and the class of each cell. Within a
     class, loads are taken in ascending order and pooled until a cell has MIN_CELL_PAIRS pairs."""
-    cell = np.full(cls.shape, -1, dtype=np.int64)
+    cell = np.full(cls.shape, -1, dtype=np.int32)
     cell_class: list[int] = []
     for k in range(n_classes):
         in_k = upper & (cls == k)
@@ -373,7 +522,7 @@ def _cells(
             lut[g] = len(cell_class)
             cell_class.append(k)
         cell[in_k] = lut[load[in_k]]
-    cell = np.where(cell >= 0, cell, cell.T)
+    cell = np.where(cell >= 0, cell, cell.T).astype(_int_type(len(cell_class)), copy=False)
     return cell, cell_class
 
 
@@ -395,8 +544,17 @@ def _class_matrix(hosts: list[str], switches: dict[str, str]) -> tuple[list[str]
 
     names = [[klass(a, b) for b in leaves] for a in leaves]
     classes = sorted({c for row in names for c in row})
-    index = np.array([[classes.index(c) for c in row] for row in names], dtype=int).reshape(len(leaves), -1)
-    return classes, index[code[:, None], code[None, :]]
+    index = np.array([[classes.index(c) for c in row] for row in names], dtype=_int_type(len(classes)))
+    return classes, index.reshape(len(leaves), -1)[code[:, None], code[None, :]]
+
+
+def _int_type(largest: int) -> np.dtype:
+    """The narrowest signed integer type for -1..largest: the N x N matrices of classes, cells,
+    rounds and loads are 16.8 M cells at 4,096 hosts, 134 MB each as int64."""
+    for t in (np.int8, np.int16, np.int32):
+        if largest <= np.iinfo(t).max:
+            return np.dtype(t)
+    return np.dtype(np.int64)
 
 
 def _finite_median(v: np.ndarray) -> float | None:

@@ -14,13 +14,19 @@ from slurm import slurm_factory, slurm_pool  # noqa: F401 - a real Slurm cluster
 
 HOST_FIXTURES = {"netns4", "netns_factory", "slurm_factory", "slurm_pool"}
 """Fixtures that build real test hosts: a test using one is a ``netns`` test, marked or not."""
+LONG_FILES = (
+    "test_slurm_real.py", "test_sweep_confirm_netns.py", "test_plan_everywhere.py", "test_mpi_hosts.py",
+    "test_cluster_sweep.py", "test_run_boundary_netns.py", "test_preflight_netns.py", "test_local_sweep.py",
+    "test_rails_netns.py",
+)
+"""The files that take a minute or more on 2 cores (``--durations``), longest first."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests on real test hosts carry the ``netns`` marker (also those that get their hosts through
-    a fixture: Slurm, mpirun), so ``-m "not netns"`` leaves them all out; and they run first, the
-    files with the most of them first. They are the long ones: with the two workers of
+    a fixture: Slurm, mpirun), so ``-m "not netns"`` leaves them all out. The long files run first
+    (LONG_FILES, then the other files with tests on test hosts): with the two workers of
     ``-n 2 --dist loadfile`` (pyproject's addopts) a long file started last would run alone at the
     end while the other worker idles."""
     for item in items:
@@ -28,4 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.netns)
     on_hosts = Counter(item.path for item in items if item.get_closest_marker("netns"))
     first_seen = {path: k for k, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (-on_hosts[item.path], first_seen[item.path]))
+
+    def rank(item: pytest.Item) -> tuple[int, int, int]:
+        long = LONG_FILES.index(item.path.name) if item.path.name in LONG_FILES else len(LONG_FILES)
+        return long, -on_hosts[item.path], first_seen[item.path]
+
+    items.sort(key=rank)

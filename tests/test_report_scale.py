@@ -15,7 +15,7 @@ from netbench.reports.ceilings import large_message_summary
 from netbench.reports.engine import analyze, load_context
 
 from netbench.common.naming import natural_key
-from netbench.common.rowtable import read_rows_frame
+from netbench.common.rowtable import listed_hosts, read_rows_frame
 from netbench.common.rundir import RunDir
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.run import SimOptions, simulate
@@ -50,17 +50,22 @@ def test_columnar_rows_equal_the_line_reader_s(sim_run):
             assert _same(got[key], value) or (value is None and pd.isna(got[key])), (key, got[key], value)
 
 
-def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, monkeypatch):
-    """Small blocks: the columns are filled batch by batch, ``group`` (a value per pair) switches to
-    being encoded at the end, and the frame is still the one a single block gives (which the test
-    above holds against the line reader): same columns, dtypes, categories and values."""
-    whole = read_rows_frame(sim_run / "results.jsonl")
+def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, tmp_path, monkeypatch):
+    """Small blocks: the columns are filled batch by batch, and a string column whose values are
+    all distinct (here ``error``) switches to being encoded at the end; the frame is still the one
+    a single block gives (which the test above holds against the line reader): same columns,
+    dtypes, categories and values."""
+    rows = [json.loads(line) for line in (sim_run / "results.jsonl").read_text().splitlines()]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps({**r, "error": f"message {i}"}) + "\n" for i, r in enumerate(rows)))
+    whole = read_rows_frame(path)
     monkeypatch.setattr("netbench.common.rowtable.BLOCK_BYTES", 128 << 10)
-    parts = read_rows_frame(sim_run / "results.jsonl")
+    parts = read_rows_frame(path)
     assert whole is not None and parts is not None
-    assert parts["group"].nunique() > 100  # enough distinct groups for the switch to happen
+    assert isinstance(parts["error"].dtype, pd.CategoricalDtype) and parts["error"].nunique() == len(rows)
     pd.testing.assert_frame_equal(parts, whole, check_exact=True, check_categorical=True)
     assert parts["hosts"].tolist() == whole["hosts"].tolist()
+    assert parts["error"].tolist() == [f"message {i}" for i in range(len(rows))]
 
 
 @pytest.mark.parametrize(
@@ -158,3 +163,43 @@ def test_heatmap_past_the_full_size_is_hosts_by_switch(sim_run, monkeypatch):
     # the 0.6x node is a dark row: below every other host with its own leaf's hosts
     own = [row[i // 8] for i, row in enumerate(cells)]  # 8 hosts a leaf, in natural order
     assert own[slow] == min(own) and own[slow] < 0.8 * sorted(own)[len(own) // 2]
+
+
+def test_refit_from_a_model_s_matrices_equals_one_from_the_rows(sim_run):
+    """The refit without slow uplinks takes the first model's matrices (``like``) instead of building
+    them again from the rows: the model must be the same either way."""
+    import dataclasses
+
+    import numpy as np
+    from netbench.reports.pairmodel import fit_pair_model
+
+    ctx = load_context(sim_run)
+    first = fit_pair_model(ctx)
+    assert first is not None
+
+    def leaf_one_uplink(hosts):  # noqa: ANN001, ANN202 - pairs with one end under the first leaf
+        under = np.array([ctx.switches.get(h) == ctx.switches.get(hosts[0]) for h in hosts])
+        return under[:, None] ^ under[None, :]
+
+    again = fit_pair_model(ctx, exclude=leaf_one_uplink)
+    reused = fit_pair_model(ctx, exclude=leaf_one_uplink, like=first)
+    assert again is not None and reused is not None
+    assert np.isnan(again.resid[0, -1])  # a pair left out: this refit differs from the first fit
+    for f in dataclasses.fields(again):
+        a, b = getattr(again, f.name), getattr(reused, f.name)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+        else:
+            assert a == b or (a != a and b != b), f.name
+
+
+@pytest.mark.parametrize("block", [1 << 20, 1, 2])
+def test_listed_hosts_numbers_the_hosts_of_list_rows_only(monkeypatch, block):
+    monkeypatch.setattr("netbench.common.rowtable.ROWS_BLOCK", block)  # rows numbered a block at a time
+    col = pd.Series([["b", "a"], None, ("c", "d"), ["a", "e", "b"], ["e", "b"], "f"])
+    names, rows, codes = listed_hosts(col)
+    assert names == ["b", "a", "e"] and rows.tolist() == [0, 3, 4]
+    assert [names[c] for c in codes] == ["b", "a", "a", "e", "b", "e", "b"]
+    names, rows, codes = listed_hosts(col, length=2)
+    assert names == ["b", "a", "e"] and rows.tolist() == [0, 4]
+    assert [names[c] for c in codes] == ["b", "a", "e", "b"]

@@ -4,9 +4,11 @@ The line-by-line reader (``rundir.read_jsonl`` + ``rows.row_problem``) decodes e
 dict and checks it field by field: exact, and the only way to name a bad line, but at 1,024 nodes x
 3 sizes (1.6 M rows, 1.1 GB) it takes two minutes and 8 GB. Here pyarrow's JSON reader parses the
 file in C++ (both cores), typed by the row contract (``ResultRow``'s hints, the same source
-``shape`` checks against), and keeps columns: strings as categoricals, hosts lists sharing one
-string per host and one list per pair, per-rank times only where a rule reads them
-(RANK_TIMES_FOR: not for the millions of pair rows).
+``shape`` checks against), and keeps columns: strings as categoricals (``group``, one per pair, as
+strings), hosts lists sharing one string per host and one list per pair, per-rank times only where
+a rule reads them (RANK_TIMES_FOR: not for the millions of pair rows). Each column is allocated
+once and filled as the file is parsed, so memory holds the frame and a few parsed blocks, never
+the parsed table and the frame together.
 
 It is a fast path, never a second judge: any line it cannot vouch for — not JSON, not UTF-8, a field
 of the wrong type, a required field null, a number past the contract's bounds, a line longer than
@@ -89,10 +91,10 @@ def read_rows_frame(path: Path) -> pd.DataFrame | None:
         return None
     read = pj.ReadOptions(use_threads=True, block_size=BLOCK_BYTES)  # a longer line fails its block
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    # every column is allocated once for as many rows as the file has lines and filled batch by
+    # every column is allocated once for more rows than the file can hold and filled batch by
     # batch, each batch freed as soon as it is copied: holding the parsed table and converting it
     # at the end took twice the frame (the table, its unified dictionaries and the frame at once)
-    capacity = _count_lines(path)
+    capacity = _most_rows(path, required)
     columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
     hosts = _Hosts()
     ranks = _RankTimes()
@@ -137,14 +139,13 @@ def _frame(schema: Any, columns: dict[str, Any], hosts: Any, ranks: Any, n_rows:
     return pd.DataFrame(out, copy=False)
 
 
-def _count_lines(path: Path) -> int:
-    """Lines in the file (the last one may lack its newline): at least its rows, one per line."""
-    lines, last = 0, b"\n"
-    with path.open("rb") as fh:
-        while chunk := fh.read(16 << 20):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")
+def _most_rows(path: Path, required: set[str]) -> int:
+    """More rows than the file can hold: a row names every required field (``"name":`` and a value
+    of at least one character, a comma), so it is at least that long. Columns are allocated for
+    this many rows without touching their memory: the pages never written (past the real count)
+    are never resident. Counting the lines instead would read the file twice (7 GB at 4,096 nodes)."""
+    shortest = 2 + sum(len(name) + 5 for name in required)  # {"name":v,...}\n
+    return path.stat().st_size // shortest + 1
 
 
 def _starts_with_an_object(path: Path) -> bool:
@@ -187,11 +188,16 @@ def _plainly_good(batch: Any, required: set[str]) -> bool:
     return True
 
 
+DISTINCT_STRINGS = ("group",)
+"""String fields whose value differs from row to row (a group per pair): kept as strings, not
+categoricals."""
+
+
 def _column(field: Any, capacity: int) -> Any:
     import pyarrow as pa
 
     if pa.types.is_string(field.type):
-        return _Strings(capacity)
+        return _Strings(capacity, categorical=field.name not in DISTINCT_STRINGS)
     return _Numbers(field.type, capacity)
 
 
@@ -235,18 +241,22 @@ class _Numbers:
 
 
 class _Strings:
-    """A string column as a categorical: codes filled in place against one dictionary of the values
-    in order of first appearance (as pyarrow unifies the batches' dictionaries), a run's rows
-    repeat a handful of values (collective, backend, status ...) millions of times. A column whose
-    values are mostly distinct (``group``: one per pair) keeps its batches' strings instead and is
-    encoded once at the end, so no Python string is made per value."""
+    """A string column as a categorical: codes filled in place (as narrow as the values' count
+    allows) against one dictionary of the values in order of first appearance, as pyarrow unifies
+    the batches' dictionaries; a run's rows repeat a handful of values (collective, backend, status
+    ...) millions of times. A column whose values turn out mostly distinct keeps its batches'
+    strings instead and is encoded once at the end, so no Python string is made per value.
 
-    def __init__(self, capacity: int) -> None:
+    ``categorical=False`` (``group``, one value per pair: a dictionary as long as the column, which
+    pandas would hash): the strings as they were read, a pandas ``str`` column backed by them."""
+
+    def __init__(self, capacity: int, categorical: bool = True) -> None:
         import numpy as np
 
-        self.codes = np.empty(capacity, dtype=np.int32)
+        self.codes = np.empty(capacity, dtype=np.int8)  # pages never written are never resident
         self.index: dict[str, int] = {}
-        self.chunks: list[Any] | None = None  # the strings, once the column is found mostly distinct
+        self.chunks: list[Any] | None = None if categorical else []  # the strings, kept as read
+        self.categorical = categorical
 
     def add(self, col: Any, first_row: int) -> None:
         import numpy as np
@@ -257,15 +267,23 @@ class _Strings:
             self.chunks.append(col)
             return
         enc = col.dictionary_encode()
-        lut = np.array([self.index.setdefault(v, len(self.index)) for v in enc.dictionary.to_pylist()] or [0],
-                       dtype=np.int32)
-        codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        lut = np.array([self.index.setdefault(v, len(self.index)) for v in enc.dictionary.to_pylist()] or [0])
+        if len(self.index) > np.iinfo(self.codes.dtype).max:  # more values than the codes can number
+            wider = np.empty(len(self.codes), dtype=np.int16 if self.codes.dtype == np.int8 else np.int32)
+            wider[:first_row] = self.codes[:first_row]
+            self.codes = wider
         rows = slice(first_row, first_row + len(col))
+        if not enc.indices.null_count:
+            self.codes[rows] = lut[0] if len(lut) == 1 else lut[enc.indices.to_numpy()]
+            return
+        codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
         self.codes[rows] = np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), -1, lut[codes])
 
     def finish(self, n_rows: int) -> Any:
         import pyarrow as pa
 
+        if not self.categorical:
+            return pa.chunked_array(self.chunks or [], type=pa.string()).to_pandas()
         dictionary = pa.array(list(self.index), type=pa.string())
         codes = self.codes[: n_rows - sum(len(c) for c in self.chunks or [])]
         head = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), dictionary)
@@ -306,6 +324,10 @@ class _RankTimes:
         return out
 
 
+LIST_BLOCK = 1 << 16
+"""Pairs whose host lists are made at a time."""
+
+
 class _Hosts:
     """Each row's host list: one string object per distinct host (a fleet has a few thousand hosts
     and millions of rows naming them) and one list per distinct pair (a pair is measured at several
@@ -314,26 +336,33 @@ class _Hosts:
     hosts: they are read, never sorted in place."""
 
     def __init__(self) -> None:
+        import pyarrow as pa
+
         self.names: list[str] = []  # by code
-        self.code: dict[str, int] = {}
+        self.known = pa.array([], type=pa.string())  # the same names, for pyarrow's lookups
         self.pair_rows: list[Any] = []  # row numbers of two-host rows, per batch
         self.pair_keys: list[Any] = []  # their hosts' codes: first << 32 | second
         self.other: dict[int, list[str]] = {}  # rows with another number of hosts (rings, worlds)
 
-    def _codes(self, names: list[str]) -> Any:
+    def _codes(self, values: Any) -> Any:
+        """Each name's code, a new name numbered in order of first appearance (looked up by
+        pyarrow: a batch names thousands of hosts ten thousand times)."""
         import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        for h in names:
-            if h not in self.code:
-                self.code[h] = len(self.names)
-                self.names.append(h)
-        return np.array([self.code[h] for h in names], dtype=np.int64)
+        codes = pc.index_in(values, value_set=self.known)
+        if codes.null_count:
+            new = pc.unique(values.filter(codes.is_null()))
+            self.names += new.to_pylist()
+            self.known = pa.concat_arrays([self.known, new])
+            codes = pc.index_in(values, value_set=self.known)
+        return codes.to_numpy().astype(np.int64)
 
     def add(self, col: Any, first_row: int) -> None:
         import numpy as np
 
-        flat = col.values.dictionary_encode()  # the offsets index the whole child array
-        codes = self._codes(flat.dictionary.to_pylist())[flat.indices.to_numpy()]
+        codes = self._codes(col.values)  # the offsets index the whole child array
         offsets = col.offsets.to_numpy()
         valid = col.is_valid().to_numpy(zero_copy_only=False)
         pairs = valid & (np.diff(offsets) == 2)
@@ -350,14 +379,56 @@ class _Hosts:
 
         out = np.full(n_rows, None, dtype=object)
         if self.pair_rows:
+            keys = np.concatenate(self.pair_keys)
             rows = np.concatenate(self.pair_rows)
-            keys, inverse = np.unique(np.concatenate(self.pair_keys), return_inverse=True)
-            self.pair_rows.clear()
             self.pair_keys.clear()
-            names = self.names
-            made = ([names[k >> 32], names[k & 0xFFFFFFFF]] for k in keys.tolist())
-            lists = np.fromiter(made, dtype=object, count=len(keys))
-            out[rows] = lists[inverse]
+            self.pair_rows.clear()
+            order = np.argsort(keys, kind="stable")  # the rows of each pair side by side
+            keys, rows = keys[order], rows[order]
+            del order
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            lists = np.empty(len(starts), dtype=object)
+            names = np.array(self.names, dtype=object)
+            for lo in range(0, len(starts), LIST_BLOCK):  # a block at a time: no transient per pair
+                ks = keys[starts[lo : lo + LIST_BLOCK]]
+                made = map(list, zip(names[ks >> 32], names[ks & 0xFFFFFFFF], strict=True))
+                lists[lo : lo + len(ks)] = np.fromiter(made, dtype=object, count=len(ks))
+            del keys
+            out[rows] = np.repeat(lists, np.diff(np.r_[starts, len(rows)]))
         for i, hosts in self.other.items():
             out[i] = hosts
         return out
+
+
+ROWS_BLOCK = 1 << 20
+"""Rows whose host lists are numbered at a time."""
+
+
+def listed_hosts(col: pd.Series | Any, length: int | None = None) -> tuple[list[str], Any, Any]:
+    """The host lists of a frame's ``hosts`` column (or of its object array) as numbers, for work
+    over millions of rows without a Python step per host: (the host names, in order of first
+    appearance; the positions of the rows whose hosts are a list, of ``length`` hosts if given;
+    every host of those rows, row after row, as its index among the names). The lists are walked in
+    C and their names hashed once each (a string keeps its hash), a block of rows at a time."""
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    objs = np.asarray(col, dtype=object)
+    rows = np.flatnonzero(np.fromiter((isinstance(h, list) for h in objs), dtype=bool, count=len(objs)))
+    lengths = np.fromiter(map(len, objs[rows]), dtype=np.int64, count=len(rows))
+    if length is not None:
+        rows, lengths = rows[lengths == length], lengths[lengths == length]
+    code: dict[str, int] = {}
+    codes = np.empty(int(lengths.sum()), dtype=np.int32)
+    at = 0
+    for lo in range(0, len(rows), ROWS_BLOCK):
+        block = objs[rows[lo : lo + ROWS_BLOCK]]
+        n_hosts = int(lengths[lo : lo + ROWS_BLOCK].sum())
+        flat = np.fromiter(itertools.chain.from_iterable(block), dtype=object, count=n_hosts)
+        local, names = pd.factorize(flat)
+        lut = np.array([code.setdefault(h, len(code)) for h in names], dtype=np.int32)
+        codes[at : at + len(flat)] = lut[local]
+        at += len(flat)
+    return list(code), rows, codes

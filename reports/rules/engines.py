@@ -42,7 +42,7 @@ def _single_rank(ctx: AnalysisContext) -> list[Finding]:
 
 def _engine_overhead(ctx: AnalysisContext) -> list[Finding]:
     rows = ctx.all_ok_rows
-    if set(rows["engine"]) < {"nccl", "torch"}:
+    if ctx.engines < {"nccl", "torch"}:
         return []
     small = rows[(rows["bytes"] <= SMALL_BYTES) & rows["time_us"].notna()]
     keys = ["collective", "in_place", "bytes", "group", "cuda_graph"]
