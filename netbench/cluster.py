@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
-from netbench.common.rundir import RunDir
+from netbench.common.rundir import GrowingRows, RunDir
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
 from netbench.engine import RunSettings, execute
@@ -223,7 +223,8 @@ def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str
     from netbench.reports.engine import load_context, run_rules
 
     rundir, budget = launch.rundir, Budget(budget_s, reserve_s=0.0, clock=launch.clock)
-    rows = rundir.read_rows()
+    read_rows = GrowingRows(rundir)
+    rows = read_rows()
     rounds = [r["round"] for r in rows if r.get("pattern") == "pair" and isinstance(r.get("round"), int)]
     pair_s = [p["seconds"] for p in outcome.phases if str(p.get("name", "")).startswith("pairwise")]
 
@@ -233,7 +234,7 @@ def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str
 
     setup = RetestSetup(
         analyse=analyse,
-        read_rows=rundir.read_rows,
+        read_rows=read_rows,
         echo=launch.echo,
         live=[s.host for s in launch.slots],
         exclude=unusable_hosts(outcome, rows) | outcome.down_hosts,

@@ -178,6 +178,23 @@ def test_a_partner_met_again_is_another_draw_of_a_node_slow_now_and_then() -> No
     assert alone["a1"].verdict == "inconclusive" and "slow in 1 of 3 re-test pairs" in alone["a1"].reason
 
 
+def test_a_node_slow_now_and_then_within_its_leaf_only_is_judged_on_its_leaf_pairs() -> None:
+    """Behind oversubscribed uplinks a node capped now and then shows with its own leaf only: its
+    cross-leaf pairs, never slower, must not drown its leaf pairs in the count (the analysis judges
+    nodes per hop class too). Family-wise over 40,000 tests: the pooled count (3 slow of 9) does not
+    pass, the leaf's (3 of 5: a2 and a3 earlier, a4 in the re-test, fast with a2 and a3 now) does."""
+    t = Thresholds()
+    rows = [row(("a1", "a2"), 1, 5.0), row(("a1", "a3"), 2, 5.0)]
+    rows += [row(("a1", b), 1 + k, 4.0) for k, b in enumerate(("b1", "b2", "b3", "b4"))]  # as the spine gives
+    rows += [row(("a1", "a4"), 5, 5.0), row(("a1", "a2"), 6, 10.0), row(("a1", "a3"), 7, 10.0)]
+    rows += [row(("b1", "b2"), 5, 10.0), row(("b3", "b4"), 6, 10.0), row(("b1", "b3"), 7, 10.0)]
+    args = (rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2", "a3"}})
+    out = judge(*args, n_tests=40_000)
+    assert out["a1"].verdict == "confirmed", out["a1"].reason
+    assert "3 of 5 leaf pairs slow" in out["a1"].reason
+    assert judge(*args, n_tests=10**6)["a1"].verdict == "inconclusive"  # a fleet too large for it
+
+
 def test_re_test_phases_are_enough_to_show_a_node_slow_now_and_then() -> None:
     assert intermittent_phases(0.3) == 9 and 0.7**9 <= 0.05 < 0.7**8
     assert intermittent_phases(0.5) == 6  # never fewer than INTERMITTENT_PARTNERS

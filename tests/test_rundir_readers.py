@@ -266,3 +266,28 @@ def test_load_results_warns_about_what_it_left_out(good, tmp_path):
     with pytest.warns(UserWarning, match=r"results.jsonl: 1 line\(s\) left out \(line 2: not JSON"):
         df = netbench.load_results(run)
     assert len(df) == n - 1
+
+
+def test_growing_rows_read_only_what_was_appended(good, tmp_path):
+    """The re-test loop reads the run after each launch: first all of it (column by column when every
+    line is plainly good), then the lines appended since, numbered on from the last read; each time
+    the fields the loop reads, with the values and types the line reader gives."""
+    run = copy(good, tmp_path / "r")
+    path = run / "results.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:20]))
+
+    def loop_fields(records):  # noqa: ANN001, ANN202
+        return [[(k, r.get(k), type(r.get(k))) for k in rundir.PAIR_LOOP_FIELDS] for r in records]
+
+    grow = rundir.GrowingRows(RunDir.open(run))
+    first = grow()
+    assert grow.lines == 20 and grow.end == path.stat().st_size
+    assert loop_fields(first) == loop_fields(read_jsonl(path, row_problem).records)
+    assert {r["pattern"] for r in first} >= {"pair"} and any(r["round"] is None for r in first)
+    with path.open("a") as fh:
+        fh.write("".join(lines[20:24]) + "{not json\n")
+    rows = grow()
+    assert len(rows) == 24 and grow.lines == 25 and grow.end == path.stat().st_size
+    assert loop_fields(rows) == loop_fields(read_jsonl(path, row_problem).records)
+    assert grow() is rows and len(rows) == 24  # nothing new: nothing read again

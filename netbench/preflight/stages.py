@@ -239,7 +239,7 @@ def run_preflight(
     from netbench.cluster import host_switches, snapshot_counters
     from netbench.common.errors import UsageError
     from netbench.common.findings import worst
-    from netbench.common.rundir import RunDir, utc_now
+    from netbench.common.rundir import GrowingRows, RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
 
@@ -343,12 +343,13 @@ def run_preflight(
             )
 
         # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
+        read_rows = GrowingRows(rundir)
         retesting = RetestSetup(
             analyse=lambda: analyse(rundir, policy, topology),
-            read_rows=rundir.read_rows,
+            read_rows=read_rows,
             echo=echo,
             live=live,
-            exclude=unusable_hosts(quick, rundir.read_rows()),
+            exclude=unusable_hosts(quick, read_rows()),
             tested={frozenset(p) for rnd in rounds for p in rnd},
             first_round=len(rounds) + 1,
             phase_s=phase_s, startup_s=startup_s,  # the quick pass's: what a re-test launch will take
