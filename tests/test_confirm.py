@@ -198,7 +198,7 @@ def test_a_node_slow_now_and_then_within_its_leaf_only_is_judged_on_its_leaf_pai
 def test_re_test_phases_are_enough_to_show_a_node_slow_now_and_then() -> None:
     assert intermittent_phases(0.3) == 9 and 0.7**9 <= 0.05 < 0.7**8
     assert intermittent_phases(0.5) == 6  # never fewer than INTERMITTENT_PARTNERS
-    assert intermittent_phases(0.05) == intermittent_phases(0.0) == 16  # nor more than the cap
+    assert intermittent_phases(0.05) == intermittent_phases(0.0) == 24  # nor more than the cap
     assert intermittent_phases(1.0) == 6
 
 
