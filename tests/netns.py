@@ -267,7 +267,11 @@ class TestNetwork:
             _check_rate(uplink_rate)
         cleanup_stale()
         subnet, fd = _claim_subnet()
-        net_id = secrets.token_hex(2)
+        # the id names every namespace and link of the network: its first character is the subnet's
+        # (held under flock for the network's life), so no two live networks share an id; with a
+        # random id alone, two pytest-xdist workers once did, and one's failed create deleted the
+        # other's hosts (destroy() removes by name)
+        net_id = f"{int(subnet.rsplit('.', 1)[1]):x}{secrets.token_hex(2)[:3]}"
         workdir = Path(tempfile.mkdtemp(prefix=f"nbt-{net_id}-"))
         net = cls(net_id, subnet, fd, workdir)
         net.fresh_rc = fresh_rc
