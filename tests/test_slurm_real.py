@@ -89,6 +89,17 @@ def _when_rows(out: Path, n: int, then, timeout: float = 60) -> threading.Thread
     return t
 
 
+def _sweep_with_fault(cluster, out: Path, fault, *extra: str, timeout: float = 150):  # noqa: ANN001, ANN202
+    """A sweep inside the allocation with ``fault()`` striking once 2 rows are measured: its result,
+    its wall time and its output."""
+    watcher = _when_rows(out, 2, fault)
+    start = time.monotonic()
+    r = _sweep(cluster, out, *extra, timeout=timeout)
+    took = time.monotonic() - start
+    watcher.join(1)
+    return r, took, r.stdout + r.stderr
+
+
 def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_pool, tmp_path: Path) -> None:
     cluster = slurm_pool.get()
     out = tmp_path / "run"
@@ -98,12 +109,8 @@ def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_pool, t
         worker = [s for s in steps if s.endswith(".1")]  # step 0 was the inventory
         cluster.run(["scancel", worker[0] if worker else steps[-1]])
 
-    watcher = _when_rows(out, 2, cancel)
-    start = time.monotonic()
-    r = _sweep(cluster, out, "--timeout", "10", "-n", "50", "-e", "1M", timeout=120)
-    took = time.monotonic() - start
-    watcher.join(1)
-    text = r.stdout + r.stderr
+    r, took, text = _sweep_with_fault(cluster, out, cancel, "--timeout", "10", "-n", "50", "-e", "1M",
+                                      timeout=120)
     assert r.returncode != 0 and took < 60, text[-3000:]
     assert NOISE not in text
     ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
@@ -123,12 +130,8 @@ def test_node_lost_during_a_sweep_costs_its_pairs_and_names_it(slurm_pool, tmp_p
 def _lose_a_node(cluster, tmp_path: Path) -> None:
     out = tmp_path / "run"
     # h2 dies (slurmd, its step and every process on it) once the ring has begun
-    watcher = _when_rows(out, 2, lambda: cluster.net.kill_host("h2"))
-    start = time.monotonic()
-    r = _sweep(cluster, out, "--timeout", "10", "--pattern", "ring", "--pattern", "pairwise", timeout=120)
-    took = time.monotonic() - start
-    watcher.join(1)
-    text = r.stdout + r.stderr
+    r, took, text = _sweep_with_fault(cluster, out, lambda: cluster.net.kill_host("h2"), "--timeout", "10",
+                                      "--pattern", "ring", "--pattern", "pairwise", timeout=120)
     assert r.returncode != 0 and took < 100, text[-3000:]
     assert NOISE not in text
     said = [line for line in text.splitlines() if "h2" in line and ("lost" in line or "timeout" in line
@@ -147,13 +150,9 @@ def test_slurmd_killed_during_a_sweep_ends_the_step_naming_the_node(slurm_pool, 
 
 def _kill_a_slurmd(cluster, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    watcher = _when_rows(out, 2, lambda: cluster.kill_slurmd("h2"))  # the ranks on h2 live on
-    start = time.monotonic()
-    r = _sweep(cluster, out, "--timeout", "20", "-n", "100", "-e", "4M", "-f", "2", "--pair-sizes", "4M",
-               timeout=150)
-    took = time.monotonic() - start
-    watcher.join(1)
-    text = r.stdout + r.stderr
+    r, took, text = _sweep_with_fault(cluster, out, lambda: cluster.kill_slurmd("h2"),  # its ranks live on
+                                      "--timeout", "20", "-n", "100", "-e", "4M", "-f", "2",
+                                      "--pair-sizes", "4M")
     assert r.returncode != 0 and took < 90, text[-3000:]  # SlurmdTimeout=10: Slurm sees it in ~20 s
     ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
     assert len(ended) == 1 and "NODE FAILURE" in ended[0] and "the step lost h2 (node failure" in ended[0]
