@@ -219,27 +219,33 @@ def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str
     known-good partners within ``budget_s`` (``--confirm-budget``, all of it for measuring: the report
     comes after) with ``netbench.confirm``'s loop, preflight's, and record the verdicts in run.json's
     ``retests``, which the report reads as its re-test evidence, and what ran in its ``confirm``."""
+    from netbench.common.pairrows import NO_ROUND, MetPairs
     from netbench.confirm import SWEEP_WORDS, Budget, RetestSetup, retest_suspects, unusable_hosts
     from netbench.reports.engine import load_context, run_rules
 
-    rundir, budget = launch.rundir, Budget(budget_s, reserve_s=0.0, clock=launch.clock)
+    rundir = launch.rundir
+    size = rundir.results_path.stat().st_size if rundir.results_path.is_file() else -1
+    ctx = load_context(rundir.path, policy=policy)  # before the budget: all of it is for measuring
+    findings = run_rules(ctx)
     read_rows = GrowingRows(rundir)
+    if size >= 0 and rundir.results_path.stat().st_size == size:  # the rows the analysis read: not again
+        read_rows.start_from(ctx.rows, size)
+    budget = Budget(budget_s, reserve_s=0.0, clock=launch.clock)
     rows = read_rows()
-    rounds = [r["round"] for r in rows if r.get("pattern") == "pair" and isinstance(r.get("round"), int)]
+    rounds = rows.round[rows.round != NO_ROUND]
+    live = [s.host for s in launch.slots]
+    tested = MetPairs(live)
+    tested.add_rows(rows)
     pair_s = [p["seconds"] for p in outcome.phases if str(p.get("name", "")).startswith("pairwise")]
 
-    def analyse() -> tuple[Any, list[Any]]:
-        ctx = load_context(rundir.path, policy=policy)
-        return ctx, run_rules(ctx)
-
     setup = RetestSetup(
-        analyse=analyse,
+        analyse=lambda: (ctx, findings),
         read_rows=read_rows,
         echo=launch.echo,
-        live=[s.host for s in launch.slots],
+        live=live,
         exclude=unusable_hosts(outcome, rows) | outcome.down_hosts,
-        tested={frozenset(r["hosts"]) for r in rows if r.get("pattern") == "pair"},
-        first_round=max(rounds, default=0) + 1,
+        tested=tested,
+        first_round=int(rounds.max(initial=0)) + 1,
         phase_s=max(pair_s, default=1.0),
         startup_s=outcome.startup_s or 0.0,
         budget=budget,

@@ -44,7 +44,10 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
-from netbench.common.topology import LEAF, hop_class, round_load
+import numpy as np
+
+from netbench.common.pairrows import MetPairs, PairRows
+from netbench.common.topology import LEAF, RoundLoad, hop_class
 from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, RetestEvidence, intermittent_p_value
 
 Pair = tuple[str, str]
@@ -178,36 +181,28 @@ def suspect_classes(findings: list[Any]) -> dict[str, str]:
     return out
 
 
-def unusable_hosts(outcome: Any, rows: list[dict[str, Any]]) -> set[str]:
+def unusable_hosts(outcome: Any, rows: PairRows) -> set[str]:
     """Hosts not to re-test nor to re-test against: their ranks exited or never started, or one of
     their pairs failed with no such host in it (a pair with a dead host fails for that host: its
     partner is fine, and after a sweep that partner is every other host). A hung ring marks every
     host down in its launch but names no one, so a hang alone does not count (the ring's failure
     stays a finding of its own)."""
     dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
-    flaky = {
-        h
-        for r in rows
-        if r.get("pattern") == "pair" and r.get("status") != "ok" and not dead & set(r.get("hosts") or [])
-        for h in r.get("hosts") or []
-    }
+    flaky = {h for pair in rows.pairs(~rows.ok) if not dead & set(pair) for h in pair}
     return dead | flaky
 
 
-def pairs_in(rows: list[dict[str, Any]], rounds: list[int]) -> set[Pair]:
-    """The pairs measured in rounds ``rounds[0]..rounds[1]``."""
-    return {
-        tuple(r["hosts"])
-        for r in rows
-        if r.get("pattern") == "pair" and rounds[0] <= (r.get("round") or 0) <= rounds[1]
-    }
+def pairs_in(rows: PairRows, rounds: list[int]) -> set[Pair]:
+    """The pairs measured in rounds ``rounds[0]..rounds[1]`` (a pair without a round as round 0)."""
+    rnd = np.maximum(rows.round, 0)
+    return set(rows.pairs((rnd >= rounds[0]) & (rnd <= rounds[1])))
 
 
 def plan_escalation(
     suspects: list[str],
     links: list[Pair],
     good: list[str],
-    tested: set[frozenset],
+    tested: MetPairs,
     switches: Mapping[str, str],
     phases: int,
     classes: Mapping[str, str] | None = None,
@@ -222,7 +217,7 @@ def plan_escalation(
     paired among themselves as the phase's controls. At least as many phases as it takes to re-run
     every link."""
     out: list[list[Pair]] = []
-    tested = set(tested)
+    tested = tested.copy()
     bad = set(suspects)
     pending = [p for p in links if not set(p) & bad]
     retested = list(suspects) + [h for h in ends or [] if h not in bad]
@@ -242,7 +237,7 @@ def plan_escalation(
             key=lambda g: (
                 hop_class(a, g, switches) != klass,
                 met[frozenset((a, g))],
-                frozenset((a, g)) in tested,
+                (a, g) in tested,
                 order[g],
             ),
         )
@@ -271,7 +266,7 @@ def plan_escalation(
             b = pick(a, rest, LEAF)
             rest.remove(b)
             pairs.append((a, b))
-        tested |= {frozenset(p) for p in pairs}
+        tested.add(pairs)
         met.update(frozenset(p) for p in pairs)
         out.append(pairs)
     return out
@@ -305,7 +300,7 @@ def intermittent_phases(share: float) -> int:
 
 # -- what the re-tests say ---------------------------------------------------------------------------
 def judge(
-    rows: list[dict[str, Any]],
+    rows: PairRows,
     rounds: range,
     suspects: list[str],
     links: list[Pair],
@@ -314,6 +309,7 @@ def judge(
     noise_sigma: float = 0.0,
     prior: Mapping[str, set[str]] | None = None,
     n_tests: int = 1,
+    excused: Callable[[str, str], bool] | None = None,
 ) -> dict[str, Retest]:
     """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
@@ -326,8 +322,9 @@ def judge(
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
     pair model's noise sigma (log space). A suspect node is confirmed when slow in most of its
     re-test pairs; a link when its re-run is slow. Otherwise a node is confirmed as intermittent
-    when its slow partners (these, those of its earlier pairs slow against the earlier references,
-    and ``prior``'s: the partners of its earlier slow links, suspects themselves perhaps) out of all
+    when its slow partners (these, those of its earlier pairs slow against the earlier references
+    but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
+    slow links, suspects themselves perhaps) out of all
     it was measured with pass the analysis' intermittency test (``intermittent_p_value``,
     family-wise over ``n_tests``), the decision ``netbench report`` makes on a sweep; also when it
     was fast with every re-test partner, since such a node is fast for a while. Cleared: slow with
@@ -342,22 +339,31 @@ def judge(
     out = {s: Retest(s, "node") for s in suspects} | {
         "|".join(sorted(p)): Retest("|".join(sorted(p)), "link") for p in links
     }
-    ok = [
-        r
-        for r in rows
-        if r.get("pattern") == "pair"
-        and r.get("status") == "ok"
-        and (r.get("busbw_GBps") or 0) > 0
-        and len(r.get("hosts") or []) == 2
-    ]
-    esc = [r for r in ok if r.get("round") in rounds]
-    if not esc:
+    # the sweep's millions of rows are weighed as columns: which are controls, their hop class and
+    # load, the medians of each; only the re-test's rows and the suspects' own go one by one
+    ok = rows.ok & (rows.busbw > 0)
+    rnd = rows.round
+    esc = ok & (rnd >= rounds.start) & (rnd < rounds.stop)
+    if not esc.any():
         return {k: replace(rt, reason="no re-test was measured") for k, rt in out.items()}
-    top = max(r["bytes"] for r in esc)
-    load = _loads(ok, switches)
+    top = rows.nbytes[esc].max()
+    at_top = ok & (rows.nbytes == top)
+    klass, class_names = _hop_classes(rows, switches)
+    load = _loads(rows, ok, switches)
+    names = rows.names
+    bad_code = rows.codes(bad)
+    one_bad = bad_code[rows.a] != bad_code[rows.b]
+    is_link = _rows_of(rows, link_keys)
+    control = at_top & ~bad_code[rows.a] & ~bad_code[rows.b] & ~is_link
+    when = np.where(esc, rnd, np.where(rnd < rounds.start, BEFORE, AFTER))  # refs' phase: its own, or before
+    medians = _medians(when[control], klass[control], load[control], rows.busbw[control])
 
-    def is_control(hosts: list[str]) -> bool:
-        return not (set(hosts) & bad) and frozenset(hosts) not in link_keys
+    def ref(i: int) -> float | None:
+        k, n = int(klass[i]), int(load[i])
+        for key in ((int(rnd[i]), k, n), (int(rnd[i]), k, ANY_LOAD), (BEFORE, k, n), (BEFORE, k, ANY_LOAD)):
+            if key in medians:
+                return medians[key]
+        return None
 
     classes: dict[tuple[Any, Any], str] = {}
 
@@ -368,52 +374,28 @@ def judge(
             classes[key] = hop_class(a, b, switches)
         return classes[key]
 
-    def cell(r: dict[str, Any]) -> tuple[str, int]:
-        a, b = r["hosts"]
-        return klass_of(a, b), load.get((r["round"], a, b), 0)
-
-    refs: dict[Any, list[float]] = defaultdict(list)
-    for r in ok:
-        if r["bytes"] == top and is_control(r["hosts"]):
-            rnd = (
-                r["round"] if r["round"] in rounds else "before" if (r["round"] or 0) < rounds.start else None
-            )
-            klass, n = cell(r)
-            refs[(rnd, klass, n)].append(r["busbw_GBps"])
-            refs[(rnd, klass, None)].append(r["busbw_GBps"])
-
-    medians = {key: statistics.median(v) for key, v in refs.items()}  # the sweep's: 500,000 at 1,024 nodes
-
-    def ref(r: dict[str, Any]) -> float | None:
-        klass, n = cell(r)
-        rnd = r["round"]
-        for key in ((rnd, klass, n), (rnd, klass, None), ("before", klass, n), ("before", klass, None)):
-            if key in medians:
-                return medians[key]
-        return None
-
     node_ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     link_ratios: dict[str, list[float]] = defaultdict(list)
-    for r in esc:
-        a, b = r["hosts"]
-        base = ref(r) if r["bytes"] == top else None
+    for i in np.flatnonzero(esc & at_top).tolist():
+        base = ref(i)
         if not base:
             continue
-        ratio = r["busbw_GBps"] / base
-        if frozenset((a, b)) in link_keys:
+        a, b = names[rows.a[i]], names[rows.b[i]]
+        ratio = float(rows.busbw[i]) / base
+        if is_link[i]:
             link_ratios["|".join(sorted((a, b)))].append(ratio)
-        elif (a in bad) != (b in bad):
+        elif one_bad[i]:
             s, g = (a, b) if a in bad else (b, a)
             node_ratios[s][g].append(ratio)
     before: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in ok:  # the suspects' earlier pairs (quick pass, earlier re-runs) against their references
-        a, b = r["hosts"]
-        if r["bytes"] == top and (r["round"] or 0) < rounds.start and (a in bad) != (b in bad):
-            base = ref(r)
-            if base:
-                s, g = (a, b) if a in bad else (b, a)
-                before[s][g].append(r["busbw_GBps"] / base)
-    pairs_of = Counter((h, klass_of(*r["hosts"])) for r in ok if r["bytes"] == top for h in r["hosts"])
+    for i in np.flatnonzero(at_top & one_bad & (when == BEFORE)).tolist():
+        # the suspects' earlier pairs (quick pass, earlier re-runs) against their references, but
+        # those the analysis put on something else (``excused``)
+        base = ref(i)
+        a, b = names[rows.a[i]], names[rows.b[i]]
+        s, g = (a, b) if a in bad else (b, a)
+        if base and not (excused and excused(s, g)):
+            before[s][g].append(float(rows.busbw[i]) / base)
     for s in suspects:
         per = {g: round(statistics.median(v), 3) for g, v in node_ratios.get(s, {}).items()}
         runs = [v for vs in node_ratios.get(s, {}).values() for v in vs]
@@ -428,7 +410,7 @@ def judge(
         slow_in = Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
                           if slow(v, thresholds.slow_node_factor))
         slow_in.update(klass_of(s, g) for g in earlier)
-        measured = {k: n for (h, k), n in pairs_of.items() if h == s}
+        measured = _pairs_by_class(rows, at_top, s, klass, class_names)
         p_int, said = _intermittency(slow_in, measured)
         tally = (
             f"slow with {slow_runs} of {len(per)} known-good partner(s)"
@@ -471,6 +453,81 @@ def judge(
     return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
 
 
+BEFORE, AFTER = -2, -3
+"""A reference's phase (``judge``) for rows measured before the re-test's rounds, and after them."""
+ANY_LOAD = -1
+"""A reference of a phase and class whatever the load."""
+
+
+def _hop_classes(rows: PairRows, switches: Mapping[str, str]) -> tuple[np.ndarray, list[str]]:
+    """Each row's hop class as a code into the names returned (one ``hop_class`` per pair of switches)."""
+    sw = {s: i for i, s in enumerate(sorted({str(v) for v in switches.values()}), start=1)}
+    # 0: a host the topology does not place
+    host_sw = np.array([sw[str(switches[h])] if h in switches else 0 for h in rows.names] or [0])
+    key = host_sw[rows.a] * (len(sw) + 1) + host_sw[rows.b]
+    keys, inverse = np.unique(key, return_inverse=True)
+    first = np.zeros(len(keys), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(key))[::-1]  # a row of each switch pair
+    names: dict[str, int] = {}
+    codes = np.array(
+        [names.setdefault(hop_class(rows.names[rows.a[i]], rows.names[rows.b[i]], switches), len(names))
+         for i in first.tolist()],
+        dtype=np.int64,
+    )
+    return (codes[inverse] if len(keys) else np.zeros(0, dtype=np.int64)), list(names)
+
+
+def _loads(rows: PairRows, ok: np.ndarray, switches: Mapping[str, str]) -> np.ndarray:
+    """Each usable row's load in its round (``common.topology.round_load`` of the distinct pairs of
+    the round's usable rows), 0 for the others."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    idx = np.flatnonzero(ok)
+    if not len(idx):
+        return out
+    counter = RoundLoad(switches)
+    leaves = counter.leaves(rows.names)
+    idx = idx[np.argsort(rows.round[idx], kind="stable")]
+    bounds = np.flatnonzero(np.diff(rows.round[idx])) + 1
+    n = len(rows.names)
+    for part in np.split(idx, bounds):
+        keys, inverse = np.unique(rows.a[part] * n + rows.b[part], return_inverse=True)
+        out[part] = counter.indexed(leaves, np.stack([keys // n, keys % n], axis=1))[inverse]
+    return out
+
+
+def _rows_of(rows: PairRows, pairs: set[frozenset]) -> np.ndarray:
+    """Whether each row is of one of ``pairs`` (either way round)."""
+    code = {h: i for i, h in enumerate(rows.names)}
+    n = len(rows.names)
+    known = [sorted(code[h] for h in p) for p in pairs if len(p) == 2 and p <= code.keys()]
+    lo, hi = np.minimum(rows.a, rows.b), np.maximum(rows.a, rows.b)
+    return np.isin(lo * n + hi, np.array([x * n + y for x, y in known], dtype=np.int64))
+
+
+def _medians(
+    when: np.ndarray, klass: np.ndarray, load: np.ndarray, busbw: np.ndarray
+) -> dict[tuple[int, int, int], float]:
+    """The median busbw of the rows of each (phase, class, load) and each (phase, class) (load ANY_LOAD)."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"when": when, "klass": klass, "load": load, "busbw": busbw})
+    out = {(int(w), int(k), int(n)): float(v) for (w, k, n), v in
+           frame.groupby(["when", "klass", "load"], sort=False)["busbw"].median().items()}
+    out |= {(int(w), int(k), ANY_LOAD): float(v) for (w, k), v in
+            frame.groupby(["when", "klass"], sort=False)["busbw"].median().items()}
+    return out
+
+
+def _pairs_by_class(
+    rows: PairRows, at_top: np.ndarray, host: str, klass: np.ndarray, class_names: list[str]
+) -> dict[str, int]:
+    """How many of ``at_top``'s rows ``host`` is in, per hop class."""
+    code = rows.names.index(host) if host in rows.names else -1
+    mine = at_top & ((rows.a == code) | (rows.b == code))
+    counts = np.bincount(klass[mine], minlength=len(class_names))
+    return {class_names[k]: int(n) for k, n in enumerate(counts.tolist()) if n}
+
+
 def _intermittency(slow: Counter[str], measured: Mapping[str, int]) -> tuple[float, str]:
     """The intermittency test (``intermittent_p_value``) of a node's slow pairs out of all it was
     measured with, all classes together and each hop class alone, the smallest p-value times the
@@ -481,18 +538,6 @@ def _intermittency(slow: Counter[str], measured: Mapping[str, int]) -> tuple[flo
     tests += [(slow[k], n, f" {k}") for k, n in sorted(measured.items()) if len(measured) > 1]
     p, k, n, name = min((intermittent_p_value(k, n), k, n, name) for k, n, name in tests)
     return min(1.0, p * len(tests)), f"{k} of {n}{name} pairs"
-
-
-def _loads(rows: list[dict[str, Any]], switches: Mapping[str, str]) -> dict[tuple[Any, str, str], int]:
-    """(round, a, b) -> the pair's load in its round (``common.topology.round_load``)."""
-    by_round: dict[Any, set[Pair]] = defaultdict(set)
-    for r in rows:
-        by_round[r.get("round")].add(tuple(r["hosts"]))  # type: ignore[arg-type]
-    return {
-        (rnd, a, b): n
-        for rnd, pairs in by_round.items()
-        for (a, b), n in round_load(sorted(pairs), switches).items()
-    }
 
 
 # -- the procedure -----------------------------------------------------------------------------------
@@ -557,12 +602,12 @@ class Suspects:
                 now_and_then[f.subject] = ev["partners_slow"] / ev["partners"]
         return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then)
 
-    def slow_share(self, node: str, tested: set[frozenset]) -> float | None:
+    def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
         links' among its pairs; None for a node slow with every partner of a class (capped)."""
         if node in self.intermittent:
             return self.intermittent[node]
-        met = sum(node in p for p in tested)
+        met = tested.partners(node)
         return len(self.prior[node]) / met if self.prior.get(node) and met else None
 
     def names(self) -> list[str]:
@@ -583,14 +628,14 @@ class RetestSetup:
 
     analyse: Callable[[], tuple[Any, list[Any]]]
     """The analysis of what was measured before the re-tests: (its ``AnalysisContext``, the findings)."""
-    read_rows: Callable[[], list[dict[str, Any]]]
-    """The run's rows, read again after each launch."""
+    read_rows: Callable[[], PairRows]
+    """The run's pair rows, read again after each launch (``common.rundir.GrowingRows``)."""
     echo: Callable[[str], None]
     live: list[str]
     """Hosts that may be re-tested or partner a re-test."""
     exclude: set[str]
     """Hosts neither re-tested nor partnered (``unusable_hosts``)."""
-    tested: set[frozenset]
+    tested: MetPairs
     """Pairs measured already: a suspect meets a partner it has not met where there is one."""
     first_round: int
     """The rows' round of the first re-test phase (after the rounds measured)."""
@@ -631,7 +676,7 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
     ``max_launches`` times. Stops at the first launch that re-tests nothing (no partner, no budget)
     or that the budget cut short. One analysis: the re-tests' rows are not the pair model's."""
     out = Retested(untested_reason=setup.words.not_suspect, from_round=setup.first_round)
-    tested, first_round = set(setup.tested), setup.first_round
+    tested, first_round = setup.tested.copy(), setup.first_round
     name = setup.words.name
     t0 = setup.budget.elapsed()
     ctx, findings = setup.analyse()
@@ -654,7 +699,7 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
             setup.echo(f"# {name} stopped: {info['skipped']}")
             break
         out.retests.update(new)
-        tested |= {frozenset(p) for p in pairs_in(setup.read_rows(), info["rounds"])}
+        tested.add(pairs_in(setup.read_rows(), info["rounds"]))
         first_round = info["rounds"][1] + 1
         if info["skipped"]:
             out.untested_reason = f"not re-tested: {setup.words.budget} ran out"
@@ -669,7 +714,7 @@ def _retest_launch(
     measure: Measure,
     ctx: Any,
     suspects: Suspects,
-    tested: set[frozenset],
+    tested: MetPairs,
     first_round: int,
 ) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch (``measure``) re-testing the suspects against known-good partners, phase by phase
@@ -725,7 +770,18 @@ def _retest_launch(
     sigma = m.sigma if m is not None else 0.0
     n_tests = max(ctx.analyses.nodes.tests, len(setup.live))  # the analysis' family of node tests
     rows, thresholds = setup.read_rows(), ctx.policy.thresholds
-    retests = judge(rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests)
+    verdicts = ctx.analyses.nodes
+    found_slow = {v.host for v in verdicts.slow}
+    below = [set(sv.below) for sv in verdicts.switches]
+
+    def excused(s: str, g: str) -> bool:
+        """A pair slow because of its partner, found slow itself, or of a slow uplink it crosses
+        (on a fabric with several faults, a suspect met them all in the sweep)."""
+        return g in found_slow or any((s in hosts) != (g in hosts) for hosts in below)
+
+    retests = judge(
+        rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests, excused
+    )
     for rt in retests.values():
         setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
     return retests, info

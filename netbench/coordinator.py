@@ -119,6 +119,7 @@ class Coordinator:
         self.before_phase = before_phase
         self.store = store  # given: ranks were started by mpirun/torchrun/srun around an existing store
         self.rank_host = {r: s.host for s in slots for r in s.ranks}
+        self.by_host = {s.host: s for s in slots}  # each message names its host: one look-up
         self.agents: dict[str, AgentProcess] = {}
         self._lock = threading.Lock()
         self.q: queue.Queue[tuple[str, Event]] = queue.Queue()
@@ -285,7 +286,7 @@ class Coordinator:
         )
 
     def _slot(self, host: str) -> HostSlot:
-        return next(s for s in self.slots if s.host == host)
+        return self.by_host[host]
 
     # -- the run -------------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -369,11 +370,10 @@ class Coordinator:
         """Take what is still queued (rows in flight are kept, never dropped)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            live = [h for h, a in self.agents.items() if a.returncode() is None]
             try:
                 host, msg = self.q.get(timeout=0.05)
-            except queue.Empty:
-                if not live:
+            except queue.Empty:  # asked only then: per message, it was hosts x rows polls at 1,024 hosts
+                if all(a.returncode() is not None for a in self.agents.values()):
                     break
                 continue
             self._handle(host, msg, state)
@@ -389,9 +389,14 @@ class Coordinator:
                 host, msg = self.q.get(timeout=0.2)
             except queue.Empty:
                 continue
-            self._handle(host, msg, state)
-            if self.fail_fast and self.outcome.faults:
-                return
+            while True:  # what is queued already, then the check: once a message, it was ranks^2
+                self._handle(host, msg, state)
+                if self.fail_fast and self.outcome.faults:
+                    return
+                try:
+                    host, msg = self.q.get_nowait()
+                except queue.Empty:
+                    break
         missing = sorted(want - state.get("hello", set()) - self._down_ranks())
         for host in sorted({self.rank_host[r] for r in missing}):
             self._host_down(

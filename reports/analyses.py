@@ -367,7 +367,7 @@ def _verdict(
         host=host,
         effect_ratio=float(np.exp(m.class_effect[k, i])),
         robust_z=z,
-        partners=int(m.partners[i]),
+        partners=int(partner_idx.size),  # the partners slow_with counts among
         partners_slow=slow_with,
         median_busbw_GBps=float(np.median(row[partner_idx])) if partner_idx.size else None,
         slowest_partners={m.hosts[j]: float(row[j]) for j in worst},
@@ -411,24 +411,39 @@ def _intermittent(
     explained: np.ndarray,
 ) -> dict[int, NodeVerdict]:
     """Nodes with more pairs far below their cell than noise explains: slow in some rounds only.
-    ``explained``: pairs whose slowness something else owns (a slow uplink they cross)."""
+    ``explained``: pairs whose slowness something else owns (a slow uplink they cross).
+
+    The nodes are weighed in order of their low pairs, most first, and a node found intermittent
+    owns its low pairs: its partners in its slow rounds each show one low pair with it, which is
+    its, not theirs. Without that, a node slow now and then made the end of a slow link beside it
+    look intermittent too (the link and one slow round: two slow links on one node)."""
     z = np.where(explained, np.nan, m.resid / m.sigma)
     low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
-    count = low.sum(axis=1)
     measured = np.isfinite(z)
+    count = low.sum(axis=1)
     p0 = _noise_tail()
     out: dict[int, NodeVerdict] = {}
-    pvals = {}
-    shared = _slow_links_per_node(m, t, explained)
-    for i in np.nonzero((count >= INTERMITTENT_MIN_PAIRS) | (shared >= 2))[0].tolist():
-        pvals[i] = _class_binomial(low[i], measured[i], m.cls[i], len(m.classes), p0)
-        if shared[i] >= 2:
+    pvals: dict[int, float] = {}
+    lows: dict[int, np.ndarray] = {}
+    bar = _slow_link_pairs(m, t, explained)
+    owned = np.zeros_like(low)  # [j, i]: j's pair with i is i's, found intermittent before j
+    candidates = np.nonzero((count >= INTERMITTENT_MIN_PAIRS) | (bar.sum(axis=1) >= 2))[0].tolist()
+    for i in sorted(candidates, key=lambda i: (-int(count[i]), i)):
+        mine = ~owned[i]
+        low_i, shared = low[i] & mine, int((bar[i] & mine).sum())
+        if low_i.sum() < INTERMITTENT_MIN_PAIRS and shared < 2:
+            continue
+        pvals[i] = _class_binomial(low_i, measured[i] & mine, m.cls[i], len(m.classes), p0)
+        if shared >= 2:
             # two pairs of this node each past the slow-link family-wise bar: one node slow in some
             # rounds explains both, two cable faults on one node would be a coincidence. Behind a
             # loaded uplink most of a node's slow rounds are hidden (its cross pairs run at the
             # uplink's share anyway), so the count test alone misses it and its visible slow
             # rounds came out as slow links
             pvals[i] = min(pvals[i], t.fwer / n_tests)
+        lows[i] = low_i
+        if pvals[i] * n_tests <= t.fwer:
+            owned[np.nonzero(low_i)[0], i] = True
     if not pvals:
         return out
     # the suspect band: Benjamini-Hochberg over the nodes' tests
@@ -436,7 +451,7 @@ def _intermittent(
     passed = [i for r, (i, p) in enumerate(ranked, 1) if p <= r * t.fdr / n_tests]
     keep = set(ranked[k][0] for k in range(len(passed))) if passed else set()
     for i in keep:
-        js = np.nonzero(low[i])[0]
+        js = np.nonzero(lows[i])[0]
         if js.size == 0:
             continue
         ratio = float(np.exp(np.median(m.resid[i, js])))
@@ -450,20 +465,19 @@ def _intermittent(
     return out
 
 
-def _slow_links_per_node(m: PairModel, t: Thresholds, explained: np.ndarray) -> np.ndarray:
-    """How many of each node's pairs pass the slow-link bar (``rules/slow_pair``: practically slow and
-    past Holm's cut over every pair), leaving out pairs something else explains."""
+def _slow_link_pairs(m: PairModel, t: Thresholds, explained: np.ndarray) -> np.ndarray:
+    """The pairs past the slow-link bar (``rules/slow_pair``: practically slow and past Holm's cut
+    over every pair), leaving out pairs something else explains: a symmetric mask over the nodes."""
     finite = np.isfinite(m.resid) & ~explained
     upper = np.triu(finite, 1)
     n_pairs = int(upper.sum())
     if n_pairs < 3:
-        return np.zeros(len(m.hosts), dtype=int)
+        return np.zeros(finite.shape, dtype=bool)
     z = m.resid / m.sigma
     practical = upper & (m.resid <= np.log(t.slow_pair_factor))
     cut = holm_cut(np.where(practical, z, np.nan), n_pairs, t.mad_k, t.fwer)
     sig = practical & (z <= cut)
-    sig = sig | sig.T
-    return sig.sum(axis=1)
+    return sig | sig.T
 
 
 def _class_binomial(

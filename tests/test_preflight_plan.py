@@ -16,6 +16,7 @@ from netbench.reports.rules import slow_node
 
 from netbench.cli import main
 from netbench.common.findings import Finding
+from netbench.common.pairrows import MetPairs, PairRows
 from netbench.confirm import PREFLIGHT_WORDS, RetestSetup, retest_suspects
 from netbench.preflight import (
     Budget,
@@ -104,7 +105,7 @@ def test_quick_rounds_pair_each_node_with_its_own_leaf_first() -> None:
 def test_escalation_pairs_suspects_with_good_partners_and_reruns_links() -> None:
     switches = {"s1": "A", "g1": "B", "g2": "A", "g3": "A", "g4": "B", "l1": "B", "l2": "B"}
     good = ["g1", "g2", "g3", "g4", "l1", "l2"]
-    tested = {frozenset(("s1", "g2"))}
+    tested = MetPairs(list(switches), [("s1", "g2")])
     plan = plan_escalation(["s1"], [("l1", "l2")], good, tested, switches, phases=2)
     assert len(plan) == 2
     for phase in plan:
@@ -117,7 +118,7 @@ def test_escalation_pairs_suspects_with_good_partners_and_reruns_links() -> None
 
 
 def test_links_sharing_a_node_are_rerun_in_later_phases() -> None:
-    plan = plan_escalation([], [("a", "b"), ("a", "c")], ["a", "b", "c", "d"], set(), {}, phases=0)
+    plan = plan_escalation([], [("a", "b"), ("a", "c")], ["a", "b", "c", "d"], MetPairs("abcd"), {}, phases=0)
     assert [("a", "b") in ph for ph in plan] == [True, False]
     assert [("a", "c") in ph for ph in plan] == [False, True]
 
@@ -173,11 +174,11 @@ def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit() -> None:
     said: list[str] = []
     setup = RetestSetup(
         analyse=lambda: (Ctx(), [finding("slow_node", "warn", "node", "s", ["s"])]),
-        read_rows=list,
+        read_rows=PairRows.empty,
         echo=said.append,
         live=["s", "a", "b", "c"],
         exclude=set(),
-        tested=set(),
+        tested=MetPairs(["s", "a", "b", "c"]),
         first_round=4,
         phase_s=4.0,
         startup_s=5.0,
@@ -194,6 +195,11 @@ def test_escalation_is_skipped_when_startup_and_a_phase_do_not_fit() -> None:
 
 
 # -- verdicts ----------------------------------------------------------------------------------------
+def judge_of(rows: list[dict], *args: object, **kwargs: object) -> dict[str, Retest]:
+    """``judge`` of rows written as the line reader gives them, read as the loop reads them."""
+    return judge(PairRows.from_records(rows), *args, **kwargs)  # type: ignore[arg-type]
+
+
 def row(a: str, b: str, rnd: int, bw: float, nbytes: int = 1 << 20) -> dict:
     return {
         "pattern": "pair",
@@ -215,7 +221,7 @@ def test_judge_confirms_a_slow_node_and_clears_a_noisy_link() -> None:
         row("g1", "g3", 5, 11.0),
         row("s", "g2", 5, 0.1, nbytes=1 << 10),
     ]  # small sizes are not judged
-    out = judge(rows, range(4, 6), ["s"], [("l1", "l2")], {}, Thresholds(), noise_sigma=0.05)
+    out = judge_of(rows, range(4, 6), ["s"], [("l1", "l2")], {}, Thresholds(), noise_sigma=0.05)
     assert out["s"].verdict == "confirmed" and out["s"].ratios == {
         "g1": pytest.approx(1 / 9, rel=1e-2),
         "g2": pytest.approx(1.2 / 11, rel=1e-2),
@@ -230,11 +236,11 @@ def test_judge_needs_slowness_beyond_noise() -> None:
         row("s", "g2", 5, 7.5),
         row("g1", "g3", 5, 10.0),
     ]
-    noisy = judge(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.2)
+    noisy = judge_of(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.2)
     assert noisy["s"].verdict == "cleared"  # 0.7-0.75x is within 4 sigma of 20% noise
-    quiet = judge(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.01)
+    quiet = judge_of(rows, range(4, 6), ["s"], [], {}, Thresholds(), noise_sigma=0.01)
     assert quiet["s"].verdict == "confirmed"
-    mixed = judge(
+    mixed = judge_of(
         [row("s", "g1", 4, 2.0), row("g2", "g3", 4, 10.0), row("s", "g2", 5, 10.0), row("g1", "g3", 5, 10.0)],
         range(4, 6),
         ["s"],
@@ -244,7 +250,7 @@ def test_judge_needs_slowness_beyond_noise() -> None:
         noise_sigma=0.01,
     )
     assert mixed["s"].verdict == "inconclusive"
-    none = judge([], range(4, 6), ["s"], [], {}, Thresholds())
+    none = judge_of([], range(4, 6), ["s"], [], {}, Thresholds())
     assert none["s"].verdict == "not_run" and none["s"].reason
 
 

@@ -83,6 +83,20 @@ def test_intermittent_node_is_a_node_not_its_links(tmp_path):
     assert serious(found, "slow_pair") == []
 
 
+def test_a_slow_link_beside_an_intermittent_node_is_the_link(tmp_path):
+    """A fabric with a fault of every class (``bench_diagnosis --mixed``, 256 nodes, seed 0): node0173
+    met the intermittent node0086 in one of its slow rounds, so it had two pairs past the slow-link
+    bar, its slow link and that one, and came out as a node slow now and then instead of the link.
+    That pair is node0086's, which owns its slow rounds' pairs."""
+    faults = ("node:node0032=0.8", "node:node0154=0.6", "link:node0211,node0173=0.5", "uplink:leaf08=0.5",
+              "intermittent:node0086=0.5@0.3")
+    _, found = run(tmp_path, "m", faults, seed=0, pair_sizes=(1 << 30,), nodes=256, leaves=16,
+                   physics="multiplicative")
+    assert serious(found, "slow_node") == ["node0032", "node0086", "node0154"]
+    assert serious(found, "slow_pair") == ["node0173|node0211"]
+    assert serious(found, "slow_switch") == ["leaf08"]
+
+
 @pytest.mark.parametrize(
     ("physics", "node", "seed"), [("multiplicative", "node0033", 0), ("bottleneck", "node0028", 2)]
 )

@@ -239,6 +239,7 @@ def run_preflight(
     from netbench.cluster import host_switches, snapshot_counters
     from netbench.common.errors import UsageError
     from netbench.common.findings import worst
+    from netbench.common.pairrows import MetPairs
     from netbench.common.rundir import GrowingRows, RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
@@ -350,7 +351,7 @@ def run_preflight(
             echo=echo,
             live=live,
             exclude=unusable_hosts(quick, read_rows()),
-            tested={frozenset(p) for rnd in rounds for p in rnd},
+            tested=MetPairs(live, (p for rnd in rounds for p in rnd)),
             first_round=len(rounds) + 1,
             phase_s=phase_s, startup_s=startup_s,  # the quick pass's: what a re-test launch will take
             budget=budget, words=PREFLIGHT_WORDS, partners=opts.confirm, max_launches=max_escalations,

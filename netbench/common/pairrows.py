@@ -1,0 +1,158 @@
+"""A run's pair rows as columns, and the pairs a run has met: what the re-test loop reads.
+
+The re-test loop (``netbench.confirm``) reads a run's pair rows after every launch: which pairs were
+measured, which failed, and each pair's busbw against the controls of its class and load. As one
+dict per row that was 5 GB and most of a core-minute at 4,096 nodes (8.4M pair rows); here a row is
+its hosts' codes and four numbers, and the pairs met are a boolean matrix over the hosts (16 MB at
+4,096 hosts, where a set of 8.4M frozensets held 2 GB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NO_ROUND = -1
+"""``round`` of a pair row that has none (a pair measured outside the pairwise rounds)."""
+
+
+@dataclass
+class PairRows:
+    """Rows of pattern ``pair`` naming two hosts, as columns: ``a``/``b`` each row's hosts as codes
+    into ``names`` (in the row's order), ``round`` (NO_ROUND where null), ``nbytes``, ``busbw`` (NaN
+    where null) and ``ok`` (status ok)."""
+
+    names: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    round: np.ndarray
+    nbytes: np.ndarray
+    busbw: np.ndarray
+    ok: np.ndarray
+
+    @classmethod
+    def empty(cls) -> PairRows:
+        ints = np.zeros(0, dtype=np.int64)
+        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool))
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping[str, Any]]) -> PairRows:
+        """From rows as the line reader gives them (dicts); rows of other patterns are left out."""
+        names: dict[str, int] = {}
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
+        for r in records:
+            hosts = r.get("hosts")
+            if r.get("pattern") != "pair" or not isinstance(hosts, list) or len(hosts) != 2:
+                continue
+            for col, v in zip(cols, (
+                names.setdefault(hosts[0], len(names)),
+                names.setdefault(hosts[1], len(names)),
+                NO_ROUND if r.get("round") is None else r["round"],
+                r.get("bytes") or 0,
+                np.nan if r.get("busbw_GBps") is None else r["busbw_GBps"],
+                r.get("status") == "ok",
+            ), strict=True):
+                col.append(v)
+        a, b, rnd, nbytes, busbw, ok = cols
+        ints = (np.array(c, dtype=np.int64) for c in (a, b, rnd, nbytes))
+        return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool))
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> PairRows:
+        """From the frame ``common.rowtable.read_rows_frame`` reads (hosts as lists)."""
+        from netbench.common.rowtable import listed_hosts
+
+        if frame.empty or "hosts" not in frame.columns:
+            return cls.empty()
+        names, rows, codes = listed_hosts(frame["hosts"], length=2)
+        pattern = frame["pattern"].to_numpy(dtype=object)[rows]
+        keep = pattern == "pair"
+        rows, codes = rows[keep], codes.reshape(-1, 2)[keep]
+
+        def column(name: str, fill: float) -> np.ndarray:
+            if name not in frame.columns:
+                return np.full(len(rows), fill)
+            values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+            return np.where(np.isnan(values), fill, values)
+
+        status = frame["status"].to_numpy(dtype=object)[rows] if "status" in frame.columns else None
+        return cls(
+            names,
+            codes[:, 0].astype(np.int64),
+            codes[:, 1].astype(np.int64),
+            column("round", NO_ROUND).astype(np.int64),
+            column("bytes", 0).astype(np.int64),
+            column("busbw_GBps", np.nan),
+            np.zeros(len(rows), dtype=bool) if status is None else status == "ok",
+        )
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def extend(self, more: PairRows) -> None:
+        """Append ``more``'s rows (its hosts renumbered into these names)."""
+        if not len(more):
+            return
+        code = {h: i for i, h in enumerate(self.names)}
+        lut = np.array([code.setdefault(h, len(code)) for h in more.names], dtype=np.int64)
+        self.names = list(code)
+        self.a = np.concatenate([self.a, lut[more.a]])
+        self.b = np.concatenate([self.b, lut[more.b]])
+        for name in ("round", "nbytes", "busbw", "ok"):
+            setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
+
+    def codes(self, hosts: Iterable[str]) -> np.ndarray:
+        """Whether each host code is one of ``hosts`` (a mask over ``names``)."""
+        wanted = set(hosts)
+        return np.array([h in wanted for h in self.names], dtype=bool)
+
+    def pairs(self, rows: np.ndarray | None = None) -> list[tuple[str, str]]:
+        """The (a, b) names of the rows (``rows``: a mask or positions; all by default)."""
+        a, b = (self.a, self.b) if rows is None else (self.a[rows], self.b[rows])
+        return [(self.names[x], self.names[y]) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+
+
+class MetPairs:
+    """Pairs of hosts measured together, over a fixed list of hosts (a pair naming another host is
+    not kept, and is never met): a symmetric boolean matrix."""
+
+    def __init__(self, hosts: Sequence[str], pairs: Iterable[Iterable[str]] = ()) -> None:
+        self.hosts = list(dict.fromkeys(hosts))
+        self.pos = {h: i for i, h in enumerate(self.hosts)}
+        self.met = np.zeros((len(self.hosts), len(self.hosts)), dtype=bool)
+        self.add(pairs)
+
+    def add(self, pairs: Iterable[Iterable[str]]) -> None:
+        for pair in pairs:
+            a, b = (self.pos.get(h, -1) for h in pair)
+            if a >= 0 and b >= 0:
+                self.met[a, b] = self.met[b, a] = True
+
+    def add_rows(self, rows: PairRows, keep: np.ndarray | None = None) -> None:
+        """The pairs of ``rows`` (``keep``: a mask of them)."""
+        lut = np.array([self.pos.get(h, -1) for h in rows.names] or [-1], dtype=np.int64)
+        a, b = (rows.a, rows.b) if keep is None else (rows.a[keep], rows.b[keep])
+        a, b = lut[a], lut[b]
+        known = (a >= 0) & (b >= 0)
+        self.met[a[known], b[known]] = True
+        self.met[b[known], a[known]] = True
+
+    def copy(self) -> MetPairs:
+        out = MetPairs([])
+        out.hosts, out.pos, out.met = self.hosts, self.pos, self.met.copy()
+        return out
+
+    def __contains__(self, pair: Iterable[str]) -> bool:
+        a, b = (self.pos.get(h, -1) for h in pair)
+        return a >= 0 and b >= 0 and bool(self.met[a, b])
+
+    def partners(self, host: str) -> int:
+        """How many hosts ``host`` has met."""
+        i = self.pos.get(host)
+        return 0 if i is None else int(self.met[i].sum())
