@@ -15,6 +15,12 @@ truth.json marks unobservable (no measurement slowed below 90%
 of healthy) are left out of recall and counted apart. A healthy fabric of each size is scored too
 (any warn/fail node/link/switch finding is a false positive).
 
+``--mixed`` (96 nodes and up; how 4,096 nodes fit a session of the GPU host): each fabric carries one
+fault of every class at once, each on leaves no other fault touches (a capped node, a slow node, a
+slow link between two leaves, a slow uplink, an intermittent node), scored per class the same way;
+a fabric's false positives are charged to every class. A harder test than one fault at a time: each
+fault's pairs meet the others' in the sweep, and the re-test partners come from the same fleet.
+
 What is scored is the verdict a user of ``sweep --hosts`` gets: the sweep's suspects re-tested
 against known-good partners within ``--confirm-budget`` seconds of fabric time (``netbench
 simulate``'s confirm step, default 60 s as the sweep's), so a finding the re-test cleared is info,
@@ -23,7 +29,7 @@ not a warn/fail; ``--confirm-budget 0`` scores the analysis of the sweep alone.
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
         [--pair-schedule auto|circle|topology]
         [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy]
-        [--healthy-seeds 20] [--confirm-budget 60] [--jobs 16]
+        [--healthy-seeds 20] [--confirm-budget 60] [--jobs 16] [--mixed] [--tmp DIR,DIR]
 """
 
 from __future__ import annotations
@@ -65,6 +71,23 @@ def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
     return ()
 
 
+def plant_mixed(fab: Fabric, rng: np.random.Generator) -> list[tuple[str, str]]:
+    """One fault of every class (``--mixed``), each on leaves no other fault touches: (class, fault)."""
+    leaves = sorted(set(fab.leaf.values()))
+    if len(leaves) < 6:
+        raise SystemExit("--mixed needs 6 leaves at least (96 nodes): each fault on leaves of its own")
+    on = {leaf: [h for h in fab.hosts if fab.leaf[h] == leaf] for leaf in leaves}
+    picked = [leaves[int(i)] for i in rng.permutation(len(leaves))[:6]]
+    pick = lambda k: on[picked[k]][int(rng.integers(len(on[picked[k]])))]  # noqa: E731
+    return [
+        ("capped-hidden", f"node:{pick(0)}=0.8"),
+        ("slow-node", f"node:{pick(1)}=0.6"),
+        ("slow-link", f"link:{pick(2)},{pick(3)}=0.5"),
+        ("slow-uplink", f"uplink:{picked[4]}=0.5"),
+        ("intermittent", f"intermittent:{pick(5)}=0.5@0.3"),
+    ]
+
+
 def claim(finding: Finding, truth: set[tuple[str, str]]) -> tuple[str, str]:
     """What a finding names, as (kind, subject). A finding naming two candidate switches (one of two
     uplinks is slow and pairs cannot tell which: the only two leaves under the spine) claims the
@@ -103,6 +126,59 @@ def score(
     return len(found & truth), len(found - truth), len(truth - found), hidden, ms
 
 
+def score_mixed(
+    physics: str, n: int, seed: int, noise: float, schedule: str, confirm_s: float, tmp: str
+) -> tuple[dict[str, tuple[int, int, int]], int, int]:
+    """One fabric with a fault of every class (``plant_mixed``): per class (TP, FN, unobservable),
+    the false positives of the fabric, milliseconds."""
+    t0 = time.perf_counter()
+    spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
+    planted = plant_mixed(Fabric.build(spec), np.random.default_rng(1000 * seed + n))
+    out = Path(tmp) / f"{physics}-{n}-mixed-{seed}"
+    opts = SimOptions(
+        spec, tuple(Fault.parse(f) for _, f in planted), noise=noise, seed=seed, pair_sizes=(1 << 30,),
+        out=str(out), pair_schedule=schedule,
+    )
+    res = simulate(opts)
+    (out / "plan.json").unlink()  # 2 GB at 4,096 nodes that nothing reads after the launch
+    if confirm_s > 0:
+        confirm_on_fabric(opts, res, confirm_s)
+    faults = res.truth["faults"]  # in the order planted
+    truth = {(f["finding_kind"], f["subject"]) for f in faults if f["observable"]}
+    findings = analyze(res.rundir.path)
+    found = {claim(f, truth) for f in findings if f.rule in RULES and f.severity in ("warn", "fail")}
+    shutil.rmtree(out)
+    per = {}
+    for (cls, _), f in zip(planted, faults, strict=True):
+        key = (f["finding_kind"], f["subject"])
+        per[cls] = (int(key in found), int(f["observable"] and key not in found), int(not f["observable"]))
+    return per, len(found - truth), int(1000 * (time.perf_counter() - t0))
+
+
+def main_mixed(args: argparse.Namespace, tmps: list[str]) -> None:
+    """``--mixed``: a fabric per seed with a fault of every class; a row per class, its false
+    positives those of the whole fabrics (every false finding charged to every class)."""
+    cells = [(physics, int(n)) for physics in args.physics.split(",") for n in args.sizes.split(",")]
+    jobs = ((cell, seed) for cell in cells for seed in range(args.seeds))
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures: dict[tuple[str, int], list] = {cell: [] for cell in cells}
+        for k, (cell, seed) in enumerate(jobs):  # the run directories spread over --tmp's folders
+            where = tmps[k % len(tmps)]
+            futures[cell].append(pool.submit(
+                score_mixed, *cell, seed, args.noise, args.pair_schedule, args.confirm_budget, where
+            ))
+        for (physics, n), runs in futures.items():
+            done = [f.result() for f in runs]
+            fp = sum(d[1] for d in done)
+            secs = sum(d[2] for d in done) / 1000 / len(done)
+            for cls in CLASSES[:-1]:
+                tp, fn, hidden = (sum(d[0][cls][k] for d in done) for k in range(3))
+                prec = tp / (tp + fp) if tp + fp else 1.0
+                rec = tp / (tp + fn) if tp + fn else 1.0
+                print(f"| {physics} | {n} | {cls} (mixed) | {len(done)} | {tp} | {fp} | {fn} | {hidden} "
+                      f"| {prec:.2f} | {rec:.2f} | {secs:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="16,64,256")
@@ -115,6 +191,10 @@ def main() -> None:
     ap.add_argument("--confirm-budget", type=float, default=60.0,
                     help="seconds of fabric time for re-testing the suspects, as sweep --hosts; 0: off")
     ap.add_argument("--jobs", type=int, default=1, help="fabrics simulated at once (processes)")
+    ap.add_argument("--tmp", help="folders the run directories go to while scored, comma-separated, "
+                    "taken in turn (--mixed; 7.4 GB each at 4,096 nodes)")
+    ap.add_argument("--mixed", action="store_true",
+                    help="each fabric with one fault of every class on leaves of its own (>= 96 nodes)")
     args = ap.parse_args()
     unknown = set(args.classes.split(",")) - set(CLASSES)
     if unknown:
@@ -133,7 +213,15 @@ def main() -> None:
         for n in args.sizes.split(",")
         for cls in args.classes.split(",")
     ]
-    tmp = tempfile.mkdtemp(prefix="bench_diag-")
+    tmps = [tempfile.mkdtemp(prefix="bench_diag-", dir=d or None) for d in (args.tmp or "").split(",")]
+    tmp = tmps[0]
+    if args.mixed:
+        try:
+            main_mixed(args, tmps)
+        finally:
+            for t in tmps:
+                shutil.rmtree(t, ignore_errors=True)
+        return
     try:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             futures = {
