@@ -33,6 +33,7 @@ from netbench.launch import (
     Launcher,
     new_secret,
     open_server,
+    put_text,
     secured,
     without_torch_noise,
 )
@@ -304,7 +305,7 @@ class Coordinator:
             except OSError as exc:
                 raise NetbenchError(f"cannot listen on {bind} for the ranks: {exc.strerror}", 2) from None
             store = secured(raw, secret)
-        store.set("plan", self.plan.to_json())
+        put_text(store, "plan", self.plan.json_chunks())
         state: dict[str, Any] = {}
         t_launch = self.clock()
         try:

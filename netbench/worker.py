@@ -56,9 +56,9 @@ def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: s
     )
     from netbench.collectives.plan import WorkerPlan
     from netbench.collectives.rank import STORE_WAIT, RankContext, run_plan
+    from netbench.launch import get_text
 
-    store.wait(["plan"], STORE_WAIT)
-    plan = WorkerPlan.from_json(store.get("plan").decode())
+    plan = WorkerPlan.from_json(get_text(store, "plan", STORE_WAIT))
     caps = capabilities()
     addr = local_address_towards(store_addr)
     iface = interface_of(addr)

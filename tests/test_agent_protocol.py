@@ -250,3 +250,34 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
     assert out.status == "completed" and not out.faults
     assert out.rows == 3 * 2 and all(r["status"] == "ok" for r in rundir.read_rows())
     assert seen["cmdlines"] and not [c for c in seen["cmdlines"] if seen["secret"].encode() in c]
+
+
+def test_a_plan_past_the_stores_message_limit_reaches_the_ranks_whole() -> None:
+    """torch's TCPStore (libuv, its default) resets the connection of a value over 8 MiB: the re-test
+    plan of a 4,096-node sweep (12 MB) killed every rank, a pairwise plan of 300 nodes would too. The
+    plan goes in pieces (``put_text``) and a rank reads it whole (``get_text``), through a real store."""
+    import datetime as _dt
+
+    import torch.distributed as dist
+    from netbench.collectives.plan import WorkerPlan
+
+    from netbench.launch import STORE_VALUE_BYTES, get_text, new_secret, open_server, put_text, secured
+
+    slots = [HostSlot(host=f"n{i:03d}", nprocs=8, rank_base=8 * i) for i in range(300)]
+    req = PlanRequest(
+        measure=SweepOptions(collectives=["all_reduce"]), patterns=["pairwise"], pair_sizes=[1 << 30]
+    )
+    plan = build_plan(req, "run-big", slots, "nccl")
+    text = plan.to_json()
+    assert len(text.encode()) > max(2 * STORE_VALUE_BYTES, 8 << 20)  # several pieces, past the limit
+    raw, sock = open_server("127.0.0.1")
+    try:
+        secret = new_secret()
+        put_text(secured(raw, secret), "plan", plan.json_chunks())
+        client = dist.TCPStore("127.0.0.1", sock.getsockname()[1], is_master=False,
+                               timeout=_dt.timedelta(seconds=30))
+        got = get_text(secured(client, secret), "plan", _dt.timedelta(seconds=30))
+    finally:
+        sock.close()
+    assert got == text
+    assert WorkerPlan.from_json(got).phases[-1].groups[-1].hosts == plan.phases[-1].groups[-1].hosts

@@ -8,7 +8,7 @@ import secrets
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,6 +40,39 @@ def secured(raw: Any, secret: str) -> Any:
     import torch.distributed as dist
 
     return dist.PrefixStore(f"netbench/{secret}/", raw)
+
+
+STORE_VALUE_BYTES = 4 << 20
+"""The most one store value carries. torch's libuv TCPStore (its default since 2.4) refuses a
+message over 8 MiB, and a plan is 233 bytes a pair group: past ~270 nodes it no longer fits one value
+(the re-test plan of a 4,096-node sweep was 12 MB: every rank's connection was reset)."""
+
+
+def put_text(store: Any, key: str, pieces: Iterable[str]) -> None:
+    """Text under ``key`` in values of at most STORE_VALUE_BYTES: ``key/0``, ``key/1``... then
+    ``key`` itself, their count, set last, so whoever sees ``key`` finds every piece (``get_text``)."""
+    count, held, size = 0, [], 0
+    for text in pieces:
+        data = text.encode()
+        while data:
+            room = STORE_VALUE_BYTES - size
+            held.append(data[:room])
+            size += len(held[-1])
+            data = data[room:]
+            if size == STORE_VALUE_BYTES:
+                store.set(f"{key}/{count}", b"".join(held))
+                count, held, size = count + 1, [], 0
+    if held or not count:
+        store.set(f"{key}/{count}", b"".join(held))
+        count += 1
+    store.set(key, str(count))
+
+
+def get_text(store: Any, key: str, timeout: Any) -> str:
+    """What ``put_text`` put under ``key``, once it is there (waiting up to ``timeout``)."""
+    store.wait([key], timeout)
+    count = int(store.get(key).decode())
+    return b"".join(store.get(f"{key}/{i}") for i in range(count)).decode()
 
 
 def listen_socket(address: str, port: int = 0) -> socket.socket:

@@ -33,7 +33,7 @@ import numpy as np
 from netbench import __version__
 from netbench.collectives.messages import PREFIX
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
-from netbench.launch import HostSlot
+from netbench.launch import HostSlot, get_text
 from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions, _flows, _measure, _note_effects, _rates
@@ -200,8 +200,7 @@ class SimLauncher:
         fault of the simulation itself is not caught: its traceback shows, and the run's groups hang."""
         try:
             store = self._connect(addr, port, secret)
-            raw = self._wait(store, "plan") if store is not None else None
-            plan = WorkerPlan.from_json(raw.decode()) if raw is not None else None
+            plan = self._plan(store) if store is not None else None
             for phase in plan.phases if plan is not None else []:
                 go = self._wait(store, f"go/{phase.index}")
                 if go is None:
@@ -226,6 +225,14 @@ class SimLauncher:
         try:
             return secured(dist.TCPStore(addr, port, is_master=False, timeout=STORE_TIMEOUT), secret)
         except RuntimeError:  # the coordinator already stopped listening
+            return None
+
+    @staticmethod
+    def _plan(store: Any) -> WorkerPlan | None:
+        """The plan, as ranks read it; None once the store is gone."""
+        try:
+            return WorkerPlan.from_json(get_text(store, "plan", STORE_TIMEOUT))
+        except RuntimeError:  # torch's DistStoreError: the coordinator is done with us
             return None
 
     @staticmethod
