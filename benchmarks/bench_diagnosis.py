@@ -38,7 +38,7 @@ import argparse
 import shutil
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -159,14 +159,25 @@ def main_mixed(args: argparse.Namespace, tmps: list[str]) -> None:
     """``--mixed``: a fabric per seed with a fault of every class; a row per class, its false
     positives those of the whole fabrics (every false finding charged to every class)."""
     cells = [(physics, int(n)) for physics in args.physics.split(",") for n in args.sizes.split(",")]
-    jobs = ((cell, seed) for cell in cells for seed in range(args.seeds))
+    seeds = range(args.seed0, args.seed0 + args.seeds)
+    jobs = ((cell, seed) for cell in cells for seed in seeds)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures: dict[tuple[str, int], list] = {cell: [] for cell in cells}
+        said = {}
         for k, (cell, seed) in enumerate(jobs):  # the run directories spread over --tmp's folders
             where = tmps[k % len(tmps)]
-            futures[cell].append(pool.submit(
+            fut = pool.submit(
                 score_mixed, *cell, seed, args.noise, args.pair_schedule, args.confirm_budget, where
-            ))
+            )
+            futures[cell].append(fut)
+            said[fut] = (*cell, seed)
+        for fut in as_completed(said):  # each fabric as it ends: a run cut short keeps what it scored
+            (per, fp, ms), (physics, n, seed) = fut.result(), said[fut]
+            missed = [c for c, (_, fn, _) in per.items() if fn]
+            hidden = [c for c, (_, _, h) in per.items() if h]
+            print(f"# {physics} {n} seed {seed}: FN {', '.join(missed) or 'none'}, FP {fp}, "
+                  f"unobservable {', '.join(hidden) or 'none'}, "
+                  f"{ms / 1000:.0f} s", flush=True)
         for (physics, n), runs in futures.items():
             done = [f.result() for f in runs]
             fp = sum(d[1] for d in done)
@@ -191,6 +202,7 @@ def main() -> None:
     ap.add_argument("--confirm-budget", type=float, default=60.0,
                     help="seconds of fabric time for re-testing the suspects, as sweep --hosts; 0: off")
     ap.add_argument("--jobs", type=int, default=1, help="fabrics simulated at once (processes)")
+    ap.add_argument("--seed0", type=int, default=0, help="first seed (--mixed: a run split in parts)")
     ap.add_argument("--tmp", help="folders the run directories go to while scored, comma-separated, "
                     "taken in turn (--mixed; 7.4 GB each at 4,096 nodes)")
     ap.add_argument("--mixed", action="store_true",
