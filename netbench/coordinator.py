@@ -38,6 +38,9 @@ from netbench.launch import (
     without_torch_noise,
 )
 
+THREAD_STACK_BYTES = 1 << 20
+"""The stack of a thread that starts an agent or reads one (a thread per host): at 4,096 hosts the
+default 8 MiB stacks reserved 32 GiB, and thread starts failed on a busy machine."""
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_TIMEOUT_S = 120.0
 START_CONCURRENCY = 64  # agents started at once
@@ -361,11 +364,18 @@ class Coordinator:
                 )
                 return
             self.agents[slot.host] = agent
-            threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
+            try:
+                threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
+            except RuntimeError as exc:  # no thread left on this machine: that host is not run
+                self._host_down(slot.host, f"host {slot.host}: cannot read its agent ({exc})", kind="start")
 
         workers = max(1, min(START_CONCURRENCY, len(self.slots)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch") as pool:
-            list(pool.map(one, self.slots))
+        before = threading.stack_size(THREAD_STACK_BYTES)  # for the threads made here only
+        try:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch") as pool:
+                list(pool.map(one, self.slots))
+        finally:
+            threading.stack_size(before)
 
     def _drain(self, seconds: float, state: dict[str, Any]) -> None:
         """Take what is still queued (rows in flight are kept, never dropped)."""
