@@ -40,6 +40,7 @@ from netbench.planner import (
 from netbench.progress import Progress
 
 if TYPE_CHECKING:
+    from netbench.common.pairrows import PairRows
     from netbench.confirm import PhaseGate, PhaseList, Retested
 
 
@@ -162,7 +163,7 @@ def run_cluster(
         if counters:
             snapshot_counters("after", live, ssh_opts, rundir, opts.concurrency)
     outcome.down_hosts |= {e.name for e in entries if e not in live}
-    print_pairs(rundir.read_rows(), echo)
+    print_pairs(GrowingRows(rundir)(), echo)
     return rundir, outcome
 
 
@@ -261,27 +262,32 @@ def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str
     return done
 
 
-def print_pairs(rows: list[dict[str, Any]], echo: Callable[[str], None]) -> None:
-    """Pair results, slowest first: large-message busbw per pair, and the pairs that failed."""
-    pairs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    failed = []
-    for r in rows:
-        if r.get("pattern") != "pair":
-            continue
-        if r.get("status") != "ok":
-            failed.append(r)
-            continue
-        pairs.setdefault(tuple(r["hosts"]), []).append(r)
-    if not pairs and not failed:
+PAIRS_SHOWN = 20
+"""Pairs (and failed pairs) the sweep prints at most: results.jsonl and the report have them all."""
+
+
+def print_pairs(rows: PairRows, echo: Callable[[str], None]) -> None:
+    """The slowest pairs at their largest size (mean busbw of its rows there) and the pairs that
+    failed, PAIRS_SHOWN of each at most: a 1,024-node sweep has 523,776 pairs."""
+    import numpy as np
+    import pandas as pd
+
+    if not len(rows):
         return
-    echo("#\n# pairwise: large-message busbw per pair (GB/s), slowest first")
-    scored = []
-    for hosts, rs in pairs.items():
-        top = max(r["bytes"] for r in rs)
-        sel = [r["busbw_GBps"] for r in rs if r["bytes"] == top]
-        scored.append((sum(sel) / len(sel), hosts, top))
-    for bw, hosts, top in sorted(scored):
-        echo(f"#   {hosts[0]:>16} <-> {hosts[1]:<16} {bw:10.4f}  (at {format_size(top)})")
-    for r in failed:
-        echo(terminal_safe(f"#   {' <-> '.join(r['hosts'])}: {r['status']}: {r['error']}"))
+    ok = rows.ok & np.isfinite(rows.busbw)
+    lo, hi = np.minimum(rows.a, rows.b), np.maximum(rows.a, rows.b)
+    frame = pd.DataFrame({"lo": lo[ok], "hi": hi[ok], "bytes": rows.nbytes[ok], "bw": rows.busbw[ok]})
+    top = frame.groupby(["lo", "hi"])["bytes"].transform("max")
+    per = frame[frame["bytes"] == top].groupby(["lo", "hi"]).agg(bw=("bw", "mean"), at=("bytes", "first"))
+    slowest = per.sort_values("bw", kind="stable").head(PAIRS_SHOWN)
+    if len(per):
+        more = f" (the {len(slowest)} slowest of {len(per)})" if len(per) > len(slowest) else ""
+        echo(f"#\n# pairwise: large-message busbw per pair (GB/s), slowest first{more}")
+    for (x, y), bw, at in zip(slowest.index, slowest["bw"], slowest["at"], strict=True):
+        a, b = rows.names[x], rows.names[y]
+        echo(terminal_safe(f"#   {a:>16} <-> {b:<16} {bw:10.4f}  (at {format_size(int(at))})"))
+    for i, why in list(rows.failed.items())[:PAIRS_SHOWN]:
+        echo(terminal_safe(f"#   {rows.names[rows.a[i]]} <-> {rows.names[rows.b[i]]}: {why}"))
+    if len(rows.failed) > PAIRS_SHOWN:
+        echo(f"#   ... and {len(rows.failed) - PAIRS_SHOWN} more failed pair measurements (results.jsonl)")
     sys.stdout.flush()

@@ -316,3 +316,25 @@ def test_earlier_slow_pairs_the_analysis_put_on_something_else_are_not_the_suspe
     assert unexcused.verdict == "confirmed" and "a2, a3, a4" in unexcused.reason
     excused = judge_of(*args, excused=lambda s, g: g in ("a2", "a3"))["a1"]  # a2, a3 found slow
     assert excused.verdict == "cleared", excused.reason
+
+
+def test_the_sweep_prints_the_slowest_pairs_and_the_failures_not_every_pair() -> None:
+    """A 1,024-node sweep has 523,776 pairs: it prints the PAIRS_SHOWN slowest at their largest
+    size and as many failures, names escaped (a host name is the hosts file's or a remote's)."""
+    from netbench.cluster import PAIRS_SHOWN, print_pairs
+
+    hosts = [f"h{i:02d}" for i in range(12)]
+    rows = [row((a, b), 1, 10.0 + i + j + (0.0 if size > 1 << 20 else 100.0), size)
+            for i, a in enumerate(hosts) for j, b in enumerate(hosts) if i < j for size in (1 << 20, 1 << 24)]
+    bad = {"pattern": "pair", "status": "error", "round": 2, "bytes": 1 << 20, "busbw_GBps": None,
+           "error": "timeout after 60 s"}
+    rows += [bad | {"hosts": ["h00", f"x{k}\x1b[31m"]} for k in range(PAIRS_SHOWN + 3)]
+    said: list[str] = []
+    print_pairs(PairRows.from_records(rows), said.append)
+    shown = [s for s in said if " <-> " in s and "GB" not in s and "timeout" not in s]
+    assert said[0].endswith(f"slowest first (the {PAIRS_SHOWN} slowest of 66)")
+    assert len(shown) == PAIRS_SHOWN
+    assert shown[0].split() == ["#", "h00", "<->", "h01", "11.0000", "(at", "16M)"]  # its largest size
+    failed = [s for s in said if "timeout" in s]
+    assert len(failed) == PAIRS_SHOWN and "\x1b" not in "".join(failed)
+    assert said[-1] == "#   ... and 3 more failed pair measurements (results.jsonl)"

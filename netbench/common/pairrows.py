@@ -10,7 +10,7 @@ its hosts' codes and four numbers, and the pairs met are a boolean matrix over t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,6 +35,8 @@ class PairRows:
     nbytes: np.ndarray
     busbw: np.ndarray
     ok: np.ndarray
+    failed: dict[int, str] = field(default_factory=dict)
+    """Why each row that is not ok failed ("status: error"), by row."""
 
     @classmethod
     def empty(cls) -> PairRows:
@@ -46,10 +48,13 @@ class PairRows:
         """From rows as the line reader gives them (dicts); rows of other patterns are left out."""
         names: dict[str, int] = {}
         cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
+        failed: dict[int, str] = {}
         for r in records:
             hosts = r.get("hosts")
             if r.get("pattern") != "pair" or not isinstance(hosts, list) or len(hosts) != 2:
                 continue
+            if r.get("status") != "ok":
+                failed[len(cols[0])] = _why(r.get("status"), r.get("error"))
             for col, v in zip(cols, (
                 names.setdefault(hosts[0], len(names)),
                 names.setdefault(hosts[1], len(names)),
@@ -61,7 +66,7 @@ class PairRows:
                 col.append(v)
         a, b, rnd, nbytes, busbw, ok = cols
         ints = (np.array(c, dtype=np.int64) for c in (a, b, rnd, nbytes))
-        return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool))
+        return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool), failed)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> PairRows:
@@ -82,6 +87,11 @@ class PairRows:
             return np.where(np.isnan(values), fill, values)
 
         status = frame["status"].to_numpy(dtype=object)[rows] if "status" in frame.columns else None
+        ok = np.zeros(len(rows), dtype=bool) if status is None else status == "ok"
+        bad = np.flatnonzero(~ok)
+        none = [None] * len(bad)
+        errors = frame["error"].to_numpy(dtype=object)[rows[bad]] if "error" in frame.columns else none
+        states = status[bad] if status is not None else none
         return cls(
             names,
             codes[:, 0].astype(np.int64),
@@ -89,7 +99,8 @@ class PairRows:
             column("round", NO_ROUND).astype(np.int64),
             column("bytes", 0).astype(np.int64),
             column("busbw_GBps", np.nan),
-            np.zeros(len(rows), dtype=bool) if status is None else status == "ok",
+            ok,
+            {int(i): _why(st, err) for i, st, err in zip(bad.tolist(), states, errors, strict=True)},
         )
 
     def __len__(self) -> int:
@@ -102,6 +113,7 @@ class PairRows:
         code = {h: i for i, h in enumerate(self.names)}
         lut = np.array([code.setdefault(h, len(code)) for h in more.names], dtype=np.int64)
         self.names = list(code)
+        self.failed |= {len(self) + i: why for i, why in more.failed.items()}
         self.a = np.concatenate([self.a, lut[more.a]])
         self.b = np.concatenate([self.b, lut[more.b]])
         for name in ("round", "nbytes", "busbw", "ok"):
@@ -116,6 +128,11 @@ class PairRows:
         """The (a, b) names of the rows (``rows``: a mask or positions; all by default)."""
         a, b = (self.a, self.b) if rows is None else (self.a[rows], self.b[rows])
         return [(self.names[x], self.names[y]) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+
+
+def _why(status: Any, error: Any) -> str:
+    """A failed row's status and error, as the sweep prints them."""
+    return f"{status}: {error}" if isinstance(error, str) and error else str(status)
 
 
 class MetPairs:
