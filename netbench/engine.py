@@ -203,12 +203,25 @@ def finish_report(
         return []
 
 
-def exit_status(outcome: Outcome, rows: list[dict[str, Any]]) -> int:
+def exit_status(outcome: Outcome, rundir: RunDir) -> int:
     """130 interrupted; 2 a host's torch cannot do what the run needs (its environment, not the
     fabric); 1 a rank/host failed, a group did not run or results were wrong; else 0."""
     if outcome.status == "interrupted":
         return 130
     if any(f.kind == "capability" for f in outcome.faults):
         return 2
-    bad = [r for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0]
-    return 1 if bad or outcome.faults or outcome.down_hosts or outcome.status != "completed" else 0
+    failed = outcome.faults or outcome.down_hosts or outcome.status != "completed"
+    return 1 if failed or _bad_rows(rundir) else 0
+
+
+def _bad_rows(rundir: RunDir) -> bool:
+    """Whether a row failed or came out wrong: read column by column when the file allows (4,096
+    nodes: 8.4M rows, minutes and GBs of memory as dicts), else line by line."""
+    from netbench.common.rowtable import read_rows_frame
+
+    path = rundir.results_path
+    frame = read_rows_frame(path) if path.is_file() else None
+    if frame is None:
+        return any(r.get("status") != "ok" or (r.get("wrong") or 0) > 0 for r in rundir.read_rows())
+    wrong = frame["wrong"].fillna(0) if "wrong" in frame.columns else 0
+    return bool(((frame["status"] != "ok") | (wrong > 0)).any())

@@ -296,3 +296,24 @@ def test_growing_rows_read_only_what_was_appended(good, tmp_path):
     assert len(rows) > n_first and grow.lines == 25 and grow.end == path.stat().st_size
     assert pair_columns(rows) == by_line_reader()
     assert grow() is rows and pair_columns(grow()) == by_line_reader()  # nothing new: nothing read again
+
+
+@pytest.mark.parametrize(
+    ("edits", "code"),
+    [
+        ({}, 0),
+        ({3: {"status": "error", "error": "timeout", "busbw_GBps": None}}, 1),
+        ({30: {"wrong": 2}}, 1),
+        ({5: b"{broken"}, 0),  # read line by line then: the broken line is the report's, not a failure
+        ({5: b"{broken", 30: {"wrong": 2}}, 1),
+    ],
+)
+def test_the_exit_status_sees_a_failed_or_wrong_row(good, tmp_path, edits, code):
+    """``sweep``'s exit status reads the rows column by column where it can (4,096 nodes: 8.4M rows),
+    line by line otherwise, and says 1 for a row that failed or came out wrong either way."""
+    from netbench.coordinator import Outcome
+    from netbench.engine import exit_status
+
+    run = copy(good, tmp_path / "r")
+    edit_rows(run, edits)
+    assert exit_status(Outcome("completed"), RunDir.open(run)) == code

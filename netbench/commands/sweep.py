@@ -205,4 +205,4 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         topology = None
     if opts.report and outcome.status != "interrupted":
         finish_report(rundir, echo, policy=opts.policy, topology=topology)
-    return exit_status(outcome, rundir.read_rows())
+    return exit_status(outcome, rundir)
