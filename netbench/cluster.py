@@ -154,16 +154,17 @@ def run_cluster(
     counters = opts.inventory and not local  # the snapshots go where the inventory went: over SSH
     if counters:
         snapshot_counters("before", live, ssh_opts, rundir, opts.concurrency)
+    rows = GrowingRows(rundir)  # read once, by the confirm step and the pair table after it
     try:
         outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
         if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
             launch = RetestLaunch(request, slots, backend, rundir, make_launcher, echo, progress)
-            confirm(launch, outcome, opts.confirm_budget_s, opts.policy)
+            confirm(launch, outcome, opts.confirm_budget_s, opts.policy, rows)
     finally:  # an interrupted run keeps what its links did until then
         if counters:
             snapshot_counters("after", live, ssh_opts, rundir, opts.concurrency)
     outcome.down_hosts |= {e.name for e in entries if e not in live}
-    print_pairs(GrowingRows(rundir)(), echo)
+    print_pairs(rows(), echo)
     return rundir, outcome
 
 
@@ -215,11 +216,14 @@ class RetestLaunch:
         return execute(plan, mine, launcher, self.rundir, settings, self.echo, self.progress)
 
 
-def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str | None) -> Retested:
+def confirm(
+    launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str | None, read_rows: GrowingRows
+) -> Retested:
     """Re-test the suspects of the pairwise phase (``outcome``: how its launch went) against
     known-good partners within ``budget_s`` (``--confirm-budget``, all of it for measuring: the report
     comes after) with ``netbench.confirm``'s loop, preflight's, and record the verdicts in run.json's
-    ``retests``, which the report reads as its re-test evidence, and what ran in its ``confirm``."""
+    ``retests``, which the report reads as its re-test evidence, and what ran in its ``confirm``.
+    ``read_rows``: the run's rows, not read yet (its first read is the analysis' own)."""
     from netbench.common.pairrows import NO_ROUND, MetPairs
     from netbench.confirm import SWEEP_WORDS, Budget, RetestSetup, retest_suspects, unusable_hosts
     from netbench.reports.engine import load_context, run_rules
@@ -228,7 +232,6 @@ def confirm(launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str
     size = rundir.results_path.stat().st_size if rundir.results_path.is_file() else -1
     ctx = load_context(rundir.path, policy=policy)  # before the budget: all of it is for measuring
     findings = run_rules(ctx)
-    read_rows = GrowingRows(rundir)
     if size >= 0 and rundir.results_path.stat().st_size == size:  # the rows the analysis read: not again
         read_rows.start_from(ctx.rows, size)
     budget = Budget(budget_s, reserve_s=0.0, clock=launch.clock)

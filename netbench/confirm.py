@@ -351,7 +351,7 @@ def judge(
     klass, class_names = _hop_classes(rows, switches)
     load = _loads(rows, ok, switches)
     names = rows.names
-    bad_code = rows.codes(bad)
+    bad_code = rows.mask_of(bad)
     one_bad = bad_code[rows.a] != bad_code[rows.b]
     is_link = _rows_of(rows, link_keys)
     control = at_top & ~bad_code[rows.a] & ~bad_code[rows.b] & ~is_link

@@ -119,8 +119,8 @@ class PairRows:
         for name in ("round", "nbytes", "busbw", "ok"):
             setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
 
-    def codes(self, hosts: Iterable[str]) -> np.ndarray:
-        """Whether each host code is one of ``hosts`` (a mask over ``names``)."""
+    def mask_of(self, hosts: Iterable[str]) -> np.ndarray:
+        """Whether each of ``names`` is one of ``hosts`` (a mask to index with ``a`` and ``b``)."""
         wanted = set(hosts)
         return np.array([h in wanted for h in self.names], dtype=bool)
 

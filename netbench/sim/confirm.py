@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from netbench.cluster import RetestLaunch, confirm
+from netbench.common.rundir import GrowingRows
 from netbench.confirm import Retested
 from netbench.sim.launcher import MIN_TIMEOUT_S, SimHosts
 from netbench.sim.rails import build_fabric
@@ -43,5 +44,5 @@ def confirm_on_fabric(
     launch = RetestLaunch(request, slots, backend, swept.rundir, hosts.launcher, echo, clock=hosts.clock)
     # start-up as the sweep's launch of every host would have cost it: the estimate the budget weighs
     outcome = replace(swept.outcome, startup_s=hosts.costs.launch_s(len(slots)))
-    done = confirm(launch, outcome, budget_s, policy=None)
+    done = confirm(launch, outcome, budget_s, None, GrowingRows(swept.rundir))
     return done, hosts.clock()
