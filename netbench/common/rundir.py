@@ -300,20 +300,6 @@ class RunDir:
         run_id = read_json_object(path / "run.json").data.get("run_id")
         return cls(path=path, run_id=run_id if isinstance(run_id, str) else path.name)
 
-    @classmethod
-    def claim_prepared(cls, path: str | Path) -> RunDir:
-        """The run directory ``netbench sweep --launcher slurm`` made for its ranks (inventory and
-        switches in it, run.json status ``prepared``); claimed once, so a finished run is never
-        appended to."""
-        path = Path(path)
-        data = read_json_object(path / "run.json").data
-        if data.get("status") != "prepared" or not isinstance(data.get("run_id"), str):
-            raise UsageError(f"{path}: not a run directory prepared for the ranks (status "
-                             f"{str(data.get('status'))[:20]!r})")
-        rundir = cls(path=path, run_id=data["run_id"])
-        rundir.write_run(status="starting")
-        return rundir
-
     # -- files ---------------------------------------------------------------------------------
     @property
     def results_path(self) -> Path:

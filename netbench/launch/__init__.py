@@ -168,6 +168,11 @@ class AgentProcess(Protocol):
 
     def returncode(self) -> int | None: ...
 
+    def end_reason(self) -> str | None:
+        """What the launcher itself said about why the agent ended (srun: the step was cancelled,
+        the node failed; mpirun: the daemon could not start), or None."""
+        ...
+
 
 class Launcher(Protocol):
     name: str

@@ -36,6 +36,9 @@ class SSHAgent:
     def returncode(self) -> int | None:
         return self.proc.returncode
 
+    def end_reason(self) -> str | None:
+        return None  # a lost channel is reported as such (coordinator.ChannelLost)
+
     def stderr_tail(self, lines: int = 5) -> str:
         return "\n".join(self.proc.stderr.strip().splitlines()[-lines:])
 
