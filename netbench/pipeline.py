@@ -121,7 +121,9 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
     if not live:
-        raise UsageError(f"no host could be reached ({len(entries)} tried): nothing to measure")
+        first = records[0]
+        raise UsageError(f"no host could be reached ({len(entries)} tried; {first.host}: {first.status}: "
+                         f"{first.error}): nothing to measure")
     switches = site.switches(entries, echo)
     run_id = new_run_id()
     try:

@@ -102,6 +102,13 @@ their GPUs); 3 no verdict (nothing measured, or the report could not be made); 1
     help="Policy TOML for the report and the re-tests (thresholds, severities), as `netbench report`.",
 )
 @click.option(
+    "--inventory/--no-inventory",
+    default=True,
+    show_default=True,
+    help="Probe every host first (drivers, firmware, NICs, switches' neighbours, port counters before and "
+    "after); unreachable hosts are recorded and left out. --no-inventory starts the ranks at once.",
+)
+@click.option(
     "--procs-per-host",
     type=click.IntRange(1, 1024),
     default=1,

@@ -186,6 +186,17 @@ class Launcher(Protocol):
         ...
 
 
+FORWARDED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "NETBENCH_INJECT", "CUDA_VISIBLE_DEVICES")
+
+
+def forwarded_env() -> dict[str, str]:
+    """The environment every remote agent gets from the user's: NCCL's and gloo's settings (the run
+    records them in env.json), whatever starts it (SSH, mpirun; srun hands on all of it)."""
+    from netbench.collectives.envinfo import relevant_env
+
+    return {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
+
+
 def agent_argv(python: str, slot: HostSlot, store_addr: str, store_port: int) -> list[str]:
     """The command that starts a host's agent (netbench.worker), the same for every launcher."""
     return [

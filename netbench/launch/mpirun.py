@@ -32,7 +32,7 @@ from netbench.collectives.messages import PREFIX
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry, validate_hostname
 from netbench.common.text import terminal_safe
-from netbench.launch import HostSlot, agent_argv
+from netbench.launch import HostSlot, agent_argv, forwarded_env
 from netbench.launch.local import LocalAgent
 
 CONNECT_TIMEOUT_S = 10  # ssh's TCP connect and banner; a node that is off fails in this long
@@ -146,6 +146,8 @@ class MpirunLauncher:
             argv += ["--host", f"{slot.host}:1", "--prefix",
                      os.path.dirname(os.path.dirname(os.path.abspath(self.mpirun))),
                      *self.ssh, *network_args(self.here)]
+            for name in forwarded_env():  # as over SSH: the user's NCCL_*/GLOO_* reach the host
+                argv += ["-x", name]
         entry = self.entries.get(slot.host)
         python = (entry.labels.get("python") if entry else None) or self.python or sys.executable
         return argv + [*agent_argv(python, slot, store_addr, store_port), "--watch-stdin"]
