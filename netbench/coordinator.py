@@ -34,7 +34,7 @@ from netbench.launch import (
     Launcher,
     new_secret,
     open_server,
-    put_text,
+    publish_plan,
     secured,
     without_torch_noise,
 )
@@ -313,7 +313,7 @@ class Coordinator:
             except OSError as exc:
                 raise NetbenchError(f"cannot listen on {bind} for the ranks: {exc.strerror}", 2) from None
             store = secured(raw, secret)
-        put_text(store, "plan", self.plan.json_chunks())
+        publish_plan(store, self.plan)  # every host's part: its agent (or its ranks) fetch that alone
         state: dict[str, Any] = {}
         t_launch = self.clock()
         try:
