@@ -37,6 +37,9 @@ class LinesAgent:
     def returncode(self) -> int | None:
         return 0
 
+    def end_reason(self) -> str | None:
+        return None
+
 
 def make_coordinator() -> tuple[Coordinator, list[dict[str, Any]]]:
     req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=2048))

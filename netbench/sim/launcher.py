@@ -167,6 +167,9 @@ class SimAgent:
     def returncode(self) -> int | None:
         return self._rc
 
+    def end_reason(self) -> str | None:
+        return None  # a simulated host ends as its fabric says, in its own lines
+
 
 class SimLauncher:
     """``netbench.launch.Launcher`` for simulated hosts: see the module docstring."""
