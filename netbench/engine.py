@@ -17,7 +17,7 @@ from netbench import __version__
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
 from netbench.collectives.sizes import format_size
-from netbench.common.rundir import RunDir, utc_now
+from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Coordinator, Outcome
 from netbench.defaults import START_TIMEOUT_S
@@ -52,7 +52,6 @@ class RunSettings:
     """Every agent and rank started within this, or its host is down (``--start-timeout``)."""
 
 
-FOLLOW_UP_PLAN = "confirm-plan.json"
 
 
 def execute(

@@ -39,6 +39,10 @@ ENV_SCHEMA = "netbench.env/1"
 PLAN_SCHEMA = "netbench.plan/1"
 COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
+FOLLOW_UP_PLAN = "confirm-plan.json"
+"""The plan of a later launch of the same run (sweep's re-tests); plan.json stays the run's own."""
+SLURM_TOPOLOGY = "topology.conf"
+"""``scontrol show topology``'s text as Slurm said it; run.json's ``topology`` is the parsed form."""
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
 # any of these makes a directory a run directory, which a new run must not write into
 RUN_FILES = ("run.json", "results.jsonl", "inventory.jsonl", "counters.jsonl", "plan.json", "env.json",

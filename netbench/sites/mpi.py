@@ -22,7 +22,7 @@ class MpiSite(SshSite):
     def launcher(self, hosts: list[str]) -> Launcher:
         from netbench.launch.mpirun import MpirunLauncher, ssh_args
 
-        entries = {e.name: e for e in self.hosts() if e.name in hosts}
+        entries = {e.name: e for e in self.entries if e.name in hosts}
         ssh = ssh_args(self.opts.ssh_config, self.opts.accept_new_host_keys)
         return MpirunLauncher(entries, self.opts.python, here=self.towards(), ssh=ssh)
 
@@ -31,10 +31,10 @@ class MpiSite(SshSite):
         from netbench.launch.ssh import SSHLauncher
 
         try:
-            hosts = {e.name: e for e in self.hosts()}
+            hosts = {e.name: e for e in self.entries}
             return SSHLauncher(hosts, self.ssh, advertise=self.opts.advertise).store_host()[0]
         except OSError as exc:
-            raise UsageError(f"--launcher mpi: cannot find the route to {self.hosts()[0].name}: "
+            raise UsageError(f"--launcher mpi: cannot find the route to {self.entries[0].name}: "
                              f"{exc.strerror or exc}") from None
 
 

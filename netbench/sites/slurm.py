@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
+from netbench.common.rundir import SLURM_TOPOLOGY
 from netbench.common.slurm import Allocation, SlurmError, show_topology
 from netbench.common.text import terminal_safe
 from netbench.inventory.model import NodeInventory
@@ -19,9 +20,6 @@ from netbench.launch import Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import HostCaps
 from netbench.sites.base import Echo, Site, Switches
-
-TOPOLOGY_FILE = "topology.conf"
-"""``scontrol show topology``'s own words, kept beside the run (run.json holds the parsed switches)."""
 
 
 def current_allocation() -> Allocation:
@@ -51,8 +49,8 @@ def allocation_switches(echo: Echo) -> Switches:
     for w in topo.warnings:
         echo(f"# topology warning: {terminal_safe(w, keep_newlines=False)}")
     echo(f"# switches from scontrol show topology: {len(topo.leaves)} leaf switch(es), "
-         f"saved as {TOPOLOGY_FILE}")
-    return Switches(uplinks=topo.uplinks(), saved={TOPOLOGY_FILE: text})
+         f"saved as {SLURM_TOPOLOGY}")
+    return Switches(uplinks=topo.uplinks(), saved={SLURM_TOPOLOGY: text})
 
 
 def tasks_per_node() -> int | None:

@@ -49,13 +49,15 @@ class SshSite:
                                       "accept_new_host_keys", "advertise", "topology", "launcher"})
     one_machine: bool = False
     ssh: SSHOptions = field(init=False)
+    entries: list[HostEntry] = field(init=False)
 
     def __post_init__(self) -> None:
         self.ssh = SSHOptions(ssh_config=self.opts.ssh_config,
                               accept_new_host_keys=self.opts.accept_new_host_keys)
+        self.entries = file_hosts(self.opts)  # read once: bad input fails as the site is chosen
 
     def hosts(self) -> list[HostEntry]:
-        return file_hosts(self.opts)
+        return self.entries
 
     def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
         from netbench.inventory.collect import collect_inventory
@@ -72,7 +74,7 @@ class SshSite:
     def launcher(self, hosts: list[str]) -> Launcher:
         from netbench.launch.ssh import SSHLauncher
 
-        chosen = {e.name: e for e in self.hosts() if e.name in hosts}
+        chosen = {e.name: e for e in self.entries if e.name in hosts}
         return SSHLauncher(chosen, self.ssh, python=self.opts.python, advertise=self.opts.advertise)
 
     def counters(self, phase: str, entries: list[HostEntry], rundir: RunDir) -> None:
