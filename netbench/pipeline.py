@@ -165,7 +165,6 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
     finally:  # an interrupted run keeps what its links did until then
         if counted:
             site.counters("after", counted, rundir)
-    outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rows(), echo)
     findings = None
     if opts.report and outcome.status != "interrupted":
