@@ -44,6 +44,12 @@ class GPU:
     pcie_width_max: int | None = None
     memory_total_mib: int | None = None
     numa_node: int | None = None
+    # NVSwitch fabric registration (HGX/DGX: nvidia-fabricmanager). "Completed"/"Success" is the only
+    # state in which NVLink through the NVSwitches carries traffic; "In Progress", "Not Started" or a
+    # failed status means NCCL falls back to PCIe or fails inside the node. None: no NVSwitch fabric
+    # (nvidia-smi says N/A) or not reported.
+    fabric_state: str | None = None
+    fabric_status: str | None = None
 
 
 @dataclass

@@ -187,3 +187,21 @@ def test_serials_that_mean_nothing_become_none() -> None:
     for fake in ("N/A", "REDACTED", "0000000000000", "[Not Supported]"):
         r = parse_nvidia_smi_xml(xml.replace("<serial>1653724060748</serial>", f"<serial>{fake}</serial>"))
         assert r.gpus[0].serial is None
+
+
+def test_fabric_state_from_xml() -> None:
+    # Every captured <fabric> says N/A (no NVSwitch on these GPUs): no fabric, not a failed one.
+    for rel in ("h200-node/nvidia-smi-q-x.txt",
+                "public/nvidia-smi-q-x/influxdata-telegraf__a100-sxm4-v12.xml",
+                "public/nvidia-smi-q-x/influxdata-telegraf__pro-6000-maxq-blackwell-v13.xml"):
+        text = read_fixture(rel)
+        assert safe_xml(text).find("gpu/fabric/state") is not None, rel  # the element the parser reads
+        assert {(g.fabric_state, g.fabric_status) for g in parse_nvidia_smi_xml(text).gpus} == {(None, None)}
+    # An HGX H100's values as nvidia-smi -q printed them (public/nvidia-smi-q-text, driver 535), put in
+    # the element of the real H200 XML: the state that means NVLink through the NVSwitches works.
+    xml = read_fixture("h200-node/nvidia-smi-q-x.txt").replace(
+        "<fabric>\n\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>",
+        "<fabric>\n\t\t\t<state>Completed</state>\n\t\t\t<status>Success</status>",
+    )
+    (g,) = parse_nvidia_smi_xml(xml).gpus
+    assert (g.fabric_state, g.fabric_status) == ("Completed", "Success")
