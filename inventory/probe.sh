@@ -15,7 +15,8 @@
 #   $3 or NETBENCH_PROBE_ONLY    "counters": only the port counters (the snapshot a run takes
 #                                before and after itself), else everything
 #   NETBENCH_PROBE_TIMEOUT       seconds per tool (default 10); NETBENCH_IB_TIMEOUT for fabric
-#                                discovery (default 20); NETBENCH_PY_TIMEOUT for python (default 60)
+#                                discovery (default 20); NETBENCH_PY_TIMEOUT for python (default 60);
+#                                NETBENCH_NCCL_TIMEOUT for the NCCL init (default 20)
 #   NETBENCH_IB_FULL=1           keep the whole iblinkinfo output instead of this node's lines
 #   NETBENCH_PROBE_NCCL=0        skip the NCCL init on GPU 0 (it holds a CUDA context for seconds)
 #   NETBENCH_IB_SYSFS, NETBENCH_NET_SYSFS   roots of /sys/class/infiniband and /sys/class/net
@@ -26,6 +27,9 @@ ONLY=${3:-${NETBENCH_PROBE_ONLY:-}}
 T=${NETBENCH_PROBE_TIMEOUT:-10}
 IB_T=${NETBENCH_IB_TIMEOUT:-20}
 PY_T=${NETBENCH_PY_TIMEOUT:-60}
+# The NCCL init gets less than python: the whole probe runs under a per-host limit (60 s by default,
+# inventory/collect.py), and a hung init must cost its own section, not the node's record.
+NCCL_T=${NETBENCH_NCCL_TIMEOUT:-20}
 IB_SYS=${NETBENCH_IB_SYSFS:-/sys/class/infiniband}
 NET_SYS=${NETBENCH_NET_SYSFS:-/sys/class/net}
 LC_ALL=C
@@ -286,7 +290,7 @@ nccl_init() { # sections nccl-debug (the log) and nccl-topo (the dump); NETBENCH
         return 0
     fi
     _topo=$(mktemp 2>/dev/null) || _topo=/tmp/netbench-nccl-topo.$$
-    section nccl-debug "$PY_T" "$PY" -c "$NCCL_CODE" "$_topo"
+    section nccl-debug "$NCCL_T" "$PY" -c "$NCCL_CODE" "$_topo"
     if [ -s "$_topo" ]; then
         header nccl-topo 0
         cat "$_topo" </dev/null
