@@ -141,7 +141,7 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         rundir.write_inventory(records)
     rundir.write_run(
         command="sweep", topology=switches.uplinks, host_labels={e.name: e.labels for e in entries},
-        hosts_file=opts.hosts_file,
+        hosts_file=opts.hosts_file, scheduler_job=site.job_id,
     )
     announce(opts, site, planned, rundir, echo)
     settings = RunSettings(

@@ -47,6 +47,8 @@ class Site(Protocol):
     """The SITE_OPTIONS this site honours; the others, given, are refused (``check``)."""
     one_machine: bool
     """The hosts are this machine's ranks alone (no pairs to measure, the world pattern)."""
+    job_id: str | None
+    """The scheduler's job the run is part of (run.json's ``scheduler_job``), or None."""
 
     def hosts(self) -> list[HostEntry]:
         """The hosts in order (the ring's order), validated."""

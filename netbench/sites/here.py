@@ -23,6 +23,7 @@ class HereSite:
     name: str = "local"
     uses: frozenset[str] = frozenset({"procs", "launcher"})
     one_machine: bool = True
+    job_id: str | None = None
 
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=os.uname().nodename, slots=self.opts.procs or default_procs())]

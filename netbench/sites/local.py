@@ -22,6 +22,7 @@ class LocalHostsSite:
     name: str = "local"
     uses: frozenset[str] = frozenset({"hosts_file", "procs_per_host", "python", "topology", "launcher"})
     one_machine: bool = False
+    job_id: str | None = None
 
     def hosts(self) -> list[HostEntry]:
         return file_hosts(self.opts)

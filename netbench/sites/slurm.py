@@ -65,11 +65,13 @@ class SlurmSite:
     name: str = "slurm"
     uses: frozenset[str] = frozenset({"procs_per_host", "python", "topology", "advertise", "launcher"})
     one_machine: bool = False
+    job_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.opts.hosts_file:
             raise UsageError("--launcher slurm takes its hosts from the allocation: leave out --hosts")
         self.alloc = current_allocation()
+        self.job_id = self.alloc.job_id
 
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=n, slots=tasks_per_node()) for n in self.alloc.nodes]

@@ -48,6 +48,7 @@ class SshSite:
     uses: frozenset[str] = frozenset({"hosts_file", "procs_per_host", "python", "ssh_config",
                                       "accept_new_host_keys", "advertise", "topology", "launcher"})
     one_machine: bool = False
+    job_id: str | None = None
     ssh: SSHOptions = field(init=False)
     entries: list[HostEntry] = field(init=False)
 
