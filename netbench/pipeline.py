@@ -32,6 +32,7 @@ from netbench.common.hosts import HostEntry
 from netbench.common.rundir import GrowingRows, RunDir, new_run_id
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
+from netbench.defaults import START_TIMEOUT_S
 from netbench.engine import RunSettings, execute, exit_status, finish_report
 from netbench.inventory.model import NodeInventory
 from netbench.launch import HostSlot, Launcher
@@ -188,7 +189,7 @@ class RetestLaunch:
     progress: Progress | None = None
     clock: Callable[[], float] = time.monotonic
     """The hosts' time, which the budget and the phase times are read from (a fabric's own)."""
-    start_timeout_s: float = 120.0
+    start_timeout_s: float = START_TIMEOUT_S
     """How long the re-test launch's agents may take to start (``--start-timeout``)."""
 
     def __call__(self, phases: PhaseList, gate: PhaseGate) -> Outcome:

@@ -54,8 +54,9 @@ class Site(Protocol):
         """The hosts in order (the ring's order), validated."""
         ...
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
-        """One record per host (unreachable hosts included, with why); [] where the site takes none."""
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+        """One record per host (unreachable hosts included, with why), each probe within
+        ``timeout_s``; [] where the site takes none."""
         ...
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches: ...

@@ -27,7 +27,7 @@ class LocalHostsSite:
     def hosts(self) -> list[HostEntry]:
         return file_hosts(self.opts)
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         return []
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:

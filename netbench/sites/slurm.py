@@ -76,13 +76,12 @@ class SlurmSite:
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=n, slots=tasks_per_node()) for n in self.alloc.nodes]
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.slurm_step import collect_inventory_srun
 
         # the probe asks the python the ranks will run (srun starts them with this one)
         python = self.opts.python or sys.executable
-        return collect_inventory_srun([e.name for e in entries], python,
-                                      timeout_s=max(self.opts.timeout_s, 30.0))
+        return collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout_s)
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         if self.opts.topology:  # --topology wins, as over SSH

@@ -60,11 +60,11 @@ class SshSite:
     def hosts(self) -> list[HostEntry]:
         return self.entries
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.collect import collect_inventory
 
         return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
-                                 python=self.opts.python)
+                                 probe_timeout=timeout_s, python=self.opts.python)
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         return file_switches(entries, self.opts.topology, echo)
