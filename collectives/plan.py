@@ -1,6 +1,7 @@
 """What the ranks are asked to do: a plan of phases, each a set of groups that run at once.
 
-The coordinator builds a ``WorkerPlan`` and hands it to every rank through the rendezvous store;
+The planner builds a ``WorkerPlan``; the coordinator hands each host its part of it through the
+rendezvous store (``WorkerPlan.parts``: every phase, and only the groups that hold the host's ranks);
 ranks only execute it. A phase is a world sweep, one round of pairwise tests, or the intra-node
 groups; its groups run concurrently and the coordinator releases the next phase only when the
 current one has finished (or timed out), so "the pairs of a round run at the same time" holds.
