@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, overload
@@ -383,7 +383,8 @@ class PlanParts:
 
     common: str
     hosts: list[str]
-    _own: Any = field(repr=False)  # () -> Iterator[str], each host's part in ``hosts`` order
+    _own: Callable[[], Iterator[str]] = field(repr=False)
+    """Each host's part in ``hosts`` order, made as read: 4,096 parts at once would be ~0.2 GB."""
 
     def own(self) -> Iterator[tuple[str, str]]:
         """(host, its part) for every host of the plan, made one at a time."""
