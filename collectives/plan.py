@@ -287,7 +287,8 @@ class WorkerPlan:
 # row. ``WorkerPlan.parts`` splits it: a ``common`` text every host reads (the plan's fields, the
 # distinct specs, the phases, the host table) and per host the groups that hold it. A pairwise round
 # (``PairGroups``) costs a host one number, its partner's position in the host table, so a host's
-# part of a 4,096-host sweep is ~30 KB where its 4,095 pair groups as GroupSpec JSON were ~1 MB.
+# own part of a 4,096-host sweep is ~50 KB (and 0.24 MB every host reads) where its 4,095 pair groups
+# as GroupSpec JSON were ~1 MB (benchmarks/README.md, "The plan in the store").
 # ``WorkerPlan.from_parts`` reads them back: one host's part gives that host's plan; every host's
 # parts give the whole plan's groups (the simulator plays every rank).
 PARTS_SCHEMA = 1
@@ -300,7 +301,7 @@ _COMPACT = (",", ":")
 
 def _runs(values: Sequence[int]) -> list[int]:
     """``values`` as [start, count, start, count, ...], one pair per run of consecutive integers:
-    a ring of 4,096 hosts is [0, 4096], a host's 8 ranks [8k, 8]."""
+    the hosts of a ring of 4,096 hosts are [0, 4096]."""
     out: list[int] = []
     for v in values:
         if out and out[-2] + out[-1] == v:
