@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from netbench.sites.base import Site
 
 EXIT_COULD_NOT_RUN = 3
-PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
 MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
 
 

@@ -21,10 +21,10 @@ from netbench.confirm import (
     retest_suspects,
     unusable_hosts,
 )
+from netbench.defaults import PREFLIGHT_PAIR_SIZES
 from netbench.preflight.judging import drain_and_check, quick_rounds
 from netbench.preflight.options import (
     MIN_QUICK_PASS_S,
-    PAIR_SIZES,
     PreflightError,
     PreflightOptions,
     PreflightResult,
@@ -134,7 +134,7 @@ def make_setup(
     gpus = {c.host: c.gpus for c in caps}
     try:
         backend = choose_backend(opts.backend, caps)
-        sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
+        sizes = sorted(opts.pair_sizes or PREFLIGHT_PAIR_SIZES[backend])
         measure = SweepOptions(
             collectives=[opts.collective],
             iters=opts.iters,
