@@ -10,6 +10,7 @@ import click
 from netbench.commands._options import measurement_options, pair_options
 from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
 from netbench.params import DURATION
+from netbench.sites import SITES
 
 if TYPE_CHECKING:
     from netbench.options import ClusterOptions
@@ -128,7 +129,7 @@ their GPUs); 3 no verdict (nothing measured, or the report could not be made); 1
 )
 @click.option(
     "--launcher",
-    type=click.Choice(["ssh", "local", "mpi", "slurm"]),
+    type=click.Choice(list(SITES)),
     default=None,
     help="Where the ranks start; every launcher runs the same sweep, re-tests and report "
     "(docs/architecture.md, sites). Default: slurm inside a Slurm allocation of several nodes when "
