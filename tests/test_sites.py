@@ -168,7 +168,9 @@ def test_one_scenario_gives_the_same_verdict_over_ssh_mpirun_and_slurm(slurm_poo
     for site, run in runs.items():
         assert RUN_FIELDS <= set(run), (site, sorted(RUN_FIELDS - set(run)))
         assert run["launcher"] == site and run["status"] == "completed" and run["hosts"] == HOSTS
-        assert run["confirm"]["launches"] >= 1  # the suspects re-tested on every site
+        assert run["confirm"]["launches"], site  # the suspects re-tested on every site
+        suspects = [launch["suspects"] for launch in run["confirm"]["launches"]]
+        assert suspects == [launch["suspects"] for launch in runs["ssh"]["confirm"]["launches"]], site
     assert len({json.dumps(run["topology"], sort_keys=True) for run in runs.values()}) == 1
 
 
