@@ -197,3 +197,18 @@ def test_one_machine_sites_give_the_same_verdict_on_wrong_results(tmp_path: Path
         assert codes[site] == 2, codes
         run = _run_json(out)
         assert run["launcher"] == site and run["status"] == "completed" and run["command"] == "sweep"
+
+
+def test_the_simulator_judges_with_the_same_analysis_and_exit_status(tmp_path: Path) -> None:
+    """The simulator is the analysis' site: its fabric's rows go through the same report, re-test
+    step and exit status, and its run.json has the fields every site writes. The same fault as the
+    scenario above (a node at 0.4x on one leaf of five) gives the same finding and status."""
+    out = tmp_path / "sim"
+    r = subprocess.run([sys.executable, "-m", "netbench", "simulate", "--nodes", "5", "--leaves", "1",
+                        "--fault", "node:node0003=0.4", "--seed", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]  # as over SSH, mpirun and Slurm
+    assert _found(out) == {("slow_node", "node0003")}
+    run = _run_json(out)
+    assert RUN_FIELDS <= set(run), sorted(RUN_FIELDS - set(run))
+    assert run["command"] == "simulate" and run["status"] == "completed" and run["confirm"]["launches"]
