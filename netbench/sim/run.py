@@ -338,7 +338,8 @@ def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
     if isinstance(groups, PairGroups):
         hosts, ids = groups.json_hosts_and_ids()
         return {
-            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids), "rail": None,
+            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids),
+            "rail": None,
             **{name: None if isinstance(text, str) else Texts([text])  # a str: "null" for every group
                for name, text in zip(("load", "hop_class"), groups.json_load_and_hop_class(), strict=True)},
         }
