@@ -26,6 +26,7 @@ from netbench.collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
 from netbench.collectives.ops import get_collective
 
 from netbench.common.jsontext import join, number_texts, strings, text_of
+from netbench.common.topology import tier_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,6 +89,9 @@ class GroupSpec:
     """A pair's load: the most pairs of its round through one uplink on its path (0 within a leaf;
     ``common.topology.round_load``, the count the pair model compares pairs under). None: the
     topology does not place both hosts, or not a pair."""
+    hop_class: str | None = None
+    """A pair's hop class (``common.topology.hop_class``: leaf, spine, core, tier-N), worked out by
+    the planner from the switches it scheduled and counted ``load`` with. None where ``load`` is."""
 
 
 def pair_group_id(a: str, b: str) -> str:
@@ -133,6 +137,10 @@ class PairGroups(Sequence[GroupSpec]):
     """(pairs, 2): the positions of each pair's hosts in ``table``."""
     load: np.ndarray | None = None
     """Per pair: its load (``GroupSpec.load``), -1 where it is None; None: None for every pair."""
+    tier: np.ndarray | None = None
+    """Per pair: its hop class as a tier (``GroupSpec.hop_class``; ``common.topology.tier_name``: 1
+    leaf, 2 spine, ...), -1 where it is None; None: None for every pair. A number, not a name: 8M
+    pairs at 4,096 nodes."""
 
     def __len__(self) -> int:
         return len(self.index)
@@ -146,17 +154,21 @@ class PairGroups(Sequence[GroupSpec]):
     def __getitem__(self, i: int | slice | np.ndarray) -> GroupSpec | PairGroups:
         if isinstance(i, slice | np.ndarray):  # a slice, or a mask or positions of the groups to keep
             load = self.load[i] if self.load is not None else None
-            return PairGroups(self.round, self.table, self.index[i], load)
+            tier = self.tier[i] if self.tier is not None else None
+            return PairGroups(self.round, self.table, self.index[i], load, tier)
         a, b = self.index[i].tolist()
         load = int(self.load[i]) if self.load is not None and self.load[i] >= 0 else None
-        return self._group(a, b, load)
+        tier = int(self.tier[i]) if self.tier is not None else -1
+        return self._group(a, b, load, tier_name(tier) if tier >= 1 else None)
 
     def __iter__(self) -> Iterator[GroupSpec]:
-        loads = self.load.tolist() if self.load is not None else [-1] * len(self.index)
-        for (a, b), load in zip(self.index.tolist(), loads, strict=True):
-            yield self._group(a, b, load if load >= 0 else None)
+        none = [-1] * len(self.index)
+        loads = self.load.tolist() if self.load is not None else none
+        tiers = self.tier.tolist() if self.tier is not None else none
+        for (a, b), load, tier in zip(self.index.tolist(), loads, tiers, strict=True):
+            yield self._group(a, b, load if load >= 0 else None, tier_name(tier) if tier >= 1 else None)
 
-    def _group(self, a: int, b: int, load: int | None) -> GroupSpec:
+    def _group(self, a: int, b: int, load: int | None, hop_class: str | None) -> GroupSpec:
         t = self.table
         return GroupSpec(
             id=pair_group_id(t.hosts[a], t.hosts[b]),
@@ -165,6 +177,7 @@ class PairGroups(Sequence[GroupSpec]):
             hosts=[t.hosts[a], t.hosts[b]],
             round=self.round,
             load=load,
+            hop_class=hop_class,
         )
 
     def json_hosts_and_ids(self) -> tuple[list[str | pa.Array], list[str | pa.Array]]:
@@ -175,6 +188,21 @@ class PairGroups(Sequence[GroupSpec]):
         lo, hi = np.where(first, a, b), np.where(first, b, a)
         hosts = ["[", quoted.take(a), ", ", quoted.take(b), "]"]
         return hosts, ['"pair:', inner.take(lo), "|", inner.take(hi), '"']
+
+    def json_load_and_hop_class(self) -> tuple[str | pa.Array, str | pa.Array]:
+        """Each group's ``load`` and ``hop_class`` as JSON text ("null" where None; one "null" for
+        every group when the round has none)."""
+        load: str | pa.Array = "null"
+        if self.load is not None:
+            load = number_texts(self.load)
+            if (self.load < 0).any():
+                load = _none_where(load, self.load < 0)
+        hop: str | pa.Array = "null"
+        if self.tier is not None and len(self):  # a tier's name by its number, "null" for -1 (and 0)
+            top = int(self.tier.max())
+            names = ["null", *(json.dumps(tier_name(t)) if t >= 1 else "null" for t in range(top + 1))]
+            hop = strings(names).take(np.maximum(self.tier.astype(np.int64) + 1, 0))
+        return load, hop
 
     def json_text(self) -> str:
         """The groups as ``json.dumps(dataclasses.asdict(group))`` writes each (keys, order, spacing),
@@ -188,15 +216,11 @@ class PairGroups(Sequence[GroupSpec]):
         if not has.all():
             between = strings(["", ", "]).take((has[a] & has[b]).astype(np.int8))
         hosts, ids = self.json_hosts_and_ids()
-        load: str | pa.Array = "null"
-        if self.load is not None:
-            load = number_texts(self.load)
-            if (self.load < 0).any():
-                load = _none_where(load, self.load < 0)
+        load, hop = self.json_load_and_hop_class()
         lines = join(
             ['{"id": ', *ids, ', "pattern": "pair", "ranks": [', ranks.take(a), between, ranks.take(b),
              '], "hosts": ', *hosts, f', "round": {json.dumps(self.round)}, "rail": null, "load": ', load,
-             "},\n"],
+             ', "hop_class": ', hop, "},\n"],
             len(self),
         )
         return text_of(lines)[:-2].decode()
@@ -364,7 +388,7 @@ def _group_text(g: GroupSpec, pos: Mapping[str, int], table: _HostTable) -> str:
     d: dict[str, Any] = {"id": g.id, "pattern": g.pattern, "hosts": _runs([pos[h] for h in g.hosts])}
     if g.ranks != _derived_ranks([pos[h] for h in g.hosts], g.rail, table.ranks):
         d["ranks"] = g.ranks
-    for key in ("round", "rail", "load"):
+    for key in ("round", "rail", "load", "hop_class"):
         if getattr(g, key) is not None:
             d[key] = getattr(g, key)
     return json.dumps(d, separators=_COMPACT)
@@ -398,7 +422,8 @@ def _plan_parts(plan: WorkerPlan) -> PlanParts:
     host_of_rank = {r: p for p, rs in enumerate(table.ranks) for r in rs}
     specs: dict[str, int] = {}
     phase_spec: list[int] = []
-    pair_phases: list[tuple[int, int, np.ndarray, np.ndarray | None]] = []  # (phase, round, index, load)
+    # (phase, round, index, load, tier)
+    pair_phases: list[tuple[int, int, np.ndarray, np.ndarray | None, np.ndarray | None]] = []
     generic: list[list[str]] = [[] for _ in table.hosts]  # per host: its groups' texts
     mapped: dict[int, np.ndarray | None] = {}  # id(PairHosts) -> its positions here, None: ranks differ
     for k, phase in enumerate(plan.phases):
@@ -407,7 +432,7 @@ def _plan_parts(plan: WorkerPlan) -> PlanParts:
         index = _pair_index(phase.groups, pos, table, mapped)
         if index is not None:
             assert isinstance(phase.groups, PairGroups)
-            pair_phases.append((k, phase.groups.round, index, phase.groups.load))
+            pair_phases.append((k, phase.groups.round, index, phase.groups.load, phase.groups.tier))
             continue
         for g in phase.groups:
             text = f"[{k},{_group_text(g, pos, table)}]"
@@ -428,16 +453,21 @@ def _plan_parts(plan: WorkerPlan) -> PlanParts:
         },
         separators=_COMPACT,
     )
-    # every host's partner (and its pair's load) in each pairwise round: hosts x rounds, a round at once
+    # every host's partner (and its pair's load and hop tier) in each pairwise round: hosts x rounds,
+    # a round at once
     n = len(table.hosts)
     partner = np.full((n, len(pair_phases)), NO_PARTNER, dtype=np.int32)
     load = np.full((n, len(pair_phases)), -1, dtype=np.int32)
-    for j, (_, _, index, pair_load) in enumerate(pair_phases):
+    tier = np.full((n, len(pair_phases)), -1, dtype=np.int32)
+    for j, (_, _, index, pair_load, pair_tier) in enumerate(pair_phases):
         a, b = index[:, 0], index[:, 1]
         partner[a, j], partner[b, j] = b, -2 - a
         if pair_load is not None:
             load[a, j] = load[b, j] = pair_load
-    any_load = any(pl is not None for *_, pl in pair_phases)
+        if pair_tier is not None:
+            tier[a, j] = tier[b, j] = pair_tier
+    any_load = any(pl is not None for *_, pl, _ in pair_phases)
+    any_tier = any(pt is not None for *_, pt in pair_phases)
     rail_ifaces = plan.rail_ifaces
 
     def own() -> Iterator[str]:
@@ -447,6 +477,7 @@ def _plan_parts(plan: WorkerPlan) -> PlanParts:
                 f'{{"schema":{PARTS_SCHEMA},"host":{json.dumps(host)},"position":{p},'
                 f'"partners":[{",".join(map(str, partner[p].tolist()))}],'
                 f'"loads":{"[" + ",".join(map(str, load[p].tolist())) + "]" if any_load else "null"},'
+                f'"tiers":{"[" + ",".join(map(str, tier[p].tolist())) + "]" if any_tier else "null"},'
                 f'"groups":[{",".join(generic[p])}],'
                 f'"rail_ifaces":{json.dumps(ifaces, separators=_COMPACT) if any(ifaces) else "null"}}}'
             )
@@ -494,7 +525,7 @@ def _plan_from_parts(common: str, parts: Iterable[str]) -> WorkerPlan:
     pair_of = {k: j for j, k in enumerate(c["pair_phases"]["phase"])}
     pair_rounds: list[int] = c["pair_phases"]["round"]
     generic: list[dict[str, GroupSpec]] = [{} for _ in phases_in["index"]]
-    # (pairwise phase j, a, b, load): each pair from its first host's part, or from its second host's
+    # (pairwise phase j, a, b, load, tier): each pair from its first host's part, or from its second host's
     # when the first one's part was not read (a rank reads its own host's part only)
     first_rows: list[np.ndarray] = []
     second_rows: list[np.ndarray] = []
@@ -507,11 +538,13 @@ def _plan_from_parts(common: str, parts: Iterable[str]) -> WorkerPlan:
         read.add(me)
         code = np.asarray(part["partners"], dtype=np.int64).reshape(-1)
         load = np.asarray(part["loads"] if part["loads"] is not None else [-1] * len(code), dtype=np.int64)
+        tiers = part.get("tiers")  # absent from a part an older netbench made
+        tier = np.asarray(tiers if tiers is not None else [-1] * len(code), dtype=np.int64)
         j = np.flatnonzero(code != NO_PARTNER)
         first = code[j] >= 0
         other = np.where(first, code[j], -2 - code[j])
         a, b = np.where(first, me, other), np.where(first, other, me)
-        rows = np.stack([j, a, b, load[j]], axis=1)
+        rows = np.stack([j, a, b, load[j], tier[j]], axis=1)
         first_rows.append(rows[first])
         second_rows.append(rows[~first])
         for k, g in part["groups"]:
@@ -519,7 +552,7 @@ def _plan_from_parts(common: str, parts: Iterable[str]) -> WorkerPlan:
                 generic[k][g["id"]] = _group_of(g, hosts, ranks)
         for r, iface in zip(ranks[me], part["rail_ifaces"] or [], strict=False):
             rail_ifaces[r] = iface
-    none = np.zeros((0, 4), dtype=np.int64)
+    none = np.zeros((0, 5), dtype=np.int64)
     seconds = np.concatenate([none, *second_rows])
     unread = ~np.isin(seconds[:, 1], np.fromiter(read, dtype=np.int64, count=len(read)))
     rows = np.concatenate([none, *first_rows, seconds[unread]])
@@ -533,7 +566,8 @@ def _plan_from_parts(common: str, parts: Iterable[str]) -> WorkerPlan:
             j = pair_of[k]
             mine = rows[bounds[j] : bounds[j + 1]]
             loads = mine[:, 3] if (mine[:, 3] >= 0).any() else None
-            groups = PairGroups(pair_rounds[j], table, mine[:, 1:3].copy(), loads)
+            tiers = mine[:, 4].astype(np.int8) if (mine[:, 4] >= 0).any() else None
+            groups = PairGroups(pair_rounds[j], table, mine[:, 1:3].copy(), loads, tiers)
         phases.append(Phase(index=index, name=name, groups=groups, spec=specs[spec]))
     fields = {f.name for f in dataclasses.fields(WorkerPlan)} - {"phases", "rank_hosts", "rail_ifaces"}
     return WorkerPlan(
@@ -559,4 +593,5 @@ def _group_of(g: dict[str, Any], hosts: list[str], ranks: list[list[int]]) -> Gr
         round=g.get("round"),
         rail=g.get("rail"),
         load=g.get("load"),
+        hop_class=g.get("hop_class"),
     )

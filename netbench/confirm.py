@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from netbench.common.pairrows import MetPairs, PairRows
-from netbench.common.topology import LEAF, RoundLoad, hop_class
+from netbench.common.topology import LEAF, hop_class
 from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, RetestEvidence, intermittent_p_value
 
 Pair = tuple[str, str]
@@ -348,8 +348,8 @@ def judge(
         return {k: replace(rt, reason="no re-test was measured") for k, rt in out.items()}
     top = rows.nbytes[esc].max()
     at_top = ok & (rows.nbytes == top)
-    klass, class_names = _hop_classes(rows, switches)
-    load = _loads(rows, ok, switches)
+    # each row's hop class and load as its plan recorded them (worked out only for rows without)
+    load, klass, class_names = rows.facts(switches, ok)
     names = rows.names
     bad_code = rows.mask_of(bad)
     one_bad = bad_code[rows.a] != bad_code[rows.b]
@@ -365,14 +365,12 @@ def judge(
                 return medians[key]
         return None
 
-    classes: dict[tuple[Any, Any], str] = {}
+    seen: dict[Pair, str] = {}  # (suspect, partner): the hop class their rows carry
 
-    def klass_of(a: str, b: str) -> str:
-        """``hop_class``, which hangs on the two hosts' switches only (one look-up a pair of them)."""
-        key = (switches.get(a), switches.get(b))
-        if key not in classes:
-            classes[key] = hop_class(a, b, switches)
-        return classes[key]
+    def klass_of(s: str, g: str) -> str:
+        """The hop class of a suspect's pair with a partner: its rows', else (a partner of an
+        earlier slow link without a row here) from the switches."""
+        return seen.get((s, g)) or hop_class(s, g, switches)
 
     node_ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     link_ratios: dict[str, list[float]] = defaultdict(list)
@@ -387,6 +385,7 @@ def judge(
         elif one_bad[i]:
             s, g = (a, b) if a in bad else (b, a)
             node_ratios[s][g].append(ratio)
+            seen[(s, g)] = class_names[klass[i]]
     before: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for i in np.flatnonzero(at_top & one_bad & (when == BEFORE)).tolist():
         # the suspects' earlier pairs (quick pass, earlier re-runs) against their references, but
@@ -394,6 +393,7 @@ def judge(
         base = ref(i)
         a, b = names[rows.a[i]], names[rows.b[i]]
         s, g = (a, b) if a in bad else (b, a)
+        seen.setdefault((s, g), class_names[klass[i]])
         if base and not (excused and excused(s, g)):
             before[s][g].append(float(rows.busbw[i]) / base)
     for s in suspects:
@@ -457,42 +457,6 @@ BEFORE, AFTER = -2, -3
 """A reference's phase (``judge``) for rows measured before the re-test's rounds, and after them."""
 ANY_LOAD = -1
 """A reference of a phase and class whatever the load."""
-
-
-def _hop_classes(rows: PairRows, switches: Mapping[str, str]) -> tuple[np.ndarray, list[str]]:
-    """Each row's hop class as a code into the names returned (one ``hop_class`` per pair of switches)."""
-    sw = {s: i for i, s in enumerate(sorted({str(v) for v in switches.values()}), start=1)}
-    # 0: a host the topology does not place
-    host_sw = np.array([sw[str(switches[h])] if h in switches else 0 for h in rows.names] or [0])
-    key = host_sw[rows.a] * (len(sw) + 1) + host_sw[rows.b]
-    keys, inverse = np.unique(key, return_inverse=True)
-    first = np.zeros(len(keys), dtype=np.int64)
-    first[inverse[::-1]] = np.arange(len(key))[::-1]  # a row of each switch pair
-    names: dict[str, int] = {}
-    codes = np.array(
-        [names.setdefault(hop_class(rows.names[rows.a[i]], rows.names[rows.b[i]], switches), len(names))
-         for i in first.tolist()],
-        dtype=np.int64,
-    )
-    return (codes[inverse] if len(keys) else np.zeros(0, dtype=np.int64)), list(names)
-
-
-def _loads(rows: PairRows, ok: np.ndarray, switches: Mapping[str, str]) -> np.ndarray:
-    """Each usable row's load in its round (``common.topology.round_load`` of the distinct pairs of
-    the round's usable rows), 0 for the others."""
-    out = np.zeros(len(rows), dtype=np.int64)
-    idx = np.flatnonzero(ok)
-    if not len(idx):
-        return out
-    counter = RoundLoad(switches)
-    leaves = counter.leaves(rows.names)
-    idx = idx[np.argsort(rows.round[idx], kind="stable")]
-    bounds = np.flatnonzero(np.diff(rows.round[idx])) + 1
-    n = len(rows.names)
-    for part in np.split(idx, bounds):
-        keys, inverse = np.unique(rows.a[part] * n + rows.b[part], return_inverse=True)
-        out[part] = counter.indexed(leaves, np.stack([keys // n, keys % n], axis=1))[inverse]
-    return out
 
 
 def _rows_of(rows: PairRows, pairs: set[frozenset]) -> np.ndarray:

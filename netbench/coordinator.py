@@ -204,6 +204,7 @@ class Coordinator:
             if wrong:
                 self._reject(host, wrong)
                 return
+            self._record_plan_facts(msg["phase"], row)
             self.on_row(row)
             self.outcome.rows += 1
             self.done_points += 1
@@ -278,6 +279,14 @@ class Coordinator:
         if row["collective"] not in phase.spec.collectives:
             return f"row for {row['collective']}, which {phase.name} does not measure"
         return None
+
+    def _record_plan_facts(self, phase_index: int, row: dict[str, Any]) -> None:
+        """The row's pair facts as the plan recorded them (``GroupSpec.load`` and ``hop_class``).
+        Written here, by the one process that stores rows, rather than by the rank: the coordinator
+        holds the whole plan and has just looked the row's group up, a rank's word on them would
+        need checking anyway, and the failed rows it writes itself get the same."""
+        group = self._groups_of(self.plan.phases[phase_index])[row["group"]]
+        row["load"], row["hop_class"] = group.load, group.hop_class
 
     def _check_caps(self, host: str, hello: dict[str, Any]) -> None:
         """A rank that cannot use the plan's device says so in its hello (its capabilities): that is
@@ -520,6 +529,8 @@ class Coordinator:
                 group=g.id,
                 dtype=phase.spec.dtype,
                 rail=g.rail,
+                load=g.load,
+                hop_class=g.hop_class,
             )
             row.ts = time.time()
             self.on_row(row.to_dict())

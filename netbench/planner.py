@@ -367,16 +367,22 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             )
             table = PairHosts(hosts, [ranks_of[h] for h in hosts])
             pos = {h: i for i, h in enumerate(hosts)}
+            # a pair's load and hop class, worked out here once from the switches that scheduled
+            # the rounds and recorded in the plan (and by the coordinator in every row of the
+            # pair): the analysis reads them, never works them out again (None unless the
+            # topology places both hosts)
             loads = RoundLoad(req.switches) if req.switches else None
-            if loads is not None:  # a pair's load is None unless the topology places both hosts
+            if loads is not None:
                 leaves = loads.leaves(hosts)
                 placed = np.array([leaf_of(h, loads.uplinks) is not None for h in hosts])
             for rnd in rounds:
                 index = _positions(rnd.pairs, hosts, pos)
-                load = None
+                load = tier = None
                 if loads is not None:
-                    load = np.where(placed[index].all(axis=1), loads.indexed(leaves, index), -1)
-                add(rnd.name, PairGroups(rnd.number, table, index, load), pspec)
+                    both = placed[index].all(axis=1)
+                    load = np.where(both, loads.indexed(leaves, index), -1)
+                    tier = np.where(both, loads.tiers(leaves, index), -1).astype(np.int8)
+                add(rnd.name, PairGroups(rnd.number, table, index, load, tier), pspec)
         elif pattern == "rail":
             # nccl-tests' split mode: rank k of one node with rank k of the other, every rail of the
             # pair at once, so each NIC and cable carries its own rail's traffic and nothing else

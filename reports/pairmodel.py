@@ -6,7 +6,10 @@ Large-message busbw of every measured pair is fitted robustly, separately within
     log bw_ij = c_cell(ij) + a_i^K + a_j^K + e_ij
 
 where the *cell* is the pair's hop class and its load: the most pairs of the same round that crossed
-one uplink on its path (rows' ``round`` and the topology; 0 within a leaf). Why cells: the pairs of
+one uplink on its path (0 within a leaf). Both are facts of the plan, recorded in the pair's rows
+(``load``, ``hop_class``: the planner worked them out from the switches it scheduled with); only rows
+without them (older runs, imported logs) have them worked out here, by ``common.pairrows.pair_facts``
+from the rows' ``round`` and the topology. Why cells: the pairs of
 a round run at once and share uplinks, so two cross-leaf pairs can differ 2-3x because of their
 round, not their hardware; a pair is compared only with pairs measured under the same load (cells
 too small to have a median are pooled with the next load up). Why node effects per class: capped
@@ -22,7 +25,7 @@ nanmedian over rows is what makes the fit take about a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,7 +33,7 @@ import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
 
 from netbench.common.naming import natural_key
-from netbench.common.topology import LEAF, UNKNOWN, crossed_uplinks, hop_class, switch_path
+from netbench.common.pairrows import NO_ROUND, NOT_RECORDED, codes_of, pair_facts
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -43,8 +46,8 @@ class PairModel:
     hosts: list[str]  # matrix order
     bw: np.ndarray  # (n_sizes, N, N) median busbw GB/s per pair and size, NaN if not measured
     y: np.ndarray  # (N, N) log busbw relative to the size's median, combined over sizes
-    classes: list[str]  # the hop classes present among the hosts (netbench.common.topology)
-    cls: np.ndarray  # (N, N) index into classes
+    classes: list[str]  # the hop classes of the measured pairs (netbench.common.topology)
+    cls: np.ndarray  # (N, N) index into classes, -1 where not measured
     class_level: dict[str, float]  # c per class (log)
     node_effect: np.ndarray  # a_i (log), 0 for nodes not judged
     judged: np.ndarray  # bool: node had enough partners to estimate a_i
@@ -58,6 +61,7 @@ class PairModel:
     class_partners: np.ndarray | None = None  # (n_classes, N) measured partners in class K
     rounds: np.ndarray | None = None  # (N, N) the round a pair was measured in, -1 unknown
     load: np.ndarray | None = None  # (N, N) most pairs of its round through one uplink on its path
+    # (as its first row records it), 0 where not measured
     cell: np.ndarray | None = None  # (N, N) the pair's comparison cell (class x load), -1 none
     cell_median_bw: list[float | None] = field(default_factory=list)  # largest size, per cell
     cell_pairs: list[int] = field(default_factory=list)
@@ -102,7 +106,7 @@ def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
 
 @dataclass(frozen=True, eq=False)
 class _Matrices:
-    """What a fit starts from, built from the rows: the pairs' busbw, y, rounds and hop classes."""
+    """What a fit starts from, built from the rows: the pairs' busbw, y, rounds, hop classes and loads."""
 
     collective: str
     sizes: list[int]
@@ -112,11 +116,12 @@ class _Matrices:
     rounds: np.ndarray
     classes: list[str]
     cls: np.ndarray
+    load: np.ndarray
 
     @classmethod
     def of(cls, m: PairModel) -> _Matrices:
-        assert m.rounds is not None
-        return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls)
+        assert m.rounds is not None and m.load is not None
+        return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls, m.load)
 
 
 def _matrices(ctx: AnalysisContext) -> _Matrices | None:
@@ -155,8 +160,10 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     del distinct
     ks = np.searchsorted(sizes, nbytes[keep])  # the size's index (every size kept is in ``sizes``)
     bwv = bus[keep]
-    rounds = _round_matrix(rows["round"].to_numpy(dtype=float, na_value=np.nan)[keep], ia, ib, n)
-    del bus, nbytes, keep  # a number per row of the run: gone before the N x N work starts
+    rnd = rows["round"].to_numpy(dtype=float, na_value=np.nan)[keep]
+    rounds = _round_matrix(rnd, ia, ib, n)
+    load, classes, cls = _fact_matrices(ctx, np.flatnonzero(keep), hosts, ia, ib, rnd)
+    del bus, nbytes, keep, rnd  # a number per row of the run: gone before the N x N work starts
 
     # median over repeats of the same pair and size (rounds re-run, or both directions listed)
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
@@ -196,8 +203,7 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
         per_pair = rel.reshape(len(sizes), -1).T
         y = np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
 
-    classes, cls = _class_matrix(hosts, ctx.switches)
-    return _Matrices(coll, sizes, hosts, bw, y, rounds, classes, cls)
+    return _Matrices(coll, sizes, hosts, bw, y, rounds, classes, cls, load)
 
 
 def fit_pair_model(
@@ -215,8 +221,8 @@ def fit_pair_model(
     mx = _Matrices.of(like) if like is not None else _matrices(ctx)
     if mx is None:
         return None
-    coll, sizes, hosts, bw, y, rounds, classes, cls = (
-        mx.collective, mx.sizes, mx.hosts, mx.bw, mx.y, mx.rounds, mx.classes, mx.cls
+    coll, sizes, hosts, bw, y, rounds, classes, cls, load = (
+        mx.collective, mx.sizes, mx.hosts, mx.bw, mx.y, mx.rounds, mx.classes, mx.cls, mx.load
     )
     n = len(hosts)
 
@@ -226,7 +232,6 @@ def fit_pair_model(
         valid &= ~exclude(hosts)
     partners = valid.sum(axis=1)
     upper = np.triu(valid, 1)
-    load = _load_matrix(hosts, ctx.switches, rounds, upper)
     cell, cell_class = _cells(cls, load, upper, len(classes))
     min_partners = ctx.policy.thresholds.min_partners
     n_cls = len(classes)
@@ -426,70 +431,39 @@ def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np
     return out
 
 
-def _load_matrix(
-    hosts: list[str], switches: dict[str, str], rounds: np.ndarray, upper: np.ndarray
-) -> np.ndarray:
-    """(N, N) per pair: the most pairs of its round that crossed one uplink on its path (0 for pairs
-    within a leaf, and for pairs without a round or a topology).
+def _fact_matrices(
+    ctx: AnalysisContext, at: np.ndarray, hosts: list[str], ia: np.ndarray, ib: np.ndarray, rnd: np.ndarray
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """((N, N) load of each measured pair, the hop classes of the measured pairs, (N, N) index of each
+    pair's class, -1 where not measured), each pair's from its first row. ``at``: the rows' positions
+    in ``ctx.ok_rows``, ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NaN: none).
 
-    Counted per leaf pair first (hosts of one leaf share every path), then spread to the uplinks
-    each crosses (``common.topology.crossed_uplinks``; ``round_load`` is the same count for one
-    round, what the plan records per group)."""
+    The rows' own ``load`` and ``hop_class`` (the plan's, recorded when the row was stored), read as
+    columns; worked out (``common.pairrows.pair_facts``) only for rows without them."""
+    rows = ctx.ok_rows
     n = len(hosts)
-    load = np.zeros((n, n), dtype=np.int8)
-    leaf = [switches.get(h) for h in hosts]
-    if any(sw is None for sw in leaf) or not (rounds[upper] >= 0).any():
-        return load
-    leaves = sorted(set(leaf))  # type: ignore[arg-type]
-    code = np.array([leaves.index(sw) for sw in leaf])
-    n_leaves = len(leaves)
-    if n_leaves < 2:
-        return load
-    some_host = {sw: h for h, sw in zip(hosts, leaf, strict=True)}
-    path = {lf: switch_path(some_host[lf], switches) for lf in leaves}
-    uplinks: dict[str, int] = {}
-    crossing: list[list[int]] = [[] for _ in range(n_leaves * n_leaves)]
-    for x, lx in enumerate(leaves):
-        for z, lz in enumerate(leaves):
-            used = []
-            if x != z:
-                used = crossed_uplinks(path[lx], path[lz])
-            crossing[x * n_leaves + z] = [uplinks.setdefault(sw, len(uplinks)) for sw in used]
-    # the uplinks each leaf pair crosses, padded with -1 (2 on two tiers, 4 on three)
-    width = max(1, max(len(us) for us in crossing))
-    cross = np.full((n_leaves * n_leaves, width), -1, dtype=np.int64)
-    for lp, us in enumerate(crossing):
-        cross[lp, : len(us)] = us
-    measured = upper & (rounds >= 0)
-    round_ids = np.unique(rounds[measured])
-    n_up = max(1, len(uplinks))
-
-    def pairs() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """The measured pairs a block of rows at a time: (i, j, leaf pair, round's index)."""
-        for lo in range(0, n, ROW_BLOCK):
-            ii, jj = np.nonzero(measured[lo : lo + ROW_BLOCK])
-            ii += lo
-            yield ii, jj, code[ii] * n_leaves + code[jj], np.searchsorted(round_ids, rounds[ii, jj])
-
-    # (rounds, uplinks): pairs of the round crossing each uplink, one slot of the path at a time, so
-    # memory stays pairs x 1, never pairs x uplinks (523k x 32 int64 is 134 MB at 1,024 nodes)
-    through = np.zeros(len(round_ids) * n_up, dtype=np.int64)
-    for _, _, lp, r in pairs():
-        for slot in range(width):
-            u = cross[lp, slot]
-            on = u >= 0
-            through += np.bincount(r[on] * n_up + u[on], minlength=len(through))
-    # a pair's load is the count of one (round, uplink): the largest count is the largest load
-    load = np.zeros((n, n), dtype=_int_type(int(through.max(initial=0))))
-    for ii, jj, lp, r in pairs():
-        pair_load = np.zeros(len(lp), dtype=np.int64)
-        for slot in range(width):
-            u = cross[lp, slot]
-            on = u >= 0
-            pair_load[on] = np.maximum(pair_load[on], through[r[on] * n_up + u[on]])
-        load[ii, jj] = pair_load
-        load[jj, ii] = pair_load
-    return load
+    recorded = np.full(len(at), np.nan)
+    if "load" in rows.columns:
+        recorded = rows["load"].to_numpy(dtype=float, na_value=np.nan)[at]
+    load = np.where(np.isnan(recorded), NOT_RECORDED, recorded).astype(np.int64)
+    del recorded
+    hop, names = np.full(len(at), NOT_RECORDED, dtype=np.int64), []
+    if "hop_class" in rows.columns:
+        hop, names = codes_of(rows["hop_class"], at)
+    rounds = np.where(np.isfinite(rnd), rnd, NO_ROUND).astype(np.int64)
+    # every row here is usable: ok, busbw > 0, the judged collective's large sizes
+    load, hop, names = pair_facts(hosts, ia, ib, rounds, load, hop, names, ctx.switches,
+                                  np.ones(len(at), dtype=bool))
+    used = np.unique(hop)
+    classes = sorted(names[k] for k in used.tolist())
+    lut = np.full(len(names), -1, dtype=np.int64)
+    lut[used] = [classes.index(names[k]) for k in used.tolist()]
+    cls = np.full((n, n), -1, dtype=_int_type(len(classes)))
+    load_m = np.zeros((n, n), dtype=_int_type(int(load.max(initial=0))))
+    for matrix, value in ((cls, lut[hop]), (load_m, load)):
+        matrix[ia[::-1], ib[::-1]] = value[::-1]  # reversed: the first row of a pair wins
+        matrix[ib[::-1], ia[::-1]] = value[::-1]
+    return load_m, classes, cls
 
 
 def _cells(
@@ -524,28 +498,6 @@ def _cells(
         cell[in_k] = lut[load[in_k]]
     cell = np.where(cell >= 0, cell, cell.T).astype(_int_type(len(cell_class)), copy=False)
     return cell, cell_class
-
-
-def _class_matrix(hosts: list[str], switches: dict[str, str]) -> tuple[list[str], np.ndarray]:
-    """(hop classes present, (N, N) index of each cell's class). Hosts on one leaf share every
-    class, so classes are looked up once per pair of leaves, not per pair of hosts (1M cells)."""
-    leaf = [switches.get(h) for h in hosts]
-    first: dict[str | None, str] = {}  # a representative host per leaf
-    for h, sw in zip(hosts, leaf, strict=True):
-        first.setdefault(sw, h)
-    leaves = list(first)
-    at = {sw: i for i, sw in enumerate(leaves)}
-    code = np.array([at[sw] for sw in leaf], dtype=int)
-
-    def klass(a: str | None, b: str | None) -> str:
-        if a is None or b is None:
-            return UNKNOWN
-        return LEAF if a == b else hop_class(first[a], first[b], switches)
-
-    names = [[klass(a, b) for b in leaves] for a in leaves]
-    classes = sorted({c for row in names for c in row})
-    index = np.array([[classes.index(c) for c in row] for row in names], dtype=_int_type(len(classes)))
-    return classes, index.reshape(len(leaves), -1)[code[:, None], code[None, :]]
 
 
 def _int_type(largest: int) -> np.dtype:

@@ -161,7 +161,7 @@ def test_cluster_launchers_give_the_ranks_the_same_plan(netns_factory, tmp_path:
     assert pair["spec"]["sizes"] == [2048, 8192] and pair["spec"]["collectives"] == ["all_reduce"]
     assert pair["groups"] == [{"id": "pair:h0|h1", "pattern": "pair", "ranks": [0, 1, 2, 3],
                                "hosts": ["h0", "h1"], "round": 1, "rail": None,
-                               "load": 1}]  # one pair through each uplink
+                               "load": 1, "hop_class": "spine"}]  # one pair through each uplink
     assert [g["ranks"] for g in ref["phases"][2]["groups"]] == [[0, 1], [2, 3]]
     for name, plan in plans.items():
         assert plan == ref, name

@@ -20,13 +20,17 @@ if TYPE_CHECKING:
 
 NO_ROUND = -1
 """``round`` of a pair row that has none (a pair measured outside the pairwise rounds)."""
+NOT_RECORDED = -1
+"""``load`` or hop class code of a pair row that does not carry one (an older run, an imported log)."""
 
 
 @dataclass
 class PairRows:
     """Rows of pattern ``pair`` naming two hosts, as columns: ``a``/``b`` each row's hosts as codes
     into ``names`` (in the row's order), ``round`` (NO_ROUND where null), ``nbytes``, ``busbw`` (NaN
-    where null) and ``ok`` (status ok)."""
+    where null), ``ok`` (status ok), and the plan's facts the row carries: ``load`` (NOT_RECORDED
+    where null) and ``hop`` (its ``hop_class`` as a code into ``classes``, NOT_RECORDED where null);
+    ``facts`` gives them for every row."""
 
     names: list[str]
     a: np.ndarray
@@ -35,19 +39,23 @@ class PairRows:
     nbytes: np.ndarray
     busbw: np.ndarray
     ok: np.ndarray
+    load: np.ndarray
+    hop: np.ndarray
+    classes: list[str] = field(default_factory=list)
     failed: dict[int, str] = field(default_factory=dict)
     """Why each row that is not ok failed ("status: error"), by row."""
 
     @classmethod
     def empty(cls) -> PairRows:
         ints = np.zeros(0, dtype=np.int64)
-        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool))
+        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool), ints, ints)
 
     @classmethod
     def from_records(cls, records: Iterable[Mapping[str, Any]]) -> PairRows:
         """From rows as the line reader gives them (dicts); rows of other patterns are left out."""
         names: dict[str, int] = {}
-        cols: tuple[list[Any], ...] = ([], [], [], [], [], [])
+        classes: dict[str, int] = {}
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
         failed: dict[int, str] = {}
         for r in records:
             hosts = r.get("hosts")
@@ -62,11 +70,15 @@ class PairRows:
                 r.get("bytes") or 0,
                 np.nan if r.get("busbw_GBps") is None else r["busbw_GBps"],
                 r.get("status") == "ok",
+                NOT_RECORDED if r.get("load") is None else r["load"],
+                NOT_RECORDED if r.get("hop_class") is None
+                else classes.setdefault(r["hop_class"], len(classes)),
             ), strict=True):
                 col.append(v)
-        a, b, rnd, nbytes, busbw, ok = cols
+        a, b, rnd, nbytes, busbw, ok, load, hop = cols
         ints = (np.array(c, dtype=np.int64) for c in (a, b, rnd, nbytes))
-        return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool), failed)
+        return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool),
+                   np.array(load, dtype=np.int64), np.array(hop, dtype=np.int64), list(classes), failed)
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> PairRows:
@@ -86,6 +98,8 @@ class PairRows:
             values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
             return np.where(np.isnan(values), fill, values)
 
+        hop, classes = codes_of(frame["hop_class"], rows) if "hop_class" in frame.columns else (
+            np.full(len(rows), NOT_RECORDED, dtype=np.int64), [])
         status = frame["status"].to_numpy(dtype=object)[rows] if "status" in frame.columns else None
         ok = np.zeros(len(rows), dtype=bool) if status is None else status == "ok"
         bad = np.flatnonzero(~ok)
@@ -100,6 +114,9 @@ class PairRows:
             column("bytes", 0).astype(np.int64),
             column("busbw_GBps", np.nan),
             ok,
+            column("load", NOT_RECORDED).astype(np.int64),
+            hop,
+            classes,
             {int(i): _why(st, err) for i, st, err in zip(bad.tolist(), states, errors, strict=True)},
         )
 
@@ -116,8 +133,21 @@ class PairRows:
         self.failed |= {len(self) + i: why for i, why in more.failed.items()}
         self.a = np.concatenate([self.a, lut[more.a]])
         self.b = np.concatenate([self.b, lut[more.b]])
-        for name in ("round", "nbytes", "busbw", "ok"):
+        known = {c: i for i, c in enumerate(self.classes)}
+        hop_lut = np.array([known.setdefault(c, len(known)) for c in more.classes] or [0], dtype=np.int64)
+        self.classes = list(known)
+        hop = np.where(more.hop >= 0, hop_lut[np.maximum(more.hop, 0)], NOT_RECORDED)
+        self.hop = np.concatenate([self.hop, hop])
+        for name in ("round", "nbytes", "busbw", "ok", "load"):
             setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
+
+    def facts(
+        self, switches: Mapping[str, str], usable: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Each row's load and hop class (a code into the names returned): the ones the row carries,
+        else ``pair_facts``' (``usable``: the rows whose pairs a round's load counts)."""
+        return pair_facts(self.names, self.a, self.b, self.round, self.load, self.hop, self.classes,
+                          switches, usable)
 
     def mask_of(self, hosts: Iterable[str]) -> np.ndarray:
         """Whether each of ``names`` is one of ``hosts`` (a mask to index with ``a`` and ``b``)."""
@@ -128,6 +158,72 @@ class PairRows:
         """The (a, b) names of the rows (``rows``: a mask or positions; all by default)."""
         a, b = (self.a, self.b) if rows is None else (self.a[rows], self.b[rows])
         return [(self.names[x], self.names[y]) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+
+
+def codes_of(column: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """A string column's values at ``rows`` as codes into the names returned (NOT_RECORDED where
+    null), through its categories when it has them (the column reader's strings are categoricals)."""
+    import pandas as pd
+
+    values = column.iloc[rows] if len(rows) != len(column) else column
+    cat = values.astype("category") if not isinstance(values.dtype, pd.CategoricalDtype) else values
+    codes = cat.cat.codes.to_numpy(dtype=np.int64)
+    return np.where(codes >= 0, codes, NOT_RECORDED), [str(c) for c in cat.cat.categories]
+
+
+def pair_facts(
+    names: Sequence[str],
+    a: np.ndarray,
+    b: np.ndarray,
+    rounds: np.ndarray,
+    load: np.ndarray,
+    hop: np.ndarray,
+    classes: Sequence[str],
+    switches: Mapping[str, str],
+    usable: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Each pair row's load and hop class, as the plan recorded them where the row carries them
+    (``load``/``hop`` >= 0; ``hop`` codes into ``classes``); the others worked out from ``switches``
+    as the planner does (``common.topology.RoundLoad``): the one fallback, for rows of older runs and
+    imported logs. Rows are ``a``/``b`` codes into ``names`` and their ``rounds`` (NO_ROUND: none).
+
+    A row's worked-out load counts the distinct pairs of its round among the ``usable`` rows (a
+    pair measured at several sizes is one pair): 0 for a row without a round, or not usable. Its
+    hop class: ``common.topology.hop_class``, ``unknown`` where the switches do not place a host.
+    Returns (loads, hop class codes, the class names); numpy throughout (8.4M rows at 4,096 nodes)."""
+    from netbench.common.topology import UNKNOWN, RoundLoad, tier_name
+
+    load = load.astype(np.int64, copy=True)
+    out_classes = list(classes)
+    hop = hop.astype(np.int64, copy=True)
+    no_load, no_hop = load < 0, hop < 0
+    if not (no_load.any() or no_hop.any()):
+        return load, hop, out_classes
+    fabric = RoundLoad(switches)
+    leaves = fabric.leaves(names)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    if no_load.any():
+        load[no_load] = 0
+        counted = usable & (rounds != NO_ROUND)
+        wanted = no_load & counted
+        if wanted.any():
+            # every usable row of a round that has a row to work out counts, recorded or not
+            mine = counted & np.isin(rounds, np.unique(rounds[wanted]))
+            n = len(names)
+            keys, inverse = np.unique((rounds[mine] * n + lo[mine]) * n + hi[mine], return_inverse=True)
+            pairs = np.stack([(keys // n) % n, keys % n], axis=1)
+            loads = fabric.indexed(leaves, pairs, keys // (n * n))[inverse.ravel()]
+            load[mine & no_load] = loads[no_load[mine]]
+    if no_hop.any():
+        rows = np.flatnonzero(no_hop)
+        tiers = fabric.tiers(leaves, np.stack([lo[rows], hi[rows]], axis=1))
+        found = np.unique(tiers)
+        code = {c: i for i, c in enumerate(out_classes)}
+        named = [tier_name(t) if t >= 1 else UNKNOWN for t in found.tolist()]
+        lut = np.array([code.setdefault(name, len(code)) for name in named], dtype=np.int64)
+        out_classes = list(code)
+        hop[rows] = lut[np.searchsorted(found, tiers)]
+    return load, hop, out_classes
 
 
 def _why(status: Any, error: Any) -> str:

@@ -72,6 +72,12 @@ class ResultRow:
     engine: str = "torch"  # torch (the process group) | nccl (NCCL called directly, nccl4py)
     ts: float | None = None  # unix time the row was measured
     rail: int | None = None  # pattern rail: the local rank (GPU, NIC) both hosts measured with
+    # a pair's facts as its plan recorded them (``GroupSpec.load`` / ``GroupSpec.hop_class``, worked
+    # out once by the planner from the switches it scheduled with), written into the row by the
+    # coordinator that stores it, so the analysis reads them instead of working them out again; None
+    # where the plan has none (not a pair, a host the topology does not place, an older run)
+    load: int | None = None  # the most pairs of its round through one uplink on its path (0 in a leaf)
+    hop_class: str | None = None  # leaf | spine | core | tier-N (netbench.common.topology)
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -108,6 +114,8 @@ def failed_row(
     nbytes: int = 0,
     dtype: str = "float",
     rail: int | None = None,
+    load: int | None = None,
+    hop_class: str | None = None,
 ) -> ResultRow:
     """A row that records a measurement (or a whole group) that did not happen, and why."""
     return ResultRow(
@@ -136,4 +144,6 @@ def failed_row(
         error=error,
         group=group,
         rail=rail,
+        load=load,
+        hop_class=hop_class,
     )

@@ -163,21 +163,46 @@ class RoundLoad:
         ids = self._leaf_id
         return np.array([ids.setdefault(leaf_of(h, self.uplinks), len(ids)) for h in hosts], dtype=np.int64)
 
-    def indexed(self, leaves: np.ndarray, index: np.ndarray) -> np.ndarray:
+    def indexed(self, leaves: np.ndarray, index: np.ndarray, rounds: np.ndarray | None = None) -> np.ndarray:
         """``round_load`` of one round: ``index[i]`` the positions of pair i's hosts in the list
-        ``leaves`` was made from. One load per pair."""
+        ``leaves`` was made from. One load per pair. ``rounds``: each pair's round, to count many
+        rounds at once (each its own round_load; a pair listed twice in a round counts twice)."""
         if len(index) == 0:
             return np.zeros(0, dtype=np.int64)
         key = leaves[index[:, 0]] * _LEAF_KEY + leaves[index[:, 1]]
-        keys, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
+        keys, pair_leaves = np.unique(key, return_inverse=True)
         up = self._crossed(keys.tolist())  # (leaf pairs, switches) ids, -1 past a row's end
         if up.shape[1] == 0:
             return np.zeros(len(index), dtype=np.int64)
-        on = up >= 0
-        through = np.bincount(up[on], weights=np.broadcast_to(count[:, None], up.shape)[on],
-                              minlength=len(self._switch_id))
-        load = np.where(on, through[np.where(on, up, 0)], 0).max(axis=1)
+        n_rounds, round_of = 1, np.zeros(len(index), dtype=np.int64)
+        if rounds is not None:
+            values, round_of = np.unique(rounds, return_inverse=True)
+            n_rounds, round_of = len(values), round_of.ravel()
+        # a cell: one leaf pair in one round; its pairs all cross the same uplinks
+        cells, inverse, count = np.unique(round_of * len(keys) + pair_leaves.ravel(),
+                                          return_inverse=True, return_counts=True)
+        n_sw = len(self._switch_id)
+        cell_up = up[cells % len(keys)]
+        on = cell_up >= 0
+        slot = np.where(on, (cells // len(keys))[:, None] * n_sw + cell_up, 0)  # (round, uplink)
+        through = np.bincount(slot[on], weights=np.broadcast_to(count[:, None], cell_up.shape)[on],
+                              minlength=n_rounds * n_sw)
+        load = np.where(on, through[slot], 0).max(axis=1)
         return load.astype(np.int64)[inverse.ravel()]
+
+    def tiers(self, leaves: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Each pair's hop class as its tier (``tier_name``: 1 leaf, 2 spine, 3 core, ...), -1 where
+        the topology does not place both hosts: ``hop_class`` worked out once per pair of leaves
+        (``indexed``'s arguments)."""
+        if len(index) == 0:
+            return np.zeros(0, dtype=np.int8)
+        keys, inverse = np.unique(leaves[index[:, 0]] * _LEAF_KEY + leaves[index[:, 1]], return_inverse=True)
+        name = {i: leaf for leaf, i in self._leaf_id.items()}
+        out = []
+        for k in keys.tolist():
+            a, b = name[k // _LEAF_KEY], name[k % _LEAF_KEY]
+            out.append(-1 if a is None or b is None else meeting_tier(self._path(a), self._path(b)))
+        return np.array(out, dtype=np.int8)[inverse.ravel()]
 
     def _crossed(self, keys: list[int]) -> np.ndarray:
         new = [k for k in keys if k not in self._row]

@@ -66,6 +66,8 @@ class LostGpus:
                 error=why,
                 group=grp.id,
                 dtype=phase.spec.dtype,
+                load=grp.load,
+                hop_class=grp.hop_class,
             )
             row.ts = time.time()
             out.append(row)

@@ -276,6 +276,8 @@ class SimLauncher:
                 self._handed_over(touched)
             first = self.agents[grp.hosts[0]]
             for row in rows:
+                # a rank does not know its pair's load and hop class: the coordinator writes the plan's
+                row.load = row.hop_class = None
                 first.say("row", row=row.to_dict(), phase=phase.index)
             for rank in grp.ranks:
                 agent = self._agent_of(rank)

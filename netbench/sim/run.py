@@ -296,7 +296,8 @@ class Measured:
             [
                 ResultRow(
                     **points[q], pattern=grp.pattern, hosts=list(grp.hosts), ranks=n, round=grp.round,
-                    group=grp.id, rail=grp.rail, **{k: v[gi][q] for k, v in cols.items()},
+                    group=grp.id, rail=grp.rail, load=grp.load, hop_class=grp.hop_class,
+                    **{k: v[gi][q] for k, v in cols.items()},
                 )
                 for q in range(len(self.points))
             ]
@@ -332,16 +333,20 @@ class Texts:
 
 
 def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
-    """The row fields that come from the group: pattern, hosts, round, group (its id), rail, each
-    one value for every group or ``Texts``."""
+    """The row fields that come from the group: pattern, hosts, round, group (its id), rail, and the
+    plan's load and hop class (what the coordinator writes into a real run's rows), each one value
+    for every group or ``Texts``."""
     if isinstance(groups, PairGroups):
         hosts, ids = groups.json_hosts_and_ids()
         return {
-            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids), "rail": None
+            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids),
+            "rail": None,
+            **{name: None if isinstance(text, str) else Texts([text])  # a str: "null" for every group
+               for name, text in zip(("load", "hop_class"), groups.json_load_and_hop_class(), strict=True)},
         }
     out: dict[str, Any] = {}
     for name, attr in (("pattern", "pattern"), ("hosts", "hosts"), ("round", "round"), ("group", "id"),
-                       ("rail", "rail")):
+                       ("rail", "rail"), ("load", "load"), ("hop_class", "hop_class")):
         values = [getattr(g, attr) for g in groups]
         texts = [json.dumps(v) for v in values]
         out[name] = values[0] if len(set(texts)) == 1 else Texts([strings(texts)])
