@@ -144,12 +144,14 @@ def test_one_scenario_gives_the_same_verdict_over_ssh_mpirun_and_slurm(slurm_poo
     for h in HOSTS:  # every pair bound by the network, not by CPU time on a shared 2-core machine
         cluster.net.limit_host(h, "100mbit")
     cluster.net.limit_host("h3", "40mbit")  # 0.4x: far below the slow-node threshold
+    topology = tmp_path / "topology.conf"  # the switches Slurm has, as a file for the other two
+    topology.write_text(cluster.topology_conf())
     outs, codes = {}, {}
     for site in ("ssh", "mpi"):
         outs[site] = tmp_path / site
         (tmp_path / f"{site}-cfg").mkdir()
         argv = [*cluster.net.netbench_argv(tmp_path / f"{site}-cfg", hosts=HOSTS), "--launcher", site,
-                "--out", str(outs[site]), *MEASURE]
+                "--out", str(outs[site]), "--topology", str(topology), *MEASURE]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**ENV, **WRONG})
         codes[site] = r.returncode
         assert (outs[site] / "findings.json").is_file(), r.stdout[-2000:] + r.stderr[-2000:]

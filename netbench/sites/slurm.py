@@ -35,8 +35,9 @@ def current_allocation() -> Allocation:
     return alloc
 
 
-def allocation_switches(echo: Echo) -> Switches:
-    """What ``scontrol show topology`` says (no switches is a poorer report, not a reason to stop)."""
+def allocation_switches(entries: list[HostEntry], echo: Echo) -> Switches:
+    """What ``scontrol show topology`` says of ``entries`` (as ``--topology`` would: the hosts' leaves
+    and every switch's parent); no switches is a poorer report, not a reason to stop."""
     try:
         text, topo = show_topology()
     except SlurmError as exc:
@@ -50,7 +51,7 @@ def allocation_switches(echo: Echo) -> Switches:
         echo(f"# topology warning: {terminal_safe(w, keep_newlines=False)}")
     echo(f"# switches from scontrol show topology: {len(topo.leaves)} leaf switch(es), "
          f"saved as {SLURM_TOPOLOGY}")
-    return Switches(uplinks=topo.uplinks(), saved={SLURM_TOPOLOGY: text})
+    return Switches(uplinks=topo.uplinks(e.name for e in entries), saved={SLURM_TOPOLOGY: text})
 
 
 def tasks_per_node() -> int | None:
@@ -88,7 +89,7 @@ class SlurmSite:
             from netbench.sites.ssh import file_switches
 
             return file_switches(entries, self.opts.topology, echo)
-        return allocation_switches(echo)
+        return allocation_switches(entries, echo)
 
     def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
         return [HostCaps.of(e.name, nodes.get(e.name)) for e in entries]
