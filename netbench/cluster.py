@@ -33,6 +33,7 @@ from netbench.planner import (
     PlanRequest,
     build_plan,
     choose_backend,
+    choose_engine,
     host_slots,
     pair_spec,
     sweep_spec,
@@ -116,11 +117,12 @@ def run_cluster(
         gpus = {c.host: c.gpus for c in caps}
     try:
         backend = choose_backend(opts.backend, caps)
+        engine = choose_engine(opts.engine, backend, caps)
     except UsageError as exc:  # the directory exists already: it says why nothing was measured
         rundir.write_run(status="failed", error=str(exc))
         raise
     slots = host_slots(live, backend, gpus, opts.procs_per_host)
-    request = PlanRequest.of(opts, switches=topology).with_rails(nodes, slots)
+    request = PlanRequest.of(opts, switches=topology, engine=engine.engine).with_rails(nodes, slots)
     plan = build_plan(request, rundir.run_id, slots, backend)
     unbound = sorted({h for h, ifaces in (request.rail_ifaces or {}).items() if None in ifaces})
     if backend == "gloo" and unbound:
@@ -132,6 +134,8 @@ def run_cluster(
         + ", ".join(p.name for p in plan.phases[:4])
         + (" ..." if len(plan.phases) > 4 else "")
     )
+    if engine.note:
+        echo(f"# {engine.note}")
     echo(
         f"# pair sizes {', '.join(format_size(s) for s in pair.sizes)}; ring sizes "
         f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}"

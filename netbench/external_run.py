@@ -22,7 +22,7 @@ from netbench.engine import RunSettings, execute, finish_report
 from netbench.inventory.model import NodeInventory
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
-from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend
+from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, choose_engine
 
 
 def _prepared_inventory(rundir: RunDir) -> dict[str, NodeInventory]:
@@ -47,17 +47,23 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     result: dict[str, Any] = {}
     if env.rank == 0:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
-        backend = choose_backend(opts.backend, [HostCaps.here(host)])
+        here = [HostCaps.here(host)]  # the other hosts' ranks report a capability fault if they differ
+        backend = choose_backend(opts.backend, here)
+        engine = choose_engine(opts.engine, backend, here)
         rundir = RunDir.claim_prepared(opts.prepared_run) if opts.prepared_run else RunDir.create(opts.out)
         hosts = [HostEntry(name=s.host) for s in slots]
         switches = host_switches(hosts, opts.topology, echo)
-        request = PlanRequest.of(opts, switches=switches).with_rails(_prepared_inventory(rundir), slots)
+        request = PlanRequest.of(opts, switches=switches, engine=engine.engine).with_rails(
+            _prepared_inventory(rundir), slots
+        )
         plan = build_plan(request, rundir.run_id, slots, backend)
         rundir.write_run(topology=switches)
         echo(
             f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
             f"run directory {rundir.path}"
         )
+        if engine.note:
+            echo(f"# {engine.note}")
         settings = RunSettings(
             launcher_name=env.source,
             options=asdict(opts),

@@ -20,7 +20,7 @@ from netbench.inventory.local import probe_local
 from netbench.inventory.model import NodeInventory
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions, default_procs
-from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, free_gpu_cap
+from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, choose_engine, free_gpu_cap
 from netbench.progress import Progress
 
 
@@ -51,11 +51,14 @@ def run_local(
     host = os.uname().nodename
     caps = HostCaps.here(host)
     backend = choose_backend(opts.backend, [caps])
+    engine = choose_engine(opts.engine, backend, [caps])
     nprocs = (caps.gpus or 0) if backend == "nccl" else (opts.procs or default_procs())
     if opts.root >= nprocs:
         raise UsageError(f"--root {opts.root} is not a rank (there are {nprocs})")
     cap = free_gpu_cap() if backend == "nccl" else None
-    request = PlanRequest(measure=opts, patterns=list(patterns or ["world"]), size_cap=cap)
+    request = PlanRequest(
+        measure=opts, patterns=list(patterns or ["world"]), size_cap=cap, engine=engine.engine
+    )
     slots = [HostSlot(host=host, nprocs=nprocs, rank_base=0)]
     run_id = new_run_id()
     plan = build_plan(request, run_id, slots, backend)  # bad input fails here, before a directory exists
@@ -67,6 +70,8 @@ def run_local(
         f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}"
     )
     echo(f"# run directory: {rundir.path}")
+    if engine.note:
+        echo(f"# {engine.note}")
     if backend == "nccl":
         inventory_here(rundir, host, echo)
     settings = RunSettings(launcher_name="local", options=asdict(opts), fail_fast=True)
