@@ -32,6 +32,7 @@ import numpy as np
 
 from netbench.collectives.pairs import IndexedRound, circle_rounds, split_rounds, topology_rounds
 from netbench.collectives.plan import (
+    ENGINES,
     GroupSpec,
     PairGroups,
     PairHosts,
@@ -316,8 +317,8 @@ class PlanRequest:
             raise UsageError(
                 f"unknown pair schedule {self.pair_schedule!r}; choose from {', '.join(PAIR_SCHEDULES)}"
             )
-        if self.engine is not None and self.engine not in ("nccl", "torch", "both"):
-            raise UsageError(f"the plan's engine must be nccl, torch or both, not {self.engine!r}")
+        if self.engine is not None and self.engine not in ENGINES:
+            raise UsageError(f"the plan's engine must be one of {', '.join(ENGINES)}, not {self.engine!r}")
 
     @classmethod
     def of(
@@ -328,7 +329,6 @@ class PlanRequest:
         engine: str | None = None,
     ) -> PlanRequest:
         return cls(
-            engine=engine,
             measure=opts.local(),
             patterns=list(opts.patterns),
             size_cap=size_cap,
@@ -338,6 +338,7 @@ class PlanRequest:
             pair_schedule=opts.pair_schedule,
             uplink_pairs=opts.uplink_pairs,
             switches=switches,
+            engine=engine,
         )
 
     def plan_engine(self, backend: str) -> str:

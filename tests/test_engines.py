@@ -111,7 +111,7 @@ def test_the_plan_carries_the_concrete_engine_to_every_phase():
     assert {p.spec.engine for p in gloo.phases} == {"torch"}
     with pytest.raises(ValueError, match="unknown engine 'auto'"):
         SweepSpec(collectives=["all_reduce"], sizes=[8], engine="auto")
-    with pytest.raises(UsageError, match="nccl, torch or both"):
+    with pytest.raises(UsageError, match="one of nccl, torch, both"):
         PlanRequest(measure=SweepOptions(), engine="auto")
     assert set(PLAN_ENGINES) == set(ENGINES)
 
@@ -178,6 +178,9 @@ def test_one_rank_says_nothing_crossed_a_link(tmp_path: Path):
     assert "# one rank: nothing crossed a link" in r.stdout
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert rows and {row["engine"] for row in rows} == {"torch"} and {row["ranks"] for row in rows} == {1}
+    # what the rank used is what the plan said (the plan the ranks got, as written in plan.json)
+    plan = json.loads((out / "plan.json").read_text())
+    assert [p["spec"]["engine"] for p in plan["phases"]] == ["torch"]
     findings = json.loads((out / "findings.json").read_text())["findings"]
     assert [f["rule"] for f in findings] == ["single_rank"]
     assert findings[0]["severity"] == "info"
