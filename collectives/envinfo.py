@@ -74,7 +74,11 @@ def collect_env(device: str) -> dict[str, Any]:
         except Exception:  # noqa: BLE001
             pass
     try:
-        import mpi4py  # noqa: F401
+        import mpi4py
+
+        # only the library's name: no MPI_Init (under mpirun a rank that initialises MPI and exits
+        # without finalising is reported by mpirun as a crashed job)
+        mpi4py.rc.initialize = mpi4py.rc.finalize = False
         from mpi4py import MPI
 
         info["mpi"] = MPI.Get_library_version().splitlines()[0]

@@ -265,11 +265,13 @@ def _tolerance(dtype: torch.dtype, op_name: str | None) -> float:
     return {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(dtype, 1e-5)
 
 
-def inject_corrupt_rank() -> int | None:
-    """Rank told to corrupt its results by ``NETBENCH_INJECT=corrupt:<rank>`` (tests only)."""
+def corrupts(rank: int, host: str) -> bool:
+    """Whether this rank was told to corrupt its results (fault injection, tests only):
+    ``NETBENCH_INJECT=corrupt:<rank>`` or ``corrupt:@<host>``, the latter every rank of that host in
+    every launch of the run (a re-test numbers its ranks anew)."""
     spec = os.environ.get("NETBENCH_INJECT", "")
     for part in spec.split(","):
         kind, _, value = part.partition(":")
-        if kind == "corrupt" and value.isdigit():
-            return int(value)
-    return None
+        if kind == "corrupt" and (value == f"@{host}" or (value.isdigit() and int(value) == rank)):
+            return True
+    return False

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
-from netbench.collectives.harness import PointSpec, Settings, inject_corrupt_rank, measure
+from netbench.collectives.harness import PointSpec, Settings, corrupts, measure
 from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
@@ -123,7 +123,7 @@ def _run_points(
         check=spec.check,
         device=ctx.device,
         cuda_graph=spec.cuda_graph,
-        corrupt=inject_corrupt_rank() == ctx.rank,
+        corrupt=corrupts(ctx.rank, ctx.host),
     )
     step = 0
     # one engine's whole sweep of a collective, then the other's: nccl-tests' table stays one section

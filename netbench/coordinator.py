@@ -27,14 +27,15 @@ from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.errors import NetbenchError
 from netbench.common.rows import failed_row
-from netbench.common.text import quote_untrusted
+from netbench.common.text import quote_untrusted, terminal_safe
+from netbench.defaults import START_TIMEOUT_S
 from netbench.launch import (
     AgentProcess,
     HostSlot,
     Launcher,
     new_secret,
     open_server,
-    put_text,
+    publish_plan,
     secured,
     without_torch_noise,
 )
@@ -43,7 +44,6 @@ THREAD_STACK_BYTES = 1 << 20
 """The stack of a thread that starts an agent or reads one (a thread per host): at 4,096 hosts the
 default 8 MiB stacks reserved 32 GiB, and thread starts failed on a busy machine."""
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
-START_TIMEOUT_S = 120.0
 START_CONCURRENCY = 64  # agents started at once
 MAX_BATCH = 4096  # messages handled between two scans of the pending groups (hangs still seen each 0.2 s)
 
@@ -109,8 +109,10 @@ class Coordinator:
         store: Any = None,
         before_phase: Callable[[Phase], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        start_timeout_s: float = START_TIMEOUT_S,
     ):
         self.plan = plan
+        self.start_timeout_s = start_timeout_s  # every rank's hello within this, or its host is down
         # the clock start-up and phase times are recorded by: a simulated fabric's own (netbench.sim)
         # in place of this machine's; timeouts always run on this machine's clock
         self.clock = clock
@@ -177,8 +179,11 @@ class Coordinator:
             if not state.get("finishing") and host not in self.outcome.down_hosts:
                 ranks = [r for r in self._slot(host).ranks if r not in self.finished_ranks]
                 if ranks:
+                    agent = self.agents.get(host)
+                    said = agent.end_reason() if agent is not None else None
+                    why = f": {terminal_safe(said[:200], keep_newlines=False)}" if said else ""
                     self._host_down(
-                        host, f"host {host}: agent ended before its ranks finished (ranks {ranks})"
+                        host, f"host {host}: agent ended before its ranks finished (ranks {ranks}){why}"
                     )
             return
         if isinstance(msg, ChannelLost):
@@ -313,7 +318,7 @@ class Coordinator:
             except OSError as exc:
                 raise NetbenchError(f"cannot listen on {bind} for the ranks: {exc.strerror}", 2) from None
             store = secured(raw, secret)
-        put_text(store, "plan", self.plan.json_chunks())
+        publish_plan(store, self.plan)  # every host's part: its agent (or its ranks) fetch that alone
         state: dict[str, Any] = {}
         t_launch = self.clock()
         try:
@@ -397,7 +402,7 @@ class Coordinator:
     def _wait_started(self, state: dict[str, Any]) -> None:
         """Wait until every rank said hello (or its host failed); name the ones that never did."""
         want = {r for s in self.slots if s.host not in self.outcome.down_hosts for r in s.ranks}
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if want <= state.get("hello", set()) | self._down_ranks():
                 return
@@ -418,7 +423,7 @@ class Coordinator:
             self._host_down(
                 host,
                 f"host {host}: ranks {[r for r in missing if self.rank_host[r] == host]} "
-                f"did not start within {START_TIMEOUT_S:.0f} s",
+                f"did not start within {self.start_timeout_s:g} s",
                 kind="start",
             )
 

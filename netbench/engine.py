@@ -17,9 +17,10 @@ from netbench import __version__
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
 from netbench.collectives.sizes import format_size
-from netbench.common.rundir import RunDir, utc_now
+from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Coordinator, Outcome
+from netbench.defaults import START_TIMEOUT_S
 from netbench.launch import HostSlot, Launcher
 from netbench.progress import Progress
 from netbench.table import TablePrinter
@@ -47,9 +48,10 @@ class RunSettings:
     records what it ran, and the closing summary is not printed again."""
     clock: Callable[[], float] = time.monotonic
     """What start-up and phase times are read from: a simulated fabric's clock (netbench.sim)."""
+    start_timeout_s: float = START_TIMEOUT_S
+    """Every agent and rank started within this, or its host is down (``--start-timeout``)."""
 
 
-FOLLOW_UP_PLAN = "confirm-plan.json"
 
 
 def execute(
@@ -110,6 +112,7 @@ def execute(
         store=settings.store,
         before_phase=settings.before_phase,
         clock=settings.clock,
+        start_timeout_s=settings.start_timeout_s,
     )
     outcome: Outcome | None = None
     try:
@@ -186,9 +189,10 @@ def finish_report(
     baseline: str | None = None,
     policy: str | None = None,
     topology: str | None = None,
-) -> list[Any]:
-    """Write findings.json and report.html and print the summary; a report failure never costs the
-    measurements (they are on disk already), it only warns."""
+) -> list[Any] | None:
+    """Write findings.json and report.html and print the summary; the findings, or None when the
+    report could not be made: that never costs the measurements (they are on disk already), it only
+    warns, and the run gets no verdict (``exit_status``)."""
     try:
         from netbench.reports.report import write_report
         from netbench.reports.summary import format_summary
@@ -200,28 +204,50 @@ def finish_report(
         return findings
     except Exception as exc:  # noqa: BLE001 - measurements are already safe on disk
         print(f"netbench: warning: report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return []
+        return None
 
 
-def exit_status(outcome: Outcome, rundir: RunDir) -> int:
-    """130 interrupted; 2 a host's torch cannot do what the run needs (its environment, not the
-    fabric); 1 a rank/host failed, a group did not run or results were wrong; else 0."""
+EXIT_INTERRUPTED = 130
+
+
+def exit_status(outcome: Outcome, rundir: RunDir, findings: list[Any] | None, judged: bool = True) -> int:
+    """The exit status of a run that measured, the same on every site (docs/exit-status.md):
+
+    130 interrupted (what was measured stays); 2 a host's torch cannot do what the run needs (its
+    environment: bad input); 3 no verdict: not a row came back, or the report could not be made;
+    else the verdict of the findings (0 pass, 1 warnings, 2 failures), never better than what the
+    coordinator counted: a fault, a lost host, a failed or wrong row or an unfinished run is at
+    least 2. ``judged``: False with --no-report, where the counts alone decide (0 or 2)."""
+    from netbench.reports.summary import exit_code
+
     if outcome.status == "interrupted":
-        return 130
+        return EXIT_INTERRUPTED
     if any(f.kind == "capability" for f in outcome.faults):
         return 2
-    failed = outcome.faults or outcome.down_hosts or outcome.status != "completed"
-    return 1 if failed or _bad_rows(rundir) else 0
+    ok, bad = _row_counts(rundir)
+    if not ok + bad:
+        return 3
+    counted = 2 if outcome.faults or outcome.down_hosts or outcome.status != "completed" or bad else 0
+    if not judged:
+        return counted
+    if findings is None:
+        return 3
+    return max(counted, exit_code(findings))
 
 
-def _bad_rows(rundir: RunDir) -> bool:
-    """Whether a row failed or came out wrong: read column by column when the file allows (4,096
-    nodes: 8.4M rows, minutes and GBs of memory as dicts), else line by line."""
+def _row_counts(rundir: RunDir) -> tuple[int, int]:
+    """(rows measured ok and right, rows failed or wrong): read column by column when the file
+    allows (4,096 nodes: 8.4M rows, minutes and GBs of memory as dicts), else line by line."""
     from netbench.common.rowtable import read_rows_frame
 
     path = rundir.results_path
-    frame = read_rows_frame(path) if path.is_file() else None
+    if not path.is_file():
+        return 0, 0
+    frame = read_rows_frame(path)
     if frame is None:
-        return any(r.get("status") != "ok" or (r.get("wrong") or 0) > 0 for r in rundir.read_rows())
-    wrong = frame["wrong"].fillna(0) if "wrong" in frame.columns else 0
-    return bool(((frame["status"] != "ok") | (wrong > 0)).any())
+        rows = rundir.read_rows()
+        bad = sum(1 for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0)
+        return len(rows) - bad, bad
+    wrong = frame["wrong"].fillna(0) > 0 if "wrong" in frame.columns else False
+    bad = int(((frame["status"] != "ok") | wrong).sum())
+    return len(frame) - bad, bad

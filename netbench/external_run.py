@@ -18,24 +18,14 @@ from typing import Any
 from netbench.collectives import messages
 from netbench.common.hosts import HostEntry
 from netbench.common.rundir import RunDir
-from netbench.engine import RunSettings, execute, finish_report
-from netbench.inventory.model import NodeInventory
+from netbench.engine import RunSettings, execute, exit_status, finish_report
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
 from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, choose_engine
 
 
-def _prepared_inventory(rundir: RunDir) -> dict[str, NodeInventory]:
-    """The inventory a prepared run holds (``sweep --launcher slurm`` probed the nodes): what rail
-    groups bind; a plain torchrun/mpirun run has none."""
-    if not rundir.inventory_path.is_file():
-        return {}
-    nodes = (NodeInventory.from_dict(d) for d in rundir.read_inventory() if isinstance(d, dict))
-    return {n.host: n for n in nodes}
-
-
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
-    from netbench.cluster import host_switches
+    from netbench.sites.ssh import file_switches
     from netbench.worker import run_rank
 
     env = detect()
@@ -50,14 +40,12 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         here = [HostCaps.here(host)]  # the other hosts' ranks report a capability fault if they differ
         backend = choose_backend(opts.backend, here)
         engine = choose_engine(opts.engine, backend, here)
-        rundir = RunDir.claim_prepared(opts.prepared_run) if opts.prepared_run else RunDir.create(opts.out)
+        rundir = RunDir.create(opts.out)
         hosts = [HostEntry(name=s.host) for s in slots]
-        switches = host_switches(hosts, opts.topology, echo)
-        request = PlanRequest.of(opts, switches=switches, engine=engine.engine).with_rails(
-            _prepared_inventory(rundir), slots
-        )
+        switches = file_switches(hosts, opts.topology, echo).uplinks
+        request = PlanRequest.of(opts, switches=switches, engine=engine.engine)
         plan = build_plan(request, rundir.run_id, slots, backend)
-        rundir.write_run(topology=switches)
+        rundir.write_run(command="worker", topology=switches)
         echo(
             f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
             f"run directory {rundir.path}"
@@ -67,7 +55,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         settings = RunSettings(
             launcher_name=env.source,
             options=asdict(opts),
-            fail_fast=opts.patterns == ["world"],
+            fail_fast=opts.patterns == ["world"],  # one group: its first fault is the run's end
             store=client(addr, port, secret),
         )
 
@@ -85,10 +73,13 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     code = 0
     if coord is not None:
         coord.join()
-        outcome = result.get("outcome")
-        if opts.report and result.get("rundir") is not None:
-            finish_report(result["rundir"], echo, topology=opts.topology)
-        code = 0 if outcome is not None and outcome.status == "completed" and not outcome.faults else 1
+        outcome, rundir = result.get("outcome"), result.get("rundir")
+        if outcome is None or rundir is None:  # the coordinator broke off: no verdict
+            code = 3
+        else:
+            judge = opts.report and outcome.status != "interrupted"
+            findings = finish_report(rundir, echo) if judge else None
+            code = exit_status(outcome, rundir, findings, judged=opts.report)
     sys.stdout.flush()
     if env.source == "mpi":  # mpirun treats an exit without MPI_Finalize as a crash of the job
         from mpi4py import MPI

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field, fields
 
 from netbench.collectives.ops import DEFAULT_COLLECTIVES
+from netbench.defaults import CONFIRM_BUDGET_S, OP_TIMEOUT_S, START_TIMEOUT_S
 
 
 @dataclass
@@ -32,7 +33,7 @@ class SweepOptions:
     root: int = 0
     procs: int | None = None  # CPU ranks on the local machine (gloo)
     backend: str | None = None  # None: nccl when every host has GPUs, else gloo (planner.choose_backend)
-    timeout_s: float = 60.0
+    timeout_s: float = OP_TIMEOUT_S
     cuda_graph: bool = False
     engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
     out: str | None = None
@@ -55,7 +56,8 @@ class ClusterOptions(SweepOptions):
     pair_batch: int | None = None  # None: whole rounds at once
     pair_schedule: str = "auto"  # auto | circle | topology (planner.PAIR_SCHEDULES)
     uplink_pairs: int | None = None  # topology schedule: most pairs of a round through one uplink
-    confirm_budget_s: float = 60.0  # re-testing the pairwise phase's suspects; 0: not at all
+    confirm_budget_s: float = CONFIRM_BUDGET_S  # re-testing the pairwise phase's suspects; 0: not at all
+    start_timeout_s: float = START_TIMEOUT_S
     pair_sizes: list[int] | None = None
     pair_collectives: list[str] | None = None
     topology: str | None = None
@@ -63,7 +65,7 @@ class ClusterOptions(SweepOptions):
     inventory: bool = True
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store
-    launcher: str = "ssh"  # ssh | local | mpi | slurm
+    launcher: str = "ssh"  # ssh | local | mpi | slurm (netbench.sites)
 
     def local(self) -> SweepOptions:
         """The measurement part alone (what a run on this machine records as its options)."""
@@ -75,7 +77,6 @@ class WorkerOptions(ClusterOptions):
     """One rank of a sweep started by torchrun, srun or mpirun; ``world`` unless asked otherwise."""
 
     patterns: list[str] = field(default_factory=lambda: ["world"])
-    prepared_run: str | None = None  # the run directory `sweep --launcher slurm` made; rank 0 claims it
 
 
 def default_procs() -> int:

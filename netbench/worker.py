@@ -5,6 +5,12 @@ pipe, remotely through one SSH channel): it starts that host's ranks, forwards t
 on its own stdout, reports each rank's exit, and kills its ranks when its stdin closes (the
 coordinator went away or was interrupted) or when it is signalled — so no rank outlives its run.
 ``python -m netbench.worker rank ...`` is one rank: it joins the run's store and follows the plan.
+
+The agent fetches its host's part of the plan from the store once (``launch.fetch_host_plan``) and
+hands it to each rank on stdin, after the secret: a store serving 4,096 hosts of 8 ranks then sends
+each host's part once, not once per rank. It fetches while its ranks import torch, so the fetch
+costs the ranks no start-up time. Rank stdin: the secret, the plan every host reads, the host's own
+part, a line each.
 """
 
 from __future__ import annotations
@@ -16,6 +22,11 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from netbench.collectives.plan import WorkerPlan
+    from netbench.launch import HostPlanText
 
 
 def _read_secret_line() -> str:
@@ -28,6 +39,19 @@ def _read_secret_line() -> str:
     return line
 
 
+def _read_plan_lines() -> HostPlanText:
+    """The host's plan, the two lines after the secret (the agent writes them once it has fetched
+    them); the agent closing stdin first means it could not fetch it, and said why on its stderr."""
+    from netbench.launch import HostPlanText
+
+    common = sys.stdin.buffer.readline()
+    own = sys.stdin.buffer.readline()
+    if not common.endswith(b"\n") or not own.endswith(b"\n"):
+        sys.stderr.write("netbench.worker: no plan on stdin (the agent could not fetch it)\n")
+        os._exit(2)
+    return HostPlanText(common.decode(), own.decode())
+
+
 def _rank_main(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
@@ -38,13 +62,18 @@ def _rank_main(args: argparse.Namespace) -> None:
     raw = dist.TCPStore(
         args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
     )
-    run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host)
+    plan = _read_plan_lines().plan()
+    run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host, plan)
     sys.stdout.flush()
     os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
 
 
-def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: str) -> None:
-    """One rank's whole life once it has the store: read the plan, say hello, follow the phases."""
+def run_rank(
+    store: object, store_addr: str, rank: int, local_rank: int, host: str, plan: WorkerPlan | None = None
+) -> None:
+    """One rank's whole life once it has the store: say hello, follow the phases. ``plan``: its
+    host's, as the agent handed it; None (ranks an external launcher started, no agent): the rank
+    fetches its host's part itself."""
     import torch
 
     from netbench.collectives import messages
@@ -55,11 +84,11 @@ def run_rank(store: object, store_addr: str, rank: int, local_rank: int, host: s
         local_address_towards,
     )
     from netbench.collectives.native import engine_unmet, plan_uses_native
-    from netbench.collectives.plan import WorkerPlan
     from netbench.collectives.rank import STORE_WAIT, RankContext, run_plan
-    from netbench.launch import get_text
+    from netbench.launch import fetch_host_plan
 
-    plan = WorkerPlan.from_json(get_text(store, "plan", STORE_WAIT))
+    if plan is None:
+        plan = fetch_host_plan(store, host, STORE_WAIT).plan()
     caps = capabilities(nccl4py=plan_uses_native(plan))
     addr = local_address_towards(store_addr)
     iface = interface_of(addr)
@@ -106,6 +135,44 @@ def _forward(proc: subprocess.Popen, rank: int, lock: threading.Lock) -> None:
         messages.emit("exit", rank=rank, rc=rc)
 
 
+class _PlanFetch(threading.Thread):
+    """The host's part of the plan from the run's store, fetched once for every rank of the host."""
+
+    def __init__(self, store_addr: str, store_port: int, secret: str, host: str) -> None:
+        super().__init__(daemon=True, name="plan-fetch")
+        self.store_addr, self.store_port, self.secret, self.host = store_addr, store_port, secret, host
+        self.text: HostPlanText | None = None
+
+    def run(self) -> None:
+        try:
+            import torch.distributed as dist
+
+            from netbench.collectives.rank import STORE_WAIT
+            from netbench.launch import fetch_host_plan, secured
+
+            raw = dist.TCPStore(
+                self.store_addr, self.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
+            )
+            self.text = fetch_host_plan(secured(raw, self.secret), self.host, STORE_WAIT)
+        except Exception as exc:  # noqa: BLE001 - the ranks find no plan and exit; the coordinator names them
+            why = f"{type(exc).__name__}: {exc}"
+            sys.stderr.write(f"netbench.worker: cannot fetch {self.host}'s plan: {why}\n")
+
+
+def _hand_over(proc: subprocess.Popen, secret: str, fetched: _PlanFetch) -> None:
+    """A rank's stdin: the secret at once (it needs it to join the store), then the host's plan."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write((secret + "\n").encode())
+        proc.stdin.flush()
+        fetched.join()
+        if fetched.text is not None:
+            proc.stdin.write(f"{fetched.text.common}\n{fetched.text.own}\n".encode())
+        proc.stdin.close()
+    except OSError:  # the rank is gone already: its exit is reported by its reader
+        pass
+
+
 def _agent_main(args: argparse.Namespace) -> None:
     from netbench.launch import SECRET_ENV
 
@@ -139,6 +206,8 @@ def _agent_main(args: argparse.Namespace) -> None:
     signal.signal(signal.SIGINT, stop)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     threads = []
+    fetched = _PlanFetch(args.store_addr, args.store_port, secret, args.host)
+    fetched.start()  # alongside the ranks' own start-up (imports), not before it
     for local in range(args.nprocs):
         rank = args.rank_base + local
         cmd = [
@@ -158,10 +227,9 @@ def _agent_main(args: argparse.Namespace) -> None:
             args.host,
         ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
-        assert proc.stdin is not None
-        proc.stdin.write((secret + "\n").encode())
-        proc.stdin.close()
         procs.append(proc)
+        # a thread per rank: a write blocks until that rank reads, and the ranks read in any order
+        threading.Thread(target=_hand_over, args=(proc, secret, fetched), daemon=True).start()
         t = threading.Thread(target=_forward, args=(procs[-1], rank, lock), daemon=True)
         t.start()
         threads.append(t)

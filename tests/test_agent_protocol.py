@@ -37,6 +37,9 @@ class LinesAgent:
     def returncode(self) -> int | None:
         return 0
 
+    def end_reason(self) -> str | None:
+        return None
+
 
 def make_coordinator() -> tuple[Coordinator, list[dict[str, Any]]]:
     req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=2048))
@@ -179,7 +182,7 @@ def test_a_client_without_the_secret_cannot_inject_a_row_or_release_a_phase() ->
 
     import torch.distributed as dist
 
-    from netbench.launch import new_secret, open_server, secured
+    from netbench.launch import PLAN_KEY, host_plan_key, new_secret, open_server, secured
     from netbench.launch.external import StoreAgent
 
     raw, sock = open_server("127.0.0.1")
@@ -197,10 +200,12 @@ def test_a_client_without_the_secret_cannot_inject_a_row_or_release_a_phase() ->
             intruder.set(prefix + "msg/0/2", fake)
             intruder.add(prefix + "msgn/0", 2)
             intruder.set(prefix + "go/0", "[]")
-            intruder.set(prefix + "plan", "{}")
+            intruder.set(prefix + PLAN_KEY, "{}")
+            intruder.set(prefix + host_plan_key("h0"), "{}")
         got = list(StoreAgent("h0", ours, [0]).lines())
         assert [messages.decode(x)["type"] for x in got] == ["bye"]  # only our own line
-        assert not ours.check(["go/0"]) and not ours.check(["plan"])  # no phase released, no plan
+        assert not ours.check(["go/0"])  # no phase released
+        assert not ours.check([PLAN_KEY]) and not ours.check([host_plan_key("h0")])  # no plan
     finally:
         sock.close()
 
@@ -214,6 +219,7 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
 
     from netbench.common.rundir import RunDir
     from netbench.engine import RunSettings, execute
+    from netbench.launch import PLAN_KEY, host_plan_key
     from netbench.launch.local import LocalLauncher
 
     seen: dict[str, Any] = {}
@@ -225,7 +231,8 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
             intruder = dist.TCPStore(store_addr, store_port, is_master=False, timeout=wait)
             for prefix in ("", "netbench/"):
                 intruder.set(prefix + "go/0", "[]")  # would release the phase with no groups
-                intruder.set(prefix + "plan", "{}")
+                intruder.set(prefix + PLAN_KEY, "{}")  # would give the ranks an empty plan
+                intruder.set(prefix + host_plan_key(slot.host), "{}")
             seen["secret"] = secret
             seen["cmdlines"] = []
             return agent
@@ -252,10 +259,11 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
     assert seen["cmdlines"] and not [c for c in seen["cmdlines"] if seen["secret"].encode() in c]
 
 
-def test_a_plan_past_the_stores_message_limit_reaches_the_ranks_whole() -> None:
+def test_a_text_past_the_stores_message_limit_reaches_the_reader_whole() -> None:
     """torch's TCPStore (libuv, its default) resets the connection of a value over 8 MiB: the re-test
-    plan of a 4,096-node sweep (12 MB) killed every rank, a pairwise plan of 300 nodes would too. The
-    plan goes in pieces (``put_text``) and a rank reads it whole (``get_text``), through a real store."""
+    plan of a 4,096-node sweep (12 MB) killed every rank when ranks read the whole plan. Every text in
+    the store (each host's part of a plan too) goes in pieces (``put_text``) and is read whole
+    (``get_text``), through a real store: here a whole 300-node plan, far past the limit."""
     import datetime as _dt
 
     import torch.distributed as dist

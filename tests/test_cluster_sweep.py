@@ -136,7 +136,7 @@ def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None
     wait_rows(proc, out, 2)  # the first pair has measured
     net.kill_host("h3")  # sshd, its session and its ranks: a node that died
     stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 1  # the sweep completed but reports the lost host
+    assert proc.returncode == 2  # the sweep completed but reports the lost host: a failure
     rs = rows(out)
     by_pair: dict[frozenset, set[str]] = {}
     for r in rs:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from fake_tools import make_fake_tools, probe_env
+from netbench.inventory.local import probe_local
 
 from netbench.common.rundir import RunDir
 from netbench.coordinator import Outcome
 from netbench.engine import summarize
-from netbench.sweep import inventory_here
 
 A100_XML = "public/nvidia-smi-q-x/influxdata-telegraf__a100-sxm4-v12.xml"
 A100_NVLINK = "public/nvidia-smi-nvlink-status/leptonai-gpud__nvidia-smi.nvlink.status.a100"
@@ -30,9 +30,9 @@ def test_the_local_probe_gives_a_gpu_sweep_its_nvlink_ceiling(tmp_path: Path) ->
     tools = make_fake_tools(tmp_path / "bin", {"nvidia-smi -q -x": A100_XML,
                                                "nvidia-smi nvlink --status": A100_NVLINK})
     rundir = RunDir.create(str(tmp_path / "run"))
-    said: list[str] = []
-    node = inventory_here(rundir, "gpu-a", said.append, env=probe_env(tools))
-    assert node.host == "gpu-a" and node.ok and len(node.gpus) == 1 and said == []
+    node = probe_local(host="gpu-a", env=probe_env(tools))  # what the sweep on one machine probes
+    rundir.write_inventory([node])
+    assert node.host == "gpu-a" and node.ok and len(node.gpus) == 1
     assert [n["host"] for n in rundir.read_inventory()] == ["gpu-a"]
 
     lines: list[str] = []

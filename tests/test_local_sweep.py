@@ -104,7 +104,7 @@ def test_corrupted_rank_is_counted(tmp_path: Path) -> None:
         "--no-report",
         env={"NETBENCH_INJECT": "corrupt:1"},
     )
-    assert res.returncode == 1
+    assert res.returncode == 2  # wrong results: a failure (docs/exit-status.md)
     got = rows(out)
     assert got and all(r["wrong"] == 1 for r in got)  # exactly the one element rank 1 damaged
     assert "FAILED" in res.stdout
@@ -228,7 +228,7 @@ def test_killed_rank_ends_run_names_rank_keeps_rows(tmp_path: Path) -> None:
     t0 = time.time()
     stdout, stderr = proc.communicate(timeout=60)
     assert time.time() - t0 < 20  # within --timeout
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "rank 1" in stderr + stdout and "signal 9" in stderr + stdout
     after = rows(out)
     assert len(after) >= before and all(r["status"] == "ok" for r in after[:before])
@@ -252,7 +252,7 @@ def test_hung_rank_ends_run_within_timeout(tmp_path: Path) -> None:
             if alive(p):
                 os.kill(p, signal.SIGCONT)
     assert time.time() - t0 < 6 + 10
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "[2]" in stderr or "rank 2" in stderr, stderr
     assert json.loads((out / "run.json").read_text())["status"] == "failed"
     time.sleep(0.5)

@@ -16,7 +16,6 @@ import pytest
 
 from netbench.common.errors import UsageError
 from netbench.launch.mpirun import MpirunEvents, ssh_args
-from netbench.options import ClusterOptions
 
 BIN = Path(sys.executable).parent
 MPIRUN = str(BIN / "mpirun") if (BIN / "mpirun").exists() else shutil.which("mpirun")
@@ -77,10 +76,11 @@ def test_mpirun_across_test_hosts_finds_the_slow_node(netns_factory, tmp_path: P
     base = net.netbench_argv(tmp_path)
     r = subprocess.run([*base, "--launcher", "mpi", "--out", str(mpi_out), *measure], capture_output=True,
                        text=True, timeout=180, env=ENV)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]  # FAIL: a node to drain
     assert "hostname of the client socket cannot be retrieved" not in r.stdout + r.stderr
     run = json.loads((mpi_out / "run.json").read_text())
     assert run["launcher"] == "mpi" and run["status"] == "completed" and run["world_size"] == 5
+    assert "prterun has exited" not in r.stdout + r.stderr  # the agents end as mpirun expects
     rows = [json.loads(x) for x in (mpi_out / "results.jsonl").read_text().splitlines() if x.strip()]
     pairs = {frozenset(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
     assert len(pairs) == 10 and set().union(*pairs) == set(hosts)  # every pair, on the test hosts
@@ -100,31 +100,56 @@ def test_mpirun_names_the_host_whose_sshd_does_not_answer(netns_factory, tmp_pat
         took = time.monotonic() - start
     finally:
         os.kill(pid, signal.SIGCONT)
-    assert r.returncode != 0 and took < 60, r.stdout[-2000:] + r.stderr[-2000:]
-    ours = [line for line in r.stdout.splitlines() if line.startswith("# mpirun lost")]
-    assert ours == [f"# mpirun lost or could not start its daemon on h2 (Connection timed out during banner "
-                    f"exchange) before rank 0 started; run directory {tmp_path / 'run'}"], r.stdout[-2000:]
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"
+    text = r.stdout + r.stderr
+    assert r.returncode == 2 and took < 60, text[-3000:]  # a failure: h2 could not be measured
+    # the inventory over SSH finds h2 silent first; it is left out, h0 and h1 are measured under mpirun
+    left_out = [line for line in text.splitlines() if line.startswith("# h2: ") and "(left out" in line]
+    assert left_out, text[-3000:]
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["status"] == "completed" and run["launcher"] == "mpi" and run["hosts"] == ["h0", "h1"]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines() if x.strip()]
+    assert any(row["status"] == "ok" and row["hosts"] == ["h0", "h1"] for row in rows)
 
 
 @needs_mpi
-def test_mpirun_that_never_starts_rank_0_is_stopped_at_the_deadline(netns_factory, tmp_path: Path) -> None:
+def test_mpirun_names_the_host_it_could_not_start_an_agent_on(netns_factory, tmp_path: Path) -> None:
+    """No inventory (it would leave the host out first): mpirun's own words name the host's fault."""
+    net = netns_factory(["h0", "h1", "h2"])
+    pid = net.host("h2").pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        r = subprocess.run([*net.netbench_argv(tmp_path), "--launcher", "mpi", "--out", str(tmp_path / "run"),
+                            "--timeout", "10", "--no-inventory"], capture_output=True, text=True, timeout=120,
+                           env=ENV)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    text = r.stdout + r.stderr
+    assert r.returncode == 2, text[-3000:]
+    said = [line for line in text.splitlines() if "host h2: agent ended before its ranks finished" in line]
+    assert said and "mpirun lost or could not start its daemon on h2 (Connection timed out during banner" \
+        in said[0], text[-3000:]
+
+
+@needs_mpi
+def test_mpirun_whose_agents_never_start_is_stopped_at_the_start_timeout(netns_factory,
+                                                                         tmp_path: Path) -> None:
     """The hosts' python hangs (a stale network mount, say): mpirun would wait for ever."""
     net = netns_factory(["h0", "h1"])
     hang = tmp_path / "python-that-hangs"
     hang.write_text("#!/bin/sh\nexec sleep 600\n")
     hang.chmod(0o755)
     argv = [*net.netbench_argv(tmp_path), "--launcher", "mpi", "--python", str(hang), "--timeout", "5",
-            "--out", str(tmp_path / "run")]
+            "--start-timeout", "30", "--out", str(tmp_path / "run"), "--no-inventory"]
     start = time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=ENV)
     took = time.monotonic() - start
-    assert r.returncode == 1 and 30 <= took < 60, r.stdout[-2000:] + r.stderr[-2000:]
-    ours = [line for line in r.stdout.splitlines() if line.startswith("# mpirun")]
-    run_dir = tmp_path / "run"
-    assert ours[-1] == f"# mpirun did not start rank 0 within 30 s: stopped it; run directory {run_dir}"
+    text = r.stdout + r.stderr
+    assert r.returncode == 2 and 30 <= took < 60, text[-2000:]
+    for h in ("h0", "h1"):
+        assert f"host {h}: ranks [" in text and "did not start within 30 s" in text, text[-2000:]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["status"] == "failed" and run["error"].startswith("mpirun did not start rank 0")
+    assert run["status"] == "completed" and sorted(run["down_hosts"]) == ["h0", "h1"]
     deadline = time.monotonic() + 15  # mpirun's daemons take their ranks with them
     while time.monotonic() < deadline and any(
         "sleep" in Path(f"/proc/{p}/comm").read_text() for h in ("h0", "h1") for p in net.pids(h)
@@ -138,12 +163,12 @@ def test_mpirun_that_never_starts_rank_0_is_stopped_at_the_deadline(netns_factor
 
 def test_ssh_args_never_prompt_and_refuse_a_path_open_mpi_would_split(tmp_path: Path) -> None:
     cfg = tmp_path / "ssh_config"
-    args = ssh_args(ClusterOptions(ssh_config=str(cfg)))
+    args = ssh_args(str(cfg), accept_new_host_keys=False)
     rsh = args[args.index("plm_rsh_args") + 1].split()
     assert rsh[:2] == ["-F", str(cfg)] and "BatchMode=yes" in rsh and "ConnectTimeout=10" in rsh
-    assert args[args.index("plm_rsh_no_tree_spawn") + 1] == "1"
+    assert "StrictHostKeyChecking=accept-new" in ssh_args(None, accept_new_host_keys=True)[-1]
     with pytest.raises(UsageError, match="white space"):
-        ssh_args(ClusterOptions(ssh_config=str(tmp_path / "my ssh config")))
+        ssh_args(str(tmp_path / "my ssh config"), accept_new_host_keys=False)
 
 
 def test_mpirun_events_name_only_valid_hosts() -> None:
@@ -153,13 +178,13 @@ def test_mpirun_events_name_only_valid_hosts() -> None:
         ev.read(line)
     assert ev.hosts == ["gpu-07"]
     said = "mpirun lost or could not start its daemon on gpu-07 (Permission denied (publickey).)"
-    assert ev.describe(255) == said
-    assert MpirunEvents().describe(3) == "mpirun exited 3"
+    assert ev.describe() == said
+    assert MpirunEvents().describe() is None
 
 
 @needs_mpi
 @pytest.mark.parametrize(("host", "cfg", "said"), [
-    ("nosuch-host-zz", None, "--launcher mpi: cannot find the route to nosuch-host-zz: "),
+    ("nosuch-host-zz", None, "no host could be reached (1 tried; nosuch-host-zz: "),
     ("localhost", "my ssh config", "--launcher mpi: the --ssh-config path must not contain white space"),
 ])
 def test_bad_input_for_mpirun_is_one_line_and_no_run_directory(tmp_path: Path, host: str, cfg: str | None,

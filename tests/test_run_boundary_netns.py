@@ -59,7 +59,7 @@ def test_a_host_that_breaks_the_protocol_costs_only_its_pairs(netns_factory, tmp
     argv = net.netbench_argv(tmp_path, labels=labels)
     out = tmp_path / "run"
     res = subprocess.run([*argv, "--out", str(out), *QUICK], capture_output=True, text=True, timeout=300)
-    assert res.returncode == 1, res.stderr[-3000:]  # completed, with a host's fault
+    assert res.returncode == 2, res.stderr[-3000:]  # completed, with a host's fault: a failure
     assert "\x1b" not in res.stdout + res.stderr and "\x07" not in res.stdout + res.stderr
     assert "host h2: sent an invalid message" in res.stdout
     assert "\\x1b" in res.stdout  # the escapes are shown, quoted

@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from netbench.inventory.slurm_step import split_tasks
 
-from netbench.allocation import StepEvents
-from netbench.commands.sweep import _default_launcher
 from netbench.common.slurm import (
     Allocation,
     SlurmError,
@@ -16,6 +14,8 @@ from netbench.common.slurm import (
     parse_node_states,
 )
 from netbench.common.topology import parse_topology
+from netbench.launch.srun import StepEvents
+from netbench.sites.registry import default_launcher as _default_launcher
 
 # `scontrol show topology` of tests/slurm.py's cluster (Slurm 22.05.8): an upper switch lists every
 # node below it, and each line carries Level=
@@ -77,32 +77,24 @@ def test_drain_reason_is_one_short_printable_line() -> None:
     assert "\n" not in reason and len(reason) == 200
 
 
-def test_step_events_name_the_node_slurm_cancelled_or_lost() -> None:
+def test_step_events_say_why_an_agents_step_ended() -> None:
     ev = StepEvents()
     ev.read("slurmstepd: error: *** STEP 12.1 ON h0 CANCELLED AT 2026-12-01T04:50:58 DUE TO TIME LIMIT ***\n")
-    assert ev.describe(143) == "Slurm cancelled step 12.1 on h0 (DUE TO TIME LIMIT)"
+    assert ev.describe() == "Slurm cancelled step 12.1 on h0 (DUE TO TIME LIMIT)"
     lost = StepEvents()
-    lost.read("srun: error: h2: task 2: Killed\n")
-    lost.read("srun: error: h$(x): task 1: Killed\n")  # not a node name: not repeated
-    assert lost.describe(1) == "the step lost h2 (Killed)"
-    lost.read("srun: error: Node failure on h3\n")
-    assert lost.describe(1) == "the step lost h2 (Killed), h3 (node failure: its slurmd stopped answering)"
-    assert StepEvents().describe(9) == "srun exited 9"
+    lost.read("srun: error: h$(x): task 0: Killed\n")  # not a node name: not repeated
+    assert lost.describe() is None
+    lost.read("srun: error: h2: task 0: Killed\n")
+    assert lost.describe() == "Killed"
+    assert StepEvents().describe() is None
     failed = StepEvents()
-    for line in ("srun: error: Node failure on h2",
-                 "slurmstepd-h0: error: *** STEP 1.1 ON h0 CANCELLED AT 2026-12-01T04:56:38 DUE TO "
+    for line in ("slurmstepd-h2: error: *** STEP 1.3 ON h2 CANCELLED AT 2026-12-01T04:56:38 DUE TO "
                  "NODE FAILURE ***",
-                 "srun: error: h1: task 1: Terminated"):  # a consequence of the cancellation
+                 "srun: error: h2: task 0: Terminated",  # a consequence of the cancellation
+                 "srun: error: Node failure on h2"):  # srun's two lines race: the cause wins
         failed.read(line + "\n")
-    assert failed.describe(143) == ("Slurm cancelled step 1.1 on h0 (DUE TO NODE FAILURE); "
-                                    "the step lost h2 (node failure: its slurmd stopped answering)")
-    late = StepEvents()  # srun's two lines race: the node failure may come after the cancellation
-    for line in ("slurmstepd-h0: error: *** STEP 1.1 ON h0 CANCELLED AT 2026-12-01T04:56:38 DUE TO "
-                 "NODE FAILURE ***",
-                 "srun: error: h1: task 1: Terminated",
-                 "srun: error: Node failure on h2"):
-        late.read(line + "\n")
-    assert late.describe(143) == failed.describe(143)
+    assert failed.describe() == ("Slurm cancelled step 1.3 on h2 (DUE TO NODE FAILURE); "
+                                 "node failure: its slurmd stopped answering")
 
 
 def test_split_tasks_maps_tasks_to_the_nodes_asked_only() -> None:
@@ -141,24 +133,23 @@ def test_node_states_from_sinfo_keep_only_the_steps_nodes_and_plain_states() -> 
     assert is_down("idle*") and is_down("fail") and not is_down("drained") and not is_down("mixed")
 
 
-def test_step_events_ask_slurm_when_srun_named_no_node(monkeypatch) -> None:
+def test_step_events_ask_slurm_when_srun_named_no_cause(monkeypatch) -> None:
     import netbench.common.slurm as slurm
 
     monkeypatch.setattr(slurm, "nodes_down", lambda nodes: {"h2": "down*"} if "h2" in nodes else {})
     ev = StepEvents()
-    ev.read("slurmstepd-h0: error: *** STEP 1.1 ON h0 CANCELLED AT 2026-12-01T04:56:38 DUE TO NODE "
+    ev.read("slurmstepd-h2: error: *** STEP 1.3 ON h2 CANCELLED AT 2026-12-01T04:56:38 DUE TO NODE "
             "FAILURE ***\n")
-    ev.ask_slurm(["h0", "h1", "h2"])
-    assert ev.describe(143) == ("Slurm cancelled step 1.1 on h0 (DUE TO NODE FAILURE); "
-                                "the step lost h2 (Slurm reports it down*)")
+    ev.ask_slurm("h2")
+    assert ev.describe() == "Slurm cancelled step 1.3 on h2 (DUE TO NODE FAILURE); Slurm reports it down*"
 
     def no_slurm(nodes: list[str]) -> dict[str, str]:
         raise SlurmError("sinfo not found on PATH")
 
     monkeypatch.setattr(slurm, "nodes_down", no_slurm)
     quiet = StepEvents()
-    quiet.ask_slurm(["h0"])
-    assert quiet.describe(1) == "srun exited 1"
+    quiet.ask_slurm("h0")
+    assert quiet.describe() is None
 
 
 def test_torch_noise_never_reaches_stderr_while_the_store_lives() -> None:

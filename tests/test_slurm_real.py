@@ -34,7 +34,7 @@ def test_sweep_inside_allocation_has_hosts_switches_inventory_report(slurm_pool,
     cluster = slurm_pool.get()
     out = tmp_path / "run"
     r = _sweep(cluster, out, "--timeout", "30")
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]  # 1: warnings on tiny CPU pairs
     assert NOISE not in r.stdout + r.stderr
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "completed" and run["launcher"] == "slurm"
@@ -100,26 +100,31 @@ def _sweep_with_fault(cluster, out: Path, fault, *extra: str, timeout: float = 1
     return r, took, r.stdout + r.stderr
 
 
-def test_step_cancelled_by_slurm_ends_with_one_line_and_keeps_rows(slurm_pool, tmp_path: Path) -> None:
+def test_a_step_cancelled_by_slurm_costs_its_node_only_and_names_why(slurm_pool, tmp_path: Path) -> None:
+    """Each node's agent is a one-task srun step: Slurm cancelling one (a time limit, scancel) ends that
+    node's part of the run, named with Slurm's words; the other nodes go on."""
     cluster = slurm_pool.get()
     out = tmp_path / "run"
+    cancelled: list[str] = []
 
-    def cancel() -> None:  # the same end as a time limit: slurmstepd signals every task of the step
-        steps = cluster.run(["squeue", "-h", "-s", "-o", "%i"]).stdout.split()
-        worker = [s for s in steps if s.endswith(".1")]  # step 0 was the inventory
-        cluster.run(["scancel", worker[0] if worker else steps[-1]])
+    def cancel() -> None:  # the same end as a time limit: slurmstepd signals the step's task
+        steps = cluster.run(["squeue", "-h", "-s", "-o", "%i|%N"]).stdout.split()
+        agent = [s for s in steps if s.split("|")[1] == "h2" and not s.split("|")[0].endswith(".0")]
+        cancelled.append(agent[0].split("|")[0])
+        cluster.run(["scancel", cancelled[0]])
 
     r, took, text = _sweep_with_fault(cluster, out, cancel, "--timeout", "10", "-n", "50", "-e", "1M",
-                                      timeout=120)
-    assert r.returncode != 0 and took < 60, text[-3000:]
+                                      "--confirm-budget", "0", timeout=120)
+    assert r.returncode == 2 and took < 60, text[-3000:]
     assert NOISE not in text
-    ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
-    assert len(ended) == 1 and " on h0" in ended[0] and "row(s) measured stay" in ended[0], text[-3000:]
+    said = [line for line in text.splitlines() if "host h2: agent ended before its ranks finished" in line]
+    assert said and f"Slurm cancelled step {cancelled[0]} on h2" in said[0], text[-3000:]
     run = json.loads((out / "run.json").read_text())
-    assert run["status"] == "interrupted" and run["error"].startswith("Slurm cancelled step")
-    assert _rows(out) and (out / "report.html").is_file()
-    findings = json.loads((out / "findings.json").read_text())["findings"]
-    assert any(f["rule"] == "run_incomplete" and "Slurm cancelled step" in f["title"] for f in findings)
+    # the run goes on and ends; a partner blocked in a group with h2 may be named too (a ring waits
+    # on its slowest member: the "faults mid-run" issue tells those apart)
+    assert run["status"] == "completed" and "h2" in run["down_hosts"]
+    assert any(r["status"] == "ok" for r in _rows(out))  # what was measured stays
+    assert (out / "report.html").is_file()
 
 
 def test_node_lost_during_a_sweep_costs_its_pairs_and_names_it(slurm_pool, tmp_path: Path) -> None:
@@ -152,12 +157,13 @@ def _kill_a_slurmd(cluster, tmp_path: Path) -> None:
     out = tmp_path / "run"
     r, took, text = _sweep_with_fault(cluster, out, lambda: cluster.kill_slurmd("h2"),  # its ranks live on
                                       "--timeout", "20", "-n", "100", "-e", "4M", "-f", "2",
-                                      "--pair-sizes", "4M")
-    assert r.returncode != 0 and took < 90, text[-3000:]  # SlurmdTimeout=10: Slurm sees it in ~20 s
-    ended = [line for line in r.stdout.splitlines() if line.startswith("# Slurm cancelled step")]
-    assert len(ended) == 1 and "NODE FAILURE" in ended[0] and "the step lost h2 (node failure" in ended[0]
+                                      "--pair-sizes", "4M", "--confirm-budget", "0")
+    assert r.returncode == 2 and took < 90, text[-3000:]  # SlurmdTimeout=10: Slurm sees it in ~20 s
+    said = [line for line in text.splitlines() if "host h2: agent ended before its ranks finished" in line]
+    why = said[0] if said else ""
+    assert "node failure" in why or "NODE FAILURE" in why or "down" in why, text[-3000:]
     run = json.loads((out / "run.json").read_text())
-    assert run["status"] == "interrupted" and _rows(out)
+    assert "h2" in run["down_hosts"] and _rows(out)
     assert cluster.node_states()["h2"].startswith("down")
     # the fallback when srun's stderr names no node: Slurm itself, through sinfo, names h2 alone
     ask = "from netbench.common.slurm import nodes_down; print(sorted(nodes_down(['h0', 'h1', 'h2'])))"
@@ -200,12 +206,12 @@ def _both_ways(cluster, tmp_path: Path, hosts: list[str], *ssh_extra: str) -> tu
     slurm_out, ssh_out = tmp_path / "slurm", tmp_path / "ssh"
     r = cluster.run(["salloc", f"-N{len(hosts)}", sys.executable, "-m", "netbench", "sweep", "--out",
                      str(slurm_out), *MEASURE], timeout=150)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    # over SSH without its re-test launch (a sweep inside an allocation has none): like with like
-    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *MEASURE, *ssh_extra,
-            "--confirm-budget", "0"]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=150)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # over SSH, with its re-test launch as inside the allocation: the same pipeline
+    argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *MEASURE, *ssh_extra]
+    r2 = subprocess.run(argv, capture_output=True, text=True, timeout=150)
+    # a planted fault each time: the same verdict, so the same exit status (docs/exit-status.md)
+    assert r.returncode == r2.returncode and r.returncode in (1, 2), (
+        r.stdout[-2000:] + r.stderr[-2000:] + r2.stdout[-2000:] + r2.stderr[-2000:])
     return slurm_out, ssh_out
 
 

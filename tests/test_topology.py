@@ -16,7 +16,6 @@ from netbench.reports.engine import resolve_topology
 from synthetic import make_fleet, write_run_dir
 
 from netbench.cli import cli
-from netbench.cluster import host_switches
 from netbench.common.errors import UsageError
 from netbench.common.hosts import parse_hosts_file
 from netbench.common.topology import (
@@ -28,6 +27,7 @@ from netbench.common.topology import (
     parse_topology,
     tier_name,
 )
+from netbench.sites.ssh import file_switches
 
 FILES = {p.name: p for p in fixture_files("public/slurm-topology.conf")}
 
@@ -229,7 +229,7 @@ def test_sweep_and_report_give_the_same_classes_for_one_file(tmp_path: Path) -> 
     hosts_file.write_text("\n".join(names[:-1]) + f"\n{names[-1]} switch=wrong\n")
     entries = parse_hosts_file(hosts_file)
     echoed: list[str] = []
-    sweep_uplinks = host_switches(entries, str(conf), echoed.append)  # sweep/preflight --topology
+    sweep_uplinks = file_switches(entries, str(conf), echoed.append).uplinks  # sweep/preflight --topology
     assert echoed == [] and sweep_uplinks[names[-1]] == "lf4"
 
     expected = {
@@ -254,14 +254,14 @@ def test_sweep_path_warns_per_line_and_refuses_an_unusable_file(tmp_path: Path) 
     conf = tmp_path / "t.conf"
     conf.write_text("SwitchName=a Nodes=n01\nSwitchName=b Nodes=n01,n02\n")
     echoed: list[str] = []
-    assert host_switches(entries, str(conf), echoed.append) == {"n01": "a", "n02": "b"}
+    assert file_switches(entries, str(conf), echoed.append).uplinks == {"n01": "a", "n02": "b"}
     assert echoed == [
         f"# topology warning: {conf}:2: node n01 is under a (line 1) and again under b; keeping a"
     ]
     bad = tmp_path / "bad.json"
     bad.write_text("{oops")
     with pytest.raises(UsageError, match="not valid JSON"):
-        host_switches(entries, str(bad), echoed.append)
+        file_switches(entries, str(bad), echoed.append)
 
 
 def test_report_cli_reads_a_three_tier_file_and_refuses_a_broken_one(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from netbench.defaults import OP_TIMEOUT_S
 from netbench.params import DURATION, SIZE, CsvList
 
 
@@ -120,7 +121,7 @@ _SHARED = [
         "--timeout",
         "timeout_s",
         type=DURATION,
-        default="60s",
+        default=OP_TIMEOUT_S,
         show_default=True,
         help="A collective (or rank) silent this long has failed.",
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from netbench.defaults import CONFIRM_BUDGET_S
 from netbench.params import DURATION, SIZE, CsvList
 
 
@@ -78,7 +79,8 @@ with one error line).
               show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option(
-    "--confirm-budget", "confirm_budget_s", type=click.FloatRange(min=0), default=60.0, show_default=True,
+    "--confirm-budget", "confirm_budget_s", type=click.FloatRange(min=0), default=CONFIRM_BUDGET_S,
+    show_default=True,
     help="As sweep --hosts: seconds of fabric time for re-testing the pairwise phase's suspects against "
     "known-good partners; the report says confirmed or cleared. 0: off.",
 )

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import click
 
 from netbench.commands._options import measurement_options, pair_options
+from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
+from netbench.params import DURATION
 
 if TYPE_CHECKING:
     from netbench.options import ClusterOptions
@@ -28,7 +30,7 @@ Examples:
   netbench sweep --hosts hosts.txt --topology topology.conf --pair-schedule circle --confirm-budget 0
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --hosts hosts.txt --pattern rail   # GPU k with GPU k of every pair: one NIC each
-  netbench sweep --launcher mpi -p 4                # mpirun -np 4 ... netbench worker
+  netbench sweep --launcher mpi -p 4                # mpirun starts this machine's 4 ranks
   netbench sweep --hosts hosts.txt --launcher mpi --ssh-config ~/.ssh/cluster  # mpirun over ssh
   salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
   salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
@@ -41,8 +43,10 @@ the analysis are re-tested within --confirm-budget (one more launch on the hosts
 
 --out DIR must not hold a run already; --out 'runs/{id}' makes a fresh directory per run.
 
-Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were wrong, 2 bad input
-(also an existing run directory as --out, or hosts whose torch cannot use their GPUs).
+Exit status, the same on every --launcher (docs/exit-status.md): 0 pass; 1 warnings only; 2 failures
+(a node or link to drain, a host or rank that failed, wrong results) or bad input (one error line: an
+existing run directory as --out, an option the launcher cannot honour, hosts whose torch cannot use
+their GPUs); 3 no verdict (nothing measured, or the report could not be made); 130 interrupted.
 """,
 )
 @measurement_options
@@ -76,17 +80,33 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     "--confirm-budget",
     "confirm_budget_s",
     type=click.FloatRange(min=0),
-    default=60.0,
+    default=CONFIRM_BUDGET_S,
     show_default=True,
-    help="With --hosts (ssh, local): seconds for re-testing the pairwise phase's suspects (slow or "
-    "borderline nodes and links) against known-good partners of the same hop class; the report says "
-    "confirmed or cleared. 0: off.",
+    help="Seconds for re-testing the pairwise phase's suspects (slow or borderline nodes and links) "
+    "against known-good partners of the same hop class, one more launch on every --launcher; the "
+    "report says confirmed or cleared. 0: off.",
+)
+@click.option(
+    "--start-timeout",
+    "start_timeout_s",
+    type=DURATION,
+    default=START_TIMEOUT_S,
+    show_default=True,
+    help="Every host's agent and ranks must have started within this (ssh, srun or mpirun, the python "
+    "import, the rendezvous), else that host is down and the others go on.",
 )
 @click.option(
     "--policy",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
     help="Policy TOML for the report and the re-tests (thresholds, severities), as `netbench report`.",
+)
+@click.option(
+    "--inventory/--no-inventory",
+    default=True,
+    show_default=True,
+    help="Probe every host first (drivers, firmware, NICs, switches' neighbours, port counters before and "
+    "after); unreachable hosts are recorded and left out. --no-inventory starts the ranks at once.",
 )
 @click.option(
     "--procs-per-host",
@@ -110,13 +130,13 @@ Exit codes: 0 ok, 1 a rank or host failed (or sent invalid data) or results were
     "--launcher",
     type=click.Choice(["ssh", "local", "mpi", "slurm"]),
     default=None,
-    help="Default: slurm inside a Slurm allocation of several nodes when --hosts is not given, "
-    "else ssh. ssh (with --hosts); local (each host of the file runs on this machine, e.g. a GPU subset "
-    "given by its gpus= label); mpi (mpirun starts `netbench worker` ranks; with --hosts, Open MPI's ssh "
-    "launcher over the hosts, ssh never prompting, stopped if rank 0 has not started within twice "
-    "--timeout); "
-    "slurm (inside the current allocation: its nodes, `scontrol show topology`, the inventory as a job "
-    "step, then srun).",
+    help="Where the ranks start; every launcher runs the same sweep, re-tests and report "
+    "(docs/architecture.md, sites). Default: slurm inside a Slurm allocation of several nodes when "
+    "--hosts is not given, else ssh (this machine alone without --hosts). ssh: the hosts over SSH; "
+    "local: each host of the file runs on this machine (e.g. a GPU subset given by its gpus= label); "
+    "mpi: Open MPI's mpirun starts each host's agent (with --hosts over its ssh launcher, ssh never "
+    "prompting; else on this machine); slurm: inside the current allocation (its nodes, `scontrol "
+    "show topology`, the inventory as a job step, an srun step per node).",
 )
 @click.option(
     "--advertise",
@@ -130,31 +150,20 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     otherwise CPU ranks with gloo. Every row is saved to the run directory as it is measured.
     """
     from netbench.options import ClusterOptions
+    from netbench.sites.registry import default_launcher
 
     asked = list(patterns)
     if kw["launcher"] is None:
-        kw["launcher"] = _default_launcher(kw.get("hosts_file"))
+        kw["launcher"] = default_launcher(kw.get("hosts_file"))  # type: ignore[arg-type]
     opts = ClusterOptions(**kw)  # type: ignore[arg-type]
     if asked:
         opts.patterns = asked
     raise SystemExit(dispatch(opts, asked, click.echo))
 
 
-def _default_launcher(hosts_file: object) -> str:
-    """slurm when started by salloc/sbatch on several nodes without --hosts (the allocation is the
-    hosts file), else ssh. Inside an srun step netbench is a rank, never the launcher."""
-    if hosts_file:
-        return "ssh"
-    from netbench.common.slurm import Allocation
-
-    alloc = Allocation.from_env()
-    return "slurm" if alloc is not None and not alloc.in_step and len(alloc.nodes) > 1 else "ssh"
-
-
 def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
-    """Which path runs the sweep; every path plans with netbench.planner and runs the engine."""
+    """The site (``netbench.sites.choose_site``), then the one pipeline (``netbench.pipeline``)."""
     from netbench.common.errors import UsageError
-    from netbench.engine import exit_status, finish_report
 
     if "copy-matrix" in asked:
         if asked != ["copy-matrix"] or opts.hosts_file or opts.launcher in ("mpi", "slurm"):
@@ -162,28 +171,12 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
                 "--pattern copy-matrix measures this machine's GPUs alone: no --hosts, no other pattern"
             )
         from netbench.copy_matrix import run_copy_matrix
+        from netbench.engine import finish_report
 
         rundir, rows = run_copy_matrix(opts.local(), echo)
         if opts.report:
             finish_report(rundir, echo)
         return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
-    if opts.launcher == "slurm":  # hosts, switches and inventory from Slurm, then srun
-        from netbench.allocation import run_in_allocation
-
-        return run_in_allocation(opts, asked or ["ring", "pairwise"], echo)
-    if opts.launcher == "mpi" and opts.hosts_file:  # Open MPI's ssh launcher over the hosts
-        from netbench.launch.mpirun import run_mpirun
-
-        return run_mpirun(opts, asked or ["ring", "pairwise"], echo)
-    if opts.launcher == "mpi":  # mpirun starts `netbench worker` ranks here; rank 0 leads
-        import subprocess
-
-        from netbench.launch.wrap import mpirun_argv
-        from netbench.options import default_procs
-
-        argv = mpirun_argv(opts, asked or ["world"], opts.procs or default_procs())
-        echo(f"# {' '.join(argv[:4])} ... netbench worker")
-        return subprocess.run(argv).returncode
     if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
         from netbench.reports.policy import PolicyError, load_policy
 
@@ -191,18 +184,12 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             load_policy(opts.policy)
         except PolicyError as exc:
             raise UsageError(str(exc)) from None
-    if opts.hosts_file:
-        from netbench.cluster import run_cluster
+    from netbench.pipeline import run_pipeline
+    from netbench.sites.registry import choose_site
 
-        rundir, outcome = run_cluster(opts, echo=echo)
-        topology = opts.topology
-    else:
+    site = choose_site(opts)
+    if site.one_machine:
         if set(asked) - {"intra"}:
             raise UsageError("--pattern ring/pairwise/rail need --hosts (one machine runs the world pattern)")
-        from netbench.sweep import run_local
-
-        rundir, outcome = run_local(opts.local(), echo=echo, patterns=asked or None)
-        topology = None
-    if opts.report and outcome.status != "interrupted":
-        finish_report(rundir, echo, policy=opts.policy, topology=topology)
-    return exit_status(outcome, rundir)
+        opts.patterns = asked or ["world"]
+    return run_pipeline(opts, site, echo)

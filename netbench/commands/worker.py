@@ -16,7 +16,9 @@ Examples:
   mpirun -np 16 --map-by ppr:8:node netbench worker --pattern pairwise
   srun --ntasks-per-node 8 netbench worker --out /shared/runs/$SLURM_JOB_ID
 
-Rank 0 prints the table and writes the run directory; the others print nothing.
+Rank 0 prints the table and writes the run directory; the others print nothing. Exit status of
+rank 0 as `netbench sweep` (docs/exit-status.md); `netbench sweep --launcher mpi|slurm` starts the
+ranks itself and adds the inventory and the re-tests.
 """,
 )
 @measurement_options
@@ -33,12 +35,6 @@ Rank 0 prints the table and writes the run directory; the others print nothing.
     type=click.Path(dir_okay=False),
     default=None,
     help="Slurm topology.conf, read by rank 0: which leaf switch each host hangs off.",
-)
-@click.option(
-    "--prepared-run",
-    type=click.Path(file_okay=False),
-    default=None,
-    hidden=True,  # `netbench sweep --launcher slurm` passes the run directory it made (inventory, switches)
 )
 def command(patterns: tuple[str, ...], **kw: object) -> None:
     """One rank of a sweep; the launcher's environment says which one.

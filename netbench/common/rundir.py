@@ -39,6 +39,10 @@ ENV_SCHEMA = "netbench.env/1"
 PLAN_SCHEMA = "netbench.plan/1"
 COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
+FOLLOW_UP_PLAN = "confirm-plan.json"
+"""The plan of a later launch of the same run (sweep's re-tests); plan.json stays the run's own."""
+SLURM_TOPOLOGY = "topology.conf"
+"""``scontrol show topology``'s text as Slurm said it; run.json's ``topology`` is the parsed form."""
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
 # any of these makes a directory a run directory, which a new run must not write into
 RUN_FILES = ("run.json", "results.jsonl", "inventory.jsonl", "counters.jsonl", "plan.json", "env.json",
@@ -299,20 +303,6 @@ class RunDir:
             raise FileNotFoundError(f"no run directory at {path}")
         run_id = read_json_object(path / "run.json").data.get("run_id")
         return cls(path=path, run_id=run_id if isinstance(run_id, str) else path.name)
-
-    @classmethod
-    def claim_prepared(cls, path: str | Path) -> RunDir:
-        """The run directory ``netbench sweep --launcher slurm`` made for its ranks (inventory and
-        switches in it, run.json status ``prepared``); claimed once, so a finished run is never
-        appended to."""
-        path = Path(path)
-        data = read_json_object(path / "run.json").data
-        if data.get("status") != "prepared" or not isinstance(data.get("run_id"), str):
-            raise UsageError(f"{path}: not a run directory prepared for the ranks (status "
-                             f"{str(data.get('status'))[:20]!r})")
-        rundir = cls(path=path, run_id=data["run_id"])
-        rundir.write_run(status="starting")
-        return rundir
 
     # -- files ---------------------------------------------------------------------------------
     @property

@@ -11,7 +11,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # the plan's module imports torch: launchers import this one without it
+    from netbench.collectives.plan import WorkerPlan
 
 # -- the run's store and its secret -----------------------------------------------------------------
 # Threat model. torch's TCPStore has no authentication: anyone who can open a TCP connection to its
@@ -73,6 +76,47 @@ def get_text(store: Any, key: str, timeout: Any) -> str:
     store.wait([key], timeout)
     count = int(store.get(key).decode())
     return b"".join(store.get(f"{key}/{i}") for i in range(count)).decode()
+
+
+# -- the plan in the store --------------------------------------------------------------------------
+# Every rank reading the whole plan made one store serve ~1 TB at 1,024 hosts (122 MB x 8,192 ranks)
+# before the first row. The coordinator stores the plan as ``WorkerPlan.parts``: under PLAN_KEY what
+# every host reads (fields, phases, host table), under ``host_plan_key(host)`` that host's groups. A
+# host's agent fetches the two once and hands them to its ranks on their stdin; ranks that an external
+# launcher started (no agent) fetch their own host's. Both go in pieces of STORE_VALUE_BYTES.
+PLAN_KEY = "plan/common"
+
+
+def host_plan_key(host: str) -> str:
+    return f"plan/host/{host}"
+
+
+def publish_plan(store: Any, plan: WorkerPlan) -> None:
+    """Every host's part first, what every host reads last: a reader that sees PLAN_KEY finds its
+    host's part there too (the coordinator publishes before it starts any agent anyway)."""
+    parts = plan.parts()
+    for host, text in parts.own():
+        put_text(store, host_plan_key(host), [text])
+    put_text(store, PLAN_KEY, [parts.common])
+
+
+@dataclass(frozen=True)
+class HostPlanText:
+    """One host's plan as fetched: what every host reads and the host's own part (both JSON on one
+    line each, so an agent hands them to a rank as two lines of its stdin)."""
+
+    common: str
+    own: str
+
+    def plan(self) -> WorkerPlan:
+        from netbench.collectives.plan import WorkerPlan
+
+        return WorkerPlan.from_parts(self.common, [self.own])
+
+
+def fetch_host_plan(store: Any, host: str, timeout: Any) -> HostPlanText:
+    """``host``'s part of the plan, once the coordinator has published it (waiting up to ``timeout``)."""
+    return HostPlanText(get_text(store, PLAN_KEY, timeout), get_text(store, host_plan_key(host), timeout))
 
 
 def listen_socket(address: str, port: int = 0) -> socket.socket:
@@ -168,6 +212,11 @@ class AgentProcess(Protocol):
 
     def returncode(self) -> int | None: ...
 
+    def end_reason(self) -> str | None:
+        """What the launcher itself said about why the agent ended (srun: the step was cancelled,
+        the node failed; mpirun: the daemon could not start), or None."""
+        ...
+
 
 class Launcher(Protocol):
     name: str
@@ -179,6 +228,17 @@ class Launcher(Protocol):
     def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> AgentProcess:
         """Start the host's agent; ``secret`` must reach it off the command line (stdin, the channel)."""
         ...
+
+
+FORWARDED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "NETBENCH_INJECT", "CUDA_VISIBLE_DEVICES")
+
+
+def forwarded_env() -> dict[str, str]:
+    """The environment every remote agent gets from the user's: NCCL's and gloo's settings (the run
+    records them in env.json), whatever starts it (SSH, mpirun; srun hands on all of it)."""
+    from netbench.collectives.envinfo import relevant_env
+
+    return {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
 
 
 def agent_argv(python: str, slot: HostSlot, store_addr: str, store_port: int) -> list[str]:

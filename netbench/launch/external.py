@@ -227,6 +227,9 @@ class StoreAgent:
     def returncode(self) -> int | None:
         return 0 if len(self._bye) == len(self.ranks) or self._stop.is_set() else None
 
+    def end_reason(self) -> str | None:
+        return None  # the user's scheduler started these ranks: it says why they ended, not us
+
 
 class ExternalLauncher:
     """Nothing to start: the ranks exist. Hands the coordinator one StoreAgent per host."""

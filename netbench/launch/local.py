@@ -41,6 +41,9 @@ class LocalAgent:
     def returncode(self) -> int | None:
         return self.proc.poll()
 
+    def end_reason(self) -> str | None:
+        return None  # a child process: its exit is the whole story
+
 
 class LocalLauncher:
     name = "local"

@@ -1,46 +1,41 @@
-"""``netbench sweep --launcher mpi --hosts FILE``: Open MPI's ssh launcher starts the ranks on the hosts.
+"""The mpirun launcher: Open MPI starts each host's agent (``netbench.worker agent``), one one-process
+job per host, over its ssh launcher (``--hosts``) or on this machine.
 
-mpirun ssh-es to every host of the file (one daemon each), the daemons start ``netbench worker``
-ranks, rank 0 coordinates into the run directory made here (status ``prepared``; rank 0 claims it,
-as under ``--launcher slurm``), so the rows and the report are those of any other launcher.
+The agent is the one every launcher starts; it starts the host's ranks itself and the coordinator
+reads its lines on mpirun's stdout, so the run, its re-tests, its faults and its report are those of
+every other site. The store's secret is the first line of mpirun's stdin, which Open MPI forwards to
+its one process (never a command line). Open MPI 5 does not forward stdin's end, so the agent is
+stopped by ending mpirun's process group, which takes the remote daemon and the agent with it.
 
 What made mpirun hang, and what stops each:
 
 * ssh waiting on a prompt (a password, an unknown host key) where nobody can answer: ssh runs with
   ``BatchMode=yes`` and ``ConnectTimeout``, and with the ``--ssh-config`` netbench's SSH path uses;
-* tree spawn (daemons ssh-ing on to other hosts, which have no key to do it): ``plm_rsh_no_tree_spawn``,
-  every daemon is started from this machine;
 * a daemon calling back, or MPI's TCP traffic going, to an address that is not reachable (a docker or
   management interface): ``oob_tcp_if_include``/``btl_tcp_if_include`` keep both to the network this
   machine reaches the hosts on;
-* anything else before rank 0 starts (a daemon that never reports back): a start-up deadline, after
-  which mpirun's process group is killed and one line says so. Once rank 0 runs, the sweep's own
-  ``--timeout`` bounds every wait.
+* anything else before the agent starts (a daemon that never reports back, a python that hangs):
+  the coordinator's ``--start-timeout``, after which mpirun's process group is ended.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
+import shutil
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import IO
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
+from netbench.collectives.messages import PREFIX
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry, parse_hosts_file, validate_hostname
-from netbench.common.rundir import RunDir
+from netbench.common.hosts import HostEntry, validate_hostname
 from netbench.common.text import terminal_safe
-from netbench.options import ClusterOptions
+from netbench.launch import HostSlot, agent_argv, forwarded_env
+from netbench.launch.local import LocalAgent
 
 CONNECT_TIMEOUT_S = 10  # ssh's TCP connect and banner; a node that is off fails in this long
-POLL_S = 0.2
-TOPOLOGY_FILE = "topology.json"  # the hosts file's switch= labels, for rank 0
 
 # what mpirun says when a daemon could not be started or was lost; names are validated before use
 _REMOTE_HOST = re.compile(r"^\s*Remote host:\s+([A-Za-z0-9_.-]+)\s*$")
@@ -51,23 +46,25 @@ _SSH_ERROR = re.compile(
 )
 
 
-def startup_deadline_s(opts: ClusterOptions) -> float:
-    """How long mpirun may take to bring rank 0 up: every host's daemon, python and torch import."""
-    return max(30.0, 2 * opts.timeout_s)
+def find_mpirun() -> str:
+    """mpirun on PATH, else beside this python (the pip wheel's); a UsageError without one."""
+    mpirun = shutil.which("mpirun") or os.path.join(os.path.dirname(sys.executable), "mpirun")
+    if not os.path.exists(mpirun):
+        raise UsageError("--launcher mpi needs mpirun on PATH (pip install 'netbench[mpi]' brings Open MPI)")
+    return mpirun
 
 
-def ssh_args(opts: ClusterOptions) -> list[str]:
+def ssh_args(ssh_config: str | None, accept_new_host_keys: bool) -> list[str]:
     """Open MPI's ssh launcher connecting as netbench's SSH path does, and never asking anything."""
     ssh = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"]
-    if opts.ssh_config:
-        path = os.path.abspath(opts.ssh_config)
+    if ssh_config:
+        path = os.path.abspath(ssh_config)
         if re.search(r"\s", path):  # Open MPI splits plm_rsh_args on white space
             raise UsageError("--launcher mpi: the --ssh-config path must not contain white space")
         ssh = ["-F", path, *ssh]
-    if opts.accept_new_host_keys:
+    if accept_new_host_keys:
         ssh += ["-o", "StrictHostKeyChecking=accept-new"]
-    return ["--mca", "plm_rsh_agent", "ssh", "--mca", "plm_rsh_args", " ".join(ssh),
-            "--mca", "plm_rsh_no_tree_spawn", "1"]
+    return ["--mca", "plm_rsh_agent", "ssh", "--mca", "plm_rsh_args", " ".join(ssh)]
 
 
 def network_args(here: str) -> list[str]:
@@ -81,15 +78,9 @@ def network_args(here: str) -> list[str]:
     return ["--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net]
 
 
-def prefix_args(mpirun: str) -> list[str]:
-    """``--prefix``: the daemons on the hosts run this Open MPI (the pip wheel's lives beside the
-    python, which a remote login shell has not on its PATH)."""
-    return ["--prefix", os.path.dirname(os.path.dirname(os.path.abspath(mpirun)))]
-
-
 @dataclass
 class MpirunEvents:
-    """What mpirun's stderr said about daemons it could not start or lost."""
+    """What mpirun's output said about a daemon it could not start or lost."""
 
     hosts: list[str] = field(default_factory=list)
     ssh_error: str | None = None
@@ -102,123 +93,74 @@ class MpirunEvents:
         elif self.ssh_error is None and _SSH_ERROR.search(text):
             self.ssh_error = terminal_safe(text[:160], keep_newlines=False)
 
-    def describe(self, rc: int) -> str:
+    def describe(self) -> str | None:
         where = f" on {', '.join(self.hosts)}" if self.hosts else ""
         why = f" ({self.ssh_error})" if self.ssh_error else ""
-        if where or why:
-            return f"mpirun lost or could not start its daemon{where}{why}"
-        return f"mpirun exited {rc}"
+        return f"mpirun lost or could not start its daemon{where}{why}" if where or why else None
 
 
-def this_machine_towards(opts: ClusterOptions, hosts_file: str) -> str:
-    """The address the hosts reach this machine at (``--advertise``, else the route to the first)."""
-    from netbench.common.ssh import SSHOptions
-    from netbench.launch.ssh import SSHLauncher
+class MpirunAgent(LocalAgent):
+    """mpirun and its one process: stdout carries the agent's lines and mpirun's own complaints
+    (which daemon failed), stderr ssh's; both are read for the reason an agent never came."""
 
-    entries = parse_hosts_file(hosts_file)
-    ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
-    try:
-        return SSHLauncher({e.name: e for e in entries}, ssh_opts, advertise=opts.advertise).store_host()[0]
-    except OSError as exc:
-        raise UsageError(f"--launcher mpi: cannot find the route to {entries[0].name}: "
-                         f"{exc.strerror or exc}") from None
+    def __init__(self, host: str, proc: subprocess.Popen):
+        super().__init__(host, proc)
+        self.events = MpirunEvents()
+        assert proc.stderr is not None
+        from netbench.launch.srun import copy_stderr
 
+        self.stderr_pump = copy_stderr(proc.stderr, self.events.read)
 
-def copy_stdout(stream: IO[bytes], on_line: Callable[[str], None]) -> threading.Thread:
-    """Copy mpirun's stdout (rank 0's table, mpirun's messages) to ours line by line, in a thread."""
+    def lines(self) -> Iterator[str]:
+        for line in super().lines():
+            if not line.startswith(PREFIX):  # not protocol: mpirun speaking
+                self.events.read(line)
+            yield line
 
-    def pump() -> None:
-        for raw in stream:
-            line = raw.decode("utf-8", errors="replace")
-            on_line(line)
-            sys.stdout.write(line)
-            sys.stdout.flush()
-
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    return t
+    def end_reason(self) -> str | None:
+        self.stderr_pump.join(2.0)  # its last lines may trail the closed stdout
+        return self.events.describe()
 
 
-def label_switches(rundir: RunDir, entries: list[HostEntry], echo: Callable[[str], None]) -> str | None:
-    """The hosts file's ``switch=`` labels as a topology file in the run directory, for the ranks:
-    rank 0 reads switches from a file (``--topology``), it never sees the hosts file."""
-    from netbench.cluster import host_switches
+class MpirunLauncher:
+    """``mpirun -np 1 --host H:1 ... python -m netbench.worker agent`` per host."""
 
-    leaves: dict[str, list[str]] = {}
-    for host, leaf in host_switches(entries, None, echo).items():
-        leaves.setdefault(leaf, []).append(host)
-    if not leaves:
-        return None
-    path = rundir.path / TOPOLOGY_FILE
-    path.write_text(json.dumps({"switches": leaves}, indent=1) + "\n")
-    return str(path)
+    name = "mpi"
 
+    def __init__(self, entries: dict[str, HostEntry], python: str | None, here: str,
+                 ssh: list[str] | None = None):
+        self.entries = entries
+        self.python = python
+        self.here = here  # this machine's address towards the hosts (127.0.0.1 for this machine)
+        self.ssh = ssh  # None: this machine alone
+        self.mpirun = find_mpirun()
 
-def _stop(proc: subprocess.Popen) -> None:
-    """End mpirun and every ssh it started (its own process group)."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    def store_host(self) -> tuple[str, str]:
+        return self.here, self.here
 
+    def argv(self, slot: HostSlot, store_addr: str, store_port: int) -> list[str]:
+        argv = [self.mpirun, "-np", "1"]
+        if os.geteuid() == 0:
+            argv.append("--allow-run-as-root")
+        if self.ssh is not None:  # the daemon on the host runs this Open MPI (the pip wheel's, beside python)
+            argv += ["--host", f"{slot.host}:1", "--prefix",
+                     os.path.dirname(os.path.dirname(os.path.abspath(self.mpirun))),
+                     *self.ssh, *network_args(self.here)]
+            for name in forwarded_env():  # as over SSH: the user's NCCL_*/GLOO_* reach the host
+                argv += ["-x", name]
+        entry = self.entries.get(slot.host)
+        python = (entry.labels.get("python") if entry else None) or self.python or sys.executable
+        return argv + [*agent_argv(python, slot, store_addr, store_port), "--watch-stdin"]
 
-def run_mpirun(opts: ClusterOptions, patterns: list[str], echo: Callable[[str], None]) -> int:
-    """The sweep over the hosts file's hosts, ranks started by mpirun; its exit status."""
-    from netbench.allocation import after_step
-    from netbench.launch.srun import copy_stderr
-    from netbench.launch.wrap import find_mpirun, mpi_hostfile, mpirun_argv
-
-    assert opts.hosts_file is not None
-    entries = parse_hosts_file(opts.hosts_file)
-    find_mpirun()  # bad input ends here, before a run directory is made
-    ssh = ssh_args(opts)
-    here = this_machine_towards(opts, opts.hosts_file)
-    rundir = RunDir.create(opts.out)
-    topology = opts.topology or label_switches(rundir, entries, echo)
-    rundir.write_run(status="prepared", launcher="mpi", hosts=[e.name for e in entries],
-                     host_labels={e.name: e.labels for e in entries}, hosts_file=str(opts.hosts_file))
-    events = MpirunEvents()
-    deadline_s = startup_deadline_s(opts)
-    with mpi_hostfile(opts.hosts_file, opts.procs_per_host) as hostfile:  # removed after mpirun
-        argv = mpirun_argv(replace(opts, topology=topology), patterns, None, hostfile,
-                           prepared=str(rundir.path))
-        argv[1:1] = [*prefix_args(argv[0]), *ssh, *network_args(here)]
-        echo(f"# mpirun over {len(entries)} host(s) from {opts.hosts_file} (ssh, network of {here}); "
-             f"run directory {rundir.path}")
-        # start_new_session: mpirun's own process group holds every ssh it starts (_stop ends them all)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        assert proc.stdout is not None and proc.stderr is not None
-        # mpirun prints its own failures (which daemon) on stdout, ssh's on stderr: both are read
-        pumps = [copy_stdout(proc.stdout, events.read), copy_stderr(proc.stderr, events.read)]
-        started, timed_out = time.monotonic(), False
-        try:
-            while proc.poll() is None:
-                if time.monotonic() - started > deadline_s and rundir.read_run().get("status") == "prepared":
-                    timed_out = True
-                    _stop(proc)
-                    break
-                time.sleep(POLL_S)
-        except KeyboardInterrupt:  # mpirun has its own session: hand it the Ctrl-C, then end it
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                _stop(proc)
-        rc = proc.wait()  # then, like any early end: the run marked, a report on what was measured
-        for pump in pumps:
-            pump.join(5)
-    if timed_out:
-        why = f"mpirun did not start rank 0 within {deadline_s:g} s"
-        if events.hosts or events.ssh_error:
-            why += f"; {events.describe(rc)}"
-        rundir.write_run(status="failed", error=why)
-        echo(terminal_safe(f"# {why}: stopped it; run directory {rundir.path}", keep_newlines=False))
-        return 1
-    return after_step(rundir, rc, events, topology, opts.report, echo)
+    def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> MpirunAgent:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if slot.labels.get("gpus") and self.ssh is None:  # a "host" that is a subset of this machine's GPUs
+            env["CUDA_VISIBLE_DEVICES"] = slot.labels["gpus"]
+        # start_new_session: mpirun's own process group holds every ssh it starts (terminate ends them)
+        proc = subprocess.Popen(self.argv(slot, store_addr, store_port), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                start_new_session=True)
+        assert proc.stdin is not None
+        proc.stdin.write((secret + "\n").encode())  # forwarded to the agent: its first line
+        proc.stdin.flush()
+        return MpirunAgent(slot.host, proc)

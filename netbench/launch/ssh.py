@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from netbench.collectives.envinfo import relevant_env
-from netbench.launch import HostSlot, agent_argv
-
-FORWARDED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL", "NETBENCH_INJECT", "CUDA_VISIBLE_DEVICES")
+from netbench.launch import HostSlot, agent_argv, forwarded_env
 
 
 class SSHAgent:
@@ -35,6 +32,9 @@ class SSHAgent:
 
     def returncode(self) -> int | None:
         return self.proc.returncode
+
+    def end_reason(self) -> str | None:
+        return None  # a lost channel is reported as such (coordinator.ChannelLost)
 
     def stderr_tail(self, lines: int = 5) -> str:
         return "\n".join(self.proc.stderr.strip().splitlines()[-lines:])
@@ -74,7 +74,7 @@ class SSHLauncher:
 
         conn = connect_entry(self.entries[slot.host], self.ssh_opts)
         argv = agent_argv(self.python_for(slot.host), slot, store_addr, store_port)
-        env = {k: v for k, v in relevant_env().items() if k.startswith(FORWARDED_PREFIXES)}
+        env = forwarded_env()
         env["PYTHONUNBUFFERED"] = "1"
         try:
             proc = conn.start(argv, env=env, secret=secret)

@@ -37,10 +37,10 @@ from netbench.reports.analyses import RetestEvidence
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
 def allocation_entries() -> list[Any]:
     """No hosts file: the nodes of the Slurm allocation this runs in (a UsageError outside one)."""
-    from netbench.allocation import current_allocation
     from netbench.common.errors import UsageError
     from netbench.common.hosts import HostEntry
     from netbench.common.slurm import Allocation
+    from netbench.sites.slurm import current_allocation
 
     if Allocation.from_env() is None:
         raise UsageError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
@@ -221,6 +221,19 @@ def measure(
     return outcome
 
 
+def _ssh_site(opts: PreflightOptions) -> Any:
+    """The ``ssh`` site of sweep for the same hosts (what reads the port counters); None inside an
+    allocation, where nothing is reached over SSH."""
+    if opts.hosts_file is None:
+        return None
+    from netbench.options import ClusterOptions
+    from netbench.sites.ssh import SshSite
+
+    return SshSite(ClusterOptions(hosts_file=opts.hosts_file, ssh_config=opts.ssh_config,
+                                  accept_new_host_keys=opts.accept_new_host_keys,
+                                  concurrency=opts.concurrency))
+
+
 # -- the procedure -----------------------------------------------------------------------------------
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
@@ -239,13 +252,13 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows. ``site``: hosts that are not
     reached over SSH or srun (a simulated fabric, with ``clock`` its own)."""
     from netbench import __version__
-    from netbench.cluster import host_switches, snapshot_counters
     from netbench.common.errors import UsageError
     from netbench.common.findings import worst
     from netbench.common.pairrows import MetPairs
     from netbench.common.rundir import GrowingRows, RunDir, utc_now
     from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
+    from netbench.sites.ssh import file_switches
 
     budget = Budget(opts.budget_s, clock=clock)
     stages: dict[str, float] = {}
@@ -267,12 +280,15 @@ def run_preflight(
     except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
         raise PreflightError(str(exc)) from None
     started = utc_now()
-    topology_file = opts.topology
-    if opts.hosts_file is None and not topology_file:  # the allocation's switches, as Slurm knows them
-        from netbench.allocation import allocation_switches
+    if opts.hosts_file is None and not opts.topology:  # the allocation's switches, as Slurm knows them
+        from netbench.sites.slurm import allocation_switches
 
-        topology_file = allocation_switches(rundir, None, echo)
-    topology = host_switches(entries, topology_file, echo)
+        switches = allocation_switches(echo)
+        for name, text in switches.saved.items():
+            (rundir.path / name).write_text(text)
+    else:
+        switches = file_switches(entries, opts.topology, echo)
+    topology = switches.uplinks
     rundir.write_run(
         command="preflight",
         status="running",
@@ -317,8 +333,9 @@ def run_preflight(
             )
         setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo, site)
         measured = [by_name[h] for h in live] if site is None else []  # no port counters to read
-        if measured:
-            snapshot_counters("before", measured, ssh_opts, rundir, opts.concurrency)
+        counters = _ssh_site(opts) if measured else None  # the port counters, as sweep reads them
+        if counters is not None:
+            counters.counters("before", measured, rundir)
         rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners, topology)
         gate = PhaseGate(budget)
         echo(
@@ -367,8 +384,8 @@ def run_preflight(
         info["escalations"] = done.launches
         info["retests"] = {k: asdict(v) for k, v in done.retests.items()}
         evidence = done.evidence
-        if measured:
-            snapshot_counters("after", measured, ssh_opts, rundir, opts.concurrency)
+        if counters is not None:
+            counters.counters("after", measured, rundir)
 
     # 5. report
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)

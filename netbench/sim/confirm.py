@@ -1,7 +1,7 @@
 """``netbench simulate``'s confirm step: the simulated sweep's suspects re-tested against known-good
 partners within ``--confirm-budget`` of fabric time, as ``sweep --hosts`` does after its pairwise phase.
 
-Nothing of it is re-implemented: ``netbench.cluster.confirm`` runs the one re-test loop
+Nothing of it is re-implemented: ``netbench.pipeline.confirm`` runs the one re-test loop
 (``netbench.confirm.retest_suspects``: the analysis of the run directory, suspects, partners, the
 budget gate, verdicts into run.json's ``retests``), and its launch is the sweep's own follow-up launch
 (``cluster.RetestLaunch``: the plan builder, the real coordinator) with a ``launcher.SimLauncher`` for
@@ -18,9 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from netbench.cluster import RetestLaunch, confirm
 from netbench.common.rundir import GrowingRows
 from netbench.confirm import Retested
+from netbench.pipeline import RetestLaunch, confirm
 from netbench.sim.launcher import MIN_TIMEOUT_S, SimHosts
 from netbench.sim.rails import build_fabric
 from netbench.sim.run import SimOptions, SimResult

@@ -3,9 +3,10 @@
 ``SimLauncher`` implements ``netbench.launch.Launcher``. The coordinator opens its rendezvous store,
 publishes the plan and releases the phases exactly as for SSH hosts; each host's "agent" is a
 ``SimAgent`` whose stdout lines are the protocol lines real ranks print (hello, env, row,
-group_done, group_error, bye, exit). One driver thread per launch plays every rank: it reads the plan
-and each phase's release (``go/N``) from the store as ranks do, runs the released groups at once on
-the fabric (``fabric.Fabric.flow_rates``: the flows of a phase share links max-min fairly) and turns each
+group_done, group_error, bye, exit). One driver thread per launch plays every rank: it reads every
+host's part of the plan (the keys of ``launch.fetch_host_plan``) and each phase's release (``go/N``)
+from the store as agents and ranks do, runs the released groups at once on the fabric
+(``fabric.Fabric.flow_rates``: the flows of a phase share links max-min fairly) and turns each
 group's rate into rows with ``sim.run._measure``, the same rows ``netbench simulate`` writes. So the
 phase gate, the down-host bookkeeping and the failed-group rows are the coordinator's own.
 
@@ -33,7 +34,7 @@ import numpy as np
 from netbench import __version__
 from netbench.collectives.messages import PREFIX
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
-from netbench.launch import HostSlot, get_text
+from netbench.launch import PLAN_KEY, HostSlot, get_text, host_plan_key
 from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions, _flows, _measure, _note_effects, _rates
@@ -166,6 +167,9 @@ class SimAgent:
     def returncode(self) -> int | None:
         return self._rc
 
+    def end_reason(self) -> str | None:
+        return None  # a simulated host ends as its fabric says, in its own lines
+
 
 class SimLauncher:
     """``netbench.launch.Launcher`` for simulated hosts: see the module docstring."""
@@ -205,8 +209,10 @@ class SimLauncher:
                 go = self._wait(store, f"go/{phase.index}")
                 if go is None:
                     break
-                released = set(json.loads(go.decode()))
-                self._phase(plan, phase, [g for g in phase.groups if g.id in released])
+                # the release lists the groups in the plan's order; the parts put pairs in host order
+                order = {gid: k for k, gid in enumerate(json.loads(go.decode()))}
+                groups = sorted((g for g in phase.groups if g.id in order), key=lambda g: order[g.id])
+                self._phase(plan, phase, groups)
         finally:
             with self._lock:
                 agents = list(self.agents.values())
@@ -229,9 +235,13 @@ class SimLauncher:
 
     @staticmethod
     def _plan(store: Any) -> WorkerPlan | None:
-        """The plan, as ranks read it; None once the store is gone."""
+        """Every host's plan as its agent fetches it (what every host reads, once here, and the host's
+        own part), put together: the driver plays every rank. None once the store is gone."""
         try:
-            return WorkerPlan.from_json(get_text(store, "plan", STORE_TIMEOUT))
+            common = get_text(store, PLAN_KEY, STORE_TIMEOUT)
+            hosts = json.loads(common)["hosts"]
+            own = (get_text(store, host_plan_key(h), STORE_TIMEOUT) for h in hosts)
+            return WorkerPlan.from_parts(common, own)
         except RuntimeError:  # torch's DistStoreError: the coordinator is done with us
             return None
 

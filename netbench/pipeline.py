@@ -1,15 +1,19 @@
-"""``netbench sweep --hosts``: ranks on every host, every node pair in rounds, and the whole ring.
+"""One sweep, every site: the stages of ``netbench sweep`` written once, in this order
 
-Order of work: read the hosts file, inventory every host (unreachable hosts are recorded and left out
-before any rank starts), build the plan, start one agent per host over SSH, run the phases:
+  inventory -> switches -> backend and engine -> slots -> plan -> execute -> confirm -> report -> exit status
+
+whether the hosts are this machine, a hosts file over SSH or on this machine, a Slurm allocation or
+mpirun's (``netbench.sites``: a ``Site`` says only where). The patterns:
+  world     every local rank in one group (one machine);
   ring      all hosts in one group, in the order given, over the full size range;
   pairwise  rounds of disjoint pairs (leaf against leaf when the topology places every host, else
             the circle method: planner.default_pair_rounds), or ``--pair-batch K`` pairs at a time; a
             pair's group is every rank of both hosts; a few large sizes; then the suspects of the
             analysis re-tested against known-good partners within ``--confirm-budget``;
-  intra     the ranks of each host alone (needs several ranks per host).
+  rail      GPU k of one host with GPU k of the other, for every pair: each NIC alone;
+  intra     the ranks of each host alone.
 A host that dies or hangs costs its own groups (rows with status timeout/error naming it); the sweep
-goes on with the others and ends with a summary.
+goes on with the others and ends with a summary, the report and one exit status (``exit_status``).
 """
 
 from __future__ import annotations
@@ -20,156 +24,162 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from netbench import __version__
+from netbench.collectives.plan import WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
-from netbench.common.rundir import GrowingRows, RunDir
+from netbench.common.hosts import HostEntry
+from netbench.common.rundir import GrowingRows, RunDir, new_run_id
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
-from netbench.engine import RunSettings, execute
+from netbench.engine import RunSettings, execute, exit_status, finish_report
+from netbench.inventory.model import NodeInventory
 from netbench.launch import HostSlot, Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import (
-    HostCaps,
     PlanRequest,
     build_plan,
     choose_backend,
     choose_engine,
+    free_gpu_cap,
     host_slots,
     pair_spec,
     sweep_spec,
 )
 from netbench.progress import Progress
+from netbench.sites.base import Site, Switches
 
 if TYPE_CHECKING:
     from netbench.common.pairrows import PairRows
     from netbench.confirm import PhaseGate, PhaseList, Retested
 
 
-def _inventory(
-    entries: list[Any], opts: ClusterOptions, ssh_opts: Any, rundir: RunDir, echo: Callable[[str], None]
-) -> dict[str, Any]:
-    """Inventory every host; return the records by host. Hosts that fail are reported, not fatal."""
-    try:
-        from netbench.inventory.collect import collect_inventory
-    except ImportError:
-        return {}
-    nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, python=opts.python)
-    rundir.write_inventory(nodes)
-    for n in nodes:
-        if not n.ok:
-            echo(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)")
-    return {n.host: n for n in nodes}
+@dataclass(frozen=True)
+class Planned:
+    """What the stages before the launch decided, for the launch and the re-tests."""
+
+    backend: str
+    slots: list[HostSlot]
+    request: PlanRequest
+    plan: WorkerPlan
+    engine_note: str | None = None
+    """Said once at the start when ``--engine auto`` gave torch for some host (planner.choose_engine)."""
 
 
-def snapshot_counters(
-    phase: str, entries: list[Any], ssh_opts: Any, rundir: RunDir, concurrency: int
+def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dict[str, NodeInventory],
+             switches: Switches, run_id: str) -> Planned:
+    """Backend and engine, slots, plan: bad input fails here (a UsageError), before any rank starts."""
+    caps = site.caps(live, nodes)
+    backend = choose_backend(opts.backend, caps)
+    engine = choose_engine(opts.engine, backend, caps)  # one for the run: the plan's, every rank's
+    slots = host_slots(live, backend, {c.host: c.gpus for c in caps}, opts.procs_per_host)
+    if site.one_machine and opts.root >= slots[0].nprocs:
+        raise UsageError(f"--root {opts.root} is not a rank (there are {slots[0].nprocs})")
+    # this machine's GPUs: the sweep stops below what they can hold (remote GPUs: the ranks' check)
+    cap = free_gpu_cap() if site.one_machine and backend == "nccl" else None
+    request = PlanRequest.of(opts, size_cap=cap, switches=switches.uplinks, engine=engine.engine)
+    request = request.with_rails(nodes, slots)
+    return Planned(backend, slots, request, build_plan(request, run_id, slots, backend), engine.note)
+
+
+def announce(
+    opts: ClusterOptions, site: Site, planned: Planned, rundir: RunDir, echo: Callable[[str], None]
 ) -> None:
-    """Read every host's port counters (a second, counters-only probe pass) into counters.jsonl, so
-    the report can show what the links did during the run (``phase``: before | after)."""
-    from netbench.inventory.collect import snapshot_counters as snapshot
-
-    rundir.write_counters(phase, snapshot(entries, ssh_opts, concurrency=concurrency))
-
-
-def host_switches(
-    entries: list[Any], topology_file: str | None, echo: Callable[[str], None]
-) -> dict[str, str]:
-    """Uplinks (host -> leaf, switch -> parent; netbench.common.topology): a topology file wins over
-    ``switch=`` labels of the hosts file. Recorded in run.json so the report can judge pairs against
-    pairs of the same hop class."""
-    out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
-    if topology_file:
-        from netbench.common.topology import load_topology
-
-        topo = load_topology(topology_file)
-        for w in topo.warnings:
-            echo(f"# topology warning: {w}")
-        out.update(topo.uplinks(e.name for e in entries))
-    return out
-
-
-def run_cluster(
-    opts: ClusterOptions, echo: Callable[[str], None] = print, progress: Progress | None = None
-) -> tuple[RunDir, Outcome]:
-    from netbench.common.hosts import parse_hosts_file
-    from netbench.common.ssh import SSHOptions
-    from netbench.launch.ssh import SSHLauncher
-
-    entries = parse_hosts_file(opts.hosts_file)
-    if len({e.name for e in entries}) != len(entries):
-        raise UsageError("a host appears twice in the hosts file")
-    ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
-    rundir = RunDir.create(opts.out)
-    echo(f"# netbench sweep over {len(entries)} host(s) from {opts.hosts_file}; run directory {rundir.path}")
-    topology = host_switches(entries, opts.topology, echo)
-    rundir.write_run(
-        topology=topology, host_labels={e.name: e.labels for e in entries}, hosts_file=str(opts.hosts_file)
-    )
-    local = opts.launcher == "local"
-    nodes = _inventory(entries, opts, ssh_opts, rundir, echo) if opts.inventory and not local else {}
-    live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
-
-    if local:  # every host of the file is a process group on this machine: its GPUs are what counts
-        gpus: dict[str, int | None] = {}
-        caps = [HostCaps.here("this machine")]
-    else:
-        caps = [HostCaps.of(e.name, nodes.get(e.name)) for e in live]
-        gpus = {c.host: c.gpus for c in caps}
-    try:
-        backend = choose_backend(opts.backend, caps)
-        engine = choose_engine(opts.engine, backend, caps)
-    except UsageError as exc:  # the directory exists already: it says why nothing was measured
-        rundir.write_run(status="failed", error=str(exc))
-        raise
-    slots = host_slots(live, backend, gpus, opts.procs_per_host)
-    request = PlanRequest.of(opts, switches=topology, engine=engine.engine).with_rails(nodes, slots)
-    plan = build_plan(request, rundir.run_id, slots, backend)
-    unbound = sorted({h for h, ifaces in (request.rail_ifaces or {}).items() if None in ifaces})
-    if backend == "gloo" and unbound:
-        echo(f"# rail: no rail NIC known for {', '.join(unbound)} (no GPU-NIC affinity in the inventory): "
-             "their gloo ranks use the address that routes here, so their rails share that interface")
-    ring_spec, pair = sweep_spec(request, backend), pair_spec(request, backend)
+    """The opening lines: what runs where, and the run directory."""
+    plan, backend = planned.plan, planned.backend
+    spec = sweep_spec(planned.request, backend)
+    if site.one_machine:
+        echo(
+            f"# netbench {__version__}: {len(spec.collectives)} collective(s) on {plan.world_size} "
+            f"{plan.device} rank(s) ({backend}), {format_size(spec.sizes[0])}..{format_size(spec.sizes[-1])} "
+            f"x{opts.factor}, "
+            f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}"
+        )
+        echo(f"# run directory: {rundir.path}")
+        if planned.engine_note:
+            echo(f"# {planned.engine_note}")
+        return
+    where = opts.hosts_file or f"the {site.name} allocation"
+    echo(f"# netbench sweep over {len(planned.slots)} host(s) from {where} ({site.name}); "
+         f"run directory {rundir.path}")
     echo(
-        f"# {len(slots)} host(s), {plan.world_size} {plan.device} rank(s) ({backend}); phases: "
+        f"# {len(planned.slots)} host(s), {plan.world_size} {plan.device} rank(s) ({backend}); phases: "
         + ", ".join(p.name for p in plan.phases[:4])
         + (" ..." if len(plan.phases) > 4 else "")
     )
-    if engine.note:
-        echo(f"# {engine.note}")
+    if planned.engine_note:
+        echo(f"# {planned.engine_note}")
+    pair = pair_spec(planned.request, backend)
     echo(
         f"# pair sizes {', '.join(format_size(s) for s in pair.sizes)}; ring sizes "
-        f"{format_size(ring_spec.sizes[0])}..{format_size(ring_spec.sizes[-1])}"
+        f"{format_size(spec.sizes[0])}..{format_size(spec.sizes[-1])}"
     )
-    def make_launcher(hosts: list[str]) -> Launcher:
-        if local:
-            from netbench.launch.local import LocalLauncher
+    unbound = sorted({h for h, ifaces in (planned.request.rail_ifaces or {}).items() if None in ifaces})
+    if backend == "gloo" and unbound:
+        echo(f"# rail: no rail NIC known for {', '.join(unbound)} (no GPU-NIC affinity in the inventory): "
+             "their gloo ranks use the address that routes here, so their rails share that interface")
 
-            return LocalLauncher(python=opts.python)
-        chosen = {e.name: e for e in live if e.name in hosts}
-        return SSHLauncher(chosen, ssh_opts, python=opts.python, advertise=opts.advertise)
 
-    launcher = make_launcher([e.name for e in live])
+def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] = print,
+                 progress: Progress | None = None) -> int:
+    """The whole sweep on ``site``; its exit status (``engine.exit_status``)."""
+    entries = site.hosts()
+    records = site.inventory(entries, echo) if opts.inventory else []
+    nodes = {n.host: n for n in records}
+    for n in [n for n in records if not n.ok][:20]:
+        echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
+    live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
+    if not live:
+        first = records[0]
+        raise UsageError(f"no host could be reached ({len(entries)} tried; {first.host}: {first.status}: "
+                         f"{first.error}): nothing to measure")
+    switches = site.switches(entries, echo)
+    run_id = new_run_id()
+    try:
+        planned = plan_run(opts, site, live, nodes, switches, run_id)
+    except UsageError as exc:
+        if records:  # what the inventory found stays, with why nothing was measured
+            rundir = RunDir.create(opts.out, run_id=run_id)
+            rundir.write_inventory(records)
+            rundir.write_run(command="sweep", launcher=site.name, status="failed", error=str(exc))
+        raise
+    rundir = RunDir.create(opts.out, run_id=run_id)
+    for name, text in switches.saved.items():
+        (rundir.path / name).write_text(text)
+    if records:
+        rundir.write_inventory(records)
+    rundir.write_run(
+        command="sweep", topology=switches.uplinks, host_labels={e.name: e.labels for e in entries},
+        hosts_file=opts.hosts_file,
+    )
+    announce(opts, site, planned, rundir, echo)
     settings = RunSettings(
-        launcher_name=opts.launcher,
+        launcher_name=site.name,
         options=asdict(opts),
-        fail_fast=False,
+        fail_fast=opts.patterns == ["world"],  # one group: its first fault is the run's end
         print_table=lambda row: row.get("pattern") not in ("pair", "rail"),
+        start_timeout_s=opts.start_timeout_s,
     )
-    counters = opts.inventory and not local  # the snapshots go where the inventory went: over SSH
-    if counters:
-        snapshot_counters("before", live, ssh_opts, rundir, opts.concurrency)
+    counted = live if records else []  # the counters go where the inventory went
+    if counted:
+        site.counters("before", counted, rundir)
     rows = GrowingRows(rundir)  # read once, by the confirm step and the pair table after it
     try:
-        outcome = execute(plan, slots, launcher, rundir, settings, echo, progress)
+        launcher = site.launcher([s.host for s in planned.slots])
+        outcome = execute(planned.plan, planned.slots, launcher, rundir, settings, echo, progress)
         if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
-            launch = RetestLaunch(request, slots, backend, rundir, make_launcher, echo, progress)
+            launch = RetestLaunch(planned.request, planned.slots, planned.backend, rundir, site.launcher,
+                                  echo, progress, start_timeout_s=opts.start_timeout_s)
             confirm(launch, outcome, opts.confirm_budget_s, opts.policy, rows)
     finally:  # an interrupted run keeps what its links did until then
-        if counters:
-            snapshot_counters("after", live, ssh_opts, rundir, opts.concurrency)
+        if counted:
+            site.counters("after", counted, rundir)
     outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rows(), echo)
-    return rundir, outcome
+    findings = None
+    if opts.report and outcome.status != "interrupted":
+        findings = finish_report(rundir, echo, policy=opts.policy)
+    return exit_status(outcome, rundir, findings, judged=opts.report)
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,8 @@ class RetestLaunch:
     progress: Progress | None = None
     clock: Callable[[], float] = time.monotonic
     """The hosts' time, which the budget and the phase times are read from (a fabric's own)."""
+    start_timeout_s: float = 120.0
+    """How long the re-test launch's agents may take to start (``--start-timeout``)."""
 
     def __call__(self, phases: PhaseList, gate: PhaseGate) -> Outcome:
         from dataclasses import replace
@@ -211,6 +223,7 @@ class RetestLaunch:
         settings = RunSettings(
             launcher_name=launcher.name,
             fail_fast=False,
+            start_timeout_s=self.start_timeout_s,
             print_table=lambda row: False,
             before_phase=before,
             follow_up=True,

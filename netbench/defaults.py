@@ -1,0 +1,10 @@
+"""Each default once: the command line (``netbench/commands``), the option records
+(``netbench.options``) and the coordinator read these names. Imports nothing, so ``--help`` stays
+instant."""
+
+OP_TIMEOUT_S = 60.0
+"""``--timeout``: a collective (a group's operation) silent this long has failed."""
+START_TIMEOUT_S = 120.0
+"""``--start-timeout``: every host's agent and ranks must have started (said hello) within this."""
+CONFIRM_BUDGET_S = 60.0
+"""``--confirm-budget``: seconds of re-testing the pairwise phase's suspects after a sweep."""

@@ -1,0 +1,104 @@
+"""The ``Site`` protocol and the check of options against a site (``netbench.sites``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Protocol
+
+from netbench.common.errors import UsageError
+
+if TYPE_CHECKING:
+    from netbench.common.hosts import HostEntry
+    from netbench.common.rundir import RunDir
+    from netbench.inventory.model import NodeInventory
+    from netbench.launch import Launcher
+    from netbench.options import ClusterOptions
+    from netbench.planner import HostCaps
+
+Echo = Callable[[str], None]
+
+SITE_OPTIONS = (
+    "hosts_file", "procs", "procs_per_host", "python", "ssh_config", "accept_new_host_keys",
+    "advertise", "topology", "launcher",
+)
+"""The options that say where and how to reach the hosts; every other option is the pipeline's."""
+
+NEEDS_HOSTS = ("pair_batch", "pair_schedule", "uplink_pairs", "pair_sizes", "pair_collectives")
+"""Options of the pairs, which one machine has none of (refused there rather than ignored)."""
+
+
+@dataclass
+class Switches:
+    """A site's switches: host -> leaf and switch -> parent (``netbench.common.topology``), and the
+    source text to keep beside the run when the site read it from a scheduler (its own words)."""
+
+    uplinks: dict[str, str] = field(default_factory=dict)
+    saved: dict[str, str] = field(default_factory=dict)
+    """File name in the run directory -> text (``scontrol show topology``'s output)."""
+
+
+class Site(Protocol):
+    """Where the hosts are and how to reach them; nothing about what is measured."""
+
+    name: str
+    """``--launcher``'s value and run.json's ``launcher``."""
+    uses: frozenset[str]
+    """The SITE_OPTIONS this site honours; the others, given, are refused (``check``)."""
+    one_machine: bool
+    """The hosts are this machine's ranks alone (no pairs to measure, the world pattern)."""
+
+    def hosts(self) -> list[HostEntry]:
+        """The hosts in order (the ring's order), validated."""
+        ...
+
+    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+        """One record per host (unreachable hosts included, with why); [] where the site takes none."""
+        ...
+
+    def switches(self, entries: list[HostEntry], echo: Echo) -> Switches: ...
+
+    def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
+        """What each host offers the run (GPUs, torch), for the backend's choice."""
+        ...
+
+    def launcher(self, hosts: list[str]) -> Launcher:
+        """Starts an agent on each of ``hosts`` (the run's, or a re-test's few)."""
+        ...
+
+    def counters(self, phase: str, entries: list[HostEntry], rundir: RunDir) -> None:
+        """Snapshot the hosts' port counters (``phase``: before | after) where the site can."""
+        ...
+
+
+def check(site: Site, opts: ClusterOptions) -> None:
+    """Refuse, by name, every site option given that ``site`` does not use, and the pairs' options
+    on one machine: an option is honoured or refused, never dropped."""
+    from netbench.options import ClusterOptions
+
+    defaults = {f.name: f.default for f in fields(ClusterOptions) if f.name in SITE_OPTIONS + NEEDS_HOSTS}
+    given = [n for n, d in defaults.items() if n != "launcher" and getattr(opts, n) != d]
+    for name in given:
+        if name in NEEDS_HOSTS and site.one_machine:
+            raise UsageError(f"--{_flag(name)} is about pairs of hosts: --launcher {site.name} without "
+                             "--hosts runs this machine's ranks alone (give --hosts)")
+        if name in SITE_OPTIONS and name not in site.uses:
+            alone = " without --hosts" if site.one_machine else ""
+            raise UsageError(f"--{_flag(name)} cannot be used with --launcher {site.name}{alone}: "
+                             f"{_WHY.get(name, 'not used there')}")
+
+
+def _flag(name: str) -> str:
+    return {"hosts_file": "hosts", "procs": "procs"}.get(name, name.replace("_", "-"))
+
+
+_WHY = {
+    "hosts_file": "the hosts come from the allocation",
+    "procs": "it is this machine's CPU rank count; across hosts give --procs-per-host",
+    "procs_per_host": "it is the ranks of each host of --hosts; on this machine give --procs",
+    "python": "the ranks run this python",
+    "ssh_config": "nothing is reached over SSH there",
+    "accept_new_host_keys": "nothing is reached over SSH there",
+    "advertise": "the ranks reach this machine on 127.0.0.1",
+    "topology": "one machine has no switches to place",
+}

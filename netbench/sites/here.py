@@ -1,0 +1,53 @@
+"""This machine alone (``netbench sweep`` with no --hosts): its GPUs with NCCL, else a few CPU ranks
+with gloo, one agent started as a child process. The inventory is this machine's probe, taken when
+torch sees a GPU (the headline's NVLink/PCIe ceiling); CPU ranks skip it: gloo on one host crosses
+no link the inventory describes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from netbench.common.hosts import HostEntry
+from netbench.inventory.model import NodeInventory
+from netbench.launch import Launcher
+from netbench.options import ClusterOptions, default_procs
+from netbench.planner import HostCaps
+from netbench.sites.base import Echo, Switches
+
+
+@dataclass
+class HereSite:
+    opts: ClusterOptions
+    name: str = "local"
+    uses: frozenset[str] = frozenset({"procs", "launcher"})
+    one_machine: bool = True
+
+    def hosts(self) -> list[HostEntry]:
+        return [HostEntry(name=os.uname().nodename, slots=self.opts.procs or default_procs())]
+
+    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+        from netbench.inventory.local import probe_local
+
+        if not HostCaps.here(entries[0].name).cuda_available:
+            return []
+        node = probe_local(host=entries[0].name)
+        if not node.ok:
+            echo(f"# inventory of this host: {node.status}: {node.error}")
+        return [node]
+
+    def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
+        return Switches()
+
+    def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
+        return [HostCaps.here(entries[0].name)]
+
+    def launcher(self, hosts: list[str]) -> Launcher:
+        from netbench.launch.local import LocalLauncher
+
+        return LocalLauncher()
+
+    def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
+        return None
+

@@ -1,0 +1,36 @@
+"""--launcher -> its site: one line a site. The one place the site is chosen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from netbench.options import ClusterOptions
+from netbench.sites import local, mpi, slurm, ssh
+from netbench.sites.base import Site, check
+
+SITES: dict[str, Callable[[ClusterOptions], Site]] = {
+    "ssh": ssh.make,
+    "local": local.make,
+    "mpi": mpi.make,
+    "slurm": slurm.make,
+}
+"""--launcher value -> the site for the options given (with or without --hosts)."""
+
+
+def default_launcher(hosts_file: str | None) -> str:
+    """slurm when started by salloc/sbatch on several nodes without --hosts (the allocation is the
+    hosts file), else ssh (this machine alone without a hosts file either). Inside an srun step
+    netbench is a rank, never the launcher."""
+    if hosts_file:
+        return "ssh"
+    from netbench.common.slurm import Allocation
+
+    alloc = Allocation.from_env()
+    return "slurm" if alloc is not None and not alloc.in_step and len(alloc.nodes) > 1 else "ssh"
+
+
+def choose_site(opts: ClusterOptions) -> Site:
+    """``--launcher`` (or its default)'s site, with every option it cannot honour refused."""
+    site = SITES[opts.launcher](opts)
+    check(site, opts)
+    return site

@@ -1,0 +1,105 @@
+"""Inside a Slurm allocation (``salloc``/``sbatch``, no --hosts): the allocation's nodes, its switches
+from ``scontrol show topology`` (saved beside the run as Slurm said them), the inventory probe as one
+job step with a task per node (no SSH), and one agent per node as a one-task ``srun`` step
+(``netbench.launch.srun``) for the run and for each re-test launch."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from netbench.common.errors import UsageError
+from netbench.common.hosts import HostEntry
+from netbench.common.rundir import SLURM_TOPOLOGY
+from netbench.common.slurm import Allocation, SlurmError, show_topology
+from netbench.common.text import terminal_safe
+from netbench.inventory.model import NodeInventory
+from netbench.launch import Launcher
+from netbench.options import ClusterOptions
+from netbench.planner import HostCaps
+from netbench.sites.base import Echo, Site, Switches
+
+
+def current_allocation() -> Allocation:
+    """The allocation to run in; a UsageError (exit 2) outside one or from inside a step."""
+    alloc = Allocation.from_env()
+    if alloc is None:
+        raise UsageError(
+            "--launcher slurm runs inside a Slurm allocation (salloc/sbatch): SLURM_JOB_ID is unset"
+        )
+    if alloc.in_step:
+        raise UsageError("netbench --launcher slurm starts its own srun steps: run it from the "
+                         "allocation's shell or batch script, not under srun")
+    return alloc
+
+
+def allocation_switches(echo: Echo) -> Switches:
+    """What ``scontrol show topology`` says (no switches is a poorer report, not a reason to stop)."""
+    try:
+        text, topo = show_topology()
+    except SlurmError as exc:
+        echo(f"# switches: {exc}; pairs will not be judged by hop class")
+        return Switches()
+    if topo is None:
+        echo("# switches: Slurm has no topology (TopologyPlugin=topology/none); pairs not judged by hop "
+             "class")
+        return Switches()
+    for w in topo.warnings:
+        echo(f"# topology warning: {terminal_safe(w, keep_newlines=False)}")
+    echo(f"# switches from scontrol show topology: {len(topo.leaves)} leaf switch(es), "
+         f"saved as {SLURM_TOPOLOGY}")
+    return Switches(uplinks=topo.uplinks(), saved={SLURM_TOPOLOGY: text})
+
+
+def tasks_per_node() -> int | None:
+    """The allocation's ``--ntasks-per-node``: gloo ranks per node when given (NCCL: one per GPU)."""
+    per_node = os.environ.get("SLURM_NTASKS_PER_NODE", "")
+    return int(per_node) if per_node.isdigit() and int(per_node) > 0 else None
+
+
+@dataclass
+class SlurmSite:
+    opts: ClusterOptions
+    name: str = "slurm"
+    uses: frozenset[str] = frozenset({"procs_per_host", "python", "topology", "advertise", "launcher"})
+    one_machine: bool = False
+
+    def __post_init__(self) -> None:
+        if self.opts.hosts_file:
+            raise UsageError("--launcher slurm takes its hosts from the allocation: leave out --hosts")
+        self.alloc = current_allocation()
+
+    def hosts(self) -> list[HostEntry]:
+        return [HostEntry(name=n, slots=tasks_per_node()) for n in self.alloc.nodes]
+
+    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+        from netbench.inventory.slurm_step import collect_inventory_srun
+
+        # the probe asks the python the ranks will run (srun starts them with this one)
+        python = self.opts.python or sys.executable
+        return collect_inventory_srun([e.name for e in entries], python,
+                                      timeout_s=max(self.opts.timeout_s, 30.0))
+
+    def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
+        if self.opts.topology:  # --topology wins, as over SSH
+            from netbench.sites.ssh import file_switches
+
+            return file_switches(entries, self.opts.topology, echo)
+        return allocation_switches(echo)
+
+    def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
+        return [HostCaps.of(e.name, nodes.get(e.name)) for e in entries]
+
+    def launcher(self, hosts: list[str]) -> Launcher:
+        from netbench.launch.srun import SrunLauncher
+
+        return SrunLauncher(hosts, python=self.opts.python, advertise=self.opts.advertise)
+
+    def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
+        return None  # no SSH to read them with; the inventory step has the links' state
+
+
+def make(opts: ClusterOptions) -> Site:
+    return SlurmSite(opts)
