@@ -3,13 +3,14 @@
 
 For each repeat, on a real Slurm cluster (tests/slurm.py: slurmctld on ``ctl``, slurmd on h0..h2):
 
-* slurm: ``salloc -N3 netbench sweep`` on the login node (inventory as an srun step, then the ranks by
-  srun); times from the command's start to the ``# srun on`` line (allocation, switches, inventory),
-  from that line to the first row in results.jsonl (srun step to first row), and in all;
+* slurm: ``salloc -N3 netbench sweep`` on the login node (inventory as an srun step, then an agent per
+  node as a one-task srun step); times from the command's start to the ``# netbench sweep over`` line
+  (allocation, switches, inventory, plan), from that line to the first row in results.jsonl (the
+  agents' steps to the first row), and in all;
 * ssh: ``netbench sweep --hosts`` over the same hosts (inventory over SSH, agents over SSH); time from
   the command's start to the first row;
-* mpi: ``netbench sweep --hosts --launcher mpi`` (Open MPI's ssh launcher starts the ranks; no
-  inventory on this path); time from the command's start to the first row. Skipped without mpirun.
+* mpi: ``netbench sweep --hosts --launcher mpi`` (inventory over SSH, then Open MPI's ssh launcher
+  starts an agent per host); time from the command's start to the first row. Skipped without mpirun.
 
 Same pattern, sizes and options on both sides. Prints one line per repeat and the medians.
 Run as root: ``benchmarks/bench_slurm_startup.py [--repeats 3]``.
@@ -73,8 +74,8 @@ def main() -> int:
             argv = ["env", f"SLURM_CONF={cluster.conf}", "salloc", "-N3", sys.executable, "-u", "-m",
                     "netbench", "sweep", "--out", str(out), *MEASURE]
             proc = net.popen("ctl", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            t_srun, t_row = _first_row(proc, out, "# srun on")
-            assert t_srun is not None, "no '# srun on' line"
+            t_srun, t_row = _first_row(proc, out, "# netbench sweep over")
+            assert t_srun is not None, "no '# netbench sweep over' line"
             slurm_pre.append(t_srun)
             slurm_step.append(t_row - t_srun)
             slurm_all.append(t_row)

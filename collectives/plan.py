@@ -1,6 +1,7 @@
 """What the ranks are asked to do: a plan of phases, each a set of groups that run at once.
 
-The coordinator builds a ``WorkerPlan`` and hands it to every rank through the rendezvous store;
+The planner builds a ``WorkerPlan``; the coordinator hands each host its part of it through the
+rendezvous store (``WorkerPlan.parts``: every phase, and only the groups that hold the host's ranks);
 ranks only execute it. A phase is a world sweep, one round of pairwise tests, or the intra-node
 groups; its groups run concurrently and the coordinator releases the next phase only when the
 current one has finished (or timed out), so "the pairs of a round run at the same time" holds.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, overload
@@ -287,7 +288,8 @@ class WorkerPlan:
 # row. ``WorkerPlan.parts`` splits it: a ``common`` text every host reads (the plan's fields, the
 # distinct specs, the phases, the host table) and per host the groups that hold it. A pairwise round
 # (``PairGroups``) costs a host one number, its partner's position in the host table, so a host's
-# part of a 4,096-host sweep is ~30 KB where its 4,095 pair groups as GroupSpec JSON were ~1 MB.
+# own part of a 4,096-host sweep is ~50 KB (and 0.24 MB every host reads) where its 4,095 pair groups
+# as GroupSpec JSON were ~1 MB (benchmarks/README.md, "The plan in the store").
 # ``WorkerPlan.from_parts`` reads them back: one host's part gives that host's plan; every host's
 # parts give the whole plan's groups (the simulator plays every rank).
 PARTS_SCHEMA = 1
@@ -300,7 +302,7 @@ _COMPACT = (",", ":")
 
 def _runs(values: Sequence[int]) -> list[int]:
     """``values`` as [start, count, start, count, ...], one pair per run of consecutive integers:
-    a ring of 4,096 hosts is [0, 4096], a host's 8 ranks [8k, 8]."""
+    the hosts of a ring of 4,096 hosts are [0, 4096]."""
     out: list[int] = []
     for v in values:
         if out and out[-2] + out[-1] == v:
@@ -383,7 +385,8 @@ class PlanParts:
 
     common: str
     hosts: list[str]
-    _own: Any = field(repr=False)  # () -> Iterator[str], each host's part in ``hosts`` order
+    _own: Callable[[], Iterator[str]] = field(repr=False)
+    """Each host's part in ``hosts`` order, made as read: 4,096 parts at once would be ~0.2 GB."""
 
     def own(self) -> Iterator[tuple[str, str]]:
         """(host, its part) for every host of the plan, made one at a time."""

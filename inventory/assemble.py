@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
-from netbench.inventory.model import NIC, NodeInventory
+from netbench.inventory.model import NIC, NcclView, NodeInventory
 from netbench.inventory.parsers import (
     ethtool,
     ethtool_link,
@@ -26,7 +26,9 @@ from netbench.inventory.parsers import (
     ibv_devinfo,
     lldp_json,
     lscpu,
+    nccl_debug,
     nccl_system,
+    nccl_topo_xml,
     numactl,
     nvidia_smi_xml,
     nvlink_status,
@@ -377,6 +379,35 @@ def _nccl4py(c: _Ctx, env: python_env.PythonEnv) -> None:
         c.inv.missing["nccl4py"] = f"{installed}does not import: {env.nccl4py_error}"[:_MAX_REASON]
 
 
+def _last_line(text: str) -> str:
+    line = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
+    return line[:_MAX_REASON]
+
+
+def _nccl(c: _Ctx) -> None:
+    """NCCL's own view: a failed init still logs which networks it tried (``NET/IB : No device
+    found``), so a log with NCCL lines is read whatever the exit code; the reason goes to missing."""
+    s = c.sections.get("nccl-debug")
+    if s is None or s.rc in (124, 127) or (s.rc != 0 and "NCCL INFO" not in s.text):
+        c.miss("nccl", "nccl-debug")
+        return
+    if s.rc != 0:  # the Python traceback's last line says why NCCL did not come up
+        c.inv.missing["nccl"] = f"NCCL init failed (rc={s.rc}): {_last_line(s.text)}"[:_MAX_REASON]
+    info = nccl_debug.parse_nccl_debug(s.text)
+    view = NcclView(version=info.version, network=info.network, net_devices=info.interfaces)
+    topo = c.text("nccl-topo")
+    if topo is not None:
+        try:  # a bad dump must not lose the log's facts
+            view.nic_gdr = {n.name: n.gdr for n in nccl_topo_xml.parse_nccl_topo_xml(topo).nics
+                            if n.name and n.gdr is not None}
+        except ValueError as e:
+            c.inv.missing["nccl:topo"] = f"parse error in nccl-topo: {e}"[:_MAX_REASON]
+    if view.version is None and view.network is None:
+        c.inv.missing.setdefault("nccl", "NCCL printed no version or network (NCCL_DEBUG=INFO log)")
+        return
+    c.inv.nccl = view
+
+
 # (what the step fills, the section named in a parse error, the step)
 STEPS: list[tuple[str, str, Callable[[_Ctx], None]]] = [
     ("hostname", "uname", _host),
@@ -396,6 +427,7 @@ STEPS: list[tuple[str, str, Callable[[_Ctx], None]]] = [
     ("ofed_version", "ofed", _ofed),
     ("nccl_version_system", "nccl-system", _nccl_system),
     ("python_version", "python", _python),
+    ("nccl", "nccl-debug", _nccl),
 ]
 
 

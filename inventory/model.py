@@ -44,6 +44,12 @@ class GPU:
     pcie_width_max: int | None = None
     memory_total_mib: int | None = None
     numa_node: int | None = None
+    # NVSwitch fabric registration (HGX/DGX: nvidia-fabricmanager). "Completed"/"Success" is the only
+    # state in which NVLink through the NVSwitches carries traffic; "In Progress", "Not Started" or a
+    # failed status means NCCL falls back to PCIe or fails inside the node. None: no NVSwitch fabric
+    # (nvidia-smi says N/A) or not reported.
+    fabric_state: str | None = None
+    fabric_status: str | None = None
 
 
 @dataclass
@@ -119,6 +125,21 @@ class PortCounters:
 
 
 @dataclass
+class NcclView:
+    """What NCCL itself found on this node when one rank initialised a communicator on GPU 0 (the
+    probe's ``nccl-debug`` and ``nccl-topo`` sections: ``NCCL_DEBUG=INFO`` and
+    ``NCCL_TOPO_DUMP_FILE``). The versions and NICs elsewhere in the record say what is installed;
+    this says what the ranks' NCCL will use, e.g. TCP sockets on a node whose HCAs are up."""
+
+    version: str | None = None  # the libnccl that loaded (torch's own unless preloaded), 2.28.9
+    network: str | None = None  # IB | Socket | a net plugin's name; Socket: no usable RDMA device
+    net_devices: list[str] = field(default_factory=list)  # what NCCL sends on: mlx5_0:1, eth0
+    # NIC (NCCL's name) -> GPU Direct RDMA possible; False: traffic is staged through host memory
+    # (nvidia-peermem not loaded, PCIe path across the CPU), a fraction of the link's rate.
+    nic_gdr: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
 class NodeInventory:
     """Everything recorded about one host. ``status`` says whether the probe reached it."""
 
@@ -155,6 +176,7 @@ class NodeInventory:
     """Whether nccl4py's bindings (the NCCL engine, ``collectives/native.py``) import in the ranks'
     python; None: not asked (a record from before the probe asked, or no python section)."""
     nccl4py_version: str | None = None  # the installed nccl4py distribution, importable or not
+    nccl: NcclView | None = None  # None: not probed (records before it, no GPU) or NCCL failed: see missing
     missing: dict[str, str] = field(default_factory=dict)
     schema: str = SCHEMA
 
@@ -184,4 +206,5 @@ class NodeInventory:
         kw["neighbors"] = [_from_dict(SwitchNeighbor, g) for g in data.get("neighbors") or []]
         kw["counters"] = [_from_dict(PortCounters, g) for g in data.get("counters") or []]
         kw["topo"] = _from_dict(TopoMatrix, data.get("topo"))
+        kw["nccl"] = _from_dict(NcclView, data.get("nccl"))  # absent in older records: None
         return cls(**kw)

@@ -15,8 +15,10 @@
 #   $3 or NETBENCH_PROBE_ONLY    "counters": only the port counters (the snapshot a run takes
 #                                before and after itself), else everything
 #   NETBENCH_PROBE_TIMEOUT       seconds per tool (default 10); NETBENCH_IB_TIMEOUT for fabric
-#                                discovery (default 20); NETBENCH_PY_TIMEOUT for python (default 60)
+#                                discovery (default 20); NETBENCH_PY_TIMEOUT for python (default 60);
+#                                NETBENCH_NCCL_TIMEOUT for the NCCL init (default 20)
 #   NETBENCH_IB_FULL=1           keep the whole iblinkinfo output instead of this node's lines
+#   NETBENCH_PROBE_NCCL=0        skip the NCCL init on GPU 0 (it holds a CUDA context for seconds)
 #   NETBENCH_IB_SYSFS, NETBENCH_NET_SYSFS   roots of /sys/class/infiniband and /sys/class/net
 
 PY=${1:-${NETBENCH_PYTHON:-python3}}
@@ -25,6 +27,9 @@ ONLY=${3:-${NETBENCH_PROBE_ONLY:-}}
 T=${NETBENCH_PROBE_TIMEOUT:-10}
 IB_T=${NETBENCH_IB_TIMEOUT:-20}
 PY_T=${NETBENCH_PY_TIMEOUT:-60}
+# The NCCL init gets less than python: the whole probe runs under a per-host limit (60 s by default,
+# inventory/collect.py), and a hung init must cost its own section, not the node's record.
+NCCL_T=${NETBENCH_NCCL_TIMEOUT:-20}
 IB_SYS=${NETBENCH_IB_SYSFS:-/sys/class/infiniband}
 NET_SYS=${NETBENCH_NET_SYSFS:-/sys/class/net}
 LC_ALL=C
@@ -263,6 +268,54 @@ else:
     print("nccl4py_import=ok")
 '
 
+# What NCCL itself finds on this node: one rank initialises a communicator on GPU 0 with
+# NCCL_DEBUG=INFO (the transport it picks: IB, Socket or a plugin, and the devices it uses) and
+# NCCL_TOPO_DUMP_FILE (which NICs it can reach with GPU Direct RDMA). Versions and ibstat cannot say
+# that NCCL fell back to TCP sockets; this can. The user's NCCL_* variables are kept: they steer
+# the ranks too. The dump file's path is the first argument.
+NCCL_CODE='
+import os, sys
+os.environ["NCCL_DEBUG"] = "INFO"
+os.environ["NCCL_DEBUG_SUBSYS"] = "INIT,NET"
+os.environ["NCCL_TOPO_DUMP_FILE"] = sys.argv[1]
+import torch
+if not torch.cuda.is_available():
+    print("torch %s sees no CUDA device" % torch.__version__)
+    sys.exit(3)
+import torch.distributed as dist
+torch.cuda.set_device(0)
+dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+t = torch.ones(1, device="cuda")
+dist.all_reduce(t)
+torch.cuda.synchronize()
+dist.destroy_process_group()
+'
+
+nccl_init() { # sections nccl-debug (the log) and nccl-topo (the dump); NETBENCH_PROBE_NCCL=0 skips
+    if [ "${NETBENCH_PROBE_NCCL:-1}" = 0 ]; then
+        header nccl-debug 1
+        echo "NCCL probe skipped (NETBENCH_PROBE_NCCL=0)"
+        return 0
+    fi
+    if ! have nvidia-smi; then # no NVIDIA driver: no GPU for NCCL, and no CUDA context to pay for
+        header nccl-debug 127
+        echo "nvidia-smi not installed (no GPU for NCCL)"
+        return 0
+    fi
+    _topo=$(mktemp 2>/dev/null) || _topo=/tmp/netbench-nccl-topo.$$
+    section nccl-debug "$NCCL_T" "$PY" -c "$NCCL_CODE" "$_topo"
+    if [ -s "$_topo" ]; then
+        header nccl-topo 0
+        cat "$_topo" </dev/null
+        echo
+    else
+        header nccl-topo 1
+        echo "NCCL wrote no topology dump"
+    fi
+    rm -f "$_topo"
+    return 0
+}
+
 if [ "$ONLY" = counters ]; then
     section hostname "$T" hostname
     ib_counters
@@ -293,4 +346,5 @@ ethtool_stats
 section ofed "$T" ofed_info -s
 nccl_system
 section python "$PY_T" "$PY" -c "$PY_CODE"
+nccl_init
 header end 0

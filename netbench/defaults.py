@@ -8,3 +8,7 @@ START_TIMEOUT_S = 120.0
 """``--start-timeout``: every host's agent and ranks must have started (said hello) within this."""
 CONFIRM_BUDGET_S = 60.0
 """``--confirm-budget``: seconds of re-testing the pairwise phase's suspects after a sweep."""
+PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
+"""``--pair-sizes`` of a sweep: a few large sizes a pair (N-1 rounds of them, not a full sweep each)."""
+PREFLIGHT_PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
+"""``preflight --pair-sizes``: the two sizes that decide a verdict within a budget of minutes."""

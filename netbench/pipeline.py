@@ -32,6 +32,7 @@ from netbench.common.hosts import HostEntry
 from netbench.common.rundir import GrowingRows, RunDir, new_run_id
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
+from netbench.defaults import START_TIMEOUT_S
 from netbench.engine import RunSettings, execute, exit_status, finish_report
 from netbench.inventory.model import NodeInventory
 from netbench.launch import HostSlot, Launcher
@@ -150,7 +151,7 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         rundir.write_inventory(records)
     rundir.write_run(
         command="sweep", topology=switches.uplinks, host_labels={e.name: e.labels for e in entries},
-        hosts_file=opts.hosts_file,
+        hosts_file=opts.hosts_file, scheduler_job=site.job_id,
     )
     announce(opts, site, planned, rundir, echo)
     settings = RunSettings(
@@ -174,7 +175,6 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
     finally:  # an interrupted run keeps what its links did until then
         if counted:
             site.counters("after", counted, rundir)
-    outcome.down_hosts |= {e.name for e in entries if e not in live}
     print_pairs(rows(), echo)
     findings = None
     if opts.report and outcome.status != "interrupted":
@@ -198,7 +198,7 @@ class RetestLaunch:
     progress: Progress | None = None
     clock: Callable[[], float] = time.monotonic
     """The hosts' time, which the budget and the phase times are read from (a fabric's own)."""
-    start_timeout_s: float = 120.0
+    start_timeout_s: float = START_TIMEOUT_S
     """How long the re-test launch's agents may take to start (``--start-timeout``)."""
 
     def __call__(self, phases: PhaseList, gate: PhaseGate) -> Outcome:

@@ -45,6 +45,7 @@ from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
 from netbench.common.topology import RoundLoad, leaf_of
+from netbench.defaults import PAIR_SIZES
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 GLOO_DEFAULT = (8, 64 << 20)  # min, max bytes of the full sweep
 NCCL_DEFAULT = (8, 8 << 30)
-PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
 PATTERNS = ("world", "ring", "pairwise", "rail", "intra")
 PAIR_SCHEDULES = ("auto", "circle", "topology")
 """auto: topology when the topology places every host, else circle (collectives/pairs.py)."""

@@ -31,6 +31,7 @@ def _open_mpi_missing() -> str | None:
     return None
 
 
+SMALL = ["-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "--pair-sizes", "64K"]
 needs_mpi = pytest.mark.skipif(_open_mpi_missing() is not None, reason=str(_open_mpi_missing()))
 ENV = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}  # mpirun beside this python
 
@@ -96,12 +97,13 @@ def test_mpirun_names_the_host_whose_sshd_does_not_answer(netns_factory, tmp_pat
     try:
         start = time.monotonic()
         r = subprocess.run([*net.netbench_argv(tmp_path), "--launcher", "mpi", "--out", str(tmp_path / "run"),
-                            "--timeout", "10"], capture_output=True, text=True, timeout=120, env=ENV)
+                            "--timeout", "10", *SMALL], capture_output=True, text=True, timeout=120, env=ENV)
         took = time.monotonic() - start
     finally:
         os.kill(pid, signal.SIGCONT)
     text = r.stdout + r.stderr
-    assert r.returncode == 2 and took < 60, text[-3000:]  # a failure: h2 could not be measured
+    # h2 left out by the inventory: node_unreachable, a warning unless a policy says otherwise
+    assert r.returncode == 1 and took < 90, text[-3000:]
     # the inventory over SSH finds h2 silent first; it is left out, h0 and h1 are measured under mpirun
     left_out = [line for line in text.splitlines() if line.startswith("# h2: ") and "(left out" in line]
     assert left_out, text[-3000:]
@@ -120,7 +122,8 @@ def test_mpirun_names_the_host_it_could_not_start_an_agent_on(netns_factory, tmp
     os.kill(pid, signal.SIGSTOP)
     try:
         r = subprocess.run([*net.netbench_argv(tmp_path), "--launcher", "mpi", "--out", str(tmp_path / "run"),
-                            "--timeout", "10", "--no-inventory"], capture_output=True, text=True, timeout=120,
+                            "--timeout", "10", "--no-inventory", *SMALL], capture_output=True, text=True,
+                           timeout=120,
                            env=ENV)
     finally:
         os.kill(pid, signal.SIGCONT)

@@ -1,5 +1,5 @@
-"""InfiniBand fabric discovery: ibnetdiscover (both formats), iblinkinfo (both), ibswitches/ibhosts,
-smpquery, and the step from fabric links to the switch port each local HCA is cabled to."""
+"""InfiniBand fabric discovery: ibnetdiscover (both formats), iblinkinfo (both), and the step from
+fabric links to the switch port each local HCA is cabled to."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from fixtures_path import read_fixture
 from netbench.inventory.parsers._ib import neighbors_from_links
 from netbench.inventory.parsers.iblinkinfo import parse_iblinkinfo
 from netbench.inventory.parsers.ibnetdiscover import parse_ibnetdiscover
-from netbench.inventory.parsers.ibswitches import parse_ibnodes, parse_smpquery
 
 SIM = "generated-ibsim-0.10_infiniband-diags-44.0__"
 
@@ -134,25 +133,3 @@ def test_iblinkinfo_down_ports_and_states() -> None:
         1,
         4,
     )
-
-
-def test_ibswitches_ibhosts_smpquery() -> None:
-    sw = parse_ibnodes(read_fixture(f"public/ibswitches-smpquery/{SIM}ibswitches.txt"))
-    assert [(n.desc, n.guid, n.ports, n.lid) for n in sw] == [
-        ("leaf02", "0x0000000000200001", 36, 3),
-        ("spine01", "0x0000000000200002", 36, 4),
-        ("leaf01", "0x0000000000200000", 36, 1),
-    ]
-    hosts = parse_ibnodes(read_fixture(f"public/ibswitches-smpquery/{SIM}ibhosts.txt"))
-    assert [n.desc for n in hosts] == [f"gpu-node0{i} mlx5_0" for i in (4, 3, 2, 1)] and hosts[0].type == "Ca"
-    nd = parse_smpquery(read_fixture(f"public/ibswitches-smpquery/{SIM}smpquery_nodedesc_2.txt"))
-    assert nd == {"Node Description": "gpu-node01 mlx5_0"}
-    pi = parse_smpquery(read_fixture(f"public/ibswitches-smpquery/{SIM}smpquery_portinfo_2_1.txt"))
-    assert (
-        pi["LinkState"],
-        pi["PhysLinkState"],
-        pi["LinkWidthActive"],
-        pi["LinkSpeedActive"],
-        pi["Lid"],
-    ) == ("Active", "LinkUp", "4X", "2.5 Gbps", "2")
-    assert "IsTrapSupported" in pi["CapMask"]

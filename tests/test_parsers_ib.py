@@ -1,11 +1,10 @@
-"""HCA parsers: ibstat, ibstatus, ibv_devinfo, /sys/class/infiniband, ofed_info."""
+"""HCA parsers: ibstat, ibv_devinfo, /sys/class/infiniband, ofed_info."""
 
 from __future__ import annotations
 
 import pytest
 from fixtures_path import fixture_files, fixtures_dir, read_fixture
 from netbench.inventory.parsers.ibstat import ibpanic_message, parse_ibstat
-from netbench.inventory.parsers.ibstatus import parse_ibstatus
 from netbench.inventory.parsers.ibv_devinfo import parse_ibv_devinfo
 from netbench.inventory.parsers.ofed import parse_ofed_info
 from netbench.inventory.parsers.sysfs_ib import dump_tree, parse_sysfs_ib
@@ -81,15 +80,6 @@ def test_ibstat_kaust_hdr100() -> None:
         100.0,
         "InfiniBand",
     )
-
-
-def test_ibstatus() -> None:
-    nics = parse_ibstatus(read_fixture("public/ibstatus/leptonai-gpud__ibstatus.39.0.a100.all.active.0"))
-    assert len(nics) == 9 and nics[0].name == "mlx5_0" and nics[0].port == 1
-    assert {(n.state, n.phys_state, n.rate_gbps, n.link_layer) for n in nics[:8]} == {
-        ("Active", "LinkUp", 200.0, "InfiniBand")
-    }
-    assert (nics[8].name, nics[8].rate_gbps, nics[8].link_layer) == ("mlx5_8", 40.0, "Ethernet")
 
 
 def test_ibv_devinfo_tabs() -> None:

@@ -1,15 +1,11 @@
-"""nvidia-smi parsers against every captured nvidia-smi fixture (H200 node + public)."""
+"""The nvidia-smi parser (``-q -x``, what the probe runs) and /proc/driver/nvidia/version against the
+captured fixtures (H200 node + public)."""
 
 from __future__ import annotations
 
 import pytest
 from fixtures_path import read_fixture
 from netbench.inventory.parsers._common import safe_xml
-from netbench.inventory.parsers.nvcc import parse_nvcc
-from netbench.inventory.parsers.nvidia_smi_list import parse_nvidia_smi_list
-from netbench.inventory.parsers.nvidia_smi_query import parse_nvidia_smi_query
-from netbench.inventory.parsers.nvidia_smi_text import fabric_state, parse_nvidia_smi_text
-from netbench.inventory.parsers.nvidia_smi_version import parse_nvidia_smi_version
 from netbench.inventory.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from netbench.inventory.parsers.proc_driver import parse_proc_driver
 
@@ -31,26 +27,9 @@ def test_h200_xml() -> None:
     assert r.cuda_version == "13.0"
 
 
-def test_h200_text() -> None:
-    r = parse_nvidia_smi_text(read_fixture("h200-node/nvidia-smi-q.txt"))
-    _check_h200(r)
-    assert r.cuda_version == "13.0"
-    assert fabric_state(read_fixture("h200-node/nvidia-smi-q.txt")) == [(None, None)]
-
-
-def test_h200_query_csv() -> None:
-    _check_h200(parse_nvidia_smi_query(read_fixture("h200-node/nvidia-smi-query.txt")))
-
-
-def test_h200_list_version_proc_nvcc() -> None:
-    (g,) = parse_nvidia_smi_list(read_fixture("h200-node/nvidia-smi-L.txt"))
-    assert (g.index, g.name, g.uuid) == (0, "NVIDIA H200", H200_UUID)
-    v = parse_nvidia_smi_version(read_fixture("h200-node/nvidia-smi-version.txt"))
-    assert (v.driver_version, v.cuda_version) == ("580.159.04", "13.0")
+def test_h200_proc_driver() -> None:
     p = parse_proc_driver(read_fixture("h200-node/proc-driver.txt"))
     assert (p.driver_version, p.open_kernel_module, p.gcc) == ("580.159.04", True, "15.3.0")
-    n = parse_nvcc(read_fixture("h200-node/nvcc.txt"))
-    assert (n.release, n.version) == ("13.0", "13.0.88")
 
 
 # file, driver, cuda, [(name, serial, bus id, vbios, gen cur/max, width cur/max, MiB)] per GPU
@@ -192,62 +171,6 @@ def test_public_xml(name: str, driver: str, cuda: str, gpus: list[tuple]) -> Non
     assert all(g.uuid and g.uuid.startswith("GPU-") for g in r.gpus)
 
 
-TEXT_CASES = [
-    (
-        "leptonai-gpud__nvidia-smi-query.535.161.08.out.0.valid",
-        "535.161.08",
-        "12.2",
-        8,
-        ("NVIDIA H100 80GB HBM3", "1650124031592", "00000000:19:00.0", "96.00.74.00.0D", 5, 16, 81559),
-        "00000000:db:00.0",
-        ("Completed", "Success"),
-    ),
-    (
-        "leptonai-gpud__nvidia-smi-query.535.183.01.out.0.valid",
-        "535.183.01",
-        "12.2",
-        8,
-        ("NVIDIA H100 80GB HBM3", "1655022005478", "00000000:53:00.0", "96.00.74.00.01", 5, 16, 81559),
-        "00000000:ca:00.0",
-        None,
-    ),
-    (
-        "leptonai-gpud__nvidia-smi-query.560.35.03.out.0.valid",
-        "560.35.03",
-        "12.6",
-        1,
-        ("NVIDIA TITAN V", "0334517001520", "00000000:01:00.0", "88.00.36.00.01", 1, 16, 12288),
-        "00000000:01:00.0",
-        None,
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("name", "driver", "cuda", "count", "first", "last_bus", "fabric"),
-    TEXT_CASES,
-    ids=[c[0] for c in TEXT_CASES],
-)
-def test_public_text(name, driver, cuda, count, first, last_bus, fabric) -> None:
-    text = read_fixture(f"public/nvidia-smi-q-text/{name}")
-    r = parse_nvidia_smi_text(text)
-    assert (r.driver_version, r.cuda_version, len(r.gpus)) == (driver, cuda, count)
-    g = r.gpus[0]
-    assert (
-        g.name,
-        g.serial,
-        g.pci_bus_id,
-        g.vbios,
-        g.pcie_gen_current,
-        g.pcie_width_current,
-        g.memory_total_mib,
-    ) == first
-    assert r.gpus[-1].pci_bus_id == last_bus
-    assert [g.index for g in r.gpus] == list(range(count))
-    if fabric:
-        assert set(fabric_state(text)) == {fabric}
-
-
 def test_xml_doctype_is_not_fetched_and_entities_refused() -> None:
     # A DTD naming a URL is stripped, never fetched; an entity declaration is refused outright.
     root = safe_xml('<?xml version="1.0" ?>\n<!DOCTYPE x SYSTEM "http://192.0.2.1/x.dtd">\n<x>1</x>')
@@ -264,3 +187,21 @@ def test_serials_that_mean_nothing_become_none() -> None:
     for fake in ("N/A", "REDACTED", "0000000000000", "[Not Supported]"):
         r = parse_nvidia_smi_xml(xml.replace("<serial>1653724060748</serial>", f"<serial>{fake}</serial>"))
         assert r.gpus[0].serial is None
+
+
+def test_fabric_state_from_xml() -> None:
+    # Every captured <fabric> says N/A (no NVSwitch on these GPUs): no fabric, not a failed one.
+    for rel in ("h200-node/nvidia-smi-q-x.txt",
+                "public/nvidia-smi-q-x/influxdata-telegraf__a100-sxm4-v12.xml",
+                "public/nvidia-smi-q-x/influxdata-telegraf__pro-6000-maxq-blackwell-v13.xml"):
+        text = read_fixture(rel)
+        assert safe_xml(text).find("gpu/fabric/state") is not None, rel  # the element the parser reads
+        assert {(g.fabric_state, g.fabric_status) for g in parse_nvidia_smi_xml(text).gpus} == {(None, None)}
+    # An HGX H100's values as nvidia-smi -q printed them (public/nvidia-smi-q-text, driver 535), put in
+    # the element of the real H200 XML: the state that means NVLink through the NVSwitches works.
+    xml = read_fixture("h200-node/nvidia-smi-q-x.txt").replace(
+        "<fabric>\n\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>",
+        "<fabric>\n\t\t\t<state>Completed</state>\n\t\t\t<status>Success</status>",
+    )
+    (g,) = parse_nvidia_smi_xml(xml).gpus
+    assert (g.fabric_state, g.fabric_status) == ("Completed", "Success")

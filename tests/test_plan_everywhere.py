@@ -136,8 +136,10 @@ def test_cluster_launchers_give_the_ranks_the_same_plan(netns_factory, tmp_path:
     ssh_argv = net.netbench_argv(tmp_path, hosts=["h0", "h1"])  # also writes tmp_path/hosts.txt
     runs = {name: tmp_path / name for name in ("ssh", "local", "slurm")}
     env = _clean_env()
-    for name, extra in (("ssh", []), ("local", ["--launcher", "local"])):
-        res = subprocess.run([*ssh_argv, "--procs-per-host", "2", *extra, *opts, "--out", str(runs[name])],
+    cfg = ssh_argv.index("--ssh-config")
+    local_argv = ssh_argv[:cfg] + ssh_argv[cfg + 2:]  # nothing reached over SSH: refused there
+    for name, argv in (("ssh", ssh_argv), ("local", [*local_argv, "--launcher", "local"])):
+        res = subprocess.run([*argv, "--procs-per-host", "2", *opts, "--out", str(runs[name])],
                              capture_output=True, text=True, timeout=300, env=env)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 

@@ -166,3 +166,20 @@ def test_ranks_of_several_hosts_run_their_parts_through_real_agents(tmp_path: Pa
     rows = list(rundir.read_rows())
     assert all(r["status"] == "ok" for r in rows)
     assert {r["group"] for r in rows} == {g.id for p in plan.phases for g in p.groups}
+
+
+def test_a_rank_whose_agent_found_no_plan_exits_and_says_so() -> None:
+    """The agent closes a rank's stdin after the secret when it could not fetch the plan: the rank
+    ends with code 2 and a reason (the coordinator then names the host), it does not wait forever."""
+    import subprocess
+    import sys
+
+    raw, sock = open_server("127.0.0.1")
+    try:
+        cmd = [sys.executable, "-m", "netbench.worker", "rank", "--store-addr", "127.0.0.1",
+               "--store-port", str(sock.getsockname()[1]), "--rank", "0", "--host", "h0"]
+        done = subprocess.run(cmd, input=b"0123456789abcdef\n", capture_output=True, timeout=120)
+    finally:
+        sock.close()
+    assert done.returncode == 2
+    assert b"no plan on stdin" in done.stderr and not done.stdout

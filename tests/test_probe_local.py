@@ -40,6 +40,7 @@ EXPECTED_SECTIONS = {
     "ofed",
     "nccl-system",
     "python",
+    "nccl-debug",
     "end",
 }
 
@@ -172,6 +173,9 @@ def test_fake_h200_node(tmp_path: Path) -> None:
     assert ("mlx5_0", "leaf01", "1", "iblinkinfo") in neighbors
     assert inv.switch() == "leaf01"
     assert inv.ofed_version == "MLNX_OFED_LINUX-23.07-0.5.1.2"
+    # nvidia-smi is faked but this machine's torch has no GPU: the NCCL init says so, not a blank.
+    if inv.torch_cuda_available is False:
+        assert inv.nccl is None and "sees no CUDA device" in inv.missing["nccl"]
     assert inv.missing["numa_nodes"] if inv.numa_nodes is None else inv.numa_nodes >= 1
 
 

@@ -198,7 +198,8 @@ exit 0
 
 
 MEASURE = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
-           "--timeout", "30"]
+           "--timeout", "30", "--confirm-budget", "0"]  # the analysis alone, both ways: the re-tests on
+# every site are tests/test_sites.py's
 
 
 def _both_ways(cluster, tmp_path: Path, hosts: list[str], *ssh_extra: str) -> tuple[Path, Path]:
@@ -206,7 +207,7 @@ def _both_ways(cluster, tmp_path: Path, hosts: list[str], *ssh_extra: str) -> tu
     slurm_out, ssh_out = tmp_path / "slurm", tmp_path / "ssh"
     r = cluster.run(["salloc", f"-N{len(hosts)}", sys.executable, "-m", "netbench", "sweep", "--out",
                      str(slurm_out), *MEASURE], timeout=150)
-    # over SSH, with its re-test launch as inside the allocation: the same pipeline
+    # over SSH: the same pipeline
     argv = [*cluster.net.netbench_argv(tmp_path, hosts=hosts), "--out", str(ssh_out), *MEASURE, *ssh_extra]
     r2 = subprocess.run(argv, capture_output=True, text=True, timeout=150)
     # a planted fault each time: the same verdict, so the same exit status (docs/exit-status.md)

@@ -16,7 +16,7 @@ _DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[.*?\])?\s*>", re.S | re.I)
 
 @dataclass
 class GpuReport:
-    """What the nvidia-smi parsers (XML, ``-q`` text, ``--query-gpu`` csv, ``-L``) return."""
+    """What the nvidia-smi parser (``nvidia-smi -q -x``) returns."""
 
     driver_version: str | None = None
     cuda_version: str | None = None

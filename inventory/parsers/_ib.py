@@ -1,4 +1,4 @@
-"""InfiniBand fabric records shared by the discovery parsers (ibnetdiscover, iblinkinfo, ibswitches),
+"""InfiniBand fabric records shared by the discovery parsers (ibnetdiscover, iblinkinfo),
 and the step that turns fabric links into "this node's HCA is cabled to that switch port"."""
 
 from __future__ import annotations
@@ -31,17 +31,6 @@ class IbLink:
     @property
     def connected(self) -> bool:
         return self.dst_port is not None and bool(self.dst_desc or self.dst_guid)
-
-
-@dataclass
-class IbNode:
-    """A fabric node from ``ibswitches`` / ``ibhosts``."""
-
-    type: str  # Switch | Ca | Router
-    guid: str | None
-    ports: int | None
-    desc: str | None
-    lid: int | None = None
 
 
 def _host_match(desc: str | None, hostnames: set[str]) -> str | None:

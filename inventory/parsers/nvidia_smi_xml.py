@@ -3,7 +3,8 @@
 The XML names a DTD (``nvsmi_device_v13.dtd``) that is never fetched (see ``safe_xml``). Old drivers
 (418) have no DOCTYPE and fewer elements; MIG GPUs nest ``fb_memory_usage`` inside ``mig_devices``, so
 only direct children are read. The GPU index is the element order, which is nvidia-smi's own index
-(PCI bus order), not ``minor_number``.
+(PCI bus order), not ``minor_number``. ``<fabric>`` (state, status) is the NVSwitch fabric
+registration, present since driver 470 and ``N/A`` on GPUs without NVSwitches.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def parse_gpu(index: int, g: ET.Element) -> GPU:
         pcie_width_max=first_int(_text(g, f"{link}/link_widths/max_link_width")),
         memory_total_mib=first_int(_text(g, "fb_memory_usage/total")),
         numa_node=first_int(_text(g, "numa_node")),
+        fabric_state=_text(g, "fabric/state"),
+        fabric_status=_text(g, "fabric/status"),
     )
 
 

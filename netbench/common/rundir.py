@@ -314,7 +314,10 @@ class RunDir:
         return self.path / "inventory.jsonl"
 
     def write_run(self, **fields: Any) -> dict[str, Any]:
-        """Create or update run.json, keeping fields written earlier."""
+        """Create or update run.json, keeping fields written earlier; only RunRecord's fields."""
+        from netbench.common.runrecord import check_fields
+
+        check_fields(set(fields))
         path = self.path / "run.json"
         data = read_json_object(path).data
         data.setdefault("schema", RUN_SCHEMA)

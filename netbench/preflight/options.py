@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from netbench.common.errors import NetbenchError
 
 if TYPE_CHECKING:
-    from netbench.inventory.model import NodeInventory
-    from netbench.launch import Launcher
     from netbench.planner import PlanRequest
+    from netbench.sites.base import Site
 
 EXIT_COULD_NOT_RUN = 3
-PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
 MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
 
 
@@ -82,16 +80,6 @@ class PreflightOptions:
             raise PreflightError(f"--collective: {exc}") from None
 
 
-class Site(Protocol):
-    """Where the hosts are, when they are not reached over SSH or srun: a simulated fabric
-    (``netbench.sim.preflight``) gives the inventory records and the launcher of each launch, and
-    every stage above them runs unchanged. Port counters are not read from such hosts."""
-
-    def inventory(self, hosts: list[str]) -> list[NodeInventory]: ...
-
-    def launcher(self, hosts: list[str]) -> Launcher: ...
-
-
 # -- results -----------------------------------------------------------------------------------------
 @dataclass
 class PreflightResult:
@@ -112,10 +100,10 @@ class _Setup:
 
     opts: PreflightOptions
     entries: dict[str, Any]
-    ssh_opts: Any
+    site: Site
+    """Where the hosts are and how each launch reaches them (``netbench.sites``)."""
     rundir: Any
     backend: str
     nprocs: dict[str, int]
     request: PlanRequest
     echo: Callable[[str], None]
-    site: Site | None = None

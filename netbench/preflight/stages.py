@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from netbench.common.hosts import HostEntry
 from netbench.confirm import (
     MAX_LAUNCHES,
     PREFLIGHT_WORDS,
@@ -20,43 +21,52 @@ from netbench.confirm import (
     retest_suspects,
     unusable_hosts,
 )
+from netbench.defaults import PREFLIGHT_PAIR_SIZES
 from netbench.preflight.judging import drain_and_check, quick_rounds
 from netbench.preflight.options import (
     MIN_QUICK_PASS_S,
-    PAIR_SIZES,
     PreflightError,
     PreflightOptions,
     PreflightResult,
-    Site,
     _Setup,
 )
 from netbench.preflight.outputs import _size, _write_report
 from netbench.reports.analyses import RetestEvidence
+from netbench.sites.base import Site
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
-def allocation_entries() -> list[Any]:
-    """No hosts file: the nodes of the Slurm allocation this runs in (a UsageError outside one)."""
+def preflight_site(opts: PreflightOptions) -> Site:
+    """Sweep's site for these hosts (``netbench.sites``): over SSH with a hosts file, else the Slurm
+    allocation this runs in, over srun; PreflightError (exit 3) for what cannot run."""
     from netbench.common.errors import UsageError
-    from netbench.common.hosts import HostEntry
     from netbench.common.slurm import Allocation
-    from netbench.sites.slurm import current_allocation
+    from netbench.options import ClusterOptions
+    from netbench.sites.registry import choose_site
 
-    if Allocation.from_env() is None:
-        raise UsageError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
-                         "allocation's nodes are checked, over srun)")
-    return [HostEntry(name=n) for n in current_allocation().nodes]
+    if opts.hosts_file is None and Allocation.from_env() is None:
+        raise PreflightError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
+                             "allocation's nodes are checked, over srun)")
+    where = ClusterOptions(
+        launcher="ssh" if opts.hosts_file else "slurm", hosts_file=opts.hosts_file, python=opts.python,
+        ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys, topology=opts.topology,
+        advertise=opts.advertise, concurrency=opts.concurrency, procs_per_host=opts.procs_per_host,
+        timeout_s=opts.timeout_s,
+    )
+    try:
+        return choose_site(where)
+    except UsageError as exc:
+        raise PreflightError(str(exc)) from None
 
 
-def load_inputs(opts: PreflightOptions) -> tuple[list[Any], Any, Path | None]:
-    """Hosts file, policy and baseline, or PreflightError (exit 3) naming what is wrong."""
+def load_inputs(opts: PreflightOptions, site: Site) -> tuple[list[HostEntry], Any, Path | None]:
+    """The site's hosts, the policy and the baseline, or PreflightError (exit 3) naming what is wrong."""
     from netbench.baselines import BaselineStore
     from netbench.common.errors import UsageError
-    from netbench.common.hosts import parse_hosts_file
     from netbench.reports.policy import PolicyError, load_policy
 
     try:
-        entries = parse_hosts_file(opts.hosts_file) if opts.hosts_file else allocation_entries()
+        entries = site.hosts()
         policy = load_policy(opts.policy)
         baseline = BaselineStore().resolve(opts.baseline) if opts.baseline else None
     except (UsageError, PolicyError) as exc:
@@ -88,29 +98,11 @@ def analyse(
 
 
 def stage_inventory(
-    entries: list[Any],
-    opts: PreflightOptions,
-    ssh_opts: Any,
-    rundir: Any,
-    budget: Budget,
-    echo: Callable[[str], None],
-    site: Site | None = None,
+    entries: list[HostEntry], site: Site, rundir: Any, budget: Budget, echo: Callable[[str], None]
 ) -> dict[str, Any]:
     """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
-    from netbench.inventory.collect import collect_inventory
-
     timeout = max(1.0, min(60.0, budget.left()))
-    # The probe asks the hosts' python3 (or a python= label), not --python: importing torch costs 1-2 CPU
-    # seconds a node, and the ranks record the torch/NCCL versions they really use in env.json anyway.
-    if site is not None:  # simulated hosts: the records the site gives, no probe
-        nodes = site.inventory([e.name for e in entries])
-    elif opts.hosts_file is None:  # inside an allocation: the probe as one job step on every node
-        from netbench.inventory.slurm_step import collect_inventory_srun
-
-        python = opts.python or sys.executable  # the interpreter srun will start the ranks with
-        nodes = collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout)
-    else:
-        nodes = collect_inventory(entries, ssh_opts, concurrency=opts.concurrency, probe_timeout=timeout)
+    nodes = site.inventory(entries, echo, timeout_s=timeout)
     rundir.write_inventory(nodes)
     down = [n for n in nodes if not n.ok]
     for n in down[:20]:
@@ -128,23 +120,22 @@ def make_setup(
     entries: dict[str, Any],
     nodes: dict[str, Any],
     live: list[str],
-    ssh_opts: Any,
+    site: Site,
     rundir: Any,
     echo: Callable[[str], None],
-    site: Site | None = None,
 ) -> _Setup:
     """Backend (NCCL when every node has GPUs), ranks per host, and the request every launch plans
     from: one collective at the pair sizes, for the pairs and the ring alike."""
     from netbench.common.errors import UsageError
     from netbench.options import SweepOptions
-    from netbench.planner import HostCaps, PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
+    from netbench.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
 
-    caps = [HostCaps.of(h, nodes.get(h)) for h in live]
+    caps = site.caps([entries[h] for h in live], nodes)
     gpus = {c.host: c.gpus for c in caps}
     try:
         backend = choose_backend(opts.backend, caps)
         engine = choose_engine("auto", backend, caps)  # preflight has no --engine: the run's rule
-        sizes = sorted(opts.pair_sizes or PAIR_SIZES[backend])
+        sizes = sorted(opts.pair_sizes or PREFLIGHT_PAIR_SIZES[backend])
         measure = SweepOptions(
             collectives=[opts.collective],
             iters=opts.iters,
@@ -161,7 +152,7 @@ def make_setup(
         echo(f"# {engine.note}")
     slots = host_slots([entries[h] for h in live], backend, gpus, opts.procs_per_host)
     nprocs = {s.host: s.nprocs for s in slots}
-    return _Setup(opts, entries, ssh_opts, rundir, backend, nprocs, request, echo, site)
+    return _Setup(opts, entries, site, rundir, backend, nprocs, request, echo)
 
 
 def measure(
@@ -171,8 +162,7 @@ def measure(
     from dataclasses import replace
 
     from netbench.engine import RunSettings, execute
-    from netbench.launch import HostSlot, Launcher
-    from netbench.launch.ssh import SSHLauncher
+    from netbench.launch import HostSlot
     from netbench.planner import PairRound, build_plan
 
     involved = {h for _, _, pairs in pair_phases for p in pairs for h in p} | set(ring)
@@ -187,20 +177,7 @@ def measure(
         pair_rounds=[PairRound(name, rnd, pairs) for name, rnd, pairs in pair_phases],
     )
     plan = build_plan(request, setup.rundir.run_id, slots, setup.backend)
-    launcher: Launcher
-    if setup.site is not None:
-        launcher = setup.site.launcher(used)
-    elif setup.opts.hosts_file is None:
-        from netbench.launch.srun import SrunLauncher
-
-        launcher = SrunLauncher(used, python=setup.opts.python)
-    else:
-        launcher = SSHLauncher(
-            {h: setup.entries[h] for h in used},
-            setup.ssh_opts,
-            python=setup.opts.python,
-            advertise=setup.opts.advertise,
-        )
+    launcher = setup.site.launcher(used)
     settings = RunSettings(
         launcher_name=launcher.name,
         options=asdict(setup.opts),
@@ -221,19 +198,6 @@ def measure(
     return outcome
 
 
-def _ssh_site(opts: PreflightOptions) -> Any:
-    """The ``ssh`` site of sweep for the same hosts (what reads the port counters); None inside an
-    allocation, where nothing is reached over SSH."""
-    if opts.hosts_file is None:
-        return None
-    from netbench.options import ClusterOptions
-    from netbench.sites.ssh import SshSite
-
-    return SshSite(ClusterOptions(hosts_file=opts.hosts_file, ssh_config=opts.ssh_config,
-                                  accept_new_host_keys=opts.accept_new_host_keys,
-                                  concurrency=opts.concurrency))
-
-
 # -- the procedure -----------------------------------------------------------------------------------
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
@@ -249,16 +213,15 @@ def run_preflight(
     """Inventory, quick pass, suspects, escalation, report: see the module docstring.
 
     Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
-    measured names suspects not re-tested yet and the budget allows. ``site``: hosts that are not
-    reached over SSH or srun (a simulated fabric, with ``clock`` its own)."""
+    measured names suspects not re-tested yet and the budget allows. ``site``: where the hosts are
+    (``netbench.sites``; default: over SSH with a hosts file, else the Slurm allocation), a simulated
+    fabric's with ``clock`` its own."""
     from netbench import __version__
     from netbench.common.errors import UsageError
     from netbench.common.findings import worst
     from netbench.common.pairrows import MetPairs
     from netbench.common.rundir import GrowingRows, RunDir, utc_now
-    from netbench.common.ssh import SSHOptions
     from netbench.reports.export.json_out import verdict
-    from netbench.sites.ssh import file_switches
 
     budget = Budget(opts.budget_s, clock=clock)
     stages: dict[str, float] = {}
@@ -272,29 +235,25 @@ def run_preflight(
         spent(name, now - since)
         return now
 
-    entries, policy, baseline = load_inputs(opts)
+    site = site or preflight_site(opts)
+    entries, policy, baseline = load_inputs(opts, site)
     by_name = {e.name: e for e in entries}
-    ssh_opts = SSHOptions(ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys)
     try:
         rundir = RunDir.create(opts.out)
     except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
         raise PreflightError(str(exc)) from None
     started = utc_now()
-    if opts.hosts_file is None and not opts.topology:  # the allocation's switches, as Slurm knows them
-        from netbench.sites.slurm import allocation_switches
-
-        switches = allocation_switches(echo)
-        for name, text in switches.saved.items():
-            (rundir.path / name).write_text(text)
-    else:
-        switches = file_switches(entries, opts.topology, echo)
+    switches = site.switches(entries, echo)
+    for name, text in switches.saved.items():
+        (rundir.path / name).write_text(text)
     topology = switches.uplinks
     rundir.write_run(
         command="preflight",
         status="running",
         started=started,
         netbench_version=__version__,
-        launcher="ssh" if opts.hosts_file else "slurm",
+        launcher=site.name,
+        scheduler_job=site.job_id,
         hosts=list(by_name),
         hosts_file=str(opts.hosts_file),
         topology=topology,
@@ -308,7 +267,7 @@ def run_preflight(
     )
 
     # 1. inventory and policy
-    nodes = stage_inventory(entries, opts, ssh_opts, rundir, budget, echo, site)
+    nodes = stage_inventory(entries, site, rundir, budget, echo)
     _, inv_findings = analyse(rundir, policy, topology)
     failing, _ = drain_and_check(inv_findings, len(entries))
     live = [h for h in by_name if nodes[h].ok and h not in failing]
@@ -331,11 +290,9 @@ def run_preflight(
                 f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
                 f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
             )
-        setup = make_setup(opts, by_name, nodes, live, ssh_opts, rundir, echo, site)
-        measured = [by_name[h] for h in live] if site is None else []  # no port counters to read
-        counters = _ssh_site(opts) if measured else None  # the port counters, as sweep reads them
-        if counters is not None:
-            counters.counters("before", measured, rundir)
+        setup = make_setup(opts, by_name, nodes, live, site, rundir, echo)
+        measured = [by_name[h] for h in live]
+        site.counters("before", measured, rundir)  # where the site can read them (SSH)
         rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners, topology)
         gate = PhaseGate(budget)
         echo(
@@ -384,8 +341,7 @@ def run_preflight(
         info["escalations"] = done.launches
         info["retests"] = {k: asdict(v) for k, v in done.retests.items()}
         evidence = done.evidence
-        if counters is not None:
-            counters.counters("after", measured, rundir)
+        site.counters("after", measured, rundir)
 
     # 5. report
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)

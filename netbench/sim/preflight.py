@@ -19,19 +19,23 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.inventory.model import GPU, NodeInventory
+from netbench.planner import HostCaps
 from netbench.preflight import PreflightOptions, PreflightResult, run_preflight
 from netbench.sim.fabric import Fabric
 from netbench.sim.launcher import MIN_TIMEOUT_S, LaunchCosts, SimClock, SimHosts, SimLauncher
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
+from netbench.sites.base import Echo, Switches
+from netbench.sites.ssh import file_switches
 
 DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
 
@@ -86,20 +90,30 @@ class SimPreflight:
 
 
 class SimSite:
-    """``netbench.preflight.Site`` for a simulated fabric: healthy inventory records, simulated launches."""
+    """A ``netbench.sites.base.Site`` for a simulated fabric: the hosts file and topology written for
+    it (``write_inputs``), healthy inventory records, simulated launches, no port counters."""
 
-    def __init__(self, hosts: SimHosts) -> None:
-        self.hosts = hosts
+    name = "sim"
+    uses = frozenset({"hosts_file", "topology"})
+    one_machine = False
+    job_id = None
 
-    def inventory(self, hosts: list[str]) -> list[NodeInventory]:
+    def __init__(self, hosts: SimHosts, hosts_file: Path, topology: Path) -> None:
+        self.sim = hosts
+        self.hosts_file, self.topology = hosts_file, topology
+
+    def hosts(self) -> list[HostEntry]:
+        return parse_hosts_file(str(self.hosts_file))
+
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         """What a probe of a healthy node gives, after the probe's time (a GPU that will drop out
         is still there: it fails later, under load)."""
-        self.hosts.clock.advance(self.hosts.costs.inventory_s(len(hosts)))
-        gpus = self.hosts.fabric.spec.gpus
+        self.sim.clock.advance(self.sim.costs.inventory_s(len(entries)))
+        gpus = self.sim.fabric.spec.gpus
         return [
             NodeInventory(
-                host=h,
-                hostname=h,
+                host=e.name,
+                hostname=e.name,
                 gpus=[GPU(index=i, name="Simulated GPU") for i in range(gpus)],
                 torch_version="simulated",
                 torch_cuda_build="simulated",
@@ -108,11 +122,20 @@ class SimSite:
                 nccl4py=True,  # a healthy node has the NCCL engine: the plan's engine is nccl
                 nccl4py_version="simulated",
             )
-            for h in hosts
+            for e in entries
         ]
 
+    def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
+        return file_switches(entries, str(self.topology), echo)
+
+    def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
+        return [HostCaps.of(e.name, nodes.get(e.name)) for e in entries]
+
     def launcher(self, hosts: list[str]) -> SimLauncher:
-        return self.hosts.launcher(hosts)
+        return self.sim.launcher(hosts)
+
+    def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
+        return None  # a simulated fabric has no port counters
 
 
 def write_inputs(fab: Fabric | RailFabric, where: Path) -> tuple[Path, Path]:
@@ -148,7 +171,7 @@ def simulate_preflight(
             preflight, hosts_file=str(hosts_file), topology=str(topology), out=sim.out,
             timeout_s=max(preflight.timeout_s, MIN_TIMEOUT_S),
         )
-        result = run_preflight(opts, echo, clock=hosts.clock, site=SimSite(hosts))
+        result = run_preflight(opts, echo, clock=hosts.clock, site=SimSite(hosts, hosts_file, topology))
         for f in (hosts_file, topology):  # the inputs stay with the run, as a real run's would be at hand
             shutil.copy(f, result.rundir.path / f.name)
     analysis_s = time.monotonic() - t0

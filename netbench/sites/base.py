@@ -47,13 +47,16 @@ class Site(Protocol):
     """The SITE_OPTIONS this site honours; the others, given, are refused (``check``)."""
     one_machine: bool
     """The hosts are this machine's ranks alone (no pairs to measure, the world pattern)."""
+    job_id: str | None
+    """The scheduler's job the run is part of (run.json's ``scheduler_job``), or None."""
 
     def hosts(self) -> list[HostEntry]:
         """The hosts in order (the ring's order), validated."""
         ...
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
-        """One record per host (unreachable hosts included, with why); [] where the site takes none."""
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+        """One record per host (unreachable hosts included, with why), each probe within
+        ``timeout_s``; [] where the site takes none."""
         ...
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches: ...

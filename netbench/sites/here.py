@@ -23,16 +23,17 @@ class HereSite:
     name: str = "local"
     uses: frozenset[str] = frozenset({"procs", "launcher"})
     one_machine: bool = True
+    job_id: str | None = None
 
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=os.uname().nodename, slots=self.opts.procs or default_procs())]
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.local import probe_local
 
         if not HostCaps.here(entries[0].name).cuda_available:
             return []
-        node = probe_local(host=entries[0].name)
+        node = probe_local(host=entries[0].name, timeout=timeout_s)
         if not node.ok:
             echo(f"# inventory of this host: {node.status}: {node.error}")
         return [node]

@@ -22,11 +22,12 @@ class LocalHostsSite:
     name: str = "local"
     uses: frozenset[str] = frozenset({"hosts_file", "procs_per_host", "python", "topology", "launcher"})
     one_machine: bool = False
+    job_id: str | None = None
 
     def hosts(self) -> list[HostEntry]:
         return file_hosts(self.opts)
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         return []
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:

@@ -65,22 +65,23 @@ class SlurmSite:
     name: str = "slurm"
     uses: frozenset[str] = frozenset({"procs_per_host", "python", "topology", "advertise", "launcher"})
     one_machine: bool = False
+    job_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.opts.hosts_file:
             raise UsageError("--launcher slurm takes its hosts from the allocation: leave out --hosts")
         self.alloc = current_allocation()
+        self.job_id = self.alloc.job_id
 
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=n, slots=tasks_per_node()) for n in self.alloc.nodes]
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.slurm_step import collect_inventory_srun
 
         # the probe asks the python the ranks will run (srun starts them with this one)
         python = self.opts.python or sys.executable
-        return collect_inventory_srun([e.name for e in entries], python,
-                                      timeout_s=max(self.opts.timeout_s, 30.0))
+        return collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout_s)
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         if self.opts.topology:  # --topology wins, as over SSH

@@ -48,6 +48,7 @@ class SshSite:
     uses: frozenset[str] = frozenset({"hosts_file", "procs_per_host", "python", "ssh_config",
                                       "accept_new_host_keys", "advertise", "topology", "launcher"})
     one_machine: bool = False
+    job_id: str | None = None
     ssh: SSHOptions = field(init=False)
     entries: list[HostEntry] = field(init=False)
 
@@ -59,11 +60,11 @@ class SshSite:
     def hosts(self) -> list[HostEntry]:
         return self.entries
 
-    def inventory(self, entries: list[HostEntry], echo: Echo) -> list[NodeInventory]:
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.collect import collect_inventory
 
         return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
-                                 python=self.opts.python)
+                                 probe_timeout=timeout_s, python=self.opts.python)
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         return file_switches(entries, self.opts.topology, echo)
