@@ -100,9 +100,7 @@ def announce(
         if planned.engine_note:
             echo(f"# {planned.engine_note}")
         return
-    where = opts.hosts_file or f"the {site.name} allocation"
-    echo(f"# netbench sweep over {len(planned.slots)} host(s) from {where} ({site.name}); "
-         f"run directory {rundir.path}")
+    echo(f"# run directory {rundir.path}")
     echo(
         f"# {len(planned.slots)} host(s), {plan.world_size} {plan.device} rank(s) ({backend}); phases: "
         + ", ".join(p.name for p in plan.phases[:4])
@@ -125,18 +123,22 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
                  progress: Progress | None = None) -> int:
     """The whole sweep on ``site``; its exit status (``engine.exit_status``)."""
     entries = site.hosts()
+    if not site.one_machine:
+        where = opts.hosts_file or f"the {site.name} allocation"
+        echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
+             + ("; inventory first" if opts.inventory else ""))
     records = site.inventory(entries, echo) if opts.inventory else []
     nodes = {n.host: n for n in records}
     for n in [n for n in records if not n.ok][:20]:
         echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
-    if not live:
-        first = records[0]
-        raise UsageError(f"no host could be reached ({len(entries)} tried; {first.host}: {first.status}: "
-                         f"{first.error}): nothing to measure")
     switches = site.switches(entries, echo)
     run_id = new_run_id()
     try:
+        if not live:
+            first = records[0]
+            raise UsageError(f"no host could be reached ({len(entries)} tried; {first.host}: "
+                             f"{first.status}: {first.error}): nothing to measure")
         planned = plan_run(opts, site, live, nodes, switches, run_id)
     except UsageError as exc:
         if records:  # what the inventory found stays, with why nothing was measured

@@ -190,7 +190,7 @@ def test_mpirun_events_name_only_valid_hosts() -> None:
     ("nosuch-host-zz", None, "no host could be reached (1 tried; nosuch-host-zz: "),
     ("localhost", "my ssh config", "--launcher mpi: the --ssh-config path must not contain white space"),
 ])
-def test_bad_input_for_mpirun_is_one_line_and_no_run_directory(tmp_path: Path, host: str, cfg: str | None,
+def test_bad_input_for_mpirun_is_one_line(tmp_path: Path, host: str, cfg: str | None,
                                                                 said: str) -> None:
     hosts = tmp_path / "hosts.txt"
     hosts.write_text(host + "\n")
@@ -199,4 +199,9 @@ def test_bad_input_for_mpirun_is_one_line_and_no_run_directory(tmp_path: Path, h
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=ENV)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"netbench: error: {said}"), r.stderr
-    assert not (tmp_path / "run").exists()
+    if cfg:  # refused before anything ran
+        assert not (tmp_path / "run").exists()
+    else:  # the inventory ran: what it found stays, with why nothing was measured (as over SSH)
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert run["status"] == "failed" and run["error"].startswith("no host could be reached")
+        assert (tmp_path / "run" / "inventory.jsonl").is_file()

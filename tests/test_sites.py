@@ -160,15 +160,17 @@ def test_one_scenario_gives_the_same_verdict_over_ssh_mpirun_and_slurm(slurm_poo
     assert (outs["slurm"] / "findings.json").is_file(), r.stdout[-2000:] + r.stderr[-2000:]
 
     found = {site: _found(out) for site, out in outs.items()}
-    assert ("slow_node", "h3") in found["ssh"] and any(rule == "wrong_results" and "h1" in subject
-                                                       for rule, subject in found["ssh"]), found["ssh"]
+    # h1 wrong with every partner: a failing host (the errors rule names the host, not each pair)
+    assert found["ssh"] == {("slow_node", "h3"), ("host_failing", "h1")}, found["ssh"]
     assert found["mpi"] == found["ssh"] and found["slurm"] == found["ssh"], found
     assert codes == {"ssh": 2, "mpi": 2, "slurm": 2}  # failures: a node to drain, wrong results
     runs = {site: _run_json(out) for site, out in outs.items()}
     for site, run in runs.items():
         assert RUN_FIELDS <= set(run), (site, sorted(RUN_FIELDS - set(run)))
         assert run["launcher"] == site and run["status"] == "completed" and run["hosts"] == HOSTS
-        assert run["confirm"]["launches"] >= 1  # the suspects re-tested on every site
+        assert run["confirm"]["launches"], site  # the suspects re-tested on every site
+        suspects = [launch["suspects"] for launch in run["confirm"]["launches"]]
+        assert suspects == [launch["suspects"] for launch in runs["ssh"]["confirm"]["launches"]], site
     assert len({json.dumps(run["topology"], sort_keys=True) for run in runs.values()}) == 1
 
 
@@ -195,3 +197,18 @@ def test_one_machine_sites_give_the_same_verdict_on_wrong_results(tmp_path: Path
         assert codes[site] == 2, codes
         run = _run_json(out)
         assert run["launcher"] == site and run["status"] == "completed" and run["command"] == "sweep"
+
+
+def test_the_simulator_judges_with_the_same_analysis_and_exit_status(tmp_path: Path) -> None:
+    """The simulator is the analysis' site: its fabric's rows go through the same report, re-test
+    step and exit status, and its run.json has the fields every site writes. The same fault as the
+    scenario above (a node at 0.4x on one leaf of five) gives the same finding and status."""
+    out = tmp_path / "sim"
+    r = subprocess.run([sys.executable, "-m", "netbench", "simulate", "--nodes", "5", "--leaves", "1",
+                        "--fault", "node:node0003=0.4", "--seed", "1", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]  # as over SSH, mpirun and Slurm
+    assert _found(out) == {("slow_node", "node0003")}
+    run = _run_json(out)
+    assert RUN_FIELDS <= set(run), sorted(RUN_FIELDS - set(run))
+    assert run["command"] == "simulate" and run["status"] == "completed" and run["confirm"]["launches"]

@@ -52,8 +52,8 @@ the analysis's suspects re-tested against known-good partners within --confirm-b
 fabric time (one more launch through a simulated launcher: start-up and phases as simulated), the
 verdicts in run.json's `retests` and the report saying confirmed or cleared. The run directory holds
 the same files (run.json with the topology, plan.json, results.jsonl) plus truth.json, what was
-planted. Exit status as `netbench report`: 0 clean, 1 warnings, 2 failures (bad input also exits 2
-with one error line).
+planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warnings, 2 failures
+(bad input also exits 2 with one error line).
 """,
 )
 @click.option("--nodes", type=click.IntRange(min=2), default=16, show_default=True)
@@ -104,8 +104,7 @@ def command(
     from click.core import ParameterSource
 
     from netbench.common.errors import UsageError
-    from netbench.engine import finish_report
-    from netbench.reports.summary import exit_code
+    from netbench.engine import exit_status, finish_report
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.run import SimOptions, simulate
 
@@ -133,9 +132,8 @@ def command(
         _, spent = confirm_on_fabric(opts, res, confirm_budget_s, click.echo)
         click.echo(f"# confirm: {spent:.1f} s of fabric time (the re-test launch, start-up included)")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
-    if no_report:
-        return
-    raise SystemExit(exit_code(finish_report(res.rundir, click.echo)))
+    findings = None if no_report else finish_report(res.rundir, click.echo)
+    raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=not no_report))
 
 
 def _preflight(

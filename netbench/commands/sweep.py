@@ -10,6 +10,7 @@ import click
 from netbench.commands._options import measurement_options, pair_options
 from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
 from netbench.params import DURATION
+from netbench.sites import SITES
 
 if TYPE_CHECKING:
     from netbench.options import ClusterOptions
@@ -128,7 +129,7 @@ their GPUs); 3 no verdict (nothing measured, or the report could not be made); 1
 )
 @click.option(
     "--launcher",
-    type=click.Choice(["ssh", "local", "mpi", "slurm"]),
+    type=click.Choice(list(SITES)),
     default=None,
     help="Where the ranks start; every launcher runs the same sweep, re-tests and report "
     "(docs/architecture.md, sites). Default: slurm inside a Slurm allocation of several nodes when "
@@ -170,13 +171,13 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             raise UsageError(
                 "--pattern copy-matrix measures this machine's GPUs alone: no --hosts, no other pattern"
             )
+        from netbench.coordinator import Outcome
         from netbench.copy_matrix import run_copy_matrix
-        from netbench.engine import finish_report
+        from netbench.engine import exit_status, finish_report
 
-        rundir, rows = run_copy_matrix(opts.local(), echo)
-        if opts.report:
-            finish_report(rundir, echo)
-        return 0 if rows and all(r.get("status") == "ok" and not r.get("wrong") for r in rows) else 1
+        rundir, _ = run_copy_matrix(opts.local(), echo)
+        findings = finish_report(rundir, echo) if opts.report else None
+        return exit_status(Outcome(status="completed"), rundir, findings, judged=opts.report)
     if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
         from netbench.reports.policy import PolicyError, load_policy
 

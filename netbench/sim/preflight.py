@@ -93,7 +93,7 @@ class SimSite:
     """A ``netbench.sites.base.Site`` for a simulated fabric: the hosts file and topology written for
     it (``write_inputs``), healthy inventory records, simulated launches, no port counters."""
 
-    name = "sim"
+    name = "simulated"
     uses = frozenset({"hosts_file", "topology"})
     one_machine = False
     job_id = None

@@ -120,6 +120,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     pair_rounds = sorted({p.groups[0].round for p in plan.phases if p.groups[0].round is not None})
     slow_rounds = _intermittent_rounds(opts.faults, pair_rounds, rng)
     rundir.write_run(
+        command="simulate",
         status="running",
         started=utc_now(),
         netbench_version=__version__,
@@ -160,11 +161,11 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         os.fsync(fh.fileno())
     truth = _truth(opts, fab, slow_rounds, worst)
     rundir.write_json("truth.json", truth)
-    rundir.write_run(
-        status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
-        down_hosts=sorted(gpus.down),
-    )
     lost = [RankFault("exit", why, host=h) for h, why in gpus.down.items()]  # the coordinator's record
+    rundir.write_run(  # the fields engine.execute writes, so every site's run.json reads alike
+        status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
+        down_hosts=sorted(gpus.down), phases=phases, faults=[asdict(f) for f in lost], startup_s=0.0,
+    )
     swept = Outcome("completed", lost, n_rows, down_hosts=set(gpus.down), phases=phases)
     return SimResult(rundir, fabric_s, n_rows, req, tuple(slots), swept, truth)
 

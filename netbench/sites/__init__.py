@@ -2,7 +2,8 @@
 *where*: the hosts, how to inventory them, their switches, how to start an agent on each, how to read
 their port counters. SSH, one machine, a hosts file on this machine, a Slurm allocation and mpirun
 (over a hosts file or on this machine) are one module each, registered in one line of ``SITES``
-(``netbench.sites.registry``); the protocol is ``netbench.sites.base``.
+below (which ``--launcher`` offers; ``netbench.sites.registry`` chooses one); the protocol is
+``netbench.sites.base``.
 
 Every option of ``netbench sweep`` is either the pipeline's (the measurement, the pairs, the report,
 the re-tests: honoured on every site because every site runs the same stages), a site option that a
@@ -10,3 +11,12 @@ site says it ``uses``, or refused by that site before anything runs (exit 2, one
 site). ``tests/test_sites.py`` enumerates the click options against this table, so an option
 added later cannot be dropped silently on some site.
 """
+
+SITES = {
+    "ssh": "netbench.sites.ssh",
+    "local": "netbench.sites.local",
+    "mpi": "netbench.sites.mpi",
+    "slurm": "netbench.sites.slurm",
+}
+"""``--launcher`` value -> the module whose ``make(opts)`` gives its site (with or without --hosts).
+Module names, not imports: ``--help`` lists the launchers without importing torch."""

@@ -1,20 +1,12 @@
-"""--launcher -> its site: one line a site. The one place the site is chosen."""
+"""The one place the site is chosen: ``--launcher`` (or its default) -> ``netbench.sites.SITES``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 
 from netbench.options import ClusterOptions
-from netbench.sites import local, mpi, slurm, ssh
+from netbench.sites import SITES
 from netbench.sites.base import Site, check
-
-SITES: dict[str, Callable[[ClusterOptions], Site]] = {
-    "ssh": ssh.make,
-    "local": local.make,
-    "mpi": mpi.make,
-    "slurm": slurm.make,
-}
-"""--launcher value -> the site for the options given (with or without --hosts)."""
 
 
 def default_launcher(hosts_file: str | None) -> str:
@@ -31,6 +23,6 @@ def default_launcher(hosts_file: str | None) -> str:
 
 def choose_site(opts: ClusterOptions) -> Site:
     """``--launcher`` (or its default)'s site, with every option it cannot honour refused."""
-    site = SITES[opts.launcher](opts)
+    site: Site = importlib.import_module(SITES[opts.launcher]).make(opts)
     check(site, opts)
     return site
