@@ -87,10 +87,15 @@ def collect_env(device: str) -> dict[str, Any]:
     return info
 
 
-def capabilities() -> dict[str, Any]:
+def capabilities(nccl4py: bool = False) -> dict[str, Any]:
     """What this process's torch can do, as a rank reports it before it needs any of it: the
     backend is chosen from these (netbench.planner.choose_backend), not from what nvidia-smi
-    shows, since a CPU build of torch on a GPU node sees GPUs it cannot use."""
+    shows, since a CPU build of torch on a GPU node sees GPUs it cannot use.
+
+    ``nccl4py``: also ask whether nccl4py's bindings import (the NCCL engine; ``nccl4py`` its
+    version, ``nccl4py_error`` why not), on a CUDA torch only. The planner asks for the local sweep
+    (``HostCaps.here``); a rank asks only when its plan's engine needs it, so a torch or CPU run
+    imports nothing of nccl4py."""
     import torch
 
     cuda = bool(torch.cuda.is_available())
@@ -100,6 +105,8 @@ def capabilities() -> dict[str, Any]:
         "cuda_available": cuda,
         "gpus": torch.cuda.device_count() if cuda else 0,
         "nccl": None,
+        "nccl4py": None,
+        "nccl4py_error": None,  # None with nccl4py None: not asked
     }
     if cuda:
         try:
@@ -107,6 +114,10 @@ def capabilities() -> dict[str, Any]:
             caps["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
         except Exception:  # noqa: BLE001 - no NCCL in this build: the caps say so by None
             pass
+    if cuda and nccl4py:
+        from netbench.collectives.native import nccl4py_status
+
+        caps["nccl4py"], caps["nccl4py_error"] = nccl4py_status()
     return caps
 
 

@@ -10,16 +10,25 @@ back the library that is in the process), so both engines measure the same NCCL.
 Division of labour: torch allocates the buffers and owns the streams (the harness times torch's
 current stream with CUDA events, graphs capture it as before); the group's torch process group still
 lines ranks up and gathers their times; only the timed operations go through the NCCL communicator
-made here. Nothing of nccl4py is imported unless a GPU rank asks for this engine.
+made here. Nothing of nccl4py is imported unless a GPU rank's plan asks for this engine.
+
+Which engine a run uses is decided once, by the planner (``netbench.planner.choose_engine``), and
+written into the plan; a rank follows it or, when it cannot (``engine_unmet``), says so in its hello.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import importlib
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from netbench.common.text import quote_untrusted
+
+if TYPE_CHECKING:
+    from netbench.collectives.plan import WorkerPlan
 
 # ncclDataType_t and ncclRedOp_t (nccl.h): fixed by the NCCL ABI
 NCCL_DTYPES = {
@@ -40,30 +49,61 @@ def bindings() -> Any:
     return importlib.import_module("nccl.bindings.nccl")
 
 
-def unavailable_reason() -> str | None:
-    """None when the native engine can run here, else why not (shown to the user, recorded)."""
-    if not torch.cuda.is_available():
-        return "no CUDA GPU"
+def nccl4py_status() -> tuple[str | None, str | None]:
+    """(the installed nccl4py's version, why its bindings do not import, as ``Type: message``): what
+    a rank reports in its hello and ``planner.HostCaps.here`` reads. The probe (inventory/probe.sh)
+    asks the same two questions of a remote host's python, so the planner decides from what a rank
+    would find."""
+    from importlib import metadata
+
+    try:
+        version: str | None = metadata.version("nccl4py")
+    except Exception:  # noqa: BLE001 - not installed (or no metadata): the import below says more
+        version = None
     try:
         bindings()
     except Exception as exc:  # noqa: BLE001 - ImportError or a loader error of the shared library
-        return f"nccl4py not importable ({type(exc).__name__}: {exc}); pip install nccl4py"
-    return None
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return version, f"{type(exc).__name__}: {first}"
+    return version, None
 
 
-def engines_for(requested: str, device: str) -> list[str]:
-    """The engines a rank measures with. ``auto``: NCCL directly on GPUs when nccl4py imports (the
-    numbers nccl-tests users compare with), torch otherwise; ``both``: torch beside it."""
-    if device != "cuda":
-        return ["torch"]
-    if requested == "torch":
-        return ["torch"]
-    reason = unavailable_reason()
-    if requested == "auto":
-        return ["torch"] if reason else ["nccl"]
-    if reason:
-        raise RuntimeError(f"--engine {requested} needs the native NCCL engine: {reason}")
-    return ["nccl", "torch"] if requested == "both" else ["nccl"]
+# The engines of a plan's phase (``SweepSpec.engine``), in the order a group measures them. The
+# plan always names one of these: ``auto`` is resolved once for the whole run by the planner
+# (``netbench.planner.choose_engine``, from every host's inventory), never on a rank, so the ranks
+# of one group can never time with different engines.
+PLAN_ENGINES: dict[str, tuple[str, ...]] = {"nccl": ("nccl",), "torch": ("torch",), "both": ("nccl", "torch")}
+
+
+def engines_of(engine: str) -> list[str]:
+    """The engines a rank measures with for a phase whose spec says ``engine``: exactly the plan's."""
+    try:
+        return list(PLAN_ENGINES[engine])
+    except KeyError:
+        raise ValueError(
+            f"the plan's engine is {engine!r}, not one of {', '.join(PLAN_ENGINES)}: the planner decides "
+            "the engine (netbench.planner.choose_engine), a rank never does"
+        ) from None
+
+
+def plan_uses_native(plan: WorkerPlan) -> bool:
+    """Whether a rank of this plan times anything through nccl4py (and so must import it)."""
+    return plan.device == "cuda" and any("nccl" in PLAN_ENGINES.get(p.spec.engine, ()) for p in plan.phases)
+
+
+def engine_unmet(plan: WorkerPlan, caps: Mapping[str, Any]) -> str | None:
+    """Why a rank with these capabilities (its hello's, ``envinfo.capabilities``) cannot run the
+    plan's engine, else None. The rank then stops after its hello and the coordinator reports a
+    capability fault naming its host: switching that rank to torch would time one group with two
+    engines (and the NCCL engine's ranks would wait for a communicator the torch rank never joins)."""
+    error = caps.get("nccl4py_error")
+    if not error or not plan_uses_native(plan):
+        return None
+    return (
+        "the run's engine is nccl (NCCL called directly, decided for every host by the plan) but nccl4py "
+        f"does not import there ({quote_untrusted(error, 160)}); install it for the hosts' python "
+        "(pip install 'netbench[nccl]') or use --engine torch"
+    )
 
 
 class NativeComm:

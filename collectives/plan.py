@@ -31,8 +31,9 @@ from netbench.common.topology import tier_name
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# how the timed operations are issued (collectives.native.engines_for decides on each rank)
-ENGINES = ("auto", "nccl", "torch", "both")
+# how the timed operations are issued: decided once for the run by netbench.planner.choose_engine
+# (--engine auto never reaches a plan), done by every rank as written (collectives.native.engines_of)
+ENGINES = ("nccl", "torch", "both")
 
 
 @dataclass
@@ -49,7 +50,7 @@ class SweepSpec:
     in_place: list[bool] = field(default_factory=lambda: [False, True])
     root: int = 0
     cuda_graph: bool = False
-    engine: str = "auto"  # auto | nccl | torch | both (collectives.native.engines_for)
+    engine: str = "torch"  # nccl | torch | both: the run's (netbench.planner.choose_engine)
 
     def __post_init__(self) -> None:
         self.collectives = [get_collective(c).name for c in self.collectives]

@@ -22,7 +22,7 @@ import torch
 from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.harness import PointSpec, Settings, corrupts, measure
-from netbench.collectives.native import NativeComm, engines_for
+from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 
@@ -88,8 +88,10 @@ def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Ph
     """Measure every point of the phase's sweep in one group; the group's rank 0 reports the rows.
 
     With two engines (``--engine both``) every point is measured by both, in the same group and
-    buffers' sizes, so the torch overhead at a size is the ratio of two rows of one run."""
-    engines = engines_for(phase.spec.engine, ctx.device)
+    buffers' sizes, so the torch overhead at a size is the ratio of two rows of one run. The engines
+    are the plan's, the same on every rank of the group (``planner.choose_engine`` decided them); a
+    rank whose host cannot run them stopped after its hello (``native.engine_unmet``)."""
+    engines = engines_of(phase.spec.engine)
     native = None
     if "nccl" in engines:
         native = NativeComm(group_store(ctx, group, phase), grank, len(group.ranks), ctx.plan.op_timeout_s)

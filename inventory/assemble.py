@@ -345,7 +345,7 @@ def _nccl_system(c: _Ctx) -> None:
 def _python(c: _Ctx) -> None:
     text = c.text("python")
     if text is None:
-        for key in ("python_version", "torch_version", "nccl_version_torch"):
+        for key in ("python_version", "torch_version", "nccl_version_torch", "nccl4py"):
             c.miss(key, "python")
         return
     env = python_env.parse_python_env(text)
@@ -364,6 +364,19 @@ def _python(c: _Ctx) -> None:
     elif env.torch_nccl is None:
         detail = f" ({env.torch_nccl_error})" if env.torch_nccl_error else ""
         c.inv.missing["nccl_version_torch"] = f"torch {env.torch} has no NCCL{detail}"[:_MAX_REASON]
+    _nccl4py(c, env)
+
+
+def _nccl4py(c: _Ctx, env: python_env.PythonEnv) -> None:
+    """Whether the NCCL engine can run there: the planner gives a run the nccl engine only when
+    every host's python imports nccl4py's bindings (an installed but broken nccl4py counts as none)."""
+    c.inv.nccl4py_version = env.nccl4py
+    if env.nccl4py_import == "ok":
+        c.inv.nccl4py = True
+    elif env.nccl4py_error is not None:
+        c.inv.nccl4py = False
+        installed = f"nccl4py {env.nccl4py} is installed but " if env.nccl4py else ""
+        c.inv.missing["nccl4py"] = f"{installed}does not import: {env.nccl4py_error}"[:_MAX_REASON]
 
 
 def _last_line(text: str) -> str:

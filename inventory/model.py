@@ -172,6 +172,10 @@ class NodeInventory:
     torch_cuda_build: str | None = None  # torch.version.cuda; None: a CPU build (or unknown)
     torch_cuda_available: bool | None = None  # what that torch can use; None: not asked
     torch_gpus: int | None = None
+    nccl4py: bool | None = None
+    """Whether nccl4py's bindings (the NCCL engine, ``collectives/native.py``) import in the ranks'
+    python; None: not asked (a record from before the probe asked, or no python section)."""
+    nccl4py_version: str | None = None  # the installed nccl4py distribution, importable or not
     nccl: NcclView | None = None  # None: not probed (records before it, no GPU) or NCCL failed: see missing
     missing: dict[str, str] = field(default_factory=dict)
     schema: str = SCHEMA

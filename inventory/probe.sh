@@ -10,7 +10,7 @@
 # under `sh -s` stdin is this script, and a tool reading stdin would swallow the rest of it.
 #
 # Arguments / environment (all optional):
-#   $1 or NETBENCH_PYTHON        python to ask for python/torch/NCCL versions (default python3)
+#   $1 or NETBENCH_PYTHON        python to ask for python/torch/NCCL/nccl4py versions (default python3)
 #   $2 or NETBENCH_PROBE_NONCE   token added to headers so output cannot forge a section
 #   $3 or NETBENCH_PROBE_ONLY    "counters": only the port counters (the snapshot a run takes
 #                                before and after itself), else everything
@@ -253,6 +253,19 @@ else:
         print("torch_nccl=" + (".".join(map(str, v)) if isinstance(v, tuple) else str(v)))
     except Exception as e:
         print("torch_nccl_error=%s: %s" % (type(e).__name__, e))
+# nccl4py: the NCCL engine of the ranks (collectives/native.py imports nccl.bindings.nccl, the
+# same module, so the planner decides the engine from what a rank would find)
+try:
+    from importlib import metadata
+    print("nccl4py=" + metadata.version("nccl4py"))
+except Exception:
+    pass
+try:
+    import nccl.bindings.nccl
+except Exception as e:
+    print("nccl4py_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+else:
+    print("nccl4py_import=ok")
 '
 
 # What NCCL itself finds on this node: one rank initialises a communicator on GPU 0 with

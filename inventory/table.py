@@ -40,6 +40,14 @@ def nic_fw_cell(n: NodeInventory) -> str | None:
     return ",".join(fws) or None
 
 
+def nccl4py_cell(n: NodeInventory) -> str | None:
+    """The NCCL engine: its version where the ranks' python imports it, ``no`` where it does not
+    (one such host makes a run's ``--engine auto`` time through torch everywhere: planner)."""
+    if n.nccl4py is None:
+        return None
+    return (n.nccl4py_version or "yes") if n.nccl4py else "no"
+
+
 @dataclass(frozen=True)
 class Column:
     """A table column: its title, how to read the value, and whether it is compared with the fleet."""
@@ -54,6 +62,7 @@ COLUMNS: list[Column] = [
     Column("driver", lambda n: n.driver_version),
     Column("CUDA", lambda n: n.cuda_version),
     Column("NIC firmware", nic_fw_cell),
+    Column("nccl4py", nccl4py_cell),
     Column("switch", lambda n: n.switch(), compare=False),
 ]
 
@@ -88,7 +97,7 @@ def differing(nodes: Sequence[NodeInventory]) -> dict[str, set[str]]:
 
 
 def render_table(nodes: Sequence[NodeInventory], color: bool = False) -> str:
-    """Fixed-width table: host, status, GPUs, driver, CUDA, NIC firmware, switch, note."""
+    """Fixed-width table: host, status, GPUs, driver, CUDA, NIC firmware, nccl4py, switch, note."""
     import click
 
     marks = differing(nodes)

@@ -22,6 +22,7 @@ from typing import Any
 
 from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype
+from netbench.collectives.native import engine_unmet
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.errors import NetbenchError
@@ -292,6 +293,10 @@ class Coordinator:
         """A rank that cannot use the plan's device says so in its hello (its capabilities): that is
         the host's environment, not a dead host, and is named as such."""
         caps = hello.get("caps") or {}
+        unmet = engine_unmet(self.plan, caps)
+        if unmet:  # the plan's engine, which the rank does not switch (planner.choose_engine)
+            self._host_down(host, f"host {host}: {unmet}", hello["rank"], kind="capability")
+            return
         if self.plan.device != "cuda" or caps.get("cuda_available") is not False:
             return
         torch_v = quote_untrusted(caps.get("torch"), 40)

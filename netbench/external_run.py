@@ -21,7 +21,7 @@ from netbench.common.rundir import RunDir
 from netbench.engine import RunSettings, execute, exit_status, finish_report
 from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
-from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend
+from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, choose_engine
 
 
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
@@ -37,17 +37,21 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     result: dict[str, Any] = {}
     if env.rank == 0:
         # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
-        backend = choose_backend(opts.backend, [HostCaps.here(host)])
+        here = [HostCaps.here(host)]  # the other hosts' ranks report a capability fault if they differ
+        backend = choose_backend(opts.backend, here)
+        engine = choose_engine(opts.engine, backend, here)
         rundir = RunDir.create(opts.out)
         hosts = [HostEntry(name=s.host) for s in slots]
         switches = file_switches(hosts, opts.topology, echo).uplinks
-        request = PlanRequest.of(opts, switches=switches)
+        request = PlanRequest.of(opts, switches=switches, engine=engine.engine)
         plan = build_plan(request, rundir.run_id, slots, backend)
         rundir.write_run(command="worker", topology=switches)
         echo(
             f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
             f"run directory {rundir.path}"
         )
+        if engine.note:
+            echo(f"# {engine.note}")
         settings = RunSettings(
             launcher_name=env.source,
             options=asdict(opts),

@@ -35,7 +35,7 @@ class SweepOptions:
     backend: str | None = None  # None: nccl when every host has GPUs, else gloo (planner.choose_backend)
     timeout_s: float = OP_TIMEOUT_S
     cuda_graph: bool = False
-    engine: str = "auto"  # auto | nccl | torch | both (collectives.native.engines_for)
+    engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
     out: str | None = None
     report: bool = True
 

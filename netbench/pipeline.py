@@ -41,6 +41,7 @@ from netbench.planner import (
     PlanRequest,
     build_plan,
     choose_backend,
+    choose_engine,
     free_gpu_cap,
     host_slots,
     pair_spec,
@@ -62,6 +63,8 @@ class Planned:
     slots: list[HostSlot]
     request: PlanRequest
     plan: WorkerPlan
+    engine_note: str | None = None
+    """Said once at the start when ``--engine auto`` gave torch for some host (planner.choose_engine)."""
 
 
 def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dict[str, NodeInventory],
@@ -69,13 +72,15 @@ def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dic
     """Backend and engine, slots, plan: bad input fails here (a UsageError), before any rank starts."""
     caps = site.caps(live, nodes)
     backend = choose_backend(opts.backend, caps)
+    engine = choose_engine(opts.engine, backend, caps)  # one for the run: the plan's, every rank's
     slots = host_slots(live, backend, {c.host: c.gpus for c in caps}, opts.procs_per_host)
     if site.one_machine and opts.root >= slots[0].nprocs:
         raise UsageError(f"--root {opts.root} is not a rank (there are {slots[0].nprocs})")
     # this machine's GPUs: the sweep stops below what they can hold (remote GPUs: the ranks' check)
     cap = free_gpu_cap() if site.one_machine and backend == "nccl" else None
-    request = PlanRequest.of(opts, size_cap=cap, switches=switches.uplinks).with_rails(nodes, slots)
-    return Planned(backend, slots, request, build_plan(request, run_id, slots, backend))
+    request = PlanRequest.of(opts, size_cap=cap, switches=switches.uplinks, engine=engine.engine)
+    request = request.with_rails(nodes, slots)
+    return Planned(backend, slots, request, build_plan(request, run_id, slots, backend), engine.note)
 
 
 def announce(
@@ -92,6 +97,8 @@ def announce(
             f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}"
         )
         echo(f"# run directory: {rundir.path}")
+        if planned.engine_note:
+            echo(f"# {planned.engine_note}")
         return
     echo(f"# run directory {rundir.path}")
     echo(
@@ -99,6 +106,8 @@ def announce(
         + ", ".join(p.name for p in plan.phases[:4])
         + (" ..." if len(plan.phases) > 4 else "")
     )
+    if planned.engine_note:
+        echo(f"# {planned.engine_note}")
     pair = pair_spec(planned.request, backend)
     echo(
         f"# pair sizes {', '.join(format_size(s) for s in pair.sizes)}; ring sizes "

@@ -7,6 +7,9 @@ joined); the decisions are made once, here:
 
 - ``choose_backend``: NCCL when every host has a GPU its torch can use, else gloo; a request wins,
   and a host whose torch cannot use its GPUs is named as such (``HostCaps``);
+- ``choose_engine``: how the timed operations are issued, one engine for the whole run: NCCL
+  directly (nccl4py) only when the backend is NCCL and every host's python imports nccl4py, else
+  torch; an explicit ``--engine nccl|both`` that a host cannot honour is refused before anything starts;
 - ``host_slots``: how many ranks each host runs (one per GPU with NCCL);
 - ``sweep_spec`` / ``pair_spec``: sizes, collectives, iterations of each kind of group;
 - ``default_pair_rounds``: which pairs run together (``PAIR_SCHEDULES``: by leaf when the topology
@@ -29,6 +32,7 @@ import numpy as np
 
 from netbench.collectives.pairs import IndexedRound, circle_rounds, split_rounds, topology_rounds
 from netbench.collectives.plan import (
+    ENGINES,
     GroupSpec,
     PairGroups,
     PairHosts,
@@ -73,14 +77,32 @@ class HostCaps:
     """torch.cuda.is_available() there."""
     torch_gpus: int | None = None
     """GPUs that torch can use."""
+    nccl4py: bool | None = None
+    """Whether nccl4py's bindings import there (the NCCL engine); None: not known (not inventoried,
+    an inventory from before it was asked, or a torch without CUDA, where it is never asked)."""
+    nccl4py_version: str | None = None
+    """The installed nccl4py, importable or not."""
+    nccl4py_error: str | None = None
+    """Why nccl4py is not usable there, when ``nccl4py`` is False."""
 
     @classmethod
     def here(cls, host: str) -> HostCaps:
         """This process's torch (the local sweep and external ranks run this python)."""
         from netbench.collectives.envinfo import capabilities
 
-        caps = capabilities()
-        return cls(host, None, caps["torch"], caps["torch_cuda"], caps["cuda_available"], caps["gpus"])
+        caps = capabilities(nccl4py=True)
+        asked = bool(caps["cuda_available"])  # a torch without CUDA is never asked (no NCCL engine)
+        return cls(
+            host,
+            None,
+            caps["torch"],
+            caps["torch_cuda"],
+            caps["cuda_available"],
+            caps["gpus"],
+            nccl4py=(caps["nccl4py_error"] is None) if asked else None,
+            nccl4py_version=caps["nccl4py"],
+            nccl4py_error=caps["nccl4py_error"],
+        )
 
     @classmethod
     def of(cls, host: str, node: Any) -> HostCaps:
@@ -94,6 +116,9 @@ class HostCaps:
             getattr(node, "torch_cuda_build", None),
             getattr(node, "torch_cuda_available", None),
             getattr(node, "torch_gpus", None),
+            nccl4py=getattr(node, "nccl4py", None),
+            nccl4py_version=getattr(node, "nccl4py_version", None),
+            nccl4py_error=(getattr(node, "missing", None) or {}).get("nccl4py"),
         )
 
     @property
@@ -134,6 +159,72 @@ def choose_backend(requested: str | None, hosts: Sequence[HostCaps]) -> str:
             "or use --backend gloo"
         )
     return "nccl"
+
+
+# -- the engine -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine every group of a run times with: the plan's ``SweepSpec.engine``."""
+
+    engine: str
+    """nccl | torch | both (``collectives.native.PLAN_ENGINES``): concrete, never auto."""
+    note: str | None = None
+    """One line for the run's output when ``auto`` gave torch on NCCL although NCCL directly was
+    wanted (some host without nccl4py, or not known to have it), naming those hosts."""
+
+
+def _names(hosts: Sequence[HostCaps], limit: int = 5) -> str:
+    """Hosts for a message, each with why it has no nccl4py where known: 4,096 hosts must not make
+    a line of 4,096 names."""
+    shown = [h.host + (f" ({terminal_safe(h.nccl4py_error)})" if h.nccl4py_error else "")
+             for h in hosts[:limit]]
+    more = f" and {len(hosts) - limit} more" if len(hosts) > limit else ""
+    return ", ".join(shown) + more
+
+
+def choose_engine(requested: str, backend: str, hosts: Sequence[HostCaps]) -> EngineChoice:
+    """The engine of a run, decided once for all its hosts from the request and each host's
+    inventory (``HostCaps.nccl4py``); the ranks do exactly what the plan says.
+
+    The rule: one engine per run. gloo: torch, always (``--engine nccl|both`` is refused: gloo has
+    no NCCL). NCCL: ``torch`` is torch; ``auto`` is NCCL directly when every host of the run is known
+    to import nccl4py, else torch for every host, said once (``EngineChoice.note``) with the hosts
+    that lack it; ``nccl`` or ``both`` is refused (``CapabilityError``, exit 2) when a host is known
+    to lack nccl4py, naming the hosts, and trusted for hosts not known (no inventory), whose ranks
+    then report a capability fault if they cannot. Why not per group (NCCL for the pairs that both
+    have it): the pairs of a run are compared with one another, and the torch engine costs 10-20 us
+    more per operation, so a run of mixed engines would show an engine as a slow link; and ``auto``
+    on a rank (the old way) could time one group with two engines, or hang it."""
+    if backend != "nccl":
+        if requested in ("nccl", "both"):
+            raise UsageError(f"--engine {requested} needs GPUs (NCCL); gloo runs through torch")
+        return EngineChoice("torch")
+    if requested == "torch":
+        return EngineChoice("torch")
+    lacking = [h for h in hosts if h.nccl4py is False]
+    if requested in ("nccl", "both"):
+        if lacking:
+            raise CapabilityError(
+                f"--engine {requested} needs nccl4py on every host; {len(lacking)} of {len(hosts)} host(s) "
+                f"cannot import it: {_names(lacking)}; install it there (pip install 'netbench[nccl]') "
+                "or use --engine auto (torch on every host) or --engine torch"
+            )
+        return EngineChoice(requested)
+    unknown = [h for h in hosts if h.nccl4py is None]
+    if hosts and not lacking and not unknown:
+        return EngineChoice("nccl")
+    if not hosts:  # nothing known (a plan built without hosts: tests, the simulator)
+        return EngineChoice("torch")
+    parts = []
+    if lacking:
+        parts.append(f"nccl4py does not import on {len(lacking)} of {len(hosts)} host(s): {_names(lacking)}")
+    if unknown:
+        parts.append(f"not known on {len(unknown)} host(s) (no inventory of it): {_names(unknown)}")
+    return EngineChoice(
+        "torch",
+        "engine torch for every host (--engine auto gives NCCL directly only when every host has nccl4py): "
+        + "; ".join(parts),
+    )
 
 
 def device_of(backend: str) -> str:
@@ -213,6 +304,10 @@ class PlanRequest:
     """Topology schedule: at most this many pairs of a round through one uplink."""
     switches: Mapping[str, str] | None = None
     """The uplinks (``common.topology``): host -> leaf, switch -> parent; None: not known."""
+    engine: str | None = None
+    """The run's engine as ``choose_engine`` decided it for the hosts (nccl | torch | both), which
+    every plan built from this request carries (re-tests and preflight's launches too). None: decided
+    from the request and backend alone, no host known (auto: torch)."""
 
     def __post_init__(self) -> None:
         bad = [p for p in self.patterns if p not in PATTERNS]
@@ -222,10 +317,16 @@ class PlanRequest:
             raise UsageError(
                 f"unknown pair schedule {self.pair_schedule!r}; choose from {', '.join(PAIR_SCHEDULES)}"
             )
+        if self.engine is not None and self.engine not in ENGINES:
+            raise UsageError(f"the plan's engine must be one of {', '.join(ENGINES)}, not {self.engine!r}")
 
     @classmethod
     def of(
-        cls, opts: ClusterOptions, size_cap: int | None = None, switches: Mapping[str, str] | None = None
+        cls,
+        opts: ClusterOptions,
+        size_cap: int | None = None,
+        switches: Mapping[str, str] | None = None,
+        engine: str | None = None,
     ) -> PlanRequest:
         return cls(
             measure=opts.local(),
@@ -237,7 +338,12 @@ class PlanRequest:
             pair_schedule=opts.pair_schedule,
             uplink_pairs=opts.uplink_pairs,
             switches=switches,
+            engine=engine,
         )
+
+    def plan_engine(self, backend: str) -> str:
+        """The engine the plan's phases carry (``engine``, else decided with no host known)."""
+        return self.engine or choose_engine(self.measure.engine, backend, ()).engine
 
     def with_rails(self, nodes: Mapping[str, NodeInventory], slots: Sequence[HostSlot]) -> PlanRequest:
         """This request with each host's rail interfaces from its inventory, when rails are measured."""
@@ -246,7 +352,9 @@ class PlanRequest:
         return dataclasses.replace(self, rail_ifaces=rail_interfaces(nodes, slots))
 
 
-def _spec(m: SweepOptions, backend: str, collectives: list[str], sizes: list[int]) -> SweepSpec:
+def _spec(req: PlanRequest, backend: str, collectives: list[str], sizes: list[int]) -> SweepSpec:
+    m = req.measure
+    engine = req.plan_engine(backend)
     try:
         spec = SweepSpec(
             collectives=collectives,
@@ -259,7 +367,7 @@ def _spec(m: SweepOptions, backend: str, collectives: list[str], sizes: list[int
             in_place=m.modes(),
             root=m.root,
             cuda_graph=m.cuda_graph,
-            engine=m.engine,
+            engine=engine,
         )
         spec.validate_for(backend)
     except ValueError as exc:
@@ -271,7 +379,7 @@ def sweep_spec(req: PlanRequest, backend: str) -> SweepSpec:
     """The full sweep (world, ring, intra): min..max by factor, the backend's defaults where unset."""
     m = req.measure
     if req.sizes is not None:
-        return _spec(m, backend, m.collectives, sorted(req.sizes))
+        return _spec(req, backend, m.collectives, sorted(req.sizes))
     lo, hi = GLOO_DEFAULT if backend == "gloo" else NCCL_DEFAULT
     lo = m.min_bytes if m.min_bytes is not None else lo
     hi = m.max_bytes if m.max_bytes is not None else hi
@@ -283,13 +391,13 @@ def sweep_spec(req: PlanRequest, backend: str) -> SweepSpec:
         sizes = size_sweep(lo, hi, m.factor)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    return _spec(m, backend, m.collectives, sizes)
+    return _spec(req, backend, m.collectives, sizes)
 
 
 def pair_spec(req: PlanRequest, backend: str) -> SweepSpec:
     """A pair measures a few large sizes (a pair per round costs N-1 rounds, not a full sweep each)."""
     sizes = sorted(req.pair_sizes or PAIR_SIZES[backend])
-    return _spec(req.measure, backend, req.pair_collectives or req.measure.collectives, sizes)
+    return _spec(req, backend, req.pair_collectives or req.measure.collectives, sizes)
 
 
 def rail_interfaces(

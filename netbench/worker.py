@@ -83,12 +83,13 @@ def run_rank(
         interface_of,
         local_address_towards,
     )
+    from netbench.collectives.native import engine_unmet, plan_uses_native
     from netbench.collectives.rank import STORE_WAIT, RankContext, run_plan
     from netbench.launch import fetch_host_plan
 
     if plan is None:
         plan = fetch_host_plan(store, host, STORE_WAIT).plan()
-    caps = capabilities()
+    caps = capabilities(nccl4py=plan_uses_native(plan))
     addr = local_address_towards(store_addr)
     iface = interface_of(addr)
     if iface and plan.backend == "nccl" and iface != "lo":
@@ -96,6 +97,8 @@ def run_rank(
     messages.emit("hello", rank=rank, host=host, pid=os.getpid(), addr=addr, iface=iface, caps=caps)
     if plan.device == "cuda" and not caps["cuda_available"]:
         return  # the coordinator names the cause from the hello's capabilities; nothing to run
+    if engine_unmet(plan, caps):
+        return  # the same: the plan's engine is the run's, never switched on one rank
     if plan.device == "cuda":
         torch.cuda.set_device(local_rank)
     if local_rank == 0:

@@ -1,7 +1,8 @@
 """Engines: NCCL called directly (nccl4py) or through torch's process group; one-rank runs.
 
 The native engine itself needs a GPU (the last test, skipped elsewhere; measured on the lent H200,
-benchmarks/README.md). Here: the engine choice, what CPU users pay for it (nothing), how the
+benchmarks/README.md). Here: the engine choice (made once, by the planner, from every host's
+inventory; the ranks do what the plan says), what CPU users pay for it (nothing), how the
 analysis reads a run with both engines, and what a one-rank run says.
 """
 
@@ -13,9 +14,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from netbench.collectives.native import engines_for
+from netbench.collectives.envinfo import capabilities
+from netbench.collectives.native import PLAN_ENGINES, engine_unmet, engines_of, plan_uses_native
+from netbench.collectives.plan import ENGINES, SweepSpec, WorkerPlan
+from netbench.inventory.model import NodeInventory
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import run_rules
+from test_agent_protocol import feed, line
+
+from netbench.common.errors import UsageError
+from netbench.coordinator import Coordinator
+from netbench.launch import HostSlot
+from netbench.options import ClusterOptions, SweepOptions
+from netbench.planner import CapabilityError, HostCaps, PlanRequest, build_plan, choose_engine
 
 
 def _netbench(*args: str) -> subprocess.CompletedProcess:
@@ -25,9 +36,125 @@ def _netbench(*args: str) -> subprocess.CompletedProcess:
 
 def test_cpu_ranks_use_torch_and_never_import_the_binding():
     before = {m for m in sys.modules if m == "nccl" or m.startswith("nccl.")}
-    assert engines_for("auto", "cpu") == ["torch"]
-    assert engines_for("both", "cpu") == ["torch"]
+    for requested in ("auto", "torch"):
+        assert choose_engine(requested, "gloo", [HostCaps("a", nccl4py=True)]).engine == "torch"
+    assert engines_of("torch") == ["torch"]
+    caps = capabilities(nccl4py=True)  # a torch without CUDA is never asked about nccl4py
+    assert caps["nccl4py"] is None and caps["nccl4py_error"] is None
     assert {m for m in sys.modules if m == "nccl" or m.startswith("nccl.")} == before
+
+
+# -- the engine is decided once, in the plan ---------------------------------------------------------
+HAS = dict(gpus_seen=8, cuda_available=True, torch_gpus=8)
+
+
+def _caps(host: str, nccl4py: bool | None, error: str | None = None) -> HostCaps:
+    return HostCaps(host, **HAS, nccl4py=nccl4py, nccl4py_error=error)
+
+
+def test_auto_is_nccl_only_when_every_host_has_nccl4py():
+    assert choose_engine("auto", "nccl", [_caps("a", True), _caps("b", True)]) == choose_engine(
+        "auto", "nccl", [_caps("a", True)]
+    )
+    every = choose_engine("auto", "nccl", [_caps("a", True), _caps("b", True)])
+    assert every.engine == "nccl" and every.note is None
+    # b lacks it: the whole run times through torch, said once with the host and why
+    mixed = choose_engine("auto", "nccl", [_caps("a", True), _caps("b", False, "ModuleNotFoundError: nccl")])
+    assert mixed.engine == "torch"
+    assert mixed.note.endswith("nccl4py does not import on 1 of 2 host(s): b (ModuleNotFoundError: nccl)")
+    # not known (no inventory of it) is not "has": auto does not promise NCCL directly
+    unknown = choose_engine("auto", "nccl", [_caps("a", True), _caps("c", None)])
+    assert unknown.engine == "torch" and "not known on 1 host(s) (no inventory of it): c" in unknown.note
+    assert choose_engine("torch", "nccl", [_caps("a", True)]).engine == "torch"
+    assert choose_engine("torch", "nccl", [_caps("b", False)]).note is None
+
+
+def test_the_note_names_a_few_hosts_of_thousands():
+    hosts = [_caps(f"n{i:04d}", i % 2 == 0) for i in range(4096)]
+    note = choose_engine("auto", "nccl", hosts).note
+    assert "2048 of 4096 host(s): n0001, n0003, n0005, n0007, n0009 and 2043 more" in note
+    assert len(note) < 300
+
+
+def test_explicit_nccl_on_a_host_without_nccl4py_is_refused_naming_it():
+    for requested in ("nccl", "both"):
+        with pytest.raises(CapabilityError) as err:
+            choose_engine(requested, "nccl", [_caps("a", True), _caps("b", False, "ImportError: libnccl")])
+        assert err.value.exit_code == 2 and isinstance(err.value, UsageError)
+        msg = str(err.value)
+        assert msg.startswith(f"--engine {requested} needs nccl4py on every host; 1 of 2 host(s)")
+        assert "b (ImportError: libnccl)" in msg and "--engine torch" in msg
+    # taken at the user's word where nothing is known: the ranks report it if they cannot
+    assert choose_engine("nccl", "nccl", [_caps("a", True), _caps("c", None)]).engine == "nccl"
+    assert choose_engine("both", "nccl", [_caps("a", True)]).engine == "both"
+    with pytest.raises(UsageError, match="needs GPUs"):
+        choose_engine("nccl", "gloo", [_caps("a", True)])
+
+
+def _hosts(n: int) -> list[HostSlot]:
+    return [HostSlot(host=f"h{i}", nprocs=2, rank_base=2 * i) for i in range(n)]
+
+
+def test_the_plan_carries_the_concrete_engine_to_every_phase():
+    opts = ClusterOptions(collectives=["all_reduce"], patterns=["ring", "pairwise", "rail", "intra"])
+    engine = choose_engine(opts.engine, "nccl", [_caps(f"h{i}", True) for i in range(4)]).engine
+    plan = build_plan(PlanRequest.of(opts, engine=engine), "r", _hosts(4), "nccl")
+    assert {p.spec.engine for p in plan.phases} == {"nccl"} and len(plan.phases) > 4
+    assert plan_uses_native(plan)
+    # through the store as the ranks read it: the engine is what the plan says, never auto
+    again = WorkerPlan.from_json("".join(plan.json_chunks()))
+    assert {p.spec.engine for p in again.phases} == {"nccl"}
+    # with no host known, auto never reaches a plan
+    bare = build_plan(PlanRequest.of(opts), "r", _hosts(4), "nccl")
+    assert {p.spec.engine for p in bare.phases} == {"torch"} and not plan_uses_native(bare)
+    gloo = build_plan(PlanRequest.of(opts), "r", _hosts(4), "gloo")
+    assert {p.spec.engine for p in gloo.phases} == {"torch"}
+    with pytest.raises(ValueError, match="unknown engine 'auto'"):
+        SweepSpec(collectives=["all_reduce"], sizes=[8], engine="auto")
+    with pytest.raises(UsageError, match="one of nccl, torch, both"):
+        PlanRequest(measure=SweepOptions(), engine="auto")
+    assert set(PLAN_ENGINES) == set(ENGINES)
+
+
+def test_a_rank_does_what_the_plan_says_and_never_chooses():
+    assert engines_of("nccl") == ["nccl"] and engines_of("both") == ["nccl", "torch"]
+    with pytest.raises(ValueError, match="the planner decides the engine"):
+        engines_of("auto")
+
+
+def test_inventory_drives_the_choice_and_old_records_are_not_known():
+    with_it = NodeInventory(host="a", nccl4py=True, nccl4py_version="0.6.0", torch_cuda_available=True)
+    without = NodeInventory(host="b", nccl4py=False, torch_cuda_available=True)
+    without.missing["nccl4py"] = "does not import: ModuleNotFoundError: No module named 'nccl'"
+    old = {k: v for k, v in with_it.to_dict().items() if not k.startswith("nccl4py")}
+    caps = [HostCaps.of(n.host, n) for n in (with_it, without, NodeInventory.from_dict({**old, "host": "c"}))]
+    assert [c.nccl4py for c in caps] == [True, False, None]
+    assert caps[0].nccl4py_version == "0.6.0" and "No module named 'nccl'" in caps[1].nccl4py_error
+    assert HostCaps.of("d", None).nccl4py is None
+
+
+def _coordinator(engine: str) -> Coordinator:
+    slots = [HostSlot(host="h0", nprocs=1, rank_base=0), HostSlot(host="h1", nprocs=1, rank_base=1)]
+    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], max_bytes=1024), engine=engine)
+    plan = build_plan(req, "run-1", slots, "nccl")
+    return Coordinator(plan, slots, launcher=None, on_row=lambda row: None)  # type: ignore[arg-type]
+
+
+def test_a_rank_that_cannot_run_the_plans_engine_is_a_capability_fault():
+    good = {"cuda_available": True, "nccl4py": "0.6.0", "nccl4py_error": None}
+    why = "ModuleNotFoundError: No module named 'nccl'"
+    bad = {"cuda_available": True, "nccl4py": None, "nccl4py_error": why}
+    coord = _coordinator("nccl")
+    assert engine_unmet(coord.plan, good) is None and engine_unmet(coord.plan, bad)
+    feed(coord, "h0", [line({"type": "hello", "rank": 0, "host": "h0", "caps": good})])
+    feed(coord, "h1", [line({"type": "hello", "rank": 1, "host": "h1", "caps": bad})])
+    (fault,) = coord.outcome.faults
+    assert fault.kind == "capability" and fault.host == "h1" and coord.outcome.down_hosts == {"h1"}
+    assert "the run's engine is nccl" in fault.message and "No module named 'nccl'" in fault.message
+    # a torch plan asks nothing of nccl4py: the same hello is fine
+    coord = _coordinator("torch")
+    feed(coord, "h1", [line({"type": "hello", "rank": 1, "host": "h1", "caps": bad})])
+    assert not coord.outcome.faults
 
 
 def test_engine_nccl_with_gloo_is_one_line_and_exit_2(tmp_path: Path):
@@ -51,6 +178,9 @@ def test_one_rank_says_nothing_crossed_a_link(tmp_path: Path):
     assert "# one rank: nothing crossed a link" in r.stdout
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert rows and {row["engine"] for row in rows} == {"torch"} and {row["ranks"] for row in rows} == {1}
+    # what the rank used is what the plan said (the plan the ranks got, as written in plan.json)
+    plan = json.loads((out / "plan.json").read_text())
+    assert [p["spec"]["engine"] for p in plan["phases"]] == ["torch"]
     findings = json.loads((out / "findings.json").read_text())["findings"]
     assert [f["rule"] for f in findings] == ["single_rank"]
     assert findings[0]["severity"] == "info"

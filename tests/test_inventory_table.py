@@ -44,3 +44,14 @@ def test_json_is_the_records() -> None:
     nodes = [NodeInventory(host="a", driver_version="1"), NodeInventory(host="b", status="timeout")]
     data = json.loads(render_json(nodes))
     assert [NodeInventory.from_dict(d) for d in data] == nodes
+
+
+def test_a_host_without_nccl4py_is_marked() -> None:
+    """The host that would make ``--engine auto`` time through torch stands out (planner)."""
+    fleet = [NodeInventory(host=f"n{i}", nccl4py=True, nccl4py_version="0.6.0") for i in range(3)]
+    fleet.append(NodeInventory(host="n3", nccl4py=False))
+    fleet.append(NodeInventory(host="n4"))  # a record from before nccl4py was asked
+    marks = differing(fleet)
+    assert marks["n3"] == {"nccl4py"} and marks["n4"] == {"nccl4py"} and marks["n0"] == set()
+    rows = {ln.split()[0]: ln for ln in render_table(fleet).splitlines()[1:] if ln.strip()}
+    assert "0.6.0" in rows["n0"] and " no*" in rows["n3"] and "-*" in rows["n4"]

@@ -73,3 +73,44 @@ def test_python_env_section() -> None:
     assert env.torch is None and env.torch_error.startswith("ModuleNotFoundError")
     with pytest.raises(ValueError):
         parse_python_env("sh: 1: python3: not found\n")
+
+
+# The probe's python section as printed on this project's CPU machine (torch 2.13.0+cpu): with no
+# nccl4py, and with the real nccl4py 0.6.0 wheel installed without its dependencies (cuda-bindings),
+# which is installed but does not import.
+PY_CPU = (
+    "python=3.11.7\nexecutable=/work/wt-engineplan/.venv/bin/python\ntorch=2.13.0+cpu\ntorch_cuda=None\n"
+    "torch_cuda_available=False\ntorch_gpus=0\n"
+    "torch_nccl_error=AttributeError: module 'torch._C' has no attribute '_nccl_version'\n"
+)
+PY_NO_NCCL4PY = PY_CPU + "nccl4py_error=ModuleNotFoundError: No module named 'nccl'\n"
+PY_NCCL4PY_BROKEN = PY_CPU + "nccl4py=0.6.0\nnccl4py_error=ModuleNotFoundError: No module named 'cuda'\n"
+
+
+def test_python_env_section_nccl4py() -> None:
+    from netbench.inventory.assemble import Section, build_inventory
+    from netbench.inventory.model import NodeInventory
+    from netbench.inventory.parsers.python_env import parse_python_env
+
+    env = parse_python_env(PY_NCCL4PY_BROKEN)
+    assert (env.nccl4py, env.nccl4py_import, env.nccl4py_error) == (
+        "0.6.0", None, "ModuleNotFoundError: No module named 'cuda'"
+    )
+
+    def node(text: str | None) -> NodeInventory:
+        sections = {"end": Section("end", 0, "")}
+        if text is not None:
+            sections["python"] = Section("python", 0, text)
+        return build_inventory("n1", sections)
+
+    broken, absent = node(PY_NCCL4PY_BROKEN), node(PY_NO_NCCL4PY)
+    assert (broken.nccl4py, broken.nccl4py_version) == (False, "0.6.0")
+    assert broken.missing["nccl4py"] == (
+        "nccl4py 0.6.0 is installed but does not import: ModuleNotFoundError: No module named 'cuda'"
+    )
+    assert (absent.nccl4py, absent.nccl4py_version) == (False, None)
+    assert absent.missing["nccl4py"] == "does not import: ModuleNotFoundError: No module named 'nccl'"
+    # a record from before the probe asked: not known, which is not "has none"
+    assert node(PY_CPU).nccl4py is None and "nccl4py" not in node(PY_CPU).missing
+    assert node(None).nccl4py is None
+    assert node(None).missing["nccl4py"] == "probe output has no python section"

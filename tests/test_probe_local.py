@@ -99,6 +99,45 @@ def test_probe_local_on_this_machine() -> None:
     assert NodeInventory.from_dict(inv.to_dict()) == inv
 
 
+def _package(root: Path, version: str, body: str) -> Path:
+    """An ``nccl`` package (``nccl.bindings.nccl``) with its distribution's metadata, as pip lays
+    out nccl4py: what the probe's python finds on its path."""
+    mod = root / "nccl" / "bindings"
+    mod.mkdir(parents=True)
+    (root / "nccl" / "__init__.py").write_text("")
+    (mod / "__init__.py").write_text("")
+    (mod / "nccl.py").write_text(body)
+    meta = root / f"nccl4py-{version}.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: nccl4py\nVersion: {version}\n")
+    return root
+
+
+def test_probe_reports_nccl4py(tmp_path: Path) -> None:
+    """The real probe, the real assembler: nccl4py importable, installed but broken, and absent."""
+    from netbench.planner import HostCaps
+
+    ok = _package(tmp_path / "ok", "0.6.0", "def get_version():\n    return 22809\n")
+    fails = "raise ImportError('libnccl.so.2: cannot open shared object')\n"
+    broken = _package(tmp_path / "broken", "0.6.0", fails)
+    good = probe_local(env={"PYTHONPATH": str(ok)}, timeout=120)
+    assert (good.nccl4py, good.nccl4py_version) == (True, "0.6.0") and "nccl4py" not in good.missing
+    bad = probe_local(env={"PYTHONPATH": str(broken)}, timeout=120)
+    assert (bad.nccl4py, bad.nccl4py_version) == (False, "0.6.0")
+    assert bad.missing["nccl4py"] == (
+        "nccl4py 0.6.0 is installed but does not import: ImportError: libnccl.so.2: cannot open shared object"
+    )
+    # the planner reads the record as is, and after the run directory's round trip
+    caps = [HostCaps.of(n.host, NodeInventory.from_dict(n.to_dict())) for n in (good, bad)]
+    assert [c.nccl4py for c in caps] == [True, False] and "libnccl.so.2" in (caps[1].nccl4py_error or "")
+    try:
+        import nccl.bindings.nccl  # noqa: F401
+    except ImportError:
+        none = probe_local(timeout=120)
+        assert none.nccl4py is False and none.nccl4py_version is None
+        assert none.missing["nccl4py"] == "does not import: ModuleNotFoundError: No module named 'nccl'"
+
+
 def test_fake_h200_node(tmp_path: Path) -> None:
     inv = _fake_probe(tmp_path, H200_PROFILE)
     assert inv.status == "ok", inv.error

@@ -114,8 +114,8 @@ _SHARED = [
         default="auto",
         show_default=True,
         help="GPU operations through NCCL directly (nccl4py, as nccl-tests) or through torch's process "
-        "group (what a training job sees); both: each point twice, side by side. auto: nccl where "
-        "nccl4py imports, else torch. CPU ranks always use torch (gloo).",
+        "group (what a training job sees); both: each point twice, side by side. auto: nccl when "
+        "every host's python imports nccl4py, else torch on every host. CPU ranks always use torch (gloo).",
     ),
     click.option(
         "--timeout",

@@ -128,12 +128,13 @@ def make_setup(
     from: one collective at the pair sizes, for the pairs and the ring alike."""
     from netbench.common.errors import UsageError
     from netbench.options import SweepOptions
-    from netbench.planner import PlanRequest, choose_backend, host_slots, sweep_spec
+    from netbench.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
 
     caps = site.caps([entries[h] for h in live], nodes)
     gpus = {c.host: c.gpus for c in caps}
     try:
         backend = choose_backend(opts.backend, caps)
+        engine = choose_engine("auto", backend, caps)  # preflight has no --engine: the run's rule
         sizes = sorted(opts.pair_sizes or PREFLIGHT_PAIR_SIZES[backend])
         measure = SweepOptions(
             collectives=[opts.collective],
@@ -143,10 +144,12 @@ def make_setup(
             timeout_s=opts.timeout_s,
             backend=backend,
         )
-        request = PlanRequest(measure=measure, sizes=sizes, pair_sizes=sizes)
+        request = PlanRequest(measure=measure, sizes=sizes, pair_sizes=sizes, engine=engine.engine)
         sweep_spec(request, backend)  # bad input (a dtype gloo lacks, ...) before anything starts
     except UsageError as exc:
         raise PreflightError(str(exc)) from None
+    if engine.note:
+        echo(f"# {engine.note}")
     slots = host_slots([entries[h] for h in live], backend, gpus, opts.procs_per_host)
     nprocs = {s.host: s.nprocs for s in slots}
     return _Setup(opts, entries, site, rundir, backend, nprocs, request, echo)

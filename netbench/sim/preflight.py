@@ -119,6 +119,8 @@ class SimSite:
                 torch_cuda_build="simulated",
                 torch_cuda_available=True,
                 torch_gpus=gpus,
+                nccl4py=True,  # a healthy node has the NCCL engine: the plan's engine is nccl
+                nccl4py_version="simulated",
             )
             for e in entries
         ]
