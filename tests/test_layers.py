@@ -156,3 +156,20 @@ def test_no_import_cycles():
         if v not in index:
             visit(v)
     assert cycles == []
+
+
+def test_every_package_folder_is_installed() -> None:
+    """pyproject.toml lists the packages by name (the folders map to netbench.*): a new package that
+    is not listed works in an editable install and is missing from a real one (netbench.sites was)."""
+    import tomllib
+
+    top = Path(__file__).resolve().parents[1]
+    setup = tomllib.loads((top / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setup["packages"])
+    where = {folder: name for name, folder in setup["package-dir"].items()}
+    found = set()
+    for folder, name in where.items():
+        for init in (top / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(top / folder).parts
+            found.add(".".join((name, *rel)))
+    assert found - listed == set(), f"packages not in pyproject.toml: {sorted(found - listed)}"
