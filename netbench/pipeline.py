@@ -123,6 +123,8 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
                  progress: Progress | None = None) -> int:
     """The whole sweep on ``site``; its exit status (``engine.exit_status``)."""
     entries = site.hosts()
+    run_id = new_run_id()
+    RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
     if not site.one_machine:
         where = opts.hosts_file or f"the {site.name} allocation"
         echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
@@ -133,7 +135,6 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
     switches = site.switches(entries, echo)
-    run_id = new_run_id()
     try:
         if not live:
             first = records[0]

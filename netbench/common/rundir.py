@@ -281,10 +281,7 @@ class RunDir:
         run.json is claimed with O_EXCL, so two commands given the same ``--out`` at the same
         moment cannot both write into it."""
         run_id = run_id or new_run_id()
-        path = Path(str(out).replace(RUN_ID_PLACEHOLDER, run_id)) if out else DEFAULT_ROOT / run_id
-        held = [name for name in RUN_FILES if (path / name).exists()]
-        if held:
-            raise RunDirTaken(path, held[0])
+        path = cls.check_free(out, run_id)
         try:
             path.mkdir(parents=True, exist_ok=True)
             fd = os.open(path / "run.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -295,6 +292,16 @@ class RunDir:
         with os.fdopen(fd, "w") as fh:
             fh.write(json.dumps({"schema": RUN_SCHEMA, "run_id": run_id, "status": "starting"}) + "\n")
         return cls(path=path, run_id=run_id)
+
+    @staticmethod
+    def check_free(out: str | Path | None, run_id: str) -> Path:
+        """The run directory ``create`` would make, or ``RunDirTaken`` (exit 2) when it already holds
+        a run: asked before minutes of inventory, not after (``create`` claims it for good)."""
+        path = Path(str(out).replace(RUN_ID_PLACEHOLDER, run_id)) if out else DEFAULT_ROOT / run_id
+        held = [name for name in RUN_FILES if (path / name).exists()]
+        if held:
+            raise RunDirTaken(path, held[0])
+        return path
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:
