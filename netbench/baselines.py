@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netbench.common.errors import UsageError
+from netbench.common.rundir import ENV_JSON, INVENTORY_JSONL, RESULTS_JSONL, RUN_JSON
 
-FILES = ("run.json", "env.json", "inventory.jsonl", "results.jsonl")
+FILES = (RUN_JSON, ENV_JSON, INVENTORY_JSONL, RESULTS_JSONL)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -54,7 +55,7 @@ class BaselineStore:
     def save(self, run_dir: str | Path, name: str, overwrite: bool = False) -> Path:
         """Copy the run's data files to ``<root>/<name>/`` (atomically: a temp dir, then rename)."""
         src = Path(run_dir)
-        if not (src / "results.jsonl").is_file():
+        if not (src / RESULTS_JSONL).is_file():
             raise UsageError(f"{src} is not a run directory (no results.jsonl)")
         dest = self.path(name)
         if dest.exists() and not overwrite:
@@ -74,9 +75,9 @@ class BaselineStore:
     def resolve(self, name_or_path: str | Path) -> Path:
         """A saved baseline's directory, or ``name_or_path`` itself when it is a run directory."""
         p = Path(name_or_path)
-        if (p / "results.jsonl").is_file():
+        if (p / RESULTS_JSONL).is_file():
             return p
-        if _NAME_RE.match(str(name_or_path)) and (self.root / str(name_or_path) / "results.jsonl").is_file():
+        if _NAME_RE.match(str(name_or_path)) and (self.root / str(name_or_path) / RESULTS_JSONL).is_file():
             return self.root / str(name_or_path)
         raise UsageError(f"no baseline or run directory {str(name_or_path)!r} "
                          f"(baselines live in {self.root})")
@@ -88,10 +89,10 @@ class BaselineStore:
         if not self.root.is_dir():
             return out
         for d in sorted(self.root.iterdir()):
-            if not d.is_dir() or d.name.startswith(".") or not (d / "results.jsonl").is_file():
+            if not d.is_dir() or d.name.startswith(".") or not (d / RESULTS_JSONL).is_file():
                 continue
             run = RunDir(d, d.name).read_run()  # a damaged run.json is {} (its fields typed), not a crash
-            with open_regular(d / "results.jsonl") as fh:
+            with open_regular(d / RESULTS_JSONL) as fh:
                 rows = sum(1 for line in fh if line.strip())
             out.append(BaselineInfo(d.name, d, run.get("run_id"), run.get("started"), rows))
         return out

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from netbench.reports.policy import Policy
 
 from netbench.common.naming import natural_key
-from netbench.common.rundir import RunDir, Unreadable
+from netbench.common.rundir import RUN_JSON, RunDir, Unreadable
 from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
@@ -167,14 +167,14 @@ class AnalysisContext:
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
                           + counters.unreadable)
         if ctx.topology is None:
-            ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / "run.json")
+            ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / RUN_JSON)
         if ctx.retests is None and run.data.get("retests") is not None:
             from netbench.reports.analyses import RetestEvidence
 
             try:
                 ctx.retests = RetestEvidence.from_json(run.data["retests"])
             except ValueError as exc:
-                where = str(rd.path / "run.json")
+                where = str(rd.path / RUN_JSON)
                 ctx.unreadable.append(Unreadable(where, None, f"field 'retests': {exc}; ignored"))
         if base is not None:
             ctx.unreadable += base.unreadable

@@ -13,7 +13,7 @@ from netbench.reports.engine import load_context, run_rules
 from netbench.reports.policy import Policy
 
 from netbench.common.findings import Finding, write_findings
-from netbench.common.rundir import atomic_write
+from netbench.common.rundir import REPORT_HTML, atomic_write
 
 
 def write_outputs(
@@ -25,7 +25,7 @@ def write_outputs(
     write_findings(out, findings_record(findings, ctx))
     if not html:
         return None
-    path = out / "report.html"
+    path = out / REPORT_HTML
     atomic_write(path, render_html(ctx, findings, plotlyjs=plotlyjs))
     return path
 

@@ -61,6 +61,7 @@ def command(
     from pathlib import Path
 
     from netbench.common.errors import NetbenchError, UsageError
+    from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL
     from netbench.common.topology import load_topology
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import write_report
@@ -69,7 +70,7 @@ def command(
     for name, path in (("run directory", run_dir), ("baseline", baseline)):
         if path and not Path(path).is_dir():
             raise UsageError(f"{name} not found: {path}")
-    if not (Path(run_dir) / "results.jsonl").exists() and not (Path(run_dir) / "inventory.jsonl").exists():
+    if not (Path(run_dir) / RESULTS_JSONL).exists() and not (Path(run_dir) / INVENTORY_JSONL).exists():
         raise UsageError(f"{run_dir} is not a run directory (no results.jsonl or inventory.jsonl)")
     uplinks = None
     if topology:  # read here so its warnings reach the user, as sweep --topology prints them

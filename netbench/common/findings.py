@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netbench.common.rundir import atomic_write
+from netbench.common.rundir import FINDINGS_JSON, atomic_write
 
 SCHEMA = "netbench.findings/1"
-FILE_NAME = "findings.json"
+FILE_NAME = FINDINGS_JSON
 SEVERITIES = ("info", "warn", "fail")
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
 VERDICTS = {None: "PASS", "info": "PASS", "warn": "WARN", "fail": "FAIL"}

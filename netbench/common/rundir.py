@@ -39,14 +39,24 @@ ENV_SCHEMA = "netbench.env/1"
 PLAN_SCHEMA = "netbench.plan/1"
 COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
+# The run directory's files, named once (readers and writers everywhere use these names)
+RUN_JSON = "run.json"
+RESULTS_JSONL = "results.jsonl"
+INVENTORY_JSONL = "inventory.jsonl"
+COUNTERS_JSONL = "counters.jsonl"
+PLAN_JSON = "plan.json"
+ENV_JSON = "env.json"
+FINDINGS_JSON = "findings.json"
+REPORT_HTML = "report.html"
+TRUTH_JSON = "truth.json"
+"""What a simulated fabric had planted (``netbench simulate``): read by tests and benchmarks only."""
 FOLLOW_UP_PLAN = "confirm-plan.json"
 """The plan of a later launch of the same run (sweep's re-tests); plan.json stays the run's own."""
 SLURM_TOPOLOGY = "topology.conf"
 """``scontrol show topology``'s text as Slurm said it; run.json's ``topology`` is the parsed form."""
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
 # any of these makes a directory a run directory, which a new run must not write into
-RUN_FILES = ("run.json", "results.jsonl", "inventory.jsonl", "counters.jsonl", "plan.json", "env.json",
-             "findings.json")
+RUN_FILES = (RUN_JSON, RESULTS_JSONL, INVENTORY_JSONL, COUNTERS_JSONL, PLAN_JSON, ENV_JSON, FINDINGS_JSON)
 
 
 class RunDirTaken(UsageError):
@@ -284,9 +294,9 @@ class RunDir:
         path = cls.check_free(out, run_id)
         try:
             path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path / "run.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path / RUN_JSON, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            raise RunDirTaken(path, "run.json") from None
+            raise RunDirTaken(path, RUN_JSON) from None
         except OSError as exc:
             raise UsageError(f"--out {path}: cannot create the run directory: {exc.strerror}") from None
         with os.fdopen(fd, "w") as fh:
@@ -308,24 +318,24 @@ class RunDir:
         path = Path(path)
         if not path.is_dir():
             raise FileNotFoundError(f"no run directory at {path}")
-        run_id = read_json_object(path / "run.json").data.get("run_id")
+        run_id = read_json_object(path / RUN_JSON).data.get("run_id")
         return cls(path=path, run_id=run_id if isinstance(run_id, str) else path.name)
 
     # -- files ---------------------------------------------------------------------------------
     @property
     def results_path(self) -> Path:
-        return self.path / "results.jsonl"
+        return self.path / RESULTS_JSONL
 
     @property
     def inventory_path(self) -> Path:
-        return self.path / "inventory.jsonl"
+        return self.path / INVENTORY_JSONL
 
     def write_run(self, **fields: Any) -> dict[str, Any]:
         """Create or update run.json, keeping fields written earlier; only RunRecord's fields."""
         from netbench.common.runrecord import check_fields
 
         check_fields(set(fields))
-        path = self.path / "run.json"
+        path = self.path / RUN_JSON
         data = read_json_object(path).data
         data.setdefault("schema", RUN_SCHEMA)
         data.setdefault("run_id", self.run_id)
@@ -340,17 +350,17 @@ class RunDir:
     def load_run(self) -> JsonRead:
         """run.json as an object, with a field of the wrong type left out and named (the report
         shows these fields; the analysis reads ``topology``, checked where it is used)."""
-        doc = read_json_object(self.path / "run.json")
+        doc = read_json_object(self.path / RUN_JSON)
         for name, types, expected in _RUN_FIELDS:
             value = doc.data.get(name)
             if value is not None and not isinstance(value, types):
                 why = f"field {name!r} is not {expected}; left out"
-                doc.unreadable.append(Unreadable(str(self.path / "run.json"), None, why))
+                doc.unreadable.append(Unreadable(str(self.path / RUN_JSON), None, why))
                 del doc.data[name]
         return doc
 
     def write_env(self, hosts: dict[str, dict[str, Any]]) -> None:
-        _write_json(self.path / "env.json", {"schema": ENV_SCHEMA, "hosts": hosts})
+        _write_json(self.path / ENV_JSON, {"schema": ENV_SCHEMA, "hosts": hosts})
 
     def read_env(self) -> dict[str, Any]:
         return self.load_env().data
@@ -358,20 +368,20 @@ class RunDir:
     def load_env(self) -> JsonRead:
         """env.json as ``{"hosts": {host: {...}}}``; a host whose entry is not an object is left out
         and named."""
-        doc = read_json_object(self.path / "env.json")
+        doc = read_json_object(self.path / ENV_JSON)
         hosts = doc.data.get("hosts", {})
         if not isinstance(hosts, dict):
-            doc.unreadable.append(Unreadable(str(self.path / "env.json"), None, "'hosts' is not an object"))
+            doc.unreadable.append(Unreadable(str(self.path / ENV_JSON), None, "'hosts' is not an object"))
             hosts = {}
         kept = {h: v for h, v in hosts.items() if isinstance(v, dict)}
         for h in hosts.keys() - kept.keys():
             doc.unreadable.append(
-                Unreadable(str(self.path / "env.json"), None, f"host {h!r}: entry is not an object; left out")
+                Unreadable(str(self.path / ENV_JSON), None, f"host {h!r}: entry is not an object; left out")
             )
         doc.data["hosts"] = kept
         return doc
 
-    def write_plan(self, plan_json: Iterable[str], name: str = "plan.json") -> None:
+    def write_plan(self, plan_json: Iterable[str], name: str = PLAN_JSON) -> None:
         """plan.json: the plan exactly as the ranks receive it through the store, the JSON object
         ``WorkerPlan.json_chunks`` writes in pieces (this layer does not know the class), streamed to
         disk with the schema as its first key. ``name``: a later launch's plan beside it
@@ -409,7 +419,7 @@ class RunDir:
 
     @property
     def counters_path(self) -> Path:
-        return self.path / "counters.jsonl"
+        return self.path / COUNTERS_JSONL
 
     def write_counters(self, phase: str, snapshots: list[dict[str, Any]]) -> None:
         """Append one snapshot of every host's port counters (``phase``: before | after the run),

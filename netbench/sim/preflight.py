@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from netbench.common.hosts import HostEntry, parse_hosts_file
+from netbench.common.rundir import TRUTH_JSON
 from netbench.inventory.model import GPU, NodeInventory
 from netbench.planner import HostCaps
 from netbench.preflight import PreflightOptions, PreflightResult, run_preflight
@@ -179,7 +180,7 @@ def simulate_preflight(
     planted = sorted({_node(f.subject) for f in fab.faults if f.kind in DRAINED_BY})
     hidden = [_node(f["subject"]) for f in truth["faults"] if f["kind"] in DRAINED_BY and not f["observable"]]
     score = DrainScore(planted, list(result.drain), hidden)
-    result.rundir.write_json("truth.json", truth | {"score": asdict(score) | {
+    result.rundir.write_json(TRUTH_JSON, truth | {"score": asdict(score) | {
         "precision": score.precision, "recall": score.recall}})
     result.rundir.write_run(
         hosts_file=str(result.rundir.path / hosts_file.name),

@@ -32,7 +32,7 @@ from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, W
 from netbench.common.jsontext import strings
 from netbench.common.rowjson import Column, rows_jsonl
 from netbench.common.rows import ResultRow
-from netbench.common.rundir import RunDir, utc_now
+from netbench.common.rundir import TRUTH_JSON, RunDir, utc_now
 from netbench.coordinator import Fault as RankFault
 from netbench.coordinator import Outcome
 from netbench.launch import HostSlot
@@ -160,7 +160,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         fh.flush()
         os.fsync(fh.fileno())
     truth = _truth(opts, fab, slow_rounds, worst)
-    rundir.write_json("truth.json", truth)
+    rundir.write_json(TRUTH_JSON, truth)
     lost = [RankFault("exit", why, host=h) for h, why in gpus.down.items()]  # the coordinator's record
     rundir.write_run(  # the fields engine.execute writes, so every site's run.json reads alike
         status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
