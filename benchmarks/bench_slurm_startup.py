@@ -4,7 +4,7 @@
 For each repeat, on a real Slurm cluster (tests/slurm.py: slurmctld on ``ctl``, slurmd on h0..h2):
 
 * slurm: ``salloc -N3 netbench sweep`` on the login node (inventory as an srun step, then an agent per
-  node as a one-task srun step); times from the command's start to the ``# netbench sweep over`` line
+  node as a one-task srun step); times from the command's start to the ``# run directory`` line
   (allocation, switches, inventory, plan), from that line to the first row in results.jsonl (the
   agents' steps to the first row), and in all;
 * ssh: ``netbench sweep --hosts`` over the same hosts (inventory over SSH, agents over SSH); time from
@@ -74,8 +74,8 @@ def main() -> int:
             argv = ["env", f"SLURM_CONF={cluster.conf}", "salloc", "-N3", sys.executable, "-u", "-m",
                     "netbench", "sweep", "--out", str(out), *MEASURE]
             proc = net.popen("ctl", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            t_srun, t_row = _first_row(proc, out, "# netbench sweep over")
-            assert t_srun is not None, "no '# netbench sweep over' line"
+            t_srun, t_row = _first_row(proc, out, "# run directory")
+            assert t_srun is not None, "no '# run directory' line"
             slurm_pre.append(t_srun)
             slurm_step.append(t_row - t_srun)
             slurm_all.append(t_row)
