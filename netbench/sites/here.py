@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from netbench.common.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
@@ -28,10 +29,15 @@ class HereSite:
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=os.uname().nodename, slots=self.opts.procs or default_procs())]
 
+    @cached_property
+    def here(self) -> HostCaps:
+        """This process's torch (and nccl4py), asked once: the inventory's decision and the caps'."""
+        return HostCaps.here(os.uname().nodename)
+
     def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.local import probe_local
 
-        if not HostCaps.here(entries[0].name).cuda_available:
+        if not self.here.cuda_available:
             return []
         node = probe_local(host=entries[0].name, timeout=timeout_s)
         if not node.ok:
@@ -42,7 +48,7 @@ class HereSite:
         return Switches()
 
     def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
-        return [HostCaps.here(entries[0].name)]
+        return [self.here]
 
     def launcher(self, hosts: list[str]) -> Launcher:
         from netbench.launch.local import LocalLauncher

@@ -68,9 +68,7 @@ class SlurmSite:
     one_machine: bool = False
     job_id: str | None = None
 
-    def __post_init__(self) -> None:
-        if self.opts.hosts_file:
-            raise UsageError("--launcher slurm takes its hosts from the allocation: leave out --hosts")
+    def __post_init__(self) -> None:  # --hosts is refused by sites.base.check: the allocation's hosts
         self.alloc = current_allocation()
         self.job_id = self.alloc.job_id
 
