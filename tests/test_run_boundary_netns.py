@@ -86,9 +86,8 @@ def test_torch_that_cannot_use_the_gpus_is_named_not_taken_for_a_dead_host(
     netns_factory, tmp_path: Path
 ) -> None:
     """nvidia-smi on both hosts shows an H200 (a real capture); the hosts' torch is this machine's,
-    which has no CUDA. The inventory asks that torch (the ranks' python, sweep and preflight alike:
-    the same site) and says so before any rank starts, in one line: exit 2 for sweep, 3 for
-    preflight (whose 2 means "drain")."""
+    which has no CUDA. The sweep's inventory asks that torch and says so before any rank starts
+    (one line, exit 2); preflight's probe asks python3, so there the ranks' hello says it (exit 3)."""
     import torch
 
     if torch.cuda.is_available():
@@ -107,7 +106,7 @@ def test_torch_that_cannot_use_the_gpus_is_named_not_taken_for_a_dead_host(
     res = subprocess.run(pf_argv, capture_output=True, text=True, timeout=300)
     assert res.returncode == 3, res.stderr[-3000:]
     last = res.stderr.strip().splitlines()[-1]
-    assert "g0, g1" in last and "(a CPU build) cannot use CUDA but nvidia-smi shows" in last
+    assert "2 host(s) cannot run nccl (g0, g1)" in last and "cannot use CUDA" in last
 
     # asked for gloo, the same hosts run
     res = subprocess.run([*net.netbench_argv(tmp_path), "--out", str(tmp_path / "gloo"), "--backend", "gloo",

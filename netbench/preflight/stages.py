@@ -43,6 +43,7 @@ def preflight_site(opts: PreflightOptions) -> Site:
     from netbench.common.slurm import Allocation
     from netbench.options import ClusterOptions
     from netbench.sites.registry import choose_site
+    from netbench.sites.ssh import SshSite
 
     if opts.hosts_file is None and Allocation.from_env() is None:
         raise PreflightError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
@@ -54,9 +55,12 @@ def preflight_site(opts: PreflightOptions) -> Site:
         timeout_s=opts.timeout_s,
     )
     try:
-        return choose_site(where)
+        site = choose_site(where)
     except UsageError as exc:
         raise PreflightError(str(exc)) from None
+    if isinstance(site, SshSite):  # the probe asks python3: a torch import a host would cost the budget
+        site.probe_python = False
+    return site
 
 
 def load_inputs(opts: PreflightOptions, site: Site) -> tuple[list[HostEntry], Any, Path | None]:

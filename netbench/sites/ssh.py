@@ -49,6 +49,10 @@ class SshSite:
                                       "accept_new_host_keys", "advertise", "topology", "launcher"})
     one_machine: bool = False
     job_id: str | None = None
+    probe_python: bool = True
+    """The inventory asks the ranks' python (``--python``) what its torch can do, which the backend is
+    chosen from; False: the hosts' python3 (preflight: a torch import a host costs its budget, and
+    the ranks' hello names a torch that cannot do the run anyway)."""
     ssh: SSHOptions = field(init=False)
     entries: list[HostEntry] = field(init=False)
 
@@ -63,8 +67,9 @@ class SshSite:
     def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.collect import collect_inventory
 
+        python = self.opts.python if self.probe_python else None
         return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
-                                 probe_timeout=timeout_s, python=self.opts.python)
+                                 probe_timeout=timeout_s, python=python)
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         return file_switches(entries, self.opts.topology, echo)
