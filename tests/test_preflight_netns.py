@@ -161,6 +161,8 @@ def fw_net(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fw")
     tools = make_fake_tools(tmp / "tools", {**older_firmware_profile(tmp), "hostname": "@text:h3"})
     net = TestNetwork.create(HOSTS, tools={"h3": tools})
+    for h in HOSTS:  # pairs bound by the network, not by a busy CPU: no noise "slow pair" beside the firmware
+        net.limit_host(h, "400mbit")
     try:
         yield net
     finally:
