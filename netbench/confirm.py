@@ -48,7 +48,14 @@ import numpy as np
 
 from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import LEAF, hop_class
-from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, RetestEvidence, intermittent_p_value
+from netbench.reports.analyses import (
+    INTERMITTENT_MIN_PAIRS,
+    Retest,
+    RetestEvidence,
+    intermittent_p_value,
+    noise_tail,
+)
+from netbench.reports.stats import poisson_binomial_sf
 
 Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
@@ -365,6 +372,10 @@ def judge(
                 return medians[key]
         return None
 
+    chance = _round_chances(rows, control & (when != AFTER), when, klass, load, medians,
+                            lambda r: (r <= thresholds.slow_node_factor)
+                            & (np.log(np.maximum(r, 1e-12)) <= -thresholds.mad_k * noise_sigma))
+
     seen: dict[Pair, str] = {}  # (suspect, partner): the hop class their rows carry
 
     def klass_of(s: str, g: str) -> str:
@@ -374,6 +385,7 @@ def judge(
 
     node_ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     link_ratios: dict[str, list[float]] = defaultdict(list)
+    in_round: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     for i in np.flatnonzero(esc & at_top).tolist():
         base = ref(i)
         if not base:
@@ -384,8 +396,12 @@ def judge(
             link_ratios["|".join(sorted((a, b)))].append(ratio)
         elif one_bad[i]:
             s, g = (a, b) if a in bad else (b, a)
-            node_ratios[s][g].append(ratio)
+            in_round[(s, g, int(rnd[i]))].append(ratio)
             seen[(s, g)] = class_names[klass[i]]
+    # one draw a round: a pair's rows of one round (sizes' in- and out-of-place runs, back to back)
+    # are slowed by the same moment's contention, not by a node twice
+    for (s, g, _), ratios in in_round.items():
+        node_ratios[s][g].append(statistics.median(ratios))
     before: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for i in np.flatnonzero(at_top & one_bad & (when == BEFORE)).tolist():
         # the suspects' earlier pairs (quick pass, earlier re-runs) against their references, but
@@ -410,7 +426,7 @@ def judge(
         slow_in = Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
                           if slow(v, thresholds.slow_node_factor))
         slow_in.update(klass_of(s, g) for g in earlier)
-        measured = _pairs_by_class(rows, at_top, s, klass, class_names)
+        measured = _chances_by_class(rows, at_top, s, klass, class_names, chance)
         p_int, said = _intermittency(slow_in, measured)
         tally = (
             f"slow with {slow_runs} of {len(per)} known-good partner(s)"
@@ -482,26 +498,105 @@ def _medians(
     return out
 
 
-def _pairs_by_class(
-    rows: PairRows, at_top: np.ndarray, host: str, klass: np.ndarray, class_names: list[str]
-) -> dict[str, int]:
-    """How many of ``at_top``'s rows ``host`` is in, per hop class."""
+def _round_chances(
+    rows: PairRows,
+    control: np.ndarray,
+    when: np.ndarray,
+    klass: np.ndarray,
+    load: np.ndarray,
+    medians: Mapping[tuple[int, int, int], float],
+    is_slow: Callable[[np.ndarray], np.ndarray],
+) -> dict[int, float]:
+    """Per round, the chance that noise alone makes a healthy pair of it slow: how often the
+    controls measured in that round (``control``: good-good rows at the largest size) were slow
+    against their own reference, drawn towards the rate of every round (two controls' worth of
+    weight: a round with two fast controls says little), never below the analysis' assumed tail
+    (``noise_tail``). A round in which a pair failed other than "not run" (a host was lost, a
+    group hung) is disturbed as a whole: its pairs' slowness is no evidence (chance 1).
+
+    Why: slow rounds come together. On a shared machine, CPU contention slows the concurrent pairs
+    of a round at once; on a fabric, a burst of congestion does. A suspect's slow pair in such a
+    round is what its controls show too, and the independence the count test assumes holds only
+    given the round: each round's pairs are weighed with that round's chance (a Poisson-binomial
+    count, ``poisson_binomial_sf``) instead of one tail for all."""
+    base = noise_tail()
+    idx = np.flatnonzero(control)
+    refs = np.full(len(idx), np.nan)
+    if len(idx):
+        keys = np.stack([when[idx], klass[idx], load[idx]], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        per_key = []
+        for w, k, n in uniq.tolist():
+            found = next((medians[key] for key in ((w, k, n), (w, k, ANY_LOAD), (BEFORE, k, n),
+                                                   (BEFORE, k, ANY_LOAD)) if key in medians), np.nan)
+            per_key.append(found)
+        refs = np.asarray(per_key, dtype=float)[inverse.reshape(-1)]
+    usable = np.isfinite(refs) & (refs > 0)
+    ratio = rows.busbw[idx[usable]] / refs[usable]
+    rnd = rows.round[idx[usable]]
+    slow_c = is_slow(ratio)
+    counted = np.bincount(rnd - rnd.min(), minlength=1) if len(rnd) else np.zeros(0)
+    slowed = np.bincount(rnd - rnd.min(), weights=slow_c, minlength=1) if len(rnd) else np.zeros(0)
+    pooled = max(base, float(slow_c.mean())) if len(slow_c) else base
+    out: dict[int, float] = {}
+    if len(rnd):
+        first = int(rnd.min())
+        for off in np.flatnonzero(counted).tolist():
+            out[first + off] = max(base, (float(slowed[off]) + PRIOR_CONTROLS * pooled)
+                                   / (float(counted[off]) + PRIOR_CONTROLS))
+    for i, why in rows.failed.items():
+        if ": not run:" not in why and not why.startswith("not run"):
+            out[int(rows.round[i])] = 1.0
+    out[ANY_ROUND] = pooled
+    return out
+
+
+PRIOR_CONTROLS = 2.0
+"""The weight, in controls, of every round's rate in one round's chance (``_round_chances``)."""
+ANY_ROUND = -(1 << 40)
+"""``_round_chances``' key for a round without controls: the rate of every round."""
+
+
+def _chances_by_class(
+    rows: PairRows,
+    at_top: np.ndarray,
+    host: str,
+    klass: np.ndarray,
+    class_names: list[str],
+    chance: Mapping[int, float],
+) -> dict[str, list[float]]:
+    """Per hop class, the noise chance (``_round_chances``) of each round ``host`` was measured
+    in at the top size: a round, not a pair, is the unit (``host`` has one pair in a round)."""
     code = rows.names.index(host) if host in rows.names else -1
-    mine = at_top & ((rows.a == code) | (rows.b == code))
-    counts = np.bincount(klass[mine], minlength=len(class_names))
-    return {class_names[k]: int(n) for k, n in enumerate(counts.tolist()) if n}
+    mine = np.flatnonzero(at_top & ((rows.a == code) | (rows.b == code)))
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for k, r in zip(klass[mine].tolist(), rows.round[mine].tolist(), strict=True):
+        out[class_names[k]][r] = chance.get(r, chance[ANY_ROUND])
+    return {k: list(v.values()) for k, v in out.items()}
 
 
-def _intermittency(slow: Counter[str], measured: Mapping[str, int]) -> tuple[float, str]:
-    """The intermittency test (``intermittent_p_value``) of a node's slow pairs out of all it was
-    measured with, all classes together and each hop class alone, the smallest p-value times the
-    tests made, and which count it was. Per class as the analysis judges nodes: behind oversubscribed
-    uplinks a node capped now and then shows with its own leaf only, and its many cross-leaf
-    pairs, never slower, would drown it in the pooled count."""
-    tests = [(sum(slow.values()), sum(measured.values()), "")]
-    tests += [(slow[k], n, f" {k}") for k, n in sorted(measured.items()) if len(measured) > 1]
-    p, k, n, name = min((intermittent_p_value(k, n), k, n, name) for k, n, name in tests)
-    return min(1.0, p * len(tests)), f"{k} of {n}{name} pairs"
+def _intermittency(slow: Counter[str], measured: Mapping[str, list[float]]) -> tuple[float, str]:
+    """The intermittency test of a node's slow pairs out of the rounds it was measured in
+    (``measured``: each round's noise chance, ``_chances_by_class``), all classes together and
+    each hop class alone, the smallest p-value times the tests made, and which count it was. Per
+    class as the analysis judges nodes: behind oversubscribed uplinks a node capped now and then
+    shows with its own leaf only, and its many cross-leaf pairs, never slower, would drown it in
+    the pooled count. Rounds whose controls were slow weigh little (``poisson_binomial_sf``); with
+    every round's chance the assumed tail it is ``intermittent_p_value``."""
+    every = [p for ps in measured.values() for p in ps]
+    tests = [(sum(slow.values()), every, "")]
+    tests += [(slow[k], ps, f" {k}") for k, ps in sorted(measured.items()) if len(measured) > 1]
+
+    def p_value(k: int, chances: list[float]) -> float:
+        if k < INTERMITTENT_MIN_PAIRS:
+            return 1.0
+        if k > len(chances):
+            # slow partners of earlier slow links outnumber the rounds counted: as the analysis does
+            return intermittent_p_value(k, len(chances))
+        return poisson_binomial_sf(k, chances)
+
+    p, k, n, name = min((p_value(k, ps), k, len(ps), name) for k, ps, name in tests)
+    return min(1.0, p * len(tests)), f"{k} of {n}{name} rounds"
 
 
 # -- the procedure -----------------------------------------------------------------------------------

@@ -140,5 +140,7 @@ def test_healthy_sweeps_drain_nothing(net, tmp_path: Path, sweep: int) -> None:
     assert drained(out) == [], log[-4000:]
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "completed" and run["down_hosts"] == [] and run["faults"] == []
-    rs = [r for r in rows(out) if r["pattern"] == "pair" and r["round"] <= 5]
-    assert len({frozenset(r["hosts"]) for r in rs}) == 15 and all(r["status"] == "ok" for r in rs)
+    rs = [r for r in rows(out) if r["pattern"] == "pair"]
+    assert all(r["status"] == "ok" for r in rs)
+    swept = [r for r in rs if r["round"] < run["retests"]["from_round"]]
+    assert len({frozenset(r["hosts"]) for r in swept}) == 15  # every pair measured, none lost
