@@ -189,13 +189,21 @@ def suspect_classes(findings: list[Any]) -> dict[str, str]:
 
 
 def unusable_hosts(outcome: Any, rows: PairRows) -> set[str]:
-    """Hosts not to re-test nor to re-test against: their ranks exited or never started, or one of
-    their pairs failed with no such host in it (a pair with a dead host fails for that host: its
-    partner is fine, and after a sweep that partner is every other host). A hung ring marks every
-    host down in its launch but names no one, so a hang alone does not count (the ring's failure
-    stays a finding of its own)."""
-    dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
-    flaky = {h for pair in rows.pairs(~rows.ok) if not dead & set(pair) for h in pair}
+    """Hosts not to re-test nor to re-test against: those the launch lost (a fault of theirs: they
+    died, hung, never started or broke the protocol), and both ends of a pair that failed with no
+    lost host in it and no host named in its error. A pair with a dead or hung host fails for that
+    host (its error names it): its partner is fine, and after a sweep that partner is every other
+    host."""
+    from netbench.reports.rules.errors import blamed_hosts
+
+    dead = {f.host for f in outcome.faults if f.host}
+    flaky = {
+        h
+        for i, why in rows.failed.items()
+        for pair in [(rows.names[rows.a[i]], rows.names[rows.b[i]])]
+        if not dead & set(pair) and not blamed_hosts(why.split(": ", 1)[-1], list(pair))
+        for h in pair
+    }
     return dead | flaky
 
 
