@@ -65,8 +65,9 @@ def rows(out: Path) -> list[dict]:
 
 def drained(out: Path) -> list[str]:
     """The verdict's drain list (``netbench report --format json``'s "drain")."""
-    from netbench.common.findings import Finding
     from netbench.reports.summary import to_drain
+
+    from netbench.common.findings import Finding
 
     findings = json.loads((out / "findings.json").read_text())["findings"]
     return sorted(to_drain([Finding.from_dict(f) for f in findings]))
