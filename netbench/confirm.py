@@ -380,9 +380,9 @@ def judge(
                 return medians[key]
         return None
 
-    chance = _round_chances(rows, control & (when != AFTER), when, klass, load, medians,
-                            lambda r: (r <= thresholds.slow_node_factor)
-                            & (np.log(np.maximum(r, 1e-12)) <= -thresholds.mad_k * noise_sigma))
+    chances = RoundChances.of(rows, at_top & ~is_link & (when != AFTER), when, klass, load,
+                              lambda r: (r <= thresholds.slow_node_factor)
+                              & (np.log(np.maximum(r, 1e-12)) <= -thresholds.mad_k * noise_sigma))
 
     seen: dict[Pair, str] = {}  # (suspect, partner): the hop class their rows carry
 
@@ -434,7 +434,7 @@ def judge(
         slow_in = Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
                           if slow(v, thresholds.slow_node_factor))
         slow_in.update(klass_of(s, g) for g in earlier)
-        measured = _chances_by_class(rows, at_top, s, klass, class_names, chance)
+        measured = _chances_by_class(rows, at_top, s, klass, class_names, chances.of_host(s))
         p_int, said = _intermittency(slow_in, measured)
         tally = (
             f"slow with {slow_runs} of {len(per)} known-good partner(s)"
@@ -477,8 +477,9 @@ def judge(
     return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
 
 
-BEFORE, AFTER = -2, -3
-"""A reference's phase (``judge``) for rows measured before the re-test's rounds, and after them."""
+BEFORE, AFTER, RETESTS = -2, -3, -4
+"""A reference's phase (``judge``) for rows measured before the re-test's rounds, after them, and
+in any of them (``RoundChances``)."""
 ANY_LOAD = -1
 """A reference of a phase and class whatever the load."""
 
@@ -506,63 +507,85 @@ def _medians(
     return out
 
 
-def _round_chances(
-    rows: PairRows,
-    control: np.ndarray,
-    when: np.ndarray,
-    klass: np.ndarray,
-    load: np.ndarray,
-    medians: Mapping[tuple[int, int, int], float],
-    is_slow: Callable[[np.ndarray], np.ndarray],
-) -> dict[int, float]:
-    """Per round, the chance that noise alone makes a healthy pair of it slow: how often the
-    controls measured in that round (``control``: good-good rows at the largest size) were slow
-    against their own reference, drawn towards the rate of every round (two controls' worth of
-    weight: a round with two fast controls says little), never below the analysis' assumed tail
-    (``noise_tail``). A round in which a pair failed other than "not run" (a host was lost, a
-    group hung) is disturbed as a whole: its pairs' slowness is no evidence (chance 1).
+@dataclass(frozen=True)
+class RoundChances:
+    """Per round, the chance that noise alone makes a healthy pair of it slow, from the other pairs
+    measured in that round (``of_host``).
 
     Why: slow rounds come together. On a shared machine, CPU contention slows the concurrent pairs
     of a round at once; on a fabric, a burst of congestion does. A suspect's slow pair in such a
-    round is what its controls show too, and the independence the count test assumes holds only
-    given the round: each round's pairs are weighed with that round's chance (a Poisson-binomial
-    count, ``poisson_binomial_sf``) instead of one tail for all."""
-    base = noise_tail()
-    idx = np.flatnonzero(control)
-    refs = np.full(len(idx), np.nan)
-    if len(idx):
-        keys = np.stack([when[idx], klass[idx], load[idx]], axis=1)
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        per_key = []
-        for w, k, n in uniq.tolist():
-            found = next((medians[key] for key in ((w, k, n), (w, k, ANY_LOAD), (BEFORE, k, n),
-                                                   (BEFORE, k, ANY_LOAD)) if key in medians), np.nan)
-            per_key.append(found)
-        refs = np.asarray(per_key, dtype=float)[inverse.reshape(-1)]
-    usable = np.isfinite(refs) & (refs > 0)
-    ratio = rows.busbw[idx[usable]] / refs[usable]
-    rnd = rows.round[idx[usable]]
-    slow_c = is_slow(ratio)
-    counted = np.bincount(rnd - rnd.min(), minlength=1) if len(rnd) else np.zeros(0)
-    slowed = np.bincount(rnd - rnd.min(), weights=slow_c, minlength=1) if len(rnd) else np.zeros(0)
-    pooled = max(base, float(slow_c.mean())) if len(slow_c) else base
-    out: dict[int, float] = {}
-    if len(rnd):
-        first = int(rnd.min())
-        for off in np.flatnonzero(counted).tolist():
-            out[first + off] = max(base, (float(slowed[off]) + PRIOR_CONTROLS * pooled)
-                                   / (float(counted[off]) + PRIOR_CONTROLS))
-    for i, why in rows.failed.items():
-        if ": not run:" not in why and not why.startswith("not run"):
-            out[int(rows.round[i])] = 1.0
-    out[ANY_ROUND] = pooled
-    return out
+    round is what the pairs beside it show too, and the independence the count test assumes holds
+    only given the round: each round is weighed with its own chance (a Poisson-binomial count,
+    ``poisson_binomial_sf``) instead of one assumed tail for all."""
+
+    rounds: np.ndarray
+    """The round of each pair row weighed (at the largest size, not a re-run link)."""
+    slow: np.ndarray
+    """Whether it was slow against the rows of its class and load in every re-test round (a sweep
+    row: in every sweep round). Not its own round's: that holds one or two controls, itself among
+    them, and could never be slow."""
+    a: np.ndarray
+    b: np.ndarray
+    names: list[str]
+    disturbed: frozenset[int]
+    """Rounds in which a pair failed other than "not run" (a host was lost, a group hung): its
+    pairs' slowness is no evidence (chance 1)."""
+
+    @classmethod
+    def of(
+        cls,
+        rows: PairRows,
+        usable: np.ndarray,
+        when: np.ndarray,
+        klass: np.ndarray,
+        load: np.ndarray,
+        is_slow: Callable[[np.ndarray], np.ndarray],
+    ) -> RoundChances:
+        idx = np.flatnonzero(usable)
+        span = np.where(when[idx] == BEFORE, BEFORE, RETESTS)
+        medians = _medians(span, klass[idx], load[idx], rows.busbw[idx])
+        refs = np.full(len(idx), np.nan)
+        if len(idx):
+            keys = np.stack([span, klass[idx], load[idx]], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            per_key = [
+                next((medians[key] for key in ((w, k, n), (w, k, ANY_LOAD)) if key in medians), np.nan)
+                for w, k, n in uniq.tolist()
+            ]
+            refs = np.asarray(per_key, dtype=float)[inverse.reshape(-1)]
+        fine = np.isfinite(refs) & (refs > 0)
+        idx, refs = idx[fine], refs[fine]
+        disturbed = frozenset(int(rows.round[i]) for i, why in rows.failed.items()
+                              if not why.split(": ", 1)[-1].startswith("not run"))
+        return cls(rows.round[idx], is_slow(rows.busbw[idx] / refs), rows.a[idx], rows.b[idx],
+                   rows.names, disturbed)
+
+    def of_host(self, host: str) -> Mapping[int, float]:
+        """Each round's chance for ``host``, from the rows of that round without it (its own slow
+        pairs are what is judged), drawn towards the rate of every round (PRIOR_CONTROLS rows'
+        worth of weight: a round with two fast pairs says little), never below the analysis'
+        assumed tail (``noise_tail``); ANY_ROUND: a round without other rows."""
+        base = noise_tail()
+        code = self.names.index(host) if host in self.names else -1
+        other = (self.a != code) & (self.b != code)
+        rnd, slow = self.rounds[other], self.slow[other]
+        pooled = max(base, float(slow.mean())) if len(slow) else base
+        out: dict[int, float] = {ANY_ROUND: pooled}
+        if len(rnd):
+            first = int(rnd.min())
+            counted = np.bincount(rnd - first)
+            slowed = np.bincount(rnd - first, weights=slow.astype(float))
+            for off in np.flatnonzero(counted).tolist():
+                out[first + off] = max(base, (float(slowed[off]) + PRIOR_CONTROLS * pooled)
+                                       / (float(counted[off]) + PRIOR_CONTROLS))
+        out |= {r: 1.0 for r in self.disturbed}
+        return out
 
 
 PRIOR_CONTROLS = 2.0
-"""The weight, in controls, of every round's rate in one round's chance (``_round_chances``)."""
+"""The weight, in rows, of every round's rate in one round's chance (``RoundChances.of_host``)."""
 ANY_ROUND = -(1 << 40)
-"""``_round_chances``' key for a round without controls: the rate of every round."""
+"""``RoundChances.of_host``'s key for a round without other rows: the rate of every round."""
 
 
 def _chances_by_class(
@@ -573,7 +596,7 @@ def _chances_by_class(
     class_names: list[str],
     chance: Mapping[int, float],
 ) -> dict[str, list[float]]:
-    """Per hop class, the noise chance (``_round_chances``) of each round ``host`` was measured
+    """Per hop class, the noise chance (``RoundChances``) of each round ``host`` was measured
     in at the top size: a round, not a pair, is the unit (``host`` has one pair in a round)."""
     code = rows.names.index(host) if host in rows.names else -1
     mine = np.flatnonzero(at_top & ((rows.a == code) | (rows.b == code)))
