@@ -13,8 +13,11 @@ paired with or what its re-test says:
   other good nodes paired among themselves as the phase's controls;
 - ``judge``: each re-test against the controls of its phase measured under the same load (hop class
   and pairs per uplink, ``common.topology.round_load``), never against another class; a node slow
-  with some known-good partners only is confirmed as intermittent by the analysis' own intermittency
-  test (``reports.analyses.intermittent_p_value``) over its slow partners, earlier ones included;
+  with some known-good partners only is confirmed as intermittent by a count test over its slow
+  rounds, earlier ones included, each round weighed with the chance that the other pairs of that
+  round show (``RoundChances``: slow rounds come together, under CPU contention or congestion, so
+  one assumed tail for independent pairs is not the null; ``reports.analyses.intermittent_p_value``
+  where every round is alike);
 - ``retest_suspects``: the one re-test loop: analyse what the sweep (or quick pass) measured,
   re-test the suspects in one launch (the caller's ``Measure``), phase by phase while they fit the
   ``Budget``, again while the verdicts name new suspects (the ends of a link confirmed slow); a
@@ -55,6 +58,7 @@ from netbench.reports.analyses import (
     intermittent_p_value,
     noise_tail,
 )
+from netbench.reports.blame import blamed_hosts, never_ran
 from netbench.reports.stats import poisson_binomial_sf
 
 Pair = tuple[str, str]
@@ -194,8 +198,6 @@ def unusable_hosts(outcome: Any, rows: PairRows) -> set[str]:
     lost host in it and no host named in its error. A pair with a dead or hung host fails for that
     host (its error names it): its partner is fine, and after a sweep that partner is every other
     host."""
-    from netbench.reports.rules.errors import blamed_hosts
-
     dead = {f.host for f in outcome.faults if f.host}
     flaky = {
         h
@@ -335,13 +337,16 @@ def judge(
     pairs within a leaf is the fabric, not the pair; without a reference of its class it is not judged.
     "Slow" is both practical and beyond noise, as in the rules: a ratio at most the policy's factor
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
-    pair model's noise sigma (log space). A suspect node is confirmed when slow in most of its
+    pair model's noise sigma (log space). A pair's rows of one round are one draw (their median).
+    A suspect node is confirmed when slow in most of its
     re-test pairs; a link when its re-run is slow. Otherwise a node is confirmed as intermittent
     when its slow partners (these, those of its earlier pairs slow against the earlier references
     but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
-    slow links, suspects themselves perhaps) out of all
-    it was measured with pass the analysis' intermittency test (``intermittent_p_value``,
-    family-wise over ``n_tests``), the decision ``netbench report`` makes on a sweep; also when it
+    slow links, suspects themselves perhaps) out of the rounds it was measured in pass the count
+    test, family-wise over ``n_tests``: each round weighed with the chance its other pairs were
+    slow (``RoundChances``; a round in which a host was lost or a group hung counts for nothing),
+    which is the analysis' intermittency test (``intermittent_p_value``) when every round is
+    alike; also when it
     was fast with every re-test partner, since such a node is fast for a while. Cleared: slow with
     none and the count does not pass; inconclusive: slow with a few.
     """
@@ -556,7 +561,7 @@ class RoundChances:
         fine = np.isfinite(refs) & (refs > 0)
         idx, refs = idx[fine], refs[fine]
         disturbed = frozenset(int(rows.round[i]) for i, why in rows.failed.items()
-                              if not why.split(": ", 1)[-1].startswith("not run"))
+                              if not never_ran(why.split(": ", 1)[-1]))
         return cls(rows.round[idx], is_slow(rows.busbw[idx] / refs), rows.a[idx], rows.b[idx],
                    rows.names, disturbed)
 

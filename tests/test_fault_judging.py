@@ -155,3 +155,33 @@ def test_the_partners_of_a_hung_host_stay_usable_for_re_tests() -> None:
     assert unusable_hosts(outcome, PairRows.from_records(rows)) == {"a2"}
     lost = Outcome("completed", [], 2)  # a failure naming a host the launch did not record as faulty
     assert unusable_hosts(lost, PairRows.from_records(rows)) == set()
+
+
+def test_leaf_peers_of_a_host_lost_mid_round_are_not_judged_by_that_round() -> None:
+    """a2 is lost in round 9; its leaf peers a1-a3, measured beside the loss, ran at 0.2x then.
+    That round is not evidence about them: no warning or failure names a1 or a3, a2 is drained."""
+    import itertools
+
+    hosts = ["a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"]
+    topo = {h: "leaf" + h[0].upper() for h in hosts}
+    rows, lost_at = [], 9  # round 9: a2-a4
+    for rnd, p in enumerate(itertools.combinations(hosts, 2), start=1):
+        same = p[0][0] == p[1][0]
+        bw = 10.0 * (1.0 + 0.01 * (rnd % 5))  # no cross-spine penalty: nothing else to find
+        if "a2" in p and rnd == lost_at:
+            rows.append(failed(p, rnd, "lost: rank(s) [1] on a2 (host a2: lost contact)"))
+        elif "a2" in p and rnd > lost_at:
+            rows.append(failed(p, rnd, "not run: host a2 is down (host a2: lost contact)"))
+        else:
+            rows.append(row(p, rnd, bw, load=1, hop_class="leaf" if same else "spine"))
+        if rnd == lost_at:  # a1-a3 measured in the same round as a2's loss
+            rows.append(row(("a1", "a3"), rnd, 2.0, load=1, hop_class="leaf"))
+    rows = [r for r in rows if not (r["hosts"] == ["a1", "a3"] and r["round"] != lost_at)]
+    run = {"status": "completed", "hosts": hosts, "down_hosts": ["a2"],
+           "faults": [{"kind": "exit", "message": "host a2: lost contact", "host": "a2", "rank": None}]}
+    from netbench.reports.engine import run_rules
+
+    found = run_rules(AnalysisContext.from_data(rows, run=run, topology=topo))
+    serious = [f for f in found if f.severity in ("warn", "fail")]
+    assert to_drain(serious) == ["a2"], [f.title for f in serious]
+    assert not {"a1", "a3"} & {h for f in serious for h in f.hosts or [f.subject]}, [f.title for f in serious]

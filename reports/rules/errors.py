@@ -7,10 +7,10 @@ most of its groups, that is said once about the host instead of once per partner
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from typing import Any
 
+from netbench.reports.blame import blamed_hosts, never_ran
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
@@ -50,24 +50,6 @@ def _ended_early(ctx: AnalysisContext) -> list[Finding]:
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     return _ended_early(ctx) + _failed_rows(ctx)
-
-
-_BLAME = re.compile(r"^(?:not run: host |(?:hung|lost): rank\(s\) \[[^\]]*\] on )(.+?)(?: is down\b| \(|$)")
-"""The coordinator's words for a group that failed because of some of its hosts
-(``netbench.coordinator``: "not run: host X is down (...)", "hung: rank(s) [3] on X", "lost: rank(s)
-[1] on X, Y (...)"): the hosts it names."""
-
-
-def blamed_hosts(error: Any, hosts: list[str]) -> set[str]:
-    """The hosts of a failed row that its error names as the cause (a dead, hung or unreachable
-    host), of ``hosts`` only: a host's text is untrusted and names nothing else. Empty when the
-    error blames no host (a timeout with every rank alive, a collective's own error)."""
-    m = _BLAME.match(error) if isinstance(error, str) else None
-    return set(m.group(1).split(", ")) & set(hosts) if m else set()
-
-
-def _never_ran(error: Any) -> bool:
-    return isinstance(error, str) and error.startswith("not run:")
 
 
 def _lost_hosts(ctx: AnalysisContext) -> dict[str, str]:
@@ -149,7 +131,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
             # told once about the host; a pair that never ran, or failed for a host the run lost,
             # is no measurement of its link
             continue
-        if all(_never_ran(r.get("error")) for r in rows):
+        if all(never_ran(r.get("error")) for r in rows):
             continue  # a group that never ran measured nothing: the host that stopped it is named above
         sizes = sorted({int(r.get("bytes") or 0) for r in rows} - {0})  # a failed row carries bytes 0
         errors = Counter(str(r.get("error")) for r in rows if r.get("error"))
