@@ -127,17 +127,23 @@ def execute(
         progress.clear()
         writer.close()
         out = outcome or coord.outcome
-        if not settings.follow_up:
+        # a run's hosts lost in any of its launches (a re-test, preflight's escalation) stay named:
+        # a later launch adds to what an earlier one recorded, never replaces it
+        earlier = rundir.read_run()
+        lost = {"down_hosts": sorted(set(earlier.get("down_hosts") or []) | out.down_hosts),
+                "faults": list(earlier.get("faults") or []) + [asdict(f) for f in out.faults]}
+        if settings.follow_up:
+            rundir.write_run(**lost)
+        else:
             rundir.write_env(out.env)
             rundir.write_run(
                 status=out.status,
                 ended=utc_now(),
                 seconds=round(time.time() - t0, 3),
                 rows=out.rows,
-                down_hosts=sorted(out.down_hosts),
                 startup_s=out.startup_s,
                 phases=out.phases,
-                faults=[asdict(f) for f in out.faults],
+                **lost,
             )
     if not settings.follow_up:
         summarize(rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
