@@ -38,6 +38,7 @@ import torch
 #: releases running at once; the next one waits for a slot (see the module's docstring)
 IN_FLIGHT = 2
 _SLOTS = threading.BoundedSemaphore(IN_FLIGHT)
+_KEPT: list[Any] = []  # groups no slot freed up for in time (``release``): alive until the process ends
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def make(
     return dist.ProcessGroupGloo(store, grank, size, gopts)
 
 
-def release(pg: Any) -> None:
+def release(pg: Any, wait_s: float) -> None:
     """Give a finished group's resources back, on a thread of its own once a slot is free.
 
     Call it only after the group's last operation completed on this rank, and only when that
@@ -86,8 +87,13 @@ def release(pg: Any) -> None:
     has finished its part too, nothing is in flight, and ``shutdown`` neither waits on a peer nor
     finds work to abort. Shut down, a ProcessGroupNCCL is destroyed without torch's
     "destroy_process_group() was not called" warning. A release that fails is left alone: the
-    process's exit takes the rest."""
-    _SLOTS.acquire()
+    process's exit takes the rest. ``wait_s``: the longest a rank waits for a slot (its plan's
+    operation timeout)."""
+    if not _SLOTS.acquire(timeout=wait_s):
+        # every slot is held by a shutdown that does not return (a peer that died after the last
+        # operation, in a way NCCL waits on): keep this group rather than stop the rank here
+        _KEPT.append(pg)
+        return
     threading.Thread(target=_shutdown, args=(pg,), name="netbench-release", daemon=True).start()
 
 

@@ -204,7 +204,7 @@ def run_plan(ctx: RankContext) -> None:
             try:
                 made = ctx.made = make_group(ctx, group, phase)
                 run_group(ctx, made.pg, made.grank, group, phase)
-                groups.release(made.pg)  # its last operation (_gather) had every member: all are done
+                groups.release(made.pg, ctx.plan.op_timeout_s)  # its last op (_gather) had every member
                 messages.emit(
                     "group_done",
                     rank=ctx.rank,
