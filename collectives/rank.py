@@ -3,7 +3,8 @@
 Groups are built directly as backend objects (``ProcessGroupGloo`` / ``ProcessGroupNCCL``) over a
 ``PrefixStore`` of the run's store, never through the default process group. A pair's group therefore
 lives and dies alone: if a partner hangs or dies, this rank's operation fails after ``op_timeout_s``,
-the group is abandoned (NCCL: its communicator is aborted) and the rank goes on with the next phase.
+the group is abandoned (its communicator aborted) and the rank goes on with the next phase. A
+finished group is released, never kept: ``collectives/groups.py`` owns that life cycle.
 Plain ``dist.new_group`` would need every rank of the world to take part in every group's creation.
 """
 
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from netbench.collectives import messages
+from netbench.collectives import groups, messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
+from netbench.collectives.groups import MadeGroup
 from netbench.collectives.harness import PointSpec, Settings, corrupts, measure
 from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
@@ -29,10 +31,6 @@ from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
-# Finished groups live as long as the process, which ends with os._exit: destroying a gloo group can
-# block on its peers, and a ProcessGroupNCCL destroyed without shutdown prints torch's
-# "destroy_process_group() was not called" warning into the middle of the table.
-_FINISHED: list[Any] = []
 
 
 @dataclass
@@ -47,33 +45,21 @@ class RankContext:
     first_phase: int = 0
     """The phases before this one are not this process's: its agent restarted it after a group of
     an earlier phase stalled (worker ``_Agent.restart``)."""
+    made: MadeGroup | None = None
+    """The group being measured: how it was made and what that cost, which its rows carry."""
 
 
-def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, int]:
-    import torch.distributed as dist
-
-    pstore = group_store(ctx, group, phase)
+def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> MadeGroup:
+    """This rank's group for ``group``, made fresh (``groups.make``), with its set-up time."""
+    t0 = time.time()
     grank = group.ranks.index(ctx.rank)
-    timeout = _dt.timedelta(seconds=ctx.plan.op_timeout_s)
-    if ctx.plan.backend == "nccl":
-        opts = dist.ProcessGroupNCCL.Options()
-        opts._timeout = timeout
-        pg = dist.ProcessGroupNCCL(pstore, grank, len(group.ranks), opts)
-        # eager connect so set-up failures surface here, not inside the first timed loop
-        pg.allreduce([torch.zeros(1, device="cuda")]).wait()
-        torch.cuda.synchronize()
-    else:
-        opts = dist.ProcessGroupGloo._Options()
-        opts._timeout = timeout
-        iface = rail_iface(ctx, group)
-        if iface:  # the rail's own NIC, so the group measures that NIC and cable alone
-            opts._devices = [dist.ProcessGroupGloo.create_device(interface=iface)]
-        elif ctx.gloo_addr:
-            opts._devices = [dist.ProcessGroupGloo.create_device(hostname=ctx.gloo_addr)]
-        else:
-            opts._devices = [dist.ProcessGroupGloo.create_default_device()]
-        pg = dist.ProcessGroupGloo(pstore, grank, len(group.ranks), opts)
-    return pg, grank
+    iface = rail_iface(ctx, group)
+    # gloo: the rail's own NIC, so a rail group measures that NIC and cable alone; else the address
+    # that routes to the store
+    device = {"interface": iface} if iface else {"hostname": ctx.gloo_addr} if ctx.gloo_addr else None
+    pg = groups.make(ctx.plan.backend, group_store(ctx, group, phase), grank, len(group.ranks),
+                     ctx.plan.op_timeout_s, device)
+    return MadeGroup(pg, grank, "fresh", time.time() - t0)
 
 
 def rail_iface(ctx: RankContext, group: GroupSpec) -> str | None:
@@ -189,6 +175,8 @@ def _run_points(
                         engine=engine,
                         ts=time.time(),
                         rail=group.rail,
+                        group_made=ctx.made.how if ctx.made else None,
+                        setup_s=ctx.made.setup_s if ctx.made else None,
                     )
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:
@@ -203,17 +191,6 @@ def _gather(pg: Any, n: int, device: str, time_us: float, wrong: int) -> list[tu
     return [(float(t), float(w)) for t, w in gathered.view(n, 2).cpu().tolist()]
 
 
-def _abandon(pg: Any, backend: str) -> None:
-    """Drop a failed group without waiting on it (NCCL: abort the communicator)."""
-    if pg is None:
-        return
-    try:
-        if backend == "nccl":
-            pg.abort()
-    except Exception:  # noqa: BLE001 - best effort on a group that already failed
-        pass
-
-
 def run_plan(ctx: RankContext) -> None:
     """Execute every phase of the plan. Never raises for a failed group: it reports and goes on."""
     for phase in ctx.plan.phases[ctx.first_phase :]:
@@ -222,21 +199,20 @@ def run_plan(ctx: RankContext) -> None:
         released = set(json.loads(ctx.store.get(key).decode()))
         mine = [g for g in phase.groups if g.id in released and ctx.rank in g.ranks]
         for group in mine:
-            pg = None
+            made = None
             t0 = time.time()
             try:
-                pg, grank = make_group(ctx, group, phase)
-                setup_s = time.time() - t0
-                run_group(ctx, pg, grank, group, phase)
+                made = ctx.made = make_group(ctx, group, phase)
+                run_group(ctx, made.pg, made.grank, group, phase)
+                groups.release(made.pg, ctx.plan.op_timeout_s)  # its last op (_gather) had every member
                 messages.emit(
                     "group_done",
                     rank=ctx.rank,
                     phase=phase.index,
                     group=group.id,
                     seconds=time.time() - t0,
-                    setup_s=setup_s,
+                    setup_s=made.setup_s,
                 )
-                _FINISHED.append(pg)
             except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
                 text = f"{type(exc).__name__}: {exc}".strip()
                 kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"
@@ -251,5 +227,5 @@ def run_plan(ctx: RankContext) -> None:
                     if os.environ.get("NETBENCH_DEBUG")
                     else None,
                 )
-                _abandon(pg, ctx.plan.backend)
+                groups.abandon(made.pg if made else None)
         messages.emit("phase_done", rank=ctx.rank, phase=phase.index)

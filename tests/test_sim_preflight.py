@@ -15,6 +15,7 @@ from netbench.sim.launcher import LaunchCosts
 from netbench.sim.preflight import simulate_preflight
 from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions
+from netbench.sim.setup import GroupSetup
 
 
 def preflight(tmp_path, name, faults=(), seed=1, budget_s=120.0, **fabric):  # noqa: ANN001, ANN201
@@ -65,17 +66,21 @@ def test_gpu_dropout_is_named_and_recorded_as_a_real_lost_rank(tmp_path):
 
 
 def test_the_budget_runs_on_fabric_time(tmp_path):
-    # inventory + one launch + the quick pass (3 rounds on each leaf, 1 across, the ring: ~0.4 s each)
-    # fit in 11 s of fabric time less the report's reserve (a quarter of it); a second launch (5.5 s
-    # of rank start-up) does not, so the suspect is not re-tested and not drained, only warned about
-    costs = LaunchCosts()
-    first = costs.inventory_s(16) + costs.launch_s(16) + 5 * 0.4
-    assert first < 0.75 * 11.0 < first + costs.launch_s(16)
-    res = preflight(tmp_path, "tight", ["node:node0005=0.5"], budget_s=11.0)
-    assert res.result.drain == []
-    assert "budget" in res.result.info["escalations"][0]["skipped"]
-    assert [f.severity for f in res.result.findings if f.subject == "node0005"] == ["warn"]
-    assert res.fabric_s <= 11.0
+    # inventory + one launch + the quick pass (3 rounds on each leaf, 1 across, the ring: ~0.4 s each
+    # measuring, after each group's communicator set-up, sim.setup: 2.9 s for a pair of 8-GPU nodes,
+    # 8.1 s for the 128 ranks of the ring) fit in 40 s of fabric time less the report's reserve (a
+    # quarter of it); the re-test launch (5.5 s of rank start-up, then its rounds) does not fit
+    # whole, so the budget stops it after its first round
+    costs, setup = LaunchCosts(), GroupSetup()
+    pair, ring = setup.seconds("nccl", 16, 2), setup.seconds("nccl", 128, 16)
+    first = costs.inventory_s(16) + costs.launch_s(16) + 5 * 0.4 + 4 * pair + ring
+    assert first < 0.75 * 40.0 < first + costs.launch_s(16) + 2 * (pair + 0.4)
+    res = preflight(tmp_path, "tight", ["node:node0005=0.5"], budget_s=40.0)
+    quick = [round(s) for s in res.result.info["quick_phase_s"]]
+    assert quick == [round(pair + 0.4)] * 4 + [round(ring + 0.8)]  # each with its set-up
+    escalation = res.result.info["escalations"][0]
+    assert "budget" in escalation["skipped"] and escalation["phases_run"] < escalation["phases_planned"]
+    assert res.fabric_s <= 40.0
 
 
 def test_cli_prints_the_drain_list_and_the_score(tmp_path):

@@ -78,6 +78,11 @@ class ResultRow:
     # where the plan has none (not a pair, a host the topology does not place, an older run)
     load: int | None = None  # the most pairs of its round through one uplink on its path (0 in a leaf)
     hop_class: str | None = None  # leaf | spine | core | tier-N (netbench.common.topology)
+    # how the row's group was made (collectives/groups.py: fresh; split reserved for communicators
+    # split from a world one) and what making it cost this rank (rendezvous, connections, the first
+    # operation), in seconds; None in rows of runs from before they were recorded
+    group_made: str | None = None
+    setup_s: float | None = None
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -12,9 +12,10 @@ phase gate, the down-host bookkeeping and the failed-group rows are the coordina
 
 Time is the fabric's, on a ``SimClock``: a launch costs the SSH fan-out and rank start-up of
 ``LaunchCosts`` (figures measured on the namespaced test network), a phase the simulated time of its
-slowest group. A GPU that drops out (``gpu:NAME``) fails the rank on it at its first collective,
-as after an Xid 79: that rank exits with code 1 and the other ranks of the group report an NCCL
-error, and the coordinator records it as it records a real one.
+slowest group, communicator set-up included (``sim.setup``). A GPU that drops out (``gpu:NAME``)
+fails the rank on it at its first collective, as after an Xid 79: that rank exits with code 1 and
+the other ranks of the group report an NCCL error, and the coordinator records it as it records a
+real one.
 """
 
 from __future__ import annotations
@@ -282,7 +283,8 @@ class SimLauncher:
             for rank in grp.ranks:
                 agent = self._agent_of(rank)
                 agent.say(
-                    "group_done", rank=rank, phase=phase.index, group=grp.id, seconds=seconds, setup_s=0.0
+                    "group_done", rank=rank, phase=phase.index, group=grp.id, seconds=seconds,
+                    setup_s=measured.setup_s,
                 )
                 touched.add(agent)
         for grp in failing:

@@ -41,6 +41,7 @@ from netbench.planner import PlanRequest, build_plan
 from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.rails import RailFabric, build_fabric
+from netbench.sim.setup import GroupSetup
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -77,6 +78,8 @@ class SimOptions:
     iters: int = 20
     warmup: int = 5
     out: str | None = None
+    group_made: str = "fresh"
+    """How each group's communicator is made, for its set-up charge (``sim.setup.GroupSetup``)."""
 
     def __post_init__(self) -> None:
         from netbench.common.errors import UsageError
@@ -250,8 +253,12 @@ class Measured:
     points: list[_Point]
     rank_us: np.ndarray
     seconds: np.ndarray
-    """Each group's time on the fabric (warm-up, timed iterations and check of every point)."""
+    """Each group's time on the fabric: its set-up, then warm-up, timed iterations and check of
+    every point."""
     ts: float
+    made: str = "fresh"
+    setup_s: float = 0.0
+    """What making each group cost (``sim.setup``): the same for every group of a phase."""
 
     @property
     def rows(self) -> int:
@@ -289,6 +296,8 @@ class Measured:
             "wrong": 0 if spec.check else None,
             "device": self.plan.device,
             "ts": self.ts,
+            "group_made": self.made,
+            "setup_s": self.setup_s,
         }
 
     def rows_of(self) -> list[list[ResultRow]]:
@@ -411,10 +420,18 @@ def _measure(
     spec = phase.spec
     per_point = spec.warmup + spec.iters + (1 if spec.check else 0)
     avg = rank_us.mean(axis=-1)
-    seconds = np.zeros(len(groups))
+    setup_s = GroupSetup(opts.group_made).seconds(plan.backend, n, _group_nodes(groups))
+    seconds = np.full(len(groups), setup_s)  # a group measures once its communicator is made
     for q in range(len(points)):
         seconds += per_point * avg[:, q] / 1e6
-    return Measured(plan, phase, groups, points, rank_us, seconds, time.time())
+    return Measured(plan, phase, groups, points, rank_us, seconds, time.time(), opts.group_made, setup_s)
+
+
+def _group_nodes(groups: Sequence[GroupSpec]) -> int:
+    """The hosts of a phase's groups (the most of any group): 2 for pairs, every host for a ring."""
+    if isinstance(groups, PairGroups):
+        return 2
+    return max(len(set(grp.hosts)) for grp in groups)
 
 
 def _group_sizes(groups: Sequence[GroupSpec]) -> set[int]:
