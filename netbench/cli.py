@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     SIGTERM and SIGHUP stop a command as Ctrl-C does (``netbench.common.interrupts``)."""
     from netbench.common.interrupts import handling
 
-    with handling():
+    with handling(restore=False):
         _main(argv)
 
 

@@ -242,12 +242,13 @@ def _measure_and_judge(
     finally:  # an interrupted run keeps what its links did until then (a full disk has no room)
         if counted and not isinstance(stopped(), DiskFull):
             site.counters("after", counted, rundir)
+    if outcome.status == "completed":
+        stage.name = "report"  # every measurement is in: the closing lines and the report
     print_pairs(rows(), echo)
     if outcome.status == "interrupted":  # execute recorded the stop; run_pipeline says where it came
         raise as_interrupted(KeyboardInterrupt())
     findings = None
     if opts.report:
-        stage.name = "report"
         findings = finish_report(rundir, echo, policy=opts.policy)
     return exit_status(outcome, rundir, findings, judged=opts.report)
 

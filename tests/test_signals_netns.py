@@ -30,8 +30,9 @@ pytestmark = pytest.mark.netns
 
 HOSTS = ["h0", "h1", "h2", "h3"]
 CAPPED = "h3"
-QUICK = ["-c", "all_reduce", "-n", "2", "-w", "1", "-b", "1K", "-e", "256K", "--pair-sizes", "64K,256K",
+QUICK = ["-c", "all_reduce", "-n", "2", "-w", "1", "-b", "1K", "-e", "64K", "--pair-sizes", "64K",
          "--timeout", "15"]
+FAST = [*QUICK, "--no-inventory"]  # the cases that do not stop the inventory skip it (and its counters)
 PREFLIGHT = ["--budget", "300s", "--pair-sizes", "64K,256K", "-n", "2", "-w", "1", "--timeout", "15"]
 
 
@@ -147,12 +148,15 @@ def assert_stopped(run: Run, rc: int, before: list[dict], sig: str | None, stage
 
 
 def assert_report_incomplete(out: Path) -> subprocess.CompletedProcess:
+    """``netbench report`` says the run ended early (a warning at least, never a PASS), and drains no
+    host but the capped one (whose pairs, when measured, are slow with every partner)."""
     res = report(out)
-    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]  # a warning, never a PASS
+    assert res.returncode in (1, 2), res.stdout[-3000:] + res.stderr[-2000:]
     assert "The run ended early" in res.stdout, res.stdout[-3000:]
     findings = json.loads((out / "findings.json").read_text())["findings"]
     assert "run_incomplete" in {f["rule"] for f in findings}
-    assert not any(f["severity"] == "fail" and f.get("subject_kind") == "node" for f in findings), findings
+    drained = {h for f in findings if f["severity"] == "fail" for h in f.get("hosts") or []}
+    assert drained <= {CAPPED}, findings
     return res
 
 
@@ -168,10 +172,9 @@ def test_sigterm_during_the_inventory(net, tmp_path: Path) -> None:
     no_rank_left(net)
 
 
-@pytest.mark.parametrize("pattern", ["ring", "pair"])
-def test_sigterm_while_measuring(net, tmp_path: Path, pattern: str) -> None:
-    run = Run(net, tmp_path, [*QUICK, "--confirm-budget", "0"])
-    run.wait_row(pattern)
+def test_sigterm_in_the_ring(net, tmp_path: Path) -> None:
+    run = Run(net, tmp_path, [*FAST, "--confirm-budget", "0"])
+    run.wait_row("ring")
     rc, before = run.stop()
     meta = assert_stopped(run, rc, before, "SIGTERM", "measuring", 143)
     text = run.text()
@@ -184,24 +187,26 @@ def test_sigterm_while_measuring(net, tmp_path: Path, pattern: str) -> None:
     no_rank_left(net)
 
 
-def test_second_signal_ends_at_once(net, tmp_path: Path) -> None:
-    run = Run(net, tmp_path, [*QUICK, "--confirm-budget", "0"])
+def test_sigterm_in_the_pairs_and_a_second_one_ends_at_once(net, tmp_path: Path) -> None:
+    run = Run(net, tmp_path, [*FAST, "--confirm-budget", "0"])
     run.wait_row("pair")
     before = rows(run.out)
     run.proc.send_signal(signal.SIGTERM)
+    run.wait_line("interrupted by SIGTERM")  # the first one taken: the teardown has begun
     run.proc.send_signal(signal.SIGTERM)
     rc = run.proc.wait(timeout=30)
     assert rc == 143
     meta = run.run_json()
     assert meta["status"] == "interrupted" and meta["signal"] == "SIGTERM", meta
+    assert not meta.get("down_hosts") and not meta.get("faults"), meta
     assert rows(run.out)[: len(before)] == before
     assert_report_incomplete(run.out)
     no_rank_left(net)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGINT])  # SIGTERM in the re-tests: preflight's escalation
 def test_stopped_during_the_retest_launch(net, tmp_path: Path, sig: signal.Signals) -> None:
-    run = Run(net, tmp_path, [*QUICK, "--pattern", "pairwise", "--confirm-budget", "120"])
+    run = Run(net, tmp_path, [*FAST, "--pattern", "pairwise", "--confirm-budget", "120"])
     run.wait_line("# re-testing ")  # printed as the re-test launch starts its ranks
     rc, before = run.stop(sig)
     meta = assert_stopped(run, rc, before, sig.name, "re-tests", 128 + sig)
@@ -214,7 +219,7 @@ def test_stopped_during_the_retest_launch(net, tmp_path: Path, sig: signal.Signa
 
 
 def test_sigterm_in_the_report_keeps_a_completed_run(net, tmp_path: Path) -> None:
-    run = Run(net, tmp_path, [*QUICK, "--pattern", "pairwise", "--confirm-budget", "0"])
+    run = Run(net, tmp_path, [*FAST, "--pattern", "pairwise", "--confirm-budget", "0"])
     run.wait_line("# pairwise: large-message busbw per pair")  # the report comes next
     rc, before = run.stop()
     assert rc == 143, run.text()[-3000:]
@@ -229,8 +234,8 @@ def test_sigterm_in_the_report_keeps_a_completed_run(net, tmp_path: Path) -> Non
 
 
 def test_sigkill_leaves_running_which_the_report_does_not_pass(net, tmp_path: Path) -> None:
-    run = Run(net, tmp_path, [*QUICK, "--confirm-budget", "0"])
-    run.wait_row("pair")
+    run = Run(net, tmp_path, [*FAST, "--confirm-budget", "0"])
+    run.wait_row("ring")
     os.killpg(run.proc.pid, signal.SIGKILL)  # nothing can be recorded: run.json still says running
     run.proc.wait(timeout=30)
     assert run.run_json()["status"] == "running"
@@ -254,7 +259,7 @@ def small_disk(tmp_path: Path):
 
 def fill(mnt: Path) -> None:
     """Fill ``mnt`` to its last byte."""
-    with open(mnt / "filler", "wb") as fh:
+    with open(mnt / "filler", "wb", buffering=0) as fh:
         try:
             while True:
                 fh.write(bytes(64 << 10))
@@ -271,7 +276,7 @@ def fill(mnt: Path) -> None:
 
 def test_disk_full_stops_the_run_cleanly(net, tmp_path: Path, small_disk: Path) -> None:
     out = small_disk / "run"
-    run = Run(net, tmp_path, [*QUICK, "-e", "4M", "--confirm-budget", "0"], out=out)
+    run = Run(net, tmp_path, [*FAST, "-e", "1M", "--confirm-budget", "0"], out=out)
     run.wait_row("ring")
     fill(small_disk)
     rc = run.proc.wait(timeout=240)
@@ -295,12 +300,13 @@ def test_disk_full_stops_the_run_cleanly(net, tmp_path: Path, small_disk: Path) 
 
 # -- preflight -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stage, wait", [("inventory", "# netbench preflight:"), ("quick pass", "pair")])
+@pytest.mark.parametrize("stage, wait", [("inventory", "# netbench preflight:"), ("quick pass", "pair"),
+                                         ("escalation", "# re-testing ")])
 def test_preflight_sigterm(net, tmp_path: Path, stage: str, wait: str) -> None:
     pf = tmp_path / "pf.json"
     drain = tmp_path / "drain.txt"
     run = Run(net, tmp_path, [*PREFLIGHT, "--json", str(pf), "--drain-list", str(drain)], command="preflight")
-    if wait == "pair":
+    if wait == "pair":  # the quick pass: its pairs and its ring
         run.wait_row("pair")
     else:
         run.wait_line(wait)

@@ -114,11 +114,17 @@ def _handler(signum: int, frame: object) -> None:
     raise stop
 
 
+def _ended(signum: int, frame: object) -> None:
+    os._exit(128 + signum)
+
+
 @contextmanager
-def handling() -> Iterator[None]:
+def handling(restore: bool = True) -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` while inside (main thread only: elsewhere
     signals cannot be caught, and the defaults stay; an ignored one stays ignored); the handlers
-    before are restored after."""
+    before are restored after, or (``restore=False``: the command line's, whose process is ending)
+    each ends the process at once: a signal while the interpreter shuts down (threads joined) still
+    exits 128 + n, never killed by it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -131,5 +137,8 @@ def handling() -> Iterator[None]:
         yield
     finally:
         for name, old in before.items():
-            signal.signal(getattr(signal, name), old)
+            if restore or old is signal.SIG_IGN:
+                signal.signal(getattr(signal, name), old)
+            else:
+                signal.signal(getattr(signal, name), _ended)
         _state.clear()

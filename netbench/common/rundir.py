@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from netbench.common.errors import UsageError
-from netbench.common.interrupts import disk_full
+from netbench.common.interrupts import DiskFull, disk_full
 
 if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
     import pandas as pd
@@ -369,9 +369,7 @@ class RunDir:
         data.update(fields)
         try:
             _write_json(path, data)
-        except OSError as exc:
-            if disk_full(exc, path) is None:
-                raise
+        except DiskFull:
             self.release_reserve()  # the room kept for this: run.json says how the run ended
             _write_json(path, data)
         return data
