@@ -16,6 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 PREFIX = "@@nb "
+HEARTBEAT_S = 2.0
+"""How often a host's agent says it is alive (``alive``, naming its stopped ranks): one line a host,
+not a rank, so 4,096 hosts cost the coordinator 2,048 lines a second."""
 _lock = threading.Lock()
 _sink: Callable[[str], None] | None = None
 
@@ -121,6 +124,11 @@ SCHEMAS: dict[str, dict[str, Check]] = {
     "phase_done": {"rank": COUNT, "phase": COUNT},
     "bye": {"rank": COUNT},
     "exit": {"rank": COUNT, "rc": INT},
+    "alive": {
+        "host": TEXT,
+        "stopped?": (lambda v: isinstance(v, list) and all(_is_int(r) and r >= 0 for r in v), "a rank list"),
+    },
+    "restarted": {"rank": COUNT, "phase": COUNT},
 }
 
 

@@ -44,6 +44,9 @@ class RankContext:
     store: Any
     device: str
     gloo_addr: str | None = None
+    first_phase: int = 0
+    """The phases before this one are not this process's: its agent restarted it after a group of
+    an earlier phase stalled (worker ``_Agent.restart``)."""
 
 
 def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> tuple[Any, int]:
@@ -213,7 +216,7 @@ def _abandon(pg: Any, backend: str) -> None:
 
 def run_plan(ctx: RankContext) -> None:
     """Execute every phase of the plan. Never raises for a failed group: it reports and goes on."""
-    for phase in ctx.plan.phases:
+    for phase in ctx.plan.phases[ctx.first_phase :]:
         key = f"go/{phase.index}"
         ctx.store.wait([key], STORE_WAIT)
         released = set(json.loads(ctx.store.get(key).decode()))

@@ -13,8 +13,11 @@ paired with or what its re-test says:
   other good nodes paired among themselves as the phase's controls;
 - ``judge``: each re-test against the controls of its phase measured under the same load (hop class
   and pairs per uplink, ``common.topology.round_load``), never against another class; a node slow
-  with some known-good partners only is confirmed as intermittent by the analysis' own intermittency
-  test (``reports.analyses.intermittent_p_value``) over its slow partners, earlier ones included;
+  with some known-good partners only is confirmed as intermittent by a count test over its slow
+  rounds, earlier ones included, each round weighed with the chance that the other pairs of that
+  round show (``RoundChances``: slow rounds come together, under CPU contention or congestion, so
+  one assumed tail for independent pairs is not the null; ``reports.analyses.intermittent_p_value``
+  where every round is alike);
 - ``retest_suspects``: the one re-test loop: analyse what the sweep (or quick pass) measured,
   re-test the suspects in one launch (the caller's ``Measure``), phase by phase while they fit the
   ``Budget``, again while the verdicts name new suspects (the ends of a link confirmed slow); a
@@ -48,7 +51,15 @@ import numpy as np
 
 from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import LEAF, hop_class
-from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, Retest, RetestEvidence, intermittent_p_value
+from netbench.reports.analyses import (
+    INTERMITTENT_MIN_PAIRS,
+    Retest,
+    RetestEvidence,
+    intermittent_p_value,
+    noise_tail,
+)
+from netbench.reports.blame import blamed_hosts, never_ran
+from netbench.reports.stats import poisson_binomial_sf
 
 Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
@@ -182,13 +193,19 @@ def suspect_classes(findings: list[Any]) -> dict[str, str]:
 
 
 def unusable_hosts(outcome: Any, rows: PairRows) -> set[str]:
-    """Hosts not to re-test nor to re-test against: their ranks exited or never started, or one of
-    their pairs failed with no such host in it (a pair with a dead host fails for that host: its
-    partner is fine, and after a sweep that partner is every other host). A hung ring marks every
-    host down in its launch but names no one, so a hang alone does not count (the ring's failure
-    stays a finding of its own)."""
-    dead = {f.host for f in outcome.faults if f.kind in ("exit", "start") and f.host}
-    flaky = {h for pair in rows.pairs(~rows.ok) if not dead & set(pair) for h in pair}
+    """Hosts not to re-test nor to re-test against: those the launch lost (a fault of theirs: they
+    died, hung, never started or broke the protocol), and both ends of a pair that failed with no
+    lost host in it and no host named in its error. A pair with a dead or hung host fails for that
+    host (its error names it): its partner is fine, and after a sweep that partner is every other
+    host."""
+    dead = {f.host for f in outcome.faults if f.host}
+    flaky = {
+        h
+        for i, why in rows.failed.items()
+        for pair in [(rows.names[rows.a[i]], rows.names[rows.b[i]])]
+        if not dead & set(pair) and not blamed_hosts(why.split(": ", 1)[-1], list(pair))
+        for h in pair
+    }
     return dead | flaky
 
 
@@ -320,13 +337,16 @@ def judge(
     pairs within a leaf is the fabric, not the pair; without a reference of its class it is not judged.
     "Slow" is both practical and beyond noise, as in the rules: a ratio at most the policy's factor
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
-    pair model's noise sigma (log space). A suspect node is confirmed when slow in most of its
+    pair model's noise sigma (log space). A pair's rows of one round are one draw (their median).
+    A suspect node is confirmed when slow in most of its
     re-test pairs; a link when its re-run is slow. Otherwise a node is confirmed as intermittent
     when its slow partners (these, those of its earlier pairs slow against the earlier references
     but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
-    slow links, suspects themselves perhaps) out of all
-    it was measured with pass the analysis' intermittency test (``intermittent_p_value``,
-    family-wise over ``n_tests``), the decision ``netbench report`` makes on a sweep; also when it
+    slow links, suspects themselves perhaps) out of the rounds it was measured in pass the count
+    test, family-wise over ``n_tests``: each round weighed with the chance its other pairs were
+    slow (``RoundChances``; a round in which a host was lost or a group hung counts for nothing),
+    which is the analysis' intermittency test (``intermittent_p_value``) when every round is
+    alike; also when it
     was fast with every re-test partner, since such a node is fast for a while. Cleared: slow with
     none and the count does not pass; inconclusive: slow with a few.
     """
@@ -365,6 +385,10 @@ def judge(
                 return medians[key]
         return None
 
+    chances = RoundChances.of(rows, at_top & ~is_link & (when != AFTER), when, klass, load,
+                              lambda r: (r <= thresholds.slow_node_factor)
+                              & (np.log(np.maximum(r, 1e-12)) <= -thresholds.mad_k * noise_sigma))
+
     seen: dict[Pair, str] = {}  # (suspect, partner): the hop class their rows carry
 
     def klass_of(s: str, g: str) -> str:
@@ -374,6 +398,7 @@ def judge(
 
     node_ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     link_ratios: dict[str, list[float]] = defaultdict(list)
+    in_round: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     for i in np.flatnonzero(esc & at_top).tolist():
         base = ref(i)
         if not base:
@@ -384,8 +409,12 @@ def judge(
             link_ratios["|".join(sorted((a, b)))].append(ratio)
         elif one_bad[i]:
             s, g = (a, b) if a in bad else (b, a)
-            node_ratios[s][g].append(ratio)
+            in_round[(s, g, int(rnd[i]))].append(ratio)
             seen[(s, g)] = class_names[klass[i]]
+    # one draw a round: a pair's rows of one round (sizes' in- and out-of-place runs, back to back)
+    # are slowed by the same moment's contention, not by a node twice
+    for (s, g, _), ratios in in_round.items():
+        node_ratios[s][g].append(statistics.median(ratios))
     before: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for i in np.flatnonzero(at_top & one_bad & (when == BEFORE)).tolist():
         # the suspects' earlier pairs (quick pass, earlier re-runs) against their references, but
@@ -410,7 +439,7 @@ def judge(
         slow_in = Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
                           if slow(v, thresholds.slow_node_factor))
         slow_in.update(klass_of(s, g) for g in earlier)
-        measured = _pairs_by_class(rows, at_top, s, klass, class_names)
+        measured = _chances_by_class(rows, at_top, s, klass, class_names, chances.of_host(s))
         p_int, said = _intermittency(slow_in, measured)
         tally = (
             f"slow with {slow_runs} of {len(per)} known-good partner(s)"
@@ -453,8 +482,9 @@ def judge(
     return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
 
 
-BEFORE, AFTER = -2, -3
-"""A reference's phase (``judge``) for rows measured before the re-test's rounds, and after them."""
+BEFORE, AFTER, RETESTS = -2, -3, -4
+"""A reference's phase (``judge``) for rows measured before the re-test's rounds, after them, and
+in any of them (``RoundChances``)."""
 ANY_LOAD = -1
 """A reference of a phase and class whatever the load."""
 
@@ -482,26 +512,127 @@ def _medians(
     return out
 
 
-def _pairs_by_class(
-    rows: PairRows, at_top: np.ndarray, host: str, klass: np.ndarray, class_names: list[str]
-) -> dict[str, int]:
-    """How many of ``at_top``'s rows ``host`` is in, per hop class."""
+@dataclass(frozen=True)
+class RoundChances:
+    """Per round, the chance that noise alone makes a healthy pair of it slow, from the other pairs
+    measured in that round (``of_host``).
+
+    Why: slow rounds come together. On a shared machine, CPU contention slows the concurrent pairs
+    of a round at once; on a fabric, a burst of congestion does. A suspect's slow pair in such a
+    round is what the pairs beside it show too, and the independence the count test assumes holds
+    only given the round: each round is weighed with its own chance (a Poisson-binomial count,
+    ``poisson_binomial_sf``) instead of one assumed tail for all."""
+
+    rounds: np.ndarray
+    """The round of each pair row weighed (at the largest size, not a re-run link)."""
+    slow: np.ndarray
+    """Whether it was slow against the rows of its class and load in every re-test round (a sweep
+    row: in every sweep round). Not its own round's: that holds one or two controls, itself among
+    them, and could never be slow."""
+    a: np.ndarray
+    b: np.ndarray
+    names: list[str]
+    disturbed: frozenset[int]
+    """Rounds in which a pair failed other than "not run" (a host was lost, a group hung): its
+    pairs' slowness is no evidence (chance 1)."""
+
+    @classmethod
+    def of(
+        cls,
+        rows: PairRows,
+        usable: np.ndarray,
+        when: np.ndarray,
+        klass: np.ndarray,
+        load: np.ndarray,
+        is_slow: Callable[[np.ndarray], np.ndarray],
+    ) -> RoundChances:
+        idx = np.flatnonzero(usable)
+        span = np.where(when[idx] == BEFORE, BEFORE, RETESTS)
+        medians = _medians(span, klass[idx], load[idx], rows.busbw[idx])
+        refs = np.full(len(idx), np.nan)
+        if len(idx):
+            keys = np.stack([span, klass[idx], load[idx]], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            per_key = [
+                next((medians[key] for key in ((w, k, n), (w, k, ANY_LOAD)) if key in medians), np.nan)
+                for w, k, n in uniq.tolist()
+            ]
+            refs = np.asarray(per_key, dtype=float)[inverse.reshape(-1)]
+        fine = np.isfinite(refs) & (refs > 0)
+        idx, refs = idx[fine], refs[fine]
+        disturbed = frozenset(int(rows.round[i]) for i, why in rows.failed.items()
+                              if not never_ran(why.split(": ", 1)[-1]))
+        return cls(rows.round[idx], is_slow(rows.busbw[idx] / refs), rows.a[idx], rows.b[idx],
+                   rows.names, disturbed)
+
+    def of_host(self, host: str) -> Mapping[int, float]:
+        """Each round's chance for ``host``, from the rows of that round without it (its own slow
+        pairs are what is judged), drawn towards the rate of every round (PRIOR_CONTROLS rows'
+        worth of weight: a round with two fast pairs says little), never below the analysis'
+        assumed tail (``noise_tail``); ANY_ROUND: a round without other rows."""
+        base = noise_tail()
+        code = self.names.index(host) if host in self.names else -1
+        other = (self.a != code) & (self.b != code)
+        rnd, slow = self.rounds[other], self.slow[other]
+        pooled = max(base, float(slow.mean())) if len(slow) else base
+        out: dict[int, float] = {ANY_ROUND: pooled}
+        if len(rnd):
+            first = int(rnd.min())
+            counted = np.bincount(rnd - first)
+            slowed = np.bincount(rnd - first, weights=slow.astype(float))
+            for off in np.flatnonzero(counted).tolist():
+                out[first + off] = max(base, (float(slowed[off]) + PRIOR_CONTROLS * pooled)
+                                       / (float(counted[off]) + PRIOR_CONTROLS))
+        out |= {r: 1.0 for r in self.disturbed}
+        return out
+
+
+PRIOR_CONTROLS = 2.0
+"""The weight, in rows, of every round's rate in one round's chance (``RoundChances.of_host``)."""
+ANY_ROUND = -(1 << 40)
+"""``RoundChances.of_host``'s key for a round without other rows: the rate of every round."""
+
+
+def _chances_by_class(
+    rows: PairRows,
+    at_top: np.ndarray,
+    host: str,
+    klass: np.ndarray,
+    class_names: list[str],
+    chance: Mapping[int, float],
+) -> dict[str, list[float]]:
+    """Per hop class, the noise chance (``RoundChances``) of each round ``host`` was measured
+    in at the top size: a round, not a pair, is the unit (``host`` has one pair in a round)."""
     code = rows.names.index(host) if host in rows.names else -1
-    mine = at_top & ((rows.a == code) | (rows.b == code))
-    counts = np.bincount(klass[mine], minlength=len(class_names))
-    return {class_names[k]: int(n) for k, n in enumerate(counts.tolist()) if n}
+    mine = np.flatnonzero(at_top & ((rows.a == code) | (rows.b == code)))
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for k, r in zip(klass[mine].tolist(), rows.round[mine].tolist(), strict=True):
+        out[class_names[k]][r] = chance.get(r, chance[ANY_ROUND])
+    return {k: list(v.values()) for k, v in out.items()}
 
 
-def _intermittency(slow: Counter[str], measured: Mapping[str, int]) -> tuple[float, str]:
-    """The intermittency test (``intermittent_p_value``) of a node's slow pairs out of all it was
-    measured with, all classes together and each hop class alone, the smallest p-value times the
-    tests made, and which count it was. Per class as the analysis judges nodes: behind oversubscribed
-    uplinks a node capped now and then shows with its own leaf only, and its many cross-leaf
-    pairs, never slower, would drown it in the pooled count."""
-    tests = [(sum(slow.values()), sum(measured.values()), "")]
-    tests += [(slow[k], n, f" {k}") for k, n in sorted(measured.items()) if len(measured) > 1]
-    p, k, n, name = min((intermittent_p_value(k, n), k, n, name) for k, n, name in tests)
-    return min(1.0, p * len(tests)), f"{k} of {n}{name} pairs"
+def _intermittency(slow: Counter[str], measured: Mapping[str, list[float]]) -> tuple[float, str]:
+    """The intermittency test of a node's slow pairs out of the rounds it was measured in
+    (``measured``: each round's noise chance, ``_chances_by_class``), all classes together and
+    each hop class alone, the smallest p-value times the tests made, and which count it was. Per
+    class as the analysis judges nodes: behind oversubscribed uplinks a node capped now and then
+    shows with its own leaf only, and its many cross-leaf pairs, never slower, would drown it in
+    the pooled count. Rounds whose controls were slow weigh little (``poisson_binomial_sf``); with
+    every round's chance the assumed tail it is ``intermittent_p_value``."""
+    every = [p for ps in measured.values() for p in ps]
+    tests = [(sum(slow.values()), every, "")]
+    tests += [(slow[k], ps, f" {k}") for k, ps in sorted(measured.items()) if len(measured) > 1]
+
+    def p_value(k: int, chances: list[float]) -> float:
+        if k < INTERMITTENT_MIN_PAIRS:
+            return 1.0
+        if k > len(chances):
+            # slow partners of earlier slow links outnumber the rounds counted: as the analysis does
+            return intermittent_p_value(k, len(chances))
+        return poisson_binomial_sf(k, chances)
+
+    p, k, n, name = min((p_value(k, ps), k, len(ps), name) for k, ps, name in tests)
+    return min(1.0, p * len(tests)), f"{k} of {n}{name} rounds"
 
 
 # -- the procedure -----------------------------------------------------------------------------------

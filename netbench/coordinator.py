@@ -46,6 +46,10 @@ default 8 MiB stacks reserved 32 GiB, and thread starts failed on a busy machine
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_CONCURRENCY = 64  # agents started at once
 MAX_BATCH = 4096  # messages handled between two scans of the pending groups (hangs still seen each 0.2 s)
+AGENT_SILENT_S = 5 * messages.HEARTBEAT_S
+"""An agent not heard from for this long, when one of its groups stalls, has stopped answering (the
+host froze, or its agent was stopped): the stall is that host's. Five beats: a loaded host's agent
+can miss one or two."""
 
 
 @dataclass
@@ -137,6 +141,17 @@ class Coordinator:
         self.finished_ranks: set[int] = set()
         self.rejected: set[str] = set()  # hosts that broke the protocol
         self._phase_groups: tuple[int, dict[Any, GroupSpec]] = (-1, {})
+        # the agents' heartbeats (messages.HEARTBEAT_S): when each host's was last heard, and which of
+        # its ranks it saw stopped; a host never heard from (ranks an external launcher started) is
+        # judged by silence alone, as before heartbeats
+        self.alive_at: dict[str, float] = {}
+        self.stopped: dict[str, set[int]] = {}
+        # ranks given up on in a stalled group, to be restarted from a later phase: rank -> that
+        # phase; ``restart_acked``: their agents have restarted them (a hello from them closes it)
+        self.restarts: dict[int, int] = {}
+        self.restart_acked: set[int] = set()
+        self._ctl_gen = 0
+        self._store: Any = None
 
     # -- plumbing ------------------------------------------------------------------------------
     def _pump(self, host: str, agent: AgentProcess) -> None:
@@ -223,7 +238,16 @@ class Coordinator:
             self.outcome.env[host] = msg["info"]  # the sender's own, whatever host it names
         elif kind == "hello":
             state.setdefault("hello", set()).add(msg["rank"])
+            if msg["rank"] in self.restart_acked:
+                self.restarts.pop(msg["rank"], None)
+                self.restart_acked.discard(msg["rank"])
             self._check_caps(host, msg)
+        elif kind == "alive":
+            self.alive_at[host] = now
+            self.stopped[host] = set(msg.get("stopped") or ())
+        elif kind == "restarted":
+            if self.restarts.get(msg["rank"]) == msg["phase"]:
+                self.restart_acked.add(msg["rank"])
         elif kind in ("group_done", "group_error"):
             if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
                 state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
@@ -331,6 +355,7 @@ class Coordinator:
             except OSError as exc:
                 raise NetbenchError(f"cannot listen on {bind} for the ranks: {exc.strerror}", 2) from None
             store = secured(raw, secret)
+        self._store = store
         publish_plan(store, self.plan)  # every host's part: its agent (or its ranks) fetch that alone
         state: dict[str, Any] = {}
         t_launch = self.clock()
@@ -445,6 +470,8 @@ class Coordinator:
         return {r for s in self.slots if s.host in self.outcome.down_hosts for r in s.ranks}
 
     def _run_phase(self, phase: Phase, store: Any, state: dict[str, Any]) -> None:
+        if self.restarts:
+            self._await_restarts(state)
         down = self.outcome.down_hosts
         groups = list(phase.groups)  # once: a pairwise round's groups are made as they are read
         run_groups = [g for g in groups if not set(g.hosts) & down]
@@ -481,36 +508,127 @@ class Coordinator:
                     del pending[gid]
                 elif now - state["activity"].get(gid, start) > (GRACE_S if reported else limit):
                     silent = [r for r in g.ranks if r not in reported and r not in dead]
-                    hosts = sorted({self.rank_host[r] for r in silent})
-                    self._fault(
-                        "hang",
-                        f"{phase.name}: rank(s) {silent} on {', '.join(hosts)} made no progress "
-                        f"for {limit:.0f} s in group {gid}",
-                        hosts[0] if hosts else None,
-                        silent[0] if silent else None,
-                    )
-                    for h in hosts:
-                        self._host_down(h, f"host {h}: hung in {phase.name} (group {gid})", kind="hang")
-                    self._close_group(phase, g, reported, dead + silent, timed_out=True)
+                    self._stalled(phase, g, reported, dead, silent, limit)
                     del pending[gid]
             if self.fail_fast and self.outcome.faults:
                 for g in pending.values():
                     self._failed_group(phase, g, "error", "run stopped: " + self.outcome.faults[0].message)
                 return
 
-    def _close_group(
-        self, phase: Phase, g: GroupSpec, reported: dict[int, Any], lost: list[int], timed_out: bool = False
+    def _stalled(
+        self, phase: Phase, g: GroupSpec, reported: dict[int, Any], dead: list[int], silent: list[int],
+        limit: float,
     ) -> None:
+        """A group past its time with ``silent`` ranks: find who stalled it, and cost the others nothing.
+
+        A silent rank is the stall's cause when its host's agent has stopped answering or says the
+        rank is stopped (or, for ranks no agent watches, when it is silent at all). Every other silent
+        rank is alive and waiting: on the culprit, on a rank that died (``dead``), or on a transfer too
+        slow for ``--timeout``, as when one slow host drags a whole ring. Those are not hung: they are
+        restarted from the next phase (``_Agent.restart``) and keep their host's other pairs, so one
+        slow or dead host never drains its partners, and the pairs that follow say which host was slow."""
+        now = time.monotonic()
+        culprits, waiting = [], []
+        for r in silent:
+            host = self.rank_host[r]
+            seen = self.alive_at.get(host)
+            unheard = seen is None or now - seen > AGENT_SILENT_S
+            if self.fail_fast or unheard or r in self.stopped.get(host, ()):
+                culprits.append(r)
+            else:
+                waiting.append(r)
+        gid = g.id
+        if culprits:
+            hosts = sorted({self.rank_host[r] for r in culprits})
+            self._fault(
+                "hang",
+                f"{phase.name}: rank(s) {culprits} on {', '.join(hosts)} made no progress "
+                f"for {limit:.0f} s in group {gid}",
+                hosts[0],
+                culprits[0],
+            )
+            for h in hosts:
+                self._host_down(h, f"host {h}: {self._hang_cause(h, now)} in {phase.name} (group {gid})",
+                                kind="hang")
+            why = f"hung: rank(s) {sorted(culprits)} on {', '.join(hosts)}"
+        elif dead:
+            gone = sorted({self.rank_host[r] for r in dead})
+            why = f"lost: rank(s) {sorted(dead)} on {', '.join(gone)}"
+            reasons = [self.down_reason[h] for h in gone if h in self.down_reason]
+            why += f" ({reasons[0]})" if reasons else ""
+        else:
+            why = (f"timed out: no progress for {limit:.0f} s, every rank alive (the group was abandoned; "
+                   "its hosts' other pairs say which one is slow)")
+        if waiting:
+            self.on_note(f"{phase.name}: group {gid} stalled; restarting rank(s) {sorted(waiting)} on "
+                         f"{', '.join(sorted({self.rank_host[r] for r in waiting}))} for the next phase "
+                         "(alive, waiting: not a host fault)")
+            self._restart(waiting, phase.index + 1)
+        self._close_group(phase, g, reported, dead + silent, why=why)
+
+    def _hang_cause(self, host: str, now: float) -> str:
+        seen = self.alive_at.get(host)
+        if seen is None:
+            return "hung"
+        if now - seen > AGENT_SILENT_S:
+            return f"stopped answering (no word from its agent for {now - seen:.0f} s)"
+        stopped = sorted(self.stopped.get(host, ()))
+        return f"rank(s) {stopped} stopped (process state T)" if stopped else "hung"
+
+    def _restart(self, ranks: list[int], first_phase: int) -> None:
+        """Ask the agents of ``ranks`` to restart them from ``first_phase``: one store key a host,
+        carrying every request of that host not yet acknowledged (an agent that polled late still
+        sees an earlier one; it applies a rank's request once, by its phase)."""
+        for r in ranks:
+            self.restarts[r] = first_phase
+            self.restart_acked.discard(r)
+        self._ctl_gen += 1
+        for host in sorted({self.rank_host[r] for r in ranks}):
+            asked = {str(r): p for r, p in self.restarts.items() if self.rank_host[r] == host}
+            self._store.set(f"ctl/{host}", json.dumps({"gen": self._ctl_gen, "restart": asked}))
+
+    def _await_restarts(self, state: dict[str, Any]) -> None:
+        """Before a phase is released: the ranks restarted for it are back (their hello), so their
+        partners do not wait on a process still importing torch. One that is not back within
+        ``start_timeout_s`` costs its host, as at the start."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            waiting = [r for r in self.restarts if self.rank_host[r] not in self.outcome.down_hosts]
+            if not waiting:
+                self.restarts.clear()
+                return
+            if time.monotonic() > deadline:
+                break
+            try:
+                host, msg = self.q.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            self._handle(host, msg, state)
+        for host in sorted({self.rank_host[r] for r in waiting}):
+            ranks = [r for r in waiting if self.rank_host[r] == host]
+            self._host_down(
+                host, f"host {host}: rank(s) {ranks} did not come back within {self.start_timeout_s:g} s "
+                "of their restart", kind="start"
+            )
+        self.restarts.clear()
+
+    def _close_group(
+        self, phase: Phase, g: GroupSpec, reported: dict[int, Any], lost: list[int], why: str | None = None
+    ) -> None:
+        """The failed rows of a group that ended without all its rows: ``why`` given (a stall,
+        ``_stalled``), else from the ranks ``lost`` (their hosts went down) or the errors reported."""
         errors = [m for m in reported.values() if m.get("type") == "group_error"]
         if not errors and not lost:
             return
-        if lost:
+        if why is not None:
+            status = "timeout"
+        elif lost:
             hosts = sorted({self.rank_host[r] for r in lost})
-            why = ("hung" if timed_out else "lost") + f": rank(s) {sorted(lost)} on {', '.join(hosts)}"
+            why = f"lost: rank(s) {sorted(lost)} on {', '.join(hosts)}"
             reasons = [self.down_reason[h] for h in hosts if h in self.down_reason]
-            if reasons and not timed_out:
+            if reasons:
                 why += f" ({reasons[0]})"
-            status = "timeout" if timed_out or any(m.get("kind") == "timeout" for m in errors) else "error"
+            status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
         else:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
             why = f"rank {errors[0].get('rank')}: {errors[0].get('error')}"

@@ -137,8 +137,15 @@ def execute(
         progress.clear()
         writer.close()
         out = outcome or coord.outcome
-        if not settings.follow_up:
-            _record_end(rundir, out, stop, round(time.time() - t0, 3), rows)
+        # a run's hosts lost in any of its launches (a re-test, preflight's escalation) stay named:
+        # a later launch adds to what an earlier one recorded, never replaces it
+        earlier = rundir.read_run()
+        lost = {"down_hosts": sorted(set(earlier.get("down_hosts") or []) | out.down_hosts),
+                "faults": list(earlier.get("faults") or []) + [asdict(f) for f in out.faults]}
+        if settings.follow_up:
+            rundir.write_run(**lost)
+        else:
+            _record_end(rundir, out, stop, round(time.time() - t0, 3), rows, lost)
     if stop is not None and settings.follow_up:  # a later launch's caller records where it stopped
         raise stop
     if not settings.follow_up:
@@ -147,10 +154,12 @@ def execute(
 
 
 def _record_end(
-    rundir: RunDir, out: Outcome, stop: Interrupted | None, seconds: float, rows: list[dict[str, Any]]
+    rundir: RunDir, out: Outcome, stop: Interrupted | None, seconds: float, rows: list[dict[str, Any]],
+    lost: dict[str, Any],
 ) -> None:
-    """run.json's end of a launch: its status first (and, when stopped, by what), then env.json, which
-    a full disk may cost (run.json has the reserve: ``RunDir.hold_reserve``)."""
+    """run.json's end of a launch: its status first (and, when stopped, by what; ``lost``: the hosts
+    lost so far, this launch's added), then env.json, which a full disk may cost (run.json has the
+    reserve: ``RunDir.hold_reserve``)."""
     said = {"signal": stop.signal, "error": stop.what} if stop is not None else {}
     rundir.write_run(
         status=out.status,
@@ -158,10 +167,9 @@ def _record_end(
         seconds=seconds,
         rows=len(rows),
         rows_failed=sum(1 for r in rows if r.get("status") != "ok"),
-        down_hosts=sorted(out.down_hosts),
         startup_s=out.startup_s,
         phases=out.phases,
-        faults=[asdict(f) for f in out.faults],
+        **lost,
         **said,
     )
     try:

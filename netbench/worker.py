@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -63,13 +64,15 @@ def _rank_main(args: argparse.Namespace) -> None:
         args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
     )
     plan = _read_plan_lines().plan()
-    run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host, plan)
+    run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host, plan,
+             first_phase=args.first_phase)
     sys.stdout.flush()
     os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
 
 
 def run_rank(
-    store: object, store_addr: str, rank: int, local_rank: int, host: str, plan: WorkerPlan | None = None
+    store: object, store_addr: str, rank: int, local_rank: int, host: str, plan: WorkerPlan | None = None,
+    first_phase: int = 0,
 ) -> None:
     """One rank's whole life once it has the store: say hello, follow the phases. ``plan``: its
     host's, as the agent handed it; None (ranks an external launcher started, no agent): the rank
@@ -113,35 +116,39 @@ def run_rank(
         store=store,
         device=plan.device,
         gloo_addr=addr,
+        first_phase=first_phase,
     )
     run_plan(ctx)
     messages.emit("bye", rank=rank)
 
 
-def _forward(proc: subprocess.Popen, rank: int, lock: threading.Lock) -> None:
+def _forward(agent: _Agent, proc: subprocess.Popen, rank: int) -> None:
     from netbench.collectives import messages
 
     assert proc.stdout is not None
     for raw in proc.stdout:
         line = raw.decode("utf-8", "replace")
         if line.startswith(messages.PREFIX):
-            with lock:
+            with agent.lock:
                 sys.stdout.write(line)
                 sys.stdout.flush()
         else:
             sys.stderr.write(f"[rank {rank}] {line}")
     rc = proc.wait()
-    with lock:
-        messages.emit("exit", rank=rank, rc=rc)
+    with agent.lock:
+        if agent.procs.get(rank) is proc:  # a rank the agent replaced says nothing: its exit was asked for
+            messages.emit("exit", rank=rank, rc=rc)
 
 
 class _PlanFetch(threading.Thread):
-    """The host's part of the plan from the run's store, fetched once for every rank of the host."""
+    """The host's part of the plan from the run's store, fetched once for every rank of the host.
+    The store client stays: the agent reads the coordinator's requests from it (``_Agent.control``)."""
 
     def __init__(self, store_addr: str, store_port: int, secret: str, host: str) -> None:
         super().__init__(daemon=True, name="plan-fetch")
         self.store_addr, self.store_port, self.secret, self.host = store_addr, store_port, secret, host
         self.text: HostPlanText | None = None
+        self.store: object | None = None
 
     def run(self) -> None:
         try:
@@ -153,7 +160,8 @@ class _PlanFetch(threading.Thread):
             raw = dist.TCPStore(
                 self.store_addr, self.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
             )
-            self.text = fetch_host_plan(secured(raw, self.secret), self.host, STORE_WAIT)
+            self.store = secured(raw, self.secret)
+            self.text = fetch_host_plan(self.store, self.host, STORE_WAIT)
         except Exception as exc:  # noqa: BLE001 - the ranks find no plan and exit; the coordinator names them
             why = f"{type(exc).__name__}: {exc}"
             sys.stderr.write(f"netbench.worker: cannot fetch {self.host}'s plan: {why}\n")
@@ -173,23 +181,54 @@ def _hand_over(proc: subprocess.Popen, secret: str, fetched: _PlanFetch) -> None
         pass
 
 
-def _agent_main(args: argparse.Namespace) -> None:
-    from netbench.launch import SECRET_ENV
+def _stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, a debugger): state T or t in /proc (Linux; elsewhere never)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
-    # local: the first line of the coordinator's pipe; SSH: the remote wrapper read it off the
-    # channel into the environment, from where it goes no further (the ranks get it on stdin)
-    secret = _read_secret_line() if args.watch_stdin else os.environ.pop(SECRET_ENV, "")
-    if not secret:
-        sys.stderr.write("netbench.worker: no store secret\n")
-        os._exit(2)
-    procs: list[subprocess.Popen] = []
-    lock = threading.Lock()
-    stopping = threading.Event()
 
-    def stop(*_: object) -> None:
-        if stopping.is_set():
+class _Agent:
+    """One host's agent: its ranks' processes, their forwarding, and the coordinator's requests.
+
+    Every ``messages.HEARTBEAT_S`` it says it is alive, naming any of its ranks that is stopped: a
+    group that stalls is then pinned on a host that stopped answering or a rank that stopped, and
+    the ranks that were only waiting on them are not taken for hung. A rank the coordinator gives
+    up on (its group stalled) is restarted from the next phase on request (``ctl/<host>`` in the
+    store): killing it is the one way to free it from an operation that will not return soon, and a
+    fresh process costs a few seconds where a drained host cost all of its pairs."""
+
+    def __init__(self, args: argparse.Namespace, secret: str) -> None:
+        self.args, self.secret = args, secret
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.readers: list[threading.Thread] = []
+        self.replacing = 0  # ranks between their kill and their new process: the agent is not done
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.fetched = _PlanFetch(args.store_addr, args.store_port, secret, args.host)
+
+    def start_rank(self, local: int, first_phase: int = 0) -> None:
+        rank = self.args.rank_base + local
+        cmd = [sys.executable, "-m", "netbench.worker", "rank", "--store-addr", self.args.store_addr,
+               "--store-port", str(self.args.store_port), "--rank", str(rank), "--local-rank", str(local),
+               "--host", self.args.host, "--first-phase", str(first_phase)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=self.env)
+        with self.lock:
+            self.procs[rank] = proc
+        # a thread per rank: a write blocks until that rank reads, and the ranks read in any order
+        threading.Thread(target=_hand_over, args=(proc, self.secret, self.fetched), daemon=True).start()
+        reader = threading.Thread(target=_forward, args=(self, proc, rank), daemon=True)
+        reader.start()
+        self.readers.append(reader)
+
+    def stop(self, *_: object) -> None:
+        if self.stopping.is_set():
             return
-        stopping.set()
+        self.stopping.set()
+        procs = list(self.procs.values())
         for p in procs:
             if p.poll() is None:
                 p.terminate()
@@ -201,38 +240,72 @@ def _agent_main(args: argparse.Namespace) -> None:
                 p.kill()
         os._exit(143)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
-    signal.signal(signal.SIGINT, stop)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    threads = []
-    fetched = _PlanFetch(args.store_addr, args.store_port, secret, args.host)
-    fetched.start()  # alongside the ranks' own start-up (imports), not before it
+    def control(self) -> None:
+        """The heartbeat, and the restarts the coordinator asks for (``ctl/<host>``: a generation
+        and {rank: first phase}; each generation is applied once)."""
+        import json
+
+        from netbench.collectives import messages
+
+        key, applied = f"ctl/{self.args.host}", 0
+        self.fetched.join()
+        store = self.fetched.store
+        while not self.stopping.wait(messages.HEARTBEAT_S):
+            with self.lock:
+                stopped = [r for r, p in self.procs.items() if p.poll() is None and _stopped(p.pid)]
+                messages.emit("alive", host=self.args.host, stopped=stopped)
+            if store is None:
+                continue
+            try:
+                if not store.check([key]):
+                    continue
+                ask = json.loads(store.get(key).decode())
+            except Exception:  # noqa: BLE001 - the store went away: the coordinator ends this agent
+                continue
+            if int(ask.get("gen", 0)) <= applied:
+                continue
+            applied = int(ask["gen"])
+            for rank_text, first_phase in ask.get("restart", {}).items():
+                self.restart(int(rank_text), int(first_phase))
+
+    def restart(self, rank: int, first_phase: int) -> None:
+        from netbench.collectives import messages
+
+        old = self.procs.get(rank)
+        local = rank - self.args.rank_base
+        if old is None or not 0 <= local < self.args.nprocs or self.stopping.is_set():
+            return
+        with self.lock:
+            self.procs.pop(rank)  # its reader stays quiet about the exit
+            self.replacing += 1
+        try:
+            old.kill()
+            old.wait()
+            with self.lock:
+                messages.emit("restarted", rank=rank, phase=first_phase)
+            self.start_rank(local, first_phase)
+        finally:
+            with self.lock:
+                self.replacing -= 1
+
+
+def _agent_main(args: argparse.Namespace) -> None:
+    from netbench.launch import SECRET_ENV
+
+    # local: the first line of the coordinator's pipe; SSH: the remote wrapper read it off the
+    # channel into the environment, from where it goes no further (the ranks get it on stdin)
+    secret = _read_secret_line() if args.watch_stdin else os.environ.pop(SECRET_ENV, "")
+    if not secret:
+        sys.stderr.write("netbench.worker: no store secret\n")
+        os._exit(2)
+    agent = _Agent(args, secret)
+    signal.signal(signal.SIGTERM, agent.stop)
+    signal.signal(signal.SIGHUP, agent.stop)
+    signal.signal(signal.SIGINT, agent.stop)
+    agent.fetched.start()  # alongside the ranks' own start-up (imports), not before it
     for local in range(args.nprocs):
-        rank = args.rank_base + local
-        cmd = [
-            sys.executable,
-            "-m",
-            "netbench.worker",
-            "rank",
-            "--store-addr",
-            args.store_addr,
-            "--store-port",
-            str(args.store_port),
-            "--rank",
-            str(rank),
-            "--local-rank",
-            str(local),
-            "--host",
-            args.host,
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env)
-        procs.append(proc)
-        # a thread per rank: a write blocks until that rank reads, and the ranks read in any order
-        threading.Thread(target=_hand_over, args=(proc, secret, fetched), daemon=True).start()
-        t = threading.Thread(target=_forward, args=(procs[-1], rank, lock), daemon=True)
-        t.start()
-        threads.append(t)
+        agent.start_rank(local)
+    threading.Thread(target=agent.control, daemon=True, name="control").start()
 
     def watch_stdin() -> None:
         try:
@@ -240,12 +313,22 @@ def _agent_main(args: argparse.Namespace) -> None:
                 pass
         except (OSError, ValueError):
             pass
-        stop()
+        agent.stop()
 
     if args.watch_stdin:  # local launcher: our stdin is the coordinator's pipe
         threading.Thread(target=watch_stdin, daemon=True).start()
-    for t in threads:
-        t.join()
+    while True:  # until every rank, restarted ones included, has ended
+        with agent.lock:
+            running = [p for p in agent.procs.values() if p.poll() is None]
+            replacing = agent.replacing
+        if running:
+            running[0].wait()
+        elif replacing:
+            time.sleep(0.05)
+        else:
+            break
+    for reader in list(agent.readers):
+        reader.join(timeout=5)
     sys.stdout.flush()
     os._exit(0)
 
@@ -269,6 +352,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             p.add_argument("--rank", type=int, required=True)
             p.add_argument("--local-rank", type=int, default=0)
+            p.add_argument("--first-phase", type=int, default=0,
+                           help="skip the phases before this one (a rank its agent restarted)")
     args = parser.parse_args(argv)
     if args.role == "agent":
         _agent_main(args)

@@ -392,10 +392,10 @@ def intermittent_p_value(slow: int, pairs: int) -> float:
     INTERMITTENT_MIN_PAIRS: fewer slow pairs are links, not a node."""
     if slow < INTERMITTENT_MIN_PAIRS:
         return 1.0
-    return binomial_sf(slow, max(pairs, slow), _noise_tail())
+    return binomial_sf(slow, max(pairs, slow), noise_tail())
 
 
-def _noise_tail() -> float:
+def noise_tail() -> float:
     """The chance noise alone puts one pair more than INTERMITTENT_Z below its cell."""
     from statistics import NormalDist
 
@@ -421,7 +421,7 @@ def _intermittent(
     low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
     measured = np.isfinite(z)
     count = low.sum(axis=1)
-    p0 = _noise_tail()
+    p0 = noise_tail()
     out: dict[int, NodeVerdict] = {}
     pvals: dict[int, float] = {}
     lows: dict[int, np.ndarray] = {}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
@@ -124,6 +124,38 @@ class _Matrices:
         return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls, m.load)
 
 
+def _disturbed_by_a_loss(ctx: AnalysisContext, rows: Any) -> np.ndarray:
+    """Which of ``rows`` (measured rows) ran beside a loss: in a round in which a pair failed
+    other than "not run" (a host died, hung or was cut off; a group timed out), the pairs with an
+    end on a leaf of the failed pair's hosts it names (both ends where it names none; every pair of
+    the round without switches). Not evidence about those hosts: a leaf peer of a host lost
+    mid-round shares its switch and the moment (a partner left waiting, a burst of retransmits),
+    and its pairs of that round alone made it look slow."""
+    from netbench.reports.blame import blamed_hosts, never_ran
+
+    out = np.zeros(len(rows), dtype=bool)
+    bad = ctx.rows[(ctx.rows["status"] != "ok") & (ctx.rows["pattern"] == "pair")]
+    if bad.empty or "round" not in rows.columns:
+        return out
+    switches = ctx.switches
+    near: dict[int, set[str | None]] = {}  # round -> the leaves (a host where none is known) it disturbed
+    for hosts, error, rnd in zip(bad["hosts"], bad["error"], bad["round"], strict=True):
+        if not isinstance(hosts, (list, tuple)) or rnd != rnd or rnd is None:
+            continue
+        if never_ran(error):
+            continue  # never ran: it disturbed nothing
+        culprits = blamed_hosts(error, list(hosts)) or set(hosts)
+        near.setdefault(int(rnd), set()).update(switches.get(h, h) if switches else None for h in culprits)
+    if not near:
+        return out
+    rnd = rows["round"].to_numpy(dtype=float, na_value=np.nan)
+    for i in np.flatnonzero(np.isin(rnd, list(near))).tolist():
+        leaves = near[int(rnd[i])]
+        hosts = rows["hosts"].iloc[i]
+        out[i] = None in leaves or any(switches.get(h, h) in leaves for h in hosts or [])
+    return out
+
+
 def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     """The matrices of the large-message pair rows of the judged engine (None without any)."""
     rows = ctx.ok_rows
@@ -134,6 +166,7 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     start = ctx.retests.from_round if ctx.retests is not None else None
     if start is not None:  # the re-tests' rows: judged against their own controls, not fitted here
         keep &= ~(rows["round"].to_numpy(dtype=float, na_value=np.nan) >= start)
+    keep &= ~_disturbed_by_a_loss(ctx, rows)
     if not keep.any():
         return None
     coll = _pick_collective(rows.loc[keep, ["collective"]])

@@ -124,6 +124,25 @@ def binomial_sf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
+def poisson_binomial_sf(k: int, probs: list[float]) -> float:
+    """P(X >= k) for X the number of successes of independent trials with chances ``probs``: the
+    count test of a suspect whose pairs ran in rounds disturbed unequally (``netbench.confirm``),
+    each round's chance its own. Exact by dynamic programming over the trials (a suspect's few
+    hundred rounds at most)."""
+    if k <= 0:
+        return 1.0
+    if k > len(probs):
+        return 0.0
+    dist = np.zeros(k + 1)  # dist[x]: P(x successes so far), the last cell "k or more"
+    dist[0] = 1.0
+    for p in probs:
+        top = dist[k] + dist[k - 1] * p
+        dist[1:k] = dist[1:k] * (1 - p) + dist[: k - 1] * p
+        dist[0] *= 1 - p
+        dist[k] = top
+    return float(min(1.0, dist[k]))
+
+
 def sig3(x: float | None) -> float | None:
     """Round to 3 significant digits for evidence and plots (measurements are not better)."""
     if x is None or not np.isfinite(x):

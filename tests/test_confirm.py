@@ -201,7 +201,7 @@ def test_a_node_slow_now_and_then_within_its_leaf_only_is_judged_on_its_leaf_pai
     args = (rows, range(5, 8), ["a1"], [], SW, t, 0.05, {"a1": {"a2", "a3"}})
     out = judge_of(*args, n_tests=40_000)
     assert out["a1"].verdict == "confirmed", out["a1"].reason
-    assert "3 of 5 leaf pairs slow" in out["a1"].reason
+    assert "3 of 5 leaf rounds slow" in out["a1"].reason
     assert judge_of(*args, n_tests=10**6)["a1"].verdict == "inconclusive"  # a fleet too large for it
 
 

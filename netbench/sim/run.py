@@ -62,6 +62,10 @@ class SimOptions:
     faults: tuple[Fault, ...] = ()
     noise: float = 0.05
     """Coefficient of variation of each measured time (0.05 = 5%)."""
+    contention: float = 0.0
+    """The chance a phase (a round) is contended: then each of its groups, with chance 1/2, takes
+    CONTENDED_SLOWDOWN longer, together (CPU contention between concurrent pairs on shared hosts, a
+    burst of congestion): slow rounds correlated across pairs, which independent noise is not."""
     seed: int = 0
     latency_us: float = 20.0
     patterns: tuple[str, ...] = ("ring", "pairwise")
@@ -79,6 +83,8 @@ class SimOptions:
 
         if not 0 <= self.noise < 0.5:
             raise UsageError("--noise must be in [0, 0.5)")
+        if not 0 <= self.contention <= 1:
+            raise UsageError("--contention must be in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -370,6 +376,11 @@ def _points(spec: SweepSpec, ranks: int) -> list[_Point]:
     return out
 
 
+CONTENDED_SLOWDOWN = (1.7, 3.5)
+"""How much longer a contended group takes (``SimOptions.contention``): this 2-core test machine's
+concurrent gloo pairs ran from 0.3x to 0.6x of their usual busbw beside each other."""
+
+
 def _measure(
     plan: WorkerPlan,
     phase: Phase,
@@ -393,6 +404,9 @@ def _measure(
     t = opts.latency_us + (nbytes * bus) / (rate_GBps[:, None] * 1e3)
     z = rng.standard_normal((len(groups), len(points), 1 + n))
     t = t * np.maximum(0.05, 1 + opts.noise * z[..., 0])
+    if opts.contention and rng.random() < opts.contention:  # drawn only when asked: seeds keep their draws
+        hit = rng.random(len(groups)) < 0.5
+        t[hit] *= rng.uniform(*CONTENDED_SLOWDOWN, size=(int(hit.sum()), 1))
     rank_us = t[..., None] * (1 + RANK_JITTER * z[..., 1:])
     spec = phase.spec
     per_point = spec.warmup + spec.iters + (1 if spec.check else 0)

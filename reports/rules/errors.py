@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
+from netbench.reports.blame import blamed_hosts, never_ran
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
@@ -63,11 +64,30 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     return _ended_early(ctx) + _failed_rows(ctx)
 
 
+def _lost_hosts(ctx: AnalysisContext) -> dict[str, str]:
+    """Hosts the run lost (run.json's ``down_hosts`` and ``faults``, every launch's), with the first
+    reason recorded for each: a host that died, hung or could not be reached is named whatever its
+    rows say (one lost before its first pair has none)."""
+    out: dict[str, str] = {}
+    listed = ctx.run.get("hosts")
+    known = set(ctx.hosts) | {h for h in (listed if isinstance(listed, list) else []) if isinstance(h, str)}
+    faults = ctx.run.get("faults")
+    for f in faults if isinstance(faults, list) else []:
+        if isinstance(f, dict) and isinstance(f.get("host"), str) and f["host"] in known:
+            out.setdefault(f["host"], str(f.get("message") or f.get("kind") or "failed")[:200])
+    down = ctx.run.get("down_hosts")
+    for h in down if isinstance(down, list) else []:
+        if isinstance(h, str) and h in known:
+            out.setdefault(h, "marked down")
+    return out
+
+
 def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     df = ctx.rows
     wrong = df["wrong"].fillna(0).astype(float) > 0
     bad = df[wrong | (df["status"] != "ok")]
-    if bad.empty:
+    lost = _lost_hosts(ctx)
+    if bad.empty and not lost:
         return []
     per_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in bad.to_dict("records"):
@@ -83,24 +103,35 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     for hosts in df.loc[df["pattern"] == "pair", "hosts"].dropna():
         for h in hosts:
             groups_of[h] += 1
+    # a failed pair is evidence against the host its error names (a dead, hung or cut-off host),
+    # never against its partner; one that names none counts against both ends
     failed_of: Counter[str] = Counter()
-    for rows in per_group.values():
+    named: dict[tuple[str, str], set[str]] = {}
+    for key, rows in per_group.items():
         if rows[0].get("pattern") == "pair":
-            for h in rows[0].get("hosts") or []:
+            hosts = rows[0].get("hosts") or []
+            named[key] = set().union(*(blamed_hosts(r.get("error"), hosts) for r in rows))
+            for h in named[key] or hosts:
                 failed_of[h] += len(rows)
-    bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]}
+    bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]} | set(lost)
     out: list[Finding] = []
     for host in sorted(bad_hosts):
+        why = lost.get(host)
         out.append(
             Finding(
                 rule="host_failing",
                 severity="fail",
                 subject_kind="node",
                 subject=host,
-                title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed",
-                evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]},
+                title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed"
+                + (f" (lost during the run: {why})" if why else ""),
+                evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]}
+                | ({"lost": why} if why else {}),
                 action=(
-                    f"Drain {host} and look at its worker log in the run directory "
+                    f"Drain {host}: it died, hung or could not be reached during the run (run.json's "
+                    "faults say how); check it is up and reachable before returning it."
+                    if why
+                    else f"Drain {host} and look at its worker log in the run directory "
                     "(NCCL errors, hangs, Xids)."
                 ),
                 hosts=[host],
@@ -108,9 +139,13 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
         )
     for (kind, gid), rows in sorted(per_group.items()):
         hosts = rows[0].get("hosts") or []
-        if rows[0].get("pattern") == "pair" and set(hosts) & bad_hosts:
-            continue  # told once about the host
-        sizes = sorted({int(r.get("bytes") or 0) for r in rows})
+        if rows[0].get("pattern") == "pair" and (set(hosts) & bad_hosts or named.get((kind, gid))):
+            # told once about the host; a pair that never ran, or failed for a host the run lost,
+            # is no measurement of its link
+            continue
+        if all(never_ran(r.get("error")) for r in rows):
+            continue  # a group that never ran measured nothing: the host that stopped it is named above
+        sizes = sorted({int(r.get("bytes") or 0) for r in rows} - {0})  # a failed row carries bytes 0
         errors = Counter(str(r.get("error")) for r in rows if r.get("error"))
         subject_kind = "pair" if rows[0].get("pattern") == "pair" else "run"
         colls = sorted({str(r.get("collective")) for r in rows})
@@ -125,13 +160,14 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
         if errors:
             evidence["errors"] = dict(errors.most_common(3))
         shown = ", ".join(size_label(s) for s in sizes[:6]) + (" ..." if len(sizes) > 6 else "")
+        where = f"{', '.join(colls)} at {shown}" if sizes else ", ".join(colls)
         out.append(
             Finding(
                 rule=kind,
                 severity="fail",
                 subject_kind=subject_kind,
                 subject="|".join(hosts) if subject_kind == "pair" else gid,
-                title=f"{gid} {_WHAT[kind]} in {len(rows)} measurement(s) ({', '.join(colls)} at {shown})",
+                title=f"{gid} {_WHAT[kind]} in {len(rows)} measurement(s) ({where})",
                 evidence=evidence,
                 action=(
                     "Wrong results mean corrupted data: drain the hosts and check GPU "

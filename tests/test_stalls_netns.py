@@ -1,0 +1,194 @@
+"""Faults injected into real sweeps on the namespaced test hosts while they run: a stalled group is
+pinned on the host that stalled it, and the hosts that were only waiting on it keep their pairs.
+
+Each test asserts who is marked down, who is drained (the FAIL node findings), run.json's status,
+the exit status and the pair rows kept. The hosts share one network per module; every test clears
+its rate limits and resumes what it stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.netns
+
+HOSTS = ["h0", "h1", "h2", "h3", "h4"]
+SMALL = ["-c", "all_reduce", "-n", "2", "-w", "1", "--timeout", "5"]
+
+
+@pytest.fixture(scope="module")
+def net():
+    from netns import TestNetwork, netns_unavailable
+
+    reason = netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    network = TestNetwork.create(HOSTS)
+    yield network
+    network.destroy()
+
+
+@pytest.fixture
+def clean(net):
+    yield net
+    net.clear_limits()
+    for pid in rank_pids(None):
+        os.kill(pid, signal.SIGCONT)
+
+
+def rank_pids(host: str | None) -> list[int]:
+    """The rank processes of ``host`` (every host: None); the hosts share this machine's process table."""
+    pattern = "netbench.worker rank .*--host " + (f"{host} " if host else "")
+    res = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(p) for p in res.stdout.split()]
+
+
+class Sweep:
+    """A ``netbench sweep`` subprocess whose stdout is watched line by line, so a test can act on an event."""
+
+    def __init__(self, argv: list[str], out: Path) -> None:
+        self.out = out
+        self.proc = subprocess.Popen([*argv, "--out", str(out)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.stderr = ""
+        self._cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line)
+                self._cond.notify_all()
+
+    def wait_line(self, match: Callable[[str], bool], timeout: float = 120) -> str:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in self.lines:
+                    if match(line):
+                        return line
+                left = deadline - time.monotonic()
+                assert left > 0 and self.proc.poll() is None, "".join(self.lines)[-3000:]
+                self._cond.wait(left)
+
+    def wait_row(self, pattern: str, timeout: float = 120) -> None:
+        """Until results.jsonl holds a row of ``pattern`` (the pair rows are not printed)."""
+        deadline = time.monotonic() + timeout
+        path = self.out / "results.jsonl"
+        while not (path.is_file() and f'"pattern": "{pattern}"' in path.read_text()):
+            assert time.monotonic() < deadline and self.proc.poll() is None
+            time.sleep(0.1)
+
+    def finish(self, timeout: float = 400) -> int:
+        _, self.stderr = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode
+
+    def run_json(self) -> dict:
+        return json.loads((self.out / "run.json").read_text())
+
+    def rows(self) -> list[dict]:
+        return [json.loads(x) for x in (self.out / "results.jsonl").read_text().splitlines() if x.strip()]
+
+    def pairs(self) -> dict[frozenset, list[dict]]:
+        by: dict[frozenset, list[dict]] = {}
+        for r in self.rows():
+            if r["pattern"] == "pair":
+                by.setdefault(frozenset(r["hosts"]), []).append(r)
+        return by
+
+    def nodes_named(self, severities: tuple[str, ...] = ("fail",)) -> set[str]:
+        """The hosts of node findings of these severities (failures: the drain list)."""
+        findings = json.loads((self.out / "findings.json").read_text())["findings"]
+        return {h for f in findings if f["severity"] in severities and f["subject_kind"] == "node"
+                for h in f.get("hosts") or [f["subject"]]}
+
+    def text(self) -> str:
+        return "".join(self.lines) + self.stderr
+
+
+def ok_pairs_without(sweep: Sweep, host: str) -> None:
+    """Every pair of the other hosts was measured, and measured well."""
+    pairs = sweep.pairs()
+    others = [h for h in HOSTS if h != host]
+    for i, a in enumerate(others):
+        for b in others[i + 1:]:
+            rows = pairs[frozenset({a, b})]
+            assert rows and all(r["status"] == "ok" for r in rows), (a, b, rows)
+
+
+def test_one_slow_host_stalling_the_ring_is_named_and_costs_nobody_else(clean, tmp_path: Path) -> None:
+    """h3 at 1 Mbit/s: the ring's larger steps pass --timeout. Every rank is alive, so none is hung:
+    the ring is abandoned, its ranks restarted for the pairs, and the pairs name h3 alone."""
+    clean.limit_host("h3", "1mbit")
+    sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise", "-b", "64K",
+                   "-e", "1M", "--pair-sizes", "64K", "--confirm-budget", "0", *SMALL], tmp_path / "run")
+    assert sweep.finish() == 2, sweep.text()[-4000:]
+    run = sweep.run_json()
+    assert run["status"] == "completed" and run["down_hosts"] == [] and run["faults"] == []
+    ring = [r for r in sweep.rows() if r["pattern"] == "ring" and r["status"] != "ok"]
+    assert len(ring) == 1 and "every rank alive" in ring[0]["error"]
+    assert "restarting rank(s) [0, 1, 2, 3, 4]" in sweep.text()
+    assert all(r["status"] == "ok" for rows in sweep.pairs().values() for r in rows)
+    assert len(sweep.pairs()) == 10
+    assert sweep.nodes_named(("warn", "fail")) == {"h3"}, sweep.text()[-3000:]
+
+
+def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) -> None:
+    """h2's rank is killed once the ring has printed its first row (its larger sizes keep it going a
+    few seconds more): the ranks blocked in the ring on it are restarted, not taken for hung."""
+    sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise", "-b", "1M",
+                   "-e", "16M", "--pair-sizes", "64K", "--confirm-budget", "0", *SMALL, "-n", "30"],
+                  tmp_path / "run")
+    sweep.wait_line(lambda line: line.strip().startswith("1048576"))
+    for pid in rank_pids("h2"):
+        os.kill(pid, signal.SIGKILL)
+    assert sweep.finish() == 2, sweep.text()[-4000:]
+    run = sweep.run_json()
+    assert run["status"] == "completed" and run["down_hosts"] == ["h2"]
+    assert {f["host"] for f in run["faults"]} == {"h2"}
+    ok_pairs_without(sweep, "h2")
+    for h in ("h0", "h1", "h3", "h4"):
+        assert all(r["status"] != "ok" and "h2" in r["error"] for r in sweep.pairs()[frozenset({h, "h2"})])
+    assert sweep.nodes_named() <= {"h2"}
+
+
+def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(clean, tmp_path: Path) -> None:
+    """h1 drops to 1 Mbit/s once the pairs have started: each of its pairs stalls past --timeout with
+    both ranks alive, so its partners are restarted and go on with their other pairs."""
+    sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "1M",
+                   "--confirm-budget", "0", *SMALL], tmp_path / "run")
+    sweep.wait_row("pair")
+    clean.limit_host("h1", "1mbit")
+    assert sweep.finish() == 2, sweep.text()[-4000:]
+    run = sweep.run_json()
+    assert run["status"] == "completed" and run["down_hosts"] == [] and run["faults"] == []
+    ok_pairs_without(sweep, "h1")
+    stalled = [r for rows in sweep.pairs().values() for r in rows if r["status"] != "ok"]
+    assert stalled and all("h1" in r["hosts"] for r in stalled)
+    assert sweep.nodes_named() <= {"h1"}
+
+
+def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Path) -> None:
+    """h2's rank is stopped (SIGSTOP) during the pairs: its agent says so, h2 is the hang, and the
+    partner that timed out waiting on it keeps its other pairs."""
+    sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "64K",
+                   "--confirm-budget", "0", *SMALL, "-n", "200"], tmp_path / "run")
+    sweep.wait_row("pair")
+    for pid in rank_pids("h2"):
+        os.kill(pid, signal.SIGSTOP)
+    assert sweep.finish() == 2, sweep.text()[-4000:]
+    run = sweep.run_json()
+    assert run["status"] == "completed" and run["down_hosts"] == ["h2"]
+    assert {f["host"] for f in run["faults"]} == {"h2"} and "stopped (process state T)" in sweep.text()
+    ok_pairs_without(sweep, "h2")
+    assert sweep.nodes_named() == {"h2"}
