@@ -56,9 +56,8 @@ class LazyGroup(click.Group):
                 raise
             click.echo(f"netbench: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("netbench: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:
+            ctx.exit(_interrupted(exc))
 
 
 @click.group(
@@ -82,8 +81,26 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """The one line of a stopped command and its exit status: 128 + the signal (130 Ctrl-C, 143
+    SIGTERM, 129 SIGHUP), 3 for a full disk (docs/exit-status.md)."""
+    from netbench.common.interrupts import DiskFull, as_interrupted
+
+    stop = as_interrupted(exc)
+    click.echo(f"netbench: {'error: ' if isinstance(stop, DiskFull) else ''}{stop.what}", err=True)
+    return stop.exit_code
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point. Every error the user can cause ends as ONE line on stderr and an exit code."""
+    """Entry point. Every error the user can cause ends as ONE line on stderr and an exit code.
+    SIGTERM and SIGHUP stop a command as Ctrl-C does (``netbench.common.interrupts``)."""
+    from netbench.common.interrupts import handling
+
+    with handling(restore=False):
+        _main(argv)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         rv = cli.main(args=argv, prog_name="netbench", standalone_mode=False)
     except click.UsageError as exc:  # bad option value, unknown option: exit 2, one line
@@ -92,15 +109,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
-        click.echo("netbench: interrupted", err=True)
-        sys.exit(130)
+    except click.Abort:  # click's own prompt, Ctrl-C'd
+        sys.exit(_interrupted(KeyboardInterrupt()))
     except NetbenchError as exc:  # raised outside a command's invoke
         click.echo(f"netbench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("netbench: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        sys.exit(_interrupted(exc))
     except Exception as exc:  # a bug: still one line, unless the user asked for the traceback
         if os.environ.get("NETBENCH_DEBUG") or "--debug" in (argv or sys.argv):
             raise

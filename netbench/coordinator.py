@@ -202,6 +202,8 @@ class Coordinator:
                     )
             return
         if isinstance(msg, ChannelLost):
+            if state.get("stopping"):
+                return  # the channels this run closed as it stopped
             self._host_down(host, f"host {host}: lost contact ({quote_untrusted(msg.error)})")
             return
         if isinstance(msg, Invalid):
@@ -257,6 +259,8 @@ class Coordinator:
             self.finished_ranks.add(msg["rank"])
         elif kind == "exit":
             rank, rc = msg["rank"], msg["rc"]
+            if state.get("stopping"):
+                return  # ranks this run stopped (a signal, a full disk): netbench's doing, not the host's
             if rc != 0 or rank not in self.finished_ranks:
                 how = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
                 self._host_down(host, f"rank {rank} on host {host} {how} before the sweep ended", rank)
@@ -384,6 +388,7 @@ class Coordinator:
             self._drain(5.0, state)
         except KeyboardInterrupt:
             self.outcome.status = "interrupted"
+            state["stopping"] = True
             raise
         finally:
             state["finishing"] = True

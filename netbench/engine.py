@@ -17,6 +17,7 @@ from netbench import __version__
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
 from netbench.collectives.sizes import format_size
+from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted
 from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Coordinator, Outcome
@@ -91,9 +92,16 @@ def execute(
     modes = {m for p in plan.phases for m in p.spec.in_place}
     writer = rundir.writer()
     rows: list[dict[str, Any]] = []
+    full: list[DiskFull] = []  # the run directory's disk is full: the rows still coming are lost
 
     def on_row(row: dict[str, Any]) -> None:
-        writer.write(row)
+        if full:
+            return
+        try:
+            writer.write(row)
+        except DiskFull as exc:
+            full.append(exc)
+            raise
         rows.append(row)
         if settings.print_table is None or settings.print_table(row):
             coll = get_collective(row["collective"])
@@ -115,9 +123,11 @@ def execute(
         start_timeout_s=settings.start_timeout_s,
     )
     outcome: Outcome | None = None
+    stop: Interrupted | None = None
     try:
         outcome = coord.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # a signal (netbench.common.interrupts) or a full disk
+        stop = as_interrupted(exc)
         outcome = coord.outcome
         outcome.status = "interrupted"
     except BaseException:  # run.json must not say 'completed' for a run that broke off
@@ -135,19 +145,38 @@ def execute(
         if settings.follow_up:
             rundir.write_run(**lost)
         else:
-            rundir.write_env(out.env)
-            rundir.write_run(
-                status=out.status,
-                ended=utc_now(),
-                seconds=round(time.time() - t0, 3),
-                rows=out.rows,
-                startup_s=out.startup_s,
-                phases=out.phases,
-                **lost,
-            )
+            _record_end(rundir, out, stop, round(time.time() - t0, 3), rows, lost)
+    if stop is not None and settings.follow_up:  # a later launch's caller records where it stopped
+        raise stop
     if not settings.follow_up:
         summarize(rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
     return out
+
+
+def _record_end(
+    rundir: RunDir, out: Outcome, stop: Interrupted | None, seconds: float, rows: list[dict[str, Any]],
+    lost: dict[str, Any],
+) -> None:
+    """run.json's end of a launch: its status first (and, when stopped, by what; ``lost``: the hosts
+    lost so far, this launch's added), then env.json, which a full disk may cost (run.json has the
+    reserve: ``RunDir.hold_reserve``)."""
+    said = {"signal": stop.signal, "error": stop.what} if stop is not None else {}
+    rundir.write_run(
+        status=out.status,
+        ended=utc_now(),
+        seconds=seconds,
+        rows=len(rows),
+        rows_failed=sum(1 for r in rows if r.get("status") != "ok"),
+        startup_s=out.startup_s,
+        phases=out.phases,
+        **lost,
+        **said,
+    )
+    try:
+        rundir.write_env(out.env)
+    except DiskFull:
+        if stop is None:
+            raise
 
 
 def summarize(
@@ -184,9 +213,16 @@ def summarize(
     wrong = sum(r.get("wrong") or 0 for r in rows if r.get("status") == "ok")
     failed = [r for r in rows if r.get("status") != "ok"]
     echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
-    echo(f"# rows: {len(rows)} measured, {len(failed)} failed; status {outcome.status}")
+    echo(f"# {rows_line(len(rows), len(failed))}; status {outcome.status}")
     for f in outcome.faults:
         echo(f"# fault: {f.message}")
+
+
+def rows_line(rows: int, failed: int) -> str:
+    """The row counts as the log, run.json (``rows``, ``rows_failed``) and the report say them: every
+    line of results.jsonl is a row, a measurement (status ok) or a group that gave none (failed)."""
+    return (f"rows: {rows} in results.jsonl, {rows - failed} measured, {failed} failed "
+            "(timed out, errored or not run)")
 
 
 def finish_report(
@@ -213,13 +249,11 @@ def finish_report(
         return None
 
 
-EXIT_INTERRUPTED = 130
-
-
 def exit_status(outcome: Outcome, rundir: RunDir, findings: list[Any] | None, judged: bool = True) -> int:
     """The exit status of a run that measured, the same on every site (docs/exit-status.md):
 
-    130 interrupted (what was measured stays); 2 a host's torch cannot do what the run needs (its
+    interrupted: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 3 when its disk was full
+    (what was measured stays); 2 a host's torch cannot do what the run needs (its
     environment: bad input); 3 no verdict: not a row came back, or the report could not be made;
     else the verdict of the findings (0 pass, 1 warnings, 2 failures), never better than what the
     coordinator counted: a fault, a lost host, a failed or wrong row or an unfinished run is at
@@ -227,7 +261,7 @@ def exit_status(outcome: Outcome, rundir: RunDir, findings: list[Any] | None, ju
     from netbench.reports.summary import exit_code
 
     if outcome.status == "interrupted":
-        return EXIT_INTERRUPTED
+        return as_interrupted(KeyboardInterrupt()).exit_code
     if any(f.kind == "capability" for f in outcome.faults):
         return 2
     ok, bad = _row_counts(rundir)

@@ -29,7 +29,8 @@ from netbench.collectives.plan import WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
-from netbench.common.rundir import GrowingRows, RunDir, new_run_id
+from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted, on_exit_now, stopped
+from netbench.common.rundir import GrowingRows, RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
 from netbench.defaults import START_TIMEOUT_S
@@ -121,7 +122,8 @@ def announce(
 
 def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] = print,
                  progress: Progress | None = None) -> int:
-    """The whole sweep on ``site``; its exit status (``engine.exit_status``)."""
+    """The whole sweep on ``site``; its exit status (``engine.exit_status``). A signal or a full
+    disk at any stage (``netbench.common.interrupts``) ends it with run.json saying so."""
     entries = site.hosts()
     run_id = new_run_id()
     RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
@@ -129,12 +131,22 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         where = opts.hosts_file or f"the {site.name} allocation"
         echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
              + ("; inventory first" if opts.inventory else ""))
-    records = site.inventory(entries, echo) if opts.inventory else []
+    try:
+        records = site.inventory(entries, echo) if opts.inventory else []
+        switches = site.switches(entries, echo)
+    except KeyboardInterrupt as exc:  # the run directory still says how the run ended
+        rundir = RunDir.create(opts.out, run_id=run_id)
+        rundir.write_inventory([])  # none came back: a run directory, with nothing judged
+        stop = as_interrupted(exc)
+        rundir.write_run(command="sweep", launcher=site.name, hosts_file=opts.hosts_file,
+                         scheduler_job=site.job_id, status="interrupted", signal=stop.signal,
+                         error=f"{stop.what} during the inventory", stopped_in="inventory", ended=utc_now())
+        echo(f"# {stop.what} during the inventory; run directory {rundir.path}")
+        raise stop from None
     nodes = {n.host: n for n in records}
     for n in [n for n in records if not n.ok][:20]:
         echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
-    switches = site.switches(entries, echo)
     try:
         if not live:
             first = records[0]
@@ -148,6 +160,57 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
             rundir.write_run(command="sweep", launcher=site.name, status="failed", error=str(exc))
         raise
     rundir = RunDir.create(opts.out, run_id=run_id)
+    rundir.hold_reserve()  # run.json's last words on a full disk
+    stage = Stage(rundir)
+    on_exit_now(stage.last_words)
+    try:
+        return _measure_and_judge(opts, site, planned, rundir, switches, entries, records, live,
+                                  stage, echo, progress)
+    except KeyboardInterrupt as exc:
+        raise stage.stopped(as_interrupted(exc), echo) from None
+    finally:
+        on_exit_now(None)
+        rundir.release_reserve()
+
+
+@dataclass
+class Stage:
+    """Where a sweep is (run.json's ``stopped_in`` when a stop comes), and how run.json says a stop."""
+
+    rundir: RunDir
+    name: str = "measuring"
+
+    def fields(self, stop: Interrupted) -> dict[str, Any]:
+        """run.json's fields for ``stop`` here: stopped in the report, every measurement is in and the
+        status stays; before it, the run is ``interrupted``."""
+        said = {"signal": stop.signal, "stopped_in": self.name}
+        if self.name == "report":
+            return {**said, "error": f"{stop.what} while writing the report: every measurement is in "
+                                     f"(netbench report {self.rundir.path} writes it)"}
+        where = {"measuring": " while measuring",
+                 "re-tests": " during the re-tests: the suspects' re-tests were cut short"}.get(self.name, "")
+        return {**said, "status": "interrupted", "error": stop.what + where, "ended": utc_now()}
+
+    def stopped(self, stop: Interrupted, echo: Callable[[str], None]) -> Interrupted:
+        """Record ``stop`` (a stop ``execute`` recorded already is said again, the same), say it, and
+        give it back to be raised."""
+        self.rundir.write_run(**self.fields(stop))
+        echo(f"# {stop.what} ({self.name}); what was measured stays in {self.rundir.path}")
+        return stop
+
+    def last_words(self, stop: Interrupted) -> None:
+        """A second signal: the one write it waits for (``interrupts.on_exit_now``)."""
+        fields = self.fields(stop)
+        fields["error"] = fields["error"] + "; a second signal ended it at once"
+        self.rundir.write_run(**fields)
+
+
+def _measure_and_judge(
+    opts: ClusterOptions, site: Site, planned: Planned, rundir: RunDir, switches: Switches,
+    entries: list[HostEntry], records: list[NodeInventory], live: list[HostEntry], stage: Stage,
+    echo: Callable[[str], None], progress: Progress | None,
+) -> int:
+    """The run directory made: launch, re-tests, report, exit status (``stage`` follows)."""
     for name, text in switches.saved.items():
         (rundir.path / name).write_text(text)
     if records:
@@ -172,15 +235,20 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         launcher = site.launcher([s.host for s in planned.slots])
         outcome = execute(planned.plan, planned.slots, launcher, rundir, settings, echo, progress)
         if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
+            stage.name = "re-tests"
             launch = RetestLaunch(planned.request, planned.slots, planned.backend, rundir, site.launcher,
                                   echo, progress, start_timeout_s=opts.start_timeout_s)
             confirm(launch, outcome, opts.confirm_budget_s, opts.policy, rows)
-    finally:  # an interrupted run keeps what its links did until then
-        if counted:
+    finally:  # an interrupted run keeps what its links did until then (a full disk has no room)
+        if counted and not isinstance(stopped(), DiskFull):
             site.counters("after", counted, rundir)
+    if outcome.status == "completed":
+        stage.name = "report"  # every measurement is in: the closing lines and the report
     print_pairs(rows(), echo)
+    if outcome.status == "interrupted":  # execute recorded the stop; run_pipeline says where it came
+        raise as_interrupted(KeyboardInterrupt())
     findings = None
-    if opts.report and outcome.status != "interrupted":
+    if opts.report:
         findings = finish_report(rundir, echo, policy=opts.policy)
     return exit_status(outcome, rundir, findings, judged=opts.report)
 

@@ -46,7 +46,8 @@ failure of its own, and a slow node only once its re-tests confirm it; slow link
 check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
-GPUs). Progress and the verdict go to stderr.""",
+GPUs, a full run directory); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP, with the drain list
+of what the inventory had established only. Progress and the verdict go to stderr.""",
 )
 @click.option(
     "--hosts",

@@ -47,7 +47,9 @@ the analysis are re-tested within --confirm-budget (one more launch on the hosts
 Exit status, the same on every --launcher (docs/exit-status.md): 0 pass; 1 warnings only; 2 failures
 (a node or link to drain, a host or rank that failed, wrong results) or bad input (one error line: an
 existing run directory as --out, an option the launcher cannot honour, hosts whose torch cannot use
-their GPUs); 3 no verdict (nothing measured, or the report could not be made); 130 interrupted.
+their GPUs); 3 no verdict (nothing measured, the report could not be made, or the run directory's
+disk is full); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (run.json says so; a second signal
+ends at once).
 """,
 )
 @measurement_options

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from netbench.common.errors import UsageError
+from netbench.common.interrupts import DiskFull, disk_full
 
 if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
     import pandas as pd
@@ -54,6 +55,11 @@ FOLLOW_UP_PLAN = "confirm-plan.json"
 """The plan of a later launch of the same run (sweep's re-tests); plan.json stays the run's own."""
 SLURM_TOPOLOGY = "topology.conf"
 """``scontrol show topology``'s text as Slurm said it; run.json's ``topology`` is the parsed form."""
+RESERVE = ".netbench-reserve"
+"""Space a measuring run holds back in its directory until it ends (``RunDir.hold_reserve``): on a
+full disk it is given up so that run.json can still say how the run ended (its atomic rewrite needs
+room for a copy)."""
+RESERVE_BYTES = 1 << 20
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
 # any of these makes a directory a run directory, which a new run must not write into
 RUN_FILES = (RUN_JSON, RESULTS_JSONL, INVENTORY_JSONL, COUNTERS_JSONL, PLAN_JSON, ENV_JSON, FINDINGS_JSON)
@@ -85,15 +91,19 @@ def atomic_write(path: str | Path, text: str | Iterable[str]) -> None:
     ``text`` in pieces: written as they come (a large plan is never one string)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with tmp.open("w", encoding="utf-8") as fh:
-        if isinstance(text, str):
-            fh.write(text)
-        else:
-            for piece in text:
-                fh.write(piece)
-        fh.flush()
-        os.fsync(fh.fileno())  # the data is on disk before the name points at it
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                for piece in text:
+                    fh.write(piece)
+            fh.flush()
+            os.fsync(fh.fileno())  # the data is on disk before the name points at it
+        os.replace(tmp, path)
+    except OSError as exc:  # the old file stays whole; a disk that is full stops the run (DiskFull)
+        tmp.unlink(missing_ok=True)
+        raise disk_full(exc, path) or exc from None
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -303,6 +313,22 @@ class RunDir:
             fh.write(json.dumps({"schema": RUN_SCHEMA, "run_id": run_id, "status": "starting"}) + "\n")
         return cls(path=path, run_id=run_id)
 
+    def hold_reserve(self) -> None:
+        """RESERVE_BYTES written (not a sparse file: its pages are the disk's) for run.json's last
+        words on a full disk, until ``release_reserve`` (a measuring command's end); a disk too full
+        for it already goes without."""
+        try:
+            with open(self.path / RESERVE, "wb") as fh:
+                fh.write(bytes(RESERVE_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            self.release_reserve()
+
+    def release_reserve(self) -> None:
+        """Give the reserve back (the run's end, or a full disk)."""
+        (self.path / RESERVE).unlink(missing_ok=True)
+
     @staticmethod
     def check_free(out: str | Path | None, run_id: str) -> Path:
         """The run directory ``create`` would make, or ``RunDirTaken`` (exit 2) when it already holds
@@ -341,7 +367,11 @@ class RunDir:
         data.setdefault("run_id", self.run_id)
         data.setdefault("argv", sys.argv)
         data.update(fields)
-        _write_json(path, data)
+        try:
+            _write_json(path, data)
+        except DiskFull:
+            self.release_reserve()  # the room kept for this: run.json says how the run ended
+            _write_json(path, data)
         return data
 
     def read_run(self) -> dict[str, Any]:
@@ -425,11 +455,15 @@ class RunDir:
         """Append one snapshot of every host's port counters (``phase``: before | after the run),
         one line per host: {schema, phase, host, status, error, collected_at, ports}. The before
         lines are on disk before any traffic, so an interrupted run keeps them."""
-        with open(self.counters_path, "a", encoding="utf-8") as fh:
-            for snap in snapshots:
-                fh.write(json.dumps({"schema": COUNTERS_SCHEMA, "phase": phase, **snap}, default=str) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.counters_path, "a", encoding="utf-8") as fh:
+                for snap in snapshots:
+                    line = {"schema": COUNTERS_SCHEMA, "phase": phase, **snap}
+                    fh.write(json.dumps(line, default=str) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise disk_full(exc, self.counters_path) or exc from None
 
     def load_counters(self) -> JsonlRead:
         """counters.jsonl: snapshots that name a phase and a host; others are left out, named."""
@@ -516,15 +550,23 @@ class ResultWriter:
         self.count = 0
 
     def write(self, row: dict[str, Any] | Any) -> None:
+        """Append one row; DiskFull when the disk has no room for it (a part of its line may be on
+        disk: a truncated last line, which loading skips)."""
         data = row.to_dict() if hasattr(row, "to_dict") else row
-        self._fh.write(json.dumps(data, default=str) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(json.dumps(data, default=str) + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise disk_full(exc, self.path) or exc from None
         self.count += 1
 
     def close(self) -> None:
         if not self._fh.closed:
-            self._fh.close()
+            try:
+                self._fh.close()
+            except OSError:  # the buffer of a row that did not fit (DiskFull said so already)
+                pass
 
     def __enter__(self) -> ResultWriter:
         return self

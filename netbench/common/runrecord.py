@@ -26,6 +26,12 @@ class RunRecord:
     """starting | running | completed | failed | interrupted | budget."""
     error: str | None = None
     """Why a run did not complete (one line)."""
+    signal: str | None = None
+    """The signal that stopped it (SIGINT, SIGTERM, SIGHUP; netbench.common.interrupts), with status
+    ``interrupted``; None for a run a full disk stopped (``error`` names the path)."""
+    stopped_in: str | None = None
+    """The stage a stop came in: inventory | measuring | re-tests | report (the measurements of a run
+    stopped in the report are all in: its status stays ``completed``)."""
     netbench_version: str | None = None
     launcher: str | None = None
     """The site: local | ssh | mpi | slurm | torchrun | sim (netbench.sites)."""
@@ -47,6 +53,9 @@ class RunRecord:
     finished: str | None = None
     seconds: float | None = None
     rows: int | None = None
+    """Lines of results.jsonl: measurements (status ok) and groups that gave none (``rows_failed``)."""
+    rows_failed: int | None = None
+    """Rows with a status other than ok: a group that timed out, errored or was not run."""
     down_hosts: list[str] | None = None
     startup_s: float | None = None
     phases: list[dict[str, Any]] | None = None

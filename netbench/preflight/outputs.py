@@ -35,6 +35,10 @@ def json_report(result: PreflightResult) -> dict[str, Any]:
 
     doc = to_report(result.findings, result.rundir.read_run(), checks=_checks(), hosts=result.hosts)
     doc.update(drain=result.drain, check=result.check, preflight=result.info)
+    stop = result.info.get("interrupted")
+    if stop:  # no verdict, and no check passed, on what was not measured; the drain list: established
+        doc.update(verdict="interrupted", exit_code=result.exit_code, error=stop["error"], interrupted=stop)
+        doc["checks"]["passed"] = []
     return doc
 
 
@@ -67,6 +71,13 @@ def write_outputs(
         atomic_write(drain_list, "".join(h + "\n" for h in result.drain))
     if json_path:
         atomic_write(json_path, json_out.dumps(json_report(result)))
+    stop = result.info.get("interrupted")
+    if stop:  # JUnit: one failing case, as a run that could not finish; Prometheus left alone (stale)
+        if junit_path:
+            atomic_write(junit_path, junit.to_junit([_stopped_finding(stop["error"])], [], run))
+        if csv_path:
+            atomic_write(csv_path, csv_out.rows_to_csv(result.rundir.read_rows()))
+        return
     if junit_path:
         atomic_write(
             junit_path, junit.to_junit(result.findings, _checks(), run, warn_as_failure=junit_warn_as_failure)
@@ -77,6 +88,13 @@ def write_outputs(
         )
     if csv_path:
         atomic_write(csv_path, csv_out.rows_to_csv(result.rundir.read_rows()))
+
+
+def _stopped_finding(why: str) -> Any:
+    from netbench.common.findings import Finding
+
+    return Finding(rule="preflight", severity="fail", subject_kind="run", subject="preflight",
+                   title=f"netbench preflight did not finish: {why}")
 
 
 def write_error_outputs(
@@ -111,6 +129,12 @@ def format_summary(result: PreflightResult) -> str:
     """The verdict block for stderr (stdout carries only the drain list)."""
     from netbench.reports.summary import format_summary as summary
 
+    stop = result.info.get("interrupted")
+    if stop:
+        drained = (f"drain {len(result.drain)} node(s) the inventory had already failed: "
+                   f"{', '.join(result.drain)}" if result.drain else "no node established as failing")
+        return (f"preflight INTERRUPTED ({stop['error']}) after {result.info['elapsed_s']:.1f} s: no verdict "
+                f"on what was not measured; {drained}; run directory {result.rundir.path}")
     lines = [summary(result.findings, "text", result.rundir.read_run(), 10)]
     if result.check:
         lines.append(

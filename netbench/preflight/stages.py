@@ -6,11 +6,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netbench.common.hosts import HostEntry
+from netbench.common.interrupts import Interrupted, as_interrupted, on_exit_now
 from netbench.confirm import (
     MAX_LAUNCHES,
     PREFLIGHT_WORDS,
@@ -192,8 +193,8 @@ def measure(
     )
     outcome = execute(plan, slots, launcher, setup.rundir, settings, setup.echo)
     gate.ended = gate.budget.clock()
-    if outcome.status == "interrupted":
-        raise KeyboardInterrupt
+    if outcome.status == "interrupted":  # execute recorded it; run_preflight says what was established
+        raise as_interrupted(KeyboardInterrupt())
     incapable = [f for f in outcome.faults if f.kind == "capability"]
     if incapable:  # the ranks' own report (the probe asks python3, not --python): not nodes to drain
         hosts = sorted({f.host or "?" for f in incapable})
@@ -220,16 +221,86 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows. ``site``: where the hosts are
     (``netbench.sites``; default: over SSH with a hosts file, else the Slurm allocation), a simulated
     fabric's with ``clock`` its own."""
-    from netbench import __version__
     from netbench.common.errors import UsageError
-    from netbench.common.findings import worst
-    from netbench.common.pairrows import MetPairs
-    from netbench.common.rundir import GrowingRows, RunDir, utc_now
-    from netbench.reports.export.json_out import verdict
+    from netbench.common.rundir import RunDir, utc_now
 
     budget = Budget(opts.budget_s, clock=clock)
-    stages: dict[str, float] = {}
-    info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": stages, "escalations": [], "retests": {}}
+    info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": {}, "escalations": [], "retests": {}}
+
+    site = site or preflight_site(opts)
+    entries, policy, baseline = load_inputs(opts, site)
+    by_name = {e.name: e for e in entries}
+    try:
+        rundir = RunDir.create(opts.out)
+    except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
+        raise PreflightError(str(exc)) from None
+    rundir.hold_reserve()  # run.json's last words on a full disk
+    sofar = SoFar(stage="inventory", started=utc_now())
+    on_exit_now(lambda stop: rundir.write_run(**sofar.run_fields(stop, ended=utc_now(), at_once=True)))
+    try:
+        return _stages(opts, site, entries, policy, baseline, rundir, budget, info, sofar, echo,
+                       max_escalations)
+    except KeyboardInterrupt as exc:
+        return _interrupted(as_interrupted(exc), sofar, rundir, list(by_name), budget, info, echo)
+    finally:
+        on_exit_now(None)
+        rundir.release_reserve()
+
+
+@dataclass
+class SoFar:
+    """How far a preflight got: its stage, and what it had established when a stop came."""
+
+    stage: str
+    """inventory | quick pass | escalation | report."""
+    started: str
+    drain: list[str] = field(default_factory=list)
+    """Nodes established as failing: the inventory's checks (no traffic needed), nothing measured."""
+    findings: list[Any] = field(default_factory=list)
+    """The findings those rest on (the inventory's)."""
+
+    def run_fields(self, stop: Interrupted, ended: str, at_once: bool = False) -> dict[str, Any]:
+        said = f"{stop.what} during the {self.stage}"
+        said += "; a second signal ended it at once" if at_once else ""
+        return {"status": "interrupted", "signal": stop.signal, "stopped_in": self.stage, "error": said,
+                "ended": ended, "verdict": "interrupted"}
+
+
+def _interrupted(
+    stop: Interrupted, sofar: SoFar, rundir: Any, hosts: list[str], budget: Budget, info: dict[str, Any],
+    echo: Callable[[str], None],
+) -> PreflightResult:
+    """A preflight stopped by a signal or a full disk: no verdict on what was not measured, the drain
+    list of what was established before (``SoFar``), run.json ``interrupted``; its exit status is the
+    stop's (128 + the signal, 3 for a full disk)."""
+    from netbench.common.rundir import utc_now
+
+    fields = sofar.run_fields(stop, utc_now())
+    info.update(elapsed_s=round(budget.elapsed(), 3), drain=sofar.drain, check=[],
+                interrupted={"signal": stop.signal, "stage": sofar.stage, "error": fields["error"]})
+    if not rundir.inventory_path.exists():
+        rundir.write_inventory([])  # none came back: still a run directory `netbench report` reads
+    loaded = rundir.load_rows().records
+    rundir.write_run(**fields, rows=len(loaded), rows_failed=sum(r.get("status") != "ok" for r in loaded),
+                     preflight=info)
+    echo(f"# {fields['error']}; what was measured stays in {rundir.path}")
+    return PreflightResult(exit_code=stop.exit_code, verdict="interrupted", drain=sofar.drain, check=[],
+                           findings=sofar.findings, rundir=rundir, hosts=hosts, info=info)
+
+
+def _stages(
+    opts: PreflightOptions, site: Site, entries: list[HostEntry], policy: Any, baseline: Path | None,
+    rundir: Any, budget: Budget, info: dict[str, Any], sofar: SoFar, echo: Callable[[str], None],
+    max_escalations: int,
+) -> PreflightResult:
+    """The stages once the run directory is made (``run_preflight``); ``sofar`` follows them."""
+    from netbench import __version__
+    from netbench.common.findings import worst
+    from netbench.common.pairrows import MetPairs
+    from netbench.common.rundir import GrowingRows, utc_now
+    from netbench.reports.export.json_out import verdict
+
+    stages: dict[str, float] = info["stages_s"]
 
     def spent(name: str, seconds: float) -> None:
         stages[name] = round(stages.get(name, 0.0) + seconds, 3)
@@ -239,14 +310,8 @@ def run_preflight(
         spent(name, now - since)
         return now
 
-    site = site or preflight_site(opts)
-    entries, policy, baseline = load_inputs(opts, site)
     by_name = {e.name: e for e in entries}
-    try:
-        rundir = RunDir.create(opts.out)
-    except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
-        raise PreflightError(str(exc)) from None
-    started = utc_now()
+    started = sofar.started
     switches = site.switches(entries, echo)
     for name, text in switches.saved.items():
         (rundir.path / name).write_text(text)
@@ -273,7 +338,9 @@ def run_preflight(
     # 1. inventory and policy
     nodes = stage_inventory(entries, site, rundir, budget, echo)
     _, inv_findings = analyse(rundir, policy, topology)
+    inv_findings = [f for f in inv_findings if f.rule != "run_incomplete"]  # this run: under way
     failing, _ = drain_and_check(inv_findings, len(entries))
+    sofar.drain, sofar.findings = failing, inv_findings
     live = [h for h in by_name if nodes[h].ok and h not in failing]
     t = mark("inventory", 0.0)
     echo(
@@ -294,6 +361,7 @@ def run_preflight(
                 f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
                 f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
             )
+        sofar.stage = "quick pass"
         setup = make_setup(opts, by_name, nodes, live, site, rundir, echo)
         measured = [by_name[h] for h in live]
         site.counters("before", measured, rundir)  # where the site can read them (SSH)
@@ -325,6 +393,7 @@ def run_preflight(
             )
 
         # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
+        sofar.stage = "escalation"
         read_rows = GrowingRows(rundir)
         retesting = RetestSetup(
             analyse=lambda: analyse(rundir, policy, topology),
@@ -347,7 +416,9 @@ def run_preflight(
         evidence = done.evidence
         site.counters("after", measured, rundir)
 
-    # 5. report
+    # 5. report: every measurement is in
+    sofar.stage = "report"
+    rundir.write_run(status="completed")
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
     drain, check = drain_and_check(findings, len(entries))
     html = _write_report(rundir, ctx, findings, opts.html)
@@ -360,7 +431,8 @@ def run_preflight(
         ended=utc_now(),
         finished=utc_now(),
         seconds=info["elapsed_s"],
-        rows=len(rundir.read_rows()),
+        rows=len(loaded := rundir.read_rows()),
+        rows_failed=sum(r.get("status") != "ok" for r in loaded),
         preflight=info,
         retests=evidence.to_json(),  # `netbench report` of this run weighs the same re-tests
         options=asdict(opts),

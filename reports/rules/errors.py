@@ -28,20 +28,32 @@ def _group_id(row: dict[str, Any]) -> str:
 
 
 def _ended_early(ctx: AnalysisContext) -> list[Finding]:
-    """A run that ended before its plan did (Ctrl-C, Slurm cancelling the step, a lost launcher):
-    whatever else is found, the verdict only covers the rows measured, so it must not read PASS."""
+    """A run that ended before its plan did (Ctrl-C, SIGTERM from Slurm's time limit or ``timeout``,
+    a full disk, a lost launcher), or that never recorded its end at all (run.json still ``running``
+    or ``starting``: SIGKILL, the OOM killer, a power cut; or a run still under way): whatever else
+    is found, the verdict only covers the rows measured, so it must not read PASS."""
     status = ctx.run.get("status")
-    if status not in ("interrupted", "failed"):
+    if status not in ("interrupted", "failed", "running", "starting"):
         return []
-    why = str(ctx.run.get("error") or status)[:200]
+    if status in ("running", "starting"):
+        why = f"run.json still says {status}: killed before it could record its end, or still running"
+    else:
+        why = str(ctx.run.get("error") or status)[:200]
+    rows = ctx.rows
+    failed = int((rows["status"] != "ok").sum()) if len(rows) else 0
+    evidence: dict[str, Any] = {"status": status, "rows": int(len(rows)), "rows_failed": failed}
+    for key in ("signal", "stopped_in"):
+        if isinstance(ctx.run.get(key), str):
+            evidence[key] = ctx.run[key]
     return [
         Finding(
             rule="run_incomplete",
             severity="warn",
             subject_kind="run",
             subject="run",
-            title=f"The run ended early ({why}): only what was measured before is judged",
-            evidence={"status": status, "rows": int(len(ctx.rows))},
+            title=f"The run ended early ({why}): only what was measured before is judged "
+            f"({len(rows)} rows, {len(rows) - failed} measured, {failed} failed)",
+            evidence=evidence,
             action="Rerun to measure the rest of the plan; run.json's error and the launcher's output "
             "say why it stopped.",
         )
