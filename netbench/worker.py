@@ -175,6 +175,7 @@ def _hand_over(proc: subprocess.Popen, secret: str, fetched: _PlanFetch) -> None
 
 def _agent_main(args: argparse.Namespace) -> None:
     from netbench.launch import SECRET_ENV
+    from netbench.launch.marker import RunMarker
 
     # local: the first line of the coordinator's pipe; SSH: the remote wrapper read it off the
     # channel into the environment, from where it goes no further (the ranks get it on stdin)
@@ -185,6 +186,8 @@ def _agent_main(args: argparse.Namespace) -> None:
     procs: list[subprocess.Popen] = []
     lock = threading.Lock()
     stopping = threading.Event()
+    # held for the run's life: another run's inventory on this host finds it (launch/marker.py)
+    marker = RunMarker.hold(f"{args.store_addr}:{args.store_port}")
 
     def stop(*_: object) -> None:
         if stopping.is_set():
@@ -199,6 +202,8 @@ def _agent_main(args: argparse.Namespace) -> None:
                 p.wait(timeout=max(0.1, (deadline - _dt.datetime.now()).total_seconds()))
             except subprocess.TimeoutExpired:
                 p.kill()
+        if marker is not None:
+            marker.release()
         os._exit(143)
 
     signal.signal(signal.SIGTERM, stop)
@@ -208,6 +213,8 @@ def _agent_main(args: argparse.Namespace) -> None:
     threads = []
     fetched = _PlanFetch(args.store_addr, args.store_port, secret, args.host)
     fetched.start()  # alongside the ranks' own start-up (imports), not before it
+    if marker is not None:
+        threading.Thread(target=marker.name_run, args=(fetched,), daemon=True).start()
     for local in range(args.nprocs):
         rank = args.rank_base + local
         cmd = [
@@ -247,6 +254,8 @@ def _agent_main(args: argparse.Namespace) -> None:
     for t in threads:
         t.join()
     sys.stdout.flush()
+    if marker is not None:
+        marker.release()
     os._exit(0)
 
 

@@ -48,6 +48,9 @@ class RunRecord:
     seconds: float | None = None
     rows: int | None = None
     down_hosts: list[str] | None = None
+    left_out: dict[str, str] | None = None
+    """Hosts left out before any rank started -> why (their inventory's status and error:
+    unreachable, timeout, cannot_run: no torch for the ranks' python ...)."""
     startup_s: float | None = None
     phases: list[dict[str, Any]] | None = None
     faults: list[dict[str, Any]] | None = None

@@ -137,6 +137,20 @@ class SSHTarget:
         host = self.host_key_alias or self.hostname
         return host if self.port == 22 else f"[{host}]:{self.port}"
 
+    def endpoint(self) -> str:
+        """Where this target's sshd is, as one string: two names with the same endpoint are one
+        machine. The address when this machine resolves the name itself (no jump, no proxy
+        command), else the name as the last hop resolves it, with the hops before it."""
+        host = self.hostname
+        if not self.jumps and not self.proxy_command:
+            try:
+                host = socket.getaddrinfo(host, self.port, type=socket.SOCK_STREAM)[0][4][0]
+            except (OSError, UnicodeError):
+                pass  # unresolvable: the connection fails and says so; the name stands for it
+        via = "".join(f" via {j.endpoint()}" for j in reversed(self.jumps))
+        via += " via a proxy command" if self.proxy_command else ""
+        return (f"[{host}]" if ":" in host else host) + f":{self.port}{via}"
+
 
 # -- ssh_config ----------------------------------------------------------------------------------
 _CONFIG_CACHE: dict[tuple[str, float, int], Any] = {}

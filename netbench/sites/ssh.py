@@ -66,10 +66,15 @@ class SshSite:
 
     def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.collect import collect_inventory
+        from netbench.inventory.model import leave_out_unusable
 
         python = self.opts.python if self.probe_python else None
-        return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
-                                 probe_timeout=timeout_s, python=python)
+        # without --python the ranks run python3, which the probe asks when told nothing
+        ranks_python = self.probe_python or self.opts.python in (None, "python3")
+        records = collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
+                                    probe_timeout=timeout_s, python=python, ranks_python=ranks_python)
+        leave_out_unusable(records, self.opts.backend)
+        return records
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         return file_switches(entries, self.opts.topology, echo)

@@ -78,7 +78,14 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
                 failed_of[h] += len(rows)
     bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]}
     out: list[Finding] = []
+    # what the run recorded about each host's ranks: no rank's log is kept in the run directory, so
+    # the finding quotes the coordinator's words (run.json's faults) instead of pointing at a file
+    faults = [f for f in ctx.run.get("faults") or [] if isinstance(f, dict)]
     for host in sorted(bad_hosts):
+        fault = next((str(f.get("message"))[:300] for f in faults if f.get("host") == host), None)
+        evidence = {"failed_rows": failed_of[host], "pair_rows": groups_of[host]}
+        if fault:
+            evidence["fault"] = fault
         out.append(
             Finding(
                 rule="host_failing",
@@ -86,10 +93,12 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
                 subject_kind="node",
                 subject=host,
                 title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed",
-                evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]},
+                evidence=evidence,
                 action=(
-                    f"Drain {host} and look at its worker log in the run directory "
-                    "(NCCL errors, hangs, Xids)."
+                    f"Drain {host}. How its ranks ended is in run.json's faults"
+                    + (f" ({fault})" if fault else "")
+                    + " and its failed rows' errors in results.jsonl; why is on the host "
+                    "(dmesg for NCCL errors and Xids, the ranks' python and torch)."
                 ),
                 hosts=[host],
             )
