@@ -292,13 +292,18 @@ dist.destroy_process_group()
 '
 
 # Other netbench runs live on this node: each run's agent holds an flock on a marker file named after
-# the node's hostname (netbench/launch/marker.py, which this mirrors: same folders, same names). A
+# the node's hostname and network namespace (netbench/launch/marker.py, which this mirrors: same folders, same names). A
 # marker we can lock is a run that ended (stale); one we cannot is live, and its one-line JSON
 # (run id, coordinator, pid) is printed as it is, for the assembler to check.
 RUNS_CODE='
 import fcntl, glob, os, socket
+try:
+    netns = os.stat("/proc/self/ns/net").st_ino
+except OSError:
+    netns = 0
+name = "netbench-run.%s.%d.*.lock" % (socket.gethostname(), netns)
 for d in ("/run/lock", "/tmp"):
-    for path in sorted(glob.glob(os.path.join(d, "netbench-run.%s.*.lock" % socket.gethostname())))[:16]:
+    for path in sorted(glob.glob(os.path.join(d, name)))[:16]:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:

@@ -3,12 +3,13 @@ same host finds it (inventory/probe.sh's netbench-runs section mirrors the folde
 
 Two runs on one fabric each measure the other's traffic as their own: a fabric judged slow because
 another sweep shared it is a false alarm an engineer pays for at the switch. The marker is a file
-``netbench-run.<hostname>.<pid>.lock`` in /run/lock (the system's folder for lock files), else
-/tmp, holding one JSON line (run id, coordinator, pid) under an exclusive flock. The lock, not the
-file, says the run is live: the kernel drops it when the agent dies however it dies, so a marker
-left by a SIGKILLed agent reads as stale (and is removed by the next agent on the host). The
-hostname is in the name because test hosts (network namespaces) share one /tmp; it is readable by
-every user (another user's run shares the fabric too) and says nothing secret.
+``netbench-run.<hostname>.<network namespace>.<pid>.lock`` in /run/lock (the system's folder for
+lock files), else /tmp, holding one JSON line (run id, coordinator, pid) under an exclusive
+flock. The lock, not the file, says the run is live: the kernel drops it when the agent dies,
+however it dies, so a marker left by a SIGKILLed agent reads as stale (and is removed by the next
+agent on the host). The host is in the name because test hosts (network namespaces) share one
+/tmp; the file is readable by every user (another user's run shares the fabric too) and says
+nothing secret.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ FOLDERS = ("/run/lock", "/tmp")
 
 
 def _pattern() -> str:
-    return f"netbench-run.{socket.gethostname()}.*.lock"
+    """This host's marker names: its hostname and its network namespace (two containers of one
+    machine, or test hosts on one machine, share a /tmp and may share a hostname, not a namespace)."""
+    try:
+        netns = os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        netns = 0
+    return f"netbench-run.{socket.gethostname()}.{netns}.*.lock"
 
 
 class RunMarker:
