@@ -64,6 +64,21 @@ def test_a_host_without_torch_is_left_out_with_its_cause(netns_factory, tmp_path
     assert not [f for f in findings(out) if f["rule"] in ("node_unreachable", "host_failing")]
     assert drained(out) == {"h2"}
 
+    # preflight leaves it out the same way: its drain list (stdout) is h2 alone
+    (tmp_path / "pf").mkdir()
+    pf_out = tmp_path / "pf-run"
+    pf_argv = net.netbench_argv(tmp_path / "pf", "preflight", labels={"h2": {"python": NO_TORCH}})
+    pf = subprocess.run([*pf_argv, "--out", str(pf_out), "--pair-sizes", "64K", "-n", "2", "-w", "1",
+                         "--timeout", "10", "--budget", "150s"], capture_output=True, text=True, timeout=300)
+    said = pf.stdout + pf.stderr
+    assert pf.returncode == 2, said[-3000:]
+    assert pf.stdout.split() == ["h2"]
+    assert "# h2: cannot_run: torch is not importable by its python: ModuleNotFoundError" in said
+    assert "exited with code" not in said and "Traceback" not in said
+    run = json.loads((pf_out / "run.json").read_text())
+    assert run["status"] == "completed" and list(run["left_out"]) == ["h2"] and not run.get("down_hosts")
+    assert rows(pf_out) and all("h2" not in r["hosts"] for r in rows(pf_out))
+
 
 def _alias_config(net: TestNetwork, tmp: Path, alias: str, of: str) -> Path:
     """ssh_config for every host plus ``alias`` as a second name of ``of`` (its address)."""
