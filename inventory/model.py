@@ -281,11 +281,10 @@ def leave_out_unusable(nodes: list[NodeInventory], backend: str | None) -> list[
     asked for, or (no backend asked) every host shows GPUs and some host's torch uses them, so the
     backend will be NCCL without the others. Where no host's torch can, the backend's choice says
     so for the whole run (planner.choose_backend). Returns the hosts marked."""
-    if backend == "gloo":
-        return []
     live = [n for n in nodes if n.ok]
-    on_gpus = all(n.gpus for n in live) and any(n.torch_cuda_available for n in live)
-    if backend != "nccl" and not on_gpus:
+    if backend == "gloo" or not any(n.torch_cuda_available for n in live):
+        return []
+    if backend != "nccl" and not all(n.gpus for n in live):
         return []
     marked = []
     for n in live:
