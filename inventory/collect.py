@@ -54,13 +54,15 @@ def _unique(entries: Sequence[HostEntry]) -> list[HostEntry]:
 
 def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = 60,
                python: str | None = None, active: _Active | None = None, only: str = "",
-               ranks_python: bool = True) -> NodeInventory:
+               ranks_python: bool | None = None) -> NodeInventory:
     """Inventory one host over SSH; never raises for the host's own failures (they become the status).
 
     ``active`` (internal) tracks open connections so an interrupted collection can close them all.
     ``only="counters"``: the probe reads the port counters and nothing else (a run's snapshots).
-    ``ranks_python``: ``python`` is the one the ranks will run (a ``python=`` label always is), so
-    a host where it cannot run a rank is marked ``cannot_run`` (``check_can_run``).
+    ``ranks_python``, for a run's inventory: whether the ranks of a host without a ``python=`` label
+    run ``python`` (a label is both the probe's and the ranks'); where they do, a host where it
+    cannot run a rank is marked ``cannot_run`` (``check_can_run``). None (``netbench inventory``
+    alone): no rank runs, none is judged.
     """
     start = time.monotonic()
     labels = dict(entry.labels)
@@ -90,7 +92,7 @@ def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: f
     inv = build_inventory(entry.name, sections, labels)
     inv.probe_seconds = round(time.monotonic() - start, 3)
     inv.address = address
-    inv.ranks_python = bool(labels.get("python")) or ranks_python
+    inv.ranks_python = None if ranks_python is None else bool(labels.get("python")) or ranks_python
     if rc != 0 and inv.status == "ok":
         inv.status = "partial"
         inv.error = f"probe exited {rc}: {err.decode('utf-8', errors='replace').strip()[:200]}"
@@ -106,12 +108,12 @@ def collect_inventory(
     probe_timeout: float = 60,
     python: str | None = None,
     progress: Progress | None = None,
-    ranks_python: bool = True,
+    ranks_python: bool | None = None,
 ) -> list[NodeInventory]:
     """Probe every host, ``concurrency`` at a time; one record per distinct host, in hosts-file order.
 
     ``python``: interpreter the probe asks for python/torch/NCCL versions when a host has no
-    ``python=`` label; ``ranks_python``: whether the ranks run that one too (``probe_host``).
+    ``python=`` label; ``ranks_python``: whether a run's ranks run that one too (``probe_host``).
     ``progress(done, total, record)`` is called as each host finishes.
     """
     return _probe_all(entries, opts, concurrency, probe_timeout, python, progress, only="",
@@ -138,7 +140,7 @@ def snapshot_counters(
 
 def _probe_all(entries: Sequence[HostEntry], opts: SSHOptions, concurrency: int, probe_timeout: float,
                python: str | None, progress: Progress | None, only: str,
-               ranks_python: bool = True) -> list[NodeInventory]:
+               ranks_python: bool | None = None) -> list[NodeInventory]:
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     hosts = _unique(entries)
