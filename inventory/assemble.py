@@ -29,6 +29,7 @@ from netbench.inventory.parsers import (
     nccl_debug,
     nccl_system,
     nccl_topo_xml,
+    netbench_runs,
     numactl,
     nvidia_smi_xml,
     nvlink_status,
@@ -127,6 +128,23 @@ def _host(c: _Ctx) -> None:
         c.miss("hostname", "hostname")
     if not c.inv.kernel:
         c.miss("kernel", "uname")
+
+
+_MACHINE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _machine_id(c: _Ctx) -> None:
+    text = (c.text("machine-id") or "").strip()
+    c.inv.machine_id = text if _MACHINE_ID.fullmatch(text) else None
+    if c.inv.machine_id is None:
+        c.miss("machine_id", "machine-id")
+
+
+def _other_runs(c: _Ctx) -> None:
+    text = c.text("netbench-runs")
+    c.inv.other_runs = netbench_runs.parse_netbench_runs(text) if text is not None else []
+    if text is None:
+        c.miss("other_runs", "netbench-runs")
 
 
 def _os(c: _Ctx) -> None:
@@ -411,6 +429,8 @@ def _nccl(c: _Ctx) -> None:
 # (what the step fills, the section named in a parse error, the step)
 STEPS: list[tuple[str, str, Callable[[_Ctx], None]]] = [
     ("hostname", "uname", _host),
+    ("machine_id", "machine-id", _machine_id),
+    ("other_runs", "netbench-runs", _other_runs),
     ("os", "os-release", _os),
     ("cpu_model", "lscpu", _cpu),
     ("numa_nodes", "numactl", _numa),

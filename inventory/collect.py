@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.local import read_probe_script
-from netbench.inventory.model import NodeInventory, SwitchNeighbor
+from netbench.inventory.model import NodeInventory, SwitchNeighbor, check_can_run
 
 from netbench.common.hosts import HostEntry
 from netbench.common.ssh import SSHConnection, SSHError, SSHOptions, connect, resolve
@@ -53,18 +53,25 @@ def _unique(entries: Sequence[HostEntry]) -> list[HostEntry]:
 
 
 def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = 60,
-               python: str | None = None, active: _Active | None = None, only: str = "") -> NodeInventory:
+               python: str | None = None, active: _Active | None = None, only: str = "",
+               ranks_python: bool | None = None) -> NodeInventory:
     """Inventory one host over SSH; never raises for the host's own failures (they become the status).
 
     ``active`` (internal) tracks open connections so an interrupted collection can close them all.
     ``only="counters"``: the probe reads the port counters and nothing else (a run's snapshots).
+    ``ranks_python``, for a run's inventory: whether the ranks of a host without a ``python=`` label
+    run ``python`` (a label is both the probe's and the ranks'); where they do, a host where it
+    cannot run a rank is marked ``cannot_run`` (``check_can_run``). None (``netbench inventory``
+    alone): no rank runs, none is judged.
     """
     start = time.monotonic()
     labels = dict(entry.labels)
     py = labels.get("python") or python or ""
     nonce = secrets.token_hex(8)  # headers must carry it: tool output cannot forge a section
+    address = None
     try:
         target = resolve(entry, opts)
+        address = target.endpoint()
         with connect(target, opts) as conn:
             if active is not None:
                 active.add(conn)
@@ -84,12 +91,14 @@ def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: f
     sections = split_sections(out.decode("utf-8", errors="replace"), nonce=nonce)
     inv = build_inventory(entry.name, sections, labels)
     inv.probe_seconds = round(time.monotonic() - start, 3)
+    inv.address = address
+    inv.ranks_python = None if ranks_python is None else bool(labels.get("python")) or ranks_python
     if rc != 0 and inv.status == "ok":
         inv.status = "partial"
         inv.error = f"probe exited {rc}: {err.decode('utf-8', errors='replace').strip()[:200]}"
     elif rc != 0 and not inv.error:
         inv.error = f"probe exited {rc}: {err.decode('utf-8', errors='replace').strip()[:200]}"
-    return inv
+    return inv if only else check_can_run(inv)
 
 
 def collect_inventory(
@@ -99,13 +108,16 @@ def collect_inventory(
     probe_timeout: float = 60,
     python: str | None = None,
     progress: Progress | None = None,
+    ranks_python: bool | None = None,
 ) -> list[NodeInventory]:
     """Probe every host, ``concurrency`` at a time; one record per distinct host, in hosts-file order.
 
     ``python``: interpreter the probe asks for python/torch/NCCL versions when a host has no
-    ``python=`` label. ``progress(done, total, record)`` is called as each host finishes.
+    ``python=`` label; ``ranks_python``: whether a run's ranks run that one too (``probe_host``).
+    ``progress(done, total, record)`` is called as each host finishes.
     """
-    return _probe_all(entries, opts, concurrency, probe_timeout, python, progress, only="")
+    return _probe_all(entries, opts, concurrency, probe_timeout, python, progress, only="",
+                      ranks_python=ranks_python)
 
 
 def snapshot_counters(
@@ -115,17 +127,20 @@ def snapshot_counters(
     probe_timeout: float = 30,
 ) -> list[dict]:
     """Every host's port counters now, for counters.jsonl: {host, status, error, collected_at,
-    ports} per host. A host that cannot be read says why; it never stops the run."""
+    ports, other_runs} per host (other_runs: other netbench runs live there then, which shared the
+    links). A host that cannot be read says why; it never stops the run."""
     nodes = _probe_all(entries, opts, concurrency, probe_timeout, None, None, only="counters")
     return [
         {"host": n.host, "status": n.status, "error": n.error or n.missing.get("counters"),
-         "collected_at": n.collected_at, "ports": [asdict(p) for p in n.counters]}
+         "collected_at": n.collected_at, "ports": [asdict(p) for p in n.counters],
+         "other_runs": [asdict(r) for r in n.other_runs]}
         for n in nodes
     ]
 
 
 def _probe_all(entries: Sequence[HostEntry], opts: SSHOptions, concurrency: int, probe_timeout: float,
-               python: str | None, progress: Progress | None, only: str) -> list[NodeInventory]:
+               python: str | None, progress: Progress | None, only: str,
+               ranks_python: bool | None = None) -> list[NodeInventory]:
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     hosts = _unique(entries)
@@ -138,7 +153,7 @@ def _probe_all(entries: Sequence[HostEntry], opts: SSHOptions, concurrency: int,
 
     def one(entry: HostEntry) -> NodeInventory:
         nonlocal done
-        inv = probe_host(entry, opts, script, probe_timeout, python, active, only)
+        inv = probe_host(entry, opts, script, probe_timeout, python, active, only, ranks_python)
         if progress is not None:
             with lock:
                 done += 1

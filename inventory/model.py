@@ -140,11 +140,26 @@ class NcclView:
 
 
 @dataclass
+class OtherRun:
+    """Another netbench run live on a host when it was probed: the marker its agent holds there
+    (``netbench/launch/marker.py``). Its traffic shares the host's links with this run's."""
+
+    run_id: str | None = None  # None: its agent had not learnt its run id yet
+    coordinator: str | None = None  # the address:port of that run's store, where its front runs
+    pid: int | None = None  # the agent's process on the host
+
+
+MIN_TORCH = "2.1"
+"""The oldest torch a rank runs on (pyproject's ``torch>=2.1``)."""
+
+
+@dataclass
 class NodeInventory:
     """Everything recorded about one host. ``status`` says whether the probe reached it."""
 
     host: str
-    status: str = "ok"  # ok | partial | unreachable | auth_failed | host_key_refused | timeout | error
+    # ok | partial | unreachable | auth_failed | host_key_refused | timeout | error | cannot_run
+    status: str = "ok"
     error: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     collected_at: str | None = None
@@ -177,12 +192,49 @@ class NodeInventory:
     python; None: not asked (a record from before the probe asked, or no python section)."""
     nccl4py_version: str | None = None  # the installed nccl4py distribution, importable or not
     nccl: NcclView | None = None  # None: not probed (records before it, no GPU) or NCCL failed: see missing
+    machine_id: str | None = None  # /etc/machine-id: with the hostname, one machine under two names
+    address: str | None = None
+    """The address and port the collector reached the host at (SSH), ``10.0.0.5:22``: two hosts-file
+    entries reached at one address are one machine."""
+    ranks_python: bool | None = None
+    """Whether the python section asked the python the ranks will run (the collector knows which
+    it asked); only then does what it says decide that a rank cannot run here (``cannot_run``)."""
+    other_runs: list[OtherRun] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
     schema: str = SCHEMA
 
     @property
     def ok(self) -> bool:
+        """Reached and able to run ranks: a host that is not is left out before any rank starts."""
         return self.status in ("ok", "partial")
+
+    @property
+    def cannot_run(self) -> str | None:
+        """Why no rank can start here, from what the ranks' own python said (None: nothing known
+        against it). The collector turns it into ``status = "cannot_run"`` (``check_can_run``): a
+        rank started anyway only "exited with code 1", which names no cause."""
+        if not self.ranks_python or self.status not in ("ok", "partial"):
+            return None
+        if self.python_version is None and "python_version" in self.missing:
+            return f"its python cannot run: {self.missing['python_version']}"
+        if self.torch_version is None and "torch_version" in self.missing:
+            return f"torch is not importable by its python: {self.missing['torch_version']}"
+        if self.torch_version is not None:
+            from netbench.inventory.versions import compare_versions
+
+            if compare_versions(self.torch_version, MIN_TORCH) < 0:
+                return f"torch {self.torch_version} is older than {MIN_TORCH}, the oldest netbench runs on"
+        return None
+
+    @property
+    def gpus_unusable(self) -> str | None:
+        """Why this host's GPUs cannot hold a rank: nvidia-smi lists GPUs that its torch cannot use
+        (a CPU build, a driver too old for its CUDA). Only a run on GPUs leaves it out for that
+        (``leave_out_unusable``)."""
+        if not self.ranks_python or not self.gpus or self.torch_cuda_available is not False:
+            return None
+        build = " (a CPU build)" if self.torch_cuda_build is None else ""
+        return f"nvidia-smi shows {len(self.gpus)} GPU(s) but torch {self.torch_version}{build} sees none"
 
     def switch(self) -> str | None:
         """The leaf switch of this node: a ``switch=`` label wins, then discovered neighbours."""
@@ -207,4 +259,89 @@ class NodeInventory:
         kw["counters"] = [_from_dict(PortCounters, g) for g in data.get("counters") or []]
         kw["topo"] = _from_dict(TopoMatrix, data.get("topo"))
         kw["nccl"] = _from_dict(NcclView, data.get("nccl"))  # absent in older records: None
+        kw["other_runs"] = [_from_dict(OtherRun, r) for r in data.get("other_runs") or []]
         return cls(**kw)
+
+
+CANNOT_RUN = "cannot_run"
+"""The status of a host that was reached but where no rank can run (``NodeInventory.cannot_run``)."""
+
+
+def check_can_run(node: NodeInventory) -> NodeInventory:
+    """Mark ``node`` ``cannot_run`` (with the cause as its error) when its ranks' python cannot run a
+    rank; the collectors call it on every record, so every site and preflight leave it out."""
+    why = node.cannot_run
+    if why is not None:
+        node.status, node.error = CANNOT_RUN, why
+    return node
+
+
+def leave_out_unusable(nodes: list[NodeInventory], backend: str | None) -> list[NodeInventory]:
+    """Mark ``cannot_run`` the hosts whose GPUs their torch cannot use when the run is on GPUs: NCCL
+    asked for, or (no backend asked) every host shows GPUs and some host's torch uses them, so the
+    backend will be NCCL without the others. Where no host's torch can, the backend's choice says
+    so for the whole run (planner.choose_backend). Returns the hosts marked."""
+    live = [n for n in nodes if n.ok]
+    if backend == "gloo" or not any(n.torch_cuda_available for n in live):
+        return []
+    if backend != "nccl" and not all(n.gpus for n in live):
+        return []
+    marked = []
+    for n in live:
+        why = n.gpus_unusable
+        if why is not None:
+            n.status, n.error = CANNOT_RUN, why
+            marked.append(n)
+    return marked
+
+
+def same_machine(nodes: list[NodeInventory]) -> tuple[NodeInventory, NodeInventory, str] | None:
+    """The first two records that are one machine under two names, and why: reached at the same
+    address, or the same hostname and machine-id. None when every record is its own machine.
+    Hostname alone is not enough (clones keep ``localhost``), nor machine-id alone (cloned images
+    and containers share one)."""
+    seen: dict[tuple[str, str], NodeInventory] = {}
+    for n in nodes:
+        keys = []
+        if n.address:
+            keys.append(("address", n.address))
+        if n.hostname and n.machine_id:
+            keys.append(("hostname and machine-id", f"{n.hostname} {n.machine_id}"))
+        for key in keys:
+            first = seen.setdefault(key, n)
+            if first is not n:
+                return first, n, f"same {key[0]} {key[1]}"
+    return None
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """Another netbench run found live on some of this run's hosts (their ``other_runs``)."""
+
+    run_id: str | None
+    coordinator: str | None
+    hosts: tuple[str, ...]
+
+    def line(self) -> str:
+        """One line for the run's output (the values were checked by the parser)."""
+        which = f"run {self.run_id or '(id not known yet)'}" + (
+            f" from {self.coordinator}" if self.coordinator else "")
+        more = len(self.hosts) - 8
+        shown = ", ".join(self.hosts[:8]) + (f" and {more} more" if more > 0 else "")
+        return (f"another netbench run is on {len(self.hosts)} of these host(s) ({shown}): {which}; "
+                "its traffic shares their links with this run's")
+
+
+def shared_runs(nodes: list[NodeInventory] | list[dict[str, Any]]) -> list[SharedRun]:
+    """The other runs live on ``nodes`` (records or their dicts, as inventory.jsonl holds them), one
+    per run with its hosts. A run is told by its coordinator (one address:port per live run), so
+    an agent that had not learnt its run id yet still counts with its run's other hosts."""
+    found: dict[str | None, SharedRun] = {}
+    for n in nodes:
+        rec = n if isinstance(n, NodeInventory) else NodeInventory.from_dict(n)
+        for r in rec.other_runs:
+            key = r.coordinator or r.run_id
+            was = found.get(key, SharedRun(r.run_id, r.coordinator, ()))
+            hosts = was.hosts if rec.host in was.hosts else (*was.hosts, rec.host)
+            found[key] = SharedRun(was.run_id or r.run_id, was.coordinator, hosts)
+    return list(found.values())

@@ -291,6 +291,30 @@ torch.cuda.synchronize()
 dist.destroy_process_group()
 '
 
+# Other netbench runs live on this node: each run's agent holds an flock on a marker file named after
+# the node's hostname and network namespace (netbench/launch/marker.py, which this mirrors: same folders, same names). A
+# marker we can lock is a run that ended (stale); one we cannot is live, and its one-line JSON
+# (run id, coordinator, pid) is printed as it is, for the assembler to check.
+RUNS_CODE='
+import fcntl, glob, os, socket
+try:
+    netns = os.stat("/proc/self/ns/net").st_ino
+except OSError:
+    netns = 0
+name = "netbench-run.%s.%d.*.lock" % (socket.gethostname(), netns)
+for d in ("/run/lock", "/tmp"):
+    for path in sorted(glob.glob(os.path.join(d, name)))[:16]:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            print("live " + os.read(fd, 512).decode("utf-8", "replace").replace("\n", " "))
+        os.close(fd)
+'
+
 nccl_init() { # sections nccl-debug (the log) and nccl-topo (the dump); NETBENCH_PROBE_NCCL=0 skips
     if [ "${NETBENCH_PROBE_NCCL:-1}" = 0 ]; then
         header nccl-debug 1
@@ -318,6 +342,7 @@ nccl_init() { # sections nccl-debug (the log) and nccl-topo (the dump); NETBENCH
 
 if [ "$ONLY" = counters ]; then
     section hostname "$T" hostname
+    section netbench-runs "$T" "$PY" -c "$RUNS_CODE"
     ib_counters
     ethtool_stats
     header end 0
@@ -330,6 +355,8 @@ section lldp "$T" lldpcli -f json show neighbors details
 ib_fabric
 section uname "$T" uname -a
 section hostname "$T" hostname
+file_section machine-id /etc/machine-id /var/lib/dbus/machine-id
+section netbench-runs "$T" "$PY" -c "$RUNS_CODE"
 file_section os-release /etc/os-release /usr/lib/os-release
 section lscpu "$T" lscpu
 section numactl "$T" numactl -H

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.local import read_probe_script
-from netbench.inventory.model import NodeInventory
+from netbench.inventory.model import NodeInventory, check_can_run
 
 from netbench.common.slurm import slurm_tool
 from netbench.common.text import quote_untrusted
@@ -120,5 +120,6 @@ def collect_inventory_srun(nodes: Sequence[str], python: str, timeout_s: float =
             continue
         inv = build_inventory(node, split_sections("\n".join(by_node[node]) + "\n", nonce=nonce))
         inv.probe_seconds = seconds
-        records.append(inv)
+        inv.ranks_python = True  # srun starts the ranks with the python the probe asked
+        records.append(check_can_run(inv))
     return records

@@ -35,7 +35,7 @@ from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
 from netbench.defaults import START_TIMEOUT_S
 from netbench.engine import RunSettings, execute, exit_status, finish_report
-from netbench.inventory.model import NodeInventory
+from netbench.inventory.model import NodeInventory, shared_runs
 from netbench.launch import HostSlot, Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import (
@@ -49,7 +49,7 @@ from netbench.planner import (
     sweep_spec,
 )
 from netbench.progress import Progress
-from netbench.sites.base import Site, Switches
+from netbench.sites.base import Site, Switches, check_distinct
 
 if TYPE_CHECKING:
     from netbench.common.pairrows import PairRows
@@ -146,8 +146,11 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
     nodes = {n.host: n for n in records}
     for n in [n for n in records if not n.ok][:20]:
         echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
+    for other in shared_runs(records):  # another netbench run on these hosts (launch/marker.py)
+        echo(f"# {other.line()}")
     live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
     try:
+        check_distinct(entries, records)  # one machine under two names: refused before any rank
         if not live:
             first = records[0]
             raise UsageError(f"no host could be reached ({len(entries)} tried; {first.host}: "
@@ -218,6 +221,7 @@ def _measure_and_judge(
     rundir.write_run(
         command="sweep", topology=switches.uplinks, host_labels={e.name: e.labels for e in entries},
         hosts_file=opts.hosts_file, scheduler_job=site.job_id,
+        left_out={n.host: f"{n.status}: {n.error}" for n in records if not n.ok} or None,
     )
     announce(opts, site, planned, rundir, echo)
     settings = RunSettings(

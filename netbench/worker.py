@@ -201,6 +201,8 @@ class _Agent:
     fresh process costs a few seconds where a drained host cost all of its pairs."""
 
     def __init__(self, args: argparse.Namespace, secret: str) -> None:
+        from netbench.launch.marker import RunMarker
+
         self.args, self.secret = args, secret
         self.procs: dict[int, subprocess.Popen] = {}
         self.lock = threading.Lock()
@@ -209,6 +211,8 @@ class _Agent:
         self.replacing = 0  # ranks between their kill and their new process: the agent is not done
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.fetched = _PlanFetch(args.store_addr, args.store_port, secret, args.host)
+        # held for the run's life: another run's inventory on this host finds it (launch/marker.py)
+        self.marker = RunMarker.hold(f"{args.store_addr}:{args.store_port}")
 
     def start_rank(self, local: int, first_phase: int = 0) -> None:
         rank = self.args.rank_base + local
@@ -238,6 +242,8 @@ class _Agent:
                 p.wait(timeout=max(0.1, (deadline - _dt.datetime.now()).total_seconds()))
             except subprocess.TimeoutExpired:
                 p.kill()
+        if self.marker is not None:
+            self.marker.release()
         os._exit(143)
 
     def control(self) -> None:
@@ -303,6 +309,8 @@ def _agent_main(args: argparse.Namespace) -> None:
     signal.signal(signal.SIGHUP, agent.stop)
     signal.signal(signal.SIGINT, agent.stop)
     agent.fetched.start()  # alongside the ranks' own start-up (imports), not before it
+    if agent.marker is not None:
+        threading.Thread(target=agent.marker.name_run, args=(agent.fetched,), daemon=True).start()
     for local in range(args.nprocs):
         agent.start_rank(local)
     threading.Thread(target=agent.control, daemon=True, name="control").start()
@@ -330,6 +338,8 @@ def _agent_main(args: argparse.Namespace) -> None:
     for reader in list(agent.readers):
         reader.join(timeout=5)
     sys.stdout.flush()
+    if agent.marker is not None:
+        agent.marker.release()
     os._exit(0)
 
 

@@ -54,6 +54,9 @@ FINDING_IDS: dict[str, str] = {
     # engines
     "single_rank": "info",
     "engine_overhead": "info",
+    # host_checks
+    "host_cannot_run": "fail",
+    "fabric_shared": "warn",
     # unreadable (never below warn: no verdict on data that could not be read)
     "unreadable_rows": "warn",
     "unreadable_file": "warn",

@@ -17,7 +17,8 @@ HOST_FIXTURES = {"netns4", "netns_factory", "slurm_factory", "slurm_pool"}
 LONG_FILES = (
     "test_slurm_real.py", "test_sweep_confirm_netns.py", "test_plan_everywhere.py", "test_mpi_hosts.py",
     "test_cluster_sweep.py", "test_run_boundary_netns.py", "test_preflight_netns.py", "test_local_sweep.py",
-    "test_rails_netns.py",
+    "test_rails_netns.py", "test_fault_blame_netns.py", "test_host_checks_netns.py", "test_signals_netns.py",
+    "test_stalls_netns.py",
 )
 """The files that take a minute or more on 2 cores (``--durations``), longest first."""
 

@@ -57,6 +57,9 @@ class RunRecord:
     rows_failed: int | None = None
     """Rows with a status other than ok: a group that timed out, errored or was not run."""
     down_hosts: list[str] | None = None
+    left_out: dict[str, str] | None = None
+    """Hosts left out before any rank started -> why (their inventory's status and error:
+    unreachable, timeout, cannot_run: no torch for the ranks' python ...)."""
     startup_s: float | None = None
     phases: list[dict[str, Any]] | None = None
     faults: list[dict[str, Any]] | None = None

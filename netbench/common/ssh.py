@@ -59,7 +59,8 @@ _DEFAULT_IDENTITIES = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 # The remote wrapper, run by `sh -c`. $1 says whether to arm the stdin watchdog; the rest is argv.
 # It prints the process-group id (this shell is the group leader after setsid), then execs argv.
 # The id is also the session id: tools that make their own process group (GNU `timeout` does) stay
-# in the session, so kills go to the group AND, where procps' pkill exists, to the whole session.
+# in the session, so kills go to the group AND to the whole session (_KILL_SESSION; the watchdog,
+# itself in the session, uses procps' pkill, which never signals itself).
 # The watchdog (start() without stdin) waits for EOF on the channel's stdin, i.e. for the SSH
 # session to go away, and then kills the group: a launcher that dies without calling terminate()
 # still leaves nothing behind. It keeps a dup of stdin on fd 3 because a background job's own
@@ -74,6 +75,20 @@ _WRAPPER = (
     'if [ "$w" = 1 ]; then exec 3<&0; '
     '( while read -r _ <&3; do :; done; pkill -KILL -s $$; kill -s KILL -- -$$ ) >/dev/null 2>&1 & '
     'exec 3<&- </dev/null; fi; exec "$@"'
+)
+
+
+# Signal a remote process group and every process of its session (the wrapper's setsid made them
+# one number). Tools under `timeout` (the probe runs every tool so) are in a group of their own but
+# in the session; the session's members are found in /proc rather than with procps' pkill, which
+# minimal images lack: there `kill -- -PG` alone left a hung probe's tool running after its timeout.
+# Field 4 after the command name's closing parenthesis in /proc/PID/stat is the session id.
+_KILL_SESSION = (
+    "kill -s {sig} -- -{pg} 2>/dev/null; "
+    "for f in /proc/[0-9]*/stat; do "
+    'read -r l 2>/dev/null < "$f" || continue; set -- ${{l##*) }}; '
+    'if [ "$4" = {pg} ]; then p=${{f#/proc/}}; kill -s {sig} "${{p%/stat}}" 2>/dev/null; fi; '
+    "done; exit 0"
 )
 
 
@@ -136,6 +151,20 @@ class SSHTarget:
         """The name known_hosts stores this host's key under (OpenSSH's rules)."""
         host = self.host_key_alias or self.hostname
         return host if self.port == 22 else f"[{host}]:{self.port}"
+
+    def endpoint(self) -> str:
+        """Where this target's sshd is, as one string: two names with the same endpoint are one
+        machine. The address when this machine resolves the name itself (no jump, no proxy
+        command), else the name as the last hop resolves it, with the hops before it."""
+        host = self.hostname
+        if not self.jumps and not self.proxy_command:
+            try:
+                host = socket.getaddrinfo(host, self.port, type=socket.SOCK_STREAM)[0][4][0]
+            except (OSError, UnicodeError):
+                pass  # unresolvable: the connection fails and says so; the name stands for it
+        via = "".join(f" via {j.endpoint()}" for j in reversed(self.jumps))
+        via += " via a proxy command" if self.proxy_command else ""
+        return (f"[{host}]" if ":" in host else host) + f":{self.port}{via}"
 
 
 # -- ssh_config ----------------------------------------------------------------------------------
@@ -723,7 +752,7 @@ class SSHConnection:
         try:
             chan = self.transport.open_session(timeout=10)
             pg = int(pgid)
-            chan.exec_command(f"kill -s {sig} -- -{pg} 2>/dev/null; pkill -{sig} -s {pg} 2>/dev/null; exit 0")
+            chan.exec_command(shlex.join(["sh", "-c", _KILL_SESSION.format(sig=sig, pg=pg)]))
             end = time.monotonic() + 10
             while not chan.exit_status_ready() and time.monotonic() < end:
                 time.sleep(0.005)

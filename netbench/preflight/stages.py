@@ -23,6 +23,7 @@ from netbench.confirm import (
     unusable_hosts,
 )
 from netbench.defaults import PREFLIGHT_PAIR_SIZES
+from netbench.inventory.model import shared_runs
 from netbench.preflight.judging import drain_and_check, quick_rounds
 from netbench.preflight.options import (
     MIN_QUICK_PASS_S,
@@ -33,7 +34,7 @@ from netbench.preflight.options import (
 )
 from netbench.preflight.outputs import _size, _write_report
 from netbench.reports.analyses import RetestEvidence
-from netbench.sites.base import Site
+from netbench.sites.base import Site, check_distinct
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
@@ -53,7 +54,7 @@ def preflight_site(opts: PreflightOptions) -> Site:
         launcher="ssh" if opts.hosts_file else "slurm", hosts_file=opts.hosts_file, python=opts.python,
         ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys, topology=opts.topology,
         advertise=opts.advertise, concurrency=opts.concurrency, procs_per_host=opts.procs_per_host,
-        timeout_s=opts.timeout_s,
+        timeout_s=opts.timeout_s, backend=opts.backend,
     )
     try:
         site = choose_site(where)
@@ -106,12 +107,22 @@ def stage_inventory(
     entries: list[HostEntry], site: Site, rundir: Any, budget: Budget, echo: Callable[[str], None]
 ) -> dict[str, Any]:
     """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
+    from netbench.common.errors import UsageError
+
     timeout = max(1.0, min(60.0, budget.left()))
     nodes = site.inventory(entries, echo, timeout_s=timeout)
     rundir.write_inventory(nodes)
     down = [n for n in nodes if not n.ok]
+    rundir.write_run(left_out={n.host: f"{n.status}: {n.error}" for n in down} or None)
     for n in down[:20]:
         echo(f"# {n.host}: {n.status}: {n.error}")
+    for other in shared_runs(nodes):  # another netbench run on these hosts (launch/marker.py)
+        echo(f"# {other.line()}")
+    try:
+        check_distinct(entries, nodes)  # one machine under two names: refused before any rank
+    except UsageError as exc:
+        rundir.write_run(status="failed", error=str(exc))
+        raise PreflightError(str(exc)) from None
     if len(down) == len(nodes):
         first = down[0]
         raise PreflightError(

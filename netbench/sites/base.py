@@ -105,3 +105,25 @@ _WHY = {
     "advertise": "the ranks reach this machine on 127.0.0.1",
     "topology": "one machine has no switches to place",
 }
+
+
+def check_distinct(entries: list[HostEntry], nodes: list[NodeInventory]) -> None:
+    """Refuse (UsageError, before any rank starts) two entries that the inventory found to be one
+    machine (``inventory.model.same_machine``): measured as a pair, it is loopback judged as the
+    network, and a ring with two ranks on it is not the ring the user asked for."""
+    from netbench.common.text import terminal_safe
+    from netbench.inventory.model import same_machine
+
+    twins = same_machine(nodes)
+    if twins is None:
+        return
+    first, second, why = twins
+    where = {e.name: e.source for e in entries}
+
+    def named(host: str) -> str:
+        return f"{host} ({where[host]})" if where.get(host) else host
+
+    raise UsageError(terminal_safe(
+        f"{named(first.host)} and {named(second.host)} are one machine ({why}): list each machine once",
+        keep_newlines=False,
+    ))

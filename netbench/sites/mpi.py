@@ -26,6 +26,11 @@ class MpiSite(SshSite):
         ssh = ssh_args(self.opts.ssh_config, self.opts.accept_new_host_keys)
         return MpirunLauncher(entries, self.opts.python, here=self.towards(), ssh=ssh)
 
+    def ranks_default_python(self) -> str:
+        import sys
+
+        return sys.executable  # launch/mpirun.py: the hosts run this machine's python path
+
     def towards(self) -> str:
         """This machine's address towards the hosts (``--advertise``, else the route to the first)."""
         from netbench.launch.ssh import SSHLauncher

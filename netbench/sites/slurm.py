@@ -76,11 +76,14 @@ class SlurmSite:
         return [HostEntry(name=n, slots=tasks_per_node()) for n in self.alloc.nodes]
 
     def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+        from netbench.inventory.model import leave_out_unusable
         from netbench.inventory.slurm_step import collect_inventory_srun
 
         # the probe asks the python the ranks will run (srun starts them with this one)
         python = self.opts.python or sys.executable
-        return collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout_s)
+        records = collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout_s)
+        leave_out_unusable(records, self.opts.backend)
+        return records
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         if self.opts.topology:  # --topology wins, as over SSH

@@ -66,10 +66,20 @@ class SshSite:
 
     def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
         from netbench.inventory.collect import collect_inventory
+        from netbench.inventory.model import leave_out_unusable
 
         python = self.opts.python if self.probe_python else None
-        return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
-                                 probe_timeout=timeout_s, python=python)
+        # what the probe asks (told nothing: python3) is what the ranks run, or its answer cannot
+        # say that a rank cannot run there (a host's python= label is both: collect.probe_host)
+        ranks_python = (python or "python3") == (self.opts.python or self.ranks_default_python())
+        records = collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
+                                    probe_timeout=timeout_s, python=python, ranks_python=ranks_python)
+        leave_out_unusable(records, self.opts.backend)
+        return records
+
+    def ranks_default_python(self) -> str:
+        """The python the ranks run without --python or a python= label (the launcher's)."""
+        return "python3"
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         return file_switches(entries, self.opts.topology, echo)

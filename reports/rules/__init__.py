@@ -12,6 +12,7 @@ from netbench.reports.rules import (
     engines,
     errors,
     expected,
+    host_checks,
     link_health,
     port_counters,
     regression,
@@ -38,6 +39,7 @@ RULES: list[Rule] = [
     ceiling.RULE,
     regression.RULE,
     engines.RULE,
+    host_checks.RULE,
     unreadable.RULE,
 ]
 

@@ -115,8 +115,17 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
                 failed_of[h] += len(rows)
     bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]} | set(lost)
     out: list[Finding] = []
+    # what the run recorded about each host's ranks: no rank's log is kept in the run directory, so
+    # the finding quotes the coordinator's words (run.json's faults) instead of pointing at a file
+    faults = [f for f in ctx.run.get("faults") or [] if isinstance(f, dict)]
     for host in sorted(bad_hosts):
         why = lost.get(host)
+        fault = next((str(f.get("message"))[:300] for f in faults if f.get("host") == host), None)
+        evidence: dict[str, Any] = {"failed_rows": failed_of[host], "pair_rows": groups_of[host]}
+        if why:
+            evidence["lost"] = why
+        elif fault:
+            evidence["fault"] = fault
         out.append(
             Finding(
                 rule="host_failing",
@@ -125,14 +134,15 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
                 subject=host,
                 title=f"{host}: {failed_of[host]} of its {groups_of[host]} pair measurements failed"
                 + (f" (lost during the run: {why})" if why else ""),
-                evidence={"failed_rows": failed_of[host], "pair_rows": groups_of[host]}
-                | ({"lost": why} if why else {}),
+                evidence=evidence,
                 action=(
                     f"Drain {host}: it died, hung or could not be reached during the run (run.json's "
                     "faults say how); check it is up and reachable before returning it."
                     if why
-                    else f"Drain {host} and look at its worker log in the run directory "
-                    "(NCCL errors, hangs, Xids)."
+                    else f"Drain {host}. How its ranks ended is in run.json's faults"
+                    + (f" ({fault})" if fault else "")
+                    + " and its failed rows' errors in results.jsonl; why is on the host "
+                    "(dmesg for NCCL errors and Xids, the ranks' python and torch)."
                 ),
                 hosts=[host],
             )

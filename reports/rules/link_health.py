@@ -33,7 +33,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     out: list[Finding] = []
     nodes = _ok_nodes(ctx)
     for n in ctx.inventory:
-        if n.get("status") not in (None, "ok", "partial"):
+        if n.get("status") not in (None, "ok", "partial", "cannot_run"):  # reached: rules.host_checks
             out.append(
                 Finding(
                     rule="node_unreachable",
