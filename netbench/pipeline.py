@@ -153,7 +153,7 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         check_distinct(entries, records)  # one machine under two names: refused before any rank
         if not live:
             first = records[0]
-            raise UsageError(f"no host could be reached ({len(entries)} tried; {first.host}: "
+            raise UsageError(f"no host could be reached or run a rank ({len(entries)} tried; {first.host}: "
                              f"{first.status}: {first.error}): nothing to measure")
         planned = plan_run(opts, site, live, nodes, switches, run_id)
     except UsageError as exc:

@@ -187,7 +187,7 @@ def test_mpirun_events_name_only_valid_hosts() -> None:
 
 @needs_mpi
 @pytest.mark.parametrize(("host", "cfg", "said"), [
-    ("nosuch-host-zz", None, "no host could be reached (1 tried; nosuch-host-zz: "),
+    ("nosuch-host-zz", None, "no host could be reached or run a rank (1 tried; nosuch-host-zz: "),
     ("localhost", "my ssh config", "--launcher mpi: the --ssh-config path must not contain white space"),
 ])
 def test_bad_input_for_mpirun_is_one_line(tmp_path: Path, host: str, cfg: str | None,

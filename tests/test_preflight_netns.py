@@ -267,6 +267,8 @@ def test_unreachable_node_is_drained_and_policy_warn_does_not_drain(fw_net, tmp_
             str(hosts),
             "--ssh-config",
             str(cfg),
+            "--python",  # the ranks' python: this machine's python3 has no torch (host_cannot_run)
+            sys.executable,
             "--policy",
             str(tmp_path / "policy.toml"),
             "--fail-fast",

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.netns
 
 HOSTS = ["h0", "h1", "h2", "h3", "h4"]
 SMALL = ["-c", "all_reduce", "-n", "2", "-w", "1", "--timeout", "5"]
+BARE = [*SMALL, "--no-inventory"]  # the tests after the first: what is judged is the measuring
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) ->
     """h2's rank is killed once the ring has printed its first row (its larger sizes keep it going a
     few seconds more): the ranks blocked in the ring on it are restarted, not taken for hung."""
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise", "-b", "1M",
-                   "-e", "16M", "--pair-sizes", "64K", "--confirm-budget", "0", *SMALL, "-n", "30"],
+                   "-e", "16M", "--pair-sizes", "64K", "--confirm-budget", "0", *BARE, "-n", "30"],
                   tmp_path / "run")
     sweep.wait_line(lambda line: line.strip().startswith("1048576"))
     for pid in rank_pids("h2"):
@@ -166,7 +167,7 @@ def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(clean, tmp_path
     """h1 drops to 1 Mbit/s once the pairs have started: each of its pairs stalls past --timeout with
     both ranks alive, so its partners are restarted and go on with their other pairs."""
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "1M",
-                   "--confirm-budget", "0", *SMALL], tmp_path / "run")
+                   "--confirm-budget", "0", *BARE], tmp_path / "run")
     sweep.wait_row("pair")
     clean.limit_host("h1", "1mbit")
     assert sweep.finish() == 2, sweep.text()[-4000:]
@@ -182,7 +183,7 @@ def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Pat
     """h2's rank is stopped (SIGSTOP) during the pairs: its agent says so, h2 is the hang, and the
     partner that timed out waiting on it keeps its other pairs."""
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "64K",
-                   "--confirm-budget", "0", *SMALL, "-n", "200"], tmp_path / "run")
+                   "--confirm-budget", "0", *BARE, "-n", "200"], tmp_path / "run")
     sweep.wait_row("pair")
     for pid in rank_pids("h2"):
         os.kill(pid, signal.SIGSTOP)
@@ -192,3 +193,24 @@ def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Pat
     assert {f["host"] for f in run["faults"]} == {"h2"} and "stopped (process state T)" in sweep.text()
     ok_pairs_without(sweep, "h2")
     assert sweep.nodes_named() == {"h2"}
+
+
+def test_a_stopped_rank_in_preflight_drains_its_host_alone(clean, tmp_path: Path) -> None:
+    """Preflight: h2's rank is stopped during the quick pass. h2 alone is on the drain list (stdout),
+    the verdict names it, and no pair that never ran is sent to be checked as a link."""
+    sweep = Sweep([*clean.netbench_argv(tmp_path, command="preflight"), "--budget", "150s", "--no-ring",
+                   "--pair-sizes", "64K", "-n", "200", "-w", "1", "--timeout", "5",
+                   "--json", str(tmp_path / "pf.json")], tmp_path / "run")
+    sweep.wait_row("pair")
+    for pid in rank_pids("h2"):
+        os.kill(pid, signal.SIGSTOP)
+    assert sweep.finish() == 2, sweep.text()[-4000:]
+    assert [line.strip() for line in sweep.lines if line.strip()] == ["h2"]  # stdout: the drain list
+    run = sweep.run_json()
+    assert run["down_hosts"] == ["h2"] and {f["host"] for f in run["faults"]} == {"h2"}
+    findings = json.loads((sweep.out / "findings.json").read_text())["findings"]
+    assert {f["subject"] for f in findings if f["rule"] == "host_failing"} == {"h2"}
+    pairs_to_check = [f["subject"] for f in findings
+                      if f["subject_kind"] == "pair" and f["severity"] != "info"]
+    assert not [p for p in pairs_to_check if "h2" in p], pairs_to_check
+    assert "Check link" not in sweep.stderr, sweep.stderr[-3000:]

@@ -126,7 +126,8 @@ def stage_inventory(
     if len(down) == len(nodes):
         first = down[0]
         raise PreflightError(
-            f"no host could be reached ({len(nodes)} tried; {first.host}: {first.status}: {first.error})"
+            f"no host could be reached or run a rank ({len(nodes)} tried; {first.host}: {first.status}: "
+            f"{first.error})"
         )
     return {n.host: n for n in nodes}
 
