@@ -60,9 +60,12 @@ class Sweep:
         self.proc = subprocess.Popen([*argv, "--out", str(out)], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
-        self.stderr = ""
+        self.err: list[str] = []
         self._cond = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._readers = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=lambda: self.err.extend(self.proc.stderr), daemon=True)]
+        for reader in self._readers:
+            reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -91,8 +94,14 @@ class Sweep:
             time.sleep(0.1)
 
     def finish(self, timeout: float = 400) -> int:
-        _, self.stderr = self.proc.communicate(timeout=timeout)
+        self.proc.wait(timeout=timeout)
+        for reader in self._readers:  # every line read: stdout is the drain list in preflight
+            reader.join(timeout=30)
         return self.proc.returncode
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.err)
 
     def run_json(self) -> dict:
         return json.loads((self.out / "run.json").read_text())
@@ -205,7 +214,7 @@ def test_a_stopped_rank_in_preflight_drains_its_host_alone(clean, tmp_path: Path
     for pid in rank_pids("h2"):
         os.kill(pid, signal.SIGSTOP)
     assert sweep.finish() == 2, sweep.text()[-4000:]
-    assert [line.strip() for line in sweep.lines if line.strip()] == ["h2"]  # stdout: the drain list
+    assert [line.strip() for line in sweep.lines if line.strip()] == ["h2"], sweep.stderr[-4000:]
     run = sweep.run_json()
     assert run["down_hosts"] == ["h2"] and {f["host"] for f in run["faults"]} == {"h2"}
     findings = json.loads((sweep.out / "findings.json").read_text())["findings"]
