@@ -9,6 +9,18 @@ import sys
 PROGRAM = r'''
 import os, signal, sys, time
 from netbench.common.interrupts import Interrupted, handling, on_exit_now
+
+
+class Late:
+    """Deleted in the interpreter's module teardown, where CPython's default handlers are back."""
+
+    def __del__(self):
+        print("teardown", flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+
+
+late = Late() if sys.argv[1] in ("exits", "unstopped") else None
 with handling(restore=False):
     on_exit_now(lambda stop: print("last words", stop.signal, flush=True))
     try:
@@ -20,6 +32,8 @@ with handling(restore=False):
             os.kill(os.getpid(), signal.SIGHUP)  # during the teardown: ends at once
             time.sleep(5)
             print("not reached", flush=True)
+        if sys.argv[1] == "exits":
+            sys.exit(stop.exit_code)
 print("ended", flush=True)
 if sys.argv[1] == "after":
     os.kill(os.getpid(), signal.SIGHUP)
@@ -45,3 +59,18 @@ def test_a_second_signal_ends_at_once_after_its_last_words() -> None:
 def test_a_signal_after_the_command_ended_still_exits_by_it() -> None:
     res = run("after")
     assert res.returncode == 129 and "Traceback" not in res.stderr, res
+
+
+def test_the_interpreter_teardown_has_the_default_handlers_back() -> None:
+    """Why a stopped command line ends before the teardown (next test): a signal there kills."""
+    res = run("unstopped")
+    assert res.returncode == -15 and res.stdout.splitlines()[-1] == "teardown", res
+
+
+def test_a_stopped_command_line_ends_before_the_interpreter_teardown() -> None:
+    """A command stopped by a signal leaves by ``sys.exit(143)``: the process ends there with 143 (a
+    second signal meanwhile cannot kill it), never reaching the module teardown."""
+    res = run("exits")
+    assert res.returncode == 143, res
+    assert res.stdout.splitlines() == ["stopped SIGTERM 143"], res
+

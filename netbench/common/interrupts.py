@@ -17,10 +17,12 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 """The signals handled; others keep their default (SIGKILL cannot be caught: ``netbench report``
@@ -118,13 +120,40 @@ def _ended(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+def _end_stopped(code: object) -> NoReturn:
+    """End a stopped process with ``code`` as the interpreter would, less its module teardown.
+
+    CPython puts the default handlers back (``_PySignal_Fini``) before it destroys the modules, and
+    with torch loaded that takes a while: a second signal then killed the process (a status of -15
+    to a parent, not 143). So the steps before that are taken here: the other non-daemon threads
+    joined, the atexit functions run (logging's flush among them), the standard streams flushed;
+    then the process ends. ``_handler`` stays in place meanwhile: a second signal ends it with the
+    first one's status."""
+    import atexit
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):  # sys.exit("message"): printed, status 1
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said
+            pass
+    os._exit(code or 0)
+
+
 @contextmanager
 def handling(restore: bool = True) -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` while inside (main thread only: elsewhere
     signals cannot be caught, and the defaults stay; an ignored one stays ignored); the handlers
     before are restored after, or (``restore=False``: the command line's, whose process is ending)
     each ends the process at once: a signal while the interpreter shuts down (threads joined) still
-    exits 128 + n, never killed by it."""
+    exits 128 + n, never killed by it. A command line that was stopped ends on leaving, without the
+    interpreter's module teardown (``_end_stopped``)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -135,6 +164,10 @@ def handling(restore: bool = True) -> Iterator[None]:
             signal.signal(getattr(signal, name), _handler)
     try:
         yield
+    except SystemExit as exc:
+        if not restore and stopped() is not None:  # a stopped command line ends here, not in finalisation
+            _end_stopped(exc.code)
+        raise
     finally:
         for name, old in before.items():
             if restore or old is signal.SIG_IGN:
