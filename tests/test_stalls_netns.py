@@ -125,6 +125,11 @@ class Sweep:
     def text(self) -> str:
         return "".join(self.lines) + self.stderr
 
+    def findings(self) -> str:
+        """The findings, one line each (a failed assertion's message)."""
+        found = json.loads((self.out / "findings.json").read_text())["findings"]
+        return "\n".join(f"{f['severity']} {f['rule']} {f['subject']}: {f['title']} {f['evidence']}" for f in found)
+
 
 def ok_pairs_without(sweep: Sweep, host: str) -> None:
     """Every pair of the other hosts was measured, and measured well."""
@@ -169,7 +174,7 @@ def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) ->
     ok_pairs_without(sweep, "h2")
     for h in ("h0", "h1", "h3", "h4"):
         assert all(r["status"] != "ok" and "h2" in r["error"] for r in sweep.pairs()[frozenset({h, "h2"})])
-    assert sweep.nodes_named() <= {"h2"}
+    assert sweep.nodes_named() <= {"h2"}, sweep.findings()
 
 
 def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(clean, tmp_path: Path) -> None:
