@@ -58,7 +58,6 @@ from netbench.reports.analyses import (
     intermittent_p_value,
     noise_tail,
 )
-from netbench.reports.blame import blamed_hosts, never_ran
 from netbench.reports.stats import poisson_binomial_sf
 
 Pair = tuple[str, str]
@@ -201,9 +200,9 @@ def unusable_hosts(outcome: Any, rows: PairRows) -> set[str]:
     dead = {f.host for f in outcome.faults if f.host}
     flaky = {
         h
-        for i, why in rows.failed.items()
+        for i, failure in rows.failed.items()
         for pair in [(rows.names[rows.a[i]], rows.names[rows.b[i]])]
-        if not dead & set(pair) and not blamed_hosts(why.split(": ", 1)[-1], list(pair))
+        if not dead & set(pair) and not failure.blame
         for h in pair
     }
     return dead | flaky
@@ -560,8 +559,7 @@ class RoundChances:
             refs = np.asarray(per_key, dtype=float)[inverse.reshape(-1)]
         fine = np.isfinite(refs) & (refs > 0)
         idx, refs = idx[fine], refs[fine]
-        disturbed = frozenset(int(rows.round[i]) for i, why in rows.failed.items()
-                              if not never_ran(why.split(": ", 1)[-1]))
+        disturbed = frozenset(int(rows.round[i]) for i, failure in rows.failed.items() if failure.ran)
         return cls(rows.round[idx], is_slow(rows.busbw[idx] / refs), rows.a[idx], rows.b[idx],
                    rows.names, disturbed)
 

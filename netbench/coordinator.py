@@ -479,7 +479,8 @@ class Coordinator:
             if set(g.hosts) & down:
                 gone = sorted(set(g.hosts) & down)
                 why = f" ({self.down_reason[gone[0]]})" if gone[0] in self.down_reason else ""
-                self._failed_group(phase, g, "error", f"not run: host {', '.join(gone)} is down{why}")
+                self._failed_group(phase, g, "error", f"not run: host {', '.join(gone)} is down{why}", gone,
+                                   ran=False)
         state.update(reported={}, activity={})
         start = time.monotonic()
         for g in run_groups:
@@ -512,7 +513,8 @@ class Coordinator:
                     del pending[gid]
             if self.fail_fast and self.outcome.faults:
                 for g in pending.values():
-                    self._failed_group(phase, g, "error", "run stopped: " + self.outcome.faults[0].message)
+                    stop = "run stopped: " + self.outcome.faults[0].message
+                    self._failed_group(phase, g, "error", stop, [])
                 return
 
     def _stalled(
@@ -550,21 +552,22 @@ class Coordinator:
             for h in hosts:
                 self._host_down(h, f"host {h}: {self._hang_cause(h, now)} in {phase.name} (group {gid})",
                                 kind="hang")
-            why = f"hung: rank(s) {sorted(culprits)} on {', '.join(hosts)}"
+            why, blame = f"hung: rank(s) {sorted(culprits)} on {', '.join(hosts)}", hosts
         elif dead:
             gone = sorted({self.rank_host[r] for r in dead})
-            why = f"lost: rank(s) {sorted(dead)} on {', '.join(gone)}"
+            why, blame = f"lost: rank(s) {sorted(dead)} on {', '.join(gone)}", gone
             reasons = [self.down_reason[h] for h in gone if h in self.down_reason]
             why += f" ({reasons[0]})" if reasons else ""
         else:
             why = (f"timed out: no progress for {limit:.0f} s, every rank alive (the group was abandoned; "
                    "its hosts' other pairs say which one is slow)")
+            blame = []
         if waiting:
             self.on_note(f"{phase.name}: group {gid} stalled; restarting rank(s) {sorted(waiting)} on "
                          f"{', '.join(sorted({self.rank_host[r] for r in waiting}))} for the next phase "
                          "(alive, waiting: not a host fault)")
             self._restart(waiting, phase.index + 1)
-        self._close_group(phase, g, reported, dead + silent, why=why)
+        self._close_group(phase, g, reported, dead + silent, why=why, blame=blame)
 
     def _hang_cause(self, host: str, now: float) -> str:
         seen = self.alive_at.get(host)
@@ -613,10 +616,12 @@ class Coordinator:
         self.restarts.clear()
 
     def _close_group(
-        self, phase: Phase, g: GroupSpec, reported: dict[int, Any], lost: list[int], why: str | None = None
+        self, phase: Phase, g: GroupSpec, reported: dict[int, Any], lost: list[int], why: str | None = None,
+        blame: list[str] | None = None,
     ) -> None:
-        """The failed rows of a group that ended without all its rows: ``why`` given (a stall,
-        ``_stalled``), else from the ranks ``lost`` (their hosts went down) or the errors reported."""
+        """The failed rows of a group that ended without all its rows: ``why`` and ``blame`` given (a
+        stall, ``_stalled``), else from the ranks ``lost`` (their hosts went down, and are blamed) or
+        the errors reported (which blame no host: a collective's own error)."""
         errors = [m for m in reported.values() if m.get("type") == "group_error"]
         if not errors and not lost:
             return
@@ -624,7 +629,7 @@ class Coordinator:
             status = "timeout"
         elif lost:
             hosts = sorted({self.rank_host[r] for r in lost})
-            why = f"lost: rank(s) {sorted(lost)} on {', '.join(hosts)}"
+            why, blame = f"lost: rank(s) {sorted(lost)} on {', '.join(hosts)}", hosts
             reasons = [self.down_reason[h] for h in hosts if h in self.down_reason]
             if reasons:
                 why += f" ({reasons[0]})"
@@ -639,10 +644,13 @@ class Coordinator:
                 self.rank_host.get(errors[0].get("rank")) if errors else None,
                 errors[0].get("rank") if errors else None,
             )
-        self._failed_group(phase, g, status, why)
+        self._failed_group(phase, g, status, why, blame or [])
 
-    def _failed_group(self, phase: Phase, g: GroupSpec, status: str, why: str) -> None:
-        """One row that says a group's measurements did not happen (status timeout/error), naming hosts."""
+    def _failed_group(
+        self, phase: Phase, g: GroupSpec, status: str, why: str, blame: list[str], ran: bool = True
+    ) -> None:
+        """One row per collective that says a group's measurements did not happen (status
+        timeout/error), why, and which of its hosts caused it (``reports.blame`` reads them)."""
         for cname in phase.spec.collectives:
             row = failed_row(
                 run_id=self.plan.run_id,
@@ -659,6 +667,8 @@ class Coordinator:
                 rail=g.rail,
                 load=g.load,
                 hop_class=g.hop_class,
+                blame=blame,
+                ran=ran,
             )
             row.ts = time.time()
             self.on_row(row.to_dict())

@@ -19,6 +19,7 @@ from netbench.collectives.plan import Phase, WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted
 from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
+from netbench.common.runrecord import rows_line
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Coordinator, Outcome
 from netbench.defaults import START_TIMEOUT_S
@@ -216,13 +217,6 @@ def summarize(
     echo(f"# {rows_line(len(rows), len(failed))}; status {outcome.status}")
     for f in outcome.faults:
         echo(f"# fault: {f.message}")
-
-
-def rows_line(rows: int, failed: int) -> str:
-    """The row counts as the log, run.json (``rows``, ``rows_failed``) and the report say them: every
-    line of results.jsonl is a row, a measurement (status ok) or a group that gave none (failed)."""
-    return (f"rows: {rows} in results.jsonl, {rows - failed} measured, {failed} failed "
-            "(timed out, errored or not run)")
 
 
 def finish_report(

@@ -381,8 +381,8 @@ def print_pairs(rows: PairRows, echo: Callable[[str], None]) -> None:
     for (x, y), bw, at in zip(slowest.index, slowest["bw"], slowest["at"], strict=True):
         a, b = rows.names[x], rows.names[y]
         echo(terminal_safe(f"#   {a:>16} <-> {b:<16} {bw:10.4f}  (at {format_size(int(at))})"))
-    for i, why in list(rows.failed.items())[:PAIRS_SHOWN]:
-        echo(terminal_safe(f"#   {rows.names[rows.a[i]]} <-> {rows.names[rows.b[i]]}: {why}"))
+    for i, failure in list(rows.failed.items())[:PAIRS_SHOWN]:
+        echo(terminal_safe(f"#   {rows.names[rows.a[i]]} <-> {rows.names[rows.b[i]]}: {failure.why}"))
     if len(rows.failed) > PAIRS_SHOWN:
         echo(f"#   ... and {len(rows.failed) - PAIRS_SHOWN} more failed pair measurements (results.jsonl)")
     sys.stdout.flush()

@@ -31,6 +31,7 @@ from netbench.reports.summary import headline, to_check, to_drain
 from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
 from netbench.common.naming import natural_key
 from netbench.common.rows import CONTRACT_FIELDS
+from netbench.common.runrecord import rows_line
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -797,6 +798,12 @@ def _heat_note(ctx: AnalysisContext) -> str:
             "A dark row and column is a slow node; a single dark cell a slow link.")
 
 
+def _rows_line(ctx: AnalysisContext) -> str:
+    """What the rows count, as the log and run.json say it: measured (status ok) and failed apart."""
+    n = len(ctx.rows)
+    return rows_line(n, n - len(ctx.all_ok_rows) if n else 0)
+
+
 def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
     """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn"."""
     import plotly
@@ -847,7 +854,7 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
 <style>{css}</style>
 </head><body><main>
 <header class="top"><h1>netbench report &mdash; <span class="mono">{e(run_id)}</span></h1>
-<div class="meta">{n_hosts} hosts &middot; {len(ctx.rows)} measurements{baseline_note}
+<div class="meta">{n_hosts} hosts &middot; {e(_rows_line(ctx))}{baseline_note}
 &middot; generated {generated}</div>
 <nav class="toc no-print"><a href="#findings">Findings</a><a href="#ceilings">Ceilings</a>
 <a href="#curves">Bandwidth</a>

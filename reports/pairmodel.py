@@ -131,7 +131,7 @@ def _disturbed_by_a_loss(ctx: AnalysisContext, rows: Any) -> np.ndarray:
     the round without switches). Not evidence about those hosts: a leaf peer of a host lost
     mid-round shares its switch and the moment (a partner left waiting, a burst of retransmits),
     and its pairs of that round alone made it look slow."""
-    from netbench.reports.blame import blamed_hosts, never_ran
+    from netbench.common.rows import blamed_hosts, never_ran
 
     out = np.zeros(len(rows), dtype=bool)
     bad = ctx.rows[(ctx.rows["status"] != "ok") & (ctx.rows["pattern"] == "pair")]
@@ -139,12 +139,13 @@ def _disturbed_by_a_loss(ctx: AnalysisContext, rows: Any) -> np.ndarray:
         return out
     switches = ctx.switches
     near: dict[int, set[str | None]] = {}  # round -> the leaves (a host where none is known) it disturbed
-    for hosts, error, rnd in zip(bad["hosts"], bad["error"], bad["round"], strict=True):
+    for row in bad.to_dict("records"):  # the failed rows: few
+        hosts, rnd = row.get("hosts"), row.get("round")
         if not isinstance(hosts, (list, tuple)) or rnd != rnd or rnd is None:
             continue
-        if never_ran(error):
+        if never_ran(row):
             continue  # never ran: it disturbed nothing
-        culprits = blamed_hosts(error, list(hosts)) or set(hosts)
+        culprits = blamed_hosts(row) or set(hosts)
         near.setdefault(int(rnd), set()).update(switches.get(h, h) if switches else None for h in culprits)
     if not near:
         return out

@@ -14,6 +14,7 @@ from netbench.reports.stats import binomial_sf, poisson_binomial_sf
 from netbench.reports.summary import to_check, to_drain
 
 from netbench.common.pairrows import PairRows
+from netbench.common.rows import blamed_hosts, never_ran
 from netbench.confirm import judge, unusable_hosts
 from netbench.coordinator import Fault, Outcome
 
@@ -27,8 +28,10 @@ def row(hosts: tuple[str, str], rnd: int, bw: float, **kw: object) -> dict:
             "busbw_GBps": bw, "collective": "all_reduce"} | kw
 
 
-def failed(hosts: tuple[str, str], rnd: int, why: str) -> dict:
-    return row(hosts, rnd, 0.0, status="error", error=why, bytes=0, busbw_GBps=None)
+def failed(hosts: tuple[str, str], rnd: int, why: str, blame: tuple[str, ...] = (), ran: bool = True) -> dict:
+    """A failed row as the coordinator writes it: its words, the hosts it blames, whether it ran."""
+    return row(hosts, rnd, 0.0, status="error", error=why, bytes=0, busbw_GBps=None, blame=list(blame),
+               ran=ran)
 
 
 def retest_rounds(suspect_slow: set[int], disturbed: set[int], seed: int) -> list[dict]:
@@ -78,8 +81,9 @@ def test_an_intermittent_node_is_confirmed_beside_disturbed_rounds_elsewhere() -
 
 def test_slow_pairs_in_rounds_where_a_host_was_lost_are_no_evidence() -> None:
     rows = retest_rounds({11, 15, 19}, set(), 1)
-    rows += [failed(("b1", "a2"), r, "lost: rank(s) [3] on a2 (host a2: lost contact)") for r in (11, 15)]
-    rows += [failed(("b3", "a3"), 19, "hung: rank(s) [5] on a3")]
+    lost = "lost: rank(s) [3] on a2 (host a2: lost contact)"
+    rows += [failed(("b1", "a2"), r, lost, ("a2",)) for r in (11, 15)]
+    rows += [failed(("b3", "a3"), 19, "hung: rank(s) [5] on a3", ("a3",))]
     assert verdict(rows).verdict != "confirmed"
     # the same slow rounds without the loss: confirmed (the rounds, not the count, changed)
     assert verdict(retest_rounds({11, 15, 19}, set(), 1)).verdict == "confirmed"
@@ -106,9 +110,9 @@ def dead_host_rows() -> list[dict]:
         if "a2" not in p or r < 2:
             out.append(row(p, r, 10.0))
         elif r == 2:
-            out.append(failed(p, r, f"lost: rank(s) [1] on a2 (host a2: {why})"))
+            out.append(failed(p, r, f"lost: rank(s) [1] on a2 (host a2: {why})", ("a2",)))
         else:
-            out.append(failed(p, r, f"not run: host a2 is down (host a2: {why})"))
+            out.append(failed(p, r, f"not run: host a2 is down (host a2: {why})", ("a2",), ran=False))
     return out
 
 
@@ -136,9 +140,19 @@ def test_failed_pairs_naming_one_host_are_no_evidence_against_its_partner() -> N
     """b1 met the hung host a2 in 3 of its 5 pairs (re-runs of one pair included): those failures name
     a2, so b1 is not host_failing, though 3 of its 5 pair rows failed."""
     rows = [row(("b1", h), r, 10.0) for r, h in ((1, "b2"), (2, "b3"))]
-    rows += [failed(("b1", "a2"), r, "hung: rank(s) [2] on a2") for r in (3, 4, 5)]
+    rows += [failed(("b1", "a2"), r, "hung: rank(s) [2] on a2", ("a2",)) for r in (3, 4, 5)]
     found = errors.check(AnalysisContext.from_data(rows, run={"status": "completed", "hosts": HOSTS6}))
     assert to_drain(found) == ["a2"], [f.title for f in found]
+
+
+def test_blame_is_the_rows_own_field_naming_its_own_hosts_only() -> None:
+    """The coordinator's record, not its words: a host outside the row, a blame that is not a list,
+    or a row from before rows carried it, blames nobody."""
+    hung = failed(("b1", "a2"), 1, "hung: rank(s) [2] on a2", ("a2", "b9"))
+    assert blamed_hosts(hung) == {"a2"} and not never_ran(hung)
+    assert blamed_hosts({**hung, "blame": "a2"}) == set()
+    assert blamed_hosts({k: v for k, v in hung.items() if k != "blame"}) == set()
+    assert never_ran(failed(("b1", "a2"), 1, "not run: host a2 is down", ("a2",), ran=False))
 
 
 def test_a_timeout_naming_no_host_is_still_a_link_to_check() -> None:
@@ -150,7 +164,7 @@ def test_a_timeout_naming_no_host_is_still_a_link_to_check() -> None:
 
 
 def test_the_partners_of_a_hung_host_stay_usable_for_re_tests() -> None:
-    rows = [row(("a1", "b1"), 1, 10.0), failed(("a2", "b2"), 1, "hung: rank(s) [1] on a2")]
+    rows = [row(("a1", "b1"), 1, 10.0), failed(("a2", "b2"), 1, "hung: rank(s) [1] on a2", ("a2",))]
     outcome = Outcome("completed", [Fault("hang", "host a2: hung", "a2", 1)], 2, down_hosts={"a2"})
     assert unusable_hosts(outcome, PairRows.from_records(rows)) == {"a2"}
     lost = Outcome("completed", [], 2)  # a failure naming a host the launch did not record as faulty
@@ -169,9 +183,10 @@ def test_leaf_peers_of_a_host_lost_mid_round_are_not_judged_by_that_round() -> N
         same = p[0][0] == p[1][0]
         bw = 10.0 * (1.0 + 0.01 * (rnd % 5))  # no cross-spine penalty: nothing else to find
         if "a2" in p and rnd == lost_at:
-            rows.append(failed(p, rnd, "lost: rank(s) [1] on a2 (host a2: lost contact)"))
+            rows.append(failed(p, rnd, "lost: rank(s) [1] on a2 (host a2: lost contact)", ("a2",)))
         elif "a2" in p and rnd > lost_at:
-            rows.append(failed(p, rnd, "not run: host a2 is down (host a2: lost contact)"))
+            rows.append(failed(p, rnd, "not run: host a2 is down (host a2: lost contact)", ("a2",),
+                               ran=False))
         else:
             rows.append(row(p, rnd, bw, load=1, hop_class="leaf" if same else "spine"))
         if rnd == lost_at:  # a1-a3 measured in the same round as a2's loss

@@ -173,7 +173,8 @@ def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) ->
     assert {f["host"] for f in run["faults"]} == {"h2"}
     ok_pairs_without(sweep, "h2")
     for h in ("h0", "h1", "h3", "h4"):
-        assert all(r["status"] != "ok" and "h2" in r["error"] for r in sweep.pairs()[frozenset({h, "h2"})])
+        assert all(r["status"] != "ok" and "h2" in r["error"] and r["blame"] == ["h2"]
+                   for r in sweep.pairs()[frozenset({h, "h2"})])
     assert sweep.nodes_named() <= {"h2"}, sweep.findings()
 
 

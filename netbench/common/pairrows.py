@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from netbench.common.rows import blamed_hosts, never_ran
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -22,6 +24,21 @@ NO_ROUND = -1
 """``round`` of a pair row that has none (a pair measured outside the pairwise rounds)."""
 NOT_RECORDED = -1
 """``load`` or hop class code of a pair row that does not carry one (an older run, an imported log)."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed pair row: ``why`` as the sweep prints it ("status: error"), the hosts it blames and
+    whether its group ran at all (the row's ``blame`` and ``ran``, read by ``reports.blame``)."""
+
+    why: str
+    blame: frozenset[str] = frozenset()
+    ran: bool = True
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Failure:
+        why = _why(row.get("status"), row.get("error"))
+        return cls(why, frozenset(blamed_hosts(row)), not never_ran(row))
 
 
 @dataclass
@@ -42,8 +59,8 @@ class PairRows:
     load: np.ndarray
     hop: np.ndarray
     classes: list[str] = field(default_factory=list)
-    failed: dict[int, str] = field(default_factory=dict)
-    """Why each row that is not ok failed ("status: error"), by row."""
+    failed: dict[int, Failure] = field(default_factory=dict)
+    """Why each row that is not ok failed, by row."""
 
     @classmethod
     def empty(cls) -> PairRows:
@@ -56,13 +73,13 @@ class PairRows:
         names: dict[str, int] = {}
         classes: dict[str, int] = {}
         cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
-        failed: dict[int, str] = {}
+        failed: dict[int, Failure] = {}
         for r in records:
             hosts = r.get("hosts")
             if r.get("pattern") != "pair" or not isinstance(hosts, list) or len(hosts) != 2:
                 continue
             if r.get("status") != "ok":
-                failed[len(cols[0])] = _why(r.get("status"), r.get("error"))
+                failed[len(cols[0])] = Failure.of(r)
             for col, v in zip(cols, (
                 names.setdefault(hosts[0], len(names)),
                 names.setdefault(hosts[1], len(names)),
@@ -103,9 +120,8 @@ class PairRows:
         status = frame["status"].to_numpy(dtype=object)[rows] if "status" in frame.columns else None
         ok = np.zeros(len(rows), dtype=bool) if status is None else status == "ok"
         bad = np.flatnonzero(~ok)
-        none = [None] * len(bad)
-        errors = frame["error"].to_numpy(dtype=object)[rows[bad]] if "error" in frame.columns else none
-        states = status[bad] if status is not None else none
+        failed_cols = [c for c in ("hosts", "status", "error", "blame", "ran") if c in frame.columns]
+        failed = frame.iloc[rows[bad]][failed_cols].to_dict("records")  # the failed rows: few
         return cls(
             names,
             codes[:, 0].astype(np.int64),
@@ -117,7 +133,7 @@ class PairRows:
             column("load", NOT_RECORDED).astype(np.int64),
             hop,
             classes,
-            {int(i): _why(st, err) for i, st, err in zip(bad.tolist(), states, errors, strict=True)},
+            {int(i): Failure.of(r) for i, r in zip(bad.tolist(), failed, strict=True)},
         )
 
     def __len__(self) -> int:
@@ -130,7 +146,7 @@ class PairRows:
         code = {h: i for i, h in enumerate(self.names)}
         lut = np.array([code.setdefault(h, len(code)) for h in more.names], dtype=np.int64)
         self.names = list(code)
-        self.failed |= {len(self) + i: why for i, why in more.failed.items()}
+        self.failed |= {len(self) + i: failure for i, failure in more.failed.items()}
         self.a = np.concatenate([self.a, lut[more.a]])
         self.b = np.concatenate([self.b, lut[more.b]])
         known = {c: i for i, c in enumerate(self.classes)}

@@ -8,6 +8,7 @@ default); ``time_us_max`` is when the collective really finished for everyone.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,13 @@ class ResultRow:
     # operation), in seconds; None in rows of runs from before they were recorded
     group_made: str | None = None
     setup_s: float | None = None
+    # a failed row's cause as the coordinator found it (``failed_row``): ``blame`` the hosts whose
+    # loss failed the group (down, hung, cut off; its other hosts are blameless, an empty list when
+    # it names none: every rank alive, or the collective's own error), ``ran`` False for a group
+    # that never started (a host was down before it: no measurement of anything); None in ok rows
+    # and in rows of runs from before they were recorded
+    blame: list[str] | None = None
+    ran: bool | None = None
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -93,6 +101,21 @@ class ResultRow:
     def from_dict(cls, data: dict[str, Any]) -> ResultRow:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def blamed_hosts(row: Mapping[str, Any]) -> set[str]:
+    """The hosts of a failed row that caused its failure, of its own ``hosts`` only. Empty when it
+    blames none (a timeout with every rank alive, a collective's own error, a row of a run from
+    before rows recorded it)."""
+    blame, hosts = row.get("blame"), row.get("hosts")
+    if not isinstance(blame, list) or not isinstance(hosts, list):
+        return set()
+    return {h for h in blame if isinstance(h, str)} & {h for h in hosts if isinstance(h, str)}
+
+
+def never_ran(row: Mapping[str, Any]) -> bool:
+    """A failed row of a group that never started (a host of it was down before): no measurement."""
+    return row.get("ran") is False
 
 
 def row_problem(data: Any) -> str | None:
@@ -121,8 +144,11 @@ def failed_row(
     rail: int | None = None,
     load: int | None = None,
     hop_class: str | None = None,
+    blame: list[str] | None = None,
+    ran: bool = True,
 ) -> ResultRow:
-    """A row that records a measurement (or a whole group) that did not happen, and why."""
+    """A row that records a measurement (or a whole group) that did not happen, why, whom it blames
+    and whether it ran at all."""
     return ResultRow(
         run_id=run_id,
         collective=collective,
@@ -151,4 +177,6 @@ def failed_row(
         rail=rail,
         load=load,
         hop_class=hop_class,
+        blame=sorted(blame or ()),
+        ran=ran,
     )

@@ -87,3 +87,10 @@ def check_fields(names: set[str]) -> None:
     unknown = sorted(names - RUN_FIELDS)
     if unknown:
         raise TypeError(f"run.json has no field {unknown[0]!r} (netbench.common.runrecord.RunRecord)")
+
+
+def rows_line(rows: int, failed: int) -> str:
+    """The row counts as the log, run.json (``rows``, ``rows_failed``) and the report say them: every
+    line of results.jsonl is a row, a measurement (status ok) or a group that gave none (failed)."""
+    return (f"rows: {rows} in results.jsonl, {rows - failed} measured, {failed} failed "
+            "(timed out, errored or not run)")

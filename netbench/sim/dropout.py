@@ -44,7 +44,7 @@ class LostGpus:
     def rows(self, plan: WorkerPlan, phase: Phase, grp: GroupSpec) -> list[ResultRow]:
         gone = sorted(set(grp.hosts) & set(self.down))
         if gone:
-            why = f"not run: host {', '.join(gone)} is down ({self.down[gone[0]]})"
+            why, blame, ran = f"not run: host {', '.join(gone)} is down ({self.down[gone[0]]})", gone, False
         else:
             dying = sorted(set(grp.hosts) & self.hosts)
             for h in dying:
@@ -52,6 +52,7 @@ class LostGpus:
                 self.down[h] = f"rank {rank} on host {h} exited with code 1 before the sweep ended"
             lost = sorted(r for h in dying for r in self.slots[h].ranks if r in grp.ranks)
             why = f"lost: rank(s) {lost} on {', '.join(dying)} ({self.down[dying[0]]})"
+            blame, ran = dying, True
         out = []
         for cname in phase.spec.collectives:
             row = failed_row(
@@ -68,6 +69,8 @@ class LostGpus:
                 dtype=phase.spec.dtype,
                 load=grp.load,
                 hop_class=grp.hop_class,
+                blame=blame,
+                ran=ran,
             )
             row.ts = time.time()
             out.append(row)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from netbench.reports.blame import blamed_hosts, never_ran
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 
 from netbench.common.findings import Finding
+from netbench.common.rows import blamed_hosts, never_ran
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 
@@ -110,7 +110,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     for key, rows in per_group.items():
         if rows[0].get("pattern") == "pair":
             hosts = rows[0].get("hosts") or []
-            named[key] = set().union(*(blamed_hosts(r.get("error"), hosts) for r in rows))
+            named[key] = set().union(*(blamed_hosts(r) for r in rows))
             for h in named[key] or hosts:
                 failed_of[h] += len(rows)
     bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]} | set(lost)
@@ -153,7 +153,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
             # told once about the host; a pair that never ran, or failed for a host the run lost,
             # is no measurement of its link
             continue
-        if all(never_ran(r.get("error")) for r in rows):
+        if all(never_ran(r) for r in rows):
             continue  # a group that never ran measured nothing: the host that stopped it is named above
         sizes = sorted({int(r.get("bytes") or 0) for r in rows} - {0})  # a failed row carries bytes 0
         errors = Counter(str(r.get("error")) for r in rows if r.get("error"))
