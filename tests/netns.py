@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,32 @@ DEFAULT_TOOLS_MOUNT = "/usr/local/sbin"  # first entry of sshd's default PATH fo
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,31}$")
 _RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|[kmgt]bit)$")
 
+SCRATCH = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+"""The folders a program writes scratch files to: ``TestNetwork.fill_disk`` fills them on one host."""
+_FILL = r"""
+set -e
+work=$1 keep=$2
+shift 2
+mkdir -p "$keep"
+mount --bind "$work" "$keep"
+for d in "$@"; do mount -t tmpfs -o size=256k,nr_inodes=64 nbt-full "$d"; done
+mkdir -p "$work"
+mount --bind "$keep" "$work"
+for d in "$@"; do
+    dd if=/dev/zero of="$d/.nbt-fill" bs=4k 2>/dev/null || true
+    i=0
+    while touch "$d/.nbt-inode$i" 2>/dev/null; do i=$((i+1)); done
+done
+"""
+_FREE = r"""
+work=$1 keep=$2
+shift 2
+umount "$work" 2>/dev/null
+for d in "$@"; do umount "$d" 2>/dev/null; done
+umount "$keep" 2>/dev/null
+rmdir "$keep" 2>/dev/null
+exit 0
+"""
 _SCRIPT = r"""
 set -e
 ip addr replace "$1/24" dev eth0
@@ -466,6 +493,20 @@ class TestNetwork:
             _run(["ip", "link", "set", h.veth, "down"])
         return pids
 
+    def fill_disk(self, name: str) -> None:
+        """Leave ``name`` no byte and no inode to write in ``SCRATCH`` (a full tmpfs over each, in the
+        host's own mount namespace: no other host sees it), as a node whose disk filled up.
+        This network's folder under /tmp (sshd's keys, config and log) is bound back in, so SSH
+        still works. ``free_disk`` gives the room back."""
+        h = self.host(name)
+        _run(["nsenter", "--target", str(h.pid), "--mount", "sh", "-c", _FILL, "sh", str(self.workdir),
+              f"/run/nbt-keep-{h.netns}", *SCRATCH])
+
+    def free_disk(self, name: str) -> None:
+        h = self.host(name)
+        _run(["nsenter", "--target", str(h.pid), "--mount", "sh", "-c", _FREE, "sh", str(self.workdir),
+              f"/run/nbt-keep-{h.netns}", *reversed(SCRATCH)])
+
     def restore_link(self, name: str) -> None:
         _run(["ip", "link", "set", self.host(name).veth, "up"])
 
@@ -779,6 +820,20 @@ if pytest is not None:
 
         yield make
         for net in made:
+            net.destroy()
+
+    @contextmanager
+    def module_network(*args, **kwargs) -> Iterator[TestNetwork]:
+        """A network shared by a test module (a ``scope="module"`` fixture yields from it; the
+        arguments are ``TestNetwork.create``'s), destroyed after it. Skips the module with the
+        reason when real test hosts cannot be built here."""
+        reason = netns_unavailable()
+        if reason:
+            pytest.skip(reason)
+        net = TestNetwork.create(*args, **kwargs)
+        try:
+            yield net
+        finally:
             net.destroy()
 
     @pytest.fixture

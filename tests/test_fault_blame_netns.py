@@ -40,16 +40,10 @@ HEALTHY_SWEEPS = 10
 
 @pytest.fixture(scope="module")
 def net():
-    from netns import TestNetwork, netns_unavailable
+    from netns import module_network
 
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
-    net = TestNetwork.create(HOSTS, leaves=LEAVES, uplink_rate="200mbit")
-    try:
+    with module_network(HOSTS, leaves=LEAVES, uplink_rate="200mbit") as net:
         yield net
-    finally:
-        net.destroy()
 
 
 def argv(net, tmp: Path, *extra: str) -> tuple[list[str], Path]:

@@ -51,16 +51,10 @@ def rows(out: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def net4():
-    from netns import TestNetwork, netns_unavailable
+    from netns import module_network
 
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
-    net = TestNetwork.create(HOSTS)
-    try:
+    with module_network(HOSTS) as net:
         yield net
-    finally:
-        net.destroy()
 
 
 def test_planted_slow_node_is_drained_and_exports_parse(net4, tmp_path: Path) -> None:

@@ -38,17 +38,11 @@ PREFLIGHT = ["--budget", "300s", "--pair-sizes", "64K,256K", "-n", "2", "-w", "1
 
 @pytest.fixture(scope="module")
 def net():
-    from netns import TestNetwork, netns_unavailable
+    from netns import module_network
 
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
-    net = TestNetwork.create(HOSTS)
-    net.limit_host(CAPPED, "20mbit")  # slow with every partner: a suspect node, re-tested
-    try:
+    with module_network(HOSTS) as net:
+        net.limit_host(CAPPED, "20mbit")  # slow with every partner: a suspect node, re-tested
         yield net
-    finally:
-        net.destroy()
 
 
 class Run:

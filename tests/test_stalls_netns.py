@@ -27,14 +27,10 @@ BARE = [*SMALL, "--no-inventory"]  # the tests after the first: what is judged i
 
 @pytest.fixture(scope="module")
 def net():
-    from netns import TestNetwork, netns_unavailable
+    from netns import module_network
 
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
-    network = TestNetwork.create(HOSTS)
-    yield network
-    network.destroy()
+    with module_network(HOSTS) as net:
+        yield net
 
 
 @pytest.fixture
@@ -229,3 +225,26 @@ def test_a_stopped_rank_in_preflight_drains_its_host_alone(clean, tmp_path: Path
                       if f["subject_kind"] == "pair" and f["severity"] != "info"]
     assert not [p for p in pairs_to_check if "h2" in p], pairs_to_check
     assert "Check link" not in sweep.stderr, sweep.stderr[-3000:]
+
+
+def test_a_host_whose_disk_is_full_runs_its_pairs(clean, tmp_path: Path) -> None:
+    """h1 has no byte and no inode left in /tmp, /var/tmp, /run/lock and /dev/shm. netbench writes
+    only its run marker there, and goes without it: the inventory, the ring and every pair run, and
+    no host is down, faulted or drained. (NCCL's /dev/shm segments are a GPU host's: a rank that
+    cannot make them fails its groups with its own error, counted against its host.)"""
+    clean.fill_disk("h1")
+    try:
+        full = clean.run("h1", ["sh", "-c", "echo x > /tmp/nbt-probe-write"])
+        assert full.returncode != 0 and "No space left" in full.stderr, full
+        sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise",
+                       "-b", "64K", "-e", "64K", "--pair-sizes", "64K", "--confirm-budget", "0", *SMALL],
+                      tmp_path / "run")
+        rc = sweep.finish()
+    finally:
+        clean.free_disk("h1")
+    assert rc in (0, 1), sweep.text()[-4000:]
+    run = sweep.run_json()
+    assert run["status"] == "completed" and run["down_hosts"] == [] and run["faults"] == [], run
+    assert all(r["status"] == "ok" for r in sweep.rows())
+    assert len(sweep.pairs()) == 10
+    assert sweep.nodes_named() == set(), sweep.findings()

@@ -36,17 +36,11 @@ SMALL = ["--pattern", "pairwise", "--pair-sizes", "256K,1M", "-c", "all_reduce",
 
 @pytest.fixture(scope="module")
 def net():
-    from netns import TestNetwork, netns_unavailable
+    from netns import module_network
 
-    reason = netns_unavailable()
-    if reason:
-        pytest.skip(reason)
     hosts = [h for hs in LEAVES.values() for h in hs]
-    net = TestNetwork.create(hosts, leaves=LEAVES, uplink_rate="200mbit")
-    try:
+    with module_network(hosts, leaves=LEAVES, uplink_rate="200mbit") as net:
         yield net
-    finally:
-        net.destroy()
 
 
 def network_bound(net, capped: str | None = None) -> None:
