@@ -124,7 +124,8 @@ class Sweep:
     def findings(self) -> str:
         """The findings, one line each (a failed assertion's message)."""
         found = json.loads((self.out / "findings.json").read_text())["findings"]
-        return "\n".join(f"{f['severity']} {f['rule']} {f['subject']}: {f['title']} {f['evidence']}" for f in found)
+        return "\n".join(f"{f['severity']} {f['rule']} {f['subject']}: {f['title']} {f['evidence']}"
+                         for f in found)
 
 
 def ok_pairs_without(sweep: Sweep, host: str) -> None:
