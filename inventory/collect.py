@@ -22,6 +22,7 @@ from netbench.inventory.local import read_probe_script
 from netbench.inventory.model import NodeInventory, SwitchNeighbor, check_can_run
 
 from netbench.common.hosts import HostEntry
+from netbench.common.interrupts import checkpoint
 from netbench.common.ssh import SSHConnection, SSHError, SSHOptions, connect, resolve
 
 if TYPE_CHECKING:
@@ -164,6 +165,7 @@ def _probe_all(entries: Sequence[HostEntry], opts: SSHOptions, concurrency: int,
     try:
         futures = [pool.submit(one, e) for e in hosts]
         results = [f.result() for f in futures]
+        checkpoint()  # a stop dropped on the way (interrupts.checkpoint) ends the inventory here
     except BaseException:  # Ctrl-C: start no more hosts and cut the sessions in flight
         pool.shutdown(wait=False, cancel_futures=True)
         active.close_all()

@@ -26,6 +26,7 @@ from netbench.collectives.native import engine_unmet
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.errors import NetbenchError
+from netbench.common.interrupts import checkpoint
 from netbench.common.rows import failed_row
 from netbench.common.text import quote_untrusted, terminal_safe
 from netbench.defaults import START_TIMEOUT_S
@@ -431,7 +432,7 @@ class Coordinator:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
-                host, msg = self.q.get(timeout=0.05)
+                host, msg = self._get(0.05)
             except queue.Empty:  # asked only then: per message, it was hosts x rows polls at 1,024 hosts
                 if all(a.returncode() is not None for a in self.agents.values()):
                     break
@@ -446,7 +447,7 @@ class Coordinator:
             if want <= state.get("hello", set()) | self._down_ranks():
                 return
             try:
-                host, msg = self.q.get(timeout=0.2)
+                host, msg = self._get(0.2)
             except queue.Empty:
                 continue
             while True:  # what is queued already, then the check: once a message, it was ranks^2
@@ -468,6 +469,12 @@ class Coordinator:
 
     def _down_ranks(self) -> set[int]:
         return {r for s in self.slots if s.host in self.outcome.down_hosts for r in s.ranks}
+
+    def _get(self, timeout: float) -> tuple[str, Any]:
+        """The next agent message (``queue.Empty`` after ``timeout`` seconds); a stop that a library
+        dropped is raised first (``interrupts.checkpoint``): every wait of the run passes here."""
+        checkpoint()
+        return self.q.get(timeout=timeout)
 
     def _run_phase(self, phase: Phase, store: Any, state: dict[str, Any]) -> None:
         if self.restarts:
@@ -491,7 +498,7 @@ class Coordinator:
         limit = self.plan.op_timeout_s + GRACE_S
         while pending:
             try:
-                host, msg = self.q.get(timeout=0.2)
+                host, msg = self._get(0.2)
                 self._handle(host, msg, state)
                 # take what else is queued before the scan below, which costs groups x ranks: one scan
                 # per message made a 1,024-node phase (16 ranks a pair) quadratic, minutes of CPU
@@ -603,7 +610,7 @@ class Coordinator:
             if time.monotonic() > deadline:
                 break
             try:
-                host, msg = self.q.get(timeout=0.2)
+                host, msg = self._get(0.2)
             except queue.Empty:
                 continue
             self._handle(host, msg, state)

@@ -29,7 +29,7 @@ from netbench.collectives.plan import WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
-from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted, on_exit_now, stopped
+from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted, checkpoint, on_exit_now, stopped
 from netbench.common.rundir import GrowingRows, RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
@@ -183,6 +183,12 @@ class Stage:
     rundir: RunDir
     name: str = "measuring"
 
+    def enter(self, name: str) -> None:
+        """On to stage ``name``; a stop that was dropped on the way ends the run here instead
+        (``interrupts.checkpoint``)."""
+        checkpoint()
+        self.name = name
+
     def fields(self, stop: Interrupted) -> dict[str, Any]:
         """run.json's fields for ``stop`` here: stopped in the report, every measurement is in and the
         status stays; before it, the run is ``interrupted``."""
@@ -239,7 +245,7 @@ def _measure_and_judge(
         launcher = site.launcher([s.host for s in planned.slots])
         outcome = execute(planned.plan, planned.slots, launcher, rundir, settings, echo, progress)
         if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
-            stage.name = "re-tests"
+            stage.enter("re-tests")
             launch = RetestLaunch(planned.request, planned.slots, planned.backend, rundir, site.launcher,
                                   echo, progress, start_timeout_s=opts.start_timeout_s)
             confirm(launch, outcome, opts.confirm_budget_s, opts.policy, rows)
@@ -247,7 +253,7 @@ def _measure_and_judge(
         if counted and not isinstance(stopped(), DiskFull):
             site.counters("after", counted, rundir)
     if outcome.status == "completed":
-        stage.name = "report"  # every measurement is in: the closing lines and the report
+        stage.enter("report")  # every measurement is in: the closing lines and the report
     print_pairs(rows(), echo)
     if outcome.status == "interrupted":  # execute recorded the stop; run_pipeline says where it came
         raise as_interrupted(KeyboardInterrupt())

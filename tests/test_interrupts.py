@@ -8,7 +8,7 @@ import sys
 
 PROGRAM = r'''
 import os, signal, sys, time
-from netbench.common.interrupts import Interrupted, handling, on_exit_now
+from netbench.common.interrupts import Interrupted, as_interrupted, checkpoint, handling, on_exit_now
 
 
 class Late:
@@ -20,7 +20,28 @@ class Late:
         time.sleep(5)
 
 
+class Dropper:
+    """A signal that lands in a ``__del__``: what its handler raises is printed and dropped."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):
+            pass
+
+
 late = Late() if sys.argv[1] in ("exits", "unstopped") else None
+if sys.argv[1] == "dropped":
+    with handling(restore=False):
+        try:
+            Dropper()
+            print("went on", flush=True)
+            checkpoint()
+            print("not reached", flush=True)
+        except Interrupted as exc:
+            stop = as_interrupted(exc)  # taken: checkpoint raises it no more
+            print("stopped", stop.signal, stop.exit_code, flush=True)
+            checkpoint()
+            sys.exit(stop.exit_code)
 with handling(restore=False):
     on_exit_now(lambda stop: print("last words", stop.signal, flush=True))
     try:
@@ -74,3 +95,10 @@ def test_a_stopped_command_line_ends_before_the_interpreter_teardown() -> None:
     assert res.returncode == 143, res
     assert res.stdout.splitlines() == ["stopped SIGTERM 143"], res
 
+
+
+def test_a_stop_dropped_where_the_signal_landed_is_raised_at_the_next_checkpoint() -> None:
+    res = run("dropped")
+    assert res.returncode == 143, res
+    assert res.stdout.splitlines() == ["went on", "stopped SIGTERM 143"], res
+    assert "Exception ignored" in res.stderr  # where Python dropped it

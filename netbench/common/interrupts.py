@@ -81,13 +81,28 @@ _state: dict[str, object] = {}
 
 def as_interrupted(exc: BaseException) -> Interrupted:
     """What stopped the run: the first stop this process recorded, else ``exc`` (a plain
-    KeyboardInterrupt is Ctrl-C's SIGINT). Recorded, so later stages report the same one."""
+    KeyboardInterrupt is Ctrl-C's SIGINT). Recorded, so later stages report the same one; and
+    taken, so ``checkpoint`` no longer raises it."""
+    _state.pop("pending", None)
     first = _state.get("first")
     if isinstance(first, Interrupted):
         return first
     stop = exc if isinstance(exc, Interrupted) else Interrupted("SIGINT")
     _state["first"] = stop
     return stop
+
+
+def checkpoint() -> None:
+    """Raise the stop a signal recorded that nothing has taken yet (``as_interrupted``).
+
+    Python runs a signal's handler wherever the main thread happens to be, and some places drop
+    what it raises: a ``__del__`` or a weakref callback (printed and ignored), a C extension that
+    turns an error into its own. A preflight once ran to its verdict past a SIGTERM sent during its
+    inventory. The long stages call this between their steps, so a dropped stop still ends them
+    there."""
+    pending = _state.get("pending")
+    if isinstance(pending, Interrupted):
+        raise pending
 
 
 def stopped() -> Interrupted | None:
@@ -112,7 +127,7 @@ def _handler(signum: int, frame: object) -> None:
             except BaseException:  # noqa: BLE001 - nothing may keep this process from ending now
                 pass
         os._exit(first.exit_code)
-    _state["first"] = stop
+    _state["first"] = _state["pending"] = stop
     raise stop
 
 

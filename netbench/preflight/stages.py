@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from netbench.common.hosts import HostEntry
-from netbench.common.interrupts import Interrupted, as_interrupted, on_exit_now
+from netbench.common.interrupts import Interrupted, as_interrupted, checkpoint, on_exit_now
 from netbench.confirm import (
     MAX_LAUNCHES,
     PREFLIGHT_WORDS,
@@ -271,6 +271,12 @@ class SoFar:
     findings: list[Any] = field(default_factory=list)
     """The findings those rest on (the inventory's)."""
 
+    def enter(self, stage: str) -> None:
+        """On to ``stage``; a stop that was dropped on the way ends the run here instead
+        (``interrupts.checkpoint``)."""
+        checkpoint()
+        self.stage = stage
+
     def run_fields(self, stop: Interrupted, ended: str, at_once: bool = False) -> dict[str, Any]:
         said = f"{stop.what} during the {self.stage}"
         said += "; a second signal ended it at once" if at_once else ""
@@ -373,7 +379,7 @@ def _stages(
                 f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
                 f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
             )
-        sofar.stage = "quick pass"
+        sofar.enter("quick pass")
         setup = make_setup(opts, by_name, nodes, live, site, rundir, echo)
         measured = [by_name[h] for h in live]
         site.counters("before", measured, rundir)  # where the site can read them (SSH)
@@ -405,7 +411,7 @@ def _stages(
             )
 
         # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
-        sofar.stage = "escalation"
+        sofar.enter("escalation")
         read_rows = GrowingRows(rundir)
         retesting = RetestSetup(
             analyse=lambda: analyse(rundir, policy, topology),
@@ -429,7 +435,7 @@ def _stages(
         site.counters("after", measured, rundir)
 
     # 5. report: every measurement is in
-    sofar.stage = "report"
+    sofar.enter("report")
     rundir.write_run(status="completed")
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
     drain, check = drain_and_check(findings, len(entries))
