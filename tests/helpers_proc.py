@@ -38,14 +38,25 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
+def rank_of(pid: int) -> int | None:
+    """The global rank process ``pid`` runs, None for any other process: ``nb-rank-N`` (its name,
+    a rank its agent forked: ``netbench.worker._Zygote``) or ``netbench.worker rank --rank N`` (a
+    rank a launcher started)."""
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+    if name.startswith("nb-rank-") and name[len("nb-rank-"):].isdigit():
+        return int(name[len("nb-rank-"):])
+    cmd = cmdline(pid)
+    if "netbench.worker" in cmd and "rank" in cmd and "--rank" in cmd:
+        return int(cmd[cmd.index("--rank") + 1])
+    return None
+
+
 def rank_pids(root_pid: int) -> dict[int, int]:
-    """Global rank -> pid of every ``netbench.worker rank`` process under ``root_pid``."""
-    ranks = {}
-    for p in descendants(root_pid):
-        cmd = cmdline(p)
-        if "netbench.worker" in cmd and "rank" in cmd and "--rank" in cmd:
-            ranks[int(cmd[cmd.index("--rank") + 1])] = p
-    return ranks
+    """Global rank -> pid of every rank process under ``root_pid``."""
+    return {rank: p for p in descendants(root_pid) if (rank := rank_of(p)) is not None}
 
 
 def alive(pid: int) -> bool:

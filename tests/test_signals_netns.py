@@ -198,7 +198,7 @@ def test_sigterm_in_the_pairs_and_a_second_one_ends_at_once(net, tmp_path: Path)
     no_rank_left(net)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT])  # SIGTERM in the re-tests: preflight's escalation
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_stopped_during_the_retest_launch(net, tmp_path: Path, sig: signal.Signals) -> None:
     run = Run(net, tmp_path, [*FAST, "--pattern", "pairwise", "--confirm-budget", "120"])
     run.wait_line("# re-testing ")  # printed as the re-test launch starts its ranks

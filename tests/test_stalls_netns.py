@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers_proc import rank_of
 
 pytestmark = pytest.mark.netns
 
@@ -37,15 +38,13 @@ def net():
 def clean(net):
     yield net
     net.clear_limits()
-    for pid in rank_pids(None):
+    for pid in rank_pids(net, None):
         os.kill(pid, signal.SIGCONT)
 
 
-def rank_pids(host: str | None) -> list[int]:
-    """The rank processes of ``host`` (every host: None); the hosts share this machine's process table."""
-    pattern = "netbench.worker rank .*--host " + (f"{host} " if host else "")
-    res = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
-    return [int(p) for p in res.stdout.split()]
+def rank_pids(net, host: str | None) -> list[int]:
+    """The rank processes of ``host`` (every host: None)."""
+    return [p for h in ([host] if host else HOSTS) for p in net.pids(h) if rank_of(p) is not None]
 
 
 class Sweep:
@@ -162,7 +161,7 @@ def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) ->
                    "-e", "16M", "--pair-sizes", "64K", "--confirm-budget", "0", *BARE, "-n", "30"],
                   tmp_path / "run")
     sweep.wait_line(lambda line: line.strip().startswith("1048576"))
-    for pid in rank_pids("h2"):
+    for pid in rank_pids(clean, "h2"):
         os.kill(pid, signal.SIGKILL)
     assert sweep.finish() == 2, sweep.text()[-4000:]
     run = sweep.run_json()
@@ -197,7 +196,7 @@ def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Pat
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "64K",
                    "--confirm-budget", "0", *BARE, "-n", "200"], tmp_path / "run")
     sweep.wait_row("pair")
-    for pid in rank_pids("h2"):
+    for pid in rank_pids(clean, "h2"):
         os.kill(pid, signal.SIGSTOP)
     assert sweep.finish() == 2, sweep.text()[-4000:]
     run = sweep.run_json()
@@ -214,7 +213,7 @@ def test_a_stopped_rank_in_preflight_drains_its_host_alone(clean, tmp_path: Path
                    "--pair-sizes", "64K", "-n", "200", "-w", "1", "--timeout", "5",
                    "--json", str(tmp_path / "pf.json")], tmp_path / "run")
     sweep.wait_row("pair")
-    for pid in rank_pids("h2"):
+    for pid in rank_pids(clean, "h2"):
         os.kill(pid, signal.SIGSTOP)
     assert sweep.finish() == 2, sweep.text()[-4000:]
     assert [line.strip() for line in sweep.lines if line.strip()] == ["h2"], sweep.stderr[-4000:]
