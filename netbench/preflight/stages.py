@@ -280,7 +280,12 @@ class SoFar:
     def run_fields(self, stop: Interrupted, ended: str, at_once: bool = False) -> dict[str, Any]:
         said = f"{stop.what} during the {self.stage}"
         said += "; a second signal ended it at once" if at_once else ""
-        return {"status": "interrupted", "signal": stop.signal, "stopped_in": self.stage, "error": said,
+        # stopped in the report, every measurement is in: the run stays completed (``netbench report``
+        # judges it as any other), as sweep's does; the preflight itself gives no verdict either way
+        status = "completed" if self.stage == "report" else "interrupted"
+        if status == "completed":
+            said += ": every measurement is in (netbench report on the run directory judges it)"
+        return {"status": status, "signal": stop.signal, "stopped_in": self.stage, "error": said,
                 "ended": ended, "verdict": "interrupted"}
 
 
