@@ -402,3 +402,17 @@ def test_options_are_validated() -> None:
     with pytest.raises(Exception, match="rounds"):
         PreflightOptions(hosts_file="h", rounds=0)
     assert math.isclose(Budget(8.0).reserve_s, 2.0)  # a small budget keeps back at most a quarter
+
+
+@pytest.mark.parametrize("stage", ["inventory", "quick pass", "escalation", "report"])
+def test_a_stop_in_the_report_stage_keeps_the_run_completed(stage: str) -> None:
+    """run.json after a SIGTERM: every measurement is in once the report stage has begun, so the run
+    stays completed there (``netbench report`` judges it); before it, the run is interrupted."""
+    from netbench.common.interrupts import Interrupted
+    from netbench.preflight.stages import SoFar
+
+    fields = SoFar(stage=stage, started="now").run_fields(Interrupted("SIGTERM"), ended="later")
+    assert fields["status"] == ("completed" if stage == "report" else "interrupted")
+    assert fields["stopped_in"] == stage and fields["signal"] == "SIGTERM"
+    assert fields["verdict"] == "interrupted"  # the preflight gives none
+    assert fields["error"].startswith(f"interrupted by SIGTERM during the {stage}")
