@@ -25,7 +25,7 @@ from netbench.coordinator import Coordinator, Outcome
 from netbench.defaults import START_TIMEOUT_S
 from netbench.launch import HostSlot, Launcher
 from netbench.progress import Progress
-from netbench.table import TablePrinter
+from netbench.table import TablePrinter, in_table
 
 
 @dataclass
@@ -214,6 +214,10 @@ def summarize(
     wrong = sum(r.get("wrong") or 0 for r in rows if r.get("status") == "ok")
     failed = [r for r in rows if r.get("status") != "ok"]
     echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
+    table = [r["busbw_GBps"] for r in rows if r.get("status") == "ok" and in_table(r)
+             and isinstance(r.get("busbw_GBps"), (int, float))]
+    if table:  # nccl-tests' mean over every line it printed, both modes (scripts grep for it)
+        echo(f"# Avg bus bandwidth    : {sum(table) / len(table):g} ")
     echo(f"# {rows_line(len(rows), len(failed))}; status {outcome.status}")
     for f in outcome.faults:
         echo(f"# fault: {f.message}")

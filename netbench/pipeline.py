@@ -50,6 +50,7 @@ from netbench.planner import (
 )
 from netbench.progress import Progress
 from netbench.sites.base import Site, Switches, check_distinct
+from netbench.table import in_table
 
 if TYPE_CHECKING:
     from netbench.common.pairrows import PairRows
@@ -234,7 +235,7 @@ def _measure_and_judge(
         launcher_name=site.name,
         options=asdict(opts),
         fail_fast=opts.patterns == ["world"],  # one group: its first fault is the run's end
-        print_table=lambda row: row.get("pattern") not in ("pair", "rail"),
+        print_table=in_table,
         start_timeout_s=opts.start_timeout_s,
     )
     counted = live if records else []  # the counters go where the inventory went

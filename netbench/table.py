@@ -3,7 +3,9 @@
 One line per size with the out-of-place and in-place measurements side by side; a variant a
 collective does not have (torch's broadcast is in place only) shows as ``N/A``. The closing summary
 (``netbench.engine.summarize``, from ``netbench.reports.ceilings``) gives large-message bus bandwidth
-against its ceiling instead of nccl-tests' "Avg bus bandwidth" over every size.
+against its ceiling, then nccl-tests' own closing lines ("Out of bounds values", "Avg bus bandwidth"
+over every line of the table) for the scripts that read them. Numbers are formatted as nccl-tests'
+``common.cu`` formats them.
 """
 
 from __future__ import annotations
@@ -20,16 +22,23 @@ HEADER = (  # nccl-tests prints these lines exactly so
 )
 
 
-def _num(v: float | None, width: int) -> str:
+def in_table(row: dict[str, Any]) -> bool:
+    """A row the table shows: not a pair's or a rail's (those many small groups have their own
+    summary, slowest first)."""
+    return row.get("pattern") not in ("pair", "rail")
+
+
+def _time(v: float | None, width: int = 8) -> str:
+    """A time in us as nccl-tests prints it: %.0f from 10,000 us, %.1f from 100 us, else %.2f (never
+    an exponent: 100,000 us is ``100000``)."""
     if v is None:
         return "N/A".rjust(width)
-    if v >= 1e5:
-        return f"{v:{width}.0e}"
-    if v >= 1e4:
-        return f"{v:{width}.0f}"
-    if v >= 1e3:
-        return f"{v:{width}.1f}"
-    return f"{v:{width}.2f}"
+    return f"{v:{width}.{0 if v >= 1e4 else 1 if v >= 100 else 2}f}"
+
+
+def _bw(v: float | None, width: int = 7) -> str:
+    """A bandwidth in GB/s as nccl-tests prints it: %.2f."""
+    return "N/A".rjust(width) if v is None else f"{v:{width}.2f}"
 
 
 def _half(row: dict[str, Any] | None) -> str:
@@ -37,7 +46,7 @@ def _half(row: dict[str, Any] | None) -> str:
         return f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>7}"
     wrong = row.get("wrong")
     return (
-        f"{_num(row.get('time_us'), 8)} {_num(row.get('algbw_GBps'), 7)} {_num(row.get('busbw_GBps'), 7)} "
+        f"{_time(row.get('time_us'))} {_bw(row.get('algbw_GBps'))} {_bw(row.get('busbw_GBps'))} "
         f"{('N/A' if wrong is None else str(wrong)):>7}"
     )
 
