@@ -162,11 +162,11 @@ class _Zygote:
             self.sock.close()
             self._serve(theirs)  # never returns
         theirs.close()
-        self.pid = pid
         self.lock = threading.Lock()  # one start at a time: the next "started" answers it
         self.started: list[int] = []
         self.answered = threading.Condition(self.lock)
         self.ranks: dict[int, _Forked] = {}
+        self.early: dict[int, int] = {}  # exits read before their start was taken: pid -> status
 
     # -- the agent's side ----------------------------------------------------------------------
     def start(self, argv: list[str]) -> _Forked:
@@ -186,6 +186,8 @@ class _Zygote:
                 if pid < 0:  # its fork failed
                     raise OSError(-pid, os.strerror(-pid))
                 rank = self.ranks[pid] = _Forked(pid, os.fdopen(stdin_w, "wb"), os.fdopen(stdout_r, "rb"))
+                if pid in self.early:  # it ended before this thread took its pid
+                    self.ranks.pop(pid).ended(self.early.pop(pid))
         except BaseException:
             for fd in (stdin_w, stdout_r):
                 with contextlib.suppress(OSError):
@@ -218,6 +220,8 @@ class _Zygote:
                         self.answered.notify_all()
                     elif int(msg["exit"]) in self.ranks:
                         self.ranks.pop(int(msg["exit"])).ended(int(msg["rc"]))
+                    else:
+                        self.early[int(msg["exit"])] = int(msg["rc"])
         with self.lock:
             gone, self.ranks = list(self.ranks.values()), {}
             self.started.append(0)
