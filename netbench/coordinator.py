@@ -428,11 +428,12 @@ class Coordinator:
             threading.stack_size(before)
 
     def _drain(self, seconds: float, state: dict[str, Any]) -> None:
-        """Take what is still queued (rows in flight are kept, never dropped)."""
+        """Take what is still queued (rows in flight are kept, never dropped). No checkpoint here:
+        this is also the teardown of a stopped run, whose stop is on its way up, not yet taken."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
-                host, msg = self._get(0.05)
+                host, msg = self.q.get(timeout=0.05)
             except queue.Empty:  # asked only then: per message, it was hosts x rows polls at 1,024 hosts
                 if all(a.returncode() is not None for a in self.agents.values()):
                     break
@@ -472,7 +473,8 @@ class Coordinator:
 
     def _get(self, timeout: float) -> tuple[str, Any]:
         """The next agent message (``queue.Empty`` after ``timeout`` seconds); a stop that a library
-        dropped is raised first (``interrupts.checkpoint``): every wait of the run passes here."""
+        dropped is raised first (``interrupts.checkpoint``): every wait of the run passes here, but
+        for the drain."""
         checkpoint()
         return self.q.get(timeout=timeout)
 
@@ -657,7 +659,7 @@ class Coordinator:
         self, phase: Phase, g: GroupSpec, status: str, why: str, blame: list[str], ran: bool = True
     ) -> None:
         """One row per collective that says a group's measurements did not happen (status
-        timeout/error), why, and which of its hosts caused it (``reports.blame`` reads them)."""
+        timeout/error), why, and which of its hosts caused it (``rows.blamed_hosts`` reads them)."""
         for cname in phase.spec.collectives:
             row = failed_row(
                 run_id=self.plan.run_id,

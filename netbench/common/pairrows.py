@@ -29,7 +29,7 @@ NOT_RECORDED = -1
 @dataclass(frozen=True)
 class Failure:
     """A failed pair row: ``why`` as the sweep prints it ("status: error"), the hosts it blames and
-    whether its group ran at all (the row's ``blame`` and ``ran``, read by ``reports.blame``)."""
+    whether its group ran at all (the row's ``blame`` and ``ran``, read by ``rows.blamed_hosts``)."""
 
     why: str
     blame: frozenset[str] = frozenset()
