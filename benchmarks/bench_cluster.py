@@ -110,7 +110,7 @@ def link(rate: str | None) -> None:
             Path(d),
             "--pattern",
             "pairwise",
-            "-c",
+            "-k",
             "sendrecv,all_reduce",
             "--pair-sizes",
             "16M,64M",
@@ -141,7 +141,7 @@ def rounds(n: int) -> None:
         args = [
             "--pattern",
             "pairwise",
-            "-c",
+            "-k",
             "all_reduce",
             "--pair-sizes",
             "4M,16M",

@@ -82,7 +82,7 @@ def netbench_times(sizes: list[int], iters: int, warm: int) -> dict[int, float]:
                 "sweep",
                 "-p",
                 "2",
-                "-c",
+                "-k",
                 "all_reduce",
                 "-b",
                 str(sizes[0]),

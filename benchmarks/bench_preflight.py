@@ -85,7 +85,7 @@ def ring_hop_latency_us(net, tmp: Path, n: int) -> float:
             sys.executable,
             "--pattern",
             "ring",
-            "-c",
+            "-k",
             "all_reduce",
             "-b",
             "8",

@@ -91,6 +91,16 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
     return stop.exit_code
 
 
+def _instead(exc: click.UsageError) -> str:
+    """For an nccl-tests flag netbench lacks (``-g 8``, ``-z 1``), what netbench does instead."""
+    if not isinstance(exc, click.NoSuchOption):
+        return ""
+    from netbench.commands._options import NCCL_TESTS_INSTEAD
+
+    why = NCCL_TESTS_INSTEAD.get(exc.option_name)
+    return f" nccl-tests' {exc.option_name} has no counterpart: {why}." if why else ""
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point. Every error the user can cause ends as ONE line on stderr and an exit code.
     SIGTERM and SIGHUP stop a command as Ctrl-C does (``netbench.common.interrupts``)."""
@@ -105,7 +115,7 @@ def _main(argv: list[str] | None) -> None:
         rv = cli.main(args=argv, prog_name="netbench", standalone_mode=False)
     except click.UsageError as exc:  # bad option value, unknown option: exit 2, one line
         where = f" {exc.ctx.info_name}" if exc.ctx and exc.ctx.parent else ""
-        click.echo(f"netbench{where}: error: {exc.format_message()} (see --help)", err=True)
+        click.echo(f"netbench{where}: error: {exc.format_message()}{_instead(exc)} (see --help)", err=True)
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -247,7 +247,9 @@ def finish_report(
         return None
 
 
-def exit_status(outcome: Outcome, rundir: RunDir, findings: list[Any] | None, judged: bool = True) -> int:
+def exit_status(
+    outcome: Outcome, rundir: RunDir, findings: list[Any] | None, judged: bool = True, fail_on: str = "fail"
+) -> int:
     """The exit status of a run that measured, the same on every site (docs/exit-status.md):
 
     interrupted: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 3 when its disk was full
@@ -255,7 +257,9 @@ def exit_status(outcome: Outcome, rundir: RunDir, findings: list[Any] | None, ju
     environment: bad input); 3 no verdict: not a row came back, or the report could not be made;
     else the verdict of the findings (0 pass, 1 warnings, 2 failures), never better than what the
     coordinator counted: a fault, a lost host, a failed or wrong row or an unfinished run is at
-    least 2. ``judged``: False with --no-report, where the counts alone decide (0 or 2)."""
+    least 2. ``judged``: False with --no-report, where the counts alone decide (0 or 2).
+    ``fail_on`` (``--fail-on``, reports.summary.FAIL_ON): ``warn`` makes warnings 2; ``never`` makes
+    every verdict and count 0, leaving 3, the stops and bad input as they are."""
     from netbench.reports.summary import exit_code
 
     if outcome.status == "interrupted":
@@ -266,11 +270,11 @@ def exit_status(outcome: Outcome, rundir: RunDir, findings: list[Any] | None, ju
     if not ok + bad:
         return 3
     counted = 2 if outcome.faults or outcome.down_hosts or outcome.status != "completed" or bad else 0
-    if not judged:
-        return counted
-    if findings is None:
+    if judged and findings is None:
         return 3
-    return max(counted, exit_code(findings))
+    if fail_on == "never":
+        return 0
+    return counted if not judged else max(counted, exit_code(findings or [], fail_on))
 
 
 def _row_counts(rundir: RunDir) -> tuple[int, int]:

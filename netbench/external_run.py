@@ -79,7 +79,7 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         else:
             judge = opts.report and outcome.status != "interrupted"
             findings = finish_report(rundir, echo) if judge else None
-            code = exit_status(outcome, rundir, findings, judged=opts.report)
+            code = exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)
     sys.stdout.flush()
     if env.source == "mpi":  # mpirun treats an exit without MPI_Finalize as a crash of the job
         from mpi4py import MPI

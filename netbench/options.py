@@ -38,6 +38,7 @@ class SweepOptions:
     engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
     out: str | None = None
     report: bool = True
+    fail_on: str = "fail"  # which verdict exits 2 (reports.summary.FAIL_ON)
 
     def modes(self) -> list[bool]:
         return {"both": [False, True], "out": [False], "in": [True]}[self.in_place]

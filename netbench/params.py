@@ -47,12 +47,16 @@ class CsvList(click.ParamType):
 
 
 class Duration(click.ParamType):
-    """``90``, ``90s``, ``2m``, ``1h`` -> seconds (float), more than zero: every duration netbench
-    takes is a limit (a timeout, a budget), and a limit of 0 s would fail everything at once."""
+    """``90``, ``90s``, ``2m``, ``1h`` -> seconds (float), more than zero: a duration netbench takes
+    is a limit (a timeout, a budget), and a limit of 0 s would fail everything at once. ``off``:
+    0 is also taken, for a budget whose 0 turns a step off (``--confirm-budget 0``)."""
 
     name = "DURATION"
     _RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
     MAX_S = 7 * 24 * 3600.0  # a week: beyond it a typo, not a limit (and timedelta stays in range)
+
+    def __init__(self, off: bool = False) -> None:
+        self.off = off
 
     def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -63,10 +67,14 @@ class Duration(click.ParamType):
                 self.fail(f"bad duration {value!r}: use e.g. 30, 30s, 2m, 1h", param, ctx)
             mult = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
             seconds = float(m.group(1)) * mult
+        if self.off and seconds == 0:
+            return 0.0
         if not 0 < seconds <= self.MAX_S:
-            self.fail(f"{value!r} is not a usable limit: give more than 0 s and at most 7 days", param, ctx)
+            least = "0 (off) or more" if self.off else "more than 0 s"
+            self.fail(f"{value!r} is not a usable limit: give {least} and at most 7 days", param, ctx)
         return seconds
 
 
 SIZE = SizeType()
 DURATION = Duration()
+BUDGET = Duration(off=True)  # a budget whose 0 turns its step off

@@ -261,7 +261,7 @@ def _measure_and_judge(
     findings = None
     if opts.report:
         findings = finish_report(rundir, echo, policy=opts.policy)
-    return exit_status(outcome, rundir, findings, judged=opts.report)
+    return exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)
 
 
 @dataclass(frozen=True)

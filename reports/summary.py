@@ -11,11 +11,17 @@ from typing import Any
 from netbench.common.findings import Finding, counts, verdict
 
 EXIT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}
+FAIL_ON = ("fail", "warn", "never")
+"""``--fail-on``: which verdict fails the command (exit 2). ``fail``: failures (warnings exit 1);
+``warn``: warnings too; ``never``: no verdict does (exit 0), for a job that only collects data."""
 
 
-def exit_code(findings: list[Finding]) -> int:
-    """0: no warn/fail findings, 1: warnings only, 2: failures."""
-    return EXIT_CODES[verdict(findings)]
+def exit_code(findings: list[Finding], fail_on: str = "fail") -> int:
+    """0: no warn/fail findings, 1: warnings only, 2: failures; ``fail_on`` moves the bar (FAIL_ON)."""
+    code = EXIT_CODES[verdict(findings)]
+    if fail_on == "never":
+        return 0
+    return 2 if fail_on == "warn" and code == 1 else code
 
 
 def to_drain(findings: list[Finding]) -> list[str]:

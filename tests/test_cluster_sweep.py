@@ -82,7 +82,7 @@ def two_leaf_run(tmp_path_factory):
             "1",
             "--pair-sizes",
             "256K,1M",
-            "-c",
+            "-k",
             "all_reduce",
             "-b",  # ring sizes: the ring runs through the slow pair's link, so 1M would cost ~15 s
             "64K",
@@ -131,7 +131,7 @@ def test_two_leaf_sweep_finds_cross_leaf_penalty_and_slow_pair(two_leaf_run) -> 
 def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None:
     net = netns_factory(["h0", "h1", "h2", "h3"])
     proc, out = start(net, tmp_path, "--pattern", "pairwise", "--pair-batch", "1", "--pair-sizes", "64K,256K",
-                      "-c", "all_reduce", "-n", "200", "-w", "1", "--timeout", "8", "--no-report",
+                      "-k", "all_reduce", "-n", "200", "-w", "1", "--timeout", "8", "--no-report",
                       "--confirm-budget", "0")
     wait_rows(proc, out, 2)  # the first pair has measured
     net.kill_host("h3")  # sshd, its session and its ranks: a node that died
@@ -183,7 +183,7 @@ def test_ctrl_c_keeps_rows_and_leaves_nothing_behind(netns_factory, tmp_path: Pa
 
     net = netns_factory(["c0", "c1", "c2"])
     proc, out = start(net, tmp_path, "--pattern", "pairwise", "--pair-sizes", "64K,256K,1M",
-                      "-c", "all_reduce", "-n", "300", "-w", "1", "--no-report")
+                      "-k", "all_reduce", "-n", "300", "-w", "1", "--no-report")
     wait_rows(proc, out, 1)
     kept = len(rows(out))
     proc.send_signal(signal.SIGINT)

@@ -239,7 +239,7 @@ def test_native_engine_on_a_gpu(tmp_path: Path):
     pytest.importorskip("nccl.bindings.nccl", reason="needs nccl4py (pip install 'netbench[nccl]')")
     out = tmp_path / "run"
     colls = "all_reduce,all_gather,reduce_scatter,broadcast,reduce,all_to_all,sendrecv"
-    r = _netbench("sweep", "--engine", "both", "-c", colls, "-e", "1M", "-f", "16", "--out", str(out))
+    r = _netbench("sweep", "--engine", "both", "-k", colls, "-e", "1M", "-f", "16", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "destroy_process_group" not in r.stdout + r.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

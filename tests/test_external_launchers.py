@@ -30,7 +30,7 @@ def _check(res: subprocess.CompletedProcess, out: Path, ranks: int, launcher: st
 
 ARGS = [
     "worker",
-    "-c",
+    "-k",
     "all_reduce,sendrecv",
     "-b",
     "1K",

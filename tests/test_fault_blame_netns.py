@@ -33,7 +33,7 @@ LEAVES = {"leafA": ["a1", "a2", "a3"], "leafB": ["b1", "b2", "b3"]}
 HOSTS = [h for hs in LEAVES.values() for h in hs]
 VICTIM = "a2"
 POLICY = "[thresholds]\nslow_pair_factor = 0.35\nslow_node_factor = 0.5\ncross_spine_warn_ratio = 0.01\n"
-SMALL = ["--pattern", "pairwise", "--pair-sizes", "64K,256K", "-c", "all_reduce", "-n", "5", "-w", "1",
+SMALL = ["--pattern", "pairwise", "--pair-sizes", "64K,256K", "-k", "all_reduce", "-n", "5", "-w", "1",
          "--timeout", "10"]
 HEALTHY_SWEEPS = 10
 

@@ -107,7 +107,7 @@ def test_copy_matrix_without_gpus_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_intra_on_one_machine_is_the_host_group_of_every_local_rank(tmp_path: Path) -> None:
     """``intra`` keeps meaning "the ranks of each host alone", on one machine too (never the matrix)."""
     out = tmp_path / "run"
-    args = ["--pattern", "intra", "--backend", "gloo", "-p", "3", "-c", "all_reduce", "-b", "1K", "-e", "4K"]
+    args = ["--pattern", "intra", "--backend", "gloo", "-p", "3", "-k", "all_reduce", "-b", "1K", "-e", "4K"]
     res = _sweep(*args, "-n", "2", "-w", "0", "--no-report", "--out", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]

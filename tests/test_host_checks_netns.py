@@ -20,7 +20,7 @@ from netns import TestNetwork
 
 pytestmark = pytest.mark.netns
 
-QUICK = ["--pattern", "pairwise", "--pair-sizes", "64K", "-c", "all_reduce", "-n", "2", "-w", "1",
+QUICK = ["--pattern", "pairwise", "--pair-sizes", "64K", "-k", "all_reduce", "-n", "2", "-w", "1",
          "--timeout", "10", "--confirm-budget", "0"]
 NO_TORCH = "/usr/bin/python3"  # this machine's system python: no torch (the test hosts share it)
 
@@ -230,7 +230,7 @@ def test_another_run_on_the_same_hosts_is_named(netns_factory, tmp_path: Path) -
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     first_out, second_out = tmp_path / "first", tmp_path / "second"
-    long = ["--pattern", "pairwise", "--pair-sizes", "4M,8M,16M", "-c", "all_reduce", "-n", "300", "-w", "1",
+    long = ["--pattern", "pairwise", "--pair-sizes", "4M,8M,16M", "-k", "all_reduce", "-n", "300", "-w", "1",
             "--timeout", "60", "--confirm-budget", "0", "--no-report"]
     first = subprocess.Popen([*net.netbench_argv(tmp_path / "a"), "--out", str(first_out), *long],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

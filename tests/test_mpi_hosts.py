@@ -71,7 +71,7 @@ def test_mpirun_across_test_hosts_finds_the_slow_node(netns_factory, tmp_path: P
     for h in hosts:  # every pair bound by the network, not by CPU time on a shared machine
         net.limit_host(h, "100mbit")
     net.limit_host("h3", "40mbit")  # 0.4x: far below the 0.9x threshold, twice as quick to measure as 0.2x
-    measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+    measure = ["--pattern", "pairwise", "--pair-sizes", "1M", "-k", "all_reduce", "-n", "5", "-w", "1",
                "--timeout", "30"]
     mpi_out = tmp_path / "mpi"
     base = net.netbench_argv(tmp_path)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 BIN = Path(sys.executable).parent
-MEASURE = ["-c", "all_reduce,sendrecv", "-b", "1K", "-e", "4K", "-f", "4", "-n", "2", "-w", "0",
+MEASURE = ["-k", "all_reduce,sendrecv", "-b", "1K", "-e", "4K", "-f", "4", "-n", "2", "-w", "0",
            "--in-place", "out", "--timeout", "30s", "--backend", "gloo", "--no-report"]
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_", "PMI", "SLURM_", "MASTER_", "TORCHELASTIC")
 

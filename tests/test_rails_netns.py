@@ -69,7 +69,7 @@ def test_a_capped_rail_nic_is_named_with_its_rail_and_switch(netns_factory, tmp_
             net.limit_rail(h, k, "100mbit" if (h, k) == ("rb", 1) else "400mbit")
     out = tmp_path / "run"
     r = subprocess.run([*net.netbench_argv(tmp_path), "--pattern", "rail", "--procs-per-host", "2",
-                        "-c", "all_reduce", "--pair-sizes", "1M,4M", "-n", "5", "-w", "1",
+                        "-k", "all_reduce", "--pair-sizes", "1M,4M", "-n", "5", "-w", "1",
                         "--in-place", "out", "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode in (1, 2), r.stderr  # the capped rail is a finding (docs/exit-status.md)
 
@@ -101,7 +101,7 @@ def test_without_rail_nics_in_the_inventory_the_sweep_says_the_rails_share_an_in
     net = netns_factory(["sa", "sb"])  # no nvidia-smi: no GPU-NIC affinity
     out = tmp_path / "run"
     r = subprocess.run([*net.netbench_argv(tmp_path), "--pattern", "rail", "--procs-per-host", "2",
-                        "-c", "all_reduce", "--pair-sizes", "64K", "-n", "2", "-w", "1", "--in-place", "out",
+                        "-k", "all_reduce", "--pair-sizes", "64K", "-n", "2", "-w", "1", "--in-place", "out",
                         "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode in (0, 1), r.stderr
     assert ("# rail: no rail NIC known for sa, sb (no GPU-NIC affinity in the inventory): their gloo ranks "

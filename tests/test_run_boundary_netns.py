@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.netns
 
-QUICK = ["--pattern", "pairwise", "--pair-sizes", "64K", "-c", "all_reduce", "-n", "2", "-w", "1",
+QUICK = ["--pattern", "pairwise", "--pair-sizes", "64K", "-k", "all_reduce", "-n", "2", "-w", "1",
          "--timeout", "10", "--no-report"]
 
 # An agent that forwards the real one's lines and, after the first hello, sends a row that is not

@@ -121,7 +121,7 @@ def test_a_refused_option_is_one_line_and_exit_2_before_anything_runs(tmp_path: 
 
 # -- one scenario, every site -----------------------------------------------------------------------
 HOSTS = ["h0", "h1", "h2", "h3", "h4"]  # five: a node needs 3 partners to be judged
-MEASURE = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+MEASURE = ["--pattern", "pairwise", "--pair-sizes", "1M", "-k", "all_reduce", "-n", "5", "-w", "1",
            "--timeout", "30"]
 WRONG = {"NETBENCH_INJECT": "corrupt:@h1"}  # every rank of h1, in every launch
 RUN_FIELDS = {"schema", "run_id", "command", "status", "launcher", "backend", "device", "hosts", "world_size",

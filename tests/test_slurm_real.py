@@ -193,11 +193,15 @@ exit 0
     log = (tmp_path / "prolog-h1.log").read_text()
     assert "netbench: drained h1 in Slurm (Reason='netbench: gpu_count_low:" in log
     reasons = cluster.run(["sinfo", "-R", "-h", "-o", "%n|%E"]).stdout
-    assert "h1|netbench: gpu_count_low: h1: 0 GPUs visible, policy expects 8" in reasons.splitlines()
+    line = next(x for x in reasons.splitlines() if x.startswith("h1|"))
+    # the reason leads back to the evidence: the run's id and its report
+    assert line.startswith("h1|netbench: gpu_count_low: h1: 0 GPUs visible, policy expects 8 [run "), line
+    run_id = json.loads(next(tmp_path.glob("prolog-*/run.json")).read_text())["run_id"]
+    assert f"[run {run_id} report {tmp_path}/prolog-" in line and line.endswith("/report.html]"), line
     assert cluster.node_states()["h1"].startswith("drain") and cluster.node_states()["h0"] == "idle"
 
 
-MEASURE = ["--pattern", "pairwise", "--pair-sizes", "1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+MEASURE = ["--pattern", "pairwise", "--pair-sizes", "1M", "-k", "all_reduce", "-n", "5", "-w", "1",
            "--timeout", "30", "--confirm-budget", "0"]  # the analysis alone, both ways: the re-tests on
 # every site are tests/test_sites.py's
 

@@ -22,7 +22,7 @@ from helpers_proc import rank_of
 pytestmark = pytest.mark.netns
 
 HOSTS = ["h0", "h1", "h2", "h3", "h4"]
-SMALL = ["-c", "all_reduce", "-n", "2", "-w", "1", "--timeout", "5"]
+SMALL = ["-k", "all_reduce", "-n", "2", "-w", "1", "--timeout", "5"]
 BARE = [*SMALL, "--no-inventory"]  # the tests after the first: what is judged is the measuring
 
 

@@ -30,7 +30,7 @@ TOPOLOGY = (
 # The uplinks are oversubscribed ~50:1 on purpose (the capped node must hide behind them), which the
 # default policy calls a fabric problem (cross_spine_penalty warns below 0.5x); a site built so says so.
 POLICY = "[thresholds]\nslow_pair_factor = 0.35\nslow_node_factor = 0.5\ncross_spine_warn_ratio = 0.01\n"
-SMALL = ["--pattern", "pairwise", "--pair-sizes", "256K,1M", "-c", "all_reduce", "-n", "5", "-w", "1",
+SMALL = ["--pattern", "pairwise", "--pair-sizes", "256K,1M", "-k", "all_reduce", "-n", "5", "-w", "1",
          "--timeout", "20", "--confirm-budget", "45"]
 
 

@@ -79,17 +79,17 @@ stage_buildbg() { stage_build > "$R/build_bg.txt" 2>&1 & BUILD_PID=$!; }
 stage_wait() { wait "$BUILD_PID"; cat "$R/build_bg.txt"; ls -la $NT; }
 
 stage_smoke() {
-  step smoke_g0 $NB -c all_reduce,all_gather,reduce_scatter,sendrecv,broadcast,reduce,all_to_all \
+  step smoke_g0 $NB -k all_reduce,all_gather,reduce_scatter,sendrecv,broadcast,reduce,all_to_all \
     -b 8 -e 64M -f 32 -n 5 -w 2 --no-report --out "$R/nb_smoke_g0"
-  step smoke_g1 $NB -c all_reduce,all_gather,reduce_scatter,sendrecv -b 8 -e 64M -f 32 -n 5 -w 2 \
+  step smoke_g1 $NB -k all_reduce,all_gather,reduce_scatter,sendrecv -b 8 -e 64M -f 32 -n 5 -w 2 \
     --cuda-graph --no-report --out "$R/nb_smoke_g1"
 }
 
 stage_gpu1() {
   export CUDA_VISIBLE_DEVICES=0
   for g in 0 20; do for c in all_reduce all_gather reduce_scatter; do nt 1gpu $c $g -g 1; done; done
-  step nb_1gpu_g0 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --out "$R/nb_1gpu_g0"
-  step nb_1gpu_g20 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --cuda-graph --no-report \
+  step nb_1gpu_g0 $NB -k all_reduce,all_gather,reduce_scatter $RANGE --out "$R/nb_1gpu_g0"
+  step nb_1gpu_g20 $NB -k all_reduce,all_gather,reduce_scatter $RANGE --cuda-graph --no-report \
     --out "$R/nb_1gpu_g20"
   unset CUDA_VISIBLE_DEVICES
 }
@@ -100,31 +100,31 @@ stage_gpu2() {
   rm -rf netbench-runs
   step nb_2gpu_g0 $NB         # `netbench sweep`, no arguments: every GPU, all_reduce + all_gather, 8 B..8 GiB
   mv netbench-runs/* "$R/nb_2gpu_g0"; rmdir netbench-runs
-  step nb_2gpu_g0b $NB -c reduce_scatter,sendrecv $RANGE --no-report --out "$R/nb_2gpu_g0b"
-  NCCL_ALGO=Ring step nb_2gpu-ring_g0 $NB -c all_reduce,all_gather,reduce_scatter,sendrecv $RANGE \
+  step nb_2gpu_g0b $NB -k reduce_scatter,sendrecv $RANGE --no-report --out "$R/nb_2gpu_g0b"
+  NCCL_ALGO=Ring step nb_2gpu-ring_g0 $NB -k all_reduce,all_gather,reduce_scatter,sendrecv $RANGE \
     --no-report --out "$R/nb_2gpu-ring_g0"
 }
 
 stage_overhead() {  # per-op CPU cost of the eager path (1-rank in-place all_reduce: NCCL itself does nothing)
   export CUDA_VISIBLE_DEVICES=0
-  step ovh_default $NB -c all_reduce,all_gather -b 8 -e 16M -f 8 --no-report --out "$R/ovh_default"
-  TORCH_NCCL_TRACE_BUFFER_SIZE=0 step ovh_fr0 $NB -c all_reduce,all_gather -b 8 -e 16M -f 8 --no-report \
+  step ovh_default $NB -k all_reduce,all_gather -b 8 -e 16M -f 8 --no-report --out "$R/ovh_default"
+  TORCH_NCCL_TRACE_BUFFER_SIZE=0 step ovh_fr0 $NB -k all_reduce,all_gather -b 8 -e 16M -f 8 --no-report \
     --out "$R/ovh_fr0"
   unset CUDA_VISIBLE_DEVICES
 }
 stage_frtest() {  # flight recorder on/off, alternated 3 times (host cost per eager op; variance check)
   export CUDA_VISIBLE_DEVICES=0
   for i in 1 2 3; do
-    TORCH_FR_BUFFER_SIZE=2000 step "fr_on_$i" $NB -c all_reduce,reduce_scatter -b 8 -e 1M -f 32 --no-report \
+    TORCH_FR_BUFFER_SIZE=2000 step "fr_on_$i" $NB -k all_reduce,reduce_scatter -b 8 -e 1M -f 32 --no-report \
       --out "$R/fr_on_$i"
-    step "fr_off_$i" $NB -c all_reduce,reduce_scatter -b 8 -e 1M -f 32 --no-report --out "$R/fr_off_$i"
+    step "fr_off_$i" $NB -k all_reduce,reduce_scatter -b 8 -e 1M -f 32 --no-report --out "$R/fr_off_$i"
   done
   unset CUDA_VISIBLE_DEVICES
 }
 stage_nb1() {  # netbench's side of gpu1 only
   export CUDA_VISIBLE_DEVICES=0
-  step nb_1gpu_g0 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --no-report --out "$R/nb_1gpu_g0"
-  step nb_1gpu_g20 $NB -c all_reduce,all_gather,reduce_scatter $RANGE --cuda-graph --no-report --out "$R/nb_1gpu_g20"
+  step nb_1gpu_g0 $NB -k all_reduce,all_gather,reduce_scatter $RANGE --no-report --out "$R/nb_1gpu_g0"
+  step nb_1gpu_g20 $NB -k all_reduce,all_gather,reduce_scatter $RANGE --cuda-graph --no-report --out "$R/nb_1gpu_g20"
   unset CUDA_VISIBLE_DEVICES
 }
 stage_plain() {  # `netbench sweep` with no arguments at all, as a user would type it
@@ -133,7 +133,7 @@ stage_plain() {  # `netbench sweep` with no arguments at all, as a user would ty
 stage_intra() { step intra $NB --pattern copy-matrix --no-report --out "$R/nb_intra"; }
 stage_dtypes() {
   for d in bfloat16 half int8; do
-    step "dtype_$d" $NB -c all_reduce,reduce_scatter -d $d -b 1K -e 256M -f 16 --no-report --out "$R/nb_dtype_$d"
+    step "dtype_$d" $NB -k all_reduce,reduce_scatter -d $d -b 1K -e 256M -f 16 --no-report --out "$R/nb_dtype_$d"
   done
 }
 stage_extra() {  # needs 2 GPUs or more
@@ -147,9 +147,9 @@ stage_extra() {  # needs 2 GPUs or more
 stage_engines() {  # issue 14: nccl-tests beside both netbench engines, one GPU, with and without graphs
   export CUDA_VISIBLE_DEVICES=0
   for g in 0 20; do for c in all_reduce all_gather reduce_scatter broadcast; do nt 1gpu $c $g -g 1; done; done
-  STEP_TIMEOUT=300 step nb_1gpu_g0 $NB --engine both -c all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
+  STEP_TIMEOUT=300 step nb_1gpu_g0 $NB --engine both -k all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
     --no-report --out "$R/nb_1gpu_g0"
-  STEP_TIMEOUT=300 step nb_1gpu_g20 $NB --engine both -c all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
+  STEP_TIMEOUT=300 step nb_1gpu_g20 $NB --engine both -k all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
     --cuda-graph --no-report --out "$R/nb_1gpu_g20"
   unset CUDA_VISIBLE_DEVICES
 }

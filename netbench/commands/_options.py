@@ -1,6 +1,10 @@
 """Options every measuring command shares (``sweep``, ``worker``), declared once.
 
-nccl-tests' flags where it has them (-b -e -f -n -w -d -o -c -G), so its users need no new habits.
+nccl-tests' short flags mean what they mean there (-b -e -f -n -w -d -o -r -c -G -T), so its users
+need no new habits: ``-c 0`` turns the check off and ``-G 1`` captures CUDA graphs, as in
+nccl-tests. Collectives, which nccl-tests picks by binary, are ``-k``; ``-c all_reduce`` (netbench's
+meaning before) gets one line saying so. nccl-tests flags with no counterpart here get one line
+saying what netbench does instead (``NCCL_TESTS_INSTEAD``, read by the command line's error path).
 """
 
 from __future__ import annotations
@@ -26,10 +30,86 @@ def _coll(name: str) -> str:
     return get_collective(name).name
 
 
+#: nccl-tests' short flags that netbench has no counterpart for, and what it does instead: the
+#: command line's "No such option" line carries this (netbench/cli.py)
+NCCL_TESTS_INSTEAD = {
+    "-g": "netbench runs one rank per visible GPU; pick GPUs with CUDA_VISIBLE_DEVICES=0,1 (this "
+    "machine) or --hosts for more nodes",
+    "-t": "netbench runs one process per GPU, never threads; pick GPUs with CUDA_VISIBLE_DEVICES",
+    "-i": "sizes grow by a factor (-f); list the sizes you need with --pair-sizes for pairs",
+    "-m": "every timed iteration is one operation (nccl-tests -m 1)",
+    "-N": "run netbench again (or in a loop) for more cycles; each run is its own run directory",
+    "-z": "operations are always non-blocking, as nccl-tests' default (-z 0)",
+    "-y": "operations go to torch's current stream, never the NULL stream",
+    "-a": "times are the average over ranks (nccl-tests -a 1); rows keep every rank's time",
+    "-C": "netbench reports GPU (event) time, never CPU time",
+    "-R": "buffers are not registered (nccl-tests -R 0)",
+}
+
+
+class CheckCount(click.ParamType):
+    """nccl-tests' ``-c N``: the untimed check's passes; 0 turns it off, any other count runs the one
+    pass (-> bool). A collective's name, netbench's ``-c`` before, is told where it went."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        if isinstance(value, bool):
+            return value
+        try:
+            count = int(str(value).strip())
+        except ValueError:
+            if any(_known_coll(v) for v in str(value).split(",")):
+                self.fail(
+                    f"-c is nccl-tests' check now (-c 0: off, -c 1: on); collectives are -k: -k {value}",
+                    param,
+                    ctx,
+                )
+            self.fail(f"{value!r} is not a count: -c 0 turns the check off, -c 1 on", param, ctx)
+        if count < 0:
+            self.fail(f"{count} is not a count: -c 0 turns the check off, -c 1 on", param, ctx)
+        return count > 0
+
+
+class GraphCount(click.ParamType):
+    """nccl-tests' ``-G N``: CUDA graph launches; 0 off, any other count captures the timed loop in
+    one graph (-> bool)."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        if isinstance(value, bool):
+            return value
+        try:
+            count = int(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a count: -G 0 measures without CUDA graphs, -G 1 with", param, ctx)
+        if count < 0:
+            self.fail(f"{count} is not a count: -G 0 measures without CUDA graphs, -G 1 with", param, ctx)
+        return count > 0
+
+
+def _known_coll(name: str) -> bool:
+    try:
+        _coll(name.strip())
+    except ValueError:
+        return False
+    return True
+
+
+FAIL_ON = click.option(
+    "--fail-on",
+    type=click.Choice(["fail", "warn", "never"]),
+    default="fail",
+    show_default=True,
+    help="Which verdict exits 2: fail (warnings exit 1), warn (warnings too), never (exit 0 whatever "
+    "the findings; 3, bad input and stops keep their status). docs/exit-status.md.",
+)
+
 _SHARED = [
     click.option(
         "--collectives",
-        "-c",
+        "-k",
         "collectives",
         type=CsvList(_coll),
         default="all_reduce,all_gather",
@@ -79,11 +159,17 @@ _SHARED = [
     ),
     click.option("--op", "-o", default="sum", show_default=True, help="Reduction: sum, prod, max, min, avg."),
     click.option(
-        "--check/--no-check",
-        default=True,
+        "--check",
+        "-c",
+        "check",
+        type=CheckCount(),
+        default="1",
         show_default=True,
-        help="Untimed pass that counts wrong result elements.",
+        help="Untimed pass that counts wrong result elements; 0 turns it off (nccl-tests -c).",
     ),
+    # the flag shares -c's destination, so click reads -c's value through its type as well: the same
+    # type, or -c 5 would be judged as a boolean
+    click.option("--no-check", "check", flag_value=False, type=CheckCount(), help="The same as -c 0."),
     click.option(
         "--in-place",
         "in_place",
@@ -94,6 +180,7 @@ _SHARED = [
     ),
     click.option(
         "--root",
+        "-r",
         type=click.IntRange(min=0),
         default=0,
         show_default=True,
@@ -106,8 +193,14 @@ _SHARED = [
         help="Force a backend (default: nccl when CUDA GPUs are visible, else gloo).",
     ),
     click.option(
-        "--cuda-graph", is_flag=True, help="Capture the timed loop in a CUDA graph (nccl-tests -G)."
+        "-G",
+        "cuda_graph",
+        type=GraphCount(),
+        default="0",
+        show_default=True,
+        help="1: capture the timed loop in a CUDA graph, 0: plain launches (nccl-tests -G).",
     ),
+    click.option("--cuda-graph", "cuda_graph", flag_value=True, type=GraphCount(), help="The same as -G 1."),
     click.option(
         "--engine",
         type=click.Choice(["auto", "nccl", "torch", "both"]),
@@ -119,6 +212,7 @@ _SHARED = [
     ),
     click.option(
         "--timeout",
+        "-T",
         "timeout_s",
         type=DURATION,
         default=OP_TIMEOUT_S,
@@ -138,6 +232,7 @@ _SHARED = [
         show_default=True,
         help="Write findings.json and report.html at the end.",
     ),
+    FAIL_ON,
 ]
 
 

@@ -10,6 +10,7 @@ import click
     epilog="""\b
 Examples:
   netbench baseline save netbench-runs/20261129T020000Z-1a2b3c --name nightly
+  netbench baseline save latest --name nightly      # the newest run under netbench-runs/
   netbench baseline list
   netbench compare netbench-runs/<id> --baseline nightly
 """,
@@ -23,9 +24,11 @@ def command() -> None:
 @click.option("--name", required=True, help="Baseline name (letters, digits, . _ -).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing baseline of that name.")
 def save(run_dir: str, name: str, overwrite: bool) -> None:
+    """Copy RUN_DIR's data files (``latest``: the newest run under netbench-runs/) as NAME."""
     from netbench.baselines import BaselineStore
+    from netbench.common.rundir import resolve_run
 
-    dest = BaselineStore().save(run_dir, name, overwrite=overwrite)
+    dest = BaselineStore().save(resolve_run(run_dir), name, overwrite=overwrite)
     click.echo(f"saved baseline {name!r} at {dest}")
 
 

@@ -12,6 +12,7 @@ import click
     epilog="""\b
 Exit codes: 0 no size regressed beyond the threshold, 1 regression, 2 bad input.
 Examples:
+  netbench compare latest --baseline nightly     # the newest run under netbench-runs/
   netbench compare netbench-runs/<id> --baseline nightly
   netbench compare runs/today --baseline runs/last-week --format markdown --threshold 0.05
 """,
@@ -21,7 +22,12 @@ Examples:
     "--baseline", "baseline", required=True, help="Baseline name (netbench baseline list) or a run directory."
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="The comparison as a terminal table, markdown (a ticket) or JSON (a script).",
 )
 @click.option(
     "--threshold",
@@ -36,11 +42,11 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
 
     from netbench.baselines import BaselineStore
     from netbench.common.errors import UsageError
-    from netbench.common.rundir import RunDir
+    from netbench.common.rundir import RunDir, resolve_run
     from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
 
     try:
-        cur = RunDir.open(run_dir)
+        cur = RunDir.open(resolve_run(run_dir))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     if not cur.results_path.is_file():

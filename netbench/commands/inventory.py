@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from netbench.params import DURATION
+
 
 @click.command(
     "inventory",
@@ -33,13 +35,15 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
     "becomes the run id.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON instead of the table.")
-@click.option("--concurrency", type=click.IntRange(1, 1024), default=64, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=64, show_default=True,
+              help="Hosts probed at once.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
-    default=60,
+    "-T",
+    type=DURATION,
+    default="60s",
     show_default=True,
-    help="Seconds per host for the probe.",
+    help="Time per host for the probe (60, 60s, 2m).",
 )
 @click.pass_context
 def command(

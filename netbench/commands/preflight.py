@@ -35,6 +35,7 @@ Examples:
   netbench preflight --hosts hosts.txt --policy policy.toml --budget 5m --drain-list drain.txt
   netbench preflight --hosts hosts.txt --baseline last-good --json pf.json --junit pf.xml
   netbench preflight --hosts hosts.txt --drain              # and drain them in Slurm (scontrol)
+  netbench preflight --hosts hosts.txt --drain --dry-run    # print those scontrol commands only
   salloc -N 16 netbench preflight --drain                   # the allocation's nodes, over srun
 \b
 Inventory and policy first (nodes that fail there are not measured; --fail-fast stops there), then a
@@ -74,11 +75,22 @@ of what the inventory had established only. Progress and the verdict go to stder
     help="Known-good partners each suspect is re-tested against.",
 )
 @click.option("--pair-sizes", type=CsvList(_size), help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
-@click.option("--collective", default="all_reduce", show_default=True)
-@click.option("--iters", "-n", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--warmup", "-w", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option(
+    "--collective",
+    "--collectives",
+    "-k",
+    "collective",
+    default="all_reduce",
+    show_default=True,
+    help="The one collective of the pairs and the ring (sweep's -k/--collectives takes a list).",
+)
+@click.option("--iters", "-n", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Timed iterations per size.")
+@click.option("--warmup", "-w", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Untimed warm-up iterations per size.")
 @click.option(
     "--timeout",
+    "-T",
     "timeout_s",
     type=DURATION,
     default="15s",
@@ -87,11 +99,13 @@ of what the inventory had established only. Progress and the verdict go to stder
 )
 @click.option("--ring/--no-ring", default=True, show_default=True, help="The ring over all nodes too.")
 @click.option("--fail-fast", is_flag=True, help="Stop after the inventory if it already fails.")
-@click.option("--backend", type=click.Choice(["gloo", "nccl"]))
-@click.option("--procs-per-host", type=click.IntRange(1, 1024), default=1, show_default=True)
+@click.option("--backend", type=click.Choice(["gloo", "nccl"]),
+              help="Force a backend (default: nccl when every host has GPUs, else gloo).")
+@click.option("--procs-per-host", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="CPU ranks per host with gloo (NCCL: one rank per GPU).")
 @click.option("--python", help="Python on the hosts (default: a python= label, else python3).")
-@click.option("--ssh-config", type=click.Path(dir_okay=False))
-@click.option("--accept-new-host-keys", is_flag=True)
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config to use.")
+@click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
 @click.option("--topology", type=click.Path(exists=True, dir_okay=False), help="Slurm topology.conf.")
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
 @click.option(
@@ -106,7 +120,13 @@ of what the inventory had established only. Progress and the verdict go to stder
     "drain_in_slurm",
     is_flag=True,
     help="Also drain each node of the drain list in Slurm: scontrol update NodeName=N State=DRAIN "
-    "Reason='netbench: ...' (one stderr line per node). Never done without this flag.",
+    "Reason='netbench: RULE: FINDING [run ID report PATH]' (one stderr line per node). Never done "
+    "without this flag.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --drain: print the scontrol commands (stderr) instead of running them.",
 )
 @click.option(
     "--json", "json_path", type=click.Path(dir_okay=False), help="JSON report (docs/output-json.md)."
@@ -118,6 +138,7 @@ of what the inventory had established only. Progress and the verdict go to stder
 def command(
     drain_list: str | None,
     drain_in_slurm: bool,
+    dry_run: bool,
     json_path: str | None,
     junit_path: str | None,
     junit_warn_as_failure: bool,
@@ -135,6 +156,9 @@ def command(
         write_outputs,
     )
     from netbench.preflight.outputs import check_output_paths
+
+    if dry_run and not drain_in_slurm:
+        raise PreflightError("--dry-run shows what --drain would run: give both")
 
     check_output_paths({
         "--drain-list": drain_list, "--json": json_path, "--junit": junit_path,
@@ -158,7 +182,7 @@ def command(
     if drain_in_slurm:
         from netbench.preflight.outputs import drain_in_slurm as drain
 
-        for line in drain(result):
+        for line in drain(result, dry_run=dry_run):
             click.echo(line, err=True)
     for host in result.drain:
         click.echo(host)

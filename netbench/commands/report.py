@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import click
 
+from netbench.commands._options import FAIL_ON
+
 
 @click.command(
     short_help="Diagnose a run: findings.json, report.html and a summary.",
     epilog="""\b
-Exit status: 0 no warnings or failures, 1 warnings only, 2 failures
-(bad input, e.g. a broken policy file, also exits 2 with one error line).
+Exit status: 0 no warnings or failures, 1 warnings only, 2 failures (--fail-on moves the bar;
+bad input, e.g. a broken policy file, also exits 2 with one error line).
 \b
 Examples:
+  netbench report latest                  # the newest run under netbench-runs/
   netbench report netbench-runs/20261129T101500Z-3fa2c1
-  netbench report RUN --baseline netbench-runs/last-good --policy policy.toml
+  netbench report RUN --baseline nightly --policy policy.toml
+  netbench report RUN --baseline netbench-runs/last-good --fail-on warn
   netbench report RUN --format markdown --plotlyjs cdn > summary.md
 """,
 )
 @click.argument("run_dir", type=click.Path(file_okay=False))
-@click.option("--baseline", type=click.Path(file_okay=False), help="An earlier run to compare against.")
+@click.option(
+    "--baseline", help="A saved baseline's name (netbench baseline list) or an earlier run directory."
+)
 @click.option(
     "--policy",
     "policy_path",
@@ -47,6 +53,7 @@ Examples:
 )
 @click.option("--top", type=click.IntRange(0), default=10, show_default=True, help="Findings in the summary.")
 @click.option("--no-html", is_flag=True, help="Write findings.json only.")
+@FAIL_ON
 def command(
     run_dir: str,
     baseline: str | None,
@@ -56,20 +63,25 @@ def command(
     plotlyjs: str,
     top: int,
     no_html: bool,
+    fail_on: str,
 ) -> None:
-    """Analyse RUN_DIR: slow pairs and nodes, firmware, link health, stragglers, errors, regressions."""
+    """Analyse RUN_DIR (``latest``: the newest run under netbench-runs/): slow pairs and nodes,
+    firmware, link health, stragglers, errors, regressions."""
     from pathlib import Path
 
+    from netbench.baselines import BaselineStore
     from netbench.common.errors import NetbenchError, UsageError
-    from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL
+    from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
     from netbench.common.topology import load_topology
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import write_report
     from netbench.reports.summary import exit_code, format_summary
 
-    for name, path in (("run directory", run_dir), ("baseline", baseline)):
-        if path and not Path(path).is_dir():
-            raise UsageError(f"{name} not found: {path}")
+    run_dir = str(resolve_run(run_dir))
+    if not Path(run_dir).is_dir():
+        raise UsageError(f"run directory not found: {run_dir}")
+    if baseline:
+        baseline = str(BaselineStore().resolve(baseline))
     if not (Path(run_dir) / RESULTS_JSONL).exists() and not (Path(run_dir) / INVENTORY_JSONL).exists():
         raise UsageError(f"{run_dir} is not a run directory (no results.jsonl or inventory.jsonl)")
     uplinks = None
@@ -99,4 +111,4 @@ def command(
     click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top))
     if html_path is not None and fmt == "text":
         click.echo(f"report: {html_path}")
-    raise SystemExit(exit_code(findings))
+    raise SystemExit(exit_code(findings, fail_on))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from netbench.commands._options import FAIL_ON
 from netbench.defaults import CONFIRM_BUDGET_S
-from netbench.params import DURATION, SIZE, CsvList
+from netbench.params import BUDGET, DURATION, SIZE, CsvList
 
 
 def _size(text: str) -> int:
@@ -56,9 +57,12 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 (bad input also exits 2 with one error line).
 """,
 )
-@click.option("--nodes", type=click.IntRange(min=2), default=16, show_default=True)
-@click.option("--leaves", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--tiers", type=click.Choice(["2", "3"]), default="2", show_default=True)
+@click.option("--nodes", type=click.IntRange(min=2), default=16, show_default=True,
+              help="Hosts of the fabric, node0001...")
+@click.option("--leaves", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Leaf switches; the nodes are spread evenly over them.")
+@click.option("--tiers", type=click.Choice(["2", "3"]), default="2", show_default=True,
+              help="2: leaves under one spine; 3: leaves in --pods pods under a core.")
 @click.option("--pods", type=click.IntRange(min=1), default=2, show_default=True, help="3 tiers: pods.")
 @click.option("--oversubscription", type=float, default=1.0, show_default=True, help="Leaf uplinks.")
 @click.option("--core-oversubscription", type=float, default=1.0, show_default=True, help="Pod uplinks.")
@@ -66,10 +70,13 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--rails", type=click.IntRange(min=1), default=1, show_default=True,
               help="NICs a node, NIC k on rail k's switches (rail-optimised; see below).")
 @click.option("--physics", type=click.Choice(["bottleneck", "multiplicative"]), default="bottleneck",
-              show_default=True)
+              show_default=True,
+              help="How faults combine: bottleneck (a pair runs at its narrowest part) or multiplicative "
+              "(every slow part on the path slows it further).")
 @click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
 @click.option("--noise", type=float, default=0.05, show_default=True, help="CV of each measured time.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="The noise's seed: the same seed, the same fabric and measurements.")
 @click.option("--pattern", "patterns", multiple=True, type=click.Choice(["ring", "pairwise", "rail"]),
               help="Repeatable, as sweep --hosts: ring, pairwise (default both), rail (rank k of each pair "
               "with rank k, every rail at once; each group on its GPU's rail of --rails).")
@@ -79,13 +86,15 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
               show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option(
-    "--confirm-budget", "confirm_budget_s", type=click.FloatRange(min=0), default=CONFIRM_BUDGET_S,
+    "--confirm-budget", "confirm_budget_s", type=BUDGET, default=CONFIRM_BUDGET_S,
     show_default=True,
-    help="As sweep --hosts: seconds of fabric time for re-testing the pairwise phase's suspects against "
+    help="As sweep --hosts: fabric time (90, 2m) for re-testing the pairwise phase's suspects against "
     "known-good partners; the report says confirmed or cleared. 0: off.",
 )
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
-@click.option("--no-report", is_flag=True, help="Write the run directory only.")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Write findings.json and report.html (--no-report: the run directory only).")
+@FAIL_ON
 @click.option("--preflight", "preflight", is_flag=True, help="Run preflight on the fabric (see below).")
 @click.option("--budget", "budget_s", type=DURATION, default="120s", show_default=True,
               help="--preflight: its budget, in fabric time.")
@@ -97,7 +106,7 @@ def command(
     core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
     patterns: tuple[str, ...], pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str,
-    max_bytes: int, confirm_budget_s: float, out: str | None, no_report: bool,
+    max_bytes: int, confirm_budget_s: float, out: str | None, report: bool, fail_on: str,
     preflight: bool, budget_s: float, rounds: int | None, confirm: int,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
@@ -119,7 +128,7 @@ def command(
     )
     if preflight:
         given = click.get_current_context().get_parameter_source("confirm_budget_s")
-        if pair_batch is not None or no_report or patterns or given != ParameterSource.DEFAULT:
+        if pair_batch is not None or not report or patterns or given != ParameterSource.DEFAULT:
             raise UsageError(
                 "--pair-batch, --pattern, --no-report and --confirm-budget are for the sweep, not --preflight"
             )
@@ -132,8 +141,8 @@ def command(
         _, spent = confirm_on_fabric(opts, res, confirm_budget_s, click.echo)
         click.echo(f"# confirm: {spent:.1f} s of fabric time (the re-test launch, start-up included)")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
-    findings = None if no_report else finish_report(res.rundir, click.echo)
-    raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=not no_report))
+    findings = finish_report(res.rundir, click.echo) if report else None
+    raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
 
 
 def _preflight(

@@ -9,7 +9,7 @@ import click
 
 from netbench.commands._options import measurement_options, pair_options
 from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
-from netbench.params import DURATION
+from netbench.params import BUDGET, DURATION
 from netbench.sites import SITES
 
 if TYPE_CHECKING:
@@ -82,11 +82,11 @@ ends at once).
 @click.option(
     "--confirm-budget",
     "confirm_budget_s",
-    type=click.FloatRange(min=0),
+    type=BUDGET,
     default=CONFIRM_BUDGET_S,
     show_default=True,
-    help="Seconds for re-testing the pairwise phase's suspects (slow or borderline nodes and links) "
-    "against known-good partners of the same hop class, one more launch on every --launcher; the "
+    help="Time (90, 90s, 2m) for re-testing the pairwise phase's suspects (slow or borderline nodes and "
+    "links) against known-good partners of the same hop class, one more launch on every --launcher; the "
     "report says confirmed or cleared. 0: off.",
 )
 @click.option(
@@ -179,7 +179,9 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
 
         rundir, _ = run_copy_matrix(opts.local(), echo)
         findings = finish_report(rundir, echo) if opts.report else None
-        return exit_status(Outcome(status="completed"), rundir, findings, judged=opts.report)
+        return exit_status(
+            Outcome(status="completed"), rundir, findings, judged=opts.report, fail_on=opts.fail_on
+        )
     if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
         from netbench.reports.policy import PolicyError, load_policy
 

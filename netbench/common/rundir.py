@@ -40,6 +40,39 @@ ENV_SCHEMA = "netbench.env/1"
 PLAN_SCHEMA = "netbench.plan/1"
 COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
+LATEST = "latest"
+"""``netbench-runs/latest``: a link to the newest run made under ``DEFAULT_ROOT``, which ``report``,
+``compare`` and ``baseline save`` take as ``latest`` (``resolve_run``)."""
+
+
+def resolve_run(text: str) -> Path:
+    """A run-directory argument: ``latest`` is ``netbench-runs/latest``'s run (unless a directory of
+    that name is here), anything else the path it names."""
+    path = Path(text)
+    if text != LATEST or path.is_dir():
+        return path
+    link = DEFAULT_ROOT / LATEST
+    if not link.is_dir():
+        raise UsageError(f"no latest run: {link} names the newest run made under {DEFAULT_ROOT}/ here, "
+                         "and there is none")
+    return link.resolve()
+
+
+def _point_latest(path: Path) -> None:
+    """Make ``netbench-runs/latest`` name ``path`` when the run lives there (a run elsewhere, --out
+    /data/x, leaves it alone): a relative link, swapped in whole (two runs at once: the last wins).
+    Best effort: a file system without links, or a real directory called latest, keeps its own."""
+    try:
+        if path.parent.resolve() != DEFAULT_ROOT.resolve():
+            return
+        tmp = path.parent / f".{LATEST}-{os.getpid()}-{path.name}"
+        os.symlink(path.name, tmp)
+        try:
+            os.replace(tmp, path.parent / LATEST)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError:
+        pass
 # The run directory's files, named once (readers and writers everywhere use these names)
 RUN_JSON = "run.json"
 RESULTS_JSONL = "results.jsonl"
@@ -311,6 +344,7 @@ class RunDir:
             raise UsageError(f"--out {path}: cannot create the run directory: {exc.strerror}") from None
         with os.fdopen(fd, "w") as fh:
             fh.write(json.dumps({"schema": RUN_SCHEMA, "run_id": run_id, "status": "starting"}) + "\n")
+        _point_latest(path)
         return cls(path=path, run_id=run_id)
 
     def hold_reserve(self) -> None:

@@ -117,14 +117,17 @@ def nodes_down(nodes: Sequence[str], timeout_s: float = SCONTROL_TIMEOUT_S) -> d
     return {n: s for n, s in parse_node_states(r.stdout, nodes).items() if is_down(s)}
 
 
-def drain_reason(why: str) -> str:
-    """``netbench: <why>`` on one printable line, short enough for slurmctld."""
+def drain_reason(why: str, where: str = "") -> str:
+    """``netbench: <why> [<where>]`` on one printable line, short enough for slurmctld. ``where``
+    (the run id and report path, so ``sinfo -R`` leads back to the evidence) always survives: the
+    cut, when one is needed, is in ``why``."""
     flat = " ".join(terminal_safe(why).split())
-    return (DRAIN_PREFIX + flat)[:REASON_MAX]
+    tail = f" [{' '.join(terminal_safe(where).split())[: REASON_MAX - 50]}]" if where else ""
+    return DRAIN_PREFIX + flat[: REASON_MAX - len(DRAIN_PREFIX) - len(tail)] + tail
 
 
-def drain_node(node: str, why: str, timeout_s: float = SCONTROL_TIMEOUT_S) -> str:
-    """``scontrol update NodeName=NODE State=DRAIN Reason="netbench: WHY"``; returns the reason set.
+def drain_command(node: str, why: str, where: str = "") -> list[str]:
+    """The argv of ``scontrol update NodeName=NODE State=DRAIN Reason="netbench: WHY [WHERE]"``.
 
     The node name is validated first (it came from a hosts file, a probe or Slurm itself); the
     reason travels as one argv element, so nothing in it can reach a shell.
@@ -134,6 +137,11 @@ def drain_node(node: str, why: str, timeout_s: float = SCONTROL_TIMEOUT_S) -> st
     problem = validate_hostname(node) or ("not a Slurm node name" if ":" in node else None)
     if problem:
         raise SlurmError(f"will not drain {terminal_safe(node[:60])!r}: {problem}")
-    reason = drain_reason(why)
-    scontrol(["update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], timeout_s)
-    return reason
+    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={drain_reason(why, where)}"]
+
+
+def drain_node(node: str, why: str, where: str = "", timeout_s: float = SCONTROL_TIMEOUT_S) -> str:
+    """Drain NODE (``drain_command``); returns the reason set."""
+    argv = drain_command(node, why, where)
+    scontrol(argv[1:], timeout_s)
+    return argv[-1].removeprefix("Reason=")

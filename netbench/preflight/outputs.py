@@ -162,15 +162,24 @@ def drain_reasons(result: PreflightResult) -> dict[str, str]:
     return {h: reasons.get(h, "preflight failed") for h in result.drain}
 
 
-def drain_in_slurm(result: PreflightResult) -> list[str]:
+def drain_in_slurm(result: PreflightResult, dry_run: bool = False) -> list[str]:
     """``--drain``: drain every node of the drain list in Slurm; one line per node saying what was
-    done (or why it could not be), for stderr. Only ever called when the user asked for it."""
-    from netbench.common.slurm import SlurmError, drain_node
+    done (or why it could not be), for stderr. Only ever called when the user asked for it. The
+    reason names the run and its report, so ``sinfo -R`` leads back to the evidence. ``dry_run``
+    (``--drain --dry-run``): the ``scontrol`` command lines instead, run nothing."""
+    import shlex
 
+    from netbench.common.slurm import SlurmError, drain_command, drain_node
+
+    html = result.report_html
+    where = f"run {result.rundir.run_id}" + (f" report {Path(html).resolve()}" if html else "")
     lines = []
     for host, why in drain_reasons(result).items():
         try:
-            reason = drain_node(host, why)
+            if dry_run:
+                lines.append(shlex.join(drain_command(host, why, where)))
+                continue
+            reason = drain_node(host, why, where)
         except SlurmError as exc:
             lines.append(f"netbench: could not drain {host}: {exc}")
             continue
