@@ -113,6 +113,21 @@ def test_corrupted_rank_is_counted(tmp_path: Path) -> None:
     assert "FAILED" in res.stdout
 
 
+def test_check_off_and_fail_on_never_reach_the_ranks_and_the_exit(tmp_path: Path) -> None:
+    """nccl-tests' -c 0 turns the ranks' check off (corrupted results then go unseen: no wrong
+    count at all, rather than 0); --fail-on never keeps a FAIL verdict out of the exit status."""
+    quick = ["sweep", "-p", "2", "-k", "all_reduce", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0"]
+    unchecked = netbench(*quick, "-c", "0", "--no-report", "--out", str(tmp_path / "a"),
+                         env={"NETBENCH_INJECT": "corrupt:1"})
+    assert unchecked.returncode == 0, unchecked.stderr
+    assert rows(tmp_path / "a") and all(r["wrong"] is None for r in rows(tmp_path / "a"))
+    judged = netbench(*quick, "--fail-on", "never", "--out", str(tmp_path / "b"),
+                      env={"NETBENCH_INJECT": "corrupt:1"})
+    assert judged.returncode == 0, judged.stderr
+    assert "FAIL: " in judged.stdout and "wrong_results" in judged.stdout  # the verdict is still said
+    assert all(r["wrong"] == 1 for r in rows(tmp_path / "b"))
+
+
 def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
     res = netbench(
         "sweep",
