@@ -307,6 +307,12 @@ def test_only_confirmed_slow_nodes_keep_failing() -> None:
     assert b.evidence["retest"]["verdict"] == "cleared"
     assert b.title.startswith("Not confirmed on re-test (fine)")
     assert drain_and_check(out, 10)[0] == ["a", "d"]
+    # the advice moves on: a confirmed node is to repair, not to re-test again; an untested one is
+    a, d = (next(f for f in out if f.subject == h) for h in "ad")
+    assert a.title.startswith("Confirmed on re-test: Node a ") and "confirmed it on re-test" in a.action
+    assert d.title == "Node d is slow against known-good partners on re-test (r)"
+    assert d.action == a.action.replace("Drain a", "Drain d")
+    assert "then re-test" not in a.action and "re-test c against known-good partners" in c.action
 
 
 def test_retest_evidence_lowers_the_policy_severity_never_raises_it() -> None:

@@ -79,7 +79,7 @@ def test_baseline_regression_and_topology_file(tmp_path):
         (["{tmp}"], "is not a run directory"),
         (["{run}", "--policy", "{tmp}/bad.toml"], "unknown key"),
         (["{run}", "--topology", "{tmp}/missing.conf"], "topology file not found"),
-        (["{run}", "--baseline", "/nonexistent/base"], "baseline not found"),
+        (["{run}", "--baseline", "/nonexistent/base"], "no baseline or run directory '/nonexistent/base'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, healthy, args, needle):

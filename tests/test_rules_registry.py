@@ -88,6 +88,20 @@ def test_slow_pair_takes_slow_nodes_from_the_node_verdicts():
     assert [f.subject for f in slow_node.check(ctx)] == [a]
 
 
+def test_a_link_confirmed_on_retest_says_check_the_path_not_retest():
+    hosts = host_names(24)
+    a, b = hosts[2], hosts[17]
+    fleet = make_fleet(24, 2, slow_links={(a, b): 0.46}, noise=0.05, seed=4)
+    confirmed = Retest(f"{a}|{b}", "link", "confirmed", {"run1": 0.46}, "re-run at 0.46x the controls")
+    ctx = AnalysisContext.from_data(
+        fleet.rows, fleet.inventory, fleet.env, fleet.run,
+        retests=RetestEvidence({confirmed.subject: confirmed}, "x"),
+    )
+    (f,) = slow_pair.check(ctx)
+    assert f.severity == "warn" and f.title.startswith("Confirmed on re-test (re-run at 0.46x")
+    assert "re-test" not in f.action.replace("re-tested slow", "") and "drain neither" in f.action
+
+
 def test_a_link_cleared_on_retest_is_info_and_says_why():
     hosts = host_names(24)
     a, b = hosts[2], hosts[17]

@@ -81,8 +81,11 @@ def test_clean_rows_have_no_error_findings():
 # -- regression -------------------------------------------------------------------------------------
 
 
-def _regressed(factor_large: float, factor_small: float):
+def _regressed(factor_large: float, factor_small: float, both_modes: bool = False):
     base = make_fleet(8, 2, pair_sizes=(1 << 30,), noise=0.01, seed=6)
+    if both_modes:  # the fleet is out-of-place only: the same rows again, in-place
+        assert not any(r.get("in_place") for r in base.rows)
+        base.rows += [{**r, "in_place": True} for r in base.rows]
     cur = copy.deepcopy(base)
     for r in cur.rows:
         if r["pattern"] == "world" and r["bytes"] >= 64 << 20:
@@ -135,6 +138,16 @@ def test_regression_per_size_with_env_differences():
     assert all(s["bytes"] <= 8 << 10 for s in sizes if s["judged_on"] == "time")
     assert all(0.65 < s["busbw_ratio"] < 0.75 for s in sizes if s["judged_on"] == "busbw")
     assert reg[0].evidence["env_differences"]
+
+
+def test_one_regression_finding_holds_both_modes():
+    """Out-of-place and in-place rows of one collective regress together: one finding, both modes in
+    its evidence (two findings with one title read as a duplicate)."""
+    reg = [f for f in regression.check(_regressed(0.7, 1.6, both_modes=True)) if f.rule == "regression"]
+    assert len(reg) == 1 and reg[0].subject == "all_reduce world float", [f.title for f in reg]
+    assert "out-of-place and in-place; worst: " in reg[0].title
+    modes = [(s["bytes"], s["in_place"]) for s in reg[0].evidence["sizes"]]
+    assert {ip for _, ip in modes} == {False, True} and len(set(modes)) == len(modes)
 
 
 def test_no_regression_when_same():

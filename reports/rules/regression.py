@@ -82,38 +82,45 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         if c.base_busbw_GBps is not None and c.cur_busbw_GBps is not None:
             slot["base_bw"].append(c.base_busbw_GBps)
             slot["cur_bw"].append(c.cur_busbw_GBps)
+    # one finding per collective, pattern and dtype: out-of-place and in-place are two views of the
+    # same regression (the same fabric, the same sizes), so both modes go into one finding's evidence
+    modes: dict[tuple[str, str, str], list[tuple[bool, str, int, dict[str, float]]]] = defaultdict(list)
     for (coll, pattern, dtype, in_place), sizes in sorted(pooled.items()):
-        bad = []
         for nbytes, s in sorted(sizes.items()):
             med = {k: statistics.median(v) for k, v in s.items() if v}
             noise = med.get("noise")  # None: neither run measured its own scatter here
             if nbytes <= t.small_max_bytes:
                 if worse(med.get("time"), t.regression_time_factor, noise):
-                    bad.append(("time", nbytes, med))
+                    modes[(coll, pattern, dtype)].append((bool(in_place), "time", nbytes, med))
             elif worse(med.get("busbw"), t.regression_busbw_factor, noise):
-                bad.append(("busbw", nbytes, med))
-        if not bad:
-            continue
-        worst = max(bad, key=lambda b: b[2]["time"] if b[0] == "time" else 1 / b[2]["busbw"])
-        kind, nbytes, med = worst
+                modes[(coll, pattern, dtype)].append((bool(in_place), "busbw", nbytes, med))
+    for (coll, pattern, dtype), bad in modes.items():
+        worst = max(bad, key=lambda b: b[3]["time"] if b[1] == "time" else 1 / b[3]["busbw"])
+        in_place, kind, nbytes, med = worst
         what = (
             f"time x{g3(med['time'])} at {size_label(nbytes)} ({g3(med['base_t'])} -> {g3(med['cur_t'])} us)"
             if kind == "time"
             else f"busbw x{g3(med['busbw'])} at {size_label(nbytes)} "
             f"({g3(med.get('base_bw'))} -> {g3(med.get('cur_bw'))} GB/s)"
         )
-        groups = len(sizes[nbytes]["time"])
+        which = sorted({b[0] for b in bad})
+        said = " and ".join("in-place" if m else "out-of-place" for m in which)
+        if len(which) > 1:
+            what += ", in-place" if in_place else ", out-of-place"
+        groups = len(pooled[(coll, pattern, dtype, in_place)][nbytes]["time"])
         out.append(
             Finding(
                 rule="regression",
                 severity="warn",
                 subject_kind="run",
-                subject=f"{coll} {pattern}" + ("" if in_place is False else " in-place") + f" {dtype}",
-                title=f"{coll} ({pattern}) regressed at {len(bad)} size(s) vs baseline: {what}",
+                subject=f"{coll} {pattern} {dtype}",
+                title=f"{coll} ({pattern}) regressed at {len({b[2] for b in bad})} size(s) vs baseline, "
+                f"{said}; worst: {what}",
                 evidence={
                     "sizes": [
                         {
                             "bytes": b,
+                            "in_place": ip,
                             "judged_on": k,
                             "time_ratio": sig3(m.get("time")),
                             "busbw_ratio": sig3(m.get("busbw")),
@@ -123,7 +130,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                             "cur_busbw_GBps": sig3(m.get("cur_bw")),
                             "noise_log": sig3(m.get("noise")),
                         }
-                        for k, b, m in bad
+                        for ip, k, b, m in sorted(bad, key=lambda x: (x[2], x[0]))
                     ],
                     "groups_pooled": groups,
                     "baseline": ctx.baseline.path,

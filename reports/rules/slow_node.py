@@ -91,6 +91,9 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
             severity = "info"
             title = f"Not confirmed on re-test ({rt.reason}): {title}"
             action = CLEARED_ACTION
+        elif rt.verdict == "confirmed":
+            title = f"Confirmed on re-test{f' ({rt.reason})' if rt.reason else ''}: {title}"
+            action = confirmed_node_action(host)
         elif rt.verdict != "confirmed" and severity == "fail":
             severity = "warn"
             title = f"Unconfirmed ({rt.reason}): {title}"
@@ -104,6 +107,15 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         evidence=evidence,
         action=action,
         hosts=[host],
+    )
+
+
+def confirmed_node_action(host: str) -> str:
+    """What to do with a node its re-test confirmed: no more testing before acting, the repair."""
+    return (
+        f"Drain {host}: known-good partners confirmed it on re-test. Check its NICs (rate, errors), "
+        "PCIe width/gen of GPUs and HCAs, GPU clocks/thermals and NIC-GPU affinity; after the repair, "
+        "a clean netbench run on it returns it to service."
     )
 
 
@@ -221,7 +233,7 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
             title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
             evidence={"retest": asdict(rt)},
             hosts=[rt.subject],
-            action=f"Drain {rt.subject}; check its NICs, PCIe links and GPU clocks, then re-test it.",
+            action=confirmed_node_action(rt.subject),
         )
     said = {"cleared": "cleared on re-test", "inconclusive": "re-test inconclusive"}
     return Finding(

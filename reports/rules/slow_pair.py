@@ -129,6 +129,9 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                 severity = "info"
                 title = f"Not confirmed on re-test ({rt.reason}): {title}"
                 action = CLEARED_ACTION
+            elif rt.verdict == "confirmed":
+                title = f"Confirmed on re-test{f' ({rt.reason})' if rt.reason else ''}: {title}"
+                action = confirmed_link_action(a, b)
         out.append(
             Finding(
                 rule="slow_pair",
@@ -168,11 +171,21 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
         title=f"Link {a} - {b} {said} against known-good pairs ({rt.reason}{because})",
         evidence={"retest": asdict(rt), "hop_class": ctx.hop_class(a, b)},
         action=(
-            f"Check cables, switch ports and port counters between {a} and {b}." if confirmed
+            confirmed_link_action(a, b) if confirmed
             else f"See node {node}'s finding." if node
             else CLEARED_ACTION if rt.verdict == "cleared" else f"Re-test {a} and {b} if it recurs."
         ),
         hosts=[a, b],
+    )
+
+
+def confirmed_link_action(a: str, b: str) -> str:
+    """What to do with a link its re-test confirmed while its ends are fine with known-good partners:
+    the path between them, and no drain."""
+    return (
+        f"The path between {a} and {b}: re-tested slow while both are fine with known-good partners. "
+        "Check cables, transceivers, switch ports and port counters (symbol errors, link downs) on it; "
+        "drain neither node for this."
     )
 
 
