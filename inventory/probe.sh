@@ -231,15 +231,31 @@ nccl_system() {
     return 0
 }
 
+# On a node with no NVIDIA device node, torch cannot use a GPU whatever it is, and importing it (3-4
+# s of CPU) would only say its version and build: those are read from its files instead
+# (importlib's metadata and torch/version.py, the module torch.version is). What that does not prove
+# is that torch imports; a broken install then fails in the agent, which names it as the host's.
 PY_CODE='
-import platform, sys
+import glob, os, platform, sys
 print("python=" + platform.python_version())
 print("executable=" + sys.executable)
-try:
+def said(e):
+    return "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+def torch_files():
+    import importlib.util
+    from importlib import metadata
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        raise ModuleNotFoundError("No module named %r" % "torch")
+    facts = {}
+    with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as fh:
+        exec(fh.read(), facts)
+    print("torch=" + str(facts.get("__version__") or metadata.version("torch")))
+    print("torch_cuda=" + str(facts.get("cuda")))
+    print("torch_cuda_available=False")
+    print("torch_gpus=0")
+def torch_imported():
     import torch
-except Exception as e:
-    print("torch_error=%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
-else:
     print("torch=" + str(torch.__version__))
     print("torch_cuda=" + str(torch.version.cuda))
     try:
@@ -252,7 +268,11 @@ else:
         v = torch.cuda.nccl.version()
         print("torch_nccl=" + (".".join(map(str, v)) if isinstance(v, tuple) else str(v)))
     except Exception as e:
-        print("torch_nccl_error=%s: %s" % (type(e).__name__, e))
+        print("torch_nccl_error=" + said(e))
+try:
+    (torch_imported if glob.glob("/dev/nvidia[0-9]*") else torch_files)()
+except Exception as e:
+    print("torch_error=" + said(e))
 # nccl4py: the NCCL engine of the ranks (collectives/native.py imports nccl.bindings.nccl, the
 # same module, so the planner decides the engine from what a rank would find)
 try:
