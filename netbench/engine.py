@@ -16,7 +16,6 @@ from typing import Any
 from netbench import __version__
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
-from netbench.collectives.sizes import format_size
 from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted
 from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.runrecord import rows_line
@@ -189,23 +188,19 @@ def summarize(
     """The closing lines: each headline (large-message busbw) with its % of the physical ceiling the
     inventory gives (or why that is unknown) and the published reference it matches (the bundled
     table; a policy's own references apply in the report)."""
-    from netbench.reports.ceilings import headlines, large_message_summary, references
+    from netbench.reports.ceilings import (
+        TERMINAL_PATTERNS,
+        headline_lines,
+        headlines,
+        large_message_summary,
+        references,
+    )
 
-    patterns = ("world", "ring", "intra")
-    summary = [s for s in large_message_summary(rows) if s["pattern"] in patterns]
-    lines = headlines(rows, inventory or [], references(), patterns)
-    engines = {h.engine for h in lines}
+    summary = [s for s in large_message_summary(rows) if s["pattern"] in TERMINAL_PATTERNS]
     echo("#")
-    for h in lines:
-        sizes = ", ".join(format_size(b) for b in h.sizes)
-        who = f" [{h.engine}]" if len(engines) > 1 else ""
-        echo(
-            f"# {h.collective + who:<15} large-message busbw {h.busbw_GBps:8.3f} GB/s "
-            f"(algbw {h.algbw_GBps:.3f}; mean of the {len(h.sizes)} largest sizes: {sizes})"
-        )
-        echo(f"#   {h.ceiling_text()}")
-        if h.exceeds:
-            echo(f"#   {h.exceeds}")
+    for line in headline_lines(headlines(rows, inventory or [], references(), TERMINAL_PATTERNS),
+                               TERMINAL_PATTERNS):
+        echo(line)
     if summary and all(s["ranks"] < 2 for s in summary):
         echo(
             "# one rank: nothing crossed a link, so there is no bus bandwidth to report; out-of-place "

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 ABOVE_MARGIN = 1.05
 #: headlines are summarised over this many of the largest sizes
 TOP_SIZES = 3
+TERMINAL_PATTERNS = ("world", "ring", "intra")  # the headlines a terminal prints (pairs have their table)
 
 _NO_INVENTORY = ("the run has no inventory (a local `netbench sweep` probes the hardware only when it "
                  "runs on GPUs, and external launchers' runs do not; "
@@ -322,4 +323,23 @@ def headlines(rows: list[dict[str, Any]] | pd.DataFrame,
             busbw_GBps=s["busbw_GBps"], algbw_GBps=s["algbw_GBps"], wrong=s["wrong"], ceiling=ceiling,
             reference=match_reference(s, ceiling, refs), exceeds=_exceeds(s, ceiling),
         ))
+    return out
+
+
+def headline_lines(lines: list[Headline] | tuple[Headline, ...], patterns: tuple[str, ...]) -> list[str]:
+    """The terminal's closing lines for the headlines of ``patterns`` (world, ring, intra: pairs are
+    summarised per pair elsewhere): busbw, then its ceiling and reference, then why it is above."""
+    from netbench.collectives.sizes import format_size
+
+    shown = [h for h in lines if h.pattern in patterns]
+    engines = {h.engine for h in shown}
+    out = []
+    for h in shown:
+        sizes = ", ".join(format_size(b) for b in h.sizes)
+        who = f" [{h.engine}]" if len(engines) > 1 else ""
+        out.append(f"# {h.collective + who:<15} large-message busbw {h.busbw_GBps:8.3f} GB/s "
+                   f"(algbw {h.algbw_GBps:.3f}; mean of the {len(h.sizes)} largest sizes: {sizes})")
+        out.append(f"#   {h.ceiling_text()}")
+        if h.exceeds:
+            out.append(f"#   {h.exceeds}")
     return out

@@ -6,6 +6,7 @@ directory (atomically: a half-written report never replaces a good one) and retu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,34 @@ def write_outputs(
     return path
 
 
+@dataclass(frozen=True)
+class Reported:
+    """What ``report_run`` made: the findings worst first, report.html (None without it), and the
+    headlines (large-message busbw against ceiling and reference) the terminal prints."""
+
+    findings: list[Finding]
+    html: Path | None
+    headlines: tuple[Any, ...]
+
+
+def report_run(
+    run_dir: str | Path,
+    baseline: str | Path | None = None,
+    policy: Policy | str | Path | None = None,
+    plotlyjs: str = "inline",
+    topology: dict[str, str] | str | Path | None = None,
+    html: bool = True,
+) -> Reported:
+    """Analyse ``run_dir`` and write findings.json (+ report.html unless ``html=False``)."""
+    from netbench.reports.context import gc_paused
+
+    with gc_paused():  # millions of row objects: the cyclic GC would rescan them for nothing
+        ctx = load_context(run_dir, baseline, policy, topology)
+        findings = run_rules(ctx)
+        path = write_outputs(Path(run_dir), ctx, findings, html=html, plotlyjs=plotlyjs)
+    return Reported(findings, path, tuple(ctx.analyses.headlines))
+
+
 def write_report(
     run_dir: str | Path,
     baseline: str | Path | None = None,
@@ -38,14 +67,6 @@ def write_report(
     topology: dict[str, str] | str | Path | None = None,
     html: bool = True,
 ) -> tuple[list[Finding], Path | None]:
-    """Analyse ``run_dir`` and write findings.json (+ report.html unless ``html=False``).
-
-    Returns (findings worst first, path of report.html or None).
-    """
-    from netbench.reports.context import gc_paused
-
-    with gc_paused():  # millions of row objects: the cyclic GC would rescan them for nothing
-        ctx = load_context(run_dir, baseline, policy, topology)
-        findings = run_rules(ctx)
-        path = write_outputs(Path(run_dir), ctx, findings, html=html, plotlyjs=plotlyjs)
-    return findings, path
+    """``report_run``'s findings (worst first) and report.html's path (or None)."""
+    done = report_run(run_dir, baseline, policy, plotlyjs, topology, html)
+    return done.findings, done.html

@@ -166,6 +166,11 @@ def test_cli_import_writes_run_dir(tmp_path):
     rows = run.read_rows()
     assert len(rows) == 62 * 2
     assert {r["pattern"] for r in rows} == {"world"} and {r["backend"] for r in rows} == {"nccl"}
+    assert {r["engine"] for r in rows} == {"nccl"}  # nccl-tests calls NCCL directly: not torch's
+    # the headline, as sweep and report end: no NIC in a log, so no ceiling, and how to give one
+    assert "# all_reduce      large-message busbw  329.030 GB/s" in res.output
+    assert "ceiling unknown: ztan-mig-235z: no NIC rate (an nccl-tests log names no NIC: import it with " \
+        "--nics PORTSxGBPS (e.g. 8x400) to judge it)" in res.output
     multi = [r for r in rows if r["ranks"] == 16]
     assert len(multi) == 62 and multi[0]["hosts"] == ["ztan-mig-235z", "ztan-mig-gq73"]
     assert multi[0]["iters"] == 20 and multi[0]["warmup"] == 5
@@ -174,6 +179,27 @@ def test_cli_import_writes_run_dir(tmp_path):
     inv = run.read_inventory()
     assert {n["host"] for n in inv} == {"vm", "ztan-mig-235z", "ztan-mig-gq73"}
     assert len(next(n for n in inv if n["host"] == "ztan-mig-gq73")["gpus"]) == 8
+
+
+def test_nics_given_for_the_log_judge_it_against_ceiling_and_reference(tmp_path):
+    """2 x 8 H100 with --nics: the ceiling and the published per-NIC reference apply, the report and
+    its terminal lines say so; too few NICs for the busbw is called what it is (Tree on two nodes)."""
+    multinode = public("lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt")
+    res = CliRunner().invoke(cli, ["import", "nccl-tests", str(multinode), "--nics", "8x400",
+                                   "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert "#   82% of ceiling 400.0 GB/s (slowest node ztan-mig-235z: 8 x 400 Gb/s = 400.0 GB/s); " \
+        "reference 368-384 GB/s (Ring, ndr-400g-ring: " in res.output
+    nics = RunDir.open(tmp_path / "a").read_inventory()[0]["nics"]
+    assert [(n["name"], n["rate_gbps"]) for n in nics] == [(f"given-{k}", 400.0) for k in range(8)]
+    few = CliRunner().invoke(cli, ["import", "nccl-tests", str(multinode), "--nics", "8 x 50G",
+                                   "--out", str(tmp_path / "b")])
+    assert "above_ceiling" in few.output and "658% of ceiling 50.0 GB/s" in few.output
+    for bad in ("8y400", "0x400", "8x99999", "x400"):
+        r = CliRunner().invoke(cli, ["import", "nccl-tests", str(multinode), "--nics", bad,
+                                     "--out", str(tmp_path / "c")])
+        assert r.exit_code == 2 and "--nics" in r.output and "Traceback" not in r.output, r.output
+        assert not (tmp_path / "c").exists()
 
 
 def test_cli_bad_input_one_line_exit_2(tmp_path):

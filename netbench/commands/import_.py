@@ -11,6 +11,7 @@ import click
     epilog="""\b
 Examples:
   netbench import nccl-tests all_reduce.log all_gather.log --out runs/nccl-2024-05
+  netbench import nccl-tests h100-2node.log --nics 8x400   # judged against 8 x 400 Gb/s a node
   netbench import nccl-tests results.json --no-report
 """,
 )
@@ -39,16 +40,27 @@ Example:
     "already; {id} in it becomes the run id.",
 )
 @click.option(
+    "--nics",
+    help="What the log cannot say: each node's data ports x Gb/s (8x400). The report then judges the "
+    "busbw against that ceiling and the published references; without it the ceiling is unknown.",
+)
+@click.option(
     "--report/--no-report",
     default=True,
     show_default=True,
     help="Build findings.json and report.html after importing (needs `netbench report`).",
 )
 @click.pass_context
-def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, report: bool) -> None:
-    from netbench.importers.nccl_tests import import_logs
+def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics: str | None,
+               report: bool) -> None:
+    from netbench.common.errors import UsageError
+    from netbench.importers.nccl_tests import NicSpec, import_logs
 
-    run, tests = import_logs(list(logs), out)
+    try:
+        given = NicSpec.parse(nics) if nics else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    run, tests = import_logs(list(logs), out, given)
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
     click.echo(
@@ -67,3 +79,11 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, repor
             report_cmd.main(
                 args=[str(run.path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj
             )
+        return
+    from netbench.common.text import terminal_safe
+    from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
+
+    # the headline busbw, as the report would print it (the log's own hosts: escaped)
+    heads = headlines(run.read_rows(), run.read_inventory(), references(), TERMINAL_PATTERNS)
+    for line in headline_lines(heads, TERMINAL_PATTERNS):
+        click.echo(terminal_safe(line))

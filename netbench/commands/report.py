@@ -73,8 +73,9 @@ def command(
     from netbench.common.errors import NetbenchError, UsageError
     from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
     from netbench.common.topology import load_topology
+    from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
-    from netbench.reports.report import write_report
+    from netbench.reports.report import report_run
     from netbench.reports.summary import exit_code, format_summary
 
     run_dir = str(resolve_run(run_dir))
@@ -91,7 +92,7 @@ def command(
             click.echo(f"# topology warning: {w}", err=True)
         uplinks = topo.uplinks()
     try:
-        findings, html_path = write_report(
+        done = report_run(
             run_dir,
             baseline=baseline,
             policy=policy_path,
@@ -104,11 +105,16 @@ def command(
     except OSError as exc:
         raise NetbenchError(f"cannot write the report: {exc}") from None
     from netbench.common.rundir import RunDir
+    from netbench.common.text import terminal_safe
 
+    findings = done.findings
     for f in findings:  # said on the terminal whatever --top and --format: the verdict lacks this data
         if f.rule in ("unreadable_rows", "unreadable_file"):
             click.echo(f"netbench: warning: {f.title}", err=True)
     click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top))
-    if html_path is not None and fmt == "text":
-        click.echo(f"report: {html_path}")
+    if fmt == "text":  # the headline busbw, against its ceiling and the published figure, as sweep ends
+        for line in headline_lines(done.headlines, TERMINAL_PATTERNS):
+            click.echo(terminal_safe(line))
+    if done.html is not None and fmt == "text":
+        click.echo(f"report: {done.html}")
     raise SystemExit(exit_code(findings, fail_on))

@@ -489,8 +489,9 @@ def _to_int(value: Any) -> int | None:
         return None
 
 
-def to_rows(test: NcclTest, run_id: str) -> list[ResultRow]:
-    """ResultRows (the results.jsonl contract) for one parsed run."""
+def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> list[ResultRow]:
+    """ResultRows (the results.jsonl contract) for one parsed run; ``group`` keeps it apart from the
+    other runs imported with it (two logs' rows of one collective are two measurements, not one)."""
     hosts, ranks = test.hosts, test.nranks
     iters = _to_int(test.config.get("iters")) or 0
     warmup = _to_int(test.config.get("warmup_iters")) or 0
@@ -516,6 +517,7 @@ def to_rows(test: NcclTest, run_id: str) -> list[ResultRow]:
             status="ok" if r["time_us"] is not None else "error",
             error=None if r["time_us"] is not None else "nccl-tests printed no time",
             root=root if root is not None and root >= 0 else None, device="cuda", cuda_graph=graph,
+            group=group, engine="nccl",  # nccl-tests calls NCCL directly, as netbench's NCCL engine does
             extra=extra,
         ))
     return out
@@ -536,15 +538,43 @@ def env_hosts(tests: list[NcclTest]) -> dict[str, dict[str, Any]]:
     return hosts
 
 
-def inventory_nodes(tests: list[NcclTest]) -> list[dict[str, Any]]:
-    """Partial NodeInventory records: the GPUs each host's rank lines name (no probe was run)."""
-    from netbench.inventory.model import GPU, NodeInventory
+@dataclass(frozen=True)
+class NicSpec:
+    """``import --nics 8x400``: what a log never says, the data ports of every node and their rate
+    (Gb/s), from the user; the report then has a ceiling and the published references to judge by."""
 
+    count: int
+    gbps: float
+
+    _RE = re.compile(r"^\s*(\d{1,3})\s*[xX*]\s*(\d{1,5}(?:\.\d+)?)\s*(?:[gG](?:b/?s|bps)?)?\s*$")
+
+    @classmethod
+    def parse(cls, text: str) -> NicSpec:
+        m = cls._RE.match(text)
+        if not m or not 1 <= int(m.group(1)) <= 64 or not 1 <= float(m.group(2)) <= 3200:
+            raise ValueError(f"--nics {text!r}: give ports x Gb/s a port, e.g. 8x400 "
+                             "(1-64 ports, 1-3200 Gb/s)")
+        return cls(int(m.group(1)), float(m.group(2)))
+
+
+NICS_UNKNOWN = "an nccl-tests log names no NIC: import it with --nics PORTSxGBPS (e.g. 8x400) to judge it"
+
+
+def inventory_nodes(tests: list[NcclTest], nics: NicSpec | None = None) -> list[dict[str, Any]]:
+    """Partial NodeInventory records: the GPUs each host's rank lines name (no probe was run), and
+    ``nics`` when the user gave them (named ``given-K``, so nobody takes them for inventoried)."""
+    from netbench.inventory.model import GPU, NIC, NodeInventory
+
+    missing = {"probe": "imported from an nccl-tests log"}
+    if nics is None:
+        missing["nics"] = NICS_UNKNOWN
     nodes: dict[str, NodeInventory] = {}
     for t in tests:
         for r in t.ranks:
             node = nodes.setdefault(r.host, NodeInventory(
-                host=r.host, status="partial", missing={"probe": "imported from an nccl-tests log"},
+                host=r.host, status="partial", missing=dict(missing),
+                nics=[NIC(name=f"given-{k}", state="Active", rate_gbps=nics.gbps) for k in range(nics.count)]
+                if nics else [],
             ))
             if all(g.index != r.device for g in node.gpus):
                 bus = r.bus_id.lower() or None
@@ -552,8 +582,11 @@ def inventory_nodes(tests: list[NcclTest]) -> list[dict[str, Any]]:
     return [n.to_dict() for n in nodes.values()]
 
 
-def import_logs(paths: list[str | Path], out: str | Path | None = None) -> tuple[Any, list[NcclTest]]:
-    """Parse every file (all must be nccl-tests output) and write one run directory.
+def import_logs(
+    paths: list[str | Path], out: str | Path | None = None, nics: NicSpec | None = None
+) -> tuple[Any, list[NcclTest]]:
+    """Parse every file (all must be nccl-tests output) and write one run directory (``nics``: the
+    nodes' data ports, which the user gave: ``NicSpec``).
 
     Returns ``(RunDir, tests)``. Nothing is written when any file fails to parse, so a typo in one
     path never leaves a half-imported run behind.
@@ -566,7 +599,7 @@ def import_logs(paths: list[str | Path], out: str | Path | None = None) -> tuple
     from netbench.common.rows import row_problem
 
     tests = [t for p in paths for t in parse_file(p)]
-    rows = [(t, to_rows(t, "import")) for t in tests]
+    rows = [(t, to_rows(t, "import", f"log{k}")) for k, t in enumerate(tests, 1)]
     for t, test_rows in rows:  # checked before anything is written: the reader would leave them out
         for row in test_rows:
             if (why := row_problem(row.to_dict())) is not None:
@@ -574,11 +607,11 @@ def import_logs(paths: list[str | Path], out: str | Path | None = None) -> tuple
     run = RunDir.create(out)
     started = utc_now()
     with run.writer() as writer:
-        for t in tests:
-            for row in to_rows(t, run.run_id):
+        for k, t in enumerate(tests, 1):
+            for row in to_rows(t, run.run_id, f"log{k}"):
                 writer.write(row)
     run.write_env(env_hosts(tests))
-    run.write_inventory(inventory_nodes(tests))
+    run.write_inventory(inventory_nodes(tests, nics))
     run.write_run(
         started=started, finished=utc_now(), netbench_version=__version__, launcher="import", status="ok",
         sources=[str(Path(p)) for p in paths],
