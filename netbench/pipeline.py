@@ -29,7 +29,14 @@ from netbench.collectives.plan import WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
-from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted, checkpoint, on_exit_now, stopped
+from netbench.common.interrupts import (
+    DiskFull,
+    Interrupted,
+    StageMark,
+    as_interrupted,
+    on_exit_now,
+    stopped,
+)
 from netbench.common.rundir import GrowingRows, RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
@@ -165,7 +172,7 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         raise
     rundir = RunDir.create(opts.out, run_id=run_id)
     rundir.hold_reserve()  # run.json's last words on a full disk
-    stage = Stage(rundir)
+    stage = Stage("measuring", rundir)
     on_exit_now(stage.last_words)
     try:
         return _measure_and_judge(opts, site, planned, rundir, switches, entries, records, live,
@@ -178,23 +185,17 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
 
 
 @dataclass
-class Stage:
-    """Where a sweep is (run.json's ``stopped_in`` when a stop comes), and how run.json says a stop."""
+class Stage(StageMark):
+    """Where a sweep is (``StageMark``), and how run.json says a stop there."""
 
-    rundir: RunDir
-    name: str = "measuring"
-
-    def enter(self, name: str) -> None:
-        """On to stage ``name``; a stop that was dropped on the way ends the run here instead
-        (``interrupts.checkpoint``)."""
-        checkpoint()
-        self.name = name
+    rundir: RunDir | None = None
 
     def fields(self, stop: Interrupted) -> dict[str, Any]:
         """run.json's fields for ``stop`` here: stopped in the report, every measurement is in and the
         status stays; before it, the run is ``interrupted``."""
+        assert self.rundir is not None
         said = {"signal": stop.signal, "stopped_in": self.name}
-        if self.name == "report":
+        if self.all_measured:
             return {**said, "error": f"{stop.what} while writing the report: every measurement is in "
                                      f"(netbench report {self.rundir.path} writes it)"}
         where = {"measuring": " while measuring",
@@ -204,6 +205,7 @@ class Stage:
     def stopped(self, stop: Interrupted, echo: Callable[[str], None]) -> Interrupted:
         """Record ``stop`` (a stop ``execute`` recorded already is said again, the same), say it, and
         give it back to be raised."""
+        assert self.rundir is not None
         self.rundir.write_run(**self.fields(stop))
         echo(f"# {stop.what} ({self.name}); what was measured stays in {self.rundir.path}")
         return stop
@@ -212,6 +214,7 @@ class Stage:
         """A second signal: the one write it waits for (``interrupts.on_exit_now``)."""
         fields = self.fields(stop)
         fields["error"] = fields["error"] + "; a second signal ended it at once"
+        assert self.rundir is not None
         self.rundir.write_run(**fields)
 
 

@@ -417,7 +417,7 @@ def test_a_stop_in_the_report_stage_keeps_the_run_completed(stage: str) -> None:
     from netbench.common.interrupts import Interrupted
     from netbench.preflight.stages import SoFar
 
-    fields = SoFar(stage=stage, started="now").run_fields(Interrupted("SIGTERM"), ended="later")
+    fields = SoFar(stage, started="now").run_fields(Interrupted("SIGTERM"), ended="later")
     assert fields["status"] == ("completed" if stage == "report" else "interrupted")
     assert fields["stopped_in"] == stage and fields["signal"] == "SIGTERM"
     assert fields["verdict"] == "interrupted"  # the preflight gives none

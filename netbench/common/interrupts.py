@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -103,6 +104,26 @@ def checkpoint() -> None:
     pending = _state.get("pending")
     if isinstance(pending, Interrupted):
         raise pending
+
+
+@dataclass
+class StageMark:
+    """Where a measuring command is (run.json's ``stopped_in`` when a stop comes), for sweep's
+    ``pipeline.Stage`` and preflight's ``SoFar`` alike: moving on is a checkpoint, so a stop that
+    was dropped on the way ends the command at the next stage, and a stop in the ``report`` stage
+    leaves every measurement in and the run ``completed``, whichever command it was."""
+
+    name: str
+
+    def enter(self, name: str) -> None:
+        """On to stage ``name``, after raising a stop nothing has taken (``checkpoint``)."""
+        checkpoint()
+        self.name = name
+
+    @property
+    def all_measured(self) -> bool:
+        """Stopped here, the run keeps ``completed``: the report is all that was left."""
+        return self.name == "report"
 
 
 def stopped() -> Interrupted | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from netbench.common.hosts import HostEntry
-from netbench.common.interrupts import Interrupted, as_interrupted, checkpoint, on_exit_now
+from netbench.common.interrupts import Interrupted, StageMark, as_interrupted, on_exit_now
 from netbench.confirm import (
     MAX_LAUNCHES,
     PREFLIGHT_WORDS,
@@ -247,7 +247,7 @@ def run_preflight(
     except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
         raise PreflightError(str(exc)) from None
     rundir.hold_reserve()  # run.json's last words on a full disk
-    sofar = SoFar(stage="inventory", started=utc_now())
+    sofar = SoFar("inventory", started=utc_now())
     on_exit_now(lambda stop: rundir.write_run(**sofar.run_fields(stop, ended=utc_now(), at_once=True)))
     try:
         return _stages(opts, site, entries, policy, baseline, rundir, budget, info, sofar, echo,
@@ -260,32 +260,24 @@ def run_preflight(
 
 
 @dataclass
-class SoFar:
-    """How far a preflight got: its stage, and what it had established when a stop came."""
+class SoFar(StageMark):
+    """How far a preflight got: its stage (``StageMark``: inventory | quick pass | escalation |
+    report), and what it had established when a stop came."""
 
-    stage: str
-    """inventory | quick pass | escalation | report."""
-    started: str
+    started: str = ""
     drain: list[str] = field(default_factory=list)
     """Nodes established as failing: the inventory's checks (no traffic needed), nothing measured."""
     findings: list[Any] = field(default_factory=list)
     """The findings those rest on (the inventory's)."""
 
-    def enter(self, stage: str) -> None:
-        """On to ``stage``; a stop that was dropped on the way ends the run here instead
-        (``interrupts.checkpoint``)."""
-        checkpoint()
-        self.stage = stage
-
     def run_fields(self, stop: Interrupted, ended: str, at_once: bool = False) -> dict[str, Any]:
-        said = f"{stop.what} during the {self.stage}"
+        said = f"{stop.what} during the {self.name}"
         said += "; a second signal ended it at once" if at_once else ""
-        # stopped in the report, every measurement is in: the run stays completed (``netbench report``
-        # judges it as any other), as sweep's does; the preflight itself gives no verdict either way
-        status = "completed" if self.stage == "report" else "interrupted"
+        # the preflight itself gives no verdict either way; ``netbench report`` judges a completed run
+        status = "completed" if self.all_measured else "interrupted"
         if status == "completed":
             said += ": every measurement is in (netbench report on the run directory judges it)"
-        return {"status": status, "signal": stop.signal, "stopped_in": self.stage, "error": said,
+        return {"status": status, "signal": stop.signal, "stopped_in": self.name, "error": said,
                 "ended": ended, "verdict": "interrupted"}
 
 
@@ -300,7 +292,7 @@ def _interrupted(
 
     fields = sofar.run_fields(stop, utc_now())
     info.update(elapsed_s=round(budget.elapsed(), 3), drain=sofar.drain, check=[],
-                interrupted={"signal": stop.signal, "stage": sofar.stage, "error": fields["error"]})
+                interrupted={"signal": stop.signal, "stage": sofar.name, "error": fields["error"]})
     if not rundir.inventory_path.exists():
         rundir.write_inventory([])  # none came back: still a run directory `netbench report` reads
     loaded = rundir.load_rows().records
