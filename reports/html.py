@@ -56,6 +56,11 @@ CSV_LEAN_COLUMNS = [
 ]
 CSV_FULL_MAX_ROWS = 100_000  # above this, the lean columns (keeps a 1,024-node report under 25 MB)
 CSV_GZ_BUDGET = 10_000_000  # compressed bytes of rows embedded in the report at most
+EMBED_ROWS = ("auto", "yes", "no")
+"""``--embed-rows``: the rows in report.html (a second copy of results.jsonl, there for the download
+buttons): ``yes`` up to ``CSV_GZ_BUDGET``; ``no`` never; ``auto`` only when every row fits
+``EMBED_AUTO_BYTES``, so a large fleet's report stays small enough to attach to a ticket."""
+EMBED_AUTO_BYTES = 2_000_000
 HEATMAP_LABEL_MAX = 64  # above this many hosts, axes name switches instead of hosts
 HEATMAP_FULL_MAX = 1024  # above this many hosts, a column per switch instead of per host (_switch_heatmap)
 INVENTORY_FULL_MAX = 16  # above this many hosts, the deviating ones are listed first
@@ -679,6 +684,37 @@ def _csv_bytes(df: Any, cols: list[str]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
+_ROW_BUTTONS = ('<button id="dl-csv">Download rows (CSV)</button>\n'
+                '<button id="dl-csv-gz">Download rows (CSV.gz)</button>')
+
+
+def _rows_script(gz: bytes) -> str:
+    if not gz:
+        return ""
+    data = base64.b64encode(gz).decode("ascii")
+    return f'<script type="application/octet-stream" id="nb-rows-csv-gz">{data}</script>'
+
+
+def _rows_note(gz: bytes, nrows: int, note: str) -> str:
+    if not gz:
+        return e(note)
+    return e(f"{nrows} rows: {note}; embedded compressed ({_human(len(gz))}).")
+
+
+def _embedded_rows(ctx: AnalysisContext, embed_rows: str) -> tuple[bytes, int, str]:
+    """What report.html carries of the rows (``EMBED_ROWS``): (gz bytes, rows, note); no bytes and a
+    note saying where the rows are when they are left out."""
+    where = "results.jsonl in the run directory holds every row"
+    if embed_rows == "no":
+        return b"", 0, f"{len(ctx.rows)} rows, not embedded (--embed-rows no): {where}"
+    gz, nrows, note = rows_csv_gz(ctx, CSV_GZ_BUDGET if embed_rows == "yes" else EMBED_AUTO_BYTES)
+    if embed_rows == "auto" and nrows < len(ctx.rows):
+        return b"", 0, (f"{len(ctx.rows)} rows, more than fit {_human(EMBED_AUTO_BYTES)} compressed, so "
+                        f"not embedded (the report stays small enough to attach): {where}; "
+                        "netbench report RUN_DIR --embed-rows yes embeds them")
+    return gz, nrows, note
+
+
 def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[bytes, int, str]:
     """The raw rows as gzip'd CSV for the download button: (gz bytes, rows included, note).
 
@@ -804,8 +840,11 @@ def _rows_line(ctx: AnalysisContext) -> str:
     return rows_line(n, n - len(ctx.all_ok_rows) if n else 0)
 
 
-def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline") -> str:
-    """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn"."""
+def render_html(
+    ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline", embed_rows: str = "auto"
+) -> str:
+    """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn";
+    ``embed_rows``: ``EMBED_ROWS``."""
     import plotly
     import plotly.offline
 
@@ -815,7 +854,9 @@ def render_html(ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "
     heat, zjson = _heatmap_figure(ctx)
     if heat:
         figures.append(heat)
-    gz, nrows, csv_note = rows_csv_gz(ctx)
+    if embed_rows not in EMBED_ROWS:
+        raise ValueError(f"embed_rows must be one of {EMBED_ROWS}, got {embed_rows!r}")
+    gz, nrows, csv_note = _embedded_rows(ctx, embed_rows)
     run_id = (ctx.run or {}).get("run_id") or (ctx.run_dir.name if ctx.run_dir else "run")
     data = {
         "figures": figures,
@@ -877,14 +918,13 @@ nccl-tests conventions
 <section id="inventory"><h2>Inventory</h2>{_inventory(ctx)}</section>
 <section id="environment"><h2>Environment</h2>{_environment(ctx)}</section>
 <section id="data"><h2>Raw data</h2>
-<p class="note">{nrows} rows: {e(csv_note)}; embedded compressed ({_human(len(gz))}).</p>
-<div class="no-print"><button id="dl-csv">Download rows (CSV)</button>
-<button id="dl-csv-gz">Download rows (CSV.gz)</button>
+<p class="note">{_rows_note(gz, nrows, csv_note)}</p>
+<div class="no-print">{_ROW_BUTTONS if gz else ""}
 <button id="dl-findings">Download findings (JSON)</button></div></section>
 <footer>netbench &middot; findings are rebuilt with <code>netbench report RUN_DIR</code>.</footer>
 </main>
 <script type="application/json" id="nb-data">{data_json}</script>
-<script type="application/octet-stream" id="nb-rows-csv-gz">{base64.b64encode(gz).decode("ascii")}</script>
+{_rows_script(gz)}
 {plotly_tag}
 <script>{js}</script>
 </body></html>

@@ -18,16 +18,18 @@ from netbench.common.rundir import REPORT_HTML, atomic_write
 
 
 def write_outputs(
-    out: Path, ctx: Any, findings: list[Finding], html: bool = True, plotlyjs: str = "inline"
+    out: Path, ctx: Any, findings: list[Finding], html: bool = True, plotlyjs: str = "inline",
+    embed_rows: str = "auto",
 ) -> Path | None:
-    """findings.json always; report.html unless ``html`` is False. Returns the HTML path or None."""
+    """findings.json always; report.html unless ``html`` is False (``embed_rows``: html.EMBED_ROWS).
+    Returns the HTML path or None."""
     from netbench.reports.html import findings_record, render_html
 
     write_findings(out, findings_record(findings, ctx))
     if not html:
         return None
     path = out / REPORT_HTML
-    atomic_write(path, render_html(ctx, findings, plotlyjs=plotlyjs))
+    atomic_write(path, render_html(ctx, findings, plotlyjs=plotlyjs, embed_rows=embed_rows))
     return path
 
 
@@ -48,14 +50,16 @@ def report_run(
     plotlyjs: str = "inline",
     topology: dict[str, str] | str | Path | None = None,
     html: bool = True,
+    embed_rows: str = "auto",
 ) -> Reported:
-    """Analyse ``run_dir`` and write findings.json (+ report.html unless ``html=False``)."""
+    """Analyse ``run_dir`` and write findings.json (+ report.html unless ``html=False``, with the rows
+    as ``embed_rows`` says: html.EMBED_ROWS)."""
     from netbench.reports.context import gc_paused
 
     with gc_paused():  # millions of row objects: the cyclic GC would rescan them for nothing
         ctx = load_context(run_dir, baseline, policy, topology)
         findings = run_rules(ctx)
-        path = write_outputs(Path(run_dir), ctx, findings, html=html, plotlyjs=plotlyjs)
+        path = write_outputs(Path(run_dir), ctx, findings, html, plotlyjs, embed_rows)
     return Reported(findings, path, tuple(ctx.analyses.headlines))
 
 
@@ -66,7 +70,8 @@ def write_report(
     plotlyjs: str = "inline",
     topology: dict[str, str] | str | Path | None = None,
     html: bool = True,
+    embed_rows: str = "auto",
 ) -> tuple[list[Finding], Path | None]:
     """``report_run``'s findings (worst first) and report.html's path (or None)."""
-    done = report_run(run_dir, baseline, policy, plotlyjs, topology, html)
+    done = report_run(run_dir, baseline, policy, plotlyjs, topology, html, embed_rows)
     return done.findings, done.html

@@ -167,6 +167,30 @@ def test_sorting_filter_and_csv_download(tmp_path, page_of):
 
 @browser
 @pytest.mark.browser
+@pytest.mark.parametrize("embed", ["no", "auto"])
+def test_rows_left_out_of_the_report_say_where_they_are(tmp_path, page_of, monkeypatch, embed):
+    """--embed-rows no, or auto past its size: no second copy of results.jsonl in the file, no row
+    buttons, a note saying where the rows are; the page works and findings still download."""
+    import netbench.reports.html as html
+
+    run = _hostile_run(tmp_path)
+    embedded = write_report(run)[1].stat().st_size
+    monkeypatch.setattr(html, "EMBED_AUTO_BYTES", 1000)  # this run's rows are more than that
+    _, path = write_report(run, embed_rows=embed)
+    assert path.stat().st_size < embedded
+    assert 'id="nb-rows-csv-gz"' not in path.read_text()
+    pg, problems = page_of(path)
+    assert pg.locator("#dl-csv, #dl-csv-gz").count() == 0
+    note = pg.inner_text("#data .note")
+    assert "not embedded" in note and "results.jsonl in the run directory holds every row" in note
+    with pg.expect_download() as dl:
+        pg.click("#dl-findings")
+    assert json.loads(Path(dl.value.path()).read_text())["verdict"] == "FAIL"
+    assert problems == []
+
+
+@browser
+@pytest.mark.browser
 def test_prints_legibly(tmp_path, page_of):
     run = write_run_dir(make_fleet(8, 2, seed=23), tmp_path / "run")
     _, path = write_report(run)

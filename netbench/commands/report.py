@@ -53,6 +53,15 @@ Examples:
 )
 @click.option("--top", type=click.IntRange(0), default=10, show_default=True, help="Findings in the summary.")
 @click.option("--no-html", is_flag=True, help="Write findings.json only.")
+@click.option(
+    "--embed-rows",
+    type=click.Choice(["auto", "yes", "no"]),
+    default="auto",
+    show_default=True,
+    help="The rows inside report.html, for its download buttons: auto only when they fit 2 MB "
+    "compressed (a large fleet's report stays attachable; results.jsonl holds every row), yes up to "
+    "10 MB, no never.",
+)
 @FAIL_ON
 def command(
     run_dir: str,
@@ -63,6 +72,7 @@ def command(
     plotlyjs: str,
     top: int,
     no_html: bool,
+    embed_rows: str,
     fail_on: str,
 ) -> None:
     """Analyse RUN_DIR (``latest``: the newest run under netbench-runs/): slow pairs and nodes,
@@ -99,6 +109,7 @@ def command(
             plotlyjs=plotlyjs,
             topology=uplinks,
             html=not no_html,
+            embed_rows=embed_rows,
         )
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
