@@ -211,7 +211,8 @@ def test_a_512_node_report_stays_attachable(tmp_path):
     """Issue 30: at 512 nodes the rows (390k) were 13 MB of a 19 MB report.html; by default (auto)
     they stay in results.jsonl only and the report is under 10 MB, saying so."""
     out = tmp_path / "sim512"
-    fabric = ["--nodes", "512", "--leaves", "16", "--oversubscription", "2", "--confirm-budget", "0", "--no-report"]
+    fabric = ["--nodes", "512", "--leaves", "16", "--oversubscription", "2", "--confirm-budget", "0",
+              "--no-report"]
     made = subprocess.run([sys.executable, "-m", "netbench", "simulate", *fabric, "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert made.returncode == 0, made.stderr
