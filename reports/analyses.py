@@ -20,7 +20,7 @@ import numpy as np
 from netbench.reports.ceilings import Headline, headlines, references
 from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.pairmodel import PairModel, fit_pair_model, nanmedian_rows
-from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_cut, robust_sigma
+from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_bar, holm_cut, robust_sigma
 
 from netbench.common.naming import natural_key
 from netbench.common.topology import LEAF, switch_path
@@ -320,7 +320,7 @@ def judge_nodes(
         collective=m.collective,
         sizes=tuple(m.sizes),
         class_median_busbw_GBps={k: v[-1] for k, v in m.class_median_bw.items()},
-        z_threshold=float(-warn_cut) if np.isfinite(warn_cut) else None,
+        z_threshold=holm_bar(cand.ravel(), n_tests, t.mad_k, t.fwer),
         effect_spread=float(max(spreads, default=0.0)),
         suspects=tuple(sorted(suspects.values(), key=lambda v: v.effect_ratio)),
         switches=tuple(uplinks),

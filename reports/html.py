@@ -142,19 +142,69 @@ def _verdict(findings: list[Finding]) -> str:
 {"<h3>First steps</h3><ol class='todo'>" + items + "</ol>" if items else ""}"""
 
 
+EVIDENCE_ITEMS = 12  # list items and mapping entries shown in an evidence cell; the rest: "N more"
+
+
+def _value(v: Any) -> str:
+    """One evidence value for people: numbers to 3 significant digits, short lists and mappings
+    inline, anything nested as compact JSON (escaped by the caller)."""
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, (int, str)):
+        return str(v)
+    more = lambda n: f", ... {n - EVIDENCE_ITEMS} more" if n > EVIDENCE_ITEMS else ""  # noqa: E731
+    if isinstance(v, dict) and all(not isinstance(x, (dict, list)) for x in v.values()):
+        items = list(v.items())
+        return ", ".join(f"{k}: {_value(x)}" for k, x in items[:EVIDENCE_ITEMS]) + more(len(items))
+    if isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v):
+        return ", ".join(_value(x) for x in v[:EVIDENCE_ITEMS]) + more(len(v))
+    text = json.dumps(_clean(v), default=str, separators=(", ", ": "))
+    return text if len(text) <= 400 else text[:400] + " ..."
+
+
+def _evidence(f: Finding) -> str:
+    """What was compared, as a table (each label explained on hover and in the glossary), with the
+    raw JSON behind its own toggle."""
+    from netbench.reports.glossary import term
+
+    rows = []
+    for key, v in f.evidence.items():
+        label, why = term(key)
+        if key.endswith("bytes") and isinstance(v, list) and all(isinstance(x, int) for x in v):
+            v = [format_size(x) for x in v]  # 64M, not 67108864
+        rows.append(f'<dt title="{e(why)}">{e(label)}</dt><dd>{e(_value(v))}</dd>')
+    raw = json.dumps(_clean(f.evidence), indent=1, default=str)
+    if len(raw) > 6000:
+        raw = raw[:6000] + "\n... (full evidence in findings.json)"
+    # a list, not a table: rows of a table inside the findings table would count as findings' rows
+    return (f'<dl class="evtable">{"".join(rows)}</dl>'
+            f'<details class="raw"><summary>raw</summary><pre>{e(raw)}</pre></details>')
+
+
+def _glossary(findings: list[Finding]) -> str:
+    """The words this report's evidence uses, each in one line (``reports.glossary``)."""
+    from netbench.reports.glossary import TERMS
+
+    used = {k for f in findings for k in f.evidence}
+    terms = [TERMS[k] for k in TERMS if k in used]
+    if not terms:
+        return "<p class='note'>No evidence to explain.</p>"
+    items = "".join(f"<dt>{e(label)}</dt><dd>{e(why)}</dd>" for label, why in terms)
+    return f"<dl class='glossary'>{items}</dl>"
+
+
 def _findings_table(findings: list[Finding]) -> str:
     rows = []
     for i, f in enumerate(findings):
-        ev = json.dumps(_clean(f.evidence), indent=1, default=str)
-        if len(ev) > 6000:
-            ev = ev[:6000] + "\n... (full evidence in findings.json)"
         rows.append(
             f'<tr class="sev-{e(f.severity)}" id="finding-{i}">'
             f'<td data-sort="{2 - SEVERITY_RANK[f.severity]}">'
             f'<span class="sev {e(f.severity)}">{e(f.severity)}</span></td>'
             f'<td class="mono">{e(f.rule)}</td><td class="subject">{e(f.subject)}</td>'
             f'<td class="title">{e(f.title)}</td><td class="action">{e(f.action)}</td>'
-            f'<td><details class="ev"><summary>evidence</summary><pre>{e(ev)}</pre></details></td></tr>'
+            f'<td><details class="ev"><summary>evidence</summary>{_evidence(f)}</details></td></tr>'
         )
     if not rows:
         return "<p class='note'>No findings.</p>"
@@ -902,7 +952,7 @@ def render_html(
 <a href="#heatmap">Pairs</a>
 <a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
 <a href="#environment">Environment</a>
-<a href="#data">Raw data</a></nav></header>
+<a href="#data">Raw data</a><a href="#glossary">Glossary</a></nav></header>
 {_verdict(findings)}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
 <section id="ceilings"><h2>Against the hardware's ceiling</h2>{_ceilings(ctx)}</section>
@@ -921,6 +971,7 @@ nccl-tests conventions
 <p class="note">{_rows_note(gz, nrows, csv_note)}</p>
 <div class="no-print">{_ROW_BUTTONS if gz else ""}
 <button id="dl-findings">Download findings (JSON)</button></div></section>
+<section id="glossary"><h2>Glossary</h2>{_glossary(findings)}</section>
 <footer>netbench &middot; findings are rebuilt with <code>netbench report RUN_DIR</code>.</footer>
 </main>
 <script type="application/json" id="nb-data">{data_json}</script>

@@ -106,6 +106,17 @@ def holm_cut(z: np.ndarray, n_tests: int, k: float, alpha: float = 0.05) -> floa
     return float(cand[passed - 1]) if passed else float("-inf")
 
 
+def holm_bar(z: np.ndarray, n_tests: int, k: float, alpha: float = 0.05) -> float:
+    """The bar of ``holm_cut``, as a positive z, for people: the critical value the weakest finding
+    had to pass at its step (alpha / (n_tests - its rank)), or the first step's when none passed;
+    never below ``k``. ``holm_cut`` itself is the weakest finding's own z, which would tell a reader
+    of a lone finding that it only just passed."""
+    cut = holm_cut(z, n_tests, k, alpha)
+    passed = int(np.sum(np.isfinite(z) & (z <= cut))) if np.isfinite(cut) else 0
+    step = max(n_tests - max(passed - 1, 0), 1)
+    return max(k, -NormalDist().inv_cdf(alpha / step))
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def binomial_sf(k: int, n: int, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p), summed in log space (n up to a few thousand partners).

@@ -189,6 +189,40 @@ def test_rows_left_out_of_the_report_say_where_they_are(tmp_path, page_of, monke
     assert problems == []
 
 
+STATISTICAL_WORDS = ("robust_z", "z_threshold", "tests_family_wise", "cell_median_busbw_GBps", "round_load",
+                     "class_effect_ratio", "hop_class", "noise_sigma_pct", "node_effect", "p_value")
+
+
+def test_every_statistical_word_of_the_evidence_is_explained():
+    from netbench.reports.glossary import TERMS
+
+    assert all(TERMS[k][1] for k in STATISTICAL_WORDS)
+
+
+@browser
+@pytest.mark.browser
+def test_evidence_reads_as_a_table_with_the_words_explained(tmp_path, page_of):
+    """Issue 30: evidence was a raw JSON dump. Now a table of what was compared, labels explained on
+    hover and in a glossary at the end, the raw JSON behind its own toggle."""
+    run = _hostile_run(tmp_path)
+    findings, path = write_report(run)
+    pg, problems = page_of(path)
+    i = next(i for i, f in enumerate(findings) if f.rule == "slow_pair" and "robust_z" in f.evidence)
+    row = pg.locator(f"#finding-{i}")
+    row.locator("details.ev > summary").click()
+    th = row.locator("dl.evtable dt", has_text="robust z")
+    assert th.count() == 1 and "median absolute deviation" in th.get_attribute("title")
+    shown = row.locator("dl.evtable").inner_text()
+    assert "z bar" in shown and "hop class" in shown and "robust_z" not in shown
+    assert not row.locator("details.raw pre").is_visible()
+    row.locator("details.raw > summary").click()
+    assert '"robust_z":' in row.locator("details.raw pre").inner_text()
+    glossary = pg.inner_text("#glossary")
+    for label in ("robust z", "z bar", "tests corrected for", "hop class"):
+        assert label in glossary
+    assert problems == []
+
+
 @browser
 @pytest.mark.browser
 def test_prints_legibly(tmp_path, page_of):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import CLEARED_ACTION, Rule, pct, policy_severity, size_label
-from netbench.reports.stats import fdr_cut, g3, holm_cut, sig3
+from netbench.reports.stats import fdr_cut, g3, holm_bar, holm_cut, sig3
 
 from netbench.common.findings import Finding
 
@@ -48,7 +48,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     cand = np.where(practical, z, np.nan)
     cut = holm_cut(cand, n_pairs, t.mad_k, t.fwer)
     info_cut = fdr_cut(cand, n_pairs, t.mad_k, t.fdr)
-    zt = -cut if np.isfinite(cut) else None
+    zt = holm_bar(cand, n_pairs, t.mad_k, t.fwer)
     bad = practical & ((z <= cut) | (z <= info_cut))
     nodes = ctx.analyses.nodes
     retests = ctx.analyses.retests
