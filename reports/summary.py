@@ -124,17 +124,31 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def summary_markdown(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
+def summary_markdown(
+    findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10, headlines: tuple[str, ...] = ()
+) -> str:
+    """Ready to paste into a ticket: the verdict, which run (id, date, hosts, how it ran), the headline
+    busbw against its ceiling, the findings with what to do first, the re-tests."""
     d = summary_dict(findings, run, top)
     c = d["counts"]
+    run = run or {}
+    hosts = run.get("hosts") if isinstance(run.get("hosts"), list) else []
+    how = f"{run.get('launcher')}, {run.get('backend')}" if run.get("launcher") and run.get("backend") else ""
+    who = [f"run {_md(str(d['run_id']))}" if d["run_id"] else "",
+           _md(str(run.get("started", ""))[:16].replace("T", " ")) + " UTC" if run.get("started") else "",
+           f"{len(hosts)} host{'s' * (len(hosts) != 1)}" if hosts else "", _md(how)]
     lines = [
         f"### netbench: {d['verdict']}",
+        "",
+        " · ".join(w for w in who if w),
         "",
         _md(d["headline"]),
         "",
         f"fail: {c['fail']} · warn: {c['warn']} · info: {c['info']}",
         "",
     ]
+    if headlines:  # the headline busbw lines the terminal prints, as a list (host names: escaped)
+        lines += [f"- {_md(' '.join(h.removeprefix('#').split()))}" for h in headlines] + [""]
     if findings:
         lines += ["| severity | rule | subject | finding | action |", "|---|---|---|---|---|"]
         for f in findings[:top]:
@@ -154,6 +168,10 @@ FORMATS = {"text": summary_text, "markdown": summary_markdown, "json": summary_j
 
 
 def format_summary(
-    findings: list[Finding], fmt: str = "text", run: dict[str, Any] | None = None, top: int = 10
+    findings: list[Finding], fmt: str = "text", run: dict[str, Any] | None = None, top: int = 10,
+    headlines: tuple[str, ...] = (),
 ) -> str:
+    """The summary in ``fmt``; markdown (a ticket) carries the headline busbw lines too."""
+    if fmt == "markdown":
+        return summary_markdown(findings, run, top, headlines)
     return FORMATS[fmt](findings, run, top)

@@ -44,10 +44,16 @@ def test_warnings_exit_1(tmp_path):
 def test_failures_exit_2_markdown(tmp_path):
     hosts = host_names(12)
     fleet = make_fleet(12, 2, slow_nodes={hosts[3]: 0.7}, noise=0.03, seed=33)
+    fleet.run["hosts"] = hosts  # as a sweep's run.json has them
     res = run(str(write_run_dir(fleet, tmp_path / "r")), "--format", "markdown", "--plotlyjs", "cdn")
     assert res.exit_code == 2, res.output
     assert res.output.startswith("### netbench: FAIL")
     assert f"| fail | slow_node | {hosts[3]} |" in res.output
+    # ready for a ticket: which run, when, on how many hosts, and the headline busbw
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    second = res.output.splitlines()[2]
+    assert second.startswith(f"run {meta['run_id']} · ") and " UTC · 12 hosts" in second, second
+    assert any(ln.startswith("- all_reduce large-message busbw ") for ln in res.output.splitlines())
 
 
 def test_policy_severity_override_changes_exit(tmp_path):

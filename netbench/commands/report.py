@@ -122,9 +122,10 @@ def command(
     for f in findings:  # said on the terminal whatever --top and --format: the verdict lacks this data
         if f.rule in ("unreadable_rows", "unreadable_file"):
             click.echo(f"netbench: warning: {f.title}", err=True)
-    click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top))
+    heads = tuple(headline_lines(done.headlines, TERMINAL_PATTERNS))
+    click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top, heads))
     if fmt == "text":  # the headline busbw, against its ceiling and the published figure, as sweep ends
-        for line in headline_lines(done.headlines, TERMINAL_PATTERNS):
+        for line in heads:
             click.echo(terminal_safe(line))
     if done.html is not None and fmt == "text":
         click.echo(f"report: {done.html}")
