@@ -317,10 +317,50 @@ def _z_json(z: np.ndarray) -> str:
     return "[" + ",".join("[" + ",".join(txt[i * w : (i + 1) * w]) + "]" for i in range(z.shape[0])) + "]"
 
 
-def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | None]:
+def _expected_ratio(m: Any) -> np.ndarray | None:
+    """Each pair's busbw over what its cell (hop class x round load) predicts, at the largest size:
+    1.0 is normal whatever the oversubscription, so a slow node is a dark row and column and a slow
+    link one dark cell in every class. None without cells (too few pairs to form them)."""
+    if m.cell is None or not m.cell_median_bw:
+        return None
+    med = np.array([v if v else np.nan for v in m.cell_median_bw], dtype=float)
+    expected = np.where(m.cell >= 0, med[np.clip(m.cell, 0, None)], np.nan)
+    with np.errstate(all="ignore"):
+        return m.bw[-1] / expected
+
+
+def _finding_marks(m: Any, findings: list[Finding]) -> dict[str, Any] | None:
+    """Markers on the cells of pair findings (both halves of the matrix) and on the diagonal cell of
+    node findings (a host has no pair with itself), warn and fail: where to look first."""
+    index = {h: i for i, h in enumerate(m.hosts)}
+    xs, ys, texts = [], [], []
+    for f in findings:
+        if f.severity == "info":
+            continue
+        if f.subject_kind == "pair" and "|" in f.subject:
+            a, b = f.subject.split("|", 1)
+            if a in index and b in index:
+                xs += [e(a), e(b)]
+                ys += [e(b), e(a)]
+                texts += [e(f"{f.rule}: {f.title}")] * 2
+        elif f.subject_kind == "node" and f.subject in index:
+            xs.append(e(f.subject))
+            ys.append(e(f.subject))
+            texts.append(e(f"{f.rule}: {f.title}"))
+    if not xs:
+        return None
+    return {"type": "scatter", "mode": "markers", "x": xs, "y": ys, "text": texts, "name": "findings",
+            "marker": {"symbol": "square-open", "size": 11, "color": "#101828", "line": {"width": 2}},
+            "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
+
+
+def _heatmap_figure(
+    ctx: AnalysisContext, findings: list[Finding]
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The pairs' heatmap and its matrices' JSON by placeholder (too big to go through json.dumps)."""
     m = ctx.pair_model
     if m is None:
-        return None, None
+        return None, {}
     hosts = [e(h) for h in m.hosts]
     sw = [ctx.switches.get(h) or "?" for h in m.hosts]
     blocks: list[tuple[str, int, int]] = []
@@ -330,7 +370,8 @@ def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | 
         else:
             blocks.append((s, i, i))
     if len(hosts) > HEATMAP_FULL_MAX and len(blocks) > 1:
-        return _switch_heatmap(m, hosts, blocks)
+        fig, zjson = _switch_heatmap(m, hosts, blocks)
+        return fig, {"__NB_Z__": zjson}
     shapes = []
     if len(blocks) > 1:
         for _, lo, hi in blocks:
@@ -386,7 +427,34 @@ def _heatmap_figure(ctx: AnalysisContext) -> tuple[dict[str, Any] | None, str | 
             "margin": {"l": 90, "r": 20, "t": 50, "b": 90},
         },
     }
-    return fig, _z_json(m.bw[-1])
+    matrices = {"__NB_Z__": _z_json(m.bw[-1])}
+    ratio = _expected_ratio(m)
+    title = fig["layout"]["title"]["text"]
+    if ratio is not None:
+        fig["data"].append({
+            "type": "heatmap", "x": hosts, "y": hosts, "z": "__NB_R__", "visible": False,
+            "colorscale": "RdBu", "reversescale": True, "zmin": 0.4, "zmax": 1.6, "zmid": 1.0,  # slow: red
+            "colorbar": {"title": {"text": "x expected"}}, "hoverongaps": False,
+            "hovertemplate": "%{y} - %{x}: %{z}x what its hop class and load predict<extra></extra>",
+        })
+        matrices["__NB_R__"] = _z_json(ratio)
+        ratio_title = e(f"{m.collective} busbw per pair at {size} / what its hop class and load predict")
+        fig["layout"]["updatemenus"] = [{
+            "type": "buttons", "direction": "right", "x": 0, "xanchor": "left", "y": 1.09,
+            "yanchor": "bottom",
+            "showactive": True, "pad": {"t": 0, "r": 4},
+            "buttons": [
+                {"label": "busbw", "method": "update",
+                 "args": [{"visible": [True, False, True]}, {"title.text": title}]},
+                {"label": "ratio to expected", "method": "update",
+                 "args": [{"visible": [False, True, True]}, {"title.text": ratio_title}]},
+            ],
+        }]
+        fig["layout"]["margin"]["t"] = 80
+    marks = _finding_marks(m, findings)
+    if marks is not None:
+        fig["data"].append(marks)
+    return fig, matrices
 
 
 def _switch_heatmap(
@@ -880,8 +948,10 @@ def _heat_note(ctx: AnalysisContext) -> str:
         return (f"{len(m.hosts)} hosts: each cell is a host's median busbw with the hosts of one switch "
                 "(a cell per pair would not fit the page). A dark row is a slow node, a dark column a "
                 "slow switch or uplink; slow links are in the findings.")
-    return ("Each cell: the pair's busbw at the largest size measured; boxes are leaf switches. "
-            "A dark row and column is a slow node; a single dark cell a slow link.")
+    return ("Each cell: the pair's busbw at the largest size measured; boxes are leaf switches; open "
+            "squares mark the findings' pairs (on the diagonal: a node's). A dark row and column is a "
+            "slow node; a single dark cell a slow link. \"ratio to expected\" shows each pair against "
+            "what its hop class and round load predict, so faults stand out whatever the oversubscription.")
 
 
 def _rows_line(ctx: AnalysisContext) -> str:
@@ -901,7 +971,7 @@ def render_html(
     if plotlyjs not in ("inline", "cdn"):
         raise ValueError(f"plotlyjs must be 'inline' or 'cdn', got {plotlyjs!r}")
     figures = _curve_figures(ctx)
-    heat, zjson = _heatmap_figure(ctx)
+    heat, matrices = _heatmap_figure(ctx, findings)
     if heat:
         figures.append(heat)
     if embed_rows not in EMBED_ROWS:
@@ -914,8 +984,8 @@ def render_html(
         "csv_name": f"{run_id}-rows.csv",
     }
     data_json = safe_json(data)
-    if zjson is not None:
-        data_json = data_json.replace('"__NB_Z__"', zjson, 1)
+    for placeholder, matrix in matrices.items():
+        data_json = data_json.replace(f'"{placeholder}"', matrix, 1)
     if plotlyjs == "inline":
         plotly_tag = f"<script>{plotly.offline.get_plotlyjs()}</script>"
     else:

@@ -225,6 +225,22 @@ def test_evidence_reads_as_a_table_with_the_words_explained(tmp_path, page_of):
 
 @browser
 @pytest.mark.browser
+def test_heatmap_switches_to_the_ratio_view_with_findings_marked(tmp_path, page_of):
+    run = _hostile_run(tmp_path)
+    _, path = write_report(run)
+    pg, problems = page_of(path)
+    data = "document.getElementById('heatmap-plot').data"
+    assert pg.evaluate(f"{data}.map(t => t.visible === false ? 0 : 1)") == [1, 0, 1]
+    assert pg.evaluate(f"{data}[2].x.length") >= 2  # the slow link's two cells at least
+    pg.locator("#heatmap-plot .updatemenu-button", has_text="ratio to expected").click()
+    pg.wait_for_function(f"{data}[1].visible === true")
+    assert pg.evaluate(f"{data}.map(t => t.visible === false ? 0 : 1)") == [0, 1, 1]
+    assert "what its hop class and load predict" in pg.text_content("#heatmap-plot .gtitle")
+    assert problems == []
+
+
+@browser
+@pytest.mark.browser
 def test_prints_legibly(tmp_path, page_of):
     run = write_run_dir(make_fleet(8, 2, seed=23), tmp_path / "run")
     _, path = write_report(run)

@@ -10,11 +10,12 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from netbench.reports import html
 from netbench.reports.ceilings import large_message_summary
-from netbench.reports.engine import analyze, load_context
+from netbench.reports.engine import analyze, load_context, run_rules
 
 from netbench.common.naming import natural_key
 from netbench.common.rowtable import listed_hosts, read_rows_frame
@@ -155,16 +156,45 @@ def test_natural_order_of_switches_and_hosts():
 def test_heatmap_past_the_full_size_is_hosts_by_switch(sim_run, monkeypatch):
     monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 10)
     ctx = load_context(sim_run)
-    fig, z = html._heatmap_figure(ctx)
-    assert fig is not None and z is not None
+    fig, matrices = html._heatmap_figure(ctx, [])
+    assert fig is not None and list(matrices) == ["__NB_Z__"]
     trace = fig["data"][0]
     assert trace["x"] == ["leaf01", "leaf02", "leaf03"] and len(trace["y"]) == 24
-    cells = json.loads(z)
+    cells = json.loads(matrices["__NB_Z__"])
     assert len(cells) == 24 and all(len(row) == 3 for row in cells)
     slow = trace["y"].index("node0005")
     # the 0.6x node is a dark row: below every other host with its own leaf's hosts
     own = [row[i // 8] for i, row in enumerate(cells)]  # 8 hosts a leaf, in natural order
     assert own[slow] == min(own) and own[slow] < 0.8 * sorted(own)[len(own) // 2]
+
+
+def test_ratio_view_shows_a_slow_node_whatever_the_oversubscription(sim_run):
+    """The "ratio to expected" heatmap (issue 30). Under 2:1 the node capped at 0.6 is slow with its
+    own leaf only (across the spine every pair is held to 0.5 by the uplink), and in raw busbw its
+    leaf pairs (0.6 of the NIC) look no darker than any healthy cross-spine pair (0.5). Against what
+    each pair's class and load predict, its pairs are the one dark row; findings' cells are marked."""
+    ctx = load_context(sim_run)
+    findings = run_rules(ctx)
+    fig, matrices = html._heatmap_figure(ctx, findings)
+    assert [t.get("z") for t in fig["data"][:2]] == ["__NB_Z__", "__NB_R__"] and not fig["data"][1]["visible"]
+    labels = [b["label"] for b in fig["layout"]["updatemenus"][0]["buttons"]]
+    assert labels == ["busbw", "ratio to expected"]
+    ratio = np.array(json.loads(matrices["__NB_R__"]), dtype=float)
+    busbw = np.array(json.loads(matrices["__NB_Z__"]), dtype=float)
+    hosts = fig["data"][0]["y"]
+    slow = hosts.index("node0005")
+    leaf = np.array([i // 8 for i in range(len(hosts))])
+    same = leaf[:, None] == leaf[None, :]
+    healthy = np.ones(len(hosts), bool)
+    healthy[slow] = False
+    its_leaf_pairs = same[slow] & np.isfinite(busbw[slow])
+    cross = ~same & healthy[:, None] & healthy[None, :]
+    assert np.nanmedian(busbw[slow][its_leaf_pairs]) > np.nanmedian(busbw[cross])  # raw: not the darkest
+    assert np.nanmedian(ratio[slow][its_leaf_pairs]) < 0.7 < 0.9 < np.nanmin(np.nanmedian(
+        np.where(same, ratio, np.nan)[healthy], axis=1))  # ratio: the one dark row
+    marks = fig["data"][-1]
+    assert marks["type"] == "scatter"
+    assert ("node0005", "node0005") in set(zip(marks["x"], marks["y"], strict=True))
 
 
 def test_refit_from_a_model_s_matrices_equals_one_from_the_rows(sim_run):
