@@ -4,7 +4,7 @@ CI runs the repository in a fresh clone with ``shared/`` beside it, so the fixtu
 ``<repo>/../shared/fixtures``; ``NETBENCH_FIXTURES`` overrides that (a path to the ``fixtures`` dir).
 
 A missing fixture is an error with its path, never a skip or an empty parametrization: a parser
-test that quietly runs on nothing passes while proving nothing (README, "Tests").
+test that quietly runs on nothing passes while proving nothing (docs/development.md, "Tests").
 """
 
 from __future__ import annotations
