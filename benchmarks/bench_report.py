@@ -43,7 +43,7 @@ def generate(nodes: int, leaves: int, out: Path) -> dict:
 
 
 def timed(run: Path) -> dict:
-    """In this (fresh) process: the phases of write_report, timed one by one."""
+    """In this (fresh) process: the phases of report_run, timed one by one."""
     from netbench.reports.context import gc_paused
     from netbench.reports.engine import load_context, run_rules
     from netbench.reports.html import findings_record, render_html

@@ -229,10 +229,11 @@ def finish_report(
     report could not be made: that never costs the measurements (they are on disk already), it only
     warns, and the run gets no verdict (``exit_status``)."""
     try:
-        from netbench.reports.report import write_report
+        from netbench.reports.report import report_run
         from netbench.reports.summary import format_summary
 
-        findings, html = write_report(rundir.path, baseline=baseline, policy=policy, topology=topology)
+        done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology)
+        findings, html = done.findings, done.html
         echo(terminal_safe(format_summary(findings, "text", rundir.read_run(), 10)))
         if html is not None:
             echo(f"report: {html}")

@@ -1,4 +1,4 @@
-"""``write_report``: what sweep, preflight and ``netbench report`` call at the end of a run.
+"""``report_run``: what sweep, preflight and ``netbench report`` call at the end of a run.
 
 Loads the run once, analyses it, writes ``findings.json`` and ``report.html`` into the run
 directory (atomically: a half-written report never replaces a good one) and returns the findings.
@@ -61,17 +61,3 @@ def report_run(
         findings = run_rules(ctx)
         path = write_outputs(Path(run_dir), ctx, findings, html, plotlyjs, embed_rows)
     return Reported(findings, path, tuple(ctx.analyses.headlines))
-
-
-def write_report(
-    run_dir: str | Path,
-    baseline: str | Path | None = None,
-    policy: Policy | str | Path | None = None,
-    plotlyjs: str = "inline",
-    topology: dict[str, str] | str | Path | None = None,
-    html: bool = True,
-    embed_rows: str = "auto",
-) -> tuple[list[Finding], Path | None]:
-    """``report_run``'s findings (worst first) and report.html's path (or None)."""
-    done = report_run(run_dir, baseline, policy, plotlyjs, topology, html, embed_rows)
-    return done.findings, done.html

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from netbench.reports.html import safe_json
-from netbench.reports.report import write_report
+from netbench.reports.report import report_run
 from synthetic import host_names, make_fleet, write_run_dir
 
 CHROMIUM = "/usr/bin/chromium"
@@ -53,7 +53,8 @@ def test_safe_json_cannot_close_a_script_block():
 
 def test_host_data_is_escaped_in_the_file(tmp_path):
     run = _hostile_run(tmp_path)
-    findings, path = write_report(run)
+    done = report_run(run)
+    findings, path = done.findings, done.html
     text = path.read_text()
     for evil in (EVIL_FW, EVIL_LABEL, EVIL_HOSTNAME, EVIL_ERROR):
         assert evil not in text
@@ -64,10 +65,10 @@ def test_host_data_is_escaped_in_the_file(tmp_path):
 
 def test_cdn_variant_is_small_and_inline_is_self_contained(tmp_path):
     run = write_run_dir(make_fleet(8, 2, seed=22), tmp_path / "run")
-    _, inline = write_report(run)
+    inline = report_run(run).html
     size_inline = inline.stat().st_size
     assert "https://" not in inline.read_text().split('<script type="application/json"')[0]
-    _, cdn = write_report(run, plotlyjs="cdn")
+    cdn = report_run(run, plotlyjs="cdn").html
     assert cdn.stat().st_size < size_inline - 4_000_000
     assert 'src="https://cdn.plot.ly/plotly-' in cdn.read_text()
 
@@ -109,7 +110,8 @@ def page_of():
 @pytest.mark.browser
 def test_report_renders_without_errors_and_runs_no_host_data(tmp_path, page_of):
     run = _hostile_run(tmp_path)
-    findings, path = write_report(run)
+    done = report_run(run)
+    findings, path = done.findings, done.html
     pg, problems = page_of(path)
     assert problems == []
     # every plot rendered: one busbw curve per collective + the heatmap
@@ -141,7 +143,7 @@ def test_report_renders_without_errors_and_runs_no_host_data(tmp_path, page_of):
 @pytest.mark.browser
 def test_sorting_filter_and_csv_download(tmp_path, page_of):
     run = _hostile_run(tmp_path)
-    _, path = write_report(run)
+    path = report_run(run).html
     pg, problems = page_of(path)
     # sort findings by rule name
     pg.click("#findings-table thead th:nth-child(2)")
@@ -174,9 +176,9 @@ def test_rows_left_out_of_the_report_say_where_they_are(tmp_path, page_of, monke
     import netbench.reports.html as html
 
     run = _hostile_run(tmp_path)
-    embedded = write_report(run)[1].stat().st_size
+    embedded = report_run(run).html.stat().st_size
     monkeypatch.setattr(html, "EMBED_AUTO_BYTES", 1000)  # this run's rows are more than that
-    _, path = write_report(run, embed_rows=embed)
+    path = report_run(run, embed_rows=embed).html
     assert path.stat().st_size < embedded
     assert 'id="nb-rows-csv-gz"' not in path.read_text()
     pg, problems = page_of(path)
@@ -205,7 +207,8 @@ def test_evidence_reads_as_a_table_with_the_words_explained(tmp_path, page_of):
     """Issue 30: evidence was a raw JSON dump. Now a table of what was compared, labels explained on
     hover and in a glossary at the end, the raw JSON behind its own toggle."""
     run = _hostile_run(tmp_path)
-    findings, path = write_report(run)
+    done = report_run(run)
+    findings, path = done.findings, done.html
     pg, problems = page_of(path)
     i = next(i for i, f in enumerate(findings) if f.rule == "slow_pair" and "robust_z" in f.evidence)
     row = pg.locator(f"#finding-{i}")
@@ -227,7 +230,7 @@ def test_evidence_reads_as_a_table_with_the_words_explained(tmp_path, page_of):
 @pytest.mark.browser
 def test_heatmap_switches_to_the_ratio_view_with_findings_marked(tmp_path, page_of):
     run = _hostile_run(tmp_path)
-    _, path = write_report(run)
+    path = report_run(run).html
     pg, problems = page_of(path)
     data = "document.getElementById('heatmap-plot').data"
     assert pg.evaluate(f"{data}.map(t => t.visible === false ? 0 : 1)") == [1, 0, 1]
@@ -243,7 +246,7 @@ def test_heatmap_switches_to_the_ratio_view_with_findings_marked(tmp_path, page_
 @pytest.mark.browser
 def test_prints_legibly(tmp_path, page_of):
     run = write_run_dir(make_fleet(8, 2, seed=23), tmp_path / "run")
-    _, path = write_report(run)
+    path = report_run(run).html
     pg, problems = page_of(path)
     pg.emulate_media(media="print")
     assert pg.evaluate("getComputedStyle(document.querySelector('nav.toc')).display") == "none"

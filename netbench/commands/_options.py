@@ -47,46 +47,38 @@ NCCL_TESTS_INSTEAD = {
 }
 
 
-class CheckCount(click.ParamType):
-    """nccl-tests' ``-c N``: the untimed check's passes; 0 turns it off, any other count runs the one
-    pass (-> bool). A collective's name, netbench's ``-c`` before, is told where it went."""
+class OnOffCount(click.ParamType):
+    """An nccl-tests count flag that netbench takes as on or off (-> bool): ``-c N`` the check's
+    passes, ``-G N`` CUDA graph launches; 0 is off, any other count on (one check pass, one graph).
+    ``moved``: what to say of a value that is not a count (``-c all_reduce``, netbench's -c before)."""
 
     name = "N"
+
+    def __init__(self, flag: str, off: str, on: str, moved: Callable[[str], str | None] | None = None):
+        self.flag, self.off, self.on, self.moved = flag, off, on, moved
 
     def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
         if isinstance(value, bool):
             return value
+        usage = f"{self.flag} 0 {self.off}, {self.flag} 1 {self.on}"
         try:
             count = int(str(value).strip())
         except ValueError:
-            if any(_known_coll(v) for v in str(value).split(",")):
-                self.fail(
-                    f"-c is nccl-tests' check now (-c 0: off, -c 1: on); collectives are -k: -k {value}",
-                    param,
-                    ctx,
-                )
-            self.fail(f"{value!r} is not a count: -c 0 turns the check off, -c 1 on", param, ctx)
+            said = self.moved(str(value)) if self.moved else None
+            self.fail(said or f"{value!r} is not a count: {usage}", param, ctx)
         if count < 0:
-            self.fail(f"{count} is not a count: -c 0 turns the check off, -c 1 on", param, ctx)
+            self.fail(f"{count} is not a count: {usage}", param, ctx)
         return count > 0
 
 
-class GraphCount(click.ParamType):
-    """nccl-tests' ``-G N``: CUDA graph launches; 0 off, any other count captures the timed loop in
-    one graph (-> bool)."""
+def _collectives_moved(value: str) -> str | None:
+    if any(_known_coll(v) for v in value.split(",")):
+        return f"-c is nccl-tests' check now (-c 0: off, -c 1: on); collectives are -k: -k {value}"
+    return None
 
-    name = "N"
 
-    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
-        if isinstance(value, bool):
-            return value
-        try:
-            count = int(str(value).strip())
-        except ValueError:
-            self.fail(f"{value!r} is not a count: -G 0 measures without CUDA graphs, -G 1 with", param, ctx)
-        if count < 0:
-            self.fail(f"{count} is not a count: -G 0 measures without CUDA graphs, -G 1 with", param, ctx)
-        return count > 0
+CHECK = OnOffCount("-c", "turns the check off", "on", _collectives_moved)
+GRAPH = OnOffCount("-G", "measures without CUDA graphs", "with")
 
 
 def _known_coll(name: str) -> bool:
@@ -162,14 +154,14 @@ _SHARED = [
         "--check",
         "-c",
         "check",
-        type=CheckCount(),
+        type=CHECK,
         default="1",
         show_default=True,
         help="Untimed pass that counts wrong result elements; 0 turns it off (nccl-tests -c).",
     ),
     # the flag shares -c's destination, so click reads -c's value through its type as well: the same
     # type, or -c 5 would be judged as a boolean
-    click.option("--no-check", "check", flag_value=False, type=CheckCount(), help="The same as -c 0."),
+    click.option("--no-check", "check", flag_value=False, type=CHECK, help="The same as -c 0."),
     click.option(
         "--in-place",
         "in_place",
@@ -195,12 +187,12 @@ _SHARED = [
     click.option(
         "-G",
         "cuda_graph",
-        type=GraphCount(),
+        type=GRAPH,
         default="0",
         show_default=True,
         help="1: capture the timed loop in a CUDA graph, 0: plain launches (nccl-tests -G).",
     ),
-    click.option("--cuda-graph", "cuda_graph", flag_value=True, type=GraphCount(), help="The same as -G 1."),
+    click.option("--cuda-graph", "cuda_graph", flag_value=True, type=GRAPH, help="The same as -G 1."),
     click.option(
         "--engine",
         type=click.Choice(["auto", "nccl", "torch", "both"]),
