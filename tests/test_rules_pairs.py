@@ -112,6 +112,10 @@ def test_cross_spine_penalty_measured_and_warned_when_beyond_policy():
     mild = make_fleet(16, 2, spine_factor=0.9, noise=0.02, seed=11)
     pen = [f for f in cross_switch.check(ctx_of(mild)) if f.rule == "cross_spine_penalty"]
     assert pen[0].severity == "info" and 0.85 < pen[0].evidence["ratio_spine_to_leaf"] < 0.95
+    assert pen[0].title.endswith(": about 1.11:1 oversubscription under this load"), pen[0].title
+    flat = make_fleet(16, 2, spine_factor=1.0, noise=0.02, seed=11)  # a non-blocking fabric
+    pen = [f for f in cross_switch.check(ctx_of(flat)) if f.rule == "cross_spine_penalty"]
+    assert pen[0].title.endswith(": no oversubscription shows under this load"), pen[0].title  # not 0.98:1
     one_leaf = make_fleet(8, 1, seed=11)
     assert cross_switch.check(ctx_of(one_leaf)) == []
 
