@@ -59,6 +59,7 @@ TERMS: dict[str, tuple[str, str]] = {
     "busbw_GBps": ("busbw (GB/s)", "Bus bandwidth, nccl-tests' definition: algbw times the collective's bus "
                    "factor, comparable across rank counts."),
     "round": ("round", "The pairwise round the pair ran in."),
+    "ring_busbw_GBps": ("ring busbw (GB/s)", "The ring over every host, at the size compared."),
     "switch": ("switch", "The leaf switch of the host."),
     "switches": ("switches", "The leaf switches of the two hosts."),
     "ranks": ("ranks", "Ranks in the group."),

@@ -43,6 +43,7 @@ FINDING_IDS: dict[str, str] = {
     # cross_switch
     "cross_switch_order": "warn",
     "cross_spine_penalty": "info",
+    "ring_below_pairs": "info",
     # expected
     "below_expected": "warn",
     # ceiling

@@ -130,3 +130,24 @@ def test_topology_file_overrides_labels(tmp_path):
     ).uplinks()
     ctx = ctx_of(fleet, topology=topo)
     assert ctx.hop_class("gpu001", "gpu004") == "leaf" and ctx.hop_class("gpu001", "gpu005") == "spine"
+
+
+@pytest.mark.parametrize("faults,named", [((), None), (("node:node0003=0.3",), "node0003")])
+def test_a_ring_far_below_the_pairs_gets_a_comment(tmp_path, faults, named):
+    """Issue 30: a ring far below its pairs said nothing. A ring runs at its slowest hop: a node
+    capped at 0.3 drags it under half the pairs' median, and the comment names that node; a healthy
+    fabric's ring is as fast as its pairs and gets none."""
+    from netbench.reports.engine import analyze
+
+    from netbench.sim.fabric import FabricSpec, Fault
+    from netbench.sim.run import SimOptions, simulate
+
+    spec = FabricSpec(nodes=16, leaves=2)
+    simulate(SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=5, out=str(tmp_path / "run")))
+    ring = [f for f in analyze(tmp_path / "run") if f.rule == "ring_below_pairs"]
+    if named is None:
+        assert ring == []
+        return
+    (f,) = ring
+    assert f.severity == "info" and f.hosts == [named] and "slow node node0003 explain it" in f.title, f.title
+    assert f.evidence["ring_busbw_GBps"] < 0.5 * f.evidence["class_median_busbw_GBps"]

@@ -3,6 +3,11 @@
 A ring over hosts on L leaves needs only L leaf changes; an order that interleaves leaves sends
 most ring steps through the spine, where uplinks are shared (often oversubscribed). The measured
 penalty is the pair model's class levels: cross-spine pairs vs same-leaf pairs at large sizes.
+
+``ring_below_pairs`` (info): the ring over every host far below its slowest hop class's pairs at the
+same size. A ring runs at its slowest hop, so a slow node found by the pairs explains it (named);
+when no pair is that slow, the cause is the ring itself: its order, the algorithm NCCL picked for
+it, or load the pairwise rounds never put on a link.
 """
 
 from __future__ import annotations
@@ -18,8 +23,47 @@ from netbench.common.topology import LEAF, SPINE, grouped_order, ring_crossings
 _SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
 
 
+RING_BELOW = 0.5  # a ring under half its slowest class's pair median is worth a comment
+
+
 def check(ctx: AnalysisContext) -> list[Finding]:
-    return _orders(ctx) + _penalty(ctx)
+    return _orders(ctx) + _penalty(ctx) + _ring(ctx)
+
+
+def _ring(ctx: AnalysisContext) -> list[Finding]:
+    m = ctx.pair_model
+    if m is None or not m.class_median_bw:
+        return []
+    rows = ctx.ok_rows
+    mine = (rows["pattern"] == "ring") & (rows["collective"] == m.collective) & rows["busbw_GBps"].notna()
+    ring = rows[mine]
+    common = sorted(set(ring["bytes"].astype(int)) & set(m.sizes))
+    if not common:
+        return []
+    size = common[-1]  # the largest size both measured
+    ring_bw = float(ring.loc[ring["bytes"] == size, "busbw_GBps"].median())
+    at = list(m.sizes).index(size)
+    classes = {k: v[at] for k, v in m.class_median_bw.items() if len(v) > at and v[at]}
+    if not classes:
+        return []
+    klass, pair_bw = min(classes.items(), key=lambda kv: kv[1])
+    if ring_bw >= RING_BELOW * pair_bw:
+        return []
+    slow = [v.host for v in ctx.analyses.nodes.slow] if ctx.analyses.nodes is not None else []
+    why = (f"the ring runs at its slowest hop: slow node{'s' * (len(slow) > 1)} {', '.join(slow[:4])} "
+           "explain it" if slow else "no pair was that slow: look at the ring's order (cross_switch_order), "
+           "the algorithm NCCL picked for it (NCCL_ALGO=Ring measures the fabric) or load only the ring "
+           "puts on a link")
+    return [Finding(
+        rule="ring_below_pairs", severity="info", subject_kind="run", subject=f"{m.collective} ring",
+        title=f"The ring reaches {g3(ring_bw)} GB/s at {size_label(size)}, {g3(ring_bw / pair_bw)}x the "
+        f"median {klass} pair ({g3(pair_bw)} GB/s): {why}",
+        evidence={"collective": m.collective, "sizes_bytes": [size], "ring_busbw_GBps": sig3(ring_bw),
+                  "hop_class": klass, "class_median_busbw_GBps": sig3(pair_bw), "slow_nodes": slow},
+        action="See the slow node's finding." if slow else "Re-run the ring with NCCL_ALGO=Ring and the "
+        "hosts grouped by leaf; if it stays slow, measure its hops as pairs (--pattern pairwise).",
+        hosts=slow[:4],
+    )]
 
 
 def _orders(ctx: AnalysisContext) -> list[Finding]:
@@ -131,7 +175,7 @@ def _penalty(ctx: AnalysisContext) -> list[Finding]:
 
 RULE = Rule(
     name="cross_switch",
-    ids=ids("cross_switch_order", "cross_spine_penalty"),
+    ids=ids("cross_switch_order", "cross_spine_penalty", "ring_below_pairs"),
     check=check,
     doc=__doc__ or "",
 )
