@@ -63,6 +63,10 @@ buttons): ``yes`` up to ``CSV_GZ_BUDGET``; ``no`` never; ``auto`` only when ever
 EMBED_AUTO_BYTES = 2_000_000
 HEATMAP_LABEL_MAX = 64  # above this many hosts, axes name switches instead of hosts
 HEATMAP_FULL_MAX = 1024  # above this many hosts, a column per switch instead of per host (_switch_heatmap)
+HEATMAP_BOTH_MAX = 512
+"""Up to this many hosts the heatmap carries raw busbw and the ratio to expected (a button switches);
+above, the ratio alone: each matrix is ~4 MB of JSON at 1,024 hosts, and the report must stay small
+enough to attach to a ticket."""
 INVENTORY_FULL_MAX = 16  # above this many hosts, the deviating ones are listed first
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
@@ -430,15 +434,20 @@ def _heatmap_figure(
     matrices = {"__NB_Z__": _z_json(m.bw[-1])}
     ratio = _expected_ratio(m)
     title = fig["layout"]["title"]["text"]
-    if ratio is not None:
-        fig["data"].append({
-            "type": "heatmap", "x": hosts, "y": hosts, "z": "__NB_R__", "visible": False,
-            "colorscale": "RdBu", "reversescale": True, "zmin": 0.4, "zmax": 1.6, "zmid": 1.0,  # slow: red
-            "colorbar": {"title": {"text": "x expected"}}, "hoverongaps": False,
-            "hovertemplate": "%{y} - %{x}: %{z}x what its hop class and load predict<extra></extra>",
-        })
+    ratio_trace = {
+        "type": "heatmap", "x": hosts, "y": hosts, "z": "__NB_R__", "hoverongaps": False,
+        "colorscale": "RdBu", "reversescale": True, "zmin": 0.4, "zmax": 1.6, "zmid": 1.0,  # slow: red
+        "colorbar": {"title": {"text": "x expected"}},
+        "hovertemplate": "%{y} - %{x}: %{z}x what its hop class and load predict<extra></extra>",
+    }
+    ratio_title = e(f"{m.collective} busbw per pair at {size} / what its hop class and load predict")
+    if ratio is not None and len(hosts) > HEATMAP_BOTH_MAX:  # one matrix only: the one that shows faults
+        fig["data"][0] = ratio_trace
+        fig["layout"]["title"]["text"] = ratio_title
+        matrices = {"__NB_R__": _z_json(ratio)}
+    elif ratio is not None:
+        fig["data"].append({**ratio_trace, "visible": False})
         matrices["__NB_R__"] = _z_json(ratio)
-        ratio_title = e(f"{m.collective} busbw per pair at {size} / what its hop class and load predict")
         fig["layout"]["updatemenus"] = [{
             "type": "buttons", "direction": "right", "x": 0, "xanchor": "left", "y": 1.09,
             "yanchor": "bottom",

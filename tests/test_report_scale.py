@@ -252,3 +252,13 @@ def test_a_512_node_report_stays_attachable(tmp_path):
     page = (out / "report.html").read_text()
     assert len(page.encode()) < 10_000_000
     assert 'id="nb-rows-csv-gz"' not in page and "not embedded" in page
+
+
+def test_past_the_both_views_size_the_heatmap_carries_the_ratio_alone(sim_run, monkeypatch):
+    """Each matrix is ~4 MB of JSON at 1,024 hosts: past HEATMAP_BOTH_MAX only the view that shows
+    faults whatever the oversubscription goes into the report."""
+    monkeypatch.setattr(html, "HEATMAP_BOTH_MAX", 10)
+    fig, matrices = html._heatmap_figure(load_context(sim_run), [])
+    assert list(matrices) == ["__NB_R__"] and fig["data"][0]["z"] == "__NB_R__"
+    assert "updatemenus" not in fig["layout"]
+    assert "what its hop class and load predict" in fig["layout"]["title"]["text"]
