@@ -19,7 +19,7 @@ from netbench.collectives.plan import Phase, WorkerPlan
 from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted
 from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.runrecord import rows_line
-from netbench.common.text import terminal_safe
+from netbench.common.text import coloured, terminal_safe
 from netbench.coordinator import Coordinator, Outcome
 from netbench.defaults import START_TIMEOUT_S
 from netbench.launch import HostSlot, Launcher
@@ -234,7 +234,7 @@ def finish_report(
 
         done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology)
         findings, html = done.findings, done.html
-        echo(terminal_safe(format_summary(findings, "text", rundir.read_run(), 10)))
+        echo(coloured(terminal_safe(format_summary(findings, "text", rundir.read_run(), 10))))
         if html is not None:
             echo(f"report: {html}")
         return findings

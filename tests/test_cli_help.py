@@ -63,3 +63,39 @@ def test_progress_bar_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
     piped = subprocess.run([sys.executable, "-m", "netbench", *args, "--out", str(tmp_path / "b")],
                            capture_output=True, text=True, timeout=120)
     assert "[#" not in piped.stderr
+
+
+def _stdout_on_tty(args: list[str], env: dict[str, str]) -> bytes:
+    """Run netbench with stdout on a pseudo-terminal; return what the terminal got."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "netbench", *args], stdout=slave,
+                            stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    proc.wait(timeout=300)
+    os.close(master)
+    return got
+
+
+def test_verdict_in_colour_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
+    """FAIL red, [WARN] yellow ... on a terminal; plain through a pipe and with NO_COLOR set."""
+    from synthetic import host_names, make_fleet, write_run_dir
+
+    hosts = host_names(12)
+    run = write_run_dir(make_fleet(12, 2, slow_nodes={hosts[3]: 0.7}, noise=0.03, seed=33), tmp_path / "r")
+    args = ["report", str(run), "--no-html"]
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}  # the caller's NO_COLOR left out
+    tty = _stdout_on_tty(args, env)
+    assert tty.startswith(b"\x1b[1;31mFAIL\x1b[0m:") and b"[\x1b[1;31mFAIL\x1b[0m] slow_node" in tty
+    assert b"\x1b" not in _stdout_on_tty(args, {**env, "NO_COLOR": "1"})
+    piped = subprocess.run([sys.executable, "-m", "netbench", *args], capture_output=True, timeout=300,
+                           env=env)
+    assert piped.stdout.startswith(b"FAIL:") and b"\x1b" not in piped.stdout

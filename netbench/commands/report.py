@@ -116,14 +116,15 @@ def command(
     except OSError as exc:
         raise NetbenchError(f"cannot write the report: {exc}") from None
     from netbench.common.rundir import RunDir
-    from netbench.common.text import terminal_safe
+    from netbench.common.text import coloured, terminal_safe
 
     findings = done.findings
     for f in findings:  # said on the terminal whatever --top and --format: the verdict lacks this data
         if f.rule in ("unreadable_rows", "unreadable_file"):
             click.echo(f"netbench: warning: {f.title}", err=True)
     heads = tuple(headline_lines(done.headlines, TERMINAL_PATTERNS))
-    click.echo(format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top, heads))
+    said = format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top, heads)
+    click.echo(coloured(said) if fmt == "text" else said)
     if fmt == "text":  # the headline busbw, against its ceiling and the published figure, as sweep ends
         for line in heads:
             click.echo(terminal_safe(line))

@@ -8,7 +8,10 @@ place that echoes text that came from an agent or a run directory goes through i
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+from typing import TextIO
 
 # C0 controls but tab and newline, DEL, C1 controls (8-bit CSI/OSC), and the Unicode controls that
 # reorder or break lines on screen (bidi overrides and isolates, line/paragraph separators).
@@ -34,3 +37,19 @@ def quote_untrusted(text: object, limit: int = 200) -> str:
     s = str(text)
     cut = s[:limit]
     return repr(terminal_safe(cut, keep_newlines=False)) + (" ..." if len(s) > limit else "")
+
+
+# the verdict words of a summary: the first word of a line, and a finding's [SEVERITY] tag
+_VERDICT = re.compile(r"^(PASS|WARN|FAIL)(?=:)|(?<=\[)(FAIL|WARN|INFO)(?=\s*\])", re.MULTILINE)
+_COLOURS = {"PASS": "1;32", "WARN": "1;33", "FAIL": "1;31", "INFO": "2"}
+
+
+def coloured(text: str, stream: TextIO | None = None) -> str:
+    """``text`` (already ``terminal_safe``) with its verdict words in colour when ``stream``
+    (stdout) is a terminal and ``NO_COLOR`` is not set (no-color.org); unchanged otherwise, so a
+    pipe, a file or a test gets plain text."""
+    out = stream or sys.stdout
+    if os.environ.get("NO_COLOR") or not (hasattr(out, "isatty") and out.isatty()):
+        return text
+    return _VERDICT.sub(lambda m: f"\x1b[{_COLOURS[m.group(0)]}m{m.group(0)}\x1b[0m", text)
+
