@@ -14,7 +14,10 @@
           "Rebuild with: netbench report RUN_DIR --plotlyjs inline";
         return;
       }
-      Plotly.newPlot(el, fig.data, fig.layout, {responsive: true, displaylogo: false});
+      // a short toolbar (zoom, pan, reset, picture), so it does not run into the plot's title
+      Plotly.newPlot(el, fig.data, fig.layout, {responsive: true, displaylogo: false,
+        modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d",
+                                 "toggleSpikelines", "hoverClosestCartesian", "hoverCompareCartesian"]});
     });
   }
 
