@@ -128,6 +128,16 @@ def test_check_off_and_fail_on_never_reach_the_ranks_and_the_exit(tmp_path: Path
     assert all(r["wrong"] == 1 for r in rows(tmp_path / "b"))
 
 
+def test_quiet_prints_the_verdict_only_and_keeps_every_row(tmp_path: Path) -> None:
+    res = netbench("sweep", "-q", "-p", "2", "-k", "all_reduce", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0",
+                   "--out", str(tmp_path / "q"))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("PASS: ") and lines[-1] == f"report: {tmp_path / 'q' / 'report.html'}", lines
+    assert not any(ln.startswith("#") or ln.split()[0].isdigit() for ln in lines)
+    assert len(rows(tmp_path / "q")) == 6  # 1K, 2K, 4K x out-of-place and in-place: all in the run directory
+
+
 def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
     res = netbench(
         "sweep",

@@ -146,7 +146,14 @@ ends at once).
     default=None,
     help="Address the hosts use to reach this machine (default: the one routing to the first host).",
 )
-def command(patterns: tuple[str, ...], **kw: object) -> None:
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Only the verdict, its findings and the report's path on stdout: no table, no '#' lines "
+    "(every row is still in the run directory; errors and warnings still go to stderr).",
+)
+def command(patterns: tuple[str, ...], quiet: bool, **kw: object) -> None:
     """Sweep collectives over message sizes and print nccl-tests' table.
 
     With no arguments it runs on this machine: every local GPU with NCCL when CUDA is available,
@@ -161,7 +168,18 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     opts = ClusterOptions(**kw)  # type: ignore[arg-type]
     if asked:
         opts.patterns = asked
-    raise SystemExit(dispatch(opts, asked, click.echo))
+    raise SystemExit(dispatch(opts, asked, verdict_only if quiet else click.echo))
+
+
+def verdict_only(text: str) -> None:
+    """``--quiet``'s stdout: the summary, without the table's lines and the '#' comments around it."""
+    def table_or_comment(line: str) -> bool:
+        first = line.split(maxsplit=1)[:1]
+        return line.startswith("#") or bool(first and first[0].isdigit())  # a row of the table: its size
+
+    kept = [ln for ln in text.splitlines() if not table_or_comment(ln)]
+    if kept:
+        click.echo("\n".join(kept))
 
 
 def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
