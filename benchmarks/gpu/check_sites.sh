@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one pipeline on a GPU machine (the lent H200): `netbench sweep` with no arguments (the `here`
 # site: NCCL, the engine the plan decides, the inventory probe with its NCCL section), the same with
-# --engine both, mpirun as the launcher, and `netbench inventory`. Run from the repo root there, with
+# --engine both, mpirun as the launcher, nccl-tests' flags (-G 1: CUDA graphs, -c 0: no check), and
+# `netbench inventory`. Run from the repo root there, with
 # .whl carried (plotly, paramiko, nccl4py and what they need): benchmarks/gpu/check_sites.sh
 # Each command's output, exit status, run.json and inventory land in $OUT.
 set -u
@@ -24,5 +25,6 @@ run() {  # run NAME ARGS...: netbench ARGS in /tmp/NAME-run, its output and file
 run here sweep -b 8 -e 256M -n 10 -w 3
 run both sweep --engine both -b 1M -e 64M -n 10 -w 3 --no-report
 run mpi sweep --launcher mpi -b 8 -e 16M -n 5 -w 2
+run flags sweep -G 1 -c 0 -k all_reduce -b 1M -e 64M -n 10 -w 3 --fail-on warn  # nccl-tests' -G/-c
 (cd /tmp && timeout 120 python3 -m netbench inventory --json > "$OUT/inventory.json" 2> "$OUT/inventory.err")
 echo "=== inventory rc=$?" | tee -a "$OUT/summary.txt"
