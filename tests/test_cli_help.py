@@ -36,40 +36,13 @@ def test_help_imports_no_heavy_library() -> None:
     assert out.strip().splitlines()[-1] == "[]"
 
 
-def _run_on_tty(args: list[str]) -> bytes:
-    """Run netbench with stderr on a pseudo-terminal; return what the terminal got."""
+def _run_on_tty(args: list[str], stream: str = "stderr", env: dict[str, str] | None = None) -> bytes:
+    """Run netbench with ``stream`` (stderr or stdout) on a pseudo-terminal, the other one dropped;
+    return what the terminal got."""
     master, slave = pty.openpty()
     argv = [sys.executable, "-m", "netbench", *args]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    got = b""
-    while True:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        got += chunk
-    proc.wait(timeout=120)
-    os.close(master)
-    return got
-
-
-def test_progress_bar_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
-    args = ["sweep", "-p", "2", "-b", "1K", "-e", "64K", "-n", "2", "-w", "0", "--no-report"]
-    tty = _run_on_tty([*args, "--out", str(tmp_path / "a")])
-    assert b"[#" in tty and b"/28" in tty  # bar with done/total points: 7 sizes x 2 collectives x 2
-    piped = subprocess.run([sys.executable, "-m", "netbench", *args, "--out", str(tmp_path / "b")],
-                           capture_output=True, text=True, timeout=120)
-    assert "[#" not in piped.stderr
-
-
-def _stdout_on_tty(args: list[str], env: dict[str, str]) -> bytes:
-    """Run netbench with stdout on a pseudo-terminal; return what the terminal got."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "netbench", *args], stdout=slave,
-                            stderr=subprocess.DEVNULL, env=env)
+    where = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: slave}
+    proc = subprocess.Popen(argv, stdout=where["stdout"], stderr=where["stderr"], env=env)
     os.close(slave)
     got = b""
     while True:
@@ -85,6 +58,15 @@ def _stdout_on_tty(args: list[str], env: dict[str, str]) -> bytes:
     return got
 
 
+def test_progress_bar_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
+    args = ["sweep", "-p", "2", "-b", "1K", "-e", "64K", "-n", "2", "-w", "0", "--no-report"]
+    tty = _run_on_tty([*args, "--out", str(tmp_path / "a")])
+    assert b"[#" in tty and b"/28" in tty  # bar with done/total points: 7 sizes x 2 collectives x 2
+    piped = subprocess.run([sys.executable, "-m", "netbench", *args, "--out", str(tmp_path / "b")],
+                           capture_output=True, text=True, timeout=120)
+    assert "[#" not in piped.stderr
+
+
 def test_verdict_in_colour_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
     """FAIL red, [WARN] yellow ... on a terminal; plain through a pipe and with NO_COLOR set."""
     from synthetic import host_names, make_fleet, write_run_dir
@@ -93,9 +75,9 @@ def test_verdict_in_colour_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
     run = write_run_dir(make_fleet(12, 2, slow_nodes={hosts[3]: 0.7}, noise=0.03, seed=33), tmp_path / "r")
     args = ["report", str(run), "--no-html"]
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}  # the caller's NO_COLOR left out
-    tty = _stdout_on_tty(args, env)
+    tty = _run_on_tty(args, "stdout", env)
     assert tty.startswith(b"\x1b[1;31mFAIL\x1b[0m:") and b"[\x1b[1;31mFAIL\x1b[0m] slow_node" in tty
-    assert b"\x1b" not in _stdout_on_tty(args, {**env, "NO_COLOR": "1"})
+    assert b"\x1b" not in _run_on_tty(args, "stdout", {**env, "NO_COLOR": "1"})
     piped = subprocess.run([sys.executable, "-m", "netbench", *args], capture_output=True, timeout=300,
                            env=env)
     assert piped.stdout.startswith(b"FAIL:") and b"\x1b" not in piped.stdout
