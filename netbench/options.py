@@ -59,6 +59,7 @@ class ClusterOptions(SweepOptions):
     uplink_pairs: int | None = None  # topology schedule: most pairs of a round through one uplink
     confirm_budget_s: float = CONFIRM_BUDGET_S  # re-testing the pairwise phase's suspects; 0: not at all
     start_timeout_s: float = START_TIMEOUT_S
+    quiet: bool = False  # --quiet: stdout is the verdict only (pipeline.verdict_only)
     pair_sizes: list[int] | None = None
     pair_collectives: list[str] | None = None
     topology: str | None = None

@@ -128,10 +128,27 @@ def announce(
              "their gloo ranks use the address that routes here, so their rails share that interface")
 
 
+def verdict_only(echo: Callable[[str], None]) -> Callable[[str], None]:
+    """``--quiet``'s stdout: what ``echo`` would print but the table's lines and the '#' lines around
+    it, so the verdict, its findings and the report's path remain."""
+
+    def table_or_comment(line: str) -> bool:
+        first = line.split(maxsplit=1)[:1]
+        return line.startswith("#") or bool(first and first[0].isdigit())  # a row of the table: its size
+
+    def said(text: str) -> None:
+        kept = [ln for ln in text.splitlines() if not table_or_comment(ln)]
+        if kept:
+            echo("\n".join(kept))
+
+    return said
+
+
 def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] = print,
                  progress: Progress | None = None) -> int:
     """The whole sweep on ``site``; its exit status (``engine.exit_status``). A signal or a full
     disk at any stage (``netbench.common.interrupts``) ends it with run.json saying so."""
+    echo = verdict_only(echo) if opts.quiet else echo
     entries = site.hosts()
     run_id = new_run_id()
     RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after

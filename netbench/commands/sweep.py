@@ -153,7 +153,7 @@ ends at once).
     help="Only the verdict, its findings and the report's path on stdout: no table, no '#' lines "
     "(every row is still in the run directory; errors and warnings still go to stderr).",
 )
-def command(patterns: tuple[str, ...], quiet: bool, **kw: object) -> None:
+def command(patterns: tuple[str, ...], **kw: object) -> None:
     """Sweep collectives over message sizes and print nccl-tests' table.
 
     With no arguments it runs on this machine: every local GPU with NCCL when CUDA is available,
@@ -168,18 +168,7 @@ def command(patterns: tuple[str, ...], quiet: bool, **kw: object) -> None:
     opts = ClusterOptions(**kw)  # type: ignore[arg-type]
     if asked:
         opts.patterns = asked
-    raise SystemExit(dispatch(opts, asked, verdict_only if quiet else click.echo))
-
-
-def verdict_only(text: str) -> None:
-    """``--quiet``'s stdout: the summary, without the table's lines and the '#' comments around it."""
-    def table_or_comment(line: str) -> bool:
-        first = line.split(maxsplit=1)[:1]
-        return line.startswith("#") or bool(first and first[0].isdigit())  # a row of the table: its size
-
-    kept = [ln for ln in text.splitlines() if not table_or_comment(ln)]
-    if kept:
-        click.echo("\n".join(kept))
+    raise SystemExit(dispatch(opts, asked, click.echo))
 
 
 def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
@@ -194,7 +183,9 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         from netbench.coordinator import Outcome
         from netbench.copy_matrix import run_copy_matrix
         from netbench.engine import exit_status, finish_report
+        from netbench.pipeline import verdict_only
 
+        echo = verdict_only(echo) if opts.quiet else echo
         rundir, _ = run_copy_matrix(opts.local(), echo)
         findings = finish_report(rundir, echo) if opts.report else None
         return exit_status(
