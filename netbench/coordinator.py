@@ -133,6 +133,8 @@ class Coordinator:
         self.rank_host = {r: s.host for s in slots for r in s.ranks}
         self.by_host = {s.host: s for s in slots}  # each message names its host: one look-up
         self.agents: dict[str, AgentProcess] = {}
+        self._agents_lock = threading.Lock()  # the launch threads add agents while a stop may end them
+        self._closing = False  # set by the teardown: an agent started after it is ended at once
         self._lock = threading.Lock()
         self.q: queue.Queue[tuple[str, Event]] = queue.Queue()
         self.down_reason: dict[str, str] = {}  # host -> why, added to the rows of its groups
@@ -393,7 +395,10 @@ class Coordinator:
             raise
         finally:
             state["finishing"] = True
-            for agent in self.agents.values():
+            with self._agents_lock:  # a stop during the launch: its threads may still be adding agents
+                self._closing = True
+                started = list(self.agents.values())
+            for agent in started:
                 agent.terminate()
             self._drain(0.5, state)
             if listener is not None:
@@ -413,7 +418,11 @@ class Coordinator:
                     slot.host, f"host {slot.host}: could not start its ranks: {exc}", kind="start"
                 )
                 return
-            self.agents[slot.host] = agent
+            with self._agents_lock:
+                if self._closing:  # the run stopped while this host's start was in flight
+                    agent.terminate()
+                    return
+                self.agents[slot.host] = agent
             try:
                 threading.Thread(target=self._pump, args=(slot.host, agent), daemon=True).start()
             except RuntimeError as exc:  # no thread left on this machine: that host is not run
@@ -421,11 +430,15 @@ class Coordinator:
 
         workers = max(1, min(START_CONCURRENCY, len(self.slots)))
         before = threading.stack_size(THREAD_STACK_BYTES)  # for the threads made here only
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch")
         try:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launch") as pool:
-                list(pool.map(one, self.slots))
+            for done in [pool.submit(one, slot) for slot in self.slots]:
+                done.result()
         finally:
             threading.stack_size(before)
+            # a stop (a signal raised in this thread) leaves without waiting: the hosts not started
+            # never are, and one in flight ends its agent itself (``_closing``)
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _drain(self, seconds: float, state: dict[str, Any]) -> None:
         """Take what is still queued (rows in flight are kept, never dropped). No checkpoint here:
@@ -435,7 +448,9 @@ class Coordinator:
             try:
                 host, msg = self.q.get(timeout=0.05)
             except queue.Empty:  # asked only then: per message, it was hosts x rows polls at 1,024 hosts
-                if all(a.returncode() is not None for a in self.agents.values()):
+                with self._agents_lock:
+                    started = list(self.agents.values())
+                if all(a.returncode() is not None for a in started):
                     break
                 continue
             self._handle(host, msg, state)
