@@ -231,20 +231,25 @@ def test_a_host_whose_disk_is_full_runs_its_pairs(clean, tmp_path: Path) -> None
     """h1 has no byte and no inode left in /tmp, /var/tmp, /run/lock and /dev/shm. netbench writes
     only its run marker there, and goes without it: the inventory, the ring and every pair run, and
     no host is down, faulted or drained. (NCCL's /dev/shm segments are a GPU host's: a rank that
-    cannot make them fails its groups with its own error, counted against its host.)"""
+    cannot make them fails its groups with its own error, counted against its host.) The verdict on
+    speed is not this test's: 64K over two iterations on a loaded CI machine is noise that may name
+    any host (``--fail-on never``); what is asserted is that the full disk names none, h1 least."""
     clean.fill_disk("h1")
     try:
         full = clean.run("h1", ["sh", "-c", "echo x > /tmp/nbt-probe-write"])
         assert full.returncode != 0 and "No space left" in full.stderr, full
         sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise",
-                       "-b", "64K", "-e", "64K", "--pair-sizes", "64K", "--confirm-budget", "0", *SMALL],
-                      tmp_path / "run")
+                       "-b", "64K", "-e", "64K", "--pair-sizes", "64K", "--confirm-budget", "0", "--fail-on", "never",
+                       *SMALL], tmp_path / "run")
         rc = sweep.finish()
     finally:
         clean.free_disk("h1")
-    assert rc in (0, 1), sweep.text()[-4000:]
+    assert rc == 0, sweep.text()[-4000:]
     run = sweep.run_json()
     assert run["status"] == "completed" and run["down_hosts"] == [] and run["faults"] == [], run
     assert all(r["status"] == "ok" for r in sweep.rows())
     assert len(sweep.pairs()) == 10
-    assert sweep.nodes_named() == set(), sweep.findings()
+    assert "h1" not in sweep.nodes_named(("fail", "warn")), sweep.findings()
+    found = json.loads((sweep.out / "findings.json").read_text())["findings"]
+    assert not [f for f in found if f["rule"] in ("host_failing", "run_incomplete", "wrong_results", "timeout",
+                                                  "error")], sweep.findings()
