@@ -50,7 +50,8 @@ class Ceiling:
     unknown: str | None = None
     nic_ports: int = 0  # per_nic references scale by this (the slowest node's ports counted)
     nic_gbps: float | None = None  # their rate when they all share one
-    gpu_name: str | None = None  # intra: the node's GPU model (references match on it)
+    gpu_name: str | None = None  # the nodes' GPU model when they share one (references match on it)
+    gpus: int = 0  # GPUs per node, when every node has the same count
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ class RefMatch:
     def text(self) -> str:
         rng = (f"{self.low_GBps:.0f}" if self.low_GBps == self.high_GBps
                else f"{self.low_GBps:.0f}-{self.high_GBps:.0f}")
-        return f"{rng} GB/s ({self.ref.algo}, {self.ref.id}: {self.source})"
+        assumed = f"if the nodes are {self.ref.platform}; " if self.ref.scope == "platform" else ""
+        return f"{rng} GB/s ({assumed}{self.ref.algo}, {self.ref.id}: {self.source})"
 
     @property
     def source(self) -> str:
@@ -251,7 +253,8 @@ def ceiling_of(summary: dict[str, Any], nodes: dict[str, NodeLinks], have_invent
             return Ceiling(None, unknown=f"no inventory of host {h} (unreachable?)")
         bw = node.nic_GBps(ports)
         if bw is None:
-            return Ceiling(None, unknown=f"{h}: no NIC rate ({node.nic_unknown})")
+            why = f"{h}: no NIC rate ({node.nic_unknown})"
+            return Ceiling(None, unknown=why, **_shared_gpus(hosts, nodes))
         bounds.append((bw, node))
     bw, slowest = min(bounds, key=lambda b: b[0])
     used = min(ports, len(slowest.nics))
@@ -264,13 +267,25 @@ def ceiling_of(summary: dict[str, Any], nodes: dict[str, NodeLinks], have_invent
     return Ceiling(bw, basis=why, nic_ports=used, nic_gbps=rates.pop() if len(rates) == 1 else None)
 
 
+def _shared_gpus(hosts: list[str], nodes: dict[str, NodeLinks]) -> dict[str, Any]:
+    """The GPU model and count every one of ``hosts`` has (what a platform reference matches on),
+    or nothing when a node is unknown or they differ."""
+    seen = {(n.gpu_name, n.gpus) for n in (nodes.get(h) for h in hosts) if n is not None}
+    if len(seen) != 1 or any(nodes.get(h) is None for h in hosts):
+        return {}
+    name, count = seen.pop()
+    return {"gpu_name": name, "gpus": count} if name and count else {}
+
+
 def _gpus_match(ref: Reference, gpu_name: str | None) -> bool:
     return not ref.gpu or bool(gpu_name) and any(g.upper() in str(gpu_name).upper() for g in ref.gpu)
 
 
 def match_reference(summary: dict[str, Any], ceiling: Ceiling, refs: list[Reference]) -> RefMatch | None:
-    """The first reference for this collective and shape: intra (one node, ``gpus`` ranks, GPU model)
-    or per_nic (across nodes, the slowest node's port rate, scaled by its ports counted)."""
+    """The first reference for this collective and shape: intra (one node, ``gpus`` ranks, GPU model),
+    per_nic (across nodes, the slowest node's port rate, scaled by its ports counted), or platform
+    (across nodes whose NICs are unknown, every one with the reference's GPU model and count, a
+    GPU a rank: what an imported log says of its nodes)."""
     hosts = summary["hosts"]
     for ref in refs:
         if ref.collective != summary["collective"] or summary["backend"] != "nccl":
@@ -280,6 +295,9 @@ def match_reference(summary: dict[str, Any], ceiling: Ceiling, refs: list[Refere
                 return RefMatch(ref, ref.low_GBps, ref.high_GBps)
         elif ref.scope == "per_nic" and len(hosts) > 1 and ceiling.nic_gbps == ref.nic_gbps:
             return RefMatch(ref, ref.low_GBps * ceiling.nic_ports, ref.high_GBps * ceiling.nic_ports)
+        elif (ref.scope == "platform" and len(hosts) > 1 and ceiling.GBps is None and ceiling.gpus == ref.gpus
+              and summary["ranks"] == ref.gpus * len(hosts) and _gpus_match(ref, ceiling.gpu_name)):
+            return RefMatch(ref, ref.low_GBps, ref.high_GBps)
     return None
 
 

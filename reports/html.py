@@ -366,15 +366,9 @@ def _heatmap_figure(
     if m is None:
         return None, {}
     hosts = [e(h) for h in m.hosts]
-    sw = [ctx.switches.get(h) or "?" for h in m.hosts]
-    blocks: list[tuple[str, int, int]] = []
-    for i, s in enumerate(sw):
-        if blocks and blocks[-1][0] == s:
-            blocks[-1] = (s, blocks[-1][1], i)
-        else:
-            blocks.append((s, i, i))
+    blocks = _switch_blocks(ctx, m)
     if len(hosts) > HEATMAP_FULL_MAX and len(blocks) > 1:
-        fig, zjson = _switch_heatmap(m, hosts, blocks)
+        fig, zjson = _switch_heatmap(m, hosts, blocks, findings)
         return fig, {"__NB_Z__": zjson}
     shapes = []
     if len(blocks) > 1:
@@ -466,43 +460,54 @@ def _heatmap_figure(
     return fig, matrices
 
 
-def _switch_heatmap(
-    m: Any, hosts: list[str], blocks: list[tuple[str, int, int]]
-) -> tuple[dict[str, Any], str]:
-    """Hosts x switches: each cell the median busbw of a host with the hosts of one switch. Past
-    HEATMAP_FULL_MAX hosts a cell per pair would not fit the page (4,096 hosts: 16.8 M cells, ~70 MB
-    of JSON); a slow node still shows as a dark row, a slow uplink as a dark column."""
+def _blocks_median(m: Any, z: np.ndarray, blocks: list[tuple[str, int, int]]) -> np.ndarray:
+    """Hosts x switches: each host's median of ``z`` (N x N) with the hosts of each switch."""
     from netbench.reports.pairmodel import nanmedian_rows
 
-    bw = m.bw[-1]
-    z = np.full((len(hosts), len(blocks)), np.nan)
+    out = np.full((len(m.hosts), len(blocks)), np.nan)
     for k, (_, lo, hi) in enumerate(blocks):
-        part = bw[:, lo : hi + 1]
-        med = nanmedian_rows(part)
-        z[:, k] = np.where(np.isfinite(part).any(axis=1), med, np.nan)
+        part = z[:, lo : hi + 1]
+        out[:, k] = np.where(np.isfinite(part).any(axis=1), nanmedian_rows(part), np.nan)
+    return out
+
+
+def _switch_heatmap(
+    m: Any, hosts: list[str], blocks: list[tuple[str, int, int]], findings: list[Finding]
+) -> tuple[dict[str, Any], str]:
+    """Hosts x switches: each cell a host's median with the hosts of one switch, as a ratio to what
+    hop class and load predict when the model has cells (else busbw). Past HEATMAP_FULL_MAX hosts a
+    cell per pair would not fit the page (4,096 hosts: 16.8 M cells, ~70 MB of JSON); a slow node
+    still shows as a dark row, a slow uplink as a dark column, and ``_drill_figure`` holds the
+    pairs of the switches worth a look at host resolution."""
+    ratio = _expected_ratio(m)
+    z = _blocks_median(m, ratio if ratio is not None else m.bw[-1], blocks)
     finite = z[np.isfinite(z)]
     switches = [e(s) for s, _, _ in blocks]
     ticks = {"tickmode": "array", "tickvals": [hosts[(lo + hi) // 2] for _, lo, hi in blocks],
              "ticktext": switches}
+    size = format_size(m.sizes[-1])
+    if ratio is not None:
+        colour: dict[str, Any] = {"colorscale": "RdBu", "reversescale": True, "zmin": 0.4, "zmax": 1.6,
+                                  "zmid": 1.0, "colorbar": {"title": {"text": "x expected"}}}
+        what, unit = "x what hop class and load predict", "x expected"
+    else:
+        colour = {"colorscale": "Viridis", "zmin": float(0.6 * np.median(finite)) if finite.size else None,
+                  "zmax": float(np.percentile(finite, 99.9)) if finite.size else None,
+                  "colorbar": {"title": {"text": "GB/s"}}}
+        what, unit = "busbw", "GB/s"
+    data: list[dict[str, Any]] = [{
+        "type": "heatmap", "x": switches, "y": hosts, "z": "__NB_Z__", **colour, "hoverongaps": False,
+        "hovertemplate": f"%{{y}} with the hosts of %{{x}}: median %{{z}} {unit}<extra></extra>",
+    }]
+    marks = _switch_marks(m, blocks, findings)
+    if marks is not None:
+        data.append(marks)
     fig = {
         "id": "heatmap-plot",
-        "data": [
-            {
-                "type": "heatmap",
-                "x": switches,
-                "y": hosts,
-                "z": "__NB_Z__",
-                "colorscale": "Viridis",
-                "zmin": float(0.6 * np.median(finite)) if finite.size else None,
-                "zmax": float(np.percentile(finite, 99.9)) if finite.size else None,
-                "colorbar": {"title": {"text": "GB/s"}},
-                "hoverongaps": False,
-                "hovertemplate": "%{y} with the hosts of %{x}: median %{z} GB/s<extra></extra>",
-            }
-        ],
+        "data": data,
         "layout": {
-            "title": {"text": e(f"{m.collective} busbw at {format_size(m.sizes[-1])}: each host's median "
-                                f"with each switch's hosts ({len(hosts)} hosts, one column per switch)")},
+            "title": {"text": e(f"{m.collective} {what} at {size}: each host's median with each switch's "
+                                f"hosts ({len(hosts)} hosts, one column per switch)")},
             "xaxis": {"type": "category", "automargin": True, "tickangle": -60},
             "yaxis": {"type": "category", "automargin": True, "autorange": "reversed", **ticks},
             "height": 900,
@@ -510,6 +515,132 @@ def _switch_heatmap(
         },
     }
     return fig, _z_json(z)
+
+
+def _switch_marks(
+    m: Any, blocks: list[tuple[str, int, int]], findings: list[Finding]
+) -> dict[str, Any] | None:
+    """The aggregate's cells of the findings: a node's row at its own switch, a link's two ends at
+    each other's switch."""
+    index = {h: i for i, h in enumerate(m.hosts)}
+    block_of = {h: blocks[k][0] for k, (_, lo, hi) in enumerate(blocks) for h in m.hosts[lo : hi + 1]}
+    xs, ys, texts = [], [], []
+    for f in findings:
+        if f.severity == "info":
+            continue
+        ends = f.subject.split("|", 1) if f.subject_kind == "pair" and "|" in f.subject else [f.subject] * 2
+        if f.subject_kind in ("pair", "node") and all(h in index for h in ends):
+            for a, b in {(ends[0], ends[1]), (ends[1], ends[0])}:
+                xs.append(e(block_of[b]))
+                ys.append(e(a))
+                texts.append(e(f"{f.rule}: {f.title}"))
+    if not xs:
+        return None
+    return {"type": "scatter", "mode": "markers", "x": xs, "y": ys, "text": texts, "name": "findings",
+            "marker": {"symbol": "square-open", "size": 11, "color": "#101828", "line": {"width": 2}},
+            "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
+
+
+DRILL_MAX = 8  # switch pairs shown at host resolution past HEATMAP_FULL_MAX hosts
+
+
+def _drill_blocks(
+    m: Any, blocks: list[tuple[str, int, int]], findings: list[Finding], agg: np.ndarray
+) -> list[tuple[int, int, str]]:
+    """The switch pairs worth a look at host resolution, at most DRILL_MAX: those of the findings
+    (failures first: a node's own switch, a link's two switches, a slow switch with itself), then
+    the lowest medians of the aggregate ``agg`` (hosts x switches)."""
+    block_of = {h: k for k, (_, lo, hi) in enumerate(blocks) for h in m.hosts[lo : hi + 1]}
+    by_name = {name: k for k, (name, _, _) in enumerate(blocks)}
+    chosen: dict[tuple[int, int], str] = {}
+    for f in sorted(findings, key=lambda f: {"fail": 0, "warn": 1}.get(f.severity, 2)):
+        if f.severity == "info":
+            continue
+        if f.subject_kind == "pair" and "|" in f.subject:
+            a, b = f.subject.split("|", 1)
+            key = (block_of.get(a), block_of.get(b))
+        elif f.subject_kind == "node":
+            key = (block_of.get(f.subject),) * 2
+        elif f.subject_kind == "switch":
+            key = (by_name.get(f.subject),) * 2
+        else:
+            continue
+        if None not in key:
+            chosen.setdefault((min(key), max(key)), f"{f.rule} {f.subject}")  # type: ignore[type-var]
+    from netbench.reports.pairmodel import nanmedian_rows
+
+    sw = np.full((len(blocks), len(blocks)), np.nan)
+    for k, (_, lo, hi) in enumerate(blocks):
+        part = agg[lo : hi + 1].T  # switch x this switch's hosts
+        sw[k] = np.where(np.isfinite(part).any(axis=1), nanmedian_rows(part), np.nan)
+    order = np.argsort(np.where(np.isfinite(sw), sw, np.inf), axis=None)
+    for flat in order:
+        if len(chosen) >= DRILL_MAX:
+            break
+        i, j = divmod(int(flat), len(blocks))
+        if i <= j and np.isfinite(sw[i, j]):
+            chosen.setdefault((i, j), f"median {sw[i, j]:.2f}")
+    return [(i, j, why) for (i, j), why in list(chosen.items())[:DRILL_MAX]]
+
+
+def _drill_figure(ctx: AnalysisContext, findings: list[Finding]) -> dict[str, Any] | None:
+    """Past HEATMAP_FULL_MAX hosts, the pairs of a few switch pairs at host resolution (a menu picks
+    one): the findings' switches first, then those whose hosts do worst together. The full matrix is
+    results.jsonl's."""
+    m = ctx.pair_model
+    if m is None or len(m.hosts) <= HEATMAP_FULL_MAX:
+        return None
+    blocks = _switch_blocks(ctx, m)
+    if len(blocks) < 2:
+        return None
+    ratio = _expected_ratio(m)
+    z = ratio if ratio is not None else m.bw[-1]
+    picks = _drill_blocks(m, blocks, findings, _blocks_median(m, z, blocks))
+    if not picks:
+        return None
+    traces, buttons = [], []
+    for n, (i, j, why) in enumerate(picks):
+        (a, alo, ahi), (b, blo, bhi) = blocks[i], blocks[j]
+        cells = z[alo : ahi + 1, blo : bhi + 1]
+        traces.append({
+            "type": "heatmap", "visible": n == 0, "hoverongaps": False,
+            "x": [e(h) for h in m.hosts[blo : bhi + 1]], "y": [e(h) for h in m.hosts[alo : ahi + 1]],
+            "z": [[float(f"{v:.3g}") if np.isfinite(v) else None for v in row] for row in cells],
+            **({"colorscale": "RdBu", "reversescale": True, "zmin": 0.4, "zmax": 1.6, "zmid": 1.0,
+                "colorbar": {"title": {"text": "x expected"}}} if ratio is not None
+               else {"colorscale": "Viridis", "colorbar": {"title": {"text": "GB/s"}}}),
+            "hovertemplate": "%{y} - %{x}: %{z}<extra></extra>",
+        })
+        buttons.append({"label": e(f"{a} x {b} ({why})"), "method": "update",
+                        "args": [{"visible": [k == n for k in range(len(picks))]}]})
+    small = {"type": "category", "automargin": True, "tickfont": {"size": 9}}
+    return {
+        "id": "heatmap-drill-plot",
+        "data": traces,
+        "layout": {
+            "title": {"text": e(f"pairs at host resolution: {m.collective} at {format_size(m.sizes[-1])}"
+                                + (" / what hop class and load predict" if ratio is not None else " busbw")),
+                      "yref": "container", "y": 0.985},
+            "updatemenus": [{"type": "dropdown", "x": 0, "xanchor": "left", "y": 1.04, "yanchor": "bottom",
+                             "buttons": buttons, "showactive": True}],
+            "xaxis": {**small, "tickangle": -60},
+            "yaxis": {**small, "autorange": "reversed"},
+            "height": 640,
+            "margin": {"l": 90, "r": 20, "t": 100, "b": 90},
+        },
+    }
+
+
+def _switch_blocks(ctx: AnalysisContext, m: Any) -> list[tuple[str, int, int]]:
+    """Runs of consecutive hosts under one switch (the matrix's hosts are grouped by switch)."""
+    blocks: list[tuple[str, int, int]] = []
+    for i, h in enumerate(m.hosts):
+        s = ctx.switches.get(h) or "?"
+        if blocks and blocks[-1][0] == s:
+            blocks[-1] = (s, blocks[-1][1], i)
+        else:
+            blocks.append((s, i, i))
+    return blocks
 
 
 def _human(n: int) -> str:
@@ -951,12 +1082,20 @@ def _engines(ctx: AnalysisContext) -> str:
     )
 
 
+def _drill_note(drill: dict[str, Any]) -> str:
+    n = len(drill["data"])
+    return (f"Drill-down: {n} switch pair{'s' if n > 1 else ''} at host resolution (the menu picks one): "
+            "the switches of the findings first, then those whose hosts do worst together. Every pair is "
+            "a row of results.jsonl (pattern pair), for any other switch pair.")
+
+
 def _heat_note(ctx: AnalysisContext) -> str:
     m = ctx.pair_model
     if m is not None and len(m.hosts) > HEATMAP_FULL_MAX:
-        return (f"{len(m.hosts)} hosts: each cell is a host's median busbw with the hosts of one switch "
-                "(a cell per pair would not fit the page). A dark row is a slow node, a dark column a "
-                "slow switch or uplink; slow links are in the findings.")
+        what = "ratio to what its hop class and load predict" if _expected_ratio(m) is not None else "busbw"
+        return (f"{len(m.hosts)} hosts: each cell is a host's median {what} with the hosts of one switch "
+                "(a cell per pair would not fit the page); open squares mark the findings. A red row is "
+                "a slow node, a red column a slow switch or uplink; the drill-down below shows the pairs.")
     return ("Each cell: the pair's busbw at the largest size measured; boxes are leaf switches; open "
             "squares mark the findings' pairs (on the diagonal: a node's). A dark row and column is a "
             "slow node; a single dark cell a slow link. \"ratio to expected\" shows each pair against "
@@ -983,6 +1122,9 @@ def render_html(
     heat, matrices = _heatmap_figure(ctx, findings)
     if heat:
         figures.append(heat)
+    drill = _drill_figure(ctx, findings)
+    if drill:
+        figures.append(drill)
     if embed_rows not in EMBED_ROWS:
         raise ValueError(f"embed_rows must be one of {EMBED_ROWS}, got {embed_rows!r}")
     gz, nrows, csv_note = _embedded_rows(ctx, embed_rows)
@@ -1005,9 +1147,12 @@ def render_html(
         f'<div id="{f["id"]}" class="plot"></div>' for f in figures if f["id"].startswith("curve")
     )
     heat_h = heat["layout"]["height"] if heat else 0
+    drill_h = drill["layout"]["height"] if drill else 0
     heat_html = (
         f'<div id="heatmap-plot" class="plot heat" style="height:{heat_h + 10}px"></div><p class="note">'
         f"{_heat_note(ctx)}</p>"
+        + (f'<div id="heatmap-drill-plot" class="plot heat" style="height:{drill_h + 10}px">'
+           f"</div><p class=\"note\">{_drill_note(drill)}</p>" if drill else "")
         if heat
         else "<p class='note'>No pair measurements in this run.</p>"
     )

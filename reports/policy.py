@@ -83,6 +83,10 @@ class Thresholds:
     below_ceiling_factor: float = 0.5
     """A headline busbw (large sizes, at least ``large_min_bytes``) below this fraction of its
     physical ceiling (NIC or NVLink rate from the inventory) is ``below_ceiling``."""
+    below_reference_factor: float = 0.8
+    """A headline of nodes whose NICs are unknown (an import without ``--nics``) below this
+    fraction of the low end of its platform's published figure is ``below_reference``: a
+    measured figure, not a physical bound, so the bar is closer than the ceiling's."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -92,6 +96,7 @@ class Thresholds:
             "straggler_fraction",
             "cross_spine_warn_ratio",
             "below_ceiling_factor",
+            "below_reference_factor",
         ):
             v = getattr(self, name)
             if not 0 < v <= 1:
@@ -156,7 +161,7 @@ class Expectations:
         ]
 
 
-REFERENCE_SCOPES = ("intra", "per_nic")
+REFERENCE_SCOPES = ("intra", "per_nic", "platform")
 
 
 @dataclass
@@ -166,13 +171,16 @@ class Reference:
 
     id: str
     collective: str
-    scope: str  # intra: one node over NVLink; per_nic: across nodes, per NIC of the slowest node
+    # intra: one node over NVLink; per_nic: across nodes, per NIC of the slowest node; platform:
+    # across nodes of a named system (GPU model and count) whose NICs nobody told us (an import)
+    scope: str
     low_GBps: float
     high_GBps: float
     source: str
     gpu: list[str] = field(default_factory=list)  # substrings of the GPU name; empty: any
     gpus: int = 0  # GPUs per node it was measured with; 0: any
     nic_gbps: float | None = None  # per_nic: the port rate it applies to
+    platform: str = ""  # platform: the system it assumes ("DGX H100: 8 x 400 Gb/s ConnectX-7")
     algo: str = "default"
     note: str = ""
 
@@ -184,6 +192,8 @@ class Reference:
             raise PolicyError(f"{where}: need 0 < low_GBps <= high_GBps")
         if self.scope == "per_nic" and not (self.nic_gbps and self.nic_gbps > 0):
             raise PolicyError(f"{where}: a per_nic reference needs nic_gbps > 0")
+        if self.scope == "platform" and not (self.gpu and self.gpus and self.platform.strip()):
+            raise PolicyError(f"{where}: a platform reference needs gpu, gpus and the platform it assumes")
         if not self.source.strip():
             raise PolicyError(f"{where}: a reference needs its source")
         if not isinstance(self.gpu, list) or not all(isinstance(g, str) and g for g in self.gpu):

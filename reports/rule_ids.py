@@ -49,6 +49,7 @@ FINDING_IDS: dict[str, str] = {
     # ceiling
     "below_ceiling": "warn",
     "above_ceiling": "info",
+    "below_reference": "warn",
     # regression
     "regression": "warn",
     "env_changed": "info",

@@ -254,3 +254,34 @@ def test_prints_legibly(tmp_path, page_of):
     pdf = pg.pdf(landscape=True)
     assert pdf[:4] == b"%PDF" and len(pdf) > 20_000
     assert problems == []
+
+
+@browser
+@pytest.mark.browser
+def test_past_the_full_size_the_switch_view_drills_down_to_the_findings_switches(tmp_path, page_of,
+                                                                                 monkeypatch):
+    """Past HEATMAP_FULL_MAX hosts (1,024; 8 here) the heatmap is hosts x switches and a second plot
+    holds switch pairs at host resolution, the findings' first: a menu picks one."""
+    from netbench.reports import html
+
+    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 8)
+    run = _hostile_run(tmp_path)
+    done = report_run(run)
+    pg, problems = page_of(done.html)
+    inventory = (run / "inventory.jsonl").read_text().splitlines()
+    switches = {json.loads(x)["labels"].get("switch") for x in inventory}
+    assert pg.evaluate("document.getElementById('heatmap-plot').data[0].x.length") == len(switches) > 1
+    drill = "document.getElementById('heatmap-drill-plot').data"
+    labels = pg.evaluate("document.getElementById('heatmap-drill-plot').layout.updatemenus[0].buttons"
+                         ".map(b => b.label)")
+    slow = host_names(16)[4]
+    [k] = [k for k, t in enumerate(labels) if f"slow_node {slow}" in t]
+    assert slow in pg.evaluate(f"{drill}[{k}].y")
+    assert pg.evaluate(f"{drill}.map(t => t.visible === false ? 0 : 1)")[0] == 1
+    n = pg.evaluate(f"{drill}.length")
+    assert n >= 2
+    pg.locator("#heatmap-drill-plot .updatemenu-header-group").click()
+    pg.locator("#heatmap-drill-plot .updatemenu-item-text").nth(2).click()  # 0: the header; 2: the 2nd entry
+    pg.wait_for_function(f"{drill}[1].visible === true")
+    assert pg.evaluate(f"{drill}.map(t => t.visible === false ? 0 : 1)") == [0, 1] + [0] * (n - 2)
+    assert problems == []

@@ -262,3 +262,29 @@ def test_past_the_both_views_size_the_heatmap_carries_the_ratio_alone(sim_run, m
     assert list(matrices) == ["__NB_R__"] and fig["data"][0]["z"] == "__NB_R__"
     assert "updatemenus" not in fig["layout"]
     assert "what its hop class and load predict" in fig["layout"]["title"]["text"]
+
+
+def test_past_the_full_size_the_switch_view_is_a_ratio_and_the_drill_down_starts_at_the_findings(
+        sim_run, monkeypatch):
+    """node0005 is 0.6x: in the hosts x switches aggregate its row is the red one at its own switch,
+    marked; the drill-down's first switch pair is its switch with itself, at host resolution."""
+    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 10)
+    ctx = load_context(sim_run)
+    findings = run_rules(ctx)
+    fig, matrices = html._heatmap_figure(ctx, findings)
+    agg = np.array(json.loads(matrices["__NB_Z__"]), dtype=float)
+    hosts = fig["data"][0]["y"]
+    assert agg.shape == (24, 3) and "x what hop class and load predict" in fig["layout"]["title"]["text"]
+    slow = hosts.index("node0005")
+    assert agg[slow, 0] < 0.7 < np.nanmin(np.delete(agg[:, 0], slow))
+    marks = fig["data"][-1]
+    assert (fig["data"][0]["x"][0], "node0005") in set(zip(marks["x"], marks["y"], strict=True))
+    drill = html._drill_figure(ctx, findings)
+    assert drill is not None and 1 <= len(drill["data"]) <= html.DRILL_MAX
+    first = drill["data"][0]
+    assert "slow_node node0005" in drill["layout"]["updatemenus"][0]["buttons"][0]["label"]
+    assert first["y"] == first["x"] == hosts[:8]
+    row = np.array([np.nan if v is None else v for v in first["z"][slow]], dtype=float)
+    assert np.nanmedian(row) < 0.7
+    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 1024)
+    assert html._drill_figure(ctx, findings) is None  # whole matrix on the page: nothing to drill

@@ -239,8 +239,8 @@ def test_a_host_whose_disk_is_full_runs_its_pairs(clean, tmp_path: Path) -> None
         full = clean.run("h1", ["sh", "-c", "echo x > /tmp/nbt-probe-write"])
         assert full.returncode != 0 and "No space left" in full.stderr, full
         sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise",
-                       "-b", "64K", "-e", "64K", "--pair-sizes", "64K", "--confirm-budget", "0", "--fail-on", "never",
-                       *SMALL], tmp_path / "run")
+                       "-b", "64K", "-e", "64K", "--pair-sizes", "64K", "--confirm-budget", "0",
+                       "--fail-on", "never", *SMALL], tmp_path / "run")
         rc = sweep.finish()
     finally:
         clean.free_disk("h1")
@@ -251,5 +251,5 @@ def test_a_host_whose_disk_is_full_runs_its_pairs(clean, tmp_path: Path) -> None
     assert len(sweep.pairs()) == 10
     assert "h1" not in sweep.nodes_named(("fail", "warn")), sweep.findings()
     found = json.loads((sweep.out / "findings.json").read_text())["findings"]
-    assert not [f for f in found if f["rule"] in ("host_failing", "run_incomplete", "wrong_results", "timeout",
-                                                  "error")], sweep.findings()
+    faults = ("host_failing", "run_incomplete", "wrong_results", "timeout", "error")
+    assert not [f for f in found if f["rule"] in faults], sweep.findings()

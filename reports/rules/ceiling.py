@@ -4,8 +4,11 @@
 ``large_min_bytes``) below ``below_ceiling_factor`` of its ceiling: the links can carry far more
 than the collective got, so something between them and the ranks is off (NIC selection, GPUDirect
 RDMA, PCIe, NCCL settings). ``above_ceiling`` (info): busbw above the links' rate, with why (NVLS,
-Tree on two nodes), so nobody files a ticket about a number that is too good. Headlines whose
-ceiling is unknown are listed with the reason in the report, not as findings.
+Tree on two nodes), so nobody files a ticket about a number that is too good. ``below_reference``:
+a headline whose ceiling is unknown because nobody said what NICs the nodes have (an nccl-tests
+import without ``--nics``), but whose GPUs name a platform with a published figure, far below that
+figure: a warning that says what it assumes, since the nodes may have fewer or slower NICs. Other
+headlines whose ceiling is unknown are listed with the reason in the report, not as findings.
 """
 
 from __future__ import annotations
@@ -79,6 +82,28 @@ def _pairs_below(below: list[Headline], judged: int) -> Finding:
     )
 
 
+_REFERENCE_ACTION = (
+    "If the nodes are that platform, the fabric delivers far less than it should: check which NICs and "
+    "transport NCCL used (NCCL_DEBUG=INFO: NET/IB, not NET/Socket), GPUDirect RDMA and the NICs' links. "
+    "If they have fewer or slower NICs, import the log again with --nics PORTSxGBPS (e.g. 8x200) to judge "
+    "it against their own ceiling.")
+
+
+def _below_reference(h: Headline, factor: float) -> Finding:
+    assert h.reference is not None
+    ref = h.reference
+    share = h.busbw_GBps / ref.low_GBps
+    return Finding(
+        rule="below_reference", severity="warn", subject_kind="run", subject=_subject(h),
+        title=f"{h.collective} {h.pattern} busbw {h.busbw_GBps:.1f} GB/s is {share:.0%} of what "
+        f"{ref.ref.platform} reaches ({ref.text()}); no NIC is known, so this assumes that platform",
+        evidence={**_evidence(h), "reference_low_GBps": sig3(ref.low_GBps),
+                  "below_reference_factor": factor, "assumes": ref.ref.platform,
+                  "ceiling_unknown": h.ceiling.unknown or ""},
+        action=_REFERENCE_ACTION, hosts=sorted(h.hosts) if len(h.hosts) <= 4 else [],
+    )
+
+
 _LIST = 20
 _ACTION = ("The links can carry far more: check which NICs NCCL picked (NCCL_DEBUG=INFO, NCCL_IB_HCA), "
            "GPUDirect RDMA, the NICs' PCIe links and NCCL_ALGO/NCCL_PROTO settings; on CPU ranks, the "
@@ -93,6 +118,10 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     below: dict[str, list[Headline]] = {"pair": [], "rail": []}
     for h in ctx.analyses.headlines:
         if h.fraction is None:
+            ref = h.reference
+            if (ref is not None and ref.ref.scope == "platform" and max(h.sizes) >= t.large_min_bytes
+                    and h.busbw_GBps < t.below_reference_factor * ref.low_GBps):
+                out.append(_below_reference(h, t.below_reference_factor))
             continue
         if h.exceeds:
             if h.pattern not in judged:  # one per pair would drown the report; the pairs' table shows them
@@ -113,4 +142,5 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     return out
 
 
-RULE = Rule(name="ceiling", ids=ids("below_ceiling", "above_ceiling"), check=check, doc=__doc__ or "")
+RULE = Rule(name="ceiling", ids=ids("below_ceiling", "above_ceiling", "below_reference"), check=check,
+            doc=__doc__ or "")
