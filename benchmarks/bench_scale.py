@@ -8,6 +8,7 @@ RSS from ``wait4``, the size of report.html. On a shared machine wall time depen
 load, so the load average is printed beside it and CPU time is the figure that does not.
 
     python benchmarks/bench_scale.py --nodes 1024 --leaves 32 --pair-sizes 64M,256M,1G [--run DIR] [--keep]
+        [--fault node:node2049=0.6]
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main() -> None:
     ap.add_argument("--oversubscription", default="2")
     ap.add_argument("--run", help="use this run directory (simulated into it when it has no results.jsonl)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary run directory")
+    ap.add_argument("--fault", action="append", default=[], help="planted into the simulation (simulate --fault)")
     args = ap.parse_args()
     run = Path(args.run) if args.run else Path(tempfile.mkdtemp(prefix="nb-scale-")) / "run"
     try:
@@ -57,7 +59,7 @@ def main() -> None:
             sim = measured([
                 *NETBENCH, "simulate", "--nodes", str(args.nodes), "--leaves", str(args.leaves),
                 "--oversubscription", args.oversubscription, "--pair-sizes", args.pair_sizes,
-                "--out", str(run), "--no-report",
+                "--out", str(run), "--no-report", *(x for f in args.fault for x in ("--fault", f)),
             ])
             if sim["rc"] != 0:
                 sys.exit(f"simulate failed ({sim['rc']}): {sim['stderr']}")
