@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--oversubscription", default="2")
     ap.add_argument("--run", help="use this run directory (simulated into it when it has no results.jsonl)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary run directory")
-    ap.add_argument("--fault", action="append", default=[], help="planted into the simulation (simulate --fault)")
+    ap.add_argument("--fault", action="append", default=[], help="planted in the simulation (--fault)")
     args = ap.parse_args()
     run = Path(args.run) if args.run else Path(tempfile.mkdtemp(prefix="nb-scale-")) / "run"
     try:

@@ -18,7 +18,14 @@ FAIL_ON = ("fail", "warn", "never")
 
 def exit_code(findings: list[Finding], fail_on: str = "fail") -> int:
     """0: no warn/fail findings, 1: warnings only, 2: failures; ``fail_on`` moves the bar (FAIL_ON)."""
-    code = EXIT_CODES[verdict(findings)]
+    return verdict_status(EXIT_CODES[verdict(findings)], fail_on)
+
+
+def verdict_status(code: int, fail_on: str) -> int:
+    """A verdict's status (0 pass, 1 warnings, 2 failures) with the bar ``fail_on`` moved; any other
+    status (3 no verdict, 128 + a signal) is not a verdict and stays."""
+    if code not in (0, 1, 2):
+        return code
     if fail_on == "never":
         return 0
     return 2 if fail_on == "warn" and code == 1 else code

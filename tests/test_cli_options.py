@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 import pytest
-from netbench.reports.summary import exit_code
+from netbench.reports.summary import exit_code, verdict_status
 
 from netbench.cli import LazyGroup, main
 from netbench.commands._options import NCCL_TESTS_INSTEAD
@@ -112,6 +112,20 @@ def _finding(severity: str) -> Finding:
 ])
 def test_fail_on_moves_the_bar(severity: str, fail_on: str, code: int) -> None:
     assert exit_code([_finding(severity)], fail_on) == code
+
+
+def test_fail_on_leaves_what_is_no_verdict_alone(tmp_path: Path) -> None:
+    """preflight --fail-on never: nothing reachable is still 3 (could not run), never a quiet 0."""
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host *\n    HostName 127.0.0.1\n    Port 1\n    ConnectTimeout 2\n")
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("down1\ndown2\n")
+    r = subprocess.run([sys.executable, "-m", "netbench", "preflight", "--hosts", str(hosts), "--ssh-config",
+                        str(cfg), "--out", str(tmp_path / "run"), "--fail-on", "never"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3 and r.stdout == "", r.stderr
+    assert [verdict_status(c, "never") for c in (0, 1, 2, 3, 130, 143)] == [0, 0, 0, 3, 130, 143]
+    assert [verdict_status(c, "warn") for c in (0, 1, 2, 3)] == [0, 2, 2, 3]
 
 
 @pytest.fixture(scope="module")

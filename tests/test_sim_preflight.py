@@ -211,3 +211,15 @@ def test_slow_uplink_is_named_and_none_of_its_nodes_drained(tmp_path, nodes, lea
     # whole leaves against each other: 3 rounds for 4 leaves, 1 for two (any more would cross the
     # same two uplinks again)
     assert len(crossed) == (3 if leaves > 2 else 1)
+
+
+@pytest.mark.parametrize(("fault", "fail_on", "status"), [
+    ("gpu:node0003", "never", 0),  # a node to drain: still drained, still printed
+    ("link:node0001,node0009=0.4", "fail", 1),  # a slow link: a warning (links are checked, not drained)
+    ("link:node0001,node0009=0.4", "warn", 2),
+])
+def test_fail_on_moves_preflight_s_bar_and_keeps_the_drain_list(tmp_path, fault, fail_on, status):
+    r = CliRunner().invoke(cli, ["simulate", "--preflight", "--nodes", "16", "--leaves", "2", "--fault",
+                                 fault, "--seed", "2", "--fail-on", fail_on, "--out", str(tmp_path / "run")])
+    assert r.exit_code == status, r.output
+    assert r.stdout.splitlines() == (["node0003"] if fault.startswith("gpu") else [])

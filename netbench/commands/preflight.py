@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from netbench.commands._options import FAIL_ON
 from netbench.params import DURATION, CsvList
 
 
@@ -45,7 +46,8 @@ shows), then each suspect re-tested against known-good partners
 while the budget lasts (a node several slow links share, as the node). A node is drained only for a
 failure of its own, and a slow node only once its re-tests confirm it; slow links are listed to
 check, not drained.
-Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
+Exit codes: 0 pass, 1 warnings, 2 failures (drain; --fail-on warn: warnings too, never: no
+verdict exits non-zero, the drain list still prints), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
 GPUs, a full run directory); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP, with the drain list
 of what the inventory had established only. Progress and the verdict go to stderr.""",
@@ -135,6 +137,7 @@ of what the inventory had established only. Progress and the verdict go to stder
 @click.option("--junit-warn-as-failure", is_flag=True, help="Warnings fail the JUnit test cases too.")
 @click.option("--prometheus", "prometheus_path", type=click.Path(dir_okay=False), help="Prometheus textfile.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Result rows as CSV.")
+@FAIL_ON
 def command(
     drain_list: str | None,
     drain_in_slurm: bool,
@@ -144,6 +147,7 @@ def command(
     junit_warn_as_failure: bool,
     prometheus_path: str | None,
     csv_path: str | None,
+    fail_on: str,
     **kw: object,
 ) -> None:
     """Check a set of nodes before a large job: inventory, policy, pairs, ring, re-tests of suspects."""
@@ -186,4 +190,6 @@ def command(
             click.echo(line, err=True)
     for host in result.drain:
         click.echo(host)
-    raise SystemExit(result.exit_code)
+    from netbench.reports.summary import verdict_status
+
+    raise SystemExit(verdict_status(result.exit_code, fail_on))

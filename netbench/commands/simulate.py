@@ -132,7 +132,7 @@ def command(
             raise UsageError(
                 "--pair-batch, --pattern, --no-report and --confirm-budget are for the sweep, not --preflight"
             )
-        _preflight(opts, budget_s, rounds, confirm, pair_sizes)
+        _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
     if confirm_budget_s > 0:
@@ -146,7 +146,7 @@ def command(
 
 
 def _preflight(
-    opts: object, budget_s: float, rounds: int | None, confirm: int, sizes: list[int] | None
+    opts: object, budget_s: float, rounds: int | None, confirm: int, sizes: list[int] | None, fail_on: str
 ) -> None:
     """Preflight on the fabric: its usual output, the drain list on stdout, the score; exits."""
     from netbench.preflight import PreflightOptions, format_summary
@@ -165,4 +165,6 @@ def _preflight(
     )
     for host in res.result.drain:
         click.echo(host)
-    raise SystemExit(res.result.exit_code)
+    from netbench.reports.summary import verdict_status
+
+    raise SystemExit(verdict_status(res.result.exit_code, fail_on))
