@@ -81,3 +81,17 @@ def test_verdict_in_colour_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
     piped = subprocess.run([sys.executable, "-m", "netbench", *args], capture_output=True, timeout=300,
                            env=env)
     assert piped.stdout.startswith(b"FAIL:") and b"\x1b" not in piped.stdout
+
+
+def test_preflight_s_verdict_on_stderr_in_colour_on_a_terminal_only(tmp_path) -> None:  # noqa: ANN001
+    """Preflight's verdict goes to stderr (stdout: the drain list): coloured where stderr is a
+    terminal, plain in a pipe, the drain list never coloured."""
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    args = ["simulate", "--preflight", "--nodes", "16", "--leaves", "2", "--fault", "gpu:node0003",
+            "--seed", "2"]
+    tty = _run_on_tty([*args, "--out", str(tmp_path / "a")], "stderr", env)
+    assert b"\x1b[1;31mFAIL\x1b[0m:" in tty and b"[\x1b[1;31mFAIL\x1b[0m] " in tty, tty[-2000:]
+    piped = subprocess.run([sys.executable, "-m", "netbench", *args, "--out", str(tmp_path / "b")],
+                           capture_output=True, timeout=300, env=env)
+    assert piped.returncode == 2 and piped.stdout == b"node0003\n"
+    assert b"FAIL:" in piped.stderr and b"\x1b" not in piped.stderr

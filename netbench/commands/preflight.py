@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from netbench.commands._options import FAIL_ON
@@ -182,7 +184,7 @@ def command(
         csv_path=csv_path,
         drain_list=drain_list,
     )
-    click.echo(format_summary(result), err=True)
+    click.echo(format_summary(result, sys.stderr), err=True)
     if drain_in_slurm:
         from netbench.preflight.outputs import drain_in_slurm as drain
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from netbench.commands._options import FAIL_ON
@@ -156,7 +158,7 @@ def _preflight(
         hosts_file=None, budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
     )
     res = simulate_preflight(opts, pf, echo=lambda s: click.echo(s, err=True))  # type: ignore[arg-type]
-    click.echo(format_summary(res.result), err=True)
+    click.echo(format_summary(res.result, sys.stderr), err=True)
     click.echo(f"# {res.score.text()}", err=True)
     click.echo(
         f"# fabric time {res.fabric_s:.1f} s (inventory, launches and phases as simulated); this machine "

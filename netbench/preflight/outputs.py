@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from netbench.common.rundir import atomic_write
 from netbench.preflight.options import PreflightResult
@@ -125,8 +126,15 @@ def write_error_outputs(
         atomic_write(junit_path, junit.to_junit([f], [], {}))
 
 
-def format_summary(result: PreflightResult) -> str:
-    """The verdict block for stderr (stdout carries only the drain list)."""
+def format_summary(result: PreflightResult, stream: TextIO | None = None) -> str:
+    """The verdict block for stderr (stdout carries only the drain list): what hosts reported shown
+    as text (``terminal_safe``), the verdict words in colour when ``stream`` is a terminal."""
+    from netbench.common.text import coloured, terminal_safe
+
+    return coloured(terminal_safe(_summary(result)), stream or sys.stderr)
+
+
+def _summary(result: PreflightResult) -> str:
     from netbench.reports.summary import format_summary as summary
 
     stop = result.info.get("interrupted")
