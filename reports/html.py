@@ -152,6 +152,13 @@ EVIDENCE_ITEMS = 12  # list items and mapping entries shown in an evidence cell;
 def _value(v: Any) -> str:
     """One evidence value for people: numbers to 3 significant digits, short lists and mappings
     inline, anything nested as compact JSON (escaped by the caller)."""
+    text = _inline(v, top=True)
+    return text if len(text) <= 400 else text[:400] + " ..."
+
+
+def _inline(v: Any, top: bool = False) -> str:
+    """``_value`` without the length cap: a mapping as ``key: value, ...``, a list as ``a, b``, what
+    is nested in parentheses (``re-test: verdict: confirmed, ratios: (node0022: 0.696, ...)``)."""
     if isinstance(v, bool) or v is None:
         return json.dumps(v)
     if isinstance(v, float):
@@ -159,13 +166,15 @@ def _value(v: Any) -> str:
     if isinstance(v, (int, str)):
         return str(v)
     more = lambda n: f", ... {n - EVIDENCE_ITEMS} more" if n > EVIDENCE_ITEMS else ""  # noqa: E731
-    if isinstance(v, dict) and all(not isinstance(x, (dict, list)) for x in v.values()):
+    if isinstance(v, dict):
         items = list(v.items())
-        return ", ".join(f"{k}: {_value(x)}" for k, x in items[:EVIDENCE_ITEMS]) + more(len(items))
-    if isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v):
-        return ", ".join(_value(x) for x in v[:EVIDENCE_ITEMS]) + more(len(v))
-    text = json.dumps(_clean(v), default=str, separators=(", ", ": "))
-    return text if len(text) <= 400 else text[:400] + " ..."
+        text = ", ".join(f"{k}: {_inline(x)}" for k, x in items[:EVIDENCE_ITEMS]) + more(len(items))
+    elif isinstance(v, (list, tuple)):
+        sep = "; " if any(isinstance(x, dict) for x in v) else ", "
+        text = sep.join(_inline(x) for x in v[:EVIDENCE_ITEMS]) + more(len(v))
+    else:
+        text = str(_clean(v))
+    return text if top or not isinstance(v, (dict, list, tuple)) else f"({text})"
 
 
 def _evidence(f: Finding) -> str:
@@ -208,7 +217,8 @@ def _findings_table(findings: list[Finding]) -> str:
             f'<span class="sev {e(f.severity)}">{e(f.severity)}</span></td>'
             f'<td class="mono">{e(f.rule)}</td><td class="subject">{e(f.subject)}</td>'
             f'<td class="title">{e(f.title)}</td><td class="action">{e(f.action)}</td>'
-            f'<td><details class="ev"><summary>evidence</summary>{_evidence(f)}</details></td></tr>'
+            f'<td class="evidence"><details class="ev"><summary>evidence</summary>{_evidence(f)}</details>'
+            "</td></tr>"
         )
     if not rows:
         return "<p class='note'>No findings.</p>"
