@@ -144,8 +144,11 @@ def find_suspects(
     """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects).
     A node of ``slow_partners`` (several slow links share it, or a link's re-run confirmed it slow)
     is a suspect node, and its links are not re-run: re-testing it against known-good partners says
-    whether it is the node or the link."""
+    whether it is the node or the link. A link with an end re-tested and confirmed slow is that
+    node's doing: not a suspect."""
     partners = slow_partners(findings, retests or {})
+    slow_nodes = {rt.subject for rt in (retests or {}).values()
+                  if rt.kind == "node" and rt.verdict == "confirmed"}
     from_links = {h for h, ps in partners.items() if len(ps) >= 2}
     from_links |= {h for rt in (retests or {}).values() if rt.kind == "link" and rt.verdict == "confirmed"
                    for h in rt.subject.split("|")}
@@ -157,7 +160,7 @@ def find_suspects(
             for f in findings
             if f.rule == "slow_pair"
             and len(f.hosts) == 2
-            and not set(f.hosts) & (exclude | set(nodes))
+            and not set(f.hosts) & (exclude | set(nodes) | slow_nodes)
             and "|".join(sorted(f.hosts)) not in done
         }
     )
@@ -684,6 +687,8 @@ class Suspects:
     intermittent: Mapping[str, float] = field(default_factory=dict)
     """Nodes the analysis itself found slow in some rounds only (its finding's ``kind``): the share
     of their pairs that were slow."""
+    decided: frozenset[str] = frozenset()
+    """Nodes an earlier launch re-tested to a verdict (confirmed or cleared): never again an end."""
 
     @classmethod
     def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
@@ -693,7 +698,9 @@ class Suspects:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
             if ev.get("kind") == "intermittent" and ev.get("partners"):
                 now_and_then[f.subject] = ev["partners_slow"] / ev["partners"]
-        return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then)
+        decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
+        return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then,
+                   decided)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -710,7 +717,7 @@ class Suspects:
     def ends(self) -> list[str]:
         """The nodes of the suspect links, re-tested as nodes beside the link's re-run: a link slow
         once may be a node slow now and then, fast when its link is re-run."""
-        return sorted({h for lk in self.links for h in lk} - set(self.nodes))
+        return sorted({h for lk in self.links for h in lk} - set(self.nodes) - self.decided)
 
 
 @dataclass(frozen=True)
@@ -791,7 +798,9 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
             out.untested_reason = f"not re-tested: {info['skipped']}"
             setup.echo(f"# {name} stopped: {info['skipped']}")
             break
-        out.retests.update(new)
+        for key, rt in new.items():  # a later launch's "not run" never undoes an earlier verdict
+            if rt.verdict != "not_run" or out.retests.get(key, rt).verdict == "not_run":
+                out.retests[key] = rt
         tested.add(pairs_in(setup.read_rows(), info["rounds"]))
         first_round = info["rounds"][1] + 1
         if info["skipped"]:

@@ -20,6 +20,7 @@ from netbench.common.findings import Finding
 from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import hop_class
 from netbench.confirm import (
+    Suspects,
     find_suspects,
     intermittent_phases,
     judge,
@@ -132,6 +133,17 @@ def test_a_confirmed_links_ends_are_re_tested_as_nodes() -> None:
         "a1": {"a2", "a3"}, "a2": {"a1"}, "a3": {"a1"}
     }
     assert find_suspects([], set(), set(retests) | {"a1", "a2"}, retests) == ([], [])  # done once
+
+
+def test_the_links_of_a_node_confirmed_slow_are_its_doing_not_suspects() -> None:
+    """After a launch confirmed a5 slow, its slow links are a5's (not links to re-run, and their ends
+    are not re-tested as nodes again): a second launch once re-tested a5 with no partner left, and its
+    'not run' replaced the confirmation, so a half-rate node of six was never drained."""
+    retests = {"a5": Retest("a5", "node", "confirmed"), "b1": Retest("b1", "node", "cleared")}
+    found = [link_finding("a5", "a6"), link_finding("a2", "a5"), link_finding("b1", "b2")]
+    assert find_suspects(found, set(), set(retests), retests) == ([], [("b1", "b2")])
+    later = Suspects.of(found, set(), retests)
+    assert later.links == [("b1", "b2")] and later.ends == ["b2"]  # b1 decided (cleared): not again
 
 
 def test_a_node_slow_with_some_partners_is_intermittent_with_its_earlier_slow_links() -> None:

@@ -213,6 +213,16 @@ def test_slow_uplink_is_named_and_none_of_its_nodes_drained(tmp_path, nodes, lea
     assert len(crossed) == (3 if leaves > 2 else 1)
 
 
+def test_a_half_rate_node_among_six_is_drained(tmp_path):
+    """Six nodes on two leaves, one at half rate: the first re-test launch confirms it; the second,
+    for its slow links, once re-tested it again with no partner left and its 'not run' replaced the
+    confirmation (WARN, nothing drained). Found on real test hosts (benchmarks/readme_demo.py)."""
+    r = CliRunner().invoke(cli, ["simulate", "--preflight", "--nodes", "6", "--leaves", "2", "--fault",
+                                 "node:node0005=0.5", "--seed", "1", "--out", str(tmp_path / "run")])
+    assert r.exit_code == 2 and r.stdout.splitlines() == ["node0005"], r.output
+    assert "re-test node0005: not_run" not in r.stderr
+
+
 @pytest.mark.parametrize(("fault", "fail_on", "status"), [
     ("gpu:node0003", "never", 0),  # a node to drain: still drained, still printed
     ("link:node0001,node0009=0.4", "fail", 1),  # a slow link: a warning (links are checked, not drained)
