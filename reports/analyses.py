@@ -302,10 +302,13 @@ def judge_nodes(
         crossing |= under[:, None] ^ under[None, :]
     for i, v in _intermittent(m, n_tests, t, cap, hop_class, crossing).items():
         passes = v.p_value is not None and v.p_value * n_tests <= t.fwer
-        if i in slow and passes and slow[i].kind == "capped" and v.effect_ratio <= t.slow_pair_factor:
+        if (i in slow and passes and slow[i].kind == "capped"
+                and v.effect_ratio <= t.slow_pair_factor * slow[i].effect_ratio):
             # bimodal: its slow pairs sit far below even its (diluted) capped effect, so it is fast
             # with most partners and slow in some rounds; "capped" would leave those pairs to look
-            # like slow links
+            # like slow links. A node slow with every partner has its slow pairs at its capped
+            # effect: it stays capped (six real hosts, one at half rate, read "intermittently slow:
+            # 2 of its 5 pairs" when all five were at half rate)
             slow[i] = v
             continue
         if i not in slow:
