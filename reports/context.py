@@ -85,7 +85,9 @@ class Baseline:
 
     @property
     def row_dicts(self) -> list[dict[str, Any]]:
-        return self.rows.to_dict("records")
+        """The rows as records, a missing value None (not the frame's NaN: a NaN group is "nan")."""
+        rows = self.rows
+        return rows.astype(object).where(rows.notna(), None).to_dict("records")
 
 
 @dataclass
