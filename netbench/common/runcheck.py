@@ -33,6 +33,10 @@ SCHEMA_UNKNOWN = "schema_unknown"
 RUN_MISMATCH = "run_mismatch"
 KINDS = (MIXED_RUNS, SCHEMA_UNKNOWN, RUN_MISMATCH)
 
+ENDED_EARLY = ("interrupted", "failed", "running", "starting")
+"""run.json statuses of a run that did not measure its whole plan: stopped, failed, or never able
+to record its end (SIGKILL, the OOM killer, a power cut; or still under way)."""
+
 SCHEMAS = {
     RUN_JSON: RUN_SCHEMA, ENV_JSON: ENV_SCHEMA, RESULTS_JSONL: ROW_SCHEMA, COUNTERS_JSONL: COUNTERS_SCHEMA,
 }

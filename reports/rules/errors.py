@@ -16,6 +16,7 @@ from netbench.reports.rules.base import Rule, size_label
 
 from netbench.common.findings import Finding
 from netbench.common.rows import blamed_hosts, never_ran
+from netbench.common.runcheck import ENDED_EARLY
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 
@@ -33,7 +34,7 @@ def _ended_early(ctx: AnalysisContext) -> list[Finding]:
     or ``starting``: SIGKILL, the OOM killer, a power cut; or a run still under way): whatever else
     is found, the verdict only covers the rows measured, so it must not read PASS."""
     status = ctx.run.get("status")
-    if status not in ("interrupted", "failed", "running", "starting"):
+    if status not in ENDED_EARLY:
         return []
     if status in ("running", "starting"):
         why = f"run.json still says {status}: killed before it could record its end, or still running"
