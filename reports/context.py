@@ -61,6 +61,12 @@ def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of a frame as dicts, a missing value None as in the file, never the frame's NaN (which is
+    truthy: a row without a group would be group "nan", and a finding would name "nan")."""
+    return rows.astype(object).where(rows.notna(), None).to_dict("records")
+
+
 def _fill(col: pd.Series, value: str) -> pd.Series:
     """``col`` with its nulls set to ``value``; a categorical column (the columnar reader's strings)
     gets ``value`` as a category first."""
@@ -85,9 +91,7 @@ class Baseline:
 
     @property
     def row_dicts(self) -> list[dict[str, Any]]:
-        """The rows as records, a missing value None (not the frame's NaN: a NaN group is "nan")."""
-        rows = self.rows
-        return rows.astype(object).where(rows.notna(), None).to_dict("records")
+        return records(self.rows)
 
 
 @dataclass

@@ -319,3 +319,20 @@ def test_a_report_that_cannot_be_written_fails_and_leaves_no_temporary_file(run:
         assert not [p.name for p in small.iterdir() if ".tmp-" in p.name]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_row_without_a_group_is_never_named_nan(run: Path) -> None:
+    """A null read column by column is NaN, which is truthy: a failed ring without a group was the
+    group "nan" in the finding's title and subject."""
+    kept = rows(run)
+    for r in kept[:3]:
+        r.update(status="timeout", error="timed out", group=None, time_us=None, time_us_min=None,
+                 time_us_max=None, rank_time_us=None, algbw_GBps=None, busbw_GBps=None)
+    for r in kept[40:43]:
+        r.update(group=None)
+    write_rows(run, kept)
+    assert read_rows_frame(run / "results.jsonl") is not None  # the fast path: nulls as NaN
+    res = report(run)
+    assert res.exit_code == 2, res.output
+    [f] = found(run, "timeout")
+    assert f["subject"] == "ring:8 hosts" and "nan" not in f["title"] + json.dumps(f["evidence"]), f

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from netbench.reports.context import AnalysisContext
+from netbench.reports.context import AnalysisContext, records
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 
@@ -91,7 +91,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     if bad.empty and not lost:
         return []
     per_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in bad.to_dict("records"):
+    for row in records(bad):
         w = row.get("wrong")
         kind = (
             "wrong_results"
