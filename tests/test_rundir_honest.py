@@ -88,6 +88,15 @@ def test_rows_missing_from_an_empty_results_file_are_named(run: Path, text: str)
     assert "rows are missing" in res.stderr
 
 
+def test_a_completed_run_without_a_row_does_not_pass(run: Path) -> None:
+    edit_json(run / "run.json", rows=None)  # no count to miss: still no PASS on nothing measured
+    (run / "results.jsonl").write_text("")
+    res = report(run)
+    assert res.exit_code == 1, res.output
+    [f] = found(run, "run_mismatch")
+    assert "holds no row, though run.json says the run completed" in f["title"]
+
+
 @pytest.mark.parametrize(
     "damage, reason",
     [

@@ -102,6 +102,10 @@ def run_doubts(run_dir: Path, run: dict[str, Any], rows: pd.DataFrame, lines_lef
     if type(counted) is int and counted > len(rows) + lines_left_out:
         out.append(Doubt(RUN_MISMATCH, results, f"holds {len(rows) + lines_left_out} row(s), run.json "
                          f"counts {counted}: rows are missing"))
+    elif not len(rows) and not lines_left_out and (run_dir / RESULTS_JSONL).exists() and \
+            run.get("status") not in ENDED_EARLY:  # an inventory-only run has no results.jsonl
+        out.append(Doubt(RUN_MISMATCH, results, f"holds no row, though run.json says the run "
+                         f"{str(run.get('status') or 'has no status')[:40]}: nothing measured is judged"))
     listed = run.get("hosts")
     if isinstance(listed, list) and all(isinstance(h, str) for h in listed) and listed and len(rows):
         named = set(listed_hosts(rows["hosts"])[0])
