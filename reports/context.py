@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Any
 from netbench.reports.policy import Policy
 
 from netbench.common.naming import natural_key
-from netbench.common.runcheck import Doubt, file_schema_doubts, run_doubts
-from netbench.common.rundir import COUNTERS_JSONL, ENV_JSON, RESULTS_JSONL, RUN_JSON, RunDir, Unreadable
+from netbench.common.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
+from netbench.common.rundir import (
+    COUNTERS_JSONL,
+    ENV_JSON,
+    INVENTORY_JSONL,
+    RESULTS_JSONL,
+    RUN_JSON,
+    RunDir,
+    Unreadable,
+)
 from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
@@ -178,7 +186,8 @@ class AnalysisContext:
         ctx.counters = counters.records
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
                           + counters.unreadable)
-        ctx.doubts = _doubts(rd, ctx.rows, len(rows.unreadable), run.data, env.data, counters.records)
+        ctx.doubts = _doubts(rd, ctx.rows, len(rows.unreadable), run.data, env.data, counters.records,
+                             inventory.records)
         if ctx.topology is None:
             ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / RUN_JSON)
         if ctx.retests is None and run.data.get("retests") is not None:
@@ -336,7 +345,7 @@ def _load_baseline(bd: RunDir) -> Baseline:
         path=str(bd.path),
         inventory=inventory.records,
         unreadable=rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable,
-        doubts=_doubts(bd, frame, len(rows.unreadable), run.data, env.data, []),
+        doubts=_doubts(bd, frame, len(rows.unreadable), run.data, env.data, [], inventory.records),
     )
 
 
@@ -348,16 +357,21 @@ def load_baseline(path: str | Path) -> Baseline:
 
 def _doubts(
     rd: RunDir, rows: pd.DataFrame, rows_left_out: int, run: dict[str, Any], env: dict[str, Any],
-    counters: list[dict[str, Any]],
+    counters: list[dict[str, Any]], inventory: list[dict[str, Any]],
 ) -> list[Doubt]:
     """``common.runcheck``'s checks of a run directory as read: schemas, one run, run.json's counts."""
+    from netbench.inventory.model import SCHEMA as INVENTORY_SCHEMA
+
+    found = Counter(n.get("schema") for n in inventory)
+    nodes = schema_doubt(rd.path / INVENTORY_JSONL, found, INVENTORY_SCHEMA)
     schemas = {
         RUN_JSON: Counter([run.get("schema")]),
         ENV_JSON: Counter([env.get("schema")]),
         RESULTS_JSONL: Counter(rows["schema"].value_counts().to_dict() if "schema" in rows.columns else {}),
         COUNTERS_JSONL: Counter(c.get("schema") for c in counters),
     }
-    return file_schema_doubts(rd.path, schemas) + run_doubts(rd.path, run, rows, rows_left_out)
+    return ([nodes] if nodes else []) + file_schema_doubts(rd.path, schemas) + run_doubts(
+        rd.path, run, rows, rows_left_out)
 
 
 def _topology_from_run(

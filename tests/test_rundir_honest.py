@@ -401,3 +401,21 @@ def test_fuzzed_rows_are_vouched_for_or_named(simulated: Path, tmp_path_factory,
         assert all(u.reason in LENIENT for u in lines.unreadable), lines.unreadable
         assert {r["run_id"] for r in lines.records} == {own}
         assert {r.get("schema", "netbench.result/1") for r in lines.records} == {"netbench.result/1"}
+
+
+def test_an_unknown_inventory_schema_is_named(tmp_path: Path) -> None:
+    """An imported nccl-tests log: a real run directory with an inventory."""
+    from fixtures_path import fixture
+
+    out = tmp_path / "imported"
+    log = fixture("nccl-tests-h200-1gpu") / "all_reduce.txt"
+    res = CliRunner().invoke(cli, ["import", "nccl-tests", str(log), "--out", str(out), "--no-report"])
+    assert res.exit_code == 0, res.output
+    nodes = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]
+    assert nodes
+    (out / "inventory.jsonl").write_text("".join(json.dumps(dict(n, schema="netbench.inventory/3")) + "\n"
+                                                 for n in nodes))
+    res = report(out)
+    assert res.exit_code == 1, res.output
+    [f] = found(out, "schema_unknown")
+    assert f["subject"] == str(out / "inventory.jsonl") and "'netbench.inventory/3'" in f["title"]
