@@ -43,6 +43,50 @@ class BaselineInfo:
     run_id: str | None
     started: str | None
     rows: int
+    """Rows the reader kept (``reports.context.load_baseline``: the report's and compare's reader)."""
+    left_out: int = 0
+    """Lines of results.jsonl it could not read."""
+
+
+@dataclass
+class Saved:
+    """What ``BaselineStore.save`` did: the baseline's directory, the run it holds, the baseline it
+    replaced (``--overwrite``) and what was wrong with the run that ``--force`` saved anyway."""
+
+    path: Path
+    info: BaselineInfo
+    replaced: BaselineInfo | None
+    forced: list[str]
+
+
+def run_problems(run_dir: Path) -> tuple[BaselineInfo, list[str]]:
+    """The run as a baseline would hold it, and why it should not be one: no measured row, a run that
+    ended early or never recorded its end, lines or files the reader could not read, and what it
+    read but cannot vouch for (``common.runcheck``: mixed runs, unknown schemas, run.json against
+    the rows). A baseline is what later runs are judged against: it must be whole."""
+    from netbench.common.runcheck import ENDED_EARLY
+    from netbench.reports.context import load_baseline
+
+    read = load_baseline(run_dir)
+    rows = read.rows
+    measured = int((rows["status"] == "ok").sum()) if len(rows) else 0
+    results = str(run_dir / RESULTS_JSONL)
+    left_out = sum(1 for u in read.unreadable if u.file == results and u.line is not None)
+    run_id, started = read.run.get("run_id"), read.run.get("started")
+    info = BaselineInfo(run_dir.name, run_dir, run_id if isinstance(run_id, str) else None,
+                        started if isinstance(started, str) else None, len(rows), left_out)
+    problems = []
+    if not measured:
+        problems.append(f"no measured row ({len(rows)} rows, none with status ok)")
+    status = read.run.get("status")
+    if status in ENDED_EARLY:
+        problems.append(f"run.json says {status}: the run ended early or never recorded its end")
+    for u in read.unreadable[:5]:
+        problems.append(f"{u.file}{f':{u.line}' if u.line else ''}: {u.reason}")
+    if len(read.unreadable) > 5:
+        problems.append(f"{len(read.unreadable) - 5} more unreadable lines or files")
+    problems += [f"{d.file}: {d.reason} ({d.kind})" for d in read.doubts]
+    return info, problems
 
 
 class BaselineStore:
@@ -52,25 +96,41 @@ class BaselineStore:
     def path(self, name: str) -> Path:
         return self.root / validate_name(name)
 
-    def save(self, run_dir: str | Path, name: str, overwrite: bool = False) -> Path:
-        """Copy the run's data files to ``<root>/<name>/`` (atomically: a temp dir, then rename)."""
+    def save(self, run_dir: str | Path, name: str, overwrite: bool = False, force: bool = False) -> Saved:
+        """Copy the run's data files to ``<root>/<name>/`` (atomically: a temp dir, then rename).
+        Refused (``UsageError``) for a run that ``run_problems`` finds wrong unless ``force``, and for a
+        file that is not a regular file of the run directory (a link out of it: ``results.jsonl ->
+        /etc/passwd``, a FIFO) always."""
         src = Path(run_dir)
         if not (src / RESULTS_JSONL).is_file():
             raise UsageError(f"{src} is not a run directory (no results.jsonl)")
         dest = self.path(name)
         if dest.exists() and not overwrite:
             raise UsageError(f"baseline {name!r} exists; pass --overwrite to replace it")
+        files = [f for f in FILES if (src / f).exists() or (src / f).is_symlink()]
+        for f in files:
+            _check_inside(src, f)
+        info, problems = run_problems(src)
+        if problems and not force:
+            raise UsageError(f"{src} is not fit to be a baseline: {'; '.join(problems)} "
+                             "(--force saves it anyway)")
+        replaced = self._info(dest) if dest.is_dir() else None
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        for f in FILES:
-            if (src / f).is_file():
-                shutil.copy2(src / f, tmp / f)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
-        return dest
+        try:
+            for f in files:
+                _copy_regular(src / f, tmp / f)
+            if dest.exists():
+                shutil.rmtree(dest)
+            os.replace(tmp, dest)
+        except OSError as exc:
+            raise UsageError(f"cannot save baseline {name!r} in {self.root}: {exc.strerror or exc}") from None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # gone already when it became the baseline
+        info.name, info.path = name, dest
+        return Saved(dest, info, replaced, problems)
 
     def resolve(self, name_or_path: str | Path) -> Path:
         """A saved baseline's directory, or ``name_or_path`` itself when it is a run directory."""
@@ -83,22 +143,36 @@ class BaselineStore:
                          f"(baselines live in {self.root})")
 
     def list(self) -> list[BaselineInfo]:
-        from netbench.common.rundir import RunDir, open_regular
-
-        out = []
+        """Every saved baseline, its rows counted by the report's reader (garbage is no row)."""
         if not self.root.is_dir():
-            return out
-        for d in sorted(self.root.iterdir()):
-            if not d.is_dir() or d.name.startswith(".") or not (d / RESULTS_JSONL).is_file():
-                continue
-            run = RunDir(d, d.name).read_run()  # a damaged run.json is {} (its fields typed), not a crash
-            with open_regular(d / RESULTS_JSONL) as fh:
-                rows = sum(1 for line in fh if line.strip())
-            out.append(BaselineInfo(d.name, d, run.get("run_id"), run.get("started"), rows))
-        return out
+            return []
+        return [self._info(d) for d in sorted(self.root.iterdir())
+                if d.is_dir() and not d.name.startswith(".") and (d / RESULTS_JSONL).is_file()]
+
+    @staticmethod
+    def _info(d: Path) -> BaselineInfo:
+        info, _ = run_problems(d)
+        return info
 
     def delete(self, name: str) -> None:
         dest = self.path(name)
         if not dest.is_dir():
             raise UsageError(f"no baseline named {name!r} in {self.root}")
         shutil.rmtree(dest)
+
+
+def _check_inside(src: Path, name: str) -> None:
+    """A run-directory file a baseline copies must be the run directory's own: a symbolic link that
+    leads out of it (``results.jsonl -> /etc/passwd``) is refused, never followed."""
+    path = src / name
+    if path.is_symlink() and not path.resolve().is_relative_to(src.resolve()):
+        raise UsageError(f"{path} is a symbolic link out of the run directory (to {os.readlink(path)}); "
+                         "a baseline copies only the run's own files")
+
+
+def _copy_regular(src: Path, dest: Path) -> None:
+    """Copy a regular file (``open_regular``: a FIFO or device is refused, not read)."""
+    from netbench.common.rundir import open_regular
+
+    with open_regular(src) as fh, dest.open("wb") as out:
+        shutil.copyfileobj(fh, out)

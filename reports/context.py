@@ -6,6 +6,7 @@ a context from constructed data (``AnalysisContext.from_data``), analyses includ
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 from netbench.reports.policy import Policy
 
 from netbench.common.naming import natural_key
-from netbench.common.rundir import RUN_JSON, RunDir, Unreadable
+from netbench.common.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
+from netbench.common.rundir import (
+    COUNTERS_JSONL,
+    ENV_JSON,
+    INVENTORY_JSONL,
+    RESULTS_JSONL,
+    RUN_JSON,
+    RunDir,
+    Unreadable,
+)
 from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
@@ -59,6 +69,12 @@ def rows_frame(rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of a frame as dicts, a missing value None as in the file, never the frame's NaN (which is
+    truthy: a row without a group would be group "nan", and a finding would name "nan")."""
+    return rows.astype(object).where(rows.notna(), None).to_dict("records")
+
+
 def _fill(col: pd.Series, value: str) -> pd.Series:
     """``col`` with its nulls set to ``value``; a categorical column (the columnar reader's strings)
     gets ``value`` as a category first."""
@@ -79,10 +95,11 @@ class Baseline:
     path: str | None = None
     inventory: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)  # what could not be read, and why
+    doubts: list[Doubt] = field(default_factory=list)  # what was read but cannot be vouched for
 
     @property
     def row_dicts(self) -> list[dict[str, Any]]:
-        return self.rows.to_dict("records")
+        return records(self.rows)
 
 
 @dataclass
@@ -102,6 +119,9 @@ class AnalysisContext:
     unreadable: list[Unreadable] = field(default_factory=list)
     """Lines, files and fields the readers left out (this run's and the baseline's): the
     ``unreadable`` rule reports them, so a verdict is never given on data that was not read."""
+    doubts: list[Doubt] = field(default_factory=list)
+    """What was read but cannot be vouched for (``common.runcheck``: mixed runs, unknown schemas,
+    run.json against the rows; this run's and the baseline's): the ``rundir`` rule reports them."""
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
@@ -166,6 +186,8 @@ class AnalysisContext:
         ctx.counters = counters.records
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
                           + counters.unreadable)
+        ctx.doubts = _doubts(rd, ctx.rows, len(rows.unreadable), run.data, env.data, counters.records,
+                             inventory.records)
         if ctx.topology is None:
             ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / RUN_JSON)
         if ctx.retests is None and run.data.get("retests") is not None:
@@ -178,6 +200,7 @@ class AnalysisContext:
                 ctx.unreadable.append(Unreadable(where, None, f"field 'retests': {exc}; ignored"))
         if base is not None:
             ctx.unreadable += base.unreadable
+            ctx.doubts += base.doubts
         return ctx
 
     # -- lookups ----------------------------------------------------------------------------------
@@ -314,14 +337,41 @@ def _read_rows(rd: RunDir) -> Rows:
 
 def _load_baseline(bd: RunDir) -> Baseline:
     rows, inventory, env, run = _read_run_dir(bd)
+    frame = rows_frame(rows.data)
     return Baseline(
-        rows=rows_frame(rows.data),
+        rows=frame,
         env=env.data,
         run=run.data,
         path=str(bd.path),
         inventory=inventory.records,
         unreadable=rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable,
+        doubts=_doubts(bd, frame, len(rows.unreadable), run.data, env.data, [], inventory.records),
     )
+
+
+def load_baseline(path: str | Path) -> Baseline:
+    """A run directory read as ``report --baseline`` reads it, with what could not be read and what
+    cannot be vouched for: ``compare`` and ``baseline save`` judge runs through this too."""
+    return _load_baseline(RunDir.open(path))
+
+
+def _doubts(
+    rd: RunDir, rows: pd.DataFrame, rows_left_out: int, run: dict[str, Any], env: dict[str, Any],
+    counters: list[dict[str, Any]], inventory: list[dict[str, Any]],
+) -> list[Doubt]:
+    """``common.runcheck``'s checks of a run directory as read: schemas, one run, run.json's counts."""
+    from netbench.inventory.model import SCHEMA as INVENTORY_SCHEMA
+
+    found = Counter(n.get("schema") for n in inventory)
+    nodes = schema_doubt(rd.path / INVENTORY_JSONL, found, INVENTORY_SCHEMA)
+    schemas = {
+        RUN_JSON: Counter([run.get("schema")]),
+        ENV_JSON: Counter([env.get("schema")]),
+        RESULTS_JSONL: Counter(rows["schema"].value_counts().to_dict() if "schema" in rows.columns else {}),
+        COUNTERS_JSONL: Counter(c.get("schema") for c in counters),
+    }
+    return ([nodes] if nodes else []) + file_schema_doubts(rd.path, schemas) + run_doubts(
+        rd.path, run, rows, rows_left_out)
 
 
 def _topology_from_run(

@@ -62,6 +62,10 @@ FINDING_IDS: dict[str, str] = {
     # unreadable (never below warn: no verdict on data that could not be read)
     "unreadable_rows": "warn",
     "unreadable_file": "warn",
+    # rundir (never below warn: no verdict on data whose origin or meaning is in doubt)
+    "mixed_runs": "warn",
+    "schema_unknown": "warn",
+    "run_mismatch": "warn",
 }
 
 #: ids the engine itself emits: a rule that crashed on this data (reported, not fatal), and more

@@ -47,7 +47,7 @@ def test_default_root(monkeypatch, tmp_path):
 
 def test_save_resolve_list_delete(run_dir, tmp_path):
     store = BaselineStore(tmp_path / "store")
-    dest = store.save(run_dir, "nightly")
+    dest = store.save(run_dir, "nightly").path
     names = sorted(p.name for p in dest.iterdir())
     assert names == ["env.json", "inventory.jsonl", "results.jsonl", "run.json"]
     assert store.resolve("nightly") == dest and store.resolve(run_dir) == run_dir
@@ -99,7 +99,7 @@ def test_compare_exit_codes(run_dir, tmp_path, monkeypatch):
 @pytest.mark.parametrize("damage", [b"[1, 2]", b"\xff\xfe{", b'{"run_id": 5, "started": []}'])
 def test_a_damaged_baseline_is_listed_and_compared_not_a_crash(run_dir, tmp_path, monkeypatch, damage):
     monkeypatch.setenv("NETBENCH_BASELINES", str(tmp_path / "store"))
-    dest = BaselineStore(tmp_path / "store").save(run_dir, "nightly")
+    dest = BaselineStore(tmp_path / "store").save(run_dir, "nightly").path
     (dest / "run.json").write_bytes(damage)
     with (dest / "results.jsonl").open("ab") as fh:
         fh.write(b'{"bytes": NaN}\n\xff\xfe\n')

@@ -327,7 +327,9 @@ def test_json_non_finite_bandwidth_is_not_a_measurement(tmp_path):
     [t] = parse_file(f)
     assert t.rows[0]["busbw_GBps"] is None
     run, _ = import_logs([f], tmp_path / "r")
-    assert run.load_rows().unreadable == []
+    loaded = run.load_rows()
+    assert loaded.unreadable == []
+    assert loaded.records[0]["status"] == "error" and "no bus bandwidth" in loaded.records[0]["error"]
 
 
 def test_a_fifo_log_is_refused(tmp_path):

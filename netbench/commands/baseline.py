@@ -22,14 +22,27 @@ def command() -> None:
 @command.command("save", short_help="Save a run directory as a named baseline.")
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--name", required=True, help="Baseline name (letters, digits, . _ -).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing baseline of that name.")
-def save(run_dir: str, name: str, overwrite: bool) -> None:
+@click.option(
+    "--overwrite", is_flag=True, help="Replace an existing baseline of that name (says what it replaces)."
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Save a run that is empty, ended early, or not wholly readable (refused otherwise).",
+)
+def save(run_dir: str, name: str, overwrite: bool, force: bool) -> None:
     """Copy RUN_DIR's data files (``latest``: the newest run under netbench-runs/) as NAME."""
     from netbench.baselines import BaselineStore
     from netbench.common.rundir import resolve_run
 
-    dest = BaselineStore().save(resolve_run(run_dir), name, overwrite=overwrite)
-    click.echo(f"saved baseline {name!r} at {dest}")
+    saved = BaselineStore().save(resolve_run(run_dir), name, overwrite=overwrite, force=force)
+    for problem in saved.forced:
+        click.echo(f"netbench: warning: saved with --force: {problem}", err=True)
+    old, new = saved.replaced, saved.info
+    if old is not None:
+        click.echo(f"netbench: replaced baseline {name!r}: {old.rows} rows of run {old.run_id or '-'} -> "
+                   f"{new.rows} rows of run {new.run_id or '-'}", err=True)
+    click.echo(f"saved baseline {name!r} at {saved.path} ({new.rows} rows of run {new.run_id or '-'})")
 
 
 @command.command("list", short_help="List saved baselines.")
@@ -41,7 +54,8 @@ def list_() -> None:
     if not items:
         click.echo(f"no baselines in {store.root}")
     for b in items:
-        click.echo(f"{b.name:<24} {b.rows:>7} rows  {b.started or '-':<26} {b.run_id or '-'}")
+        unread = f"  ({b.left_out} unreadable lines)" if b.left_out else ""
+        click.echo(f"{b.name:<24} {b.rows:>7} rows  {b.started or '-':<26} {b.run_id or '-'}{unread}")
 
 
 @command.command("delete", short_help="Delete a saved baseline.")

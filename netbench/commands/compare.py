@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from netbench.reports.context import Baseline
 
 
 @click.command(
@@ -42,34 +45,40 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
 
     from netbench.baselines import BaselineStore
     from netbench.common.errors import UsageError
-    from netbench.common.rundir import RunDir, resolve_run
+    from netbench.common.rundir import RESULTS_JSONL, resolve_run
     from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
+    from netbench.reports.context import load_baseline
 
-    try:
-        cur = RunDir.open(resolve_run(run_dir))
-    except FileNotFoundError as exc:
-        raise UsageError(str(exc)) from exc
-    if not cur.results_path.is_file():
+    cur_dir = resolve_run(run_dir)
+    if not cur_dir.is_dir():
+        raise UsageError(f"no run directory at {run_dir}")
+    if not (cur_dir / RESULTS_JSONL).is_file():
         raise UsageError(f"{run_dir} is not a run directory (no results.jsonl)")
-    base = RunDir.open(BaselineStore().resolve(baseline))
-    (cur_rows, cur_env, cur_inv), (base_rows, base_env, base_inv) = _load(cur), _load(base)
-    comparisons = compare_rows(cur_rows, base_rows)
+    cur, base = load_baseline(cur_dir), load_baseline(BaselineStore().resolve(baseline))
+    _say_doubts(cur), _say_doubts(base)
+    comparisons = compare_rows(cur.row_dicts, base.row_dicts)
     if not comparisons:
         raise UsageError(f"{run_dir} and baseline {baseline!r} have no measured size in common")
-    fps = (fingerprint(base_env, base_inv), fingerprint(cur_env, cur_inv))
-    click.echo(render(comparisons, fps, env_diff(cur_env, base_env), threshold, fmt), nl=False)
+    fps = (fingerprint(base.env, base.inventory), fingerprint(cur.env, cur.inventory))
+    click.echo(render(comparisons, fps, env_diff(cur.env, base.env), threshold, fmt), nl=False)
     if any(is_regression(c, threshold) for c in comparisons):
         sys.exit(1)
 
 
-def _load(rd: Any) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
-    """Rows, env and inventory of a run directory; what could not be read is said on stderr (the
-    comparison is made without it)."""
-    rows, env, inventory = rd.load_rows(), rd.load_env(), rd.load_inventory()
-    left_out = rows.unreadable + env.unreadable + inventory.unreadable
-    for u in left_out[:10]:
-        where = f"{u.file}:{u.line}" if u.line else u.file
-        click.echo(f"netbench: warning: {where}: {u.reason}; left out of the comparison", err=True)
-    if len(left_out) > 10:
-        click.echo(f"netbench: warning: {len(left_out) - 10} more unreadable lines left out", err=True)
-    return rows.records, env.data, inventory.records
+def _say_doubts(side: Baseline) -> None:
+    """What the reader left out or cannot vouch for, on stderr (the comparison is made without the
+    one and with the other); rows of several runs are refused: compared as one run they would show
+    differences between the runs as regressions."""
+    from netbench.common.errors import UsageError
+    from netbench.common.runcheck import MIXED_RUNS
+
+    for d in side.doubts:
+        if d.kind == MIXED_RUNS:
+            raise UsageError(f"{d.file}: {d.reason}; compare needs the rows of one run")
+    said = [(f"{u.file}:{u.line}" if u.line else u.file, f"{u.reason}; left out of the comparison")
+            for u in side.unreadable]
+    said += [(d.file, f"{d.reason} ({d.kind})") for d in side.doubts]
+    for where, why in said[:10]:
+        click.echo(f"netbench: warning: {where}: {why}", err=True)
+    if len(said) > 10:
+        click.echo(f"netbench: warning: {len(said) - 10} more lines or files like these", err=True)

@@ -81,6 +81,7 @@ def command(
 
     from netbench.baselines import BaselineStore
     from netbench.common.errors import NetbenchError, UsageError
+    from netbench.common.runcheck import KINDS
     from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
     from netbench.common.topology import load_topology
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
@@ -120,7 +121,7 @@ def command(
 
     findings = done.findings
     for f in findings:  # said on the terminal whatever --top and --format: the verdict lacks this data
-        if f.rule in ("unreadable_rows", "unreadable_file"):
+        if f.rule in ("unreadable_rows", "unreadable_file", *KINDS):
             click.echo(f"netbench: warning: {f.title}", err=True)
     heads = tuple(headline_lines(done.headlines, TERMINAL_PATTERNS))
     said = format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top, heads)

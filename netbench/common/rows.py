@@ -118,13 +118,49 @@ def never_ran(row: Mapping[str, Any]) -> bool:
     return row.get("ran") is False
 
 
+STATUSES = ("ok", "timeout", "error")
+"""A row's ``status``: a measurement (``ok``) or a group that gave none, and why."""
+REQUIRED_KEYS = ("status",)
+"""Fields with a default in ``ResultRow`` (a writer may leave them out of the class) that a row on
+disk must still name: a row without a status could be anything (docs/guide.md, "Reading a run
+directory back")."""
+MEASURED = ("time_us", "busbw_GBps")
+"""What an ``ok`` row measured: null in one is no measurement, so the row is left out."""
+NON_NEGATIVE = (
+    "ranks", "round", "bytes", "count", "iters", "warmup", "time_us", "time_us_min", "time_us_max",
+    "rank_time_us", "algbw_GBps", "busbw_GBps", "wrong", "root", "ts", "rail", "load", "setup_s",
+)
+"""Numeric fields (a list: each of its items) that no measurement can make negative."""
+
+
 def row_problem(data: Any) -> str | None:
     """Why a decoded results.jsonl line cannot be used as a row (None when it can): every field
-    without a default above must be present, and every field present must have its declared type
-    (finite numbers only, ``bytes`` an integer). A reader leaves such a row out and names it."""
+    without a default above must be present (and ``status``), every field present must have its
+    declared type (finite numbers only, ``bytes`` an integer), no count, size, time or bandwidth is
+    negative, ``status`` is one of STATUSES, an ``ok`` row has its time and busbw, and a pair names
+    two different hosts. A reader leaves such a row out and names it."""
     from netbench.common.shape import problem
 
-    return problem(data, ResultRow)
+    why = problem(data, ResultRow)
+    if why is not None:
+        return why
+    missing = [k for k in REQUIRED_KEYS if k not in data]
+    if missing:
+        return f"missing field {missing[0]!r}"
+    if data["status"] not in STATUSES:
+        return f"field 'status': {str(data['status'])[:40]!r} is none of {', '.join(STATUSES)}"
+    for name in NON_NEGATIVE:
+        value = data.get(name)
+        values = value if isinstance(value, list) else [value]
+        if any(v is not None and v < 0 for v in values):
+            return f"field {name!r}: negative"
+    if data["status"] == "ok":
+        null = [k for k in MEASURED if data.get(k) is None]
+        if null:
+            return f"status ok but field {null[0]!r} is null: no measurement"
+    if data["pattern"] == "pair" and (len(data["hosts"]) != 2 or data["hosts"][0] == data["hosts"][1]):
+        return "a pair row that does not name two different hosts"
+    return None
 
 
 def failed_row(

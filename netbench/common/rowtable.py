@@ -25,7 +25,7 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netbench.common.rows import ResultRow
+from netbench.common.rows import MEASURED, NON_NEGATIVE, STATUSES, ResultRow
 from netbench.common.shape import MAX_NUMBER
 
 if TYPE_CHECKING:
@@ -167,7 +167,9 @@ world ring of ~100k hosts) makes this reader give up and the line reader take th
 
 def _plainly_good(batch: Any, required: set[str]) -> bool:
     """No null where the contract requires a value, no null inside a list, every number finite and
-    within the contract's bound (``shape.MAX_NUMBER``)."""
+    within the contract's bound (``shape.MAX_NUMBER``), and what ``rows.row_problem`` asks beyond
+    the types: no negative count, size, time or bandwidth, a known status, an ``ok`` row with its
+    time and busbw, a pair of two different hosts."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -185,6 +187,20 @@ def _plainly_good(batch: Any, required: set[str]) -> bool:
             big = pc.max(pc.abs(col)).as_py()
             if big is not None and big > MAX_NUMBER:
                 return False
+            if f.name in NON_NEGATIVE and (pc.min(col).as_py() or 0) < 0:
+                return False
+    status = batch.column("status")
+    if status.null_count or not pc.all(pc.is_in(status, value_set=pa.array(STATUSES))).as_py():
+        return False  # a line without a status reads null here
+    ok = pc.equal(status, "ok")
+    if any(pc.any(pc.and_(ok, pc.is_null(batch.column(name)))).as_py() for name in MEASURED):
+        return False
+    hosts = pc.filter(batch.column("hosts"), pc.equal(batch.column("pattern"), "pair"))
+    if len(hosts):
+        if not pc.all(pc.equal(pc.list_value_length(hosts), 2)).as_py():
+            return False
+        if pc.any(pc.equal(pc.list_element(hosts, 0), pc.list_element(hosts, 1))).as_py():
+            return False
     return True
 
 

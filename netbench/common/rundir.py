@@ -93,9 +93,27 @@ RESERVE = ".netbench-reserve"
 full disk it is given up so that run.json can still say how the run ended (its atomic rewrite needs
 room for a copy)."""
 RESERVE_BYTES = 1 << 20
+COUNTER_LIMIT = 1 << 64
+"""Port counters (sysfs, ``ethtool -S``) are unsigned 64-bit at most: a value past it is damage."""
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
 # any of these makes a directory a run directory, which a new run must not write into
 RUN_FILES = (RUN_JSON, RESULTS_JSONL, INVENTORY_JSONL, COUNTERS_JSONL, PLAN_JSON, ENV_JSON, FINDINGS_JSON)
+
+
+def _check_directory(path: Path) -> None:
+    """``--out`` must be (or become) a directory: a file, a device (``/dev/null``) or a FIFO there,
+    or a file where one of its parents should be, is named as such (exit 2), never "already holds a
+    run"."""
+    for part in (path, *path.parents):
+        try:
+            mode = os.stat(part).st_mode
+        except OSError:
+            continue  # not there (yet): made by create; one that cannot be reached fails there
+        if not stat.S_ISDIR(mode):
+            what = "a regular file" if stat.S_ISREG(mode) else _file_kind(mode)
+            where = "is" if part == path else f"is inside {part}, which is"
+            raise UsageError(f"--out {path}: {where} {what}, not a directory; give a directory for the run")
+        return
 
 
 class RunDirTaken(UsageError):
@@ -339,6 +357,7 @@ class RunDir:
             path.mkdir(parents=True, exist_ok=True)
             fd = os.open(path / RUN_JSON, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
+            _check_directory(path)  # a file made there since check_free: not a run, not a directory
             raise RunDirTaken(path, RUN_JSON) from None
         except OSError as exc:
             raise UsageError(f"--out {path}: cannot create the run directory: {exc.strerror}") from None
@@ -368,6 +387,7 @@ class RunDir:
         """The run directory ``create`` would make, or ``RunDirTaken`` (exit 2) when it already holds
         a run: asked before minutes of inventory, not after (``create`` claims it for good)."""
         path = Path(str(out).replace(RUN_ID_PLACEHOLDER, run_id)) if out else DEFAULT_ROOT / run_id
+        _check_directory(path)
         held = [name for name in RUN_FILES if (path / name).exists()]
         if held:
             raise RunDirTaken(path, held[0])
@@ -500,13 +520,21 @@ class RunDir:
             raise disk_full(exc, self.counters_path) or exc from None
 
     def load_counters(self) -> JsonlRead:
-        """counters.jsonl: snapshots that name a phase and a host; others are left out, named."""
+        """counters.jsonl: snapshots that name a phase and a host, whose counters are whole numbers a
+        port counter can hold (a 1e40 is no error count); others are left out, named."""
 
         def check(rec: Any) -> str | None:
             if not isinstance(rec, dict) or rec.get("phase") not in ("before", "after"):
                 return "not a counters snapshot (no phase before/after)"
             if not isinstance(rec.get("host"), str) or not isinstance(rec.get("ports", []), list):
                 return "counters snapshot without a host name or with ports that are not a list"
+            for port in rec.get("ports", []):
+                counters = port.get("counters") if isinstance(port, dict) else None
+                for name, value in (counters.items() if isinstance(counters, dict) else ()):
+                    if type(value) is not int or not 0 <= value < COUNTER_LIMIT:
+                        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
+                        return (f"port {str(port.get('port'))[:40]!r} counter {str(name)[:60]!r}: "
+                                f"{shown} is no value a 64-bit port counter can hold")
             return None
 
         return read_jsonl(self.counters_path, check)

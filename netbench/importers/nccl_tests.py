@@ -508,14 +508,15 @@ def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> list[Resul
             extra["agg_iters"] = test.config["agg_iters"]
         if test.collective_inferred:
             extra["collective_inferred"] = test.collective_inferred
+        missing = "time" if r["time_us"] is None else "bus bandwidth" if r["busbw_GBps"] is None else None
         out.append(ResultRow(
             run_id=run_id, collective=test.collective or "unknown", backend="nccl", pattern="world",
             hosts=hosts, ranks=ranks, round=None, bytes=r["bytes"], count=r["count"], dtype=r["dtype"],
             op=None if op in (None, "none") else op, in_place=r["in_place"], iters=iters, warmup=warmup,
             time_us=r["time_us"], time_us_min=None, time_us_max=None, rank_time_us=None,
             algbw_GBps=r["algbw_GBps"], busbw_GBps=r["busbw_GBps"], wrong=r.get("wrong"),
-            status="ok" if r["time_us"] is not None else "error",
-            error=None if r["time_us"] is not None else "nccl-tests printed no time",
+            status="error" if missing else "ok",  # an ok row has its time and busbw (rows.MEASURED)
+            error=f"nccl-tests printed no {missing}" if missing else None,
             root=root if root is not None and root >= 0 else None, device="cuda", cuda_graph=graph,
             group=group, engine="nccl",  # nccl-tests calls NCCL directly, as netbench's NCCL engine does
             extra=extra,

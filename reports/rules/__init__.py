@@ -16,6 +16,7 @@ from netbench.reports.rules import (
     link_health,
     port_counters,
     regression,
+    rundir,
     slow_node,
     slow_pair,
     slow_rail,
@@ -41,6 +42,7 @@ RULES: list[Rule] = [
     engines.RULE,
     host_checks.RULE,
     unreadable.RULE,
+    rundir.RULE,
 ]
 
 #: every finding id the registry and the engine emit -> its default severity, in the registry's order

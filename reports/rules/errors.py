@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from netbench.reports.context import AnalysisContext
+from netbench.reports.context import AnalysisContext, records
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 
 from netbench.common.findings import Finding
 from netbench.common.rows import blamed_hosts, never_ran
+from netbench.common.runcheck import ENDED_EARLY
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 
@@ -33,7 +34,7 @@ def _ended_early(ctx: AnalysisContext) -> list[Finding]:
     or ``starting``: SIGKILL, the OOM killer, a power cut; or a run still under way): whatever else
     is found, the verdict only covers the rows measured, so it must not read PASS."""
     status = ctx.run.get("status")
-    if status not in ("interrupted", "failed", "running", "starting"):
+    if status not in ENDED_EARLY:
         return []
     if status in ("running", "starting"):
         why = f"run.json still says {status}: killed before it could record its end, or still running"
@@ -90,7 +91,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     if bad.empty and not lost:
         return []
     per_group: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in bad.to_dict("records"):
+    for row in records(bad):
         w = row.get("wrong")
         kind = (
             "wrong_results"

@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from netbench.reports.context import AnalysisContext
+from netbench.reports.context import AnalysisContext, records
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
@@ -165,7 +165,7 @@ def _rows_for_compare(df) -> list[dict[str, Any]]:  # noqa: ANN001 - a DataFrame
         )
         if c in df.columns
     ]
-    return df[cols].to_dict("records")
+    return records(df[cols])
 
 
 RULE = Rule(
