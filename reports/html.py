@@ -21,6 +21,7 @@ import html
 import io
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -343,23 +344,26 @@ def _expected_ratio(m: Any) -> np.ndarray | None:
         return m.bw[-1] / expected
 
 
-def _finding_marks(m: Any, findings: list[Finding]) -> dict[str, Any] | None:
-    """Markers on the cells of pair findings (both halves of the matrix) and on the diagonal cell of
-    node findings (a host has no pair with itself), warn and fail: where to look first."""
+def _finding_marks(
+    m: Any, findings: list[Finding], column: Callable[[str], str] | None = None
+) -> dict[str, Any] | None:
+    """Markers on the cells of the warn and fail findings, where to look first: a link's two cells
+    (both halves of the matrix), a node's diagonal cell (a host has no pair with itself). ``column``:
+    the x of a host when columns are not hosts (the switch heatmap: a node's row at its own switch,
+    a link's two ends at each other's switch)."""
     index = {h: i for i, h in enumerate(m.hosts)}
+    col = column or (lambda h: h)
     xs, ys, texts = [], [], []
     for f in findings:
-        if f.severity == "info":
+        if f.severity == "info" or f.subject_kind not in ("pair", "node"):
             continue
-        if f.subject_kind == "pair" and "|" in f.subject:
-            a, b = f.subject.split("|", 1)
-            if a in index and b in index:
-                xs += [e(a), e(b)]
-                ys += [e(b), e(a)]
-                texts += [e(f"{f.rule}: {f.title}")] * 2
-        elif f.subject_kind == "node" and f.subject in index:
-            xs.append(e(f.subject))
-            ys.append(e(f.subject))
+        ends = f.subject.split("|", 1) if f.subject_kind == "pair" else [f.subject]
+        if len(ends) != (2 if f.subject_kind == "pair" else 1) or not all(h in index for h in ends):
+            continue
+        a, b = ends[0], ends[-1]
+        for y, x in dict.fromkeys(((a, b), (b, a))):
+            xs.append(e(col(x)))
+            ys.append(e(y))
             texts.append(e(f"{f.rule}: {f.title}"))
     if not xs:
         return None
@@ -509,7 +513,8 @@ def _switch_heatmap(
         "type": "heatmap", "x": switches, "y": hosts, "z": "__NB_Z__", **colour, "hoverongaps": False,
         "hovertemplate": f"%{{y}} with the hosts of %{{x}}: median %{{z}} {unit}<extra></extra>",
     }]
-    marks = _switch_marks(m, blocks, findings)
+    block_of = {h: name for name, lo, hi in blocks for h in m.hosts[lo : hi + 1]}
+    marks = _finding_marks(m, findings, block_of.__getitem__)
     if marks is not None:
         data.append(marks)
     fig = {
@@ -525,30 +530,6 @@ def _switch_heatmap(
         },
     }
     return fig, _z_json(z)
-
-
-def _switch_marks(
-    m: Any, blocks: list[tuple[str, int, int]], findings: list[Finding]
-) -> dict[str, Any] | None:
-    """The aggregate's cells of the findings: a node's row at its own switch, a link's two ends at
-    each other's switch."""
-    index = {h: i for i, h in enumerate(m.hosts)}
-    block_of = {h: blocks[k][0] for k, (_, lo, hi) in enumerate(blocks) for h in m.hosts[lo : hi + 1]}
-    xs, ys, texts = [], [], []
-    for f in findings:
-        if f.severity == "info":
-            continue
-        ends = f.subject.split("|", 1) if f.subject_kind == "pair" and "|" in f.subject else [f.subject] * 2
-        if f.subject_kind in ("pair", "node") and all(h in index for h in ends):
-            for a, b in {(ends[0], ends[1]), (ends[1], ends[0])}:
-                xs.append(e(block_of[b]))
-                ys.append(e(a))
-                texts.append(e(f"{f.rule}: {f.title}"))
-    if not xs:
-        return None
-    return {"type": "scatter", "mode": "markers", "x": xs, "y": ys, "text": texts, "name": "findings",
-            "marker": {"symbol": "square-open", "size": 11, "color": "#101828", "line": {"width": 2}},
-            "hovertemplate": "%{text}<extra></extra>", "showlegend": False}
 
 
 DRILL_MAX = 8  # switch pairs shown at host resolution past HEATMAP_FULL_MAX hosts
