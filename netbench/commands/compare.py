@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from netbench.params import Number
+
 
 @click.command(
     short_help="Compare a run with a baseline; exit 1 on regression.",
@@ -31,7 +33,7 @@ Examples:
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 10),
+    type=Number(0, 10),
     default=0.1,
     show_default=True,
     help="Relative slow-down that counts as a regression (0.1 = 10 %).",

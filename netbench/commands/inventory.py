@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from netbench.params import DURATION
+from netbench.params import DURATION, Count
 
 
 @click.command(
@@ -35,7 +35,7 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
     "becomes the run id.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON instead of the table.")
-@click.option("--concurrency", type=click.IntRange(1, 1024), default=64, show_default=True,
+@click.option("--concurrency", type=Count(1, 1024), default=64, show_default=True,
               help="Hosts probed at once.")
 @click.option(
     "--timeout",

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import click
 
-from netbench.params import DURATION, CsvList
-
-
-def _size(text: str) -> int:
-    from netbench.collectives.sizes import parse_size
-
-    return parse_size(text)
+from netbench.defaults import MAX_COUNT
+from netbench.params import DURATION, PAIR_SIZE_LIST, Count
 
 
 class _Command(click.Command):
@@ -66,15 +61,15 @@ of what the inventory had established only. Progress and the verdict go to stder
     show_default=True,
     help="Wall time for everything, inventory and report included.",
 )
-@click.option("--rounds", type=click.IntRange(min=1), help="Pair matchings in the quick pass (default 3).")
+@click.option("--rounds", type=Count(1, MAX_COUNT), help="Pair matchings in the quick pass (default 3).")
 @click.option(
     "--confirm",
-    type=click.IntRange(min=0),
+    type=Count(0, MAX_COUNT),
     default=2,
     show_default=True,
     help="Known-good partners each suspect is re-tested against.",
 )
-@click.option("--pair-sizes", type=CsvList(_size), help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
+@click.option("--pair-sizes", type=PAIR_SIZE_LIST, help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
 @click.option(
     "--collective",
     "--collectives",
@@ -84,9 +79,9 @@ of what the inventory had established only. Progress and the verdict go to stder
     show_default=True,
     help="The one collective of the pairs and the ring (sweep's -k/--collectives takes a list).",
 )
-@click.option("--iters", "-n", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--iters", "-n", type=Count(1, MAX_COUNT), default=10, show_default=True,
               help="Timed iterations per size.")
-@click.option("--warmup", "-w", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--warmup", "-w", type=Count(0, MAX_COUNT), default=2, show_default=True,
               help="Untimed warm-up iterations per size.")
 @click.option(
     "--timeout",
@@ -101,7 +96,7 @@ of what the inventory had established only. Progress and the verdict go to stder
 @click.option("--fail-fast", is_flag=True, help="Stop after the inventory if it already fails.")
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]),
               help="Force a backend (default: nccl when every host has GPUs, else gloo).")
-@click.option("--procs-per-host", type=click.IntRange(1, 1024), default=1, show_default=True,
+@click.option("--procs-per-host", type=Count(1, 1024), default=1, show_default=True,
               help="CPU ranks per host with gloo (NCCL: one rank per GPU).")
 @click.option("--python", help="Python on the hosts (default: a python= label, else python3).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config to use.")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from netbench.commands._options import FAIL_ON
+from netbench.defaults import MAX_COUNT
+from netbench.params import Count
 
 
 @click.command(
@@ -51,7 +53,8 @@ Examples:
     show_default=True,
     help="inline: works offline (+4.6 MB); cdn: small file, plots need the network.",
 )
-@click.option("--top", type=click.IntRange(0), default=10, show_default=True, help="Findings in the summary.")
+@click.option("--top", type=Count(0, MAX_COUNT), default=10, show_default=True,
+              help="Findings in the summary.")
 @click.option("--no-html", is_flag=True, help="Write findings.json only.")
 @click.option(
     "--embed-rows",

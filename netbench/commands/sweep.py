@@ -9,7 +9,7 @@ import click
 
 from netbench.commands._options import measurement_options, pair_options
 from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
-from netbench.params import BUDGET, DURATION
+from netbench.params import BUDGET, DURATION, Count
 from netbench.sites import SITES
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ ends at once).
 @click.option(
     "--procs",
     "-p",
-    type=click.IntRange(1, 1024),  # CPU ranks of one machine; more is a typo, not a benchmark
+    type=Count(1, 1024),  # CPU ranks of one machine; more is a typo, not a benchmark
     default=None,
     help="CPU ranks on this machine when there is no GPU (default 2-4 by core count).",
 )
@@ -113,7 +113,7 @@ ends at once).
 )
 @click.option(
     "--procs-per-host",
-    type=click.IntRange(1, 1024),
+    type=Count(1, 1024),
     default=1,
     show_default=True,
     help="CPU ranks per host with gloo (NCCL: one rank per GPU).",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from netbench.common.errors import UsageError
 from netbench.common.interrupts import DiskFull, disk_full
+from netbench.common.jsontext import dumps
 
 if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
     import pandas as pd
@@ -141,7 +142,7 @@ def atomic_write(path: str | Path, text: str | Iterable[str]) -> None:
 
 def _write_json(path: Path, data: Any) -> None:
     """Write atomically (tmp + rename) so a reader never sees half a run.json."""
-    atomic_write(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    atomic_write(path, dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 #: the longest line of a JSON-lines file kept in memory; a longer one is skipped and named. A
@@ -470,7 +471,7 @@ class RunDir:
     def write_inventory(self, nodes: list[Any]) -> None:
         """Write every NodeInventory (reachable or not) as one JSON line each, replacing the file
         atomically: a reader (or a run killed half way) never sees half an inventory."""
-        lines = (json.dumps(n.to_dict() if hasattr(n, "to_dict") else n, default=str) + "\n" for n in nodes)
+        lines = (dumps(n.to_dict() if hasattr(n, "to_dict") else n, default=str) + "\n" for n in nodes)
         atomic_write(self.inventory_path, "".join(lines))
 
     def read_inventory(self) -> list[dict[str, Any]]:
@@ -493,7 +494,7 @@ class RunDir:
             with open(self.counters_path, "a", encoding="utf-8") as fh:
                 for snap in snapshots:
                     line = {"schema": COUNTERS_SCHEMA, "phase": phase, **snap}
-                    fh.write(json.dumps(line, default=str) + "\n")
+                    fh.write(dumps(line, default=str) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
@@ -588,7 +589,7 @@ class ResultWriter:
         disk: a truncated last line, which loading skips)."""
         data = row.to_dict() if hasattr(row, "to_dict") else row
         try:
-            self._fh.write(json.dumps(data, default=str) + "\n")
+            self._fh.write(dumps(data, default=str) + "\n")
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:

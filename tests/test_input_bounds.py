@@ -1,0 +1,147 @@
+"""Bad input is one ``netbench: error:`` line and exit 2 (preflight: 3), never a traceback, a hang or
+a verdict on nothing (issue 24): every number an option takes is finite and bounded, size lists
+that plan nothing are refused, and netbench writes standard JSON only."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+import numpy as np
+import pytest
+
+from netbench.cli import LazyGroup, main
+from netbench.common.jsontext import dumps, number_texts
+from netbench.params import Count, Number
+
+GROUP = LazyGroup(name="netbench")
+
+
+def _commands() -> list[tuple[list[str], click.Command]]:
+    """Every command and sub-command, as its command line's words."""
+    out: list[tuple[list[str], click.Command]] = []
+    for name in GROUP.list_commands(None):  # type: ignore[arg-type]
+        cmd = GROUP.get_command(None, name)  # type: ignore[arg-type]
+        assert cmd is not None
+        if isinstance(cmd, click.Group):
+            out += [([name, sub], c) for sub, c in cmd.commands.items()]
+        else:
+            out.append(([name], cmd))
+    return out
+
+
+def _numeric_options(kind: type) -> list[tuple[list[str], click.Command, click.Option]]:
+    return [
+        (words, cmd, p)
+        for words, cmd in _commands()
+        for p in cmd.params
+        if isinstance(p, click.Option) and isinstance(p.type, kind) and not p.is_flag
+    ]
+
+
+FLOATS = _numeric_options(click.types.FloatParamType)
+INTS = _numeric_options(click.types.IntParamType)
+
+
+def _argv(words: list[str], cmd: click.Command, option: click.Option, value: str) -> list[str]:
+    """The command line with ``option value`` and a stand-in for each required argument/option."""
+    argv = list(words)
+    for p in cmd.params:
+        if isinstance(p, click.Argument) and p.required:
+            argv.append("x")
+        elif isinstance(p, click.Option) and p.required and p is not option:
+            argv += [p.opts[0], "x"]
+    return [*argv, option.opts[0], value]
+
+
+def _one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as ex:
+        main(argv)
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "netbench" in err and "error:" in err, err
+    return int(ex.value.code or 0), err
+
+
+def _bad_input_status(words: list[str]) -> int:
+    return 3 if words[0] == "preflight" else 2  # preflight: 2 means "drain", bad input is 3
+
+
+def test_every_number_an_option_takes_is_bounded() -> None:
+    assert FLOATS and INTS
+    unbounded = [f"{' '.join(w)} {o.opts[0]}" for w, _, o in FLOATS if not isinstance(o.type, Number)]
+    unbounded += [
+        f"{' '.join(w)} {o.opts[0]}"
+        for w, _, o in INTS
+        if not isinstance(o.type, Count) or o.type.max is None or o.type.min is None or o.type.min < 0
+    ]
+    assert not unbounded, f"options without params.Number / params.Count: {unbounded}"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e308", "NaN"])
+@pytest.mark.parametrize(
+    "words,cmd,option", FLOATS, ids=[f"{' '.join(w)} {o.opts[0]}" for w, _, o in FLOATS]
+)
+def test_float_options_refuse_what_is_not_a_usable_number(
+    capsys: pytest.CaptureFixture[str], words: list[str], cmd: click.Command, option: click.Option, value: str
+) -> None:
+    code, err = _one_line(capsys, _argv(words, cmd, option, value))
+    assert code == _bad_input_status(words) and option.opts[0] in err, err
+
+
+@pytest.mark.parametrize("value", ["1" + "0" * 30, "-1", "nan"])
+@pytest.mark.parametrize("words,cmd,option", INTS, ids=[f"{' '.join(w)} {o.opts[0]}" for w, _, o in INTS])
+def test_count_options_refuse_past_their_range(
+    capsys: pytest.CaptureFixture[str], words: list[str], cmd: click.Command, option: click.Option, value: str
+) -> None:
+    code, err = _one_line(capsys, _argv(words, cmd, option, value))
+    assert code == _bad_input_status(words) and option.opts[0] in err, err
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["simulate", "--nodes", "1000000000"], "2<=x<=8192"),
+    (["simulate", "--oversubscription", "nan"], "not a finite number"),
+    (["simulate", "--oversubscription", "inf"], "not a finite number"),
+    (["simulate", "--oversubscription", "-1"], "1<=x<=1000"),
+    (["simulate", "--core-oversubscription", "nan"], "not a finite number"),
+    (["simulate", "--nic-gbps", "-180"], "0<x<=10000"),
+    (["simulate", "--seed", "-1"], "--seed"),
+    (["compare", "run", "--baseline", "b", "--threshold", "nan"], "not a finite number"),
+])
+def test_the_cases_of_issue_24(capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
+    code, err = _one_line(capsys, argv)
+    assert code == 2 and says in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--pair-sizes", "0"],
+    ["simulate", "--pair-sizes", "1M,0"],
+    ["sweep", "--pair-sizes", "0"],
+    ["worker", "--pair-sizes", "0B"],
+])
+def test_pair_sizes_of_0_bytes_are_refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, err = _one_line(capsys, argv)
+    assert code == 2 and "0 bytes moves nothing" in err, err
+
+
+def test_preflight_refuses_pair_sizes_of_0_bytes_as_could_not_run(capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _one_line(capsys, ["preflight", "--pair-sizes", "0"])
+    assert code == 3 and "0 bytes moves nothing" in err, err
+
+
+def test_a_sweep_whose_every_size_is_0_bytes_is_refused(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # noqa: ANN001
+    code, err = _one_line(capsys, ["sweep", "-b", "0", "-e", "0", "--out", str(tmp_path / "run")])
+    assert code == 2 and "every size is 0 bytes" in err, err
+    assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_json_writers_never_write_nan_or_infinity() -> None:
+    record = {"a": math.nan, "b": [math.inf, -math.inf, 1.5], "c": (2.0, {"d": math.nan})}
+    text = dumps(record)
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"wrote {c}")) == {
+        "a": None, "b": [None, None, 1.5], "c": [2.0, {"d": None}]
+    }
+    assert dumps({"x": 1.0}, indent=2) == json.dumps({"x": 1.0}, indent=2)
+    texts = number_texts(np.array([math.nan, math.inf, 1e-9, 0.5])).to_pylist()
+    assert texts == ["null", "null", "1e-09", "0.5"]
