@@ -83,6 +83,30 @@ class Duration(click.ParamType):
         return seconds
 
 
+class InputFile(click.ParamType):
+    """A file netbench reads (hosts file, policy, topology, ssh_config): refused while the command
+    line is read when it is missing, a directory, a FIFO, a device or a socket
+    (``files.open_regular``), never waited on; an anonymous pipe (``--hosts <(...)``) is taken.
+    ``keep``: words that are not paths (``--ssh-config none``)."""
+
+    name = "FILE"
+
+    def __init__(self, what: str, keep: tuple[str, ...] = ()) -> None:
+        self.what, self.keep = what, keep
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        from netbench.common.errors import UsageError
+        from netbench.common.files import open_regular
+
+        if str(value).lower() in self.keep:
+            return str(value)
+        try:
+            open_regular(str(value), self.what, UsageError, pipes=True).close()
+        except UsageError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
 class Number(click.FloatRange):
     """A finite float in [min, max] (``min_open``/``max_open``: the end itself excluded). ``nan``,
     ``inf`` and ``-inf`` are refused by name: a bound alone does not catch ``nan``."""
@@ -114,6 +138,10 @@ def _pair_size(text: str) -> int:
     return size
 
 
+HOSTS_FILE = InputFile("hosts file")
+POLICY_FILE = InputFile("policy file")
+TOPOLOGY_FILE = InputFile("topology file")
+SSH_CONFIG = InputFile("ssh config", keep=("none",))
 SIZE = SizeType()
 PAIR_SIZE_LIST = CsvList(_pair_size)
 """``--pair-sizes``: sizes a pair is measured at, none of them 0 (a pair phase that measures nothing

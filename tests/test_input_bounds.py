@@ -6,13 +6,21 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import click
 import numpy as np
 import pytest
 
 from netbench.cli import LazyGroup, main
+from netbench.common.errors import UsageError
+from netbench.common.files import read_user_text
+from netbench.common.hosts import parse_hosts_file
 from netbench.common.jsontext import dumps, number_texts
+from netbench.common.rundir import RunDirError, open_regular
 from netbench.params import Count, Number
 
 GROUP = LazyGroup(name="netbench")
@@ -145,3 +153,56 @@ def test_json_writers_never_write_nan_or_infinity() -> None:
     assert dumps({"x": 1.0}, indent=2) == json.dumps({"x": 1.0}, indent=2)
     texts = number_texts(np.array([math.nan, math.inf, 1e-9, 0.5])).to_pylist()
     assert texts == ["null", "null", "1e-09", "0.5"]
+
+
+# -- files the user names: a FIFO, a device or a directory is refused at once ---------------------
+
+FILE_OPTIONS = [
+    (["sweep"], "--hosts"), (["sweep", "--hosts", "HOSTS"], "--topology"), (["sweep"], "--policy"),
+    (["sweep", "--hosts", "HOSTS"], "--ssh-config"),
+    (["preflight"], "--hosts"), (["preflight"], "--policy"), (["preflight"], "--topology"),
+    (["preflight"], "--ssh-config"),
+    (["inventory"], "--hosts"), (["inventory"], "--topology"), (["inventory"], "--ssh-config"),
+    (["report", "RUN"], "--policy"), (["report", "RUN"], "--topology"),
+]
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)  # no writer, ever: a read would wait for ever
+    (tmp_path / "hosts").write_text("h1\nh2\n")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/null", "directory"])
+@pytest.mark.parametrize("words,option", FILE_OPTIONS, ids=[f"{' '.join(w)} {o}" for w, o in FILE_OPTIONS])
+def test_a_file_option_refuses_what_is_not_a_regular_file_at_once(
+    fifo: Path, words: list[str], option: str, kind: str
+) -> None:
+    given = {"fifo": str(fifo), "/dev/null": "/dev/null", "directory": str(fifo.parent)}[kind]
+    stand_in = {"HOSTS": str(fifo.parent / "hosts"), "RUN": str(fifo.parent)}
+    argv = [stand_in.get(w, w) for w in words]
+    r = subprocess.run([sys.executable, "-m", "netbench", *argv, option, given],
+                       capture_output=True, text=True, timeout=120, cwd=fifo.parent)
+    assert r.returncode == _bad_input_status(words), r
+    assert r.stderr.count("\n") == 1 and "is not a regular file" in r.stderr and option in r.stderr, r.stderr
+
+
+def test_an_anonymous_pipe_is_still_read(tmp_path: Path) -> None:
+    """``--hosts <(scontrol show hostnames)``: a pipe whose writer is already there."""
+    read, write = os.pipe()
+    os.write(write, b"h1\nh2\n")
+    os.close(write)
+    try:
+        assert [e.name for e in parse_hosts_file(f"/dev/fd/{read}")] == ["h1", "h2"]
+    finally:
+        os.close(read)
+
+
+def test_run_directory_files_share_the_one_check(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "results.jsonl")
+    with pytest.raises(RunDirError, match="is not a regular file \\(a FIFO\\)"):
+        open_regular(tmp_path / "results.jsonl")
+    with pytest.raises(UsageError, match="is not a regular file \\(a FIFO\\)"):
+        read_user_text(tmp_path / "results.jsonl", "hosts file")

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from netbench.params import DURATION, Count
+from netbench.params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 
 
 @click.command(
@@ -19,15 +19,15 @@ Examples:
   netbench inventory --hosts hosts.txt --accept-new-host-keys --json > inv.json
 Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
 )
-@click.option("--hosts", "hosts_file", type=click.Path(), help="Hosts file (one host or hostlist per line).")
+@click.option("--hosts", "hosts_file", type=HOSTS_FILE, help="Hosts file (one host or hostlist per line).")
 @click.option(
     "--ssh-config",
-    type=click.Path(exists=True, dir_okay=False),
+    type=SSH_CONFIG,
     help="ssh_config to use (default ~/.ssh/config).",
 )
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys and record them.")
 @click.option("--python", help="Python on the nodes to ask for torch/NCCL (a host's python= label wins).")
-@click.option("--topology", type=click.Path(), help="Slurm topology.conf naming each node's switch.")
+@click.option("--topology", type=TOPOLOGY_FILE, help="Slurm topology.conf naming each node's switch.")
 @click.option(
     "--out",
     type=click.Path(file_okay=False),

@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from netbench.defaults import MAX_COUNT
-from netbench.params import DURATION, PAIR_SIZE_LIST, Count
+from netbench.params import (
+    DURATION,
+    HOSTS_FILE,
+    PAIR_SIZE_LIST,
+    POLICY_FILE,
+    SSH_CONFIG,
+    TOPOLOGY_FILE,
+    Count,
+)
 
 
 class _Command(click.Command):
@@ -48,10 +56,10 @@ of what the inventory had established only. Progress and the verdict go to stder
 @click.option(
     "--hosts",
     "hosts_file",
-    type=click.Path(dir_okay=False),
+    type=HOSTS_FILE,
     help="Hosts file. Inside salloc/sbatch without it: the allocation's nodes, over srun (no SSH).",
 )
-@click.option("--policy", type=click.Path(dir_okay=False), help="Policy TOML (docs/policy.example.toml).")
+@click.option("--policy", type=POLICY_FILE, help="Policy TOML (docs/policy.example.toml).")
 @click.option("--baseline", help="Saved baseline name or run directory to compare against.")
 @click.option(
     "--budget",
@@ -99,9 +107,9 @@ of what the inventory had established only. Progress and the verdict go to stder
 @click.option("--procs-per-host", type=Count(1, 1024), default=1, show_default=True,
               help="CPU ranks per host with gloo (NCCL: one rank per GPU).")
 @click.option("--python", help="Python on the hosts (default: a python= label, else python3).")
-@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config to use.")
+@click.option("--ssh-config", type=SSH_CONFIG, help="ssh_config to use.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
-@click.option("--topology", type=click.Path(exists=True, dir_okay=False), help="Slurm topology.conf.")
+@click.option("--topology", type=TOPOLOGY_FILE, help="Slurm topology.conf.")
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
 @click.option(
     "--out",

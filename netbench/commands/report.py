@@ -6,7 +6,7 @@ import click
 
 from netbench.commands._options import FAIL_ON
 from netbench.defaults import MAX_COUNT
-from netbench.params import Count
+from netbench.params import POLICY_FILE, TOPOLOGY_FILE, Count
 
 
 @click.command(
@@ -30,12 +30,12 @@ Examples:
 @click.option(
     "--policy",
     "policy_path",
-    type=click.Path(dir_okay=False),
+    type=POLICY_FILE,
     help="Policy TOML (thresholds, minimum versions, severities); see docs/policy.example.toml.",
 )
 @click.option(
     "--topology",
-    type=click.Path(dir_okay=False),
+    type=TOPOLOGY_FILE,
     help="Slurm topology.conf (tree or block) or a JSON/TOML switch -> hosts table.",
 )
 @click.option(

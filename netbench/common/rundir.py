@@ -20,13 +20,13 @@ import datetime as _dt
 import json
 import os
 import secrets
-import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from netbench.common import files
 from netbench.common.errors import UsageError
 from netbench.common.interrupts import DiskFull, disk_full
 from netbench.common.jsontext import dumps
@@ -210,32 +210,9 @@ def decode_json(raw: bytes) -> Any:
 
 
 def open_regular(path: Path) -> BinaryIO:
-    """Open ``path`` for reading only if it is a regular file. O_NONBLOCK so that opening a FIFO
-    returns at once instead of waiting for a writer; a device (``/dev/zero`` behind a symlink) is
-    refused before a byte is read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise RunDirError(f"cannot read {path}: {exc.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise RunDirError(f"{path} is not a regular file ({_file_kind(mode)}); refusing to read it")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a directory"),
-    ):
-        if test(mode):
-            return name
-    return "not a plain file"
+    """``path`` open for reading if it is a regular file, else RunDirError (``files.open_regular``:
+    a FIFO is refused without waiting for a writer, a device before a byte is read)."""
+    return files.open_regular(path, "run-directory file", RunDirError)
 
 
 def read_jsonl(
