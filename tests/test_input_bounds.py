@@ -14,6 +14,8 @@ from pathlib import Path
 import click
 import numpy as np
 import pytest
+from netbench.collectives.names import MEASURED, ROW_PATTERNS
+from netbench.reports.policy import PolicyError, load_policy
 
 from netbench.cli import LazyGroup, main
 from netbench.common.errors import UsageError
@@ -206,3 +208,55 @@ def test_run_directory_files_share_the_one_check(tmp_path: Path) -> None:
         open_regular(tmp_path / "results.jsonl")
     with pytest.raises(UsageError, match="is not a regular file \\(a FIFO\\)"):
         read_user_text(tmp_path / "results.jsonl", "hosts file")
+
+
+# -- policies: a word outside its vocabulary is refused with the nearest one -----------------------
+
+
+@pytest.mark.parametrize("toml,says", [
+    ('[[expect.busbw]]\ncollective = "all_redcue"\nbusbw_GBps = 100\n',
+     "expect.busbw.collective = 'all_redcue' is not a collective; did you mean 'all_reduce'?"),
+    ('[[expect.busbw]]\ncollective = "all_reduce"\npattern = "wrld"\nbusbw_GBps = 100\n',
+     "expect.busbw.pattern = 'wrld' is not a pattern; did you mean 'world'?"),
+    ('[[expect.busbw]]\ncollective = "all_reduce"\nhop_class = "spien"\nbusbw_GBps = 100\n',
+     "expect.busbw.hop_class = 'spien' is not a hop class"),
+    ('[severity]\nslow_nod = "fail"\n', "unknown rule severity.slow_nod; did you mean 'slow_node'?"),
+    ('[severity]\nslow_node = "fial"\n',
+     "severity.slow_node = 'fial' is not a severity; did you mean 'fail'?"),
+    ('[thresholds]\nmad_kk = 3\n', "unknown key thresholds.mad_kk; did you mean 'mad_k'?"),
+    ('[thresholds]\nmad_k = nan\n', "thresholds.mad_k = nan is not a finite number"),
+    ('[expect]\nlink_rate_gbps = inf\n', "expect.link_rate_gbps = inf is not a finite number"),
+    ('[versions.minimum]\nnic_firmwre = "1"\n',
+     "unknown key versions.minimum.nic_firmwre; did you mean 'nic_firmware'?"),
+    ('[expectt]\n', "unknown key expectt; did you mean 'expect'?"),
+    ('[[reference]]\nid = "x"\ncollective = "all_reduce"\nscope = "intar"\nlow_GBps = 1\nhigh_GBps = 2\n'
+     'source = "s"\n', "scope = 'intar' is not a reference scope; did you mean 'intra'?"),
+    ('[[reference]]\nid = "x"\ncollective = "allredcue"\nscope = "intra"\nlow_GBps = 1\nhigh_GBps = 2\n'
+     'source = "s"\n', "collective = 'allredcue' is not a collective; did you mean 'all_reduce'?"),
+])
+def test_a_policy_typo_is_refused_with_the_nearest_word(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, toml: str, says: str
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(toml)
+    with pytest.raises(PolicyError) as ex:
+        load_policy(policy)
+    assert str(ex.value).startswith(f"{policy}: ") and says in str(ex.value), ex.value
+    (tmp_path / "results.jsonl").write_text("")
+    code, err = _one_line(capsys, ["report", str(tmp_path), "--policy", str(policy)])
+    assert code == 2 and says in err, err
+
+
+def test_a_policy_takes_the_other_spellings_of_a_collective(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[expect.busbw]]\ncollective = "AllReduce"\npattern = "pair"\nbusbw_GBps = 100\n')
+    assert load_policy(policy).expect.busbw[0].collective == "all_reduce"
+
+
+def test_the_policy_vocabulary_is_what_rows_carry() -> None:
+    from netbench.collectives.ops import COLLECTIVES
+
+    from netbench.planner import PATTERNS
+
+    assert set(COLLECTIVES) == set(MEASURED)
+    assert set(ROW_PATTERNS) == {"pair" if p == "pairwise" else p for p in PATTERNS}

@@ -59,6 +59,8 @@ from netbench.common.files import read_user_text
 from netbench.common.hostlist import expand_hostlist
 
 INTRA, LEAF, SPINE, CORE, UNKNOWN = "intra", "leaf", "spine", "core", "unknown"
+HOP_CLASSES = (INTRA, LEAF, SPINE, CORE, UNKNOWN)
+"""The hop classes with a name (``tier-N`` for N >= 4 besides): what a policy's ``hop_class`` says."""
 _TIER_NAMES = {1: LEAF, 2: SPINE, 3: CORE}
 _DEEP = re.compile(r"tier-(\d+)")
 _KNOWN_KEYS = {"switchname", "nodes", "switches", "linkspeed", "blockname", "blocksizes"}
