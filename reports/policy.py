@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import tomllib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from netbench.collectives.names import IMPORTED, MEASURED, ROW_PATTERNS, canonic
 from netbench.collectives.sizes import parse_size
 from netbench.reports.rule_ids import ALL_IDS
 
-from netbench.common.files import read_user_text
+from netbench.common.files import parse_toml, read_user_text
 from netbench.common.findings import SEVERITIES
 from netbench.common.topology import HOP_CLASSES, is_hop_class
 
@@ -332,10 +331,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
     if path is None:
         return Policy()
     path = Path(path)
-    try:
-        data = tomllib.loads(read_user_text(path, "policy file", PolicyError))
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+    data = parse_toml(read_user_text(path, "policy file", PolicyError), str(path), PolicyError)
     try:
         return policy_from_dict(data, source=str(path))
     except PolicyError as exc:

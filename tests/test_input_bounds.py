@@ -260,3 +260,48 @@ def test_the_policy_vocabulary_is_what_rows_carry() -> None:
 
     assert set(COLLECTIVES) == set(MEASURED)
     assert set(ROW_PATTERNS) == {"pair" if p == "pairwise" else p for p in PATTERNS}
+
+
+# -- deeply nested files and preflight's "could not run" ------------------------------------------
+
+
+@pytest.mark.parametrize("name,text,says", [
+    ("policy.toml", "x = " + "[" * 100_000 + "]" * 100_000 + "\n", "not valid TOML: nested too deeply"),
+    ("topology.toml", "x = " + "[" * 100_000 + "]" * 100_000 + "\n", "not valid TOML: nested too deeply"),
+    ("topology.json", '{"s":' * 100_000 + "1" + "}" * 100_000, "not valid JSON: nested too deeply"),
+])
+def test_a_deeply_nested_file_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str, says: str
+) -> None:
+    (tmp_path / name).write_text(text)
+    (tmp_path / "results.jsonl").write_text("")
+    option = "--policy" if name.startswith("policy") else "--topology"
+    code, err = _one_line(capsys, ["report", str(tmp_path), option, str(tmp_path / name)])
+    assert code == 2 and f"{tmp_path / name}: " in err and says in err, err
+
+
+def test_preflight_with_a_deeply_nested_policy_could_not_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "policy.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (tmp_path / "hosts").write_text("h1\nh2\n")
+    code, err = _one_line(capsys, ["preflight", "--hosts", str(tmp_path / "hosts"), "--policy",
+                                   str(tmp_path / "policy.toml"), "--out", str(tmp_path / "run")])
+    assert code == 3 and "nested too deeply" in err, err
+
+
+def test_an_internal_error_in_preflight_exits_3_not_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1 means "warnings" for preflight: a bug must read as "could not run", never as a pass with
+    warnings and no node to drain."""
+    import netbench.preflight
+
+    def broken(opts: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.delenv("NETBENCH_DEBUG", raising=False)
+    monkeypatch.setattr(netbench.preflight, "run_preflight", broken)
+    (tmp_path / "hosts").write_text("h1\nh2\n")
+    code, err = _one_line(capsys, ["preflight", "--hosts", str(tmp_path / "hosts")])
+    assert code == 3 and "internal error: RecursionError" in err, err

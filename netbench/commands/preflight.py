@@ -17,7 +17,9 @@ from netbench.params import (
 
 
 class _Command(click.Command):
-    """Bad options exit 3 like every could-not-run case: for preflight, 2 means "nodes to drain"."""
+    """Bad options exit 3 like every could-not-run case: for preflight, 2 means "nodes to drain" and
+    1 "warnings", so an internal error (a bug) exits 3 too, with the one line every command prints
+    (docs/exit-status.md); --debug shows its traceback."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -26,6 +28,22 @@ class _Command(click.Command):
             from netbench.preflight import PreflightError
 
             raise PreflightError(f"preflight: {exc.format_message()} (see --help)") from None
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+        from netbench.common.errors import NetbenchError
+
+        try:
+            return super().invoke(ctx)
+        except (NetbenchError, click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if (ctx.find_root().obj or {}).get("debug"):
+                raise
+            from netbench.preflight import PreflightError
+
+            raise PreflightError(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+            ) from exc
 
 
 @click.command(
@@ -50,7 +68,7 @@ failure of its own, and a slow node only once its re-tests confirm it; slow link
 check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
-GPUs, a full run directory); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP, with the drain list
+GPUs, a full run directory, an internal error); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP, with the drain list
 of what the inventory had established only. Progress and the verdict go to stderr.""",
 )
 @click.option(

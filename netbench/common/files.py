@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import stat
+import tomllib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from netbench.common.errors import UsageError
 
@@ -80,3 +81,14 @@ def read_user_text(
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{p}: not UTF-8 text (byte {exc.start})") from None
+
+
+def parse_toml(text: str, where: str, error: type[Exception] = UsageError) -> dict[str, Any]:
+    """TOML text as a table; ``error`` naming ``where`` when it is not TOML, or nested so deeply
+    (``x = [[[[...`` 100,000 times) that the parser runs out of stack."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{where}: not valid TOML: nested too deeply") from None

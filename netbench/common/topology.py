@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from netbench.common.errors import UsageError
-from netbench.common.files import read_user_text
+from netbench.common.files import parse_toml, read_user_text
 from netbench.common.hostlist import expand_hostlist
 
 INTRA, LEAF, SPINE, CORE, UNKNOWN = "intra", "leaf", "spine", "core", "unknown"
@@ -522,14 +521,13 @@ def parse_topology(text: str, source: str = "<topology>") -> Topology:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise TopologyError(f"{source}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise TopologyError(f"{source}: not valid JSON: nested too deeply") from None
         return _from_table(data, source)
     if _SLURM.search(text):
         return parse_slurm_topology(text, source)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TopologyError(f"{source}: neither JSON, TOML nor Slurm topology.conf: {exc}") from None
-    return _from_table(data, source)
+    where = f"{source}: neither JSON, TOML nor Slurm topology.conf"
+    return _from_table(parse_toml(text, where, TopologyError), source)
 
 
 
