@@ -20,9 +20,10 @@ from netbench.reports.policy import PolicyError, load_policy
 from netbench.cli import LazyGroup, main
 from netbench.common.errors import UsageError
 from netbench.common.files import read_user_text
-from netbench.common.hosts import parse_hosts_file
+from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.common.jsontext import dumps, number_texts
 from netbench.common.rundir import RunDirError, open_regular
+from netbench.common.topology import MAX_TIERS, TopologyError, depth, parse_topology
 from netbench.params import Count, Number
 
 GROUP = LazyGroup(name="netbench")
@@ -305,3 +306,87 @@ def test_an_internal_error_in_preflight_exits_3_not_1(
     (tmp_path / "hosts").write_text("h1\nh2\n")
     code, err = _one_line(capsys, ["preflight", "--hosts", str(tmp_path / "hosts")])
     assert code == 3 and "internal error: RecursionError" in err, err
+
+
+# -- work bounded by the input: topology depth, hosts files, names in topologies -------------------
+
+
+def _chain(switches: int) -> str:
+    """A chain of switches, each under the next, listed from the top (each link found below a long
+    chain already: the order that made the loop check quadratic)."""
+    lines = [f"SwitchName=s{i} Switches=s{i - 1}" for i in range(switches - 1, 0, -1)]
+    return "\n".join([*lines, "SwitchName=s0 Nodes=node[0001-0004]"]) + "\n"
+
+
+def test_a_topology_as_deep_as_the_limit_is_taken() -> None:
+    topo = parse_topology(_chain(MAX_TIERS), "chain")
+    assert topo.hop_class("node0001", "node0002") == "leaf"
+    assert len(topo.ancestors("s0")) == MAX_TIERS
+
+
+@pytest.mark.parametrize("switches", [MAX_TIERS + 1, 10_000])
+def test_a_topology_deeper_than_the_limit_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, switches: int
+) -> None:
+    (tmp_path / "chain.conf").write_text(_chain(switches))
+    (tmp_path / "results.jsonl").write_text("")
+    code, err = _one_line(capsys, ["report", str(tmp_path), "--topology", str(tmp_path / "chain.conf")])
+    assert code == 2 and f"switches {switches} tiers deep; netbench takes at most {MAX_TIERS}" in err, err
+
+
+def test_a_loop_in_a_long_chain_is_still_found() -> None:
+    text = _chain(MAX_TIERS) + f"SwitchName=s0 Switches=s{MAX_TIERS - 1}\n"  # the top under the bottom
+    topo = parse_topology(text, "loop")
+    assert any("makes a loop" in w for w in topo.warnings), topo.warnings
+    assert depth({"a": "b", "b": "c", "c": "a", "h": "a"}) == 4  # a loop counts its switches once
+
+
+def test_a_run_json_topology_deeper_than_the_limit_is_ignored_and_named(tmp_path: Path) -> None:
+    from netbench.reports.context import _topology_from_run
+
+    uplinks = {"h1": "s0", **{f"s{i}": f"s{i + 1}" for i in range(5000)}}
+    unreadable: list = []
+    assert _topology_from_run({"topology": uplinks}, unreadable, tmp_path / "run.json") is None
+    assert "more than 64 tiers deep" in unreadable[0].reason
+
+
+def test_a_hosts_file_of_many_parts_of_one_node_is_read_in_one_pass(tmp_path: Path) -> None:
+    """20,000 gpus= parts of one name: each line looked up once (it was each line against every
+    earlier one: 43 s)."""
+    (tmp_path / "hosts").write_text("".join(f"node1 gpus={i}\n" for i in range(20_000)))
+    assert len(parse_hosts_file(tmp_path / "hosts")) == 20_000
+    (tmp_path / "hosts").write_text("node1 gpus=0\nnode1 gpus=1\nnode1\n")
+    with pytest.raises(UsageError, match=r"hosts:3: duplicate host node1 \(first at .*hosts:1\)"):
+        parse_hosts_file(tmp_path / "hosts")
+    (tmp_path / "hosts").write_text("node1\nnode1 gpus=1\n")
+    with pytest.raises(UsageError, match=r"hosts:2: duplicate host node1 \(first at .*hosts:1\)"):
+        parse_hosts_file(tmp_path / "hosts")
+
+
+@pytest.mark.parametrize("text,says", [
+    ("SwitchName=s1 Nodes=node[0009-0016];rm\n", "t:1: Nodes=: character(s) ';' not allowed in a host name"),
+    ("SwitchName=s1;rm Nodes=node1\n", "t:1: SwitchName=: character(s) ';' not allowed"),
+    ("SwitchName=s2 Switches=s$(reboot)\nSwitchName=s1 Nodes=n1\n", "t:1: Switches=: character(s)"),
+    ('{"switches": {"leaf1": ["h1", "h2;rm"]}}', "t: switch 'leaf1': character(s) ';' not allowed"),
+    ('{"switches": {"leaf 1": ["h1"]}}', "t: switch: character(s) ' ' not allowed"),
+])
+def test_names_in_a_topology_are_checked_as_in_hosts_files(text: str, says: str) -> None:
+    with pytest.raises(TopologyError) as ex:
+        parse_topology(text, "t")
+    assert says in str(ex.value), ex.value
+
+
+def test_hosts_the_topology_does_not_place_are_counted_and_named(tmp_path: Path) -> None:
+    from netbench.sites.ssh import file_switches
+
+    (tmp_path / "half.conf").write_text("SwitchName=s1 Nodes=node[0001-0008]\n")
+    entries = [HostEntry(f"node{i:04d}") for i in range(1, 17)]
+    said: list[str] = []
+    switches = file_switches(entries, str(tmp_path / "half.conf"), said.append)
+    assert said == [f"# topology warning: {tmp_path / 'half.conf'}: 8 of 16 host(s) are not in the topology "
+                    "(node0009, node0010, node0011, node0012, node0013 ...); their pairs are judged as hop "
+                    "class unknown"]
+    assert len(switches.uplinks) == 8
+    said.clear()
+    file_switches(entries[:8], str(tmp_path / "half.conf"), said.append)
+    assert said == []

@@ -71,7 +71,8 @@ def command(
 
     entries = parse_hosts_file(hosts_file) if hosts_file else None
     topo = load_topology(topology) if topology else None
-    for warning in topo.warnings if topo else []:
+    unplaced = topo.unplaced_warning([e.name for e in entries]) if topo and entries else None
+    for warning in [*(topo.warnings if topo else []), *([unplaced] if unplaced else [])]:
         click.echo(f"netbench: warning: {warning}", err=True)
     opts = SSHOptions(ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys) if entries else None
     run = RunDir.create(out)

@@ -30,17 +30,18 @@ class _Command(click.Command):
             raise PreflightError(f"preflight: {exc.format_message()} (see --help)") from None
 
     def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
-        from netbench.common.errors import NetbenchError
+        from netbench.common.errors import NetbenchError, UsageError
+        from netbench.preflight import PreflightError
 
         try:
             return super().invoke(ctx)
+        except UsageError as exc:  # bad input wherever it is found (a topology file): 3, never 2
+            raise PreflightError(str(exc)) from exc
         except (NetbenchError, click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
             if (ctx.find_root().obj or {}).get("debug"):
                 raise
-            from netbench.preflight import PreflightError
-
             raise PreflightError(
                 f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
             ) from exc
@@ -68,8 +69,8 @@ failure of its own, and a slow node only once its re-tests confirm it; slow link
 check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
-GPUs, a full run directory, an internal error); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP, with the drain list
-of what the inventory had established only. Progress and the verdict go to stderr.""",
+GPUs, a full run directory, an internal error); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP,
+with the drain list of what the inventory had established only. Progress and the verdict go to stderr.""",
 )
 @click.option(
     "--hosts",
@@ -168,6 +169,7 @@ def command(
     **kw: object,
 ) -> None:
     """Check a set of nodes before a large job: inventory, policy, pairs, ring, re-tests of suspects."""
+    from netbench.common.errors import UsageError
     from netbench.preflight import (
         PreflightError,
         PreflightOptions,
@@ -187,7 +189,7 @@ def command(
     })
     try:
         result = run_preflight(PreflightOptions(**kw))  # type: ignore[arg-type]
-    except PreflightError as exc:
+    except (PreflightError, UsageError) as exc:  # bad input found on the way (a topology file) too
         write_error_outputs(str(exc), json_path=json_path, junit_path=junit_path, drain_list=drain_list)
         raise
     write_outputs(
