@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+from netbench.collectives.names import canonical
 
 Work = object  # torch.distributed Work handle
 
@@ -432,14 +433,7 @@ DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
 
 
 def get_collective(name: str) -> Collective:
-    key = name.strip().lower().replace("-", "_")
-    key = {
-        "allreduce": "all_reduce",
-        "allgather": "all_gather",
-        "reducescatter": "reduce_scatter",
-        "alltoall": "all_to_all",
-        "send_recv": "sendrecv",
-    }.get(key, key)
+    key = canonical(name)
     if key not in COLLECTIVES:
         raise ValueError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
     return COLLECTIVES[key]

@@ -9,13 +9,14 @@ hostile ``hostname`` cannot move the cursor or recolour the terminal.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from netbench.inventory.model import NodeInventory
+
+from netbench.common.jsontext import dumps
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 MARK = "*"
@@ -143,4 +144,4 @@ def render_table(nodes: Sequence[NodeInventory], color: bool = False) -> str:
 
 def render_json(nodes: Sequence[NodeInventory]) -> str:
     """The records as one JSON array (the same dicts as inventory.jsonl)."""
-    return json.dumps([n.to_dict() for n in nodes], indent=2, default=str)
+    return dumps([n.to_dict() for n in nodes], indent=2, default=str)

@@ -12,3 +12,15 @@ PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20
 """``--pair-sizes`` of a sweep: a few large sizes a pair (N-1 rounds of them, not a full sweep each)."""
 PREFLIGHT_PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}
 """``preflight --pair-sizes``: the two sizes that decide a verdict within a budget of minutes."""
+SIM_MAX_NODES = 8192
+"""``simulate --nodes``: twice the largest fabric measured (4,096 nodes, benchmarks/README.md); past
+it the plan alone (every pair of N nodes) outgrows any machine this runs on, so more is refused."""
+SIM_MAX_OVERSUBSCRIPTION = 1000.0
+"""``simulate --oversubscription``, ``--core-oversubscription``: 1 is non-blocking."""
+SIM_MAX_NIC_GBPS = 10_000.0
+"""``simulate --nic-gbps``: 10 TB/s a node, far above any NIC."""
+SIM_MAX_RAILS = 64
+"""``simulate --rails``: NICs a node."""
+MAX_COUNT = 10**9
+"""The upper end of a count option that has no natural one (iterations, rounds, partners, pairs at
+once): far above any real use, low enough that nothing sized by it overflows or runs for ever."""

@@ -1,7 +1,15 @@
-"""click parameter types: sizes, comma lists, durations. Bad values raise BadParameter (exit 2)."""
+"""click parameter types: sizes, comma lists, durations, bounded numbers. Bad values raise
+BadParameter (exit 2: one line, never a traceback).
+
+Every number an option takes goes through ``Number`` (a finite float in a range) or ``Count`` (an
+integer in a range with an upper end): ``nan`` compares false with every bound, so click's own
+``FloatRange`` lets it through, and a count without an upper end lets ``10**30`` rounds through to a
+loop that never ends. ``tests/test_input_bounds.py`` walks every command's options for these types.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 
 import click
@@ -75,6 +83,68 @@ class Duration(click.ParamType):
         return seconds
 
 
+class InputFile(click.ParamType):
+    """A file netbench reads (hosts file, policy, topology, ssh_config): refused while the command
+    line is read when it is missing, a directory, a FIFO, a device or a socket
+    (``files.open_regular``), never waited on; an anonymous pipe (``--hosts <(...)``) is taken.
+    ``keep``: words that are not paths (``--ssh-config none``)."""
+
+    name = "FILE"
+
+    def __init__(self, what: str, keep: tuple[str, ...] = ()) -> None:
+        self.what, self.keep = what, keep
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        from netbench.common.errors import UsageError
+        from netbench.common.files import open_regular
+
+        if str(value).lower() in self.keep:
+            return str(value)
+        try:
+            open_regular(str(value), self.what, UsageError, pipes=True).close()
+        except UsageError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
+
+
+class Number(click.FloatRange):
+    """A finite float in [min, max] (``min_open``/``max_open``: the end itself excluded). ``nan``,
+    ``inf`` and ``-inf`` are refused by name: a bound alone does not catch ``nan``."""
+
+    def __init__(self, min: float, max: float, min_open: bool = False, max_open: bool = False) -> None:  # noqa: A002
+        super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
+
+    def convert(self, value, param, ctx):  # noqa: ANN001, ANN201 - click's signature
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number: give one in {self._describe_range()}", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class Count(click.IntRange):
+    """An integer in [min, max]; the upper end is required, so no option takes a count without one."""
+
+    def __init__(self, min: int, max: int) -> None:  # noqa: A002
+        super().__init__(min=min, max=max)
+
+
+def _pair_size(text: str) -> int:
+    size = parse_size(text)
+    if size == 0:
+        raise ValueError(
+            f"{text!r}: a pair measured at 0 bytes moves nothing, so there is no bandwidth to judge; "
+            "give sizes of 1 byte or more"
+        )
+    return size
+
+
+HOSTS_FILE = InputFile("hosts file")
+POLICY_FILE = InputFile("policy file")
+TOPOLOGY_FILE = InputFile("topology file")
+SSH_CONFIG = InputFile("ssh config", keep=("none",))
 SIZE = SizeType()
+PAIR_SIZE_LIST = CsvList(_pair_size)
+"""``--pair-sizes``: sizes a pair is measured at, none of them 0 (a pair phase that measures nothing
+must not pass)."""
 DURATION = Duration()
 BUDGET = Duration(off=True)  # a budget whose 0 turns its step off

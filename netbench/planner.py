@@ -391,12 +391,19 @@ def sweep_spec(req: PlanRequest, backend: str) -> SweepSpec:
         sizes = size_sweep(lo, hi, m.factor)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    if not any(sizes):
+        raise UsageError("every size is 0 bytes, so nothing would be measured: give --max-bytes of 1 or more")
     return _spec(req, backend, m.collectives, sizes)
 
 
 def pair_spec(req: PlanRequest, backend: str) -> SweepSpec:
-    """A pair measures a few large sizes (a pair per round costs N-1 rounds, not a full sweep each)."""
+    """A pair measures a few large sizes (a pair per round costs N-1 rounds, not a full sweep each).
+    A size of 0 is refused: the pair model judges bandwidth, and 0 bytes have none."""
     sizes = sorted(req.pair_sizes or PAIR_SIZES[backend])
+    if sizes[0] <= 0:
+        raise UsageError(
+            "pair sizes must be 1 byte or more: a pair measured at 0 bytes has no bandwidth to judge"
+        )
     return _spec(req, backend, req.pair_collectives or req.measure.collectives, sizes)
 
 

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from netbench.common.jsontext import dumps
+
 _BaseKey = tuple[str, str, int, str, bool]
 _SubKey = tuple[str | None, int | None]  # (group, ranks)
 _Index = dict[_BaseKey, dict[_SubKey, list[dict[str, Any]]]]
@@ -389,7 +391,7 @@ def render(
     base_fp, cur_fp = fingerprints
     regressed = [c for c in comparisons if is_regression(c, threshold)]
     if fmt == "json":
-        return json.dumps({
+        return dumps({
             "schema": "netbench.compare/1", "threshold": threshold, "regressed": len(regressed),
             "fingerprint": {"baseline": base_fp, "current": cur_fp},
             "env_diff": [{"key": k, "baseline": b, "current": c} for k, b, c in diffs],

@@ -384,6 +384,12 @@ def _topology_from_run(
         if all(isinstance(hs, list) and all(isinstance(h, str) for h in hs) for hs in topo.values()):
             return {h: str(sw) for sw, hs in topo.items() for h in hs}
         if all(isinstance(sw, str) for sw in topo.values()):
+            from netbench.common.topology import MAX_TIERS, depth
+
+            if depth(topo) > MAX_TIERS + 1:  # + 1: a host's own entry, under its leaf
+                why = f"field 'topology' is more than {MAX_TIERS} tiers deep; ignored"
+                unreadable.append(Unreadable(str(path), None, why))
+                return None
             return dict(topo)
     elif isinstance(topo, str):  # a path: used when it is still there (reports move between machines)
         if "\0" not in topo and Path(topo).is_file():

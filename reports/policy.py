@@ -6,24 +6,30 @@ outdated firmware is a failure" without touching code. Without a file the defaul
 then judge nodes and pairs against their peers (median/MAD), never against a fixed guess.
 
 Loading is strict on purpose: an unknown key is an error that names it, because a misspelt
-threshold silently falling back to its default is the worst kind of policy bug.
+threshold silently falling back to its default is the worst kind of policy bug. So is a value
+outside its vocabulary (a collective, pattern, hop class, rule id, severity, version component or
+reference scope): a floor for ``all_redcue`` would match no row and never apply. Each is refused
+with the nearest known word (``did you mean 'all_reduce'?``).
 See ``docs/policy.example.toml`` for every key, documented.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import tomllib
+import difflib
+import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netbench.collectives.names import IMPORTED, MEASURED, ROW_PATTERNS, canonical
 from netbench.collectives.sizes import parse_size
 from netbench.reports.rule_ids import ALL_IDS
 
-from netbench.common.files import read_user_text
+from netbench.common.files import parse_toml, read_user_text
 from netbench.common.findings import SEVERITIES
-from netbench.common.topology import is_hop_class
+from netbench.common.topology import HOP_CLASSES, is_hop_class
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
 VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")
@@ -31,6 +37,32 @@ VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "
 
 class PolicyError(ValueError):
     """A policy file that cannot be used; the message names the file and the key."""
+
+
+COLLECTIVES = MEASURED + IMPORTED
+"""What ``collective =`` may name: what netbench measures or imports (rows carry nothing else)."""
+
+
+def did_you_mean(word: object, known: Collection[str]) -> str:
+    """``; did you mean 'x'?`` for the nearest known word (difflib), else the known words."""
+    close = difflib.get_close_matches(str(word), sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
+
+
+def _one_of(value: Any, known: Collection[str], where: str, what: str) -> str:
+    """``value`` if it is one of ``known``; PolicyError naming ``where``, ``what`` it should be and
+    the nearest word else."""
+    if isinstance(value, str) and value in known:
+        return value
+    raise PolicyError(f"{where} = {value!r} is not a {what}{did_you_mean(value, known)}")
+
+
+def _collective(value: Any, where: str) -> str:
+    """A collective as rows spell it (``allreduce`` -> ``all_reduce``), else PolicyError."""
+    key = canonical(value) if isinstance(value, str) else value
+    if key in COLLECTIVES:
+        return key
+    raise PolicyError(f"{where} = {value!r} is not a collective{did_you_mean(key, COLLECTIVES)}")
 
 
 @dataclass
@@ -130,13 +162,17 @@ class ExpectedBusbw:
     hop_class: str = "any"  # a hop class (netbench.common.topology) or any; pairs only
 
     def __post_init__(self) -> None:
+        self.collective = _collective(self.collective, "expect.busbw.collective")
+        if self.pattern is not None:
+            self.pattern = _one_of(self.pattern, ROW_PATTERNS, "expect.busbw.pattern", "pattern")
         self.min_bytes = _size(self.min_bytes, "expect.busbw.min_bytes")
-        if self.busbw_GBps <= 0:
+        if not 0 < self.busbw_GBps:
             raise PolicyError(f"expect.busbw.busbw_GBps must be > 0, got {self.busbw_GBps}")
-        if self.hop_class != "any" and not is_hop_class(self.hop_class):
+        hop = self.hop_class
+        if not (isinstance(hop, str) and (hop == "any" or is_hop_class(hop))):
             raise PolicyError(
-                "expect.busbw.hop_class must be intra, leaf, spine, core, tier-N (N >= 4), unknown or any, "
-                f"got {self.hop_class!r}"
+                f"expect.busbw.hop_class = {self.hop_class!r} is not a hop class (intra, leaf, spine, core, "
+                f"tier-N for N >= 4, unknown or any){did_you_mean(self.hop_class, (*HOP_CLASSES, 'any'))}"
             )
 
 
@@ -186,8 +222,8 @@ class Reference:
 
     def __post_init__(self) -> None:
         where = f"reference {self.id!r}"
-        if self.scope not in REFERENCE_SCOPES:
-            raise PolicyError(f"{where}: scope must be one of {REFERENCE_SCOPES}, got {self.scope!r}")
+        self.collective = _collective(self.collective, f"{where}: collective")
+        _one_of(self.scope, REFERENCE_SCOPES, f"{where}: scope", "reference scope")
         if not 0 < self.low_GBps <= self.high_GBps:
             raise PolicyError(f"{where}: need 0 < low_GBps <= high_GBps")
         if self.scope == "per_nic" and not (self.nic_gbps and self.nic_gbps > 0):
@@ -211,9 +247,8 @@ class Versions:
     def __post_init__(self) -> None:
         for key, value in self.minimum.items():
             if key not in VERSION_COMPONENTS:
-                raise PolicyError(
-                    f"unknown key versions.minimum.{key} (known: {', '.join(VERSION_COMPONENTS)})"
-                )
+                known = did_you_mean(key, VERSION_COMPONENTS)
+                raise PolicyError(f"unknown key versions.minimum.{key}{known}")
             if isinstance(value, dict):
                 if key not in ("nic_firmware", "nic_driver"):
                     raise PolicyError(f"versions.minimum.{key} must be a version string")
@@ -244,9 +279,8 @@ class Policy:
     def __post_init__(self) -> None:
         for rule, sev in self.severity.items():
             if rule not in ALL_IDS:
-                raise PolicyError(f"unknown rule severity.{rule} (known: {', '.join(sorted(ALL_IDS))})")
-            if sev not in SEVERITIES:
-                raise PolicyError(f"severity.{rule} must be one of {SEVERITIES}, got {sev!r}")
+                raise PolicyError(f"unknown rule severity.{rule}{did_you_mean(rule, ALL_IDS)}")
+            _one_of(sev, SEVERITIES, f"severity.{rule}", "severity")
 
 
 def _size(value: Any, where: str) -> int:
@@ -263,7 +297,10 @@ def _build(cls: type, data: Any, where: str) -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     for key in data:
         if key not in names:
-            raise PolicyError(f"unknown key {where}.{key}")
+            raise PolicyError(f"unknown key {where}.{key}{did_you_mean(key, names)}")
+        value = data[key]
+        if isinstance(value, float) and not math.isfinite(value):  # TOML has nan and inf
+            raise PolicyError(f"{where}.{key} = {value} is not a finite number")
     try:
         return cls(**data)
     except TypeError as exc:  # a required field missing
@@ -274,7 +311,7 @@ def policy_from_dict(data: dict[str, Any], source: str | None = None) -> Policy:
     names = {"thresholds", "expect", "versions", "severity", "reference"}
     for key in data:
         if key not in names:
-            raise PolicyError(f"unknown key {key} (known: {', '.join(sorted(names))})")
+            raise PolicyError(f"unknown key {key}{did_you_mean(key, names)}")
     kw: dict[str, Any] = {}
     if "thresholds" in data:
         kw["thresholds"] = _build(Thresholds, data["thresholds"], "thresholds")
@@ -304,10 +341,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
     if path is None:
         return Policy()
     path = Path(path)
-    try:
-        data = tomllib.loads(read_user_text(path, "policy file", PolicyError))
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+    data = parse_toml(read_user_text(path, "policy file", PolicyError), str(path), PolicyError)
     try:
         return policy_from_dict(data, source=str(path))
     except PolicyError as exc:

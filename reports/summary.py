@@ -5,10 +5,10 @@ The same verdict logic feeds the exit code and the HTML banner, so the three nev
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from netbench.common.findings import Finding, counts, verdict
+from netbench.common.jsontext import dumps
 
 EXIT_CODES = {"PASS": 0, "WARN": 1, "FAIL": 2}
 FAIL_ON = ("fail", "warn", "never")
@@ -168,7 +168,7 @@ def summary_markdown(
 
 
 def summary_json(findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10) -> str:
-    return json.dumps(summary_dict(findings, run, top), indent=2)
+    return dumps(summary_dict(findings, run, top), indent=2)
 
 
 FORMATS = {"text": summary_text, "markdown": summary_markdown, "json": summary_json}

@@ -194,6 +194,8 @@ def test_bad_input_for_mpirun_is_one_line(tmp_path: Path, host: str, cfg: str | 
                                                                 said: str) -> None:
     hosts = tmp_path / "hosts.txt"
     hosts.write_text(host + "\n")
+    if cfg:  # a file: a missing one is refused as the options are read, before mpirun's own check
+        (tmp_path / cfg).write_text("")
     argv = [sys.executable, "-m", "netbench", "sweep", "--launcher", "mpi", "--hosts", str(hosts),
             "--out", str(tmp_path / "run")] + (["--ssh-config", str(tmp_path / cfg)] if cfg else [])
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=ENV)

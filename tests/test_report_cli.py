@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from netbench.reports.summary import exit_code, summary_text
 from synthetic import host_names, make_fleet, write_run_dir
 
-from netbench.cli import cli
+from netbench.cli import cli, main
 
 
 def run(*args: str):
@@ -84,7 +84,6 @@ def test_baseline_regression_and_topology_file(tmp_path):
         (["/nonexistent/run"], "run directory not found"),
         (["{tmp}"], "is not a run directory"),
         (["{run}", "--policy", "{tmp}/bad.toml"], "unknown key"),
-        (["{run}", "--topology", "{tmp}/missing.conf"], "topology file not found"),
         (["{run}", "--baseline", "/nonexistent/base"], "no baseline or run directory '/nonexistent/base'"),
     ],
 )
@@ -95,6 +94,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, healthy, args, needle):
     assert res.exit_code == 2
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in res.output
+
+
+def test_a_missing_topology_is_one_line_and_exit_2(capsys, tmp_path, healthy):
+    """Refused while the command line is read (params.InputFile), as netbench prints it: one line."""
+    with pytest.raises(SystemExit) as ex:
+        main(["report", str(healthy), "--topology", str(tmp_path / "missing.conf")])
+    err = capsys.readouterr().err
+    assert ex.value.code == 2 and err.count("\n") == 1 and "topology file not found" in err, err
 
 
 def test_terminal_summary_does_not_obey_host_control_characters(tmp_path):

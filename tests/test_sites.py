@@ -110,10 +110,11 @@ def test_a_refused_option_is_one_line_and_exit_2_before_anything_runs(tmp_path: 
                                                                       argv: list[str]) -> None:
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("a\nb\n")
+    (tmp_path / "cfg").write_text("")  # a file: one that is missing is refused as the options are read
     with_hosts = ["--hosts", str(hosts)] if "--ssh-config" in argv else []
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "netbench", "sweep", *with_hosts, *argv, "--out", str(out)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "--launcher local" in lines[0], r.stderr
     assert not out.exists()

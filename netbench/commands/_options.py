@@ -14,14 +14,8 @@ from typing import Any
 
 import click
 
-from netbench.defaults import OP_TIMEOUT_S
-from netbench.params import DURATION, SIZE, CsvList
-
-
-def _size(text: str) -> int:
-    from netbench.collectives.sizes import parse_size
-
-    return parse_size(text)
+from netbench.defaults import MAX_COUNT, OP_TIMEOUT_S
+from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 
 
 def _coll(name: str) -> str:
@@ -121,7 +115,7 @@ _SHARED = [
     click.option(
         "--factor",
         "-f",
-        type=click.IntRange(2, 1 << 20),
+        type=Count(2, 1 << 20),
         default=2,
         show_default=True,
         help="Multiply the size by this each step.",
@@ -129,7 +123,7 @@ _SHARED = [
     click.option(
         "--iters",
         "-n",
-        type=click.IntRange(1, 10**9),
+        type=Count(1, 10**9),
         default=20,
         show_default=True,
         help="Timed iterations per size.",
@@ -137,7 +131,7 @@ _SHARED = [
     click.option(
         "--warmup",
         "-w",
-        type=click.IntRange(0, 10**9),
+        type=Count(0, 10**9),
         default=5,
         show_default=True,
         help="Untimed warm-up iterations per size.",
@@ -173,7 +167,7 @@ _SHARED = [
     click.option(
         "--root",
         "-r",
-        type=click.IntRange(min=0),
+        type=Count(0, MAX_COUNT),
         default=0,
         show_default=True,
         help="Root rank of broadcast and reduce.",
@@ -232,7 +226,7 @@ _SHARED = [
 _PAIRS = [
     click.option(
         "--pair-batch",
-        type=click.IntRange(min=1),
+        type=Count(1, MAX_COUNT),
         default=None,
         help="At most K pairs at once (default: whole rounds of disjoint pairs).",
     ),
@@ -248,13 +242,13 @@ _PAIRS = [
     ),
     click.option(
         "--uplink-pairs",
-        type=click.IntRange(min=1),
+        type=Count(1, MAX_COUNT),
         default=None,
         help="Topology schedule: at most K pairs of a round through one uplink (more rounds, less load).",
     ),
     click.option(
         "--pair-sizes",
-        type=CsvList(_size),
+        type=PAIR_SIZE_LIST,
         default=None,
         help="Sizes for pairs (default 1M,4M,16M gloo; 64M,256M,1G NCCL).",
     ),

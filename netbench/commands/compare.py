@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from netbench.params import Number
+
 if TYPE_CHECKING:
     from netbench.reports.context import Baseline
 
@@ -34,7 +36,7 @@ Examples:
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 10),
+    type=Number(0, 10),
     default=0.1,
     show_default=True,
     help="Relative slow-down that counts as a regression (0.1 = 10 %).",

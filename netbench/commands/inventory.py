@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from netbench.params import DURATION
+from netbench.params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 
 
 @click.command(
@@ -19,15 +19,15 @@ Examples:
   netbench inventory --hosts hosts.txt --accept-new-host-keys --json > inv.json
 Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
 )
-@click.option("--hosts", "hosts_file", type=click.Path(), help="Hosts file (one host or hostlist per line).")
+@click.option("--hosts", "hosts_file", type=HOSTS_FILE, help="Hosts file (one host or hostlist per line).")
 @click.option(
     "--ssh-config",
-    type=click.Path(exists=True, dir_okay=False),
+    type=SSH_CONFIG,
     help="ssh_config to use (default ~/.ssh/config).",
 )
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys and record them.")
 @click.option("--python", help="Python on the nodes to ask for torch/NCCL (a host's python= label wins).")
-@click.option("--topology", type=click.Path(), help="Slurm topology.conf naming each node's switch.")
+@click.option("--topology", type=TOPOLOGY_FILE, help="Slurm topology.conf naming each node's switch.")
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -35,7 +35,7 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
     "becomes the run id.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON instead of the table.")
-@click.option("--concurrency", type=click.IntRange(1, 1024), default=64, show_default=True,
+@click.option("--concurrency", type=Count(1, 1024), default=64, show_default=True,
               help="Hosts probed at once.")
 @click.option(
     "--timeout",
@@ -71,7 +71,8 @@ def command(
 
     entries = parse_hosts_file(hosts_file) if hosts_file else None
     topo = load_topology(topology) if topology else None
-    for warning in topo.warnings if topo else []:
+    unplaced = topo.unplaced_warning([e.name for e in entries]) if topo and entries else None
+    for warning in [*(topo.warnings if topo else []), *([unplaced] if unplaced else [])]:
         click.echo(f"netbench: warning: {warning}", err=True)
     opts = SSHOptions(ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys) if entries else None
     run = RunDir.create(out)

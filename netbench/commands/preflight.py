@@ -7,17 +7,22 @@ import sys
 import click
 
 from netbench.commands._options import FAIL_ON
-from netbench.params import DURATION, CsvList
-
-
-def _size(text: str) -> int:
-    from netbench.collectives.sizes import parse_size
-
-    return parse_size(text)
+from netbench.defaults import MAX_COUNT
+from netbench.params import (
+    DURATION,
+    HOSTS_FILE,
+    PAIR_SIZE_LIST,
+    POLICY_FILE,
+    SSH_CONFIG,
+    TOPOLOGY_FILE,
+    Count,
+)
 
 
 class _Command(click.Command):
-    """Bad options exit 3 like every could-not-run case: for preflight, 2 means "nodes to drain"."""
+    """Bad options exit 3 like every could-not-run case: for preflight, 2 means "nodes to drain" and
+    1 "warnings", so an internal error (a bug) exits 3 too, with the one line every command prints
+    (docs/exit-status.md); --debug shows its traceback."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -26,6 +31,23 @@ class _Command(click.Command):
             from netbench.preflight import PreflightError
 
             raise PreflightError(f"preflight: {exc.format_message()} (see --help)") from None
+
+    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
+        from netbench.common.errors import NetbenchError, UsageError
+        from netbench.preflight import PreflightError
+
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:  # bad input wherever it is found (a topology file): 3, never 2
+            raise PreflightError(str(exc)) from exc
+        except (NetbenchError, click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if (ctx.find_root().obj or {}).get("debug"):
+                raise
+            raise PreflightError(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+            ) from exc
 
 
 @click.command(
@@ -51,16 +73,16 @@ check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain; --fail-on warn: warnings too, never: no
 verdict exits non-zero, the drain list still prints), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
-GPUs, a full run directory); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP, with the drain list
-of what the inventory had established only. Progress and the verdict go to stderr.""",
+GPUs, a full run directory, an internal error); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP,
+with the drain list of what the inventory had established only. Progress and the verdict go to stderr.""",
 )
 @click.option(
     "--hosts",
     "hosts_file",
-    type=click.Path(dir_okay=False),
+    type=HOSTS_FILE,
     help="Hosts file. Inside salloc/sbatch without it: the allocation's nodes, over srun (no SSH).",
 )
-@click.option("--policy", type=click.Path(dir_okay=False), help="Policy TOML (docs/policy.example.toml).")
+@click.option("--policy", type=POLICY_FILE, help="Policy TOML (docs/policy.example.toml).")
 @click.option("--baseline", help="Saved baseline name or run directory to compare against.")
 @click.option(
     "--budget",
@@ -70,15 +92,15 @@ of what the inventory had established only. Progress and the verdict go to stder
     show_default=True,
     help="Wall time for everything, inventory and report included.",
 )
-@click.option("--rounds", type=click.IntRange(min=1), help="Pair matchings in the quick pass (default 3).")
+@click.option("--rounds", type=Count(1, MAX_COUNT), help="Pair matchings in the quick pass (default 3).")
 @click.option(
     "--confirm",
-    type=click.IntRange(min=0),
+    type=Count(0, MAX_COUNT),
     default=2,
     show_default=True,
     help="Known-good partners each suspect is re-tested against.",
 )
-@click.option("--pair-sizes", type=CsvList(_size), help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
+@click.option("--pair-sizes", type=PAIR_SIZE_LIST, help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
 @click.option(
     "--collective",
     "--collectives",
@@ -88,9 +110,9 @@ of what the inventory had established only. Progress and the verdict go to stder
     show_default=True,
     help="The one collective of the pairs and the ring (sweep's -k/--collectives takes a list).",
 )
-@click.option("--iters", "-n", type=click.IntRange(min=1), default=10, show_default=True,
+@click.option("--iters", "-n", type=Count(1, MAX_COUNT), default=10, show_default=True,
               help="Timed iterations per size.")
-@click.option("--warmup", "-w", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--warmup", "-w", type=Count(0, MAX_COUNT), default=2, show_default=True,
               help="Untimed warm-up iterations per size.")
 @click.option(
     "--timeout",
@@ -105,12 +127,12 @@ of what the inventory had established only. Progress and the verdict go to stder
 @click.option("--fail-fast", is_flag=True, help="Stop after the inventory if it already fails.")
 @click.option("--backend", type=click.Choice(["gloo", "nccl"]),
               help="Force a backend (default: nccl when every host has GPUs, else gloo).")
-@click.option("--procs-per-host", type=click.IntRange(1, 1024), default=1, show_default=True,
+@click.option("--procs-per-host", type=Count(1, 1024), default=1, show_default=True,
               help="CPU ranks per host with gloo (NCCL: one rank per GPU).")
 @click.option("--python", help="Python on the hosts (default: a python= label, else python3).")
-@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config to use.")
+@click.option("--ssh-config", type=SSH_CONFIG, help="ssh_config to use.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
-@click.option("--topology", type=click.Path(exists=True, dir_okay=False), help="Slurm topology.conf.")
+@click.option("--topology", type=TOPOLOGY_FILE, help="Slurm topology.conf.")
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
 @click.option(
     "--out",
@@ -153,6 +175,7 @@ def command(
     **kw: object,
 ) -> None:
     """Check a set of nodes before a large job: inventory, policy, pairs, ring, re-tests of suspects."""
+    from netbench.common.errors import UsageError
     from netbench.preflight import (
         PreflightError,
         PreflightOptions,
@@ -172,7 +195,7 @@ def command(
     })
     try:
         result = run_preflight(PreflightOptions(**kw))  # type: ignore[arg-type]
-    except PreflightError as exc:
+    except (PreflightError, UsageError) as exc:  # bad input found on the way (a topology file) too
         write_error_outputs(str(exc), json_path=json_path, junit_path=junit_path, drain_list=drain_list)
         raise
     write_outputs(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from netbench.commands._options import FAIL_ON
+from netbench.defaults import MAX_COUNT
+from netbench.params import POLICY_FILE, TOPOLOGY_FILE, Count
 
 
 @click.command(
@@ -28,12 +30,12 @@ Examples:
 @click.option(
     "--policy",
     "policy_path",
-    type=click.Path(dir_okay=False),
+    type=POLICY_FILE,
     help="Policy TOML (thresholds, minimum versions, severities); see docs/policy.example.toml.",
 )
 @click.option(
     "--topology",
-    type=click.Path(dir_okay=False),
+    type=TOPOLOGY_FILE,
     help="Slurm topology.conf (tree or block) or a JSON/TOML switch -> hosts table.",
 )
 @click.option(
@@ -51,7 +53,8 @@ Examples:
     show_default=True,
     help="inline: works offline (+4.6 MB); cdn: small file, plots need the network.",
 )
-@click.option("--top", type=click.IntRange(0), default=10, show_default=True, help="Findings in the summary.")
+@click.option("--top", type=Count(0, MAX_COUNT), default=10, show_default=True,
+              help="Findings in the summary.")
 @click.option("--no-html", is_flag=True, help="Write findings.json only.")
 @click.option(
     "--embed-rows",

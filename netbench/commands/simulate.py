@@ -7,14 +7,15 @@ import sys
 import click
 
 from netbench.commands._options import FAIL_ON
-from netbench.defaults import CONFIRM_BUDGET_S
-from netbench.params import BUDGET, DURATION, SIZE, CsvList
-
-
-def _size(text: str) -> int:
-    from netbench.collectives.sizes import parse_size
-
-    return parse_size(text)
+from netbench.defaults import (
+    CONFIRM_BUDGET_S,
+    MAX_COUNT,
+    SIM_MAX_NIC_GBPS,
+    SIM_MAX_NODES,
+    SIM_MAX_OVERSUBSCRIPTION,
+    SIM_MAX_RAILS,
+)
+from netbench.params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 
 
 @click.command(
@@ -59,31 +60,35 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 (bad input also exits 2 with one error line).
 """,
 )
-@click.option("--nodes", type=click.IntRange(min=2), default=16, show_default=True,
+@click.option("--nodes", type=Count(2, SIM_MAX_NODES), default=16, show_default=True,
               help="Hosts of the fabric, node0001...")
-@click.option("--leaves", type=click.IntRange(min=1), default=2, show_default=True,
+@click.option("--leaves", type=Count(1, SIM_MAX_NODES), default=2, show_default=True,
               help="Leaf switches; the nodes are spread evenly over them.")
 @click.option("--tiers", type=click.Choice(["2", "3"]), default="2", show_default=True,
               help="2: leaves under one spine; 3: leaves in --pods pods under a core.")
-@click.option("--pods", type=click.IntRange(min=1), default=2, show_default=True, help="3 tiers: pods.")
-@click.option("--oversubscription", type=float, default=1.0, show_default=True, help="Leaf uplinks.")
-@click.option("--core-oversubscription", type=float, default=1.0, show_default=True, help="Pod uplinks.")
-@click.option("--nic-gbps", type=float, default=180.0, show_default=True, help="Busbw of a healthy pair.")
-@click.option("--rails", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--pods", type=Count(1, SIM_MAX_NODES), default=2, show_default=True, help="3 tiers: pods.")
+@click.option("--oversubscription", type=Number(1, SIM_MAX_OVERSUBSCRIPTION),
+              default=1.0, show_default=True, help="Leaf uplinks.")
+@click.option("--core-oversubscription", type=Number(1, SIM_MAX_OVERSUBSCRIPTION),
+              default=1.0, show_default=True, help="Pod uplinks.")
+@click.option("--nic-gbps", type=Number(0, SIM_MAX_NIC_GBPS, min_open=True),
+              default=180.0, show_default=True, help="Busbw of a healthy pair.")
+@click.option("--rails", type=Count(1, SIM_MAX_RAILS), default=1, show_default=True,
               help="NICs a node, NIC k on rail k's switches (rail-optimised; see below).")
 @click.option("--physics", type=click.Choice(["bottleneck", "multiplicative"]), default="bottleneck",
               show_default=True,
               help="How faults combine: bottleneck (a pair runs at its narrowest part) or multiplicative "
               "(every slow part on the path slows it further).")
 @click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
-@click.option("--noise", type=float, default=0.05, show_default=True, help="CV of each measured time.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--noise", type=Number(0, 0.5, max_open=True),
+              default=0.05, show_default=True, help="CV of each measured time.")
+@click.option("--seed", type=Count(0, 2**32 - 1), default=0, show_default=True,
               help="The noise's seed: the same seed, the same fabric and measurements.")
 @click.option("--pattern", "patterns", multiple=True, type=click.Choice(["ring", "pairwise", "rail"]),
               help="Repeatable, as sweep --hosts: ring, pairwise (default both), rail (rank k of each pair "
               "with rank k, every rail at once; each group on its GPU's rail of --rails).")
-@click.option("--pair-sizes", type=CsvList(_size), help="Pair sizes (default 64M,256M,1G).")
-@click.option("--pair-batch", type=click.IntRange(min=1), help="At most this many pairs at once.")
+@click.option("--pair-sizes", type=PAIR_SIZE_LIST, help="Pair sizes (default 64M,256M,1G).")
+@click.option("--pair-batch", type=Count(1, MAX_COUNT), help="At most this many pairs at once.")
 @click.option("--pair-schedule", type=click.Choice(["auto", "circle", "topology"]), default="auto",
               show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
@@ -100,8 +105,8 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--preflight", "preflight", is_flag=True, help="Run preflight on the fabric (see below).")
 @click.option("--budget", "budget_s", type=DURATION, default="120s", show_default=True,
               help="--preflight: its budget, in fabric time.")
-@click.option("--rounds", type=click.IntRange(min=1), help="--preflight: pair matchings in the quick pass.")
-@click.option("--confirm", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--rounds", type=Count(1, MAX_COUNT), help="--preflight: pair matchings in the quick pass.")
+@click.option("--confirm", type=Count(0, MAX_COUNT), default=2, show_default=True,
               help="--preflight: known-good partners each suspect is re-tested against.")
 def command(
     nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,

@@ -9,7 +9,7 @@ import click
 
 from netbench.commands._options import measurement_options, pair_options
 from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
-from netbench.params import BUDGET, DURATION
+from netbench.params import BUDGET, DURATION, HOSTS_FILE, POLICY_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 from netbench.sites import SITES
 
 if TYPE_CHECKING:
@@ -56,14 +56,14 @@ ends at once).
 @click.option(
     "--procs",
     "-p",
-    type=click.IntRange(1, 1024),  # CPU ranks of one machine; more is a typo, not a benchmark
+    type=Count(1, 1024),  # CPU ranks of one machine; more is a typo, not a benchmark
     default=None,
     help="CPU ranks on this machine when there is no GPU (default 2-4 by core count).",
 )
 @click.option(
     "--hosts",
     "hosts_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=HOSTS_FILE,
     default=None,
     help="Hosts file: run on every host over SSH (pairs, ring).",
 )
@@ -100,7 +100,7 @@ ends at once).
 )
 @click.option(
     "--policy",
-    type=click.Path(exists=True, dir_okay=False),
+    type=POLICY_FILE,
     default=None,
     help="Policy TOML for the report and the re-tests (thresholds, severities), as `netbench report`.",
 )
@@ -113,7 +113,7 @@ ends at once).
 )
 @click.option(
     "--procs-per-host",
-    type=click.IntRange(1, 1024),
+    type=Count(1, 1024),
     default=1,
     show_default=True,
     help="CPU ranks per host with gloo (NCCL: one rank per GPU).",
@@ -121,11 +121,11 @@ ends at once).
 @click.option(
     "--python", default=None, help="Python on the hosts (default: a host's python= label, else python3)."
 )
-@click.option("--ssh-config", type=click.Path(dir_okay=False), default=None, help="ssh_config to use.")
+@click.option("--ssh-config", type=SSH_CONFIG, default=None, help="ssh_config to use.")
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
 @click.option(
     "--topology",
-    type=click.Path(exists=True, dir_okay=False),
+    type=TOPOLOGY_FILE,
     default=None,
     help="Slurm topology.conf: which leaf switch each host hangs off (else switch= labels).",
 )

@@ -1,17 +1,68 @@
-"""Reading a file the user named on the command line (hosts file, policy, topology).
+"""Reading a file the user named on the command line (hosts file, policy, topology, logs).
 
 One place for every way such a file can be unusable, each one line (and exit 2 at the CLI): missing,
-a directory, unreadable, larger than any real one of its kind, not UTF-8. The read is bounded and
-does not assume a regular file: ``--hosts <(scontrol show hostnames)`` is a pipe.
+a directory, a FIFO, a device or a socket (refused at once: reading one would wait for ever or never
+end), unreadable, larger than any real one of its kind, not UTF-8. An anonymous pipe is read, since
+``--hosts <(scontrol show hostnames)`` is one: its writer is the shell's process, already running;
+a named FIFO on disk may have no writer at all.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import tomllib
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from netbench.common.errors import UsageError
 
 MAX_USER_FILE_BYTES = 64 << 20  # far above any real hosts file, policy or topology
+
+
+def open_regular(
+    path: str | Path, what: str = "file", error: type[Exception] = UsageError, pipes: bool = False
+) -> BinaryIO:
+    """``path`` open for reading in binary, if it is a regular file (or, with ``pipes``, an anonymous
+    pipe: process substitution); ``error`` with one line naming the file otherwise. The open is
+    O_NONBLOCK, so a FIFO without a writer returns at once instead of waiting for one, and nothing
+    is read from a device (``/dev/zero``, a terminal) before it is refused."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise error(f"{p}: {what} not found") from None
+    except OSError as exc:
+        raise error(f"{p}: cannot read the {what}: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(mode) or (pipes and stat.S_ISFIFO(mode) and _anonymous_pipe(fd))):
+        os.close(fd)
+        raise error(f"{p} is not a regular file ({file_kind(mode)}); refusing to read it")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _anonymous_pipe(fd: int) -> bool:
+    """Whether the open FIFO ``fd`` is a pipe with no name (``<(...)``, a shell's ``|``): Linux names
+    those ``pipe:[inode]``; a FIFO made by mkfifo has its path."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+    except OSError:
+        return False
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def read_user_text(
@@ -19,18 +70,25 @@ def read_user_text(
 ) -> str:
     """The UTF-8 text of ``path``, or ``error`` with one line naming the file and ``what`` it is."""
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
+    with open_regular(p, what, error, pipes=True) as fh:
+        try:
             raw = fh.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise error(f"{p}: {what} not found") from None
-    except IsADirectoryError:
-        raise error(f"{p}: is a directory, not a {what}") from None
-    except OSError as exc:
-        raise error(f"{p}: cannot read the {what}: {exc.strerror}") from None
+        except OSError as exc:
+            raise error(f"{p}: cannot read the {what}: {exc.strerror}") from None
     if len(raw) > max_bytes:
         raise error(f"{p}: larger than {max_bytes >> 20} MiB; not a {what}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{p}: not UTF-8 text (byte {exc.start})") from None
+
+
+def parse_toml(text: str, where: str, error: type[Exception] = UsageError) -> dict[str, Any]:
+    """TOML text as a table; ``error`` naming ``where`` when it is not TOML, or nested so deeply
+    (``x = [[[[...`` 100,000 times) that the parser runs out of stack."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{where}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{where}: not valid TOML: nested too deeply") from None

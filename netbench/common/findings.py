@@ -9,13 +9,13 @@ the analysis writes it (``netbench.reports.report``), exporters and preflight re
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netbench.common.jsontext import dumps
 from netbench.common.rundir import FINDINGS_JSON, atomic_write
 
 SCHEMA = "netbench.findings/1"
@@ -117,7 +117,7 @@ class FindingsRecord:
 def write_findings(run_dir: str | Path, record: FindingsRecord) -> Path:
     """``findings.json`` in ``run_dir``, atomically (a half-written file never replaces a good one)."""
     path = Path(run_dir) / FILE_NAME
-    atomic_write(path, json.dumps(record.to_dict(), indent=2, default=str) + "\n")
+    atomic_write(path, dumps(record.to_dict(), indent=2, default=str) + "\n")
     return path
 
 

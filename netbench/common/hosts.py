@@ -161,7 +161,8 @@ def parse_hosts_text(text: str, source: str = "<hosts>") -> list[HostEntry]:
     """Parse hosts-file text; ``source`` names the file in error messages (``source:LINE: why``)."""
     entries: list[HostEntry] = []
     seen: dict[tuple[str, str | None], HostEntry] = {}
-    by_name: dict[str, list[HostEntry]] = {}
+    first_of: dict[str, HostEntry] = {}  # a name's first entry, whatever its gpus=
+    whole: dict[str, HostEntry] = {}  # a name's entry without gpus= (the whole node), if any
     for lineno, raw in enumerate(text.split("\n"), 1):
         where = f"{source}:{lineno}"
         if "\x00" in raw:
@@ -172,14 +173,17 @@ def parse_hosts_text(text: str, source: str = "<hosts>") -> list[HostEntry]:
         if not body:
             continue
         for e in _parse_line(body, where):
-            first = seen.get(e.key) or next(
-                (p for p in by_name.get(e.name, []) if p.gpus is None or e.gpus is None), None)
+            # the same name twice: only as parts of one node, each with its own gpus= (a dict look-up
+            # each, so 100,000 parts of one name stay linear)
+            first = seen.get(e.key) or (first_of.get(e.name) if e.gpus is None else whole.get(e.name))
             if first is not None:
                 raise UsageError(
                     f"{where}: duplicate host {e.name} (first at {first.source}); list a node twice only "
                     "with different gpus= labels")
             seen[e.key] = e
-            by_name.setdefault(e.name, []).append(e)
+            first_of.setdefault(e.name, e)
+            if e.gpus is None:
+                whole[e.name] = e
             entries.append(e)
         if len(entries) > MAX_HOSTS:  # per file, not per expression: 1,000 lines of node[1-99999] too
             raise UsageError(f"{where}: {source} lists more than {MAX_HOSTS} hosts")

@@ -12,13 +12,19 @@ batch of records is spelt for the whole batch at once and the pieces are joined 
   thousandths as a byte matrix, a third of the cost;
 - an integer as ``str``, a bool as ``true``/``false``; strings and anything else as JSON text the
   caller made (each host's name once, say, then taken per record).
+
+Nothing here, and no file netbench writes, holds ``NaN`` or ``Infinity``: they are not JSON, and
+strict readers (jq, browsers, netbench's own) refuse the whole file. ``dumps`` is the one
+``json.dumps`` of every writer: a non-finite float is written as ``null`` (not a number), as in
+``number_texts``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +34,26 @@ if TYPE_CHECKING:
 ARROW_FLOATS = (1e-4, 1e9)
 """|x| in this range: pyarrow's spelling is Python's (but for an integral value's ``.0``)."""
 MILLI_MAX = 1e12  # integer thousandths below this have at most 12 digits: the decimal is the shortest repr
+
+
+def dumps(obj: Any, **kw: Any) -> str:
+    """``json.dumps(obj, **kw)`` as standard JSON: a float that is NaN or infinite becomes ``null``
+    (the first try costs nothing more when there is none, which is always but for a bug)."""
+    try:
+        return json.dumps(obj, allow_nan=False, **kw)
+    except ValueError:
+        return json.dumps(_finite(obj), allow_nan=False, **kw)
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float as None (dicts, lists and tuples walked)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def strings(texts: Sequence[str] | pa.Array) -> pa.Array:
@@ -140,7 +166,7 @@ def number_texts(v: np.ndarray) -> pa.Array:
         milli = (k / 1000 == v) & (k < MILLI_MAX) & ~np.signbit(v)
     size = np.abs(v)
     arrow = ~milli & (size >= ARROW_FLOATS[0]) & (size < ARROW_FLOATS[1])
-    other = ~(milli | arrow)  # tiny, huge, -0.0, nan, inf: Python spells them
+    other = ~(milli | arrow)  # tiny, huge, -0.0: Python spells them; nan, inf: null (``dumps``)
     pieces, where = [], []
     if milli.any():
         pieces.append(_milli_lists(k[milli].astype(np.int64)[:, None]))
@@ -154,7 +180,7 @@ def number_texts(v: np.ndarray) -> pa.Array:
         pieces.append(text)
         where.append(np.flatnonzero(arrow))
     if other.any():
-        pieces.append(pa.array([json.dumps(x) for x in v[other].tolist()], type=pa.string()))
+        pieces.append(pa.array([dumps(x) for x in v[other].tolist()], type=pa.string()))
         where.append(np.flatnonzero(other))
     if len(pieces) == 1:
         return pieces[0]

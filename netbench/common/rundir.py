@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from netbench.common import files
 from netbench.common.errors import UsageError
 from netbench.common.interrupts import DiskFull, disk_full
+from netbench.common.jsontext import dumps
 
 if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
     import pandas as pd
@@ -110,7 +112,7 @@ def _check_directory(path: Path) -> None:
         except OSError:
             continue  # not there (yet): made by create; one that cannot be reached fails there
         if not stat.S_ISDIR(mode):
-            what = "a regular file" if stat.S_ISREG(mode) else _file_kind(mode)
+            what = "a regular file" if stat.S_ISREG(mode) else files.file_kind(mode)
             where = "is" if part == path else f"is inside {part}, which is"
             raise UsageError(f"--out {path}: {where} {what}, not a directory; give a directory for the run")
         return
@@ -159,7 +161,7 @@ def atomic_write(path: str | Path, text: str | Iterable[str]) -> None:
 
 def _write_json(path: Path, data: Any) -> None:
     """Write atomically (tmp + rename) so a reader never sees half a run.json."""
-    atomic_write(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    atomic_write(path, dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 #: the longest line of a JSON-lines file kept in memory; a longer one is skipped and named. A
@@ -227,32 +229,9 @@ def decode_json(raw: bytes) -> Any:
 
 
 def open_regular(path: Path) -> BinaryIO:
-    """Open ``path`` for reading only if it is a regular file. O_NONBLOCK so that opening a FIFO
-    returns at once instead of waiting for a writer; a device (``/dev/zero`` behind a symlink) is
-    refused before a byte is read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise RunDirError(f"cannot read {path}: {exc.strerror}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise RunDirError(f"{path} is not a regular file ({_file_kind(mode)}); refusing to read it")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a directory"),
-    ):
-        if test(mode):
-            return name
-    return "not a plain file"
+    """``path`` open for reading if it is a regular file, else RunDirError (``files.open_regular``:
+    a FIFO is refused without waiting for a writer, a device before a byte is read)."""
+    return files.open_regular(path, "run-directory file", RunDirError)
 
 
 def read_jsonl(
@@ -490,7 +469,7 @@ class RunDir:
     def write_inventory(self, nodes: list[Any]) -> None:
         """Write every NodeInventory (reachable or not) as one JSON line each, replacing the file
         atomically: a reader (or a run killed half way) never sees half an inventory."""
-        lines = (json.dumps(n.to_dict() if hasattr(n, "to_dict") else n, default=str) + "\n" for n in nodes)
+        lines = (dumps(n.to_dict() if hasattr(n, "to_dict") else n, default=str) + "\n" for n in nodes)
         atomic_write(self.inventory_path, "".join(lines))
 
     def read_inventory(self) -> list[dict[str, Any]]:
@@ -513,7 +492,7 @@ class RunDir:
             with open(self.counters_path, "a", encoding="utf-8") as fh:
                 for snap in snapshots:
                     line = {"schema": COUNTERS_SCHEMA, "phase": phase, **snap}
-                    fh.write(json.dumps(line, default=str) + "\n")
+                    fh.write(dumps(line, default=str) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
@@ -616,7 +595,7 @@ class ResultWriter:
         disk: a truncated last line, which loading skips)."""
         data = row.to_dict() if hasattr(row, "to_dict") else row
         try:
-            self._fh.write(json.dumps(data, default=str) + "\n")
+            self._fh.write(dumps(data, default=str) + "\n")
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:

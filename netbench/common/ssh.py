@@ -177,8 +177,9 @@ def _config_path(opts: SSHOptions) -> Path | None:
         if str(opts.ssh_config).lower() == "none":
             return None
         path = Path(opts.ssh_config).expanduser()
-        if not path.is_file():
-            raise SSHError("error", f"ssh config {path} not found")
+        if not path.is_file():  # a FIFO or a device is refused too: paramiko would read it for ever
+            why = "is not a regular file" if path.exists() else "not found"
+            raise SSHError("error", f"ssh config {path} {why}")
         return path
     default = Path("~/.ssh/config").expanduser()
     return default if default.is_file() else None

@@ -15,6 +15,11 @@ Files (``load_topology``):
 * JSON or TOML: ``{"switches": {"leaf1": ["h1", "h2"], "leaf2": "h[3-4]"}}`` (or the switch table at the
   top level): leaves only.
 
+Work is linear in the file: a chain of switches, each under the next, is checked for loops with a
+union-find, and a tree more than ``MAX_TIERS`` tiers deep (no fabric has more than a handful) is a
+``TopologyError``, as is a host or switch name that is not one (``node0009;rm``: the names reach
+SSH commands and reports; the rule of hosts files, ``hosts.validate_hostname``).
+
 Real Slurm files carry mistakes (a node under two switches, a hostlist that lost its prefix, a switch
 listed under a parent that is never defined). Those become ``warnings`` with the line number; the
 parser keeps going, because a half-right topology still labels most pairs correctly. A file that is
@@ -45,7 +50,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,10 +59,17 @@ from typing import Any
 import numpy as np
 
 from netbench.common.errors import UsageError
-from netbench.common.files import read_user_text
+from netbench.common.files import parse_toml, read_user_text
 from netbench.common.hostlist import expand_hostlist
+from netbench.common.hosts import validate_hostname
 
 INTRA, LEAF, SPINE, CORE, UNKNOWN = "intra", "leaf", "spine", "core", "unknown"
+MAX_TIERS = 64
+"""The deepest tree a topology may describe: real fabrics have 2 to 4 tiers; a file deeper than this
+is a mistake or an attack (each pair's path is walked), refused with exit 2."""
+UNPLACED_SHOWN = 5  # hosts named in the warning about hosts the topology does not place
+HOP_CLASSES = (INTRA, LEAF, SPINE, CORE, UNKNOWN)
+"""The hop classes with a name (``tier-N`` for N >= 4 besides): what a policy's ``hop_class`` says."""
 _TIER_NAMES = {1: LEAF, 2: SPINE, 3: CORE}
 _DEEP = re.compile(r"tier-(\d+)")
 _KNOWN_KEYS = {"switchname", "nodes", "switches", "linkspeed", "blockname", "blocksizes"}
@@ -381,6 +392,16 @@ class Topology:
         """Hosts (e.g. from a hosts file) that the topology does not place under any switch."""
         return [h for h in hosts if self.leaf_of(h) is None]
 
+    def unplaced_warning(self, hosts: list[str]) -> str | None:
+        """One line saying how many of ``hosts`` the topology does not place and the first few;
+        None when it places every one. Their pairs can only be judged as hop class ``unknown``."""
+        missing = self.unknown_hosts(hosts)
+        if not missing:
+            return None
+        shown = ", ".join(missing[:UNPLACED_SHOWN]) + (" ..." if len(missing) > UNPLACED_SHOWN else "")
+        return (f"{self.source}: {len(missing)} of {len(hosts)} host(s) are not in the topology ({shown}); "
+                "their pairs are judged as hop class unknown")
+
 
 def _warn(topo: Topology, line: int, msg: str) -> None:
     topo.warnings.append(f"{topo.source}:{line}: {msg}" if line else f"{topo.source}: {msg}")
@@ -388,10 +409,20 @@ def _warn(topo: Topology, line: int, msg: str) -> None:
 
 def _expand(topo: Topology, value: str, lineno: int, what: str) -> list[str]:
     try:
-        return expand_hostlist(value)
+        names = expand_hostlist(value)
     except ValueError as exc:
         _warn(topo, lineno, f"bad {what} list: {exc}; ignored")
         return []
+    for name in names:
+        _check_name(name, f"{topo.source}:{lineno}: {what}=")
+    return names
+
+
+def _check_name(name: str, where: str) -> None:
+    """TopologyError naming ``where`` when ``name`` is not a host or switch name."""
+    why = validate_hostname(name)
+    if why:
+        raise TopologyError(f"{where}: {why}: {name[:60]!r}")
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -448,6 +479,7 @@ def parse_slurm_topology(text: str, source: str = "<topology>") -> Topology:
                 _warn(topo, lineno, "line has neither SwitchName= nor BlockName=; ignored")
             continue
         kind = "block" if "blockname" in fields else "switch"
+        _check_name(name, f"{source}:{lineno}: {'BlockName' if kind == 'block' else 'SwitchName'}=")
         if name in topo.switches:
             first = topo.switches[name].line
             _warn(topo, lineno, f"{kind} {name} defined again (first at line {first}); merged")
@@ -473,19 +505,26 @@ def parse_slurm_topology(text: str, source: str = "<topology>") -> Topology:
                 child_refs.append((name, child, lineno))
         if "nodes" not in fields and "switches" not in fields:
             _warn(topo, lineno, f"{kind} {name} has neither Nodes= nor Switches=")
+    trees = _Trees()
     for parent, child, lineno in child_refs:
         sw = topo.switches.get(child)
         if sw is None:
             _warn(topo, lineno, f"switch {child} listed under {parent} is never defined")
             continue
-        if sw.parent is not None and sw.parent != parent:
+        if sw.parent == parent:  # listed twice under the same parent
+            continue
+        if sw.parent is not None:
             _warn(topo, lineno, f"switch {child} is under both {sw.parent} and {parent}; keeping {sw.parent}")
             continue
-        if child in topo.ancestors(parent):
+        if not trees.join(child, parent):  # child is the root of its tree: a loop iff parent is in it
             _warn(topo, lineno, f"switch {child} under {parent} makes a loop; ignored")
             continue
         sw.parent = parent
         topo.switches[parent].children.append(child)
+    deepest = depth({s.name: s.parent for s in topo.switches.values() if s.parent is not None})
+    if deepest > MAX_TIERS:
+        raise TopologyError(f"{source}: switches {deepest} tiers deep; netbench takes at most {MAX_TIERS} "
+                            "(real fabrics have 2 to 4)")
     _check_prefixes(topo, node_line)
     if topo.kind == "tree" and len(topo.roots) > 1 and any(s.children for s in topo.switches.values()):
         _warn(topo, 0, f"{len(topo.roots)} top-level switches ({', '.join(topo.roots)}): hosts under "
@@ -493,15 +532,70 @@ def parse_slurm_topology(text: str, source: str = "<topology>") -> Topology:
     return topo
 
 
+class _Trees:
+    """Union-find over switches: which tree (set of switches joined under one root) each is in, so
+    a parent link is checked for a loop in near constant time (a chain of 10,000 switches walked
+    from every link was quadratic)."""
+
+    def __init__(self) -> None:
+        self._up: dict[str, str] = {}
+
+    def _find(self, name: str) -> str:
+        root = name
+        while (up := self._up.get(root, root)) != root:
+            root = up
+        while name != root:  # path compression
+            self._up[name], name = root, self._up.get(name, name)
+        return root
+
+    def join(self, child: str, parent: str) -> bool:
+        """Put ``child``'s tree under ``parent``'s; False (nothing joined) when they are one tree
+        already, which for a child without a parent means the link would close a loop."""
+        a, b = self._find(child), self._find(parent)
+        if a == b:
+            return False
+        self._up[a] = b
+        return True
+
+
+def depth(uplinks: Uplinks) -> int:
+    """The most switches on one path up through ``uplinks`` (switch -> parent; a host's entry counts
+    as one more hop), in time linear in the map: each name's height is worked out once. A loop
+    counts its switches once."""
+    height: dict[str, int] = {}
+    for start in uplinks:
+        path: list[str] = []
+        on_path: set[str] = set()
+        cur: str | None = start
+        while cur is not None and cur not in height and cur not in on_path:
+            path.append(cur)
+            on_path.add(cur)
+            cur = uplinks.get(cur)
+        above = height.get(cur, 0) if cur is not None else 0
+        for name in reversed(path):
+            above += 1
+            height[name] = above
+    return max(height.values(), default=0)
+
+
 def _check_prefixes(topo: Topology, node_line: dict[str, int]) -> None:
     """Flag node names whose prefix is a truncated form of a common one (``n019`` among ``circe-n0NN``)."""
-    prefixes = Counter(m.group(1) for n in topo.node_leaf if (m := _PREFIX.match(n)))
+    by_prefix: dict[str, list[str]] = {}
+    for n in topo.node_leaf:
+        if m := _PREFIX.match(n):
+            by_prefix.setdefault(m.group(1), []).append(n)
+    prefixes = Counter({p: len(ns) for p, ns in by_prefix.items()})
+    longer_of: dict[str, list[str]] = {}  # a prefix -> the longer prefixes that end with it
+    for p in prefixes:
+        for i in range(1, len(p) + 1):  # every proper suffix, the empty one too
+            if p[i:] in prefixes:
+                longer_of.setdefault(p[i:], []).append(p)
     for short, count in prefixes.items():
-        longer = [p for p in prefixes if p != short and p.endswith(short) and prefixes[p] > count]
+        longer = [p for p in longer_of.get(short, []) if prefixes[p] > count]
         if not longer:
             continue
         best = max(longer, key=lambda p: prefixes[p])
-        nodes = [n for n in topo.node_leaf if (m := _PREFIX.match(n)) and m.group(1) == short]
+        nodes = by_prefix[short]
         line = min(node_line[n] for n in nodes)
         shown = ", ".join(nodes[:4]) + (" ..." if len(nodes) > 4 else "")
         _warn(topo, line, f"{shown}: prefix {short!r} looks truncated ({prefixes[best]} nodes use {best!r}); "
@@ -520,14 +614,13 @@ def parse_topology(text: str, source: str = "<topology>") -> Topology:
             data = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise TopologyError(f"{source}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise TopologyError(f"{source}: not valid JSON: nested too deeply") from None
         return _from_table(data, source)
     if _SLURM.search(text):
         return parse_slurm_topology(text, source)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise TopologyError(f"{source}: neither JSON, TOML nor Slurm topology.conf: {exc}") from None
-    return _from_table(data, source)
+    where = f"{source}: neither JSON, TOML nor Slurm topology.conf"
+    return _from_table(parse_toml(text, where, TopologyError), source)
 
 
 
@@ -545,6 +638,9 @@ def _from_table(data: Any, source: str) -> Topology:
                 raise TopologyError(f"{source}: switch {name!r}: {exc}") from None
         if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
             raise TopologyError(f"{source}: switch {name!r} must list host names")
+        _check_name(str(name), f"{source}: switch")
+        for h in hosts:
+            _check_name(h, f"{source}: switch {name!r}")
         sw = topo.switches.setdefault(str(name), Switch(name=str(name)))
         for h in hosts:
             if h in topo.node_leaf and topo.node_leaf[h] != sw.name:

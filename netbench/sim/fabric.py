@@ -21,10 +21,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from netbench.common.errors import UsageError
+from netbench.defaults import SIM_MAX_NIC_GBPS, SIM_MAX_NODES, SIM_MAX_OVERSUBSCRIPTION, SIM_MAX_RAILS
 
 FAULT_KINDS = ("node", "link", "uplink", "intermittent", "gpu", "nic")
 DEFAULT_INTERMITTENT_FRACTION = 1 / 3  # slow in a third of the rounds: the case the issue describes
@@ -99,19 +101,29 @@ class FabricSpec:
     """Rail-optimised (``sim.rails``): NICs a node has, NIC k on rail k's switches; ``nic_GBps`` is
     the node's total, each rail carrying an equal share."""
 
+    MAX_NODES: ClassVar[int] = SIM_MAX_NODES
+    MAX_OVERSUBSCRIPTION: ClassVar[float] = SIM_MAX_OVERSUBSCRIPTION
+    MAX_NIC_GBPS: ClassVar[float] = SIM_MAX_NIC_GBPS
+    MAX_RAILS: ClassVar[int] = SIM_MAX_RAILS
+
     def __post_init__(self) -> None:
-        if self.nodes < 2:
-            raise UsageError("--nodes must be at least 2")
+        if not 2 <= self.nodes <= self.MAX_NODES:
+            raise UsageError(f"--nodes must be between 2 and {self.MAX_NODES}")
         if not 1 <= self.leaves <= self.nodes:
             raise UsageError(f"--leaves must be between 1 and --nodes ({self.nodes})")
         if self.tiers not in (2, 3):
             raise UsageError("--tiers must be 2 or 3")
         if self.tiers == 3 and not 1 <= self.pods <= self.leaves:
             raise UsageError(f"--pods must be between 1 and --leaves ({self.leaves})")
-        if self.oversubscription < 1 or self.core_oversubscription < 1:
-            raise UsageError("oversubscription must be >= 1 (1 = non-blocking)")
-        if self.rails < 1:
-            raise UsageError("--rails must be at least 1")
+        for over in (self.oversubscription, self.core_oversubscription):
+            if not 1 <= over <= self.MAX_OVERSUBSCRIPTION:  # false for nan too
+                raise UsageError(
+                    f"oversubscription must be between 1 (non-blocking) and {self.MAX_OVERSUBSCRIPTION:g}"
+                )
+        if not 0 < self.nic_GBps <= self.MAX_NIC_GBPS:
+            raise UsageError(f"--nic-gbps must be more than 0 and at most {self.MAX_NIC_GBPS:g}")
+        if not 1 <= self.rails <= self.MAX_RAILS:
+            raise UsageError(f"--rails must be between 1 and {self.MAX_RAILS}")
         if self.physics not in ("bottleneck", "multiplicative"):
             raise UsageError("--physics must be bottleneck or multiplicative")
 

@@ -29,7 +29,7 @@ from netbench import __version__
 from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import Collective, Layout, get_collective
 from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
-from netbench.common.jsontext import strings
+from netbench.common.jsontext import dumps, strings
 from netbench.common.rowjson import Column, rows_jsonl
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import TRUTH_JSON, RunDir, utc_now
@@ -154,7 +154,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
             groups, lost = gpus.split(phase)
             for grp in lost:
                 rows = gpus.rows(plan, phase, grp)
-                fh.write("".join(json.dumps(r.to_dict()) + "\n" for r in rows).encode())
+                fh.write("".join(dumps(r.to_dict()) + "\n" for r in rows).encode())
                 n_rows += len(rows)
             flows = _flows(groups, fab, g)
             rate = _rates(fab, flows, slow_now)

@@ -47,7 +47,8 @@ def allocation_switches(entries: list[HostEntry], echo: Echo) -> Switches:
         echo("# switches: Slurm has no topology (TopologyPlugin=topology/none); pairs not judged by hop "
              "class")
         return Switches()
-    for w in topo.warnings:
+    unplaced = topo.unplaced_warning([e.name for e in entries])
+    for w in [*topo.warnings, *([unplaced] if unplaced else [])]:
         echo(f"# topology warning: {terminal_safe(w, keep_newlines=False)}")
     echo(f"# switches from scontrol show topology: {len(topo.leaves)} leaf switch(es), "
          f"saved as {SLURM_TOPOLOGY}")

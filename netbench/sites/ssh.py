@@ -35,7 +35,8 @@ def file_switches(entries: list[HostEntry], topology_file: str | None, echo: Ech
         from netbench.common.topology import load_topology
 
         topo = load_topology(topology_file)
-        for w in topo.warnings:
+        unplaced = topo.unplaced_warning([e.name for e in entries])
+        for w in [*topo.warnings, *([unplaced] if unplaced else [])]:
             echo(f"# topology warning: {w}")
         out.update(topo.uplinks(e.name for e in entries))
     return Switches(uplinks=out)

@@ -6,11 +6,11 @@ The verdict follows preflight's exit codes: 0 pass, 1 warnings, 2 failures, 3 co
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from netbench.reports.export._common import as_finding, passed_checks, severity_counts
 
+from netbench.common import jsontext
 from netbench.common.findings import Finding
 
 SCHEMA = "netbench.report/1"
@@ -55,4 +55,4 @@ def to_report(
 
 
 def dumps(report: dict[str, Any]) -> str:
-    return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+    return jsontext.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
