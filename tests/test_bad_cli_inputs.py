@@ -42,4 +42,4 @@ def test_preflight_output_in_a_missing_directory_is_refused_before_measuring(cap
     hosts.write_text("h1\nh2\n")
     code, err = run_main(capsys, "preflight", "--hosts", str(hosts), "--json", "/nonexistent/x.json")
     why = "--json /nonexistent/x.json: directory /nonexistent does not exist"
-    assert code == 2 and err == f"netbench: error: {why}\n"
+    assert code == 3 and err == f"netbench: error: {why}\n"  # preflight's bad input: 3 ("could not run")
