@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import torch
 from netbench.collectives.names import canonical
 
+from netbench.common.text import did_you_mean
+
 Work = object  # torch.distributed Work handle
 
 
@@ -435,7 +437,7 @@ DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
 def get_collective(name: str) -> Collective:
     key = canonical(name)
     if key not in COLLECTIVES:
-        raise ValueError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
+        raise ValueError(f"unknown collective {name!r}{did_you_mean(key, COLLECTIVES)}")
     return COLLECTIVES[key]
 
 

@@ -16,7 +16,6 @@ See ``docs/policy.example.toml`` for every key, documented.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from netbench.reports.rule_ids import ALL_IDS
 
 from netbench.common.files import parse_toml, read_user_text
 from netbench.common.findings import SEVERITIES
+from netbench.common.text import did_you_mean
 from netbench.common.topology import HOP_CLASSES, is_hop_class
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
@@ -41,12 +41,6 @@ class PolicyError(ValueError):
 
 COLLECTIVES = MEASURED + IMPORTED
 """What ``collective =`` may name: what netbench measures or imports (rows carry nothing else)."""
-
-
-def did_you_mean(word: object, known: Collection[str]) -> str:
-    """``; did you mean 'x'?`` for the nearest known word (difflib), else the known words."""
-    close = difflib.get_close_matches(str(word), sorted(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
 
 
 def _one_of(value: Any, known: Collection[str], where: str, what: str) -> str:

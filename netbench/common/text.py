@@ -1,4 +1,5 @@
-"""Text from other machines, made safe to print on a terminal.
+"""Text from other machines, made safe to print on a terminal (and the one "did you mean" of a
+misspelt word).
 
 Anything a host reports (an error message, a host name in a row, NCCL's own words) is untrusted: an
 ESC byte in it could move the cursor, rewrite lines above (a PASS over a FAIL), change the window
@@ -8,9 +9,11 @@ place that echoes text that came from an agent or a run directory goes through i
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
+from collections.abc import Collection
 from typing import TextIO
 
 # C0 controls but tab and newline, DEL, C1 controls (8-bit CSI/OSC), and the Unicode controls that
@@ -53,3 +56,8 @@ def coloured(text: str, stream: TextIO | None = None) -> str:
         return text
     return _VERDICT.sub(lambda m: f"\x1b[{_COLOURS[m.group(0)]}m{m.group(0)}\x1b[0m", text)
 
+
+def did_you_mean(word: object, known: Collection[str]) -> str:
+    """``; did you mean 'x'?`` for the nearest known word (difflib), else the known words."""
+    close = difflib.get_close_matches(str(word), sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(known))})"
