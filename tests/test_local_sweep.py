@@ -170,7 +170,7 @@ def test_table_matches_nccl_tests_layout(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["-k", "all_reduse"], "unknown collective"),
+        (["-k", "all_reduse"], "unknown collective 'all_reduse'; did you mean 'all_reduce'?"),
         (["-b", "12Q"], "bad size"),
         (["--dtype", "float7"], "unknown dtype"),
         (["-b", "1M", "-e", "1K"], "larger than"),
