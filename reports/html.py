@@ -336,12 +336,21 @@ def _expected_ratio(m: Any) -> np.ndarray | None:
     """Each pair's busbw over what its cell (hop class x round load) predicts, at the largest size:
     1.0 is normal whatever the oversubscription, so a slow node is a dark row and column and a slow
     link one dark cell in every class. None without cells (too few pairs to form them)."""
-    if m.cell is None or not m.cell_median_bw:
+    if not _has_ratio(m):
         return None
-    med = np.array([v if v else np.nan for v in m.cell_median_bw], dtype=float)
-    expected = np.where(m.cell >= 0, med[np.clip(m.cell, 0, None)], np.nan)
+    # float32 and in place: at 4,096 hosts each N x N float64 temporary is 134 MB of the report's
+    # peak; 3 significant digits is all the page shows
+    med = np.array([v if v else np.nan for v in m.cell_median_bw], dtype=np.float32)
+    ratio = med[np.clip(m.cell, 0, None)]
     with np.errstate(all="ignore"):
-        return m.bw[-1] / expected
+        np.divide(m.bw[-1], ratio, out=ratio)
+    ratio[m.cell < 0] = np.nan
+    return ratio
+
+
+def _has_ratio(m: Any) -> bool:
+    """Whether the model has cells to predict a pair from (``_expected_ratio`` is not None)."""
+    return m.cell is not None and bool(m.cell_median_bw)
 
 
 def _finding_marks(
@@ -1083,7 +1092,7 @@ def _drill_note(drill: dict[str, Any]) -> str:
 def _heat_note(ctx: AnalysisContext) -> str:
     m = ctx.pair_model
     if m is not None and len(m.hosts) > HEATMAP_FULL_MAX:
-        what = "ratio to what its hop class and load predict" if _expected_ratio(m) is not None else "busbw"
+        what = "ratio to what its hop class and load predict" if _has_ratio(m) else "busbw"
         return (f"{len(m.hosts)} hosts: each cell is a host's median {what} with the hosts of one switch "
                 "(a cell per pair would not fit the page); open squares mark the findings. A red row is "
                 "a slow node, a red column a slow switch or uplink; the drill-down below shows the pairs.")
