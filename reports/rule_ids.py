@@ -61,6 +61,9 @@ FINDING_IDS: dict[str, str] = {
     # unreadable (never below warn: no verdict on data that could not be read)
     "unreadable_rows": "warn",
     "unreadable_file": "warn",
+    # imported (never below warn: a log not fully read, or whose run failed, never gives a PASS)
+    "import_incomplete": "warn",
+    "imported_run_failed": "fail",
 }
 
 #: ids the engine itself emits: a rule that crashed on this data (reported, not fatal), and more

@@ -21,14 +21,13 @@ H200_JSON = Path(__file__).resolve().parent / "data" / "nccl_tests" / "h200-1gpu
 
 
 def public(name: str) -> Path:
-    """A public multi-node or old-layout log. These third-party files are not in the team's shared
-    fixtures yet (tests/data/nccl_tests/SOURCES.md) and may not be committed here, so their absence is
-    a skip that names the path (pytest prints every skip reason: ``-rs`` in pyproject.toml); every
-    fixture the team does ship is a failure when missing (fixtures_path.py)."""
-    try:
-        return fixture(f"nccl-tests-public/{name}")
-    except FileNotFoundError as exc:
-        pytest.skip(f"public nccl-tests log not in the shared fixtures: {exc}")
+    """A public multi-node or old-layout log (shared fixtures, nccl-tests-public/SOURCES.md names
+    each source): missing is a failure, never a skip (fixtures_path.py)."""
+    return fixture(f"nccl-tests-public/{name}")
+
+
+AZURE = "azureml-examples__gpu_perf-README.md"
+A3MEGA = "lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt"
 
 
 def by_key(test, nbytes: int, in_place: bool, dtype: str = "float") -> dict:
@@ -69,7 +68,7 @@ def test_graph_run_marks_rows():
 
 
 def test_multinode_h100_hosts_and_ranks():
-    [t] = parse_file(public("lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt"))
+    [t] = parse_file(public(A3MEGA))
     assert t.hosts == ["ztan-mig-235z", "ztan-mig-gq73"]
     assert t.nranks == 16
     assert [r.device for r in t.ranks[:8]] == list(range(8))
@@ -81,27 +80,34 @@ def test_multinode_h100_hosts_and_ranks():
     assert len(t.rows) == 31 * 2  # the markdown prose after the table adds nothing
 
 
-def test_old_layouts_without_redop_or_root():
-    tests = parse_file(public("UNRESOLVED-dgx2-v100-old-layouts.txt"))
-    assert [t.collective for t in tests] == ["all_gather", "all_reduce", "broadcast"]
-    ag, ar, bc = tests
-    assert all(t.nranks == 12 and t.hosts == ["seville"] for t in tests)
-    assert ag.config["warmup_iters"] == 5 and ag.config["iters"] == 20
-    row = by_key(ag, 8589934560, False)
-    assert row["op"] is None and row["root"] is None
-    assert row["time_us"] == 106773 and row["busbw_GBps"] == 73.75
-    assert row["wrong"] is None and row["max_error"] == 1.0  # old "error" column is not a count
-    assert ag.out_of_bounds == 4
-    assert by_key(ar, 8, False)["max_error"] == 2e-07 and by_key(ar, 8, False)["op"] == "sum"
-    assert by_key(bc, 8589934592, True)["root"] == "0" and by_key(bc, 8589934592, True)["time_us"] == 70368
+def test_old_layout_tables_in_a_readme():
+    """Two all_reduce tables of the old layout (an ``error`` column of relative errors, no root) in
+    markdown fences, each with an NCCL INFO line between its header and rows, no preamble: two runs,
+    every row read, the INFO lines (one starts with digits) not rows, the ranks from busbw/algbw."""
+    v100, a100 = parse_file(public(AZURE))
+    for t in (v100, a100):
+        assert t.collective == "all_reduce" and t.collective_inferred.startswith("inferred from redop sum")
+        assert len(t.rows) == 9 * 2 and t.problems == []
+        assert t.nranks == 16  # 2 nodes x 8 GPUs: 2(n-1)/n = 1.875
+        assert {r["op"] for r in t.rows} == {"sum"} and {r["root"] for r in t.rows} == {None}
+        assert {r["wrong"] for r in t.rows} == {None}  # "error" is not a count of wrong elements
+    row = by_key(v100, 8589934592, False)
+    assert (row["time_us"], row["algbw_GBps"], row["busbw_GBps"], row["max_error"]) == (987274, 8.70, 16.31, 4e-07)
+    assert by_key(v100, 33554432, True)["time_us"] == 4384.4
+    row = by_key(a100, 8589934592, True)
+    assert (row["time_us"], row["busbw_GBps"], row["max_error"]) == (85070, 189.33, 5e-07)
+    assert by_key(a100, 33554432, False)["count"] == 8388608
 
 
-def test_three_hosts_step_bytes_no_validation():
-    [t] = parse_file(public("UNRESOLVED-wiki-nccl-t4-3hosts-stepbytes.txt"))
-    assert t.hosts == ["gpu01", "gpu02", "gpu03"] and t.nranks == 3
-    assert t.config["step_bytes"] == 1048576 and t.config["validation"] == 0 and t.config["iters"] == 1
-    row = by_key(t, 104857600, False)
-    assert row["time_us"] == 202872 and row["max_error"] is None and row["wrong"] is None
+def test_old_layout_readme_imports_and_reports(tmp_path):
+    """The README through the CLI: 36 rows in two groups of 16 ranks, no warning, a report."""
+    res = CliRunner().invoke(cli, ["import", "nccl-tests", str(public(AZURE)), "--out", str(tmp_path / "r")])
+    assert res.exit_code in (0, 1), res.output
+    rows = RunDir.open(tmp_path / "r").read_rows()
+    assert len(rows) == 36 and {r["group"] for r in rows} == {"log1", "log2"} and {r["ranks"] for r in rows} == {16}
+    assert "import_incomplete" not in res.output and "netbench: warning" not in res.output
+    meta = RunDir.open(tmp_path / "r").read_run()
+    assert meta["status"] == "completed" and [i["problems"] for i in meta["imported"]] == [[], []]
 
 
 def test_json_matches_its_stdout():
@@ -156,7 +162,7 @@ def test_bad_input_is_usage_error(tmp_path, content):
 
 def test_cli_import_writes_run_dir(tmp_path):
     out = tmp_path / "run"
-    multinode = public("lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt")
+    multinode = public(A3MEGA)
     res = CliRunner().invoke(cli, ["import", "nccl-tests", str(H200 / "all_reduce.txt"), str(multinode),
                                    "--out", str(out), "--no-report"])
     assert res.exit_code == 0, res.output
@@ -184,7 +190,7 @@ def test_cli_import_writes_run_dir(tmp_path):
 def test_nics_given_for_the_log_judge_it_against_ceiling_and_reference(tmp_path):
     """2 x 8 H100 with --nics: the ceiling and the published per-NIC reference apply, the report and
     its terminal lines say so; too few NICs for the busbw is called what it is (Tree on two nodes)."""
-    multinode = public("lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt")
+    multinode = public(A3MEGA)
     res = CliRunner().invoke(cli, ["import", "nccl-tests", str(multinode), "--nics", "8x400",
                                    "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output

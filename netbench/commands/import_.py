@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+#: problems of the logs said one a line on stderr; the rest are counted (all are in run.json)
+MAX_PROBLEM_LINES = 20
+
 
 @click.group(
     "import",
@@ -54,13 +57,15 @@ Example:
 def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics: str | None,
                report: bool) -> None:
     from netbench.common.errors import UsageError
+    from netbench.common.text import terminal_safe
     from netbench.importers.nccl_tests import NicSpec, import_logs
+    from netbench.progress import Progress
 
     try:
         given = NicSpec.parse(nics) if nics else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    run, tests = import_logs(list(logs), out, given)
+    run, tests = import_logs(list(logs), out, given, Progress())
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
     click.echo(
@@ -68,7 +73,16 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
     )
     for t in tests:  # the log did not name the collective: say what was concluded, and from what
         if t.collective_inferred:
-            click.echo(f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}")
+            said = f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}"
+            click.echo(terminal_safe(said))
+    # what was not imported as it stands, one line each (the log's own text: escaped); the report's
+    # import_incomplete / imported_run_failed findings say it again
+    problems = [(t, p) for t in tests for p in t.problems]
+    for t, p in problems[:MAX_PROBLEM_LINES]:
+        click.echo(terminal_safe(f"netbench: warning: {t.source}: {p.summary()}"), err=True)
+    if len(problems) > MAX_PROBLEM_LINES:
+        click.echo(f"netbench: warning: {len(problems) - MAX_PROBLEM_LINES} more problem(s): see "
+                   f"{run.path / 'run.json'} (imported[].problems)", err=True)
     if report:
         root = ctx.find_root()
         group = root.command
@@ -80,7 +94,6 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
                 args=[str(run.path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj
             )
         return
-    from netbench.common.text import terminal_safe
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
 
     # the headline busbw, as the report would print it (the log's own hosts: escaped)

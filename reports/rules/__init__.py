@@ -13,6 +13,7 @@ from netbench.reports.rules import (
     errors,
     expected,
     host_checks,
+    imported,
     link_health,
     port_counters,
     regression,
@@ -41,6 +42,7 @@ RULES: list[Rule] = [
     engines.RULE,
     host_checks.RULE,
     unreadable.RULE,
+    imported.RULE,
 ]
 
 #: every finding id the registry and the engine emit -> its default severity, in the registry's order
