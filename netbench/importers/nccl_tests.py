@@ -25,7 +25,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,6 +203,10 @@ class _Layout:
     prefix: list[str]  # size count type [redop] [root]
     blocks: list[list[str]]  # [out-of-place columns, in-place columns]
     extra: int  # columns printed after the two blocks (-S 1: a timestamp)
+    width: int = 0  # the columns of prefix and blocks (worked out once: read for every line)
+
+    def __post_init__(self) -> None:
+        self.width = len(self.prefix) + sum(len(b) for b in self.blocks)
 
     @classmethod
     def from_header(cls, tokens: list[str]) -> _Layout | None:
@@ -213,10 +217,6 @@ class _Layout:
         second = [t for t in tokens[starts[1]:] if t != "timestamp"][: len(first)]
         return cls(prefix=tokens[: starts[0]], blocks=[first, second],
                    extra=len(tokens) - starts[1] - len(second))
-
-    @property
-    def width(self) -> int:
-        return len(self.prefix) + sum(len(b) for b in self.blocks)
 
 
 def _strip_prefix(line: str) -> str:
@@ -347,6 +347,7 @@ class _Reading:
     keys: set[tuple[Any, ...]] = field(default_factory=set)
     refused: dict[str, Problem] = field(default_factory=dict)
     repeated: Problem | None = None
+    rank_numbers: set[int] = field(default_factory=set)
     rank_repeats: int = 0
     closed: bool = False  # the "# Avg bus bandwidth" line that ends a finished run was read
     preamble: bool = False  # the log printed the run's header (version, nThread line)
@@ -490,9 +491,10 @@ def parse_text(text: str, source: str = "<text>",
             start()  # a table pasted without its preamble: the column header opens a run
         if (m := rank):
             number = int(m["rank"])
-            if any(r.rank == number for r in cur.test.ranks):  # interleaved copies of one header
+            if number in cur.rank_numbers:  # interleaved copies of one header
                 cur.rank_repeats += 1
                 continue
+            cur.rank_numbers.add(number)
             cur.test.ranks.append(RankLine(
                 rank=number, host=m["host"], device=int(m["device"]), bus_id=m["bus"],
                 device_name=m["name"].strip(), group=int(m["group"]) if m["group"] else None,
@@ -525,12 +527,12 @@ def parse_text(text: str, source: str = "<text>",
         named = _collective_from_filename(source)
         if t.collective is None:
             _collective_of_unnamed(t, named, source)
-        if not t.ranks and not t.config:
-            t.ranks_inferred = _ranks_of(t)
         elif single and named is not None and named != t.collective:
             t.problems.append(Problem(
                 "collective", f"the file name {Path(source).name!r} says {named}, the log itself "
                 f"{t.collective}: imported as {t.collective}"))
+        if not t.ranks and not t.config:
+            t.ranks_inferred = _ranks_of(t)
     refused = [p for r in readings for p in r.test.problems_of("refused")]
     if not found and refused:
         count = sum(p.count for p in refused)
@@ -948,14 +950,19 @@ def import_logs(
         tests += parse_file(path, reading)
     run = RunDir.create(out)
     started = utc_now()
-    total, done = sum(len(t.rows) for t in tests), 0
-    with run.writer() as writer:
+    total = sum(len(t.rows) for t in tests)
+
+    def records() -> Iterator[dict[str, Any]]:
+        done = 0
         for k, t in enumerate(tests, 1):
             rows = to_rows(t, run.run_id, f"log{k}")
-            writer.write_many({name: getattr(row, name) for name in _ROW_FIELDS} for row in rows)
+            yield from ({name: getattr(row, name) for name in _ROW_FIELDS} for row in rows)
             done += len(rows)
             if progress is not None:
                 progress.update(done, total, "writing rows")
+
+    with run.writer() as writer:
+        writer.write_many(records())
     if progress is not None:
         progress.clear()
     run.write_env(env_hosts(tests))
