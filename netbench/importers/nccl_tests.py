@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 # numbers are at most 18 digits: a line of thousands of digits is not nccl-tests output, and int() of
 # one raises ValueError (Python's limit on digits) where this parser expects a match or none
 
-_PREFIX_RE = re.compile(r"^(?:\[\d{1,18},\d{1,18}\]<std(?:out|err)>:|\s*\d{1,18}: )")
+_PREFIX_RE = re.compile(r"^(?:\[\d{1,18},(?P<mpi>\d{1,18})\]<std(?:out|err)>:|\s*(?P<srun>\d{1,18}): )")
 _VERSION_RE = re.compile(
     r"#\s*nccl-tests version (?P<ver>\S+)(?:\s+\((?P<git>[0-9a-f]+)\))?"
     r"(?:\s+nccl-headers=(?P<hdr>\d{1,18}))?(?:\s+nccl-library=(?P<lib>\d{1,18}))?"
@@ -219,8 +219,22 @@ class _Layout:
                    extra=len(tokens) - starts[1] - len(second))
 
 
-def _strip_prefix(line: str) -> str:
-    return _PREFIX_RE.sub("", line, count=1).rstrip("\r\n")
+def _by_process(lines: list[str]) -> list[tuple[int, str | None, str]]:
+    """(line number, the launcher's tag of the process, the line without it) of every line. Where a
+    launcher tagged several processes' lines (``mpirun --tag-output``, ``srun -l``), each process's
+    lines come together, in their own order, the processes in the order their first line came (the
+    launcher's own untagged lines first): eight processes each printing a table, interleaved line by
+    line, are read as eight tables one after the other."""
+    out = []
+    for line_no, raw in enumerate(lines, start=1):
+        m = _PREFIX_RE.match(raw)
+        text = raw[m.end():] if m else raw
+        out.append((line_no, (m["mpi"] or m["srun"]) if m else None, text.rstrip("\r\n")))
+    tags = dict.fromkeys(tag for _, tag, _ in out if tag is not None)
+    if len(tags) > 1:
+        order = {tag: k for k, tag in enumerate(tags)}
+        out.sort(key=lambda item: order.get(item[1], -1))
+    return out
 
 
 class _Refused(Exception):
@@ -351,6 +365,11 @@ class _Reading:
     rank_repeats: int = 0
     closed: bool = False  # the "# Avg bus bandwidth" line that ends a finished run was read
     preamble: bool = False  # the log printed the run's header (version, nThread line)
+    tag: str | None = None  # the launcher's tag of the process that printed it
+
+    def same_table(self, other: _Reading) -> bool:
+        return (self.tag != other.tag and self.test.collective == other.test.collective
+                and self.test.config == other.test.config and other.keys <= self.keys)
 
     def refuse(self, exc: _Refused, line_no: int, example: str, last: bool) -> None:
         """A line left out (``example``: where and what, for the first of its reason)."""
@@ -388,6 +407,30 @@ class _Reading:
                 "the run was cut short (killed, out of time, or the log truncated)"))
 
 
+def _one_copy(readings: list[_Reading]) -> list[_Reading]:
+    """The runs, each table that several processes printed (one run a process: an nccl-tests built
+    without MPI under mpirun) kept once, the copies counted as a ``repeated`` problem of the first."""
+    kept: list[_Reading] = []
+    copies: dict[int, Problem] = {}
+    for r in readings:
+        first = next((k for k in kept if r.test.rows and k.same_table(r)), None)
+        if first is None:
+            kept.append(r)
+            continue
+        p = copies.get(id(first))
+        if p is None:
+            p = copies[id(first)] = Problem(
+                "repeated", "the same table printed by another process (each process its own run: "
+                "nccl-tests built without MPI?): the first process's kept",
+                example=f"line {r.test.rows[0]['line']}: the table of process {r.tag}")
+            first.test.problems.append(p)
+        for row in r.test.rows:
+            if not row["in_place"]:
+                p.add(row["line"])
+        first.test.problems.extend(r.test.problems)
+    return kept
+
+
 def _example(line_no: int, text: str) -> str:
     return f"line {line_no}: {text.strip()[:120]}"
 
@@ -407,27 +450,26 @@ def parse_text(text: str, source: str = "<text>",
     while last_line and not lines[last_line - 1].strip():
         last_line -= 1
 
-    def start() -> _Reading:
+    def start(tag: str | None) -> _Reading:
         nonlocal cur, layout
         name = collective_name(pending_program) if pending_program else None
-        cur = _Reading(NcclTest(source=source, collective=name))
+        cur = _Reading(NcclTest(source=source, collective=name), tag=tag)
         cur.test.problems.extend(pending_failures)
         pending_failures.clear()
         layout = None
         readings.append(cur)
         return cur
 
-    def fresh(same: bool) -> _Reading:
+    def fresh(same: bool, tag: str | None) -> _Reading:
         """The run a header line belongs to: the current one while it has no rows yet and this line
         repeats what it said (several processes printing one header, interleaved), else a new one."""
         if cur is not None and not cur.test.rows and same:
             return cur
-        return start()
+        return start(tag)
 
-    for line_no, raw in enumerate(lines, start=1):
-        if progress is not None and not line_no % 65536:
-            progress(line_no, len(lines))
-        line = _strip_prefix(raw)
+    for done, (line_no, tag, line) in enumerate(_by_process(lines), start=1):
+        if progress is not None and not done % 65536:
+            progress(done, len(lines))
         stripped = line.strip()
         if not stripped:
             continue
@@ -456,7 +498,7 @@ def parse_text(text: str, source: str = "<text>",
         if _NCCL_LOG_RE.search(stripped):
             continue
         if (m := _VERSION_RE.match(stripped)):
-            r = fresh(cur is not None and cur.test.nccl_tests_version == m["ver"])
+            r = fresh(cur is not None and cur.test.nccl_tests_version == m["ver"], tag)
             r.preamble = True
             t = r.test
             t.nccl_tests_version = m["ver"]
@@ -467,13 +509,13 @@ def parse_text(text: str, source: str = "<text>",
             continue
         if (m := _STARTING_RE.match(stripped)):
             name = collective_name(m["name"])
-            r = fresh(cur is not None and cur.test.collective in (None, name))
+            r = fresh(cur is not None and cur.test.collective in (None, name), tag)
             r.preamble = True
             r.test.collective = name
             continue
         if (m := _NTHREAD_RE.match(stripped)):
             config = _header_config(m)
-            r = fresh(cur is not None and cur.test.config in ({}, config))
+            r = fresh(cur is not None and cur.test.config in ({}, config), tag)
             r.preamble = True
             r.test.config.update(config)
             continue
@@ -488,7 +530,7 @@ def parse_text(text: str, source: str = "<text>",
         if cur is None:
             if not is_header:
                 continue
-            start()  # a table pasted without its preamble: the column header opens a run
+            start(tag)  # a table pasted without its preamble: the column header opens a run
         if (m := rank):
             number = int(m["rank"])
             if number in cur.rank_numbers:  # interleaved copies of one header
@@ -503,7 +545,7 @@ def parse_text(text: str, source: str = "<text>",
             continue
         if is_header:
             if cur.test.rows:  # a second table: a new run (READMEs and tickets paste several)
-                start()
+                start(tag)
             layout = _Layout.from_header(tokens)
             continue
         if (m := _OOB_RE.match(stripped)):
@@ -513,10 +555,12 @@ def parse_text(text: str, source: str = "<text>",
             cur.closed = True
     if progress is not None:
         progress(len(lines), len(lines))
+    for r in readings:
+        r.finish()
+    readings = _one_copy(readings)
     single = len([r for r in readings if r.test.rows]) == 1
     found = []
     for r in readings:
-        r.finish()
         t = r.test
         if not t.rows:
             pending_failures.extend(t.problems_of("failure"))  # a run that failed before its table
