@@ -617,3 +617,24 @@ def test_progress_on_a_terminal(tmp_path):
     shown = stream.getvalue()
     assert len(tests) == 3000 and "reading job.log" in shown and "writing rows" in shown
     assert stream.getvalue().endswith("\r")  # cleared before anything else is printed
+
+
+def test_a_log_of_which_no_row_can_be_read_is_one_error_line(tmp_path):
+    """Every size written as a decimal (8.0): nothing to import, exit 2, one line naming why."""
+    lines = [f"{float(line[:12]):>12.1f}{line[12:]}" if line[:12].strip().isdigit() else line
+             for line in AR_LINES]
+    log = write_log(tmp_path, lines)
+    res = CliRunner().invoke(cli, ["import", "nccl-tests", str(log), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert res.output.startswith(f"netbench: error: {log}: no table row could be read: 31 line(s) left out, "
+                                 "size is not a whole number (line 11: 8.0 ")
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_log_line_is_escaped_on_the_terminal(tmp_path):
+    """A damaged line is quoted in the warning and the finding: its escape sequences are not sent.
+    (It starts with a number but is past looking like a row: in an open table it is still named.)"""
+    log = write_log(tmp_path, edited(ROW_1M, "     float", "\x1b]0;owned\x07\x1b[31mfloat"))
+    res, meta, rules = import_cli(tmp_path, log)
+    assert res.exit_code == 1 and "import_incomplete" in rules
+    assert "\x1b" not in res.output and "\\x1b]0;owned\\x07" in res.output

@@ -61,6 +61,7 @@ _PROGRAM_RE = re.compile(r"(?:^|[/\s])(?P<name>[a-z_]+)_perf(?:_mpi)?\b")
 # a line that starts as a table row does (two numbers, however written: 1e30, 1,048,576, -8): read as
 # one and checked column by column, or counted and named as a line left out
 _ROW_RE = re.compile(r"^\s*[-+]?[\d.,]+(?:[eE][-+]?\d+)?\s+[-+]?[\d.,]+(?:[eE][-+]?\d+)?(?:\s|$)")
+_NUMERIC_START = frozenset("0123456789+-.")
 _INT_RE = re.compile(r"^\d{1,19}$")  # bounded: int() of 5000 digits raises
 # the run failed or was aborted: nccl-tests' own checks (src/common.h: "<host>: Test NCCL failure
 # common.cu:1005 'unhandled system error / ...'", "Test CUDA failure", " .. <host> pid N: Test failure
@@ -407,6 +408,14 @@ class _Reading:
                 "the run was cut short (killed, out of time, or the log truncated)"))
 
 
+def _loose_row(line: str, reading: _Reading) -> bool:
+    """A line of an open table (before its summary) that starts with a number and is neither NCCL's
+    log nor a failure: a row damaged past looking like one (``262144\x1b[31mfloat``), left out
+    and named like the rest, not passed over."""
+    return (not reading.closed and line[:1] in _NUMERIC_START and not _NCCL_LOG_RE.search(line)
+            and not _FAILURE_RE.search(line))
+
+
 def _one_copy(readings: list[_Reading]) -> list[_Reading]:
     """The runs, each table that several processes printed (one run a process: an nccl-tests built
     without MPI under mpirun) kept once, the copies counted as a ``repeated`` problem of the first."""
@@ -473,7 +482,7 @@ def parse_text(text: str, source: str = "<text>",
         stripped = line.strip()
         if not stripped:
             continue
-        if layout is not None and cur is not None and _ROW_RE.match(stripped):
+        if layout is not None and cur is not None and (_ROW_RE.match(stripped) or _loose_row(stripped, cur)):
             try:
                 rows = _read_row(stripped.split(), layout, len(cur.test.ranks) or None, line_no)
             except _Refused as exc:
