@@ -220,22 +220,31 @@ class _Layout:
                    extra=len(tokens) - starts[1] - len(second))
 
 
-def _by_process(lines: list[str]) -> list[tuple[int, str | None, str]]:
+def _by_process(lines: list[str]) -> Iterator[tuple[int, str | None, str]]:
     """(line number, the launcher's tag of the process, the line without it) of every line. Where a
     launcher tagged several processes' lines (``mpirun --tag-output``, ``srun -l``), each process's
     lines come together, in their own order, the processes in the order their first line came (the
     launcher's own untagged lines first): eight processes each printing a table, interleaved line by
-    line, are read as eight tables one after the other."""
-    out = []
-    for line_no, raw in enumerate(lines, start=1):
+    line, are read as eight tables one after the other. Lazily where they are not (one pass, no list
+    of a 50 MB log's lines twice)."""
+    def split(line_no: int, raw: str) -> tuple[int, str | None, str]:
         m = _PREFIX_RE.match(raw)
         text = raw[m.end():] if m else raw
-        out.append((line_no, (m["mpi"] or m["srun"]) if m else None, text.rstrip("\r\n")))
-    tags = dict.fromkeys(tag for _, tag, _ in out if tag is not None)
-    if len(tags) > 1:
-        order = {tag: k for k, tag in enumerate(tags)}
-        out.sort(key=lambda item: order.get(item[1], -1))
-    return out
+        return line_no, (m["mpi"] or m["srun"]) if m else None, text.rstrip("\r\n")
+
+    tags: dict[str, None] = {}
+    for raw in lines:
+        if (m := _PREFIX_RE.match(raw)) is not None:
+            tags[m["mpi"] or m["srun"]] = None
+            if len(tags) > 1:
+                break
+    if len(tags) < 2:
+        yield from (split(n, raw) for n, raw in enumerate(lines, start=1))
+        return
+    out = [split(n, raw) for n, raw in enumerate(lines, start=1)]
+    order = {tag: k for k, tag in enumerate(dict.fromkeys(tag for _, tag, _ in out if tag is not None))}
+    out.sort(key=lambda item: order.get(item[1], -1))
+    yield from out
 
 
 class _Refused(Exception):
@@ -881,14 +890,14 @@ def _to_int(value: Any) -> int | None:
         return None
 
 
-def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> list[ResultRow]:
-    """ResultRows (the results.jsonl contract) for one parsed run; ``group`` keeps it apart from the
-    other runs imported with it (two logs' rows of one collective are two measurements, not one)."""
+def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> Iterator[ResultRow]:
+    """ResultRows (the results.jsonl contract) for one parsed run, one at a time (a table of a
+    million rows is not held twice); ``group`` keeps it apart from the other runs imported with it
+    (two logs' rows of one collective are two measurements, not one)."""
     hosts, ranks = test.hosts, test.nranks
     iters = _to_int(test.config.get("iters")) or 0
     warmup = _to_int(test.config.get("warmup_iters")) or 0
     graph = (_to_int(test.config.get("graph")) or 0) > 0
-    out = []
     for r in test.rows:
         op = r.get("op")
         root = _to_int(r.get("root"))
@@ -900,7 +909,7 @@ def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> list[Resul
             extra["agg_iters"] = test.config["agg_iters"]
         if test.collective_inferred:
             extra["collective_inferred"] = test.collective_inferred
-        out.append(ResultRow(
+        yield ResultRow(
             run_id=run_id, collective=test.collective or "unknown", backend="nccl", pattern="world",
             hosts=hosts, ranks=ranks, round=None, bytes=r["bytes"], count=r["count"], dtype=r["dtype"],
             op=None if op in (None, "none") else op, in_place=r["in_place"], iters=iters, warmup=warmup,
@@ -911,8 +920,7 @@ def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> list[Resul
             root=root if root is not None and root >= 0 else None, device="cuda", cuda_graph=graph,
             group=group, engine="nccl",  # nccl-tests calls NCCL directly, as netbench's NCCL engine does
             extra=extra,
-        ))
-    return out
+        )
 
 
 def env_hosts(tests: list[NcclTest]) -> dict[str, dict[str, Any]]:
@@ -1008,9 +1016,9 @@ def import_logs(
     def records() -> Iterator[dict[str, Any]]:
         done = 0
         for k, t in enumerate(tests, 1):
-            rows = to_rows(t, run.run_id, f"log{k}")
-            yield from ({name: getattr(row, name) for name in _ROW_FIELDS} for row in rows)
-            done += len(rows)
+            for row in to_rows(t, run.run_id, f"log{k}"):
+                yield {name: getattr(row, name) for name in _ROW_FIELDS}
+            done += len(t.rows)
             if progress is not None:
                 progress.update(done, total, "writing rows")
 
