@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fixtures_path import fixture
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from netbench.cli import cli
 from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir
-from netbench.importers.nccl_tests import import_logs, nccl_version_from_code, parse_file, parse_text, to_rows
+from netbench.importers.nccl_tests import (
+    DTYPE_BYTES,
+    import_logs,
+    nccl_version_from_code,
+    parse_file,
+    parse_text,
+    to_rows,
+)
 
 H200 = fixture("nccl-tests-h200-1gpu")
 # nccl-tests -J output we produced ourselves on the lent H200 (see tests/data/nccl_tests/SOURCES.md)
@@ -646,3 +656,58 @@ def test_real_logs_as_printed_have_no_problem(name):
     """The strictness costs nothing on what nccl-tests really printed: no line refused or repeated."""
     for t in parse_file(H200 / f"{name}.txt") + parse_file(public(A3MEGA)):
         assert t.problems == []
+
+
+def row_lines(lines: list[str]) -> set[int]:
+    """The line numbers of the table rows in the real log (1-based)."""
+    return {i for i, line in enumerate(lines, start=1) if line[:12].strip().isdigit()}
+
+
+TABLE_ROWS = row_lines(AR_LINES)
+# any character but those that end a line (a new line is another line, not this one's damage)
+FUZZ_CHARS = st.characters(blacklist_categories=("Cs",),
+                           blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(st.sampled_from(sorted(TABLE_ROWS)), st.integers(0, 12),
+                  st.one_of(st.text(FUZZ_CHARS, max_size=12), st.sampled_from(
+                      ["1e30", "-1", "nan", "inf", "N/A", "1,024", "0.5", "int8", "none", "8388608", "", "  ",
+                       "sum  -1", NCCL_FAILURE]))),
+        min_size=1, max_size=4),
+    cut=st.one_of(st.none(), st.integers(1, 200)),
+)
+def test_fuzz_every_table_line_is_read_or_named(edits, cut):
+    """Whatever is done to the real log's rows (a column replaced by anything, the last row cut):
+    every table line is a row read or a line named in a problem, or the import is refused, or the log
+    says the run failed; and every row read has checked values. (A line made to start with '#' is
+    a comment, as nccl-tests prints them: not generated.)"""
+    lines = list(AR_LINES)
+    for line_no, column, text in edits:
+        if text.lstrip().startswith("#"):
+            continue
+        tokens = lines[line_no - 1].split() or [""]
+        tokens[column % len(tokens)] = text
+        lines[line_no - 1] = "   ".join(tokens)
+    if cut is not None:
+        last = max(TABLE_ROWS)
+        lines = lines[: last - 1] + [lines[last - 1][:cut]]
+    try:
+        tests = parse_text("\n".join(lines) + "\n", "fuzz.log")
+    except UsageError:
+        return
+    read = {r["line"] for t in tests for r in t.rows}
+    named = {n for t in tests for p in t.problems for n in p.lines}
+    # a line cut to nothing is no line: the table is then named as cut short (or the run failed)
+    said = {p.kind for t in tests for p in t.problems} & {"failure", "unfinished"}
+    unaccounted = {n for n in TABLE_ROWS if lines[n - 1].strip()} - read - named
+    assert not unaccounted or said, (unaccounted, [lines[n - 1] for n in sorted(unaccounted)])
+    if cut is not None and not lines[-1].strip():
+        assert said
+    for t in tests:
+        for r in t.rows:
+            assert r["bytes"] >= 0 and r["count"] >= 0 and r["dtype"] in DTYPE_BYTES
+            for key in ("time_us", "algbw_GBps", "busbw_GBps"):
+                assert r[key] is None or (math.isfinite(r[key]) and r[key] >= 0)

@@ -417,12 +417,24 @@ class _Reading:
                 "the run was cut short (killed, out of time, or the log truncated)"))
 
 
-def _loose_row(line: str, reading: _Reading) -> bool:
-    """A line of an open table (before its summary) that starts with a number and is neither NCCL's
-    log nor a failure: a row damaged past looking like one (``262144\x1b[31mfloat``), left out
-    and named like the rest, not passed over."""
-    return (not reading.closed and line[:1] in _NUMERIC_START and not _NCCL_LOG_RE.search(line)
-            and not _FAILURE_RE.search(line))
+def _loose_row(line: str, reading: _Reading, layout: _Layout) -> bool:
+    """A line of an open table (before its summary), neither NCCL's log nor a failure nor a comment,
+    that starts with a number or is mostly numbers: a row damaged past looking like one
+    (``262144\x1b[31mfloat``, a row that lost its first columns), left out and named like the
+    rest, not passed over. Other text in a table (a launcher's or a library's message) is not a row."""
+    if reading.closed or line.startswith("#") or _NCCL_LOG_RE.search(line) or _FAILURE_RE.search(line):
+        return False
+    if line[:1] in _NUMERIC_START:
+        return True
+    return sum(1 for token in line.split() if token == "N/A" or _is_number(token)) * 2 >= layout.width
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _one_copy(readings: list[_Reading]) -> list[_Reading]:
@@ -491,7 +503,8 @@ def parse_text(text: str, source: str = "<text>",
         stripped = line.strip()
         if not stripped:
             continue
-        if layout is not None and cur is not None and (_ROW_RE.match(stripped) or _loose_row(stripped, cur)):
+        in_table = layout is not None and cur is not None
+        if in_table and (_ROW_RE.match(stripped) or _loose_row(stripped, cur, layout)):
             try:
                 rows = _read_row(stripped.split(), layout, len(cur.test.ranks) or None, line_no)
             except _Refused as exc:
