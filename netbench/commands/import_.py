@@ -29,6 +29,9 @@ def command() -> None:
     epilog="""\b
 Reads every layout nccl-tests has printed since 2018 (old 'error' column, '#wrong', per-iteration
 columns, mpirun/srun line prefixes) and its -J JSON. All files go into one run directory.
+Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, glued ranks, a cut
+row), a failure line, a table printed again or cut short, a file name the table contradicts: each
+is a warning line here and a finding (import_incomplete, imported_run_failed), never a PASS.
 Example:
   netbench import nccl-tests node*/all_reduce_perf.out --out runs/imported
 """,
