@@ -711,3 +711,16 @@ def test_fuzz_every_table_line_is_read_or_named(edits, cut):
             assert r["bytes"] >= 0 and r["count"] >= 0 and r["dtype"] in DTYPE_BYTES
             for key in ("time_us", "algbw_GBps", "busbw_GBps"):
                 assert r[key] is None or (math.isfinite(r[key]) and r[key] >= 0)
+
+
+def test_json_errors_are_a_failed_run(tmp_path):
+    """-J keeps the run's failure lines in ``errors`` (empty strings when none): a failed run."""
+    doc = _json_doc()
+    assert doc["errors"] == [""]
+    doc["errors"] = ["vm: Test NCCL failure common.cu:1005 'unhandled system error / '"]
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(doc))
+    [failure] = parse_file(f)[0].problems
+    assert failure.kind == "failure" and failure.example.startswith("errors[0]: vm: Test NCCL failure")
+    res, meta, rules = import_cli(tmp_path, f)
+    assert res.exit_code == 2 and "imported_run_failed" in rules and "PASS" not in res.output, res.output

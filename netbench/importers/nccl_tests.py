@@ -844,6 +844,12 @@ def _parse_json(data: dict[str, Any], source: str) -> NcclTest:
     avg = data.get("average_bus_bandwidth") or data.get("average_bus_bandwidith") or {}  # typo before 2026-02
     test.avg_busbw_GBps = _json_num(avg.get("bandwidth", avg.get("bandwidith")))
     test.errors = [e for e in data.get("errors") or [] if e]
+    if test.errors:  # what the run's failure lines said, kept by -J
+        failure = Problem("failure", "the log says the run failed",
+                          example=f"errors[0]: {str(test.errors[0])[:120]}")
+        for k in range(len(test.errors)):
+            failure.add(k)
+        test.problems.append(failure)
     return test
 
 
