@@ -66,6 +66,9 @@ FINDING_IDS: dict[str, str] = {
     "mixed_runs": "warn",
     "schema_unknown": "warn",
     "run_mismatch": "warn",
+    # imported (never below warn: a log not fully read, or whose run failed, never gives a PASS)
+    "import_incomplete": "warn",
+    "imported_run_failed": "fail",
 }
 
 #: ids the engine itself emits: a rule that crashed on this data (reported, not fatal), and more

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+#: problems of the logs said one a line on stderr; the rest are counted (all are in run.json)
+MAX_PROBLEM_LINES = 20
+
 
 @click.group(
     "import",
@@ -26,6 +29,9 @@ def command() -> None:
     epilog="""\b
 Reads every layout nccl-tests has printed since 2018 (old 'error' column, '#wrong', per-iteration
 columns, mpirun/srun line prefixes) and its -J JSON. All files go into one run directory.
+Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, glued ranks, a cut
+row), a failure line, a table printed again or cut short, a file name the table contradicts: each
+is a warning line here and a finding (import_incomplete, imported_run_failed), never a PASS.
 Example:
   netbench import nccl-tests node*/all_reduce_perf.out --out runs/imported
 """,
@@ -54,13 +60,15 @@ Example:
 def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics: str | None,
                report: bool) -> None:
     from netbench.common.errors import UsageError
+    from netbench.common.text import terminal_safe
     from netbench.importers.nccl_tests import NicSpec, import_logs
+    from netbench.progress import Progress
 
     try:
         given = NicSpec.parse(nics) if nics else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    run, tests = import_logs(list(logs), out, given)
+    run, tests = import_logs(list(logs), out, given, Progress())
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
     click.echo(
@@ -68,7 +76,16 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
     )
     for t in tests:  # the log did not name the collective: say what was concluded, and from what
         if t.collective_inferred:
-            click.echo(f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}")
+            said = f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}"
+            click.echo(terminal_safe(said))
+    # what was not imported as it stands, one line each (the log's own text: escaped); the report's
+    # import_incomplete / imported_run_failed findings say it again
+    problems = [(t, p) for t in tests for p in t.problems]
+    for t, p in problems[:MAX_PROBLEM_LINES]:
+        click.echo(terminal_safe(f"netbench: warning: {t.source}: {p.summary()}"), err=True)
+    if len(problems) > MAX_PROBLEM_LINES:
+        click.echo(f"netbench: warning: {len(problems) - MAX_PROBLEM_LINES} more problem(s): see "
+                   f"{run.path / 'run.json'} (imported[].problems)", err=True)
     if report:
         root = ctx.find_root()
         group = root.command
@@ -80,10 +97,13 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
                 args=[str(run.path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj
             )
         return
-    from netbench.common.text import terminal_safe
+    from netbench.common.rowtable import read_rows_frame
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
 
     # the headline busbw, as the report would print it (the log's own hosts: escaped)
-    heads = headlines(run.read_rows(), run.read_inventory(), references(), TERMINAL_PATTERNS)
+    # read back column by column (a 50 MB log's half million rows: seconds, not a minute of dicts)
+    frame = read_rows_frame(run.results_path)
+    rows = frame if frame is not None else run.read_rows()
+    heads = headlines(rows, run.read_inventory(), references(), TERMINAL_PATTERNS)
     for line in headline_lines(heads, TERMINAL_PATTERNS):
         click.echo(terminal_safe(line))

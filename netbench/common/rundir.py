@@ -602,6 +602,18 @@ class ResultWriter:
             raise disk_full(exc, self.path) or exc from None
         self.count += 1
 
+    def write_many(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Append rows with one fsync at the end, not one a row: an import, whose rows a re-run
+        writes again (its run.json says ``completed`` only after this returned)."""
+        try:
+            for data in rows:
+                self._fh.write(json.dumps(data, default=str) + "\n")
+                self.count += 1
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise disk_full(exc, self.path) or exc from None
+
     def close(self) -> None:
         if not self._fh.closed:
             try:

@@ -13,6 +13,7 @@ from netbench.reports.rules import (
     errors,
     expected,
     host_checks,
+    imported,
     link_health,
     port_counters,
     regression,
@@ -43,6 +44,7 @@ RULES: list[Rule] = [
     host_checks.RULE,
     unreadable.RULE,
     rundir.RULE,
+    imported.RULE,
 ]
 
 #: every finding id the registry and the engine emit -> its default severity, in the registry's order
