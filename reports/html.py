@@ -68,6 +68,7 @@ HEATMAP_BOTH_MAX = 512
 """Up to this many hosts the heatmap carries raw busbw and the ratio to expected (a button switches);
 above, the ratio alone: each matrix is ~4 MB of JSON at 1,024 hosts, and the report must stay small
 enough to attach to a ticket."""
+SWITCH_TICKS_MAX = 48  # switch names on the host axis of the switch heatmap, at most
 INVENTORY_FULL_MAX = 16  # above this many hosts, the deviating ones are listed first
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 
@@ -506,8 +507,9 @@ def _switch_heatmap(
     z = _blocks_median(m, ratio if ratio is not None else m.bw[-1], blocks)
     finite = z[np.isfinite(z)]
     switches = [e(s) for s, _, _ in blocks]
-    ticks = {"tickmode": "array", "tickvals": [hosts[(lo + hi) // 2] for _, lo, hi in blocks],
-             "ticktext": switches}
+    every = -(-len(blocks) // SWITCH_TICKS_MAX)  # 128 leaves' names in 900 px overlap: every k-th
+    ticks = {"tickmode": "array", "tickvals": [hosts[(lo + hi) // 2] for _, lo, hi in blocks[::every]],
+             "ticktext": switches[::every]}
     size = format_size(m.sizes[-1])
     if ratio is not None:
         colour: dict[str, Any] = {"colorscale": "RdBu", "reversescale": True, "zmin": 0.4, "zmax": 1.6,
