@@ -187,7 +187,7 @@ class AnalysisContext:
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
                           + counters.unreadable)
         ctx.doubts = _doubts(rd, ctx.rows, len(rows.unreadable), run.data, env.data, counters.records,
-                             inventory.records)
+                             inventory.records, ctx.row_hosts)
         if ctx.topology is None:
             ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / RUN_JSON)
         if ctx.retests is None and run.data.get("retests") is not None:
@@ -220,13 +220,14 @@ class AnalysisContext:
         envh = (self.env or {}).get("hosts") or {}
         for h in envh:
             seen.setdefault(h, None)
-        if len(self.rows):
-            from netbench.common.rowtable import listed_hosts
-
-            named = set(listed_hosts(self.rows["hosts"])[0])
-            for h in sorted(named - seen.keys(), key=natural_key):
-                seen.setdefault(h, None)
+        for h in sorted(self.row_hosts - seen.keys(), key=natural_key):
+            seen.setdefault(h, None)
         return list(seen)
+
+    @cached_property
+    def row_hosts(self) -> frozenset[str]:
+        """The hosts the rows name."""
+        return _row_hosts(self.rows)
 
     @cached_property
     def inventory_by_host(self) -> dict[str, dict[str, Any]]:
@@ -345,7 +346,8 @@ def _load_baseline(bd: RunDir) -> Baseline:
         path=str(bd.path),
         inventory=inventory.records,
         unreadable=rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable,
-        doubts=_doubts(bd, frame, len(rows.unreadable), run.data, env.data, [], inventory.records),
+        doubts=_doubts(bd, frame, len(rows.unreadable), run.data, env.data, [], inventory.records,
+                       _row_hosts(frame)),
     )
 
 
@@ -357,7 +359,7 @@ def load_baseline(path: str | Path) -> Baseline:
 
 def _doubts(
     rd: RunDir, rows: pd.DataFrame, rows_left_out: int, run: dict[str, Any], env: dict[str, Any],
-    counters: list[dict[str, Any]], inventory: list[dict[str, Any]],
+    counters: list[dict[str, Any]], inventory: list[dict[str, Any]], named: frozenset[str],
 ) -> list[Doubt]:
     """``common.runcheck``'s checks of a run directory as read: schemas, one run, run.json's counts."""
     from netbench.inventory.model import SCHEMA as INVENTORY_SCHEMA
@@ -371,7 +373,14 @@ def _doubts(
         COUNTERS_JSONL: Counter(c.get("schema") for c in counters),
     }
     return ([nodes] if nodes else []) + file_schema_doubts(rd.path, schemas) + run_doubts(
-        rd.path, run, rows, rows_left_out)
+        rd.path, run, rows, rows_left_out, named)
+
+
+def _row_hosts(rows: pd.DataFrame) -> frozenset[str]:
+    """The hosts ``rows`` name (every row's ``hosts`` list), read once: at 8 M rows this is seconds."""
+    from netbench.common.rowtable import listed_hosts
+
+    return frozenset(listed_hosts(rows["hosts"])[0]) if len(rows) else frozenset()
 
 
 def _topology_from_run(
