@@ -49,6 +49,8 @@ TERMS: dict[str, tuple[str, str]] = {
     "median_busbw_GBps_with_partners": ("its median (GB/s)", "This node's median busbw over its pairs."),
     "fleet_class_median_busbw_GBps": ("fleet median (GB/s)", "Every pair's median busbw per hop class."),
     "slow_rounds": ("slow rounds", "The pairwise rounds in which this node was slow."),
+    "alternative_links": ("or these links", "A node slow with few partners may as well be that many slow "
+                          "links on it; a re-test against known-good partners tells the two apart."),
     "kind": ("kind", "capped: slow with every partner; intermittent: slow in some rounds only."),
     "retest": ("re-test", "The suspect measured again against known-good partners: confirmed, cleared, "
                "inconclusive or not run, with the ratios to the controls measured beside it."),
@@ -71,6 +73,12 @@ TERMS: dict[str, tuple[str, str]] = {
     "ceiling_basis": ("ceiling from", "Which links the ceiling was computed from."),
     "reference_GBps": ("published (GB/s)", "The range a published source reports for this shape."),
     "reference": ("reference", "Where that range was published."),
+    "reference_low_GBps": ("published low (GB/s)", "The low end of the platform's published range."),
+    "below_reference_factor": ("bar", "Below this share of the published low end is a warning "
+                               "(thresholds.below_reference_factor)."),
+    "assumes": ("assumes", "The platform the published figure is for; the log does not say the nodes "
+                "are one (no NIC is known)."),
+    "ceiling_unknown": ("no ceiling", "Why the links' own ceiling is unknown."),
 }
 
 

@@ -98,6 +98,11 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
             severity = "warn"
             title = f"Unconfirmed ({rt.reason}): {title}"
             action = f"Not drained: re-test {host} against known-good partners (a longer --budget does)."
+    links = _alternative_links(v)
+    if links and (retests is None or retests.of(host, "node").verdict != "confirmed"):
+        evidence["alternative_links"] = links
+        title += f" (or {len(links)} slow links: {', '.join(links)})"
+        action += f" If known-good partners clear {host} on re-test, check those links instead."
     return Finding(
         rule="slow_node",
         severity=severity,
@@ -117,6 +122,18 @@ def confirmed_node_action(host: str) -> str:
         "PCIe width/gen of GPUs and HCAs, GPU clocks/thermals and NIC-GPU affinity; after the repair, "
         "a clean netbench run on it returns it to service."
     )
+
+
+ALTERNATIVE_LINKS = 3
+"""An intermittent node with this many slow pairs or fewer may as well be that many slow links on
+it: the finding names them, until a re-test against known-good partners tells the two apart."""
+
+
+def _alternative_links(v: NodeVerdict) -> list[str]:
+    if v.kind != "intermittent" or not 0 < v.partners_slow <= ALTERNATIVE_LINKS:
+        return []
+    worst = sorted(v.slowest_partners, key=lambda p: v.slowest_partners[p])[: v.partners_slow]
+    return [f"{v.host}-{p}" for p in worst]
 
 
 def _title(nodes: NodeVerdicts, v: NodeVerdict) -> str:
