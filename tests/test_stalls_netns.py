@@ -22,6 +22,7 @@ from helpers_proc import rank_of
 pytestmark = pytest.mark.netns
 
 HOSTS = ["h0", "h1", "h2", "h3", "h4"]
+FAULT_RULES = ("host_failing", "run_incomplete", "wrong_results", "timeout", "error")
 SMALL = ["-k", "all_reduce", "-n", "2", "-w", "1", "--timeout", "5"]
 BARE = [*SMALL, "--no-inventory"]  # the tests after the first: what is judged is the measuring
 
@@ -117,6 +118,15 @@ class Sweep:
         return {h for f in findings if f["severity"] in severities and f["subject_kind"] == "node"
                 for h in f.get("hosts") or [f["subject"]]}
 
+    def blamed(self) -> set[str]:
+        """The hosts the run's faults are put on (the drain list's part that is not about speed):
+        node failures of the rules that judge lost, hung, failed or wrong measurements. What these
+        tests ask ("costs only its host"); a speed verdict at 64K over two iterations on a loaded
+        CI machine is noise that may name any host (issue 25)."""
+        findings = json.loads((self.out / "findings.json").read_text())["findings"]
+        return {h for f in findings if f["severity"] == "fail" and f["rule"] in FAULT_RULES
+                and f["subject_kind"] == "node" for h in f.get("hosts") or [f["subject"]]}
+
     def text(self) -> str:
         return "".join(self.lines) + self.stderr
 
@@ -171,7 +181,7 @@ def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) ->
     for h in ("h0", "h1", "h3", "h4"):
         assert all(r["status"] != "ok" and "h2" in r["error"] and r["blame"] == ["h2"]
                    for r in sweep.pairs()[frozenset({h, "h2"})])
-    assert sweep.nodes_named() <= {"h2"}, sweep.findings()
+    assert sweep.blamed() <= {"h2"}, sweep.findings()
 
 
 def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(clean, tmp_path: Path) -> None:
@@ -187,7 +197,7 @@ def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(clean, tmp_path
     ok_pairs_without(sweep, "h1")
     stalled = [r for rows in sweep.pairs().values() for r in rows if r["status"] != "ok"]
     assert stalled and all("h1" in r["hosts"] for r in stalled)
-    assert sweep.nodes_named() <= {"h1"}
+    assert sweep.blamed() <= {"h1"}, sweep.findings()
 
 
 def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Path) -> None:
@@ -203,7 +213,7 @@ def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Pat
     assert run["status"] == "completed" and run["down_hosts"] == ["h2"]
     assert {f["host"] for f in run["faults"]} == {"h2"} and "stopped (process state T)" in sweep.text()
     ok_pairs_without(sweep, "h2")
-    assert sweep.nodes_named() == {"h2"}
+    assert sweep.blamed() == {"h2"}, sweep.findings()
 
 
 def test_a_stopped_rank_in_preflight_drains_its_host_alone(clean, tmp_path: Path) -> None:
@@ -250,6 +260,4 @@ def test_a_host_whose_disk_is_full_runs_its_pairs(clean, tmp_path: Path) -> None
     assert all(r["status"] == "ok" for r in sweep.rows())
     assert len(sweep.pairs()) == 10
     assert "h1" not in sweep.nodes_named(("fail", "warn")), sweep.findings()
-    found = json.loads((sweep.out / "findings.json").read_text())["findings"]
-    faults = ("host_failing", "run_incomplete", "wrong_results", "timeout", "error")
-    assert not [f for f in found if f["rule"] in faults], sweep.findings()
+    assert not sweep.blamed(), sweep.findings()
