@@ -31,10 +31,11 @@ class Rule:
     evidence may lower them: a suspect cleared by a re-test is info whatever the policy says."""
 
 
-def policy_severity(ctx: AnalysisContext, rule_id: str, cap: str = "fail") -> str:
-    """The severity the policy gives ``rule_id`` (its default without an override), at most ``cap``."""
+def policy_severity(ctx: AnalysisContext, rule_id: str, cap: str = "fail", floor: str = "info") -> str:
+    """The severity the policy gives ``rule_id`` (its default without an override), at most ``cap``
+    and at least ``floor`` (``"warn"``: data not read or not vouched for never gives a PASS)."""
     sev = ctx.policy.severity.get(rule_id, FINDING_IDS[rule_id])
-    return min(sev, cap, key=SEVERITY_RANK.__getitem__)
+    return max(min(sev, cap, key=SEVERITY_RANK.__getitem__), floor, key=SEVERITY_RANK.__getitem__)
 
 
 #: the action of a suspect (node or link) that a re-test against known-good partners cleared

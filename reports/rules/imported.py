@@ -17,11 +17,7 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, policy_severity
 
-from netbench.common.findings import SEVERITY_RANK, Finding
-
-
-def _severity(ctx: AnalysisContext, rule_id: str) -> str:
-    return max(policy_severity(ctx, rule_id), "warn", key=SEVERITY_RANK.__getitem__)
+from netbench.common.findings import Finding
 
 
 def _problems(ctx: AnalysisContext) -> list[tuple[str, dict[str, Any]]]:
@@ -47,7 +43,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                     "example": example}
         if p["kind"] == "failure":
             out.append(Finding(
-                rule="imported_run_failed", severity=_severity(ctx, "imported_run_failed"),
+                rule="imported_run_failed",
+                severity=policy_severity(ctx, "imported_run_failed", floor="warn"),
                 subject_kind="run", subject=source,
                 title=f"{source}: the run failed ({example}); its rows before the failure are judged",
                 evidence=evidence,
@@ -60,7 +57,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         else:
             title = f"{source}: {reason}"
         out.append(Finding(
-            rule="import_incomplete", severity=_severity(ctx, "import_incomplete"),
+            rule="import_incomplete", severity=policy_severity(ctx, "import_incomplete", floor="warn"),
             subject_kind="run", subject=source, title=title, evidence=evidence,
             action="The verdict covers only the rows read: check the log (a run cut short, several "
             "ranks' output interleaved, a hand edit) and import a clean copy if these lines matter.",

@@ -14,7 +14,7 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, policy_severity
 
-from netbench.common.findings import SEVERITY_RANK, Finding
+from netbench.common.findings import Finding
 from netbench.common.runcheck import KINDS, MIXED_RUNS, SCHEMA_UNKNOWN
 
 _ACTION = {
@@ -33,7 +33,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         out.append(
             Finding(
                 rule=d.kind,
-                severity=max(policy_severity(ctx, d.kind), "warn", key=SEVERITY_RANK.__getitem__),
+                severity=policy_severity(ctx, d.kind, floor="warn"),
                 subject_kind="run",
                 subject=d.file,
                 title=f"{d.file}: {d.reason}",

@@ -15,15 +15,11 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, policy_severity
 
-from netbench.common.findings import SEVERITY_RANK, Finding
+from netbench.common.findings import Finding
 from netbench.common.rundir import Unreadable
 
 #: line numbers listed in a finding's evidence (the count is always complete)
 MAX_LINES_LISTED = 200
-
-
-def _severity(ctx: AnalysisContext, rule_id: str) -> str:
-    return max(policy_severity(ctx, rule_id), "warn", key=SEVERITY_RANK.__getitem__)
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
@@ -41,7 +37,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             out.append(
                 Finding(
                     rule="unreadable_rows",
-                    severity=_severity(ctx, "unreadable_rows"),
+                    severity=policy_severity(ctx, "unreadable_rows", floor="warn"),
                     subject_kind="run",
                     subject=path,
                     title=(
@@ -62,7 +58,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             out.append(
                 Finding(
                     rule="unreadable_file",
-                    severity=_severity(ctx, "unreadable_file"),
+                    severity=policy_severity(ctx, "unreadable_file", floor="warn"),
                     subject_kind="run",
                     subject=path,
                     title=f"{path}: {u.reason}",
