@@ -30,6 +30,7 @@ from netbench.collectives.sizes import format_size
 from netbench.reports.summary import headline, to_check, to_drain
 
 from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
+from netbench.common.jsontext import finite
 from netbench.common.naming import natural_key
 from netbench.common.rows import CONTRACT_FIELDS
 from netbench.common.runrecord import rows_line
@@ -100,17 +101,6 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def _clean(x: Any) -> Any:
-    """NaN/inf -> None recursively (JSON has no NaN)."""
-    if isinstance(x, float):
-        return x if np.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
-
-
 # -- sections -----------------------------------------------------------------------------------
 
 
@@ -175,7 +165,7 @@ def _inline(v: Any, top: bool = False) -> str:
         sep = "; " if any(isinstance(x, dict) for x in v) else ", "
         text = sep.join(_inline(x) for x in v[:EVIDENCE_ITEMS]) + more(len(v))
     else:
-        text = str(_clean(v))
+        text = str(finite(v))
     return text if top or not isinstance(v, (dict, list, tuple)) else f"({text})"
 
 
@@ -190,7 +180,7 @@ def _evidence(f: Finding) -> str:
         if key.endswith("bytes") and isinstance(v, list) and all(isinstance(x, int) for x in v):
             v = [format_size(x) for x in v]  # 64M, not 67108864
         rows.append(f'<dt title="{e(why)}">{e(label)}</dt><dd>{e(_value(v))}</dd>')
-    raw = json.dumps(_clean(f.evidence), indent=1, default=str)
+    raw = json.dumps(finite(f.evidence), indent=1, default=str)
     if len(raw) > 6000:
         raw = raw[:6000] + "\n... (full evidence in findings.json)"
     # a list, not a table: rows of a table inside the findings table would count as findings' rows

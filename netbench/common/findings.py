@@ -9,13 +9,12 @@ the analysis writes it (``netbench.reports.report``), exporters and preflight re
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netbench.common.jsontext import dumps
+from netbench.common.jsontext import dumps, finite
 from netbench.common.rundir import FINDINGS_JSON, atomic_write
 
 SCHEMA = "netbench.findings/1"
@@ -88,7 +87,7 @@ class FindingsRecord:
             "counts": counts(list(self.findings)),
             "policy": self.policy,
             "baseline": self.baseline,
-            "findings": [_finite(f.to_dict()) for f in self.findings],
+            "findings": [finite(f.to_dict()) for f in self.findings],
         }
 
     @classmethod
@@ -129,14 +128,3 @@ def read_findings(run_dir: str | Path) -> FindingsRecord:
 
     with open_regular(Path(run_dir) / FILE_NAME) as fh:
         return FindingsRecord.from_dict(decode_json(fh.read()))
-
-
-def _finite(x: Any) -> Any:
-    """NaN/inf -> None recursively (JSON has no NaN)."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
-    return x

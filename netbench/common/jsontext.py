@@ -42,17 +42,17 @@ def dumps(obj: Any, **kw: Any) -> str:
     try:
         return json.dumps(obj, allow_nan=False, **kw)
     except ValueError:
-        return json.dumps(_finite(obj), allow_nan=False, **kw)
+        return json.dumps(finite(obj), allow_nan=False, **kw)
 
 
-def _finite(obj: Any) -> Any:
+def finite(obj: Any) -> Any:
     """``obj`` with every non-finite float as None (dicts, lists and tuples walked)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
+        return [finite(v) for v in obj]
     return obj
 
 
