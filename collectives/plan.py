@@ -253,6 +253,17 @@ class Phase:
         yield f'], "spec": {json.dumps(dataclasses.asdict(self.spec))}}}'
 
 
+NET_DEPTH = 7
+"""Groups made ahead when NCCL groups span nodes (``planner.groups_ahead``): a 16-rank pair group
+takes ~2.9 s to make (netbench/sim/setup.py) and a pairwise round measures ~0.42 s (64M, 256M, 1G at
+400G, benchmarks/README.md "Group set-up"), so 7 lanes make a round's group in the time of 7
+rounds' measuring and the round never waits once the first 7 are made. Each holds a communicator
+(collectives/ahead.py) besides the one in use: ~2.7 GiB of an H200 at the 1-rank figure, more
+across nodes;
+``--groups-ahead`` lowers it."""
+MAX_AHEAD = 64  # the most --groups-ahead takes: a thread and a store client each
+
+
 @dataclass
 class WorkerPlan:
     run_id: str
@@ -261,6 +272,9 @@ class WorkerPlan:
     world_size: int
     phases: list[Phase]
     op_timeout_s: float = 60.0  # a single collective (or group set-up) taking longer has failed
+    ahead: int = 0
+    """Groups each rank makes ahead of their turn, on lanes of their own, while it measures
+    (collectives/ahead.py); 0: each group when its turn comes. ``planner.groups_ahead`` decides."""
     rank_hosts: list[str] = field(default_factory=list)  # host of each global rank
     rail_ifaces: list[str | None] = field(default_factory=list)
     """Per global rank: the interface its gloo rail groups bind (its rail's NIC), None or absent:

@@ -57,6 +57,7 @@ class ClusterOptions(SweepOptions):
     pair_batch: int | None = None  # None: whole rounds at once
     pair_schedule: str = "auto"  # auto | circle | topology (planner.PAIR_SCHEDULES)
     uplink_pairs: int | None = None  # topology schedule: most pairs of a round through one uplink
+    groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     confirm_budget_s: float = CONFIRM_BUDGET_S  # re-testing the pairwise phase's suspects; 0: not at all
     start_timeout_s: float = START_TIMEOUT_S
     quiet: bool = False  # --quiet: stdout is the verdict only (pipeline.verdict_only)

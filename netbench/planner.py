@@ -33,6 +33,7 @@ import numpy as np
 from netbench.collectives.pairs import IndexedRound, circle_rounds, split_rounds, topology_rounds
 from netbench.collectives.plan import (
     ENGINES,
+    NET_DEPTH,
     GroupSpec,
     PairGroups,
     PairHosts,
@@ -304,6 +305,9 @@ class PlanRequest:
     """Topology schedule: at most this many pairs of a round through one uplink."""
     switches: Mapping[str, str] | None = None
     """The uplinks (``common.topology``): host -> leaf, switch -> parent; None: not known."""
+    groups_ahead: int | None = None
+    """Groups each rank makes ahead while it measures (``WorkerPlan.ahead``); None: ``groups_ahead``
+    decides from the backend and the groups."""
     engine: str | None = None
     """The run's engine as ``choose_engine`` decided it for the hosts (nccl | torch | both), which
     every plan built from this request carries (re-tests and preflight's launches too). None: decided
@@ -337,6 +341,7 @@ class PlanRequest:
             pair_batch=opts.pair_batch,
             pair_schedule=opts.pair_schedule,
             uplink_pairs=opts.uplink_pairs,
+            groups_ahead=opts.groups_ahead,
             switches=switches,
             engine=engine,
         )
@@ -538,9 +543,22 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
         world_size=sum(s.nprocs for s in slots),
         phases=phases,
         op_timeout_s=req.measure.timeout_s,
+        ahead=groups_ahead(req.groups_ahead, backend, phases),
         rank_hosts=[s.host for s in slots for _ in s.ranks],
         rail_ifaces=_rank_rail_ifaces(req, slots) if "rail" in req.patterns else [],
     )
+
+
+def groups_ahead(requested: int | None, backend: str, phases: Sequence[Phase]) -> int:
+    """How many groups each rank makes ahead of their turn (collectives/ahead.py): ``requested``,
+    else ``ahead.NET_DEPTH`` when NCCL groups span hosts after the first phase (a communicator
+    across nodes takes seconds to make, several rounds' worth of measuring), else none: gloo and
+    one node's NCCL groups are made in milliseconds, and a lane would only compete with the
+    measurement for the CPU."""
+    if requested is not None:
+        return requested
+    spans = any(len(p.groups) and len(p.groups[0].hosts) > 1 for p in phases[1:])
+    return NET_DEPTH if backend == "nccl" and spans else 0
 
 
 def _rank_rail_ifaces(req: PlanRequest, slots: list[HostSlot]) -> list[str | None]:
