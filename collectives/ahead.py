@@ -11,15 +11,22 @@ How it stays safe:
 
 - **Lanes.** Each of ``depth`` lanes is a thread with its own store client (a TCPStore client runs
   one operation at a time: a lane blocked in a rendezvous must not hold up the rank's waits or
-  another lane). A group's lane is a function of its id alone (``lane_of``), the same on every
-  member, and every lane takes its groups in the plan's order. So a group a lane is making waits
-  only for its members' same lane, whose earlier groups come earlier in the same order: lanes
-  never wait on one another in a circle.
+  another lane). A group's lane follows from its phase and its place among the phase's groups that
+  hold the rank (``lane_of``): the same on every member (a rank has one group a phase in every plan
+  netbench makes, and a synthetic plan puts every rank in every group), and round-robin over
+  consecutive phases, so each lane has ``depth`` rounds to make its group. Every lane takes its
+  groups in the plan's order. So a group a lane is making waits only for its members' same lane,
+  whose earlier groups come earlier in the same order: lanes never wait on one another in a circle.
 - **The rank never waits for a lane that has not started.** A group still queued when its turn
   comes is taken back and made on the rank's own thread (``take`` returns None). Its members make
   it on a lane or on their own thread: either way each member makes it once, under the same store
-  prefix, so they meet. A lane held up (a partner that died mid-rendezvous keeps it until the
-  operation timeout) therefore costs only its own group.
+  prefix, so they meet. A lane's rendezvous waits as long as it takes (a member may reach the group
+  only at its turn, its own lane held up), then its operations get the plan's timeout; at its turn
+  the rank waits for it at most that timeout, as for a group it makes itself.
+- **A lane held up is replaced.** A lane whose group will not be used (its partner's host went
+  down, so the release leaves it out) or that is still making it a timeout after its turn may wait
+  on a dead member for ever: it is retired (its thread ends whenever that making does, and the
+  group is abandoned then) and a new lane, with a new store client, takes its queue.
 - **Not released, not used.** The coordinator releases a phase's groups with ``go/N``; a group
   made ahead that the release leaves out (a host went down) is abandoned as soon as its making
   ends (``settle``). One listed in ``again/N`` (a member was restarted after its partners began
@@ -35,7 +42,6 @@ from __future__ import annotations
 
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -48,44 +54,53 @@ from netbench.collectives.groups import MadeGroup
 Maker = Callable[[Any, Any, Any], MadeGroup]  # (store, group, phase)
 
 
-def lane_of(group_id: str, depth: int) -> int:
-    """The lane a group is made on: the same on every member, whatever part of the plan it holds."""
-    return zlib.crc32(group_id.encode()) % depth
+def lane_of(phase_index: int, place: int, depth: int) -> int:
+    """The lane of the group at ``place`` among a phase's groups that hold the rank (plan order)."""
+    return (phase_index + place) % depth
 
 
 @dataclass(eq=False)
 class _Item:
     phase: Any
     group: Any
+    lane: _Lane
     state: str = "queued"  # queued | making | done | taken (back to the rank's own thread)
-    unwanted: bool = False  # not released, or to be made again: abandoned once made
+    unwanted: bool = False  # not released, given up on, or to be made again: abandoned once made
     made: MadeGroup | None = None
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
-    @property
-    def key(self) -> tuple[int, str]:
-        return (self.phase.index, self.group.id)
-
 
 class _Lane:
-    def __init__(self, index: int, store: Any, make: Maker, on_thread: Callable[[], None]) -> None:
+    def __init__(self, store: Any, make: Maker, on_thread: Callable[[], None], name: str) -> None:
         self.queue: deque[_Item] = deque()
         self.ready = threading.Condition()
+        self.retired = False
         self.store, self.make, self.on_thread = store, make, on_thread
-        threading.Thread(target=self._loop, name=f"netbench-ahead-{index}", daemon=True).start()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
 
     def put(self, item: _Item) -> None:
         with self.ready:
             self.queue.append(item)
             self.ready.notify()
 
+    def retire(self) -> list[_Item]:
+        """Stop taking groups (the one being made ends on its own): what was still queued."""
+        with self.ready:
+            self.retired = True
+            left = list(self.queue)
+            self.queue.clear()
+            self.ready.notify()
+        return left
+
     def _loop(self) -> None:
         self.on_thread()
         while True:
             with self.ready:
-                while not self.queue:
+                while not self.queue and not self.retired:
                     self.ready.wait()
+                if self.retired:
+                    return
                 item = self.queue.popleft()
                 if item.state != "queued":  # taken back by the rank before its turn came
                     continue
@@ -103,21 +118,26 @@ class _Lane:
 
 
 class Ahead:
-    """A rank's lanes and the groups they make ahead, in plan order (see the module's docstring)."""
+    """A rank's lanes and the groups they make ahead, in plan order (see the module's docstring).
+    ``wait_s``: the most the rank waits at a group's turn for a lane still making it."""
 
     def __init__(self, depth: int, open_store: Callable[[], Any], make: Maker, on_thread: Callable[[], None],
-                 floor: int = 0) -> None:
-        self.depth = depth
+                 wait_s: float, floor: int = 0) -> None:
+        self.depth, self.wait_s = depth, wait_s
         self.floor = floor  # phases before this one are made on the rank's own thread (a restarted rank)
         self.items: dict[tuple[int, str], _Item] = {}
         self.lock = threading.Lock()
-        self.lanes = [_Lane(k, open_store(), make, on_thread) for k in range(depth)]
+        self.new_lane = lambda k: _Lane(open_store(), make, on_thread, f"netbench-ahead-{k}")
+        self.lanes = [self.new_lane(k) for k in range(depth)]
 
-    def fill(self, upcoming: Iterable[tuple[Any, Any]]) -> None:
-        """Have the next ``depth`` of ``upcoming`` (phase, group) pairs, in plan order, made ahead."""
+    def fill(self, now: int, upcoming: Iterable[tuple[Any, Any, int]]) -> None:
+        """Have the next ``depth`` of ``upcoming`` (phase, group, its place among the phase's groups
+        that hold the rank), in plan order, made ahead; none of a phase past ``now`` + ``depth``, so
+        what a rank may have begun with a partner is known by phase alone (the coordinator's
+        ``again/N`` after a restart in phase ``now`` covers the ``depth`` phases after it)."""
         ahead = 0
-        for phase, group in upcoming:
-            if ahead >= self.depth:
+        for phase, group, place in upcoming:
+            if ahead >= self.depth or phase.index > now + self.depth:
                 return
             if phase.index < self.floor:
                 continue
@@ -126,8 +146,9 @@ class Ahead:
             with self.lock:
                 if key in self.items:
                     continue
-                item = self.items[key] = _Item(phase, group)
-            self.lanes[lane_of(group.id, self.depth)].put(item)
+                lane = self.lanes[lane_of(phase.index, place, self.depth)]
+                item = self.items[key] = _Item(phase, group, lane)
+            lane.put(item)
 
     def take(self, phase_index: int, group_id: str) -> MadeGroup | None:
         """The group made ahead, once its making ends (its error raised, as a group made here would
@@ -136,12 +157,14 @@ class Ahead:
             item = self.items.pop((phase_index, group_id), None)
         if item is None:
             return None
-        with self.lanes[lane_of(group_id, self.depth)].ready:  # a lane changes an item's state under it
+        with item.lane.ready:  # a lane changes an item's state under it
             if item.state == "queued":
                 item.state = "taken"
                 return None
         t0 = time.time()
-        item.done.wait()
+        if not item.done.wait(self.wait_s):
+            self._give_up(item)
+            raise TimeoutError(f"group set-up timed out: not made {self.wait_s:g} s after its turn")
         if item.error is not None:
             raise item.error
         assert item.made is not None
@@ -155,11 +178,25 @@ class Ahead:
             keys = [k for k in self.items if k[0] == phase_index and k[1] not in use]
             gone = [self.items.pop(k) for k in keys]
         for item in gone:
-            with self.lanes[lane_of(item.group.id, self.depth)].ready:
-                if item.state == "queued":
-                    item.state = "taken"
-                    continue
-                item.unwanted = True
-                made = item.made if item.state == "done" else None
-            if made is not None:
-                groups.abandon(made.pg, made.native)
+            self._give_up(item)
+
+    def _give_up(self, item: _Item) -> None:
+        """Not to be used: taken off its lane if queued, abandoned when made if made already or once
+        its making ends; a lane still making it may wait for ever on a member that is gone, so it is
+        replaced by a new one that takes over its queue."""
+        with item.lane.ready:
+            if item.state == "queued":
+                item.state = "taken"
+                return
+            item.unwanted = True
+            making = item.state == "making"
+            made = item.made if item.state == "done" else None
+        if made is not None:
+            groups.abandon(made.pg, made.native)
+        if making:
+            with self.lock:
+                k = self.lanes.index(item.lane)
+                self.lanes[k] = fresh = self.new_lane(k)
+            for queued in item.lane.retire():
+                queued.lane = fresh
+                fresh.put(queued)

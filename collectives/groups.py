@@ -60,12 +60,24 @@ class MadeGroup:
 
 
 def make(
-    backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None
+    backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None,
+    rendezvous_s: float | None = None,
 ) -> Any:
     """A fresh ``ProcessGroupNCCL`` / ``ProcessGroupGloo`` over the group's own ``store`` (a prefix of
     the run's), never through the default process group, so it lives and dies alone. ``gloo_device``:
     the keyword of ``ProcessGroupGloo.create_device`` (``interface`` or ``hostname``), None for
-    gloo's default."""
+    gloo's default. ``rendezvous_s``: how long its making may wait for the other members, when
+    longer than an operation's ``timeout_s`` (a group made ahead waits until its members' turn,
+    collectives/ahead.py); its operations still time out after ``timeout_s``."""
+    pg = _make(backend, store, grank, size, rendezvous_s or timeout_s, gloo_device)
+    if rendezvous_s:
+        pg._set_default_timeout(_dt.timedelta(seconds=timeout_s))
+    return pg
+
+
+def _make(
+    backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None
+) -> Any:
     import torch.distributed as dist
 
     timeout = _dt.timedelta(seconds=timeout_s)

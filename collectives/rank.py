@@ -56,12 +56,14 @@ class RankContext:
 
 
 def make_group(
-    ctx: RankContext, group: GroupSpec, phase: Phase, store: Any = None, again: bool = False
+    ctx: RankContext, group: GroupSpec, phase: Phase, store: Any = None, again: bool = False,
+    rendezvous_s: float | None = None,
 ) -> MadeGroup:
     """This rank's group for ``group``, made fresh (``groups.make``), with its set-up time: the torch
     process group and, when the phase measures with the native engine, its own communicator.
     ``store``: the client to rendezvous through (a lane's, collectives/ahead.py; None: the rank's);
-    ``again``: under a fresh prefix, as the coordinator asked (``again/N``: a member was restarted)."""
+    ``again``: under a fresh prefix, as the coordinator asked (``again/N``: a member was restarted);
+    ``rendezvous_s``: how long to wait for the other members (None: the plan's operation timeout)."""
     t0 = time.time()
     grank = group.ranks.index(ctx.rank)
     iface = rail_iface(ctx, group)
@@ -69,11 +71,12 @@ def make_group(
     # that routes to the store
     device = {"interface": iface} if iface else {"hostname": ctx.gloo_addr} if ctx.gloo_addr else None
     gstore = group_store(ctx, group, phase, store, again)
-    pg = groups.make(ctx.plan.backend, gstore, grank, len(group.ranks), ctx.plan.op_timeout_s, device)
+    pg = groups.make(ctx.plan.backend, gstore, grank, len(group.ranks), ctx.plan.op_timeout_s, device,
+                     rendezvous_s)
     native = None
     if "nccl" in engines_of(phase.spec.engine):
         try:
-            native = NativeComm(gstore, grank, len(group.ranks), ctx.plan.op_timeout_s)
+            native = NativeComm(gstore, grank, len(group.ranks), rendezvous_s or ctx.plan.op_timeout_s)
         except BaseException:
             groups.abandon(pg)
             raise
@@ -230,7 +233,7 @@ def run_plan(ctx: RankContext) -> None:
             ahead.settle(phase.index, {g.id for g in mine} - again)
         for k, group in enumerate(mine):
             if ahead is not None:
-                ahead.fill(_upcoming(ctx, phase, mine[k + 1 :]))
+                ahead.fill(phase.index, _upcoming(ctx, phase, mine[k + 1 :]))
             _one_group(ctx, phase, group, ahead, group.id in again)
         messages.emit("phase_done", rank=ctx.rank, phase=phase.index)
 
@@ -244,19 +247,25 @@ def _lanes(ctx: RankContext) -> Ahead | None:
             torch.cuda.set_device(ctx.local_rank)
 
     floor = ctx.first_phase + ctx.plan.ahead if ctx.first_phase else 0
-    return Ahead(ctx.plan.ahead, ctx.open_store, lambda store, g, p: make_group(ctx, g, p, store),
-                 on_thread, floor)
+    forever = STORE_WAIT.total_seconds()  # a member may come only at the group's turn (ahead.py)
+    return Ahead(ctx.plan.ahead, ctx.open_store,
+                 lambda store, g, p: make_group(ctx, g, p, store, rendezvous_s=forever),
+                 on_thread, ctx.plan.op_timeout_s, floor)
 
 
-def _upcoming(ctx: RankContext, phase: Phase, rest: list[GroupSpec]) -> Iterator[tuple[Phase, GroupSpec]]:
-    """This rank's groups after the current one, in plan order: the rest of this phase's released
+def _upcoming(
+    ctx: RankContext, phase: Phase, rest: list[GroupSpec]
+) -> Iterator[tuple[Phase, GroupSpec, int]]:
+    """This rank's groups after the current one, in plan order, each with its place among the
+    phase's planned groups that hold the rank (``ahead.lane_of``): the rest of this phase's released
     ones, then every later phase's planned ones (a release may still leave some out)."""
-    for g in rest:
-        yield phase, g
+    if rest:
+        place = {g.id: k for k, g in enumerate(g for g in phase.groups if ctx.rank in g.ranks)}
+        for g in rest:
+            yield phase, g, place[g.id]
     for later in ctx.plan.phases[phase.index + 1 :]:
-        for g in later.groups:
-            if ctx.rank in g.ranks:
-                yield later, g
+        for k, g in enumerate(g for g in later.groups if ctx.rank in g.ranks):
+            yield later, g, k
 
 
 def _one_group(ctx: RankContext, phase: Phase, group: GroupSpec, ahead: Ahead | None, again: bool) -> None:

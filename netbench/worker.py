@@ -74,9 +74,9 @@ def _rank_main(args: argparse.Namespace) -> None:
     )
     plan = _read_plan_lines().plan()
 
-    def open_store() -> object:  # a lane's client (collectives/ahead.py): gives up at the op timeout
+    def open_store() -> object:  # a lane's own client (collectives/ahead.py)
         lane = dist.TCPStore(args.store_addr, args.store_port, is_master=False, wait_for_workers=False,
-                             timeout=_dt.timedelta(seconds=plan.op_timeout_s))
+                             timeout=STORE_WAIT)
         return secured(lane, secret)
 
     run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host, plan,

@@ -42,7 +42,7 @@ def main() -> None:
     store = dist.TCPStore("127.0.0.1", port, is_master=False, timeout=_dt.timedelta(seconds=120))
 
     def lane_store():  # noqa: ANN202 - a TCPStore
-        return dist.TCPStore("127.0.0.1", port, is_master=False, timeout=_dt.timedelta(seconds=60))
+        return dist.TCPStore("127.0.0.1", port, is_master=False, timeout=_dt.timedelta(days=7))
 
     run_rank(store, "127.0.0.1", rank, 0, f"h{rank}", plan(backend, world, groups, ahead),
              open_store=lane_store)

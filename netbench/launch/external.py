@@ -114,15 +114,12 @@ def open_store(env: RankEnv, connect_timeout_s: float = 60.0) -> tuple[Any, str,
     return client(addr, port, secret, connect_timeout_s), addr, port, secret, server
 
 
-def client(
-    addr: str, port: int, secret: str, connect_timeout_s: float = 60.0, wait_s: float | None = None
-) -> Any:
+def client(addr: str, port: int, secret: str, connect_timeout_s: float = 60.0) -> Any:
     """A client connection of its own: a TCPStore client is used by one thread at a time (a rank's
     blocking wait would stall the coordinator's writes if they shared one).
 
     TCPStore retries its connection until its timeout, and our waits need days (a rank waits for
-    the coordinator as long as it lives): connect under ``connect_timeout_s``, then lengthen it, to
-    ``wait_s`` when given (a lane's rendezvous, which gives up at the operation timeout)."""
+    the coordinator as long as it lives): connect under ``connect_timeout_s``, then lengthen it."""
     import datetime as _dt
 
     import torch.distributed as dist
@@ -141,7 +138,7 @@ def client(
             f"cannot reach the run's store on {addr}:{port} (rank 0's node) within {connect_timeout_s:g} s"
             + (f": {first[0][:160]}" if first else "")
         ) from None
-    raw.set_timeout(STORE_WAIT if wait_s is None else _dt.timedelta(seconds=wait_s))
+    raw.set_timeout(STORE_WAIT)
     return secured(raw, secret) if secret else dist.PrefixStore("netbench/", raw)
 
 
