@@ -36,6 +36,7 @@ class SweepOptions:
     timeout_s: float = OP_TIMEOUT_S
     cuda_graph: bool = False
     engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
+    groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     out: str | None = None
     report: bool = True
     fail_on: str = "fail"  # which verdict exits 2 (reports.summary.FAIL_ON)
@@ -57,7 +58,6 @@ class ClusterOptions(SweepOptions):
     pair_batch: int | None = None  # None: whole rounds at once
     pair_schedule: str = "auto"  # auto | circle | topology (planner.PAIR_SCHEDULES)
     uplink_pairs: int | None = None  # topology schedule: most pairs of a round through one uplink
-    groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     confirm_budget_s: float = CONFIRM_BUDGET_S  # re-testing the pairwise phase's suspects; 0: not at all
     start_timeout_s: float = START_TIMEOUT_S
     quiet: bool = False  # --quiet: stdout is the verdict only (pipeline.verdict_only)

@@ -33,7 +33,6 @@ import numpy as np
 from netbench.collectives.pairs import IndexedRound, circle_rounds, split_rounds, topology_rounds
 from netbench.collectives.plan import (
     ENGINES,
-    NET_DEPTH,
     GroupSpec,
     PairGroups,
     PairHosts,
@@ -46,7 +45,7 @@ from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
 from netbench.common.topology import RoundLoad, leaf_of
-from netbench.defaults import PAIR_SIZES
+from netbench.defaults import NET_DEPTH, PAIR_SIZES
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
@@ -305,9 +304,6 @@ class PlanRequest:
     """Topology schedule: at most this many pairs of a round through one uplink."""
     switches: Mapping[str, str] | None = None
     """The uplinks (``common.topology``): host -> leaf, switch -> parent; None: not known."""
-    groups_ahead: int | None = None
-    """Groups each rank makes ahead while it measures (``WorkerPlan.ahead``); None: ``groups_ahead``
-    decides from the backend and the groups."""
     engine: str | None = None
     """The run's engine as ``choose_engine`` decided it for the hosts (nccl | torch | both), which
     every plan built from this request carries (re-tests and preflight's launches too). None: decided
@@ -341,7 +337,6 @@ class PlanRequest:
             pair_batch=opts.pair_batch,
             pair_schedule=opts.pair_schedule,
             uplink_pairs=opts.uplink_pairs,
-            groups_ahead=opts.groups_ahead,
             switches=switches,
             engine=engine,
         )
@@ -543,7 +538,7 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
         world_size=sum(s.nprocs for s in slots),
         phases=phases,
         op_timeout_s=req.measure.timeout_s,
-        ahead=groups_ahead(req.groups_ahead, backend, phases),
+        ahead=groups_ahead(req.measure.groups_ahead, backend, phases),
         rank_hosts=[s.host for s in slots for _ in s.ranks],
         rail_ifaces=_rank_rail_ifaces(req, slots) if "rail" in req.patterns else [],
     )

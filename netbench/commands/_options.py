@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from netbench.collectives.plan import MAX_AHEAD, NET_DEPTH
-from netbench.defaults import MAX_COUNT, OP_TIMEOUT_S
+from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
 from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 
 
