@@ -93,7 +93,7 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--pair-schedule", type=click.Choice(["auto", "circle", "topology"]), default="auto",
               show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
 @click.option("--groups-ahead", type=Count(0, MAX_AHEAD),
-              help="Groups each rank makes ahead of their turn (default as a sweep: 7 for NCCL across nodes).")
+              help="Groups each rank makes ahead of their turn (default as sweep: 7 for NCCL across nodes).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option(
     "--confirm-budget", "confirm_budget_s", type=BUDGET, default=CONFIRM_BUDGET_S,
