@@ -24,6 +24,8 @@ from netbench.common.errors import UsageError
 from netbench.common.kubepods import quote
 
 API_TIMEOUT_S = 30.0
+LOG_SILENCE_S = 300.0
+"""A followed log silent this long is a lost stream (an agent says it is alive every 2 s)."""
 
 
 class KubeError(UsageError):
@@ -259,7 +261,7 @@ class Kube:
                 self.namespace,
                 follow=follow,
                 _preload_content=False,
-                _request_timeout=(API_TIMEOUT_S, None) if follow else API_TIMEOUT_S,
+                _request_timeout=(API_TIMEOUT_S, LOG_SILENCE_S) if follow else API_TIMEOUT_S,
             )
         except Exception as exc:  # noqa: BLE001
             raise describe_api_error(exc, f"reading the log of pod {name}") from None
@@ -282,7 +284,7 @@ class Kube:
                 kw["resource_version"] = version
             try:
                 for event in w.stream(self.core.list_namespaced_pod, self.namespace, **kw):
-                    obj = event.get("raw_object") if isinstance(event, dict) else None
+                    obj = event.get("object") if isinstance(event, dict) else None  # deserialize=False: the JSON as sent
                     if not isinstance(obj, dict):
                         continue
                     if event.get("type") == "ERROR":  # 410 Gone: start again from the whole list
