@@ -36,7 +36,9 @@ def _now() -> str:
 
 
 # -- label selectors ------------------------------------------------------------------------------------
-_TERM = re.compile(r"^\s*(!?)([A-Za-z0-9_./-]+)\s*(?:(==|=|!=)\s*([A-Za-z0-9_.-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*$")
+_TERM = re.compile(
+    r"^\s*(!?)([A-Za-z0-9_./-]+)\s*(?:(==|=|!=)\s*([A-Za-z0-9_.-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*$"
+)
 
 
 def _split_selector(text: str) -> list[str]:
@@ -99,7 +101,11 @@ class FakeApiServer:
         self.token = token
         self.cond = threading.Condition()
         self.rv = 0
-        self.store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {"nodes": {}, "pods": {}, "secrets": {}}
+        self.store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
+            "nodes": {},
+            "pods": {},
+            "secrets": {},
+        }
         self.namespaces = set(namespaces)
         self.events: list[tuple[int, str, str, dict[str, Any]]] = []  # rv, resource, type, object
         self.denied: set[tuple[str, str]] = set()  # (verb, resource[/sub]) refused to the user
@@ -124,7 +130,9 @@ class FakeApiServer:
     def kubeconfig(self, path: Path, token: str | None = None, context: str = "fake") -> Path:
         """A kubeconfig for this server (YAML is a superset of JSON)."""
         doc = {
-            "apiVersion": "v1", "kind": "Config", "current-context": context,
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": context,
             "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
             "users": [{"name": "tester", "user": {"token": token or self.token}}],
             "contexts": [{"name": context, "context": {"cluster": "fake", "user": "tester"}}],
@@ -140,19 +148,34 @@ class FakeApiServer:
         self.events.append((self.rv, resource, kind, copy.deepcopy(obj)))
         self.cond.notify_all()
 
-    def add_node(self, name: str, labels: dict[str, str] | None = None, address: str | None = None,
-                 allocatable: dict[str, str] | None = None, ready: bool = True) -> None:
+    def add_node(
+        self,
+        name: str,
+        labels: dict[str, str] | None = None,
+        address: str | None = None,
+        allocatable: dict[str, str] | None = None,
+        ready: bool = True,
+    ) -> None:
         node = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": {"kubernetes.io/hostname": name,
-                                                                             **(labels or {})}},
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "uid": str(uuid.uuid4()),
+                "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            },
             "spec": {},
             "status": {
                 "addresses": [{"type": "InternalIP", "address": address}] if address else [],
                 "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110", **(allocatable or {})},
                 "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110", **(allocatable or {})},
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                                "reason": "KubeletReady" if ready else "KubeletNotReady"}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    }
+                ],
             },
         }
         with self.cond:
@@ -162,11 +185,16 @@ class FakeApiServer:
     def set_node_ready(self, name: str, ready: bool, reason: str = "NodeStatusUnknown") -> None:
         with self.cond:
             node = self.store["nodes"][("", name)]
-            node["status"]["conditions"] = [{
-                "type": "Ready", "status": "True" if ready else "Unknown",
-                "reason": "KubeletReady" if ready else reason,
-                "message": "kubelet is posting ready status" if ready else "Kubelet stopped posting node status.",
-            }]
+            node["status"]["conditions"] = [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "Unknown",
+                    "reason": "KubeletReady" if ready else reason,
+                    "message": "kubelet is posting ready status"
+                    if ready
+                    else "Kubelet stopped posting node status.",
+                }
+            ]
             self._bump("nodes", "MODIFIED", node)
 
     def node(self, name: str) -> dict[str, Any]:
@@ -215,15 +243,22 @@ class FakeApiServer:
                     meta = obj["metadata"]
                     if "deletionTimestamp" not in meta:
                         meta["deletionTimestamp"] = _now()
-                        meta["deletionGracePeriodSeconds"] = grace if grace is not None else \
-                            obj["spec"].get("terminationGracePeriodSeconds", 30)
+                        meta["deletionGracePeriodSeconds"] = (
+                            grace
+                            if grace is not None
+                            else obj["spec"].get("terminationGracePeriodSeconds", 30)
+                        )
                         self._bump("pods", "MODIFIED", obj)
                     return copy.deepcopy(obj)
             del self.store[resource][(namespace, name)]
             self._bump(resource, "DELETED", obj)
             uid = obj["metadata"].get("uid")
-            dependents = [(res, key) for res, objs in self.store.items() for key, o in objs.items()
-                          if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]
+            dependents = [
+                (res, key)
+                for res, objs in self.store.items()
+                for key, o in objs.items()
+                if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])
+            ]
         for res, (ns, nm) in dependents:  # the garbage collector, background propagation
             self.delete(res, ns, nm, None)
         return copy.deepcopy(obj)
@@ -232,16 +267,20 @@ class FakeApiServer:
     def allowed(self, verb: str, resource: str) -> bool:
         return (verb, resource) not in self.denied
 
-    def watch(self, resource: str, namespace: str | None, query: dict[str, str],
-              alive: threading.Event) -> Iterator[dict[str, Any]]:
+    def watch(
+        self, resource: str, namespace: str | None, query: dict[str, str], alive: threading.Event
+    ) -> Iterator[dict[str, Any]]:
         timeout = float(query.get("timeoutSeconds") or 30)
         deadline = time.monotonic() + timeout
         labels, fields = query.get("labelSelector"), query.get("fieldSelector")
 
         def wanted(obj: dict[str, Any]) -> bool:
             meta = obj.get("metadata", {})
-            return (namespace is None or meta.get("namespace", "") == namespace) and \
-                selector_matches(labels, meta.get("labels") or {}) and field_matches(fields, obj)
+            return (
+                (namespace is None or meta.get("namespace", "") == namespace)
+                and selector_matches(labels, meta.get("labels") or {})
+                and field_matches(fields, obj)
+            )
 
         with self.cond:
             since = query.get("resourceVersion")
@@ -266,8 +305,15 @@ class FakeApiServer:
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 _PATH = re.compile(
@@ -335,29 +381,45 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if url.path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" and method == "POST":
                 review = self._body()
                 attrs = review.get("spec", {}).get("resourceAttributes", {})
-                res = attrs.get("resource", "") + ("/" + attrs["subresource"] if attrs.get("subresource") else "")
+                res = attrs.get("resource", "") + (
+                    "/" + attrs["subresource"] if attrs.get("subresource") else ""
+                )
                 review["status"] = {"allowed": who == "kubelet" or api.allowed(attrs.get("verb", ""), res)}
                 return self._send(201, review)
             m = _PATH.match(url.path)
             if not m:
                 return self._send(404, _status(404, "NotFound", f"the server could not find {url.path}"))
             ns, res, name, sub = m.group("ns"), m.group("res"), m.group("name"), m.group("sub")
-            verb = {"GET": "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list"),
-                    "POST": "create", "PUT": "update", "DELETE": "delete", "PATCH": "patch"}[method]
+            verb = {
+                "GET": "get" if name else ("watch" if query.get("watch") in ("true", "1") else "list"),
+                "POST": "create",
+                "PUT": "update",
+                "DELETE": "delete",
+                "PATCH": "patch",
+            }[method]
             if sub == "log":
                 verb = "get"
             rbac = res + (f"/{sub}" if sub else "")
             if who == "user" and not api.allowed(verb, rbac):
                 self._body()
                 where = f' in the namespace "{ns}"' if ns else " at the cluster scope"
-                return self._send(403, _status(403, "Forbidden", f'{res} is forbidden: User "tester" cannot '
-                                               f'{verb} resource "{rbac}" in API group ""{where}'))
+                return self._send(
+                    403,
+                    _status(
+                        403,
+                        "Forbidden",
+                        f'{res} is forbidden: User "tester" cannot '
+                        f'{verb} resource "{rbac}" in API group ""{where}',
+                    ),
+                )
             if ns is not None and ns not in api.namespaces and res != "namespaces":
                 self._body()
                 return self._send(404, _status(404, "NotFound", f'namespaces "{ns}" not found'))
             if res == "namespaces":
                 if name in api.namespaces:
-                    return self._send(200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+                    return self._send(
+                        200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                    )
                 return self._send(404, _status(404, "NotFound", f'namespaces "{name}" not found'))
             if sub == "log":
                 return self._log(ns or "", name or "", query)
@@ -390,15 +452,20 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def _list(self, res: str, ns: str | None, query: dict[str, str]) -> None:
             try:
                 with api.cond:
-                    items = [copy.deepcopy(o) for (ons, _), o in api.store[res].items()
-                             if (ns is None or ons == ns)
-                             and selector_matches(query.get("labelSelector"), o["metadata"].get("labels") or {})
-                             and field_matches(query.get("fieldSelector"), o)]
+                    items = [
+                        copy.deepcopy(o)
+                        for (ons, _), o in api.store[res].items()
+                        if (ns is None or ons == ns)
+                        and selector_matches(query.get("labelSelector"), o["metadata"].get("labels") or {})
+                        and field_matches(query.get("fieldSelector"), o)
+                    ]
                     rv = str(api.rv)
             except ValueError as exc:
                 return self._send(400, _status(400, "BadRequest", str(exc)))
             kind = {"nodes": "NodeList", "pods": "PodList", "secrets": "SecretList"}[res]
-            self._send(200, {"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": rv}, "items": items})
+            self._send(
+                200, {"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": rv}, "items": items}
+            )
 
         def _create(self, res: str, ns: str, obj: dict[str, Any]) -> None:
             meta = obj.setdefault("metadata", {})
@@ -427,14 +494,24 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     have["metadata"].setdefault("labels", {})["other.example/touched"] = "yes"
                     api._bump(res, "MODIFIED", have)
                 if sent and sent != have["metadata"]["resourceVersion"]:
-                    return self._send(409, _status(409, "Conflict", f'Operation cannot be fulfilled on {res} '
-                                                   f'"{key[1]}": the object has been modified; please apply '
-                                                   "your changes to the latest version and try again"))
+                    return self._send(
+                        409,
+                        _status(
+                            409,
+                            "Conflict",
+                            f"Operation cannot be fulfilled on {res} "
+                            f'"{key[1]}": the object has been modified; please apply '
+                            "your changes to the latest version and try again",
+                        ),
+                    )
                 if sub == "status":
                     have["status"] = obj.get("status", {})
                 else:
-                    keep = {k: have["metadata"][k] for k in ("uid", "creationTimestamp", "namespace")
-                            if k in have["metadata"]}
+                    keep = {
+                        k: have["metadata"][k]
+                        for k in ("uid", "creationTimestamp", "namespace")
+                        if k in have["metadata"]
+                    }
                     have.update({k: v for k, v in obj.items() if k != "status"})
                     have["metadata"].update(keep)
                 api._bump(res, "MODIFIED", have)
@@ -469,8 +546,14 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if pod is None:
                 return self._missing("pods", name)
             if path is None:
-                return self._send(400, _status(400, "BadRequest", f'container "netbench" in pod "{name}" is '
-                                               "waiting to start: ContainerCreating"))
+                return self._send(
+                    400,
+                    _status(
+                        400,
+                        "BadRequest",
+                        f'container "netbench" in pod "{name}" is waiting to start: ContainerCreating',
+                    ),
+                )
             follow = query.get("follow") in ("true", "1")
             if not follow:
                 data = path.read_bytes()
@@ -494,7 +577,10 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                             continue
                         with api.cond:
                             now = api.store["pods"].get((ns, name))
-                            ended = now is None or now.get("status", {}).get("phase") in ("Succeeded", "Failed")
+                            ended = now is None or now.get("status", {}).get("phase") in (
+                                "Succeeded",
+                                "Failed",
+                            )
                             lost = node not in api.kubelet_nodes
                             if not ended and not lost:
                                 api.cond.wait(0.2)

@@ -33,8 +33,9 @@ from kube_fake import KUBELET_TOKEN, FakeApiServer, _now
 
 
 class FakeKubelet:
-    def __init__(self, api: FakeApiServer, net: Any, nodes: list[str], workdir: Path,
-                 bad_images: tuple[str, ...] = ()):
+    def __init__(
+        self, api: FakeApiServer, net: Any, nodes: list[str], workdir: Path, bad_images: tuple[str, ...] = ()
+    ):
         from kubernetes import client
 
         self.api, self.net, self.nodes, self.workdir = api, net, set(nodes), workdir
@@ -82,8 +83,9 @@ class FakeKubelet:
         if node not in self.nodes or node in self.dead:
             return
         if meta.get("deletionTimestamp"):
-            threading.Thread(target=self._delete, args=(key, int(meta.get("deletionGracePeriodSeconds") or 0)),
-                             daemon=True).start()
+            threading.Thread(
+                target=self._delete, args=(key, int(meta.get("deletionGracePeriodSeconds") or 0)), daemon=True
+            ).start()
             return
         with self.lock:
             if key in self.started or pod.get("status", {}).get("phase") != "Pending":
@@ -93,8 +95,12 @@ class FakeKubelet:
 
     # -- a pod's life ---------------------------------------------------------------------------------------
     def _status(self, key: tuple[str, str], status: dict[str, Any]) -> None:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": key[1], "namespace": key[0]},
-                "status": status}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": key[1], "namespace": key[0]},
+            "status": status,
+        }
         try:
             self.core.replace_namespaced_pod_status(key[1], key[0], body)
         except Exception as exc:  # noqa: BLE001 - deleted meanwhile
@@ -102,8 +108,16 @@ class FakeKubelet:
                 print(f"fake kubelet: status of {key}: {exc}", file=sys.stderr)
 
     def _container(self, state: dict[str, Any], image: str, ready: bool = False) -> list[dict[str, Any]]:
-        return [{"name": "netbench", "image": image, "imageID": "", "ready": ready, "restartCount": 0,
-                 "state": state}]
+        return [
+            {
+                "name": "netbench",
+                "image": image,
+                "imageID": "",
+                "ready": ready,
+                "restartCount": 0,
+                "state": state,
+            }
+        ]
 
     def _start(self, pod: dict[str, Any]) -> None:
         meta, spec = pod["metadata"], pod["spec"]
@@ -112,13 +126,37 @@ class FakeKubelet:
         c = spec["containers"][0]
         image = c.get("image", "")
         if image in self.bad_images or node in self.pull_fails:
-            self._status(key, {"phase": "Pending", "containerStatuses": self._container(
-                {"waiting": {"reason": "ErrImagePull", "message": f'failed to pull image "{image}": not found'}},
-                image)})
+            self._status(
+                key,
+                {
+                    "phase": "Pending",
+                    "containerStatuses": self._container(
+                        {
+                            "waiting": {
+                                "reason": "ErrImagePull",
+                                "message": f'failed to pull image "{image}": not found',
+                            }
+                        },
+                        image,
+                    ),
+                },
+            )
             time.sleep(0.5)
-            self._status(key, {"phase": "Pending", "containerStatuses": self._container(
-                {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}},
-                image)})
+            self._status(
+                key,
+                {
+                    "phase": "Pending",
+                    "containerStatuses": self._container(
+                        {
+                            "waiting": {
+                                "reason": "ImagePullBackOff",
+                                "message": f'Back-off pulling image "{image}"',
+                            }
+                        },
+                        image,
+                    ),
+                },
+            )
             return
         short = self._admit(node, key, c.get("resources", {}).get("requests") or {})
         if short:
@@ -127,8 +165,15 @@ class FakeKubelet:
         try:
             env = self._env(key[0], node, c.get("env") or [])
         except Exception as exc:  # noqa: BLE001 - a missing secret: CreateContainerConfigError
-            self._status(key, {"phase": "Pending", "containerStatuses": self._container(
-                {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}, image)})
+            self._status(
+                key,
+                {
+                    "phase": "Pending",
+                    "containerStatuses": self._container(
+                        {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}, image
+                    ),
+                },
+            )
             return
         log = self.workdir / f"{key[0]}_{key[1]}.log"
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -137,25 +182,55 @@ class FakeKubelet:
             if meta["name"] not in {k[1] for k in self.started}:
                 os.close(fd)
                 return
-            proc = self.net.popen(node, argv, env=env, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                                  start_new_session=True, cwd="/")
+            proc = self.net.popen(
+                node,
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                start_new_session=True,
+                cwd="/",
+            )
             self.procs[key] = proc
         os.close(fd)
         with self.api.cond:
             self.api.logs[key] = log
         addr = self.net.host(node).addr
-        self._status(key, {"phase": "Running", "hostIP": addr, "podIP": addr, "startTime": _now(),
-                           "containerStatuses": self._container({"running": {"startedAt": _now()}}, image, True)})
+        self._status(
+            key,
+            {
+                "phase": "Running",
+                "hostIP": addr,
+                "podIP": addr,
+                "startTime": _now(),
+                "containerStatuses": self._container({"running": {"startedAt": _now()}}, image, True),
+            },
+        )
         rc = proc.wait()
         with self.lock:
             if self.procs.get(key) is not proc or node in self.dead:
                 return  # deleted, evicted or its node died: whoever did that says how it ended
             del self.procs[key]
         code = rc if rc >= 0 else 128 - rc
-        self._status(key, {"phase": "Succeeded" if code == 0 else "Failed", "hostIP": addr, "podIP": addr,
-                           "containerStatuses": self._container({"terminated": {
-                               "exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                               "finishedAt": _now()}}, image)})
+        self._status(
+            key,
+            {
+                "phase": "Succeeded" if code == 0 else "Failed",
+                "hostIP": addr,
+                "podIP": addr,
+                "containerStatuses": self._container(
+                    {
+                        "terminated": {
+                            "exitCode": code,
+                            "reason": "Completed" if code == 0 else "Error",
+                            "finishedAt": _now(),
+                        }
+                    },
+                    image,
+                ),
+            },
+        )
 
     def _admit(self, node: str, key: tuple[str, str], requests: dict[str, str]) -> tuple[str, str] | None:
         alloc = self.api.node(node)["status"]["allocatable"]
@@ -165,13 +240,20 @@ class FakeKubelet:
             used = 0
             for other in self.api.pods():
                 o = (other["metadata"]["namespace"], other["metadata"]["name"])
-                if o != key and other["spec"].get("nodeName") == node and \
-                        other.get("status", {}).get("phase") in ("Running",):
-                    used += int(other["spec"]["containers"][0].get("resources", {}).get("requests", {}).get(res, 0))
+                if (
+                    o != key
+                    and other["spec"].get("nodeName") == node
+                    and other.get("status", {}).get("phase") in ("Running",)
+                ):
+                    used += int(
+                        other["spec"]["containers"][0].get("resources", {}).get("requests", {}).get(res, 0)
+                    )
             cap = int(alloc.get(res, 0))
             if used + int(want) > cap:
-                return res, (f"Pod was rejected: Node didn't have enough resource: {res}, requested: {want}, "
-                             f"used: {used}, capacity: {cap}")
+                return res, (
+                    f"Pod was rejected: Node didn't have enough resource: {res}, requested: {want}, "
+                    f"used: {used}, capacity: {cap}"
+                )
         return None
 
     def _env(self, ns: str, node: str, items: list[dict[str, Any]]) -> dict[str, str]:
@@ -220,22 +302,42 @@ class FakeKubelet:
             pass
 
     # -- faults the tests plant --------------------------------------------------------------------------
-    def evict(self, namespace: str, name: str, message: str = "The node was low on resource: memory.") -> None:
+    def evict(
+        self, namespace: str, name: str, message: str = "The node was low on resource: memory."
+    ) -> None:
         """The kubelet evicts the pod (node pressure): its process killed, the pod Failed/Evicted."""
         code = self._kill((namespace, name), 0)
-        self._status((namespace, name), {"phase": "Failed", "reason": "Evicted", "message": message,
-                                         "containerStatuses": self._container({"terminated": {
-                                             "exitCode": code if code is not None else 137,
-                                             "reason": "Error", "finishedAt": _now()}}, "")})
+        self._status(
+            (namespace, name),
+            {
+                "phase": "Failed",
+                "reason": "Evicted",
+                "message": message,
+                "containerStatuses": self._container(
+                    {
+                        "terminated": {
+                            "exitCode": code if code is not None else 137,
+                            "reason": "Error",
+                            "finishedAt": _now(),
+                        }
+                    },
+                    "",
+                ),
+            },
+        )
 
     def stop_node(self, node: str) -> None:
         """The node dies: its pods' processes killed, its kubelet silent (their log streams break off,
         their status stays as last reported), the node NotReady."""
         self.dead.add(node)
         self.api.kubelet_nodes.discard(node)
-        for key in [k for k, p in list(self.procs.items())
-                    if any(q["metadata"]["name"] == k[1] and q["spec"].get("nodeName") == node
-                           for q in self.api.pods())]:
+        for key in [
+            k
+            for k, p in list(self.procs.items())
+            if any(
+                q["metadata"]["name"] == k[1] and q["spec"].get("nodeName") == node for q in self.api.pods()
+            )
+        ]:
             self._kill(key, 0)
         self.api.set_node_ready(node, False)
         with self.api.cond:

@@ -284,7 +284,9 @@ class Kube:
                 kw["resource_version"] = version
             try:
                 for event in w.stream(self.core.list_namespaced_pod, self.namespace, **kw):
-                    obj = event.get("object") if isinstance(event, dict) else None  # deserialize=False: the JSON as sent
+                    obj = (
+                        event.get("object") if isinstance(event, dict) else None
+                    )  # deserialize=False: the JSON as sent
                     if not isinstance(obj, dict):
                         continue
                     if event.get("type") == "ERROR":  # 410 Gone: start again from the whole list
