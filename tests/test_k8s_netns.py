@@ -25,7 +25,21 @@ pytestmark = pytest.mark.netns
 
 HOSTS = ["h0", "h1", "h2", "h3"]
 CAPPED = "h2"
-MEASURE = ["--pair-sizes", "1M", "-k", "all_reduce", "-n", "5", "-w", "1", "--timeout", "30"]
+# the pairs alone: a ring over all four at 40 Mbit/s would take minutes and judges no node
+MEASURE = [
+    "--pattern",
+    "pairwise",
+    "--pair-sizes",
+    "1M",
+    "-k",
+    "all_reduce",
+    "-n",
+    "5",
+    "-w",
+    "1",
+    "--timeout",
+    "30",
+]
 # preflight on this 2-core VM (tests/test_preflight_netns.py): "slow" is well below the peers
 NOISY_VM = "[thresholds]\nslow_pair_factor = 0.35\nslow_node_factor = 0.5\n"
 QUICK = ["--pair-sizes", "256K,1M", "-n", "5", "-w", "1", "--timeout", "20"]
@@ -186,7 +200,7 @@ def _only_its_pairs_failed(out: Path, host: str) -> None:
 
 def test_an_evicted_pod_costs_only_its_hosts_pairs(cluster: FakeCluster, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    proc = _start(cluster, out, "--no-inventory", "--pattern", "pairwise")
+    proc = _start(cluster, out, "--no-inventory")
     victim = next(p for p in _agents_running(cluster, len(HOSTS)) if p["spec"]["nodeName"] == "h3")
     _wait_rows(out, 1)
     cluster.kubelet.evict("default", victim["metadata"]["name"])
@@ -202,7 +216,7 @@ def test_a_node_gone_notready_costs_only_its_pairs_and_leaves_no_pod(
     cluster: FakeCluster, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    proc = _start(cluster, out, "--no-inventory", "--pattern", "pairwise")
+    proc = _start(cluster, out, "--no-inventory")
     _agents_running(cluster, len(HOSTS))
     _wait_rows(out, 1)
     cluster.kubelet.stop_node("h1")
@@ -229,8 +243,6 @@ def test_a_pod_pending_forever_is_named_within_the_start_timeout(
                 *MEASURE,
                 "--confirm-budget",
                 "0",
-                "--pattern",
-                "pairwise",
                 "--start-timeout",
                 "10",
                 *extra,
