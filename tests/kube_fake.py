@@ -522,6 +522,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")  # a stream ends its connection: never reused
             self.end_headers()
 
         def _watch(self, res: str, ns: str | None, query: dict[str, str]) -> None:
@@ -566,6 +567,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")  # a stream ends its connection: never reused
             self.end_headers()
             node = pod["spec"].get("nodeName")
             try:

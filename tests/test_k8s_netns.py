@@ -102,6 +102,16 @@ def test_sweep_on_k8s_gives_the_findings_and_exit_status_of_ssh(
     inventory = [json.loads(line) for line in (outs["k8s"] / "inventory.jsonl").read_text().splitlines()]
     assert [(n["host"], n["status"]) for n in inventory] == [(h, "ok") for h in HOSTS]
     assert [n["hostname"] for n in inventory] == HOSTS  # the probe ran in each node's own namespace
+
+    def counted(out: Path) -> set[tuple[str, str, str]]:  # the port counters around the run, as over SSH
+        lines = [json.loads(x) for x in (out / "counters.jsonl").read_text().splitlines()]
+        return {(c["phase"], c["host"], c["status"]) for c in lines}
+
+    assert (
+        counted(outs["k8s"])
+        == counted(outs["ssh"])
+        == {(p, h, "ok") for p in ("before", "after") for h in HOSTS}
+    )
     # every pod of the run carried its id, and everything is gone
     launches = {p for m, p in cluster.api.requests if m == "POST" and p.endswith("/pods")}
     assert launches and _left_behind(cluster) == ([], [], [])

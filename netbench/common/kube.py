@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,7 +303,6 @@ class Kube:
                     raise
                 version = None
                 stop.wait(min(2.0, 0.2 * failures))
-            time.sleep(0)  # a thread switch between the watch's requests
 
 
 def connect(target: KubeTarget) -> Kube:

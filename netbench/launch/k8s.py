@@ -19,7 +19,6 @@ from typing import Any
 
 from netbench.common.kube import Kube, KubeError
 from netbench.common.kubepods import (
-    LAUNCH_LABEL,
     RUN_LABEL,
     SECRET_KEY,
     NodeInfo,
@@ -164,7 +163,7 @@ class K8sAgent:
             for raw in self._stream:
                 yield raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         finally:
-            self._stream.release_conn() if hasattr(self._stream, "release_conn") else None
+            self._stream.release_conn()  # urllib3's response: its connection back to the pool
         # the log ends with the container; give the watch a moment to say how it ended
         watch.wait(self.pod, lambda p, gone: gone or phase_of(p) in FINAL, 5.0)
 
@@ -275,7 +274,6 @@ class K8sLauncher:
         )
         argv = agent_argv(self.python, slot, store_addr, store_port)
         manifest = pod_manifest(template, node, "agent", self.launch, argv)
-        manifest["metadata"]["labels"][LAUNCH_LABEL] = str(self.launch)
         self.kube.create_pod(manifest)
         return K8sAgent(self, slot.host, manifest["metadata"]["name"])
 

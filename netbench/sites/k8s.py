@@ -10,11 +10,11 @@ the launches' Secrets and every pod point at it (ownerReferences), so deleting i
 
 Inventory: the same ``inventory/probe.sh`` as over SSH, as one pod per node (its log is the probe's
 output, split and assembled exactly as the SSH collector's). Switches: ``--topology`` when given,
-else the nodes' standard topology labels (``kubepods.TOPOLOGY_LABELS``). Port counters: the
-inventory's (no second probe pod around the run). After the report, ``--k8s-label`` writes each
-node's verdict, the run id and its large-message busbw class as labels, ``--k8s-taint`` taints the
-nodes the findings would drain (NoSchedule, the reason in an annotation): both read-modify-write
-with the node's resourceVersion, and never without the flag.
+else the nodes' standard topology labels (``kubepods.TOPOLOGY_LABELS``). Port counters: before
+and after the run, a counters-only probe pod on each node (as the SSH site's second probe). After
+the report, ``--k8s-label`` writes each node's verdict, the run id and its large-message busbw class
+as labels, ``--k8s-taint`` taints the nodes the findings would drain (NoSchedule, the reason in an
+annotation): both read-modify-write with the node's resourceVersion, and never without the flag.
 """
 
 from __future__ import annotations
@@ -257,7 +257,15 @@ class K8sSite:
         )
 
     def counters(self, phase: str, entries: list[HostEntry], rundir: RunDir) -> None:
-        return None  # the inventory's pods read them once; no second probe around the run
+        """The port counters before and after the run, as over SSH: a counters-only probe pod a node."""
+        from netbench.inventory.collect import counter_snapshot
+        from netbench.sites.k8s_probe import probe_nodes
+
+        chosen = [self.nodes[e.name] for e in entries]
+        nodes = probe_nodes(self, self._template(), chosen, self._next_launch(),
+                            python=self.opts.python or "python3", start_s=self.opts.start_timeout_s,
+                            timeout_s=30.0, only="counters")
+        rundir.write_counters(phase, counter_snapshot(nodes))
 
     # -- after the report: labels and taints, when asked ----------------------------------------------------
     def judged(self, rundir: RunDir, findings: list[Any] | None, drain: list[str] | None, echo: Echo) -> None:

@@ -32,15 +32,18 @@ def probe_nodes(
     python: str,
     start_s: float,
     timeout_s: float,
+    only: str = "",
 ) -> list[NodeInventory]:
-    """One record per node, in ``nodes`` order; never raises for a node's own failure."""
+    """One record per node, in ``nodes`` order; never raises for a node's own failure.
+    ``only="counters"``: the port counters alone (the snapshots around a run)."""
     nonce = secrets.token_hex(8)
     script = read_probe_script()
     kube, watch = site.kube, site.watch
 
     def one(node: NodeInfo) -> NodeInventory:
         start = time.monotonic()
-        manifest = pod_manifest(template, node, "probe", launch, ["sh", "-c", script, "sh", python, nonce])
+        argv = ["sh", "-c", script, "sh", python, nonce, *([only] if only else [])]
+        manifest = pod_manifest(template, node, "probe", launch, argv)
         name = manifest["metadata"]["name"]
 
         def gone(why: str) -> NodeInventory:
@@ -84,7 +87,7 @@ def probe_nodes(
         inv.ranks_python = True  # the pods of the run start the python the probe asked
         if phase_of(pod) == "Failed" and inv.status == "ok":
             inv.status, inv.error = "partial", f"probe pod {name}: {describe_pod(pod)}"
-        return check_can_run(inv)
+        return inv if only else check_can_run(inv)
 
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(nodes))), thread_name_prefix="k8s-probe") as pool:
         return list(pool.map(one, nodes))
