@@ -273,3 +273,32 @@ def test_a_pod_pending_forever_is_named_within_the_start_timeout(
         ok = {tuple(sorted(x["hosts"])) for x in _rows(out) if x["status"] == "ok"}
         assert ok == {("h0", "h1"), ("h0", "h2"), ("h1", "h2")}, said[-3000:]
         assert _left_behind(cluster) == ([], [], [])
+
+
+def test_k8s_keep_leaves_the_pods_and_deleting_their_parent_removes_them(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    r = subprocess.run(
+        cluster.argv(
+            "sweep", "--out", str(out), *MEASURE, "--confirm-budget", "0", "--no-inventory", "--k8s-keep"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode in (0, 1, 2) and (out / "findings.json").is_file(), r.stderr[-3000:]
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
+    kept = cluster.run_pods(run_id)
+    assert sorted(p["spec"]["nodeName"] for p in kept) == HOSTS  # one agent pod a node, its log there
+    assert {p["status"]["phase"] for p in kept} == {"Succeeded"}  # the agents ended with the run
+    parent = {ref["name"] for p in kept for ref in p["metadata"]["ownerReferences"]}
+    assert len(parent) == 1 and "pods kept (--k8s-keep)" in r.stderr
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    cfg.host, cfg.api_key = cluster.api.url, {"authorization": f"Bearer {cluster.api.token}"}
+    client.CoreV1Api(client.ApiClient(cfg)).delete_namespaced_secret(parent.pop(), "default")
+    assert cluster.api.wait_for(
+        lambda api: not api.pods() and not api.secrets(), 30
+    )  # the owner took them along
