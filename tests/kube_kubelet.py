@@ -279,7 +279,9 @@ class FakeKubelet:
             proc = self.procs.pop(key, None)
         if proc is None:
             return None
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5)):
+        # grace 0 (a hard eviction, a node dying, a forced deletion): SIGKILL at once, as a kubelet does
+        steps = ((signal.SIGTERM, grace), (signal.SIGKILL, 5)) if grace > 0 else ((signal.SIGKILL, 5),)
+        for sig, wait in steps:
             try:
                 os.killpg(proc.pid, sig)
             except ProcessLookupError:
@@ -305,7 +307,8 @@ class FakeKubelet:
     def evict(
         self, namespace: str, name: str, message: str = "The node was low on resource: memory."
     ) -> None:
-        """The kubelet evicts the pod (node pressure): its process killed, the pod Failed/Evicted."""
+        """The kubelet evicts the pod (a hard eviction threshold, node pressure): its processes killed at
+        once, the pod Failed/Evicted."""
         code = self._kill((namespace, name), 0)
         self._status(
             (namespace, name),

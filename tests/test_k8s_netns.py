@@ -302,3 +302,50 @@ def test_k8s_keep_leaves_the_pods_and_deleting_their_parent_removes_them(
     assert cluster.api.wait_for(
         lambda api: not api.pods() and not api.secrets(), 30
     )  # the owner took them along
+
+
+def test_a_node_without_room_for_the_pod_is_named_and_the_rest_measured(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    """Another pod holds h3's one GPU: the kubelet refuses netbench's pod there (nodeName bypasses the
+    scheduler, so it fails at admission instead of pending), and the run names it with those words."""
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    cfg.host, cfg.api_key = cluster.api.url, {"authorization": f"Bearer {cluster.api.token}"}
+    core = client.CoreV1Api(client.ApiClient(cfg))
+    gpu = {"nvidia.com/gpu": "1"}
+    core.create_namespaced_pod(
+        "nb",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "training"},
+            "spec": {
+                "nodeName": "h3",
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "train:1",
+                        "command": ["sleep", "600"],
+                        "resources": {"requests": gpu, "limits": gpu},
+                    }
+                ],
+            },
+        },
+    )
+    assert cluster.api.wait_for(lambda api: api.pods("nb")[0].get("status", {}).get("phase") == "Running", 30)
+    out = tmp_path / "run"
+    r = subprocess.run(
+        cluster.argv("sweep", "--out", str(out), *MEASURE, "--confirm-budget", "0"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    said = r.stdout + r.stderr
+    assert "OutOfnvidia.com/gpu" in said and "Node didn't have enough resource" in said, said[-3000:]
+    left_out = json.loads((out / "run.json").read_text())["left_out"]
+    assert list(left_out) == ["h3"], left_out
+    ok = {tuple(sorted(x["hosts"])) for x in _rows(out) if x["status"] == "ok"}
+    assert ok == {("h0", "h1"), ("h0", "h2"), ("h1", "h2")}, said[-3000:]
+    assert [p["metadata"]["name"] for p in cluster.api.pods()] == ["training"]  # theirs stays, ours is gone

@@ -82,6 +82,23 @@ class PodWatch:
                 self.cond.wait(min(left, 1.0))
             return True
 
+    def settle(self, nodes: set[str], timeout: float) -> None:
+        """Wait (at most ``timeout``) until no pod of the run still runs on ``nodes``: a pod being
+        deleted holds its GPUs until its kubelet has stopped it, and the next launch's pod there
+        would be refused for want of them."""
+
+        def busy() -> bool:
+            return any((p.get("spec") or {}).get("nodeName") in nodes and phase_of(p) not in FINAL
+                       for p in self.pods.values())
+
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while busy() and not self.error:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.cond.wait(min(left, 1.0))
+
     def stop(self) -> None:
         self.stop_event.set()
 
@@ -156,9 +173,17 @@ class K8sAgent:
         while not watch.wait(self.pod, started, 1.0):  # Pending: until it runs, ends, or is stopped
             if watch.error:
                 raise KubeError(watch.error)
-        if self.stopped.is_set() or watch.get(self.pod) is None:
+        pod = watch.get(self.pod)
+        if self.stopped.is_set() or pod is None:
             return
-        self._stream = self.launcher.kube.pod_log(self.pod, follow=True)
+        if phase_of(pod) in FINAL and not container_state(pod):
+            return  # refused before it ran (the kubelet's admission: no room on the node): end_reason says
+        try:
+            self._stream = self.launcher.kube.pod_log(self.pod, follow=True)
+        except KubeError:
+            if phase_of(watch.get(self.pod)) in FINAL or self.stopped.is_set():
+                return  # it ended (or was stopped) before its log could be read: end_reason says how
+            raise
         try:
             for raw in self._stream:
                 yield raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)

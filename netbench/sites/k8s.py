@@ -51,6 +51,7 @@ from netbench.sites.base import Echo, Site, Switches
 
 DEFAULT_IMAGE = "ghcr.io/netbench/netbench:0.1.0"
 CLEANUP_WAIT_S = 30.0
+SETTLE_S = 30.0  # the most a launch waits for the last one's pods on its nodes to be gone
 
 # what the run asks of the API server: (verb, resource, subresource, namespaced)
 NEEDS = [
@@ -197,7 +198,10 @@ class K8sSite:
             return None
         return info if isinstance(info, NodeInfo) else None
 
-    def _next_launch(self) -> int:
+    def _next_launch(self, hosts: list[str]) -> int:
+        """The next launch's number, once the last launch's pods on ``hosts`` are gone."""
+        if self.watch is not None:
+            self.watch.settle(set(hosts), SETTLE_S)
         with self._lock:
             self.launches += 1
             return self.launches
@@ -212,7 +216,7 @@ class K8sSite:
             self,
             template,
             [self.nodes[e.name] for e in entries],
-            self._next_launch(),
+            self._next_launch([e.name for e in entries]),
             python=self.opts.python or "python3",
             start_s=self.opts.start_timeout_s,
             timeout_s=timeout_s,
@@ -248,7 +252,7 @@ class K8sSite:
             self.watch,
             template,
             {h: self.nodes[h] for h in hosts},
-            self._next_launch(),
+            self._next_launch(hosts),
             self._parent(),
             python=self.opts.python,
             advertise=self.opts.advertise,
@@ -262,7 +266,7 @@ class K8sSite:
         from netbench.sites.k8s_probe import probe_nodes
 
         chosen = [self.nodes[e.name] for e in entries]
-        nodes = probe_nodes(self, self._template(), chosen, self._next_launch(),
+        nodes = probe_nodes(self, self._template(), chosen, self._next_launch([n.name for n in chosen]),
                             python=self.opts.python or "python3", start_s=self.opts.start_timeout_s,
                             timeout_s=30.0, only="counters")
         rundir.write_counters(phase, counter_snapshot(nodes))

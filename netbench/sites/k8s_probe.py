@@ -19,7 +19,7 @@ from netbench.common.kubepods import NodeInfo, PodTemplate, pod_manifest
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.local import read_probe_script
 from netbench.inventory.model import NodeInventory, check_can_run
-from netbench.launch.k8s import FINAL, describe_pod, phase_of
+from netbench.launch.k8s import FINAL, container_state, describe_pod, phase_of
 
 LOG_LIMIT = 32 << 20  # a probe's output is ~100 KB; a node that sends more is cut there
 
@@ -72,6 +72,9 @@ def probe_nodes(
                     f"the probe did not finish within {timeout_s:g} s: {name}: "
                     f"{describe_pod(pod, site.node_state(node.name))}"
                 )
+            if not container_state(pod):  # refused before it ran (no room for its requests on the node)
+                said = describe_pod(pod, site.node_state(node.name))
+                return gone(f"the probe's pod did not run: {name}: {said}")
             text = read_log(kube, name)
         except KubeError as exc:
             return gone(str(exc))
