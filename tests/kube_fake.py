@@ -113,6 +113,7 @@ class FakeApiServer:
         self.managed_nodes: set[str] = set()  # nodes a kubelet serves (or served, before it died)
         self.kubelet_nodes: set[str] = set()  # nodes whose kubelet is alive
         self.requests: list[tuple[str, str]] = []
+        self.created: list[dict[str, Any]] = []  # every object the user's client created, as sent
         self.conflict_once: set[str] = set()  # nodes whose next replace meets a concurrent write
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.httpd.daemon_threads = True
@@ -468,6 +469,8 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             )
 
         def _create(self, res: str, ns: str, obj: dict[str, Any]) -> None:
+            if self._who() == "user":
+                api.created.append(copy.deepcopy(obj))  # as the client sent it (the tests validate it)
             meta = obj.setdefault("metadata", {})
             name = meta.get("name")
             if not isinstance(name, str) or not re.match(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$", name):

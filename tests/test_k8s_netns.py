@@ -112,7 +112,16 @@ def test_sweep_on_k8s_gives_the_findings_and_exit_status_of_ssh(
         == counted(outs["ssh"])
         == {(p, h, "ok") for p in ("before", "after") for h in HOSTS}
     )
-    # every pod of the run carried its id, and everything is gone
+    # every object netbench made is valid against the API schema, and carried the run's id
+    import kubernetes_validate
+
+    run_id = run["run_id"]
+    kinds = sorted({o["kind"] for o in cluster.api.created})
+    assert kinds == ["Pod", "Secret"], kinds
+    for obj in cluster.api.created:
+        kubernetes_validate.validate(obj, "1.31", strict=True)
+        assert obj["metadata"]["labels"]["netbench.io/run-id"] == run_id
+    # and everything is gone
     launches = {p for m, p in cluster.api.requests if m == "POST" and p.endswith("/pods")}
     assert launches and _left_behind(cluster) == ([], [], [])
 

@@ -56,6 +56,8 @@ SETTLE_S = 30.0  # the most a launch waits for the last one's pods on its nodes 
 # what the run asks of the API server: (verb, resource, subresource, namespaced)
 NEEDS = [
     ("list", "nodes", "", False),
+    ("get", "nodes", "", False),  # a node's state when its pod ends (NotReady)
+    ("list", "pods", "", True),
     ("watch", "pods", "", True),
     ("create", "pods", "", True),
     ("delete", "pods", "", True),
@@ -63,7 +65,7 @@ NEEDS = [
     ("create", "secrets", "", True),
     ("delete", "secrets", "", True),
 ]
-REMEDIATE = [("get", "nodes", "", False), ("update", "nodes", "", False)]
+REMEDIATE = [("update", "nodes", "", False)]
 
 
 @dataclass
