@@ -263,7 +263,7 @@ def test_a_pod_pending_forever_is_named_within_the_start_timeout(
                 "--confirm-budget",
                 "0",
                 "--start-timeout",
-                "10",
+                "30",
                 *extra,
             ),
             capture_output=True,
@@ -275,7 +275,7 @@ def test_a_pod_pending_forever_is_named_within_the_start_timeout(
         assert "h3" in said and "ImagePullBackOff" in said, said[-3000:]
         # a host down during the run fails it (2); one the inventory could not reach is left out
         # with a warning (1), as over SSH
-        assert r.returncode == (2 if extra else 1) and took < 120, (r.returncode, took)
+        assert r.returncode == (2 if extra else 1) and took < 200, (r.returncode, took)
         if not extra:
             left_out = json.loads((out / "run.json").read_text())["left_out"]
             assert list(left_out) == ["h3"] and "ImagePullBackOff" in left_out["h3"], left_out
