@@ -153,7 +153,7 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
     run_id = getattr(site, "run_id", None) or new_run_id()  # a site may label what it makes with it
     RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
     if not site.one_machine:
-        where = opts.hosts_file or f"the {site.name} allocation"
+        where = opts.hosts_file or getattr(site, "source", None) or f"the {site.name} allocation"
         echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
              + ("; inventory first" if opts.inventory else ""))
     try:

@@ -100,6 +100,8 @@ class K8sSite:
             "accept_new_host_keys": "nothing is reached over SSH there: the pods are",
         }
     )
+    source: str = "the cluster's nodes"
+    """What the opening line says the hosts came from (in place of a hosts file)."""
     echo: Echo = field(default=lambda line: print(line, file=sys.stderr, flush=True))
     """Where the site's own notes go: stderr (preflight's stdout is its drain list alone)."""
 
