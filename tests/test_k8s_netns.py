@@ -284,13 +284,21 @@ def test_a_pod_pending_forever_is_named_within_the_start_timeout(
         assert _left_behind(cluster) == ([], [], [])
 
 
-def test_k8s_keep_leaves_the_pods_and_deleting_their_parent_removes_them(
+def test_k8s_keep_leaves_the_pods_deleting_their_parent_removes_them_and_sweep_labels_nodes(
     cluster: FakeCluster, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
     r = subprocess.run(
         cluster.argv(
-            "sweep", "--out", str(out), *MEASURE, "--confirm-budget", "0", "--no-inventory", "--k8s-keep"
+            "sweep",
+            "--out",
+            str(out),
+            *MEASURE,
+            "--confirm-budget",
+            "0",
+            "--no-inventory",
+            "--k8s-keep",
+            "--k8s-label",
         ),
         capture_output=True,
         text=True,
@@ -301,6 +309,13 @@ def test_k8s_keep_leaves_the_pods_and_deleting_their_parent_removes_them(
     kept = cluster.run_pods(run_id)
     assert sorted(p["spec"]["nodeName"] for p in kept) == HOSTS  # one agent pod a node, its log there
     assert {p["status"]["phase"] for p in kept} == {"Succeeded"}  # the agents ended with the run
+    # sweep's --k8s-label: every node's verdict (h2 capped, not re-tested: suspect or fail), the run id,
+    # its large-message busbw class
+    labels = {h: cluster.api.node(h)["metadata"]["labels"] for h in HOSTS}
+    assert {h: labels[h]["netbench.io/run-id"] for h in HOSTS} == {h: run_id for h in HOSTS}
+    assert labels[CAPPED]["netbench.io/verdict"] in ("suspect", "fail"), labels
+    assert all(labels[h]["netbench.io/busbw-class"].endswith("GBps") for h in HOSTS), labels
+    assert not any(cluster.api.node(h)["spec"].get("taints") for h in HOSTS)  # no taint without --k8s-taint
     parent = {ref["name"] for p in kept for ref in p["metadata"]["ownerReferences"]}
     assert len(parent) == 1 and "pods kept (--k8s-keep)" in r.stderr
     from kubernetes import client
