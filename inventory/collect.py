@@ -131,6 +131,11 @@ def snapshot_counters(
     ports, other_runs} per host (other_runs: other netbench runs live there then, which shared the
     links). A host that cannot be read says why; it never stops the run."""
     nodes = _probe_all(entries, opts, concurrency, probe_timeout, None, None, only="counters")
+    return counter_snapshot(nodes)
+
+
+def counter_snapshot(nodes: Sequence[NodeInventory]) -> list[dict]:
+    """counters.jsonl's lines of a counters-only probe of each node (over SSH, or a pod's)."""
     return [
         {"host": n.host, "status": n.status, "error": n.error or n.missing.get("counters"),
          "collected_at": n.collected_at, "ports": [asdict(p) for p in n.counters],

@@ -482,10 +482,13 @@ class Coordinator:
                     break
         missing = sorted(want - state.get("hello", set()) - self._down_ranks())
         for host in sorted({self.rank_host[r] for r in missing}):
+            agent = self.agents.get(host)  # what its launcher says of it (Kubernetes: the pod Pending, why)
+            said = agent.end_reason() if agent is not None else None
+            why = f": {terminal_safe(said[:300], keep_newlines=False)}" if said else ""
             self._host_down(
                 host,
                 f"host {host}: ranks {[r for r in missing if self.rank_host[r] == host]} "
-                f"did not start within {self.start_timeout_s:g} s",
+                f"did not start within {self.start_timeout_s:g} s{why}",
                 kind="start",
             )
 

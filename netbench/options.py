@@ -68,7 +68,18 @@ class ClusterOptions(SweepOptions):
     inventory: bool = True
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store
-    launcher: str = "ssh"  # ssh | local | mpi | slurm (netbench.sites)
+    launcher: str = "ssh"  # ssh | local | mpi | slurm | k8s (netbench.sites)
+    # --launcher k8s (netbench.sites.k8s): where the pods go and what they ask for
+    kubeconfig: str | None = None  # else $KUBECONFIG, ~/.kube/config, or the pod's service account
+    k8s_context: str | None = None
+    k8s_namespace: str = "default"
+    k8s_nodes: str | None = None  # names or a label selector; None: every schedulable GPU node
+    k8s_image: str | None = None  # the image with netbench in it (default: netbench's own tag)
+    k8s_resources: tuple[str, ...] = ()  # NAME=COUNT|all; nvidia.com/gpu=all unless given
+    k8s_tolerations: tuple[str, ...] = ()  # KEY[=VALUE][:EFFECT] or all
+    k8s_keep: bool = False  # leave the pods (and their logs) for a look
+    k8s_label: bool = False  # write netbench.io/verdict, run id and busbw class on the nodes
+    k8s_taint: bool = False  # NoSchedule taint on the nodes the findings would drain
 
     def local(self) -> SweepOptions:
         """The measurement part alone (what a run on this machine records as its options)."""

@@ -56,7 +56,7 @@ from netbench.planner import (
     sweep_spec,
 )
 from netbench.progress import Progress
-from netbench.sites.base import Site, Switches, check_distinct
+from netbench.sites.base import Site, Switches, check_distinct, judged
 from netbench.table import in_table
 
 if TYPE_CHECKING:
@@ -150,10 +150,10 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
     disk at any stage (``netbench.common.interrupts``) ends it with run.json saying so."""
     echo = verdict_only(echo) if opts.quiet else echo
     entries = site.hosts()
-    run_id = new_run_id()
+    run_id = getattr(site, "run_id", None) or new_run_id()  # a site may label what it makes with it
     RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
     if not site.one_machine:
-        where = opts.hosts_file or f"the {site.name} allocation"
+        where = opts.hosts_file or getattr(site, "source", None) or f"the {site.name} allocation"
         echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
              + ("; inventory first" if opts.inventory else ""))
     try:
@@ -281,6 +281,7 @@ def _measure_and_judge(
     findings = None
     if opts.report:
         findings = finish_report(rundir, echo, policy=opts.policy)
+        judged(site, rundir, findings, None, echo)  # Kubernetes' --k8s-label / --k8s-taint
     return exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)
 
 

@@ -18,7 +18,7 @@ LONG_FILES = (
     "test_slurm_real.py", "test_fault_blame_netns.py", "test_stalls_netns.py", "test_sites.py",
     "test_host_checks_netns.py", "test_mpi_hosts.py", "test_run_boundary_netns.py", "test_signals_netns.py",
     "test_sweep_confirm_netns.py", "test_cluster_sweep.py", "test_preflight_netns.py",
-    "test_plan_everywhere.py", "test_rails_netns.py", "test_local_sweep.py",
+    "test_plan_everywhere.py", "test_rails_netns.py", "test_local_sweep.py", "test_k8s_netns.py",
 )
 """The files that take a minute or more on 2 cores (``--durations``), longest first."""
 

@@ -32,7 +32,10 @@ PIPELINE = Path(__file__).resolve().parents[1] / "netbench" / "pipeline.py"
 
 # a value other than the default for every site option (the hosts file is the site's own choice)
 GIVEN = {"procs": 3, "procs_per_host": 2, "python": "/opt/py/bin/python", "ssh_config": "cfg",
-         "accept_new_host_keys": True, "advertise": "10.0.0.1", "topology": "topology.conf"}
+         "accept_new_host_keys": True, "advertise": "10.0.0.1", "topology": "topology.conf",
+         "kubeconfig": "kubeconfig", "k8s_context": "prod", "k8s_namespace": "nb", "k8s_nodes": "pool=gpu",
+         "k8s_image": "registry/netbench:1", "k8s_resources": ("rdma/ib=1",), "k8s_tolerations": ("all",),
+         "k8s_keep": True, "k8s_label": True, "k8s_taint": True}
 
 
 def _sweep_params() -> dict[str, str]:
@@ -68,10 +71,15 @@ def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
         return slurm.SlurmSite(opts)
     if launcher == "mpi":
         return mpi.MpiSite(opts) if hosts else mpi.MpiHereSite(opts)
+    if launcher == "k8s":  # the options alone: the cluster is first asked for its nodes (tests/test_k8s.py)
+        from netbench.sites import k8s
+
+        return k8s.make(opts)
     return {"ssh": ssh, "local": local}[launcher].make(opts)
 
 
-SITES = [("ssh", True), ("ssh", False), ("local", True), ("mpi", True), ("mpi", False), ("slurm", False)]
+SITES = [("ssh", True), ("ssh", False), ("local", True), ("mpi", True), ("mpi", False), ("slurm", False),
+         ("k8s", False)]
 
 
 @pytest.mark.parametrize(("launcher", "hosts"), SITES)

@@ -283,3 +283,40 @@ def measurement_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def pair_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """How pairs are measured (sweep --hosts, and worker ranks with --pattern pairwise)."""
     return _apply(_PAIRS, f)
+
+
+_K8S = [
+    click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False),
+                 help="--launcher k8s: the kubeconfig (default $KUBECONFIG, ~/.kube/config, or the pod's "
+                 "service account inside a cluster)."),
+    click.option("--k8s-context", default=None, help="--launcher k8s: the kubeconfig context (default its "
+                 "current one)."),
+    click.option("--k8s-namespace", default="default", show_default=True,
+                 help="--launcher k8s: the namespace of the run's pods and secrets."),
+    click.option("--k8s-nodes", default=None,
+                 help="--launcher k8s: node names (n1,n2) or a label selector (pool=gpu,zone in (a,b)); "
+                 "default every schedulable, Ready node with nvidia.com/gpu."),
+    click.option("--k8s-image", default=None,
+                 help="--launcher k8s: the image of the pods, with netbench and torch in it (its python "
+                 "is --python, default python3)."),
+    click.option("--k8s-resource", "k8s_resources", multiple=True,
+                 help="--launcher k8s, repeatable: NAME=COUNT requested (and limited) by each pod, e.g. "
+                 "rdma/ib=1; COUNT all is the node's allocatable count. Default nvidia.com/gpu=all."),
+    click.option("--k8s-toleration", "k8s_tolerations", multiple=True,
+                 help="--launcher k8s, repeatable: KEY[=VALUE][:EFFECT] the pods tolerate, or all "
+                 "(nvidia.com/gpu always)."),
+    click.option("--k8s-keep", is_flag=True,
+                 help="--launcher k8s: leave the pods (and their logs) when the run ends, for a look."),
+    click.option("--k8s-label", is_flag=True,
+                 help="--launcher k8s: after the report, label each node netbench.io/verdict=pass|suspect|"
+                 "fail, netbench.io/run-id and netbench.io/busbw-class. Never without this flag."),
+    click.option("--k8s-taint", is_flag=True,
+                 help="--launcher k8s: after the report, taint the nodes to drain (preflight's drain rule) "
+                 "netbench.io/preflight=fail:NoSchedule, the reason and run in the netbench.io/taint-reason "
+                 "annotation. Never without this flag."),
+]
+
+
+def k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Where the pods of ``--launcher k8s`` go and what they ask for (sweep, preflight)."""
+    return _apply(_K8S, f)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from netbench.commands._options import FAIL_ON
+from netbench.commands._options import FAIL_ON, k8s_options
 from netbench.defaults import MAX_COUNT
 from netbench.params import (
     DURATION,
@@ -62,6 +62,7 @@ Examples:
   netbench preflight --hosts hosts.txt --drain              # and drain them in Slurm (scontrol)
   netbench preflight --hosts hosts.txt --drain --dry-run    # print those scontrol commands only
   salloc -N 16 netbench preflight --drain                   # the allocation's nodes, over srun
+  netbench preflight --launcher k8s --k8s-image registry/netbench:0.1 --k8s-taint  # taint the nodes to drain
 \b
 Inventory and policy first (nodes that fail there are not measured; --fail-fast stops there), then a
 quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes; with the topology known, each
@@ -134,6 +135,14 @@ with the drain list of what the inventory had established only. Progress and the
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys on first use.")
 @click.option("--topology", type=TOPOLOGY_FILE, help="Slurm topology.conf.")
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
+@click.option(
+    "--launcher",
+    type=click.Choice(["ssh", "slurm", "k8s"]),
+    default=None,
+    help="ssh (default with --hosts), slurm (default inside an allocation), or k8s: a pod per Kubernetes "
+    "node (the --k8s-* options, as sweep's).",
+)
+@k8s_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from netbench.commands._options import measurement_options, pair_options
+from netbench.commands._options import k8s_options, measurement_options, pair_options
 from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
 from netbench.params import BUDGET, DURATION, HOSTS_FILE, POLICY_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 from netbench.sites import SITES
@@ -35,6 +35,8 @@ Examples:
   netbench sweep --hosts hosts.txt --launcher mpi --ssh-config ~/.ssh/cluster  # mpirun over ssh
   salloc -N 4 netbench sweep                      # the allocation's nodes, switches, inventory
   salloc -N 4 --ntasks-per-node 8 netbench sweep --launcher slurm --pattern pairwise
+  netbench sweep --launcher k8s --k8s-image registry/netbench:0.1 --k8s-resource rdma/ib=1
+  netbench sweep --launcher k8s --k8s-nodes pool=h100 --k8s-namespace nb --k8s-label
 
 Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 rounds (N hosts) of
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
@@ -139,8 +141,10 @@ ends at once).
     "local: each host of the file runs on this machine (e.g. a GPU subset given by its gpus= label); "
     "mpi: Open MPI's mpirun starts each host's agent (with --hosts over its ssh launcher, ssh never "
     "prompting; else on this machine); slurm: inside the current allocation (its nodes, `scontrol "
-    "show topology`, the inventory as a job step, an srun step per node).",
+    "show topology`, the inventory as a job step, an srun step per node); k8s: a pod per Kubernetes "
+    "node (--k8s-* options; the nodes' topology labels; docs/recipes.md has the RBAC).",
 )
+@k8s_options
 @click.option(
     "--advertise",
     default=None,
@@ -199,6 +203,7 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         except PolicyError as exc:
             raise UsageError(str(exc)) from None
     from netbench.pipeline import run_pipeline
+    from netbench.sites.base import finished
     from netbench.sites.registry import choose_site
 
     site = choose_site(opts)
@@ -206,4 +211,5 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         if set(asked) - {"intra"}:
             raise UsageError("--pattern ring/pairwise/rail need --hosts (one machine runs the world pattern)")
         opts.patterns = asked or ["world"]
-    return run_pipeline(opts, site, echo)
+    with finished(site):  # what the site made (Kubernetes' pods) goes, however the run ends
+        return run_pipeline(opts, site, echo)

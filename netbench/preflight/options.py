@@ -60,6 +60,19 @@ class PreflightOptions:
     fail_fast: bool = False
     """Stop after the inventory when it already fails (no traffic; the drain list may be incomplete)."""
     html: bool = True
+    launcher: str | None = None
+    """ssh | slurm | k8s; None: ssh with --hosts, else the Slurm allocation."""
+    kubeconfig: str | None = None
+    k8s_context: str | None = None
+    k8s_namespace: str = "default"
+    k8s_nodes: str | None = None
+    k8s_image: str | None = None
+    k8s_resources: tuple[str, ...] = ()
+    k8s_tolerations: tuple[str, ...] = ()
+    k8s_keep: bool = False
+    k8s_label: bool = False
+    k8s_taint: bool = False
+    """The --k8s-* options of ``--launcher k8s`` (``netbench.options.ClusterOptions``' own)."""
 
     def __post_init__(self) -> None:
         if self.budget_s <= 0:

@@ -34,7 +34,7 @@ from netbench.preflight.options import (
 )
 from netbench.preflight.outputs import _size, _write_report
 from netbench.reports.analyses import RetestEvidence
-from netbench.sites.base import Site, check_distinct
+from netbench.sites.base import Site, check_distinct, judged
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
@@ -44,17 +44,17 @@ def preflight_site(opts: PreflightOptions) -> Site:
     from netbench.common.errors import UsageError
     from netbench.common.slurm import Allocation
     from netbench.options import ClusterOptions
+    from netbench.sites.base import SITE_OPTIONS
     from netbench.sites.registry import choose_site
     from netbench.sites.ssh import SshSite
 
-    if opts.hosts_file is None and Allocation.from_env() is None:
+    if opts.launcher != "k8s" and opts.hosts_file is None and Allocation.from_env() is None:
         raise PreflightError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
-                             "allocation's nodes are checked, over srun)")
+                             "allocation's nodes are checked, over srun; --launcher k8s: a cluster's nodes)")
+    given = {k: getattr(opts, k) for k in SITE_OPTIONS if hasattr(opts, k) and k != "launcher"}
     where = ClusterOptions(
-        launcher="ssh" if opts.hosts_file else "slurm", hosts_file=opts.hosts_file, python=opts.python,
-        ssh_config=opts.ssh_config, accept_new_host_keys=opts.accept_new_host_keys, topology=opts.topology,
-        advertise=opts.advertise, concurrency=opts.concurrency, procs_per_host=opts.procs_per_host,
-        timeout_s=opts.timeout_s, backend=opts.backend,
+        launcher=opts.launcher or ("ssh" if opts.hosts_file else "slurm"), **given,
+        concurrency=opts.concurrency, timeout_s=opts.timeout_s, backend=opts.backend,
     )
     try:
         site = choose_site(where)
@@ -233,17 +233,23 @@ def run_preflight(
     measured names suspects not re-tested yet and the budget allows. ``site``: where the hosts are
     (``netbench.sites``; default: over SSH with a hosts file, else the Slurm allocation), a simulated
     fabric's with ``clock`` its own."""
-    from netbench.common.errors import UsageError
-    from netbench.common.rundir import RunDir, utc_now
+    from netbench.sites.base import finished
 
     budget = Budget(opts.budget_s, clock=clock)
     info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": {}, "escalations": [], "retests": {}}
+    with finished(site or preflight_site(opts)) as where:  # what the site made goes, however it ends
+        return _run(opts, where, budget, info, echo, max_escalations)
 
-    site = site or preflight_site(opts)
+
+def _run(opts: PreflightOptions, site: Site, budget: Budget, info: dict[str, Any],
+         echo: Callable[[str], None], max_escalations: int) -> PreflightResult:
+    from netbench.common.errors import UsageError
+    from netbench.common.rundir import RunDir, utc_now
+
     entries, policy, baseline = load_inputs(opts, site)
     by_name = {e.name: e for e in entries}
-    try:
-        rundir = RunDir.create(opts.out)
+    try:  # a site may label what it makes with the run id (Kubernetes' pods)
+        rundir = RunDir.create(opts.out, run_id=getattr(site, "run_id", None))
     except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
         raise PreflightError(str(exc)) from None
     rundir.hold_reserve()  # run.json's last words on a full disk
@@ -345,7 +351,8 @@ def _stages(
         budget_s=opts.budget_s,
     )
     echo(
-        f"# netbench preflight: {len(entries)} host(s) from {opts.hosts_file or 'the Slurm allocation'}, "
+        f"# netbench preflight: {len(entries)} host(s) from "
+        f"{opts.hosts_file or ('the cluster' if site.name == 'k8s' else 'the Slurm allocation')}, "
         f"budget {opts.budget_s:g} s; "
         f"run directory {rundir.path}"
     )
@@ -437,6 +444,7 @@ def _stages(
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
     drain, check = drain_and_check(findings, len(entries))
     html = _write_report(rundir, ctx, findings, opts.html)
+    judged(site, rundir, findings, drain, echo)  # Kubernetes' --k8s-label / --k8s-taint
     mark("report", t)
     info.update(elapsed_s=round(budget.elapsed(), 3), drain=drain, check=check)
     v, code = verdict(findings)

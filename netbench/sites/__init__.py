@@ -1,7 +1,8 @@
 """Where a sweep runs. The pipeline (``netbench.pipeline``) is written once; a ``Site`` says only
 *where*: the hosts, how to inventory them, their switches, how to start an agent on each, how to read
 their port counters. SSH, one machine, a hosts file on this machine, a Slurm allocation and mpirun
-(over a hosts file or on this machine) are one module each, registered in one line of ``SITES``
+(over a hosts file or on this machine) and a Kubernetes cluster (a pod per node) are one module
+each, registered in one line of ``SITES``
 below (which ``--launcher`` offers; ``netbench.sites.registry`` chooses one); the protocol is
 ``netbench.sites.base``.
 
@@ -17,6 +18,7 @@ SITES = {
     "local": "netbench.sites.local",
     "mpi": "netbench.sites.mpi",
     "slurm": "netbench.sites.slurm",
+    "k8s": "netbench.sites.k8s",
 }
 """``--launcher`` value -> the module whose ``make(opts)`` gives its site (with or without --hosts).
 Module names, not imports: ``--help`` lists the launchers without importing torch."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,6 +22,8 @@ Echo = Callable[[str], None]
 SITE_OPTIONS = (
     "hosts_file", "procs", "procs_per_host", "python", "ssh_config", "accept_new_host_keys",
     "advertise", "topology", "launcher",
+    "kubeconfig", "k8s_context", "k8s_namespace", "k8s_nodes", "k8s_image", "k8s_resources",
+    "k8s_tolerations", "k8s_keep", "k8s_label", "k8s_taint",
 )
 """The options that say where and how to reach the hosts; every other option is the pipeline's."""
 
@@ -73,6 +76,31 @@ class Site(Protocol):
         """Snapshot the hosts' port counters (``phase``: before | after) where the site can."""
         ...
 
+    # Optional, where a site needs them (``check``, ``judged`` and ``finished`` look for them):
+    #   why: dict[str, str]  -- the site's own reason for refusing a site option (``check``);
+    #   judged(rundir, findings, drain) -- after the report: what the site does with the verdict
+    #     (Kubernetes' --k8s-label / --k8s-taint), one line a node said through ``echo``;
+    #   close() -- the end of the run, however it ends: whatever the site made is removed.
+
+
+def judged(site: Site, rundir: RunDir, findings: list, drain: list[str] | None, echo: Echo) -> None:
+    """The site's ``judged`` hook, where it has one (``drain``: preflight's drain list; None: the
+    findings' own, ``preflight.drain_and_check``)."""
+    hook = getattr(site, "judged", None)
+    if hook is not None:
+        hook(rundir, findings, drain, echo)
+
+
+@contextmanager
+def finished(site: Site) -> Iterator[Site]:
+    """``site`` for the block, then its ``close`` hook however the block ends (a signal too)."""
+    try:
+        yield site
+    finally:
+        close = getattr(site, "close", None)
+        if close is not None:
+            close()
+
 
 def check(site: Site, opts: ClusterOptions) -> None:
     """Refuse, by name, every site option given that ``site`` does not use, and the pairs' options
@@ -87,8 +115,8 @@ def check(site: Site, opts: ClusterOptions) -> None:
                              "--hosts runs this machine's ranks alone (give --hosts)")
         if name in SITE_OPTIONS and name not in site.uses:
             alone = " without --hosts" if site.one_machine else ""
-            raise UsageError(f"--{_flag(name)} cannot be used with --launcher {site.name}{alone}: "
-                             f"{_WHY.get(name, 'not used there')}")
+            why = getattr(site, "why", {}).get(name) or _WHY.get(name, "not used there")
+            raise UsageError(f"--{_flag(name)} cannot be used with --launcher {site.name}{alone}: {why}")
 
 
 def _flag(name: str) -> str:
@@ -104,6 +132,7 @@ _WHY = {
     "accept_new_host_keys": "nothing is reached over SSH there",
     "advertise": "the ranks reach this machine on 127.0.0.1",
     "topology": "one machine has no switches to place",
+    **{k: "it is for --launcher k8s" for k in SITE_OPTIONS if k.startswith("k8s_") or k == "kubeconfig"},
 }
 
 

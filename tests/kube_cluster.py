@@ -1,0 +1,69 @@
+"""A fake Kubernetes cluster over real test hosts: ``tests/kube_fake.py``'s API server, a node for
+every host of a ``tests/netns.py`` network, and ``tests/kube_kubelet.py`` running their pods there."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from kube_fake import FakeApiServer
+from kube_kubelet import FakeKubelet
+
+
+class FakeCluster:
+    __test__ = False
+
+    def __init__(self, net, labels: Mapping[str, Mapping[str, str]] | None = None, gpus: int = 1):
+        self.net = net
+        self.dir = Path(tempfile.mkdtemp(prefix="nbt-kube-"))
+        self.api = FakeApiServer(namespaces=("default", "nb"))
+        for name in net.names:
+            self.api.add_node(
+                name,
+                labels=dict((labels or {}).get(name, {})),
+                address=net.host(name).addr,
+                allocatable={"nvidia.com/gpu": str(gpus)} if gpus else {},
+            )
+        self.kubelet = FakeKubelet(self.api, net, net.names, self.dir)
+        self.kubeconfig = self.api.kubeconfig(self.dir / "kubeconfig")
+
+    def argv(self, command: str = "sweep", *extra: str) -> list[str]:
+        """``python -m netbench <command> --launcher k8s`` against this cluster (the pods' python is
+        this one: the test hosts share this machine's filesystem)."""
+        return [
+            sys.executable,
+            "-m",
+            "netbench",
+            command,
+            "--launcher",
+            "k8s",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--python",
+            sys.executable,
+            *extra,
+        ]
+
+    def run_pods(self, selector_value: str | None = None) -> list[dict]:
+        pods = self.api.pods()
+        if selector_value is None:
+            return pods
+        return [
+            p for p in pods if p["metadata"].get("labels", {}).get("netbench.io/run-id") == selector_value
+        ]
+
+    def close(self) -> None:
+        self.kubelet.close()
+        self.api.close()
+
+
+@contextmanager
+def fake_cluster(net, **kwargs) -> Iterator[FakeCluster]:
+    cluster = FakeCluster(net, **kwargs)
+    try:
+        yield cluster
+    finally:
+        cluster.close()

@@ -1,0 +1,395 @@
+"""``--launcher k8s`` without test hosts: the manifests against the API schema (kubernetes-validate,
+offline), the options, and what the real ``kubernetes`` client meets at the fake API server
+(``tests/kube_fake.py``) before anything runs: a wrong kubeconfig, context or token, RBAC refusals,
+node choice; and the remediation's read-modify-write under a concurrent writer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("kubernetes")
+kubernetes_validate = pytest.importorskip("kubernetes_validate")
+
+from kube_fake import FakeApiServer  # noqa: E402 - after the skips
+
+from netbench.common.errors import UsageError  # noqa: E402
+from netbench.common.kubepods import (  # noqa: E402
+    TAINT_KEY,
+    TAINT_REASON,
+    NodeChoice,
+    NodeInfo,
+    PodTemplate,
+    busbw_class,
+    owner_reference,
+    parse_resources,
+    parse_tolerations,
+    pod_manifest,
+    secret_manifest,
+    topology_uplinks,
+    with_labels,
+    with_taint,
+)
+
+
+@pytest.fixture(scope="module")
+def api():
+    server = FakeApiServer(namespaces=("default", "nb"))
+    for i in range(3):
+        server.add_node(
+            f"g{i}",
+            address=f"10.1.0.{i + 1}",
+            allocatable={"nvidia.com/gpu": "8", "rdma/ib": "4"},
+            labels={
+                "pool": "h100",
+                "topology.kubernetes.io/zone": "z1",
+                "network.topology.nvidia.com/leaf": f"leaf{i // 2}",
+            },
+        )
+    server.add_node("cpu0", address="10.1.0.9")
+    server.add_node("down0", address="10.1.0.8", allocatable={"nvidia.com/gpu": "8"}, ready=False)
+    yield server
+    server.close()
+
+
+def _node(name: str = "g0", gpus: str = "8") -> NodeInfo:
+    info = NodeInfo.of(
+        {
+            "metadata": {"name": name, "labels": {}},
+            "status": {
+                "allocatable": {"nvidia.com/gpu": gpus, "rdma/ib": "4"},
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+    assert isinstance(info, NodeInfo)
+    return info
+
+
+def _template(**kw) -> PodTemplate:
+    base = dict(
+        namespace="nb",
+        image="registry.example/netbench:0.1",
+        run_id="20261203T064709Z-ffc0bb",
+        resources=parse_resources(["rdma/ib=1"]),
+        tolerations=parse_tolerations(["dedicated=gpu:NoSchedule"]),
+        owner=owner_reference("Secret", "netbench-abc", "2b6c1f7e-0000-4000-8000-000000000000"),
+        env={"NCCL_ALGO": "Ring"},
+        secret_name="netbench-abc-l1",
+    )
+    base.update(kw)
+    return PodTemplate(**base)
+
+
+# -- the manifests, against the API schema --------------------------------------------------------------
+@pytest.mark.parametrize("role", ["agent", "probe"])
+def test_every_pod_manifest_is_valid_against_the_api_schema(role: str) -> None:
+    pod = pod_manifest(_template(), _node(), role, 3, ["python3", "-m", "netbench.worker", "agent"])
+    kubernetes_validate.validate(pod, "1.31", strict=True)
+    spec, c = pod["spec"], pod["spec"]["containers"][0]
+    assert spec["nodeName"] == "g0" and spec["hostNetwork"] and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert c["resources"]["requests"] == {"nvidia.com/gpu": "8", "rdma/ib": "1"} == c["resources"]["limits"]
+    assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in spec["volumes"]
+    assert {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"} in spec[
+        "tolerations"
+    ]
+    assert pod["metadata"]["labels"]["netbench.io/run-id"] == "20261203T064709Z-ffc0bb"
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "Secret"
+    # the store's secret comes from a Secret, never written into the spec
+    secret_env = [e for e in c["env"] if e["name"] == "NETBENCH_STORE_SECRET"]
+    assert secret_env == [
+        {
+            "name": "NETBENCH_STORE_SECRET",
+            "valueFrom": {"secretKeyRef": {"name": "netbench-abc-l1", "key": "store-secret"}},
+        }
+    ]
+
+
+def test_secret_manifests_are_valid_and_a_cpu_node_asks_for_no_gpu() -> None:
+    kubernetes_validate.validate(secret_manifest("nb", "netbench-abc", "r1", {}), "1.31", strict=True)
+    owned = secret_manifest(
+        "nb",
+        "netbench-abc-l1",
+        "r1",
+        {"store-secret": "s3cr3t"},
+        owner=owner_reference("Secret", "netbench-abc", "u"),
+    )
+    kubernetes_validate.validate(owned, "1.31", strict=True)
+    pod = pod_manifest(
+        _template(resources=parse_resources([])), _node("cpu0", gpus="0"), "agent", 1, ["true"]
+    )
+    kubernetes_validate.validate(pod, "1.31", strict=True)
+    assert "resources" not in pod["spec"]["containers"][0]
+    long = pod_manifest(_template(), _node("n" * 63 + ".rack-" + "x" * 150), "agent", 1, ["true"])
+    kubernetes_validate.validate(long, "1.31", strict=True)
+
+
+def test_node_labels_and_taint_are_valid_changes_of_a_node() -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "g0", "labels": {"a": "b"}},
+        "spec": {"taints": [{"key": "other", "effect": "NoExecute"}]},
+    }
+    assert with_labels(node, {"netbench.io/verdict": "fail", "netbench.io/busbw-class": busbw_class(12.5)})
+    assert not with_labels(node, {"netbench.io/verdict": "fail"})  # nothing to write: no write
+    assert with_taint(node, "slow_node: h2 is 0.4x its peers [run r1]")
+    assert not with_taint(node, "slow_node: h2 is 0.4x its peers [run r1]")
+    kubernetes_validate.validate(node, "1.31", strict=True)
+    assert node["metadata"]["labels"] == {
+        "a": "b",
+        "netbench.io/verdict": "fail",
+        "netbench.io/busbw-class": "10-20GBps",
+    }
+    assert node["spec"]["taints"] == [
+        {"key": "other", "effect": "NoExecute"},
+        {"key": TAINT_KEY, "value": "fail", "effect": "NoSchedule"},
+    ]
+    assert node["metadata"]["annotations"][TAINT_REASON].startswith("slow_node")
+
+
+# -- the options -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("g0,g1", NodeChoice(names=("g0", "g1"))),
+        ("pool=h100", NodeChoice(selector="pool=h100")),
+        ("pool in (h100,a100),!cordoned", NodeChoice(selector="pool in (h100,a100),!cordoned")),
+        (None, NodeChoice()),
+    ],
+)
+def test_k8s_nodes_is_names_or_a_selector(text, want) -> None:
+    assert NodeChoice.parse(text) == want
+
+
+@pytest.mark.parametrize(
+    ("parse", "bad"),
+    [
+        (NodeChoice.parse, "g0;rm -rf /"),
+        (NodeChoice.parse, "pool=$(id)"),
+        (parse_resources, ["nvidia.com/gpu"]),
+        (parse_resources, ["gpu=1"]),
+        (parse_resources, ["nvidia.com/gpu=-1"]),
+        (parse_tolerations, ["key=va lue"]),
+        (parse_tolerations, ["key:Never"]),
+    ],
+)
+def test_bad_k8s_options_are_usage_errors(parse, bad) -> None:
+    with pytest.raises(UsageError):
+        parse(bad)
+
+
+def test_topology_labels_become_switches() -> None:
+    nodes = [
+        NodeInfo(
+            f"g{i}",
+            {"topology.kubernetes.io/zone": "z1", "network.topology.nvidia.com/leaf": f"l{i // 2}"},
+            None,
+            True,
+            True,
+        )
+        for i in range(4)
+    ]
+    up = topology_uplinks(nodes)
+    assert up["g0"] == up["g1"] == "zone-z1.leaf-l0" and up["g2"] == "zone-z1.leaf-l1"
+    assert up["zone-z1.leaf-l0"] == "zone-z1"
+    assert topology_uplinks(nodes + [NodeInfo("g9", {}, None, True, True)]) == {}  # one node unplaced: none
+
+
+def test_an_untrusted_node_record_is_refused_not_used() -> None:
+    assert isinstance(NodeInfo.of({"metadata": {"name": "bad name;x"}}), str)
+    info = NodeInfo.of(
+        {
+            "metadata": {"name": "g0", "labels": {"ok": "v", "bad": "a b\x1b[31m"}},
+            "status": {"addresses": [{"type": "InternalIP", "address": "$(reboot)"}]},
+        }
+    )
+    assert (
+        isinstance(info, NodeInfo) and info.labels == {"ok": "v"} and info.address is None and not info.ready
+    )
+
+
+# -- the CLI against the fake API server: bad input is one line, exit 2, nothing made ----------------------
+def _sweep(tmp_path: Path, *argv: str, command: str = "sweep") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            command,
+            "--launcher",
+            "k8s",
+            *argv,
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+
+
+def _one_line(r: subprocess.CompletedProcess, code: int = 2) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == code and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    return lines[0]
+
+
+def test_rbac_forbidden_is_exit_2_before_anything_runs(api: FakeApiServer, tmp_path: Path) -> None:
+    cfg = api.kubeconfig(tmp_path / "kc")
+    api.denied = {("create", "pods"), ("get", "pods/log")}
+    try:
+        before = len(api.requests)
+        line = _one_line(_sweep(tmp_path, "--kubeconfig", str(cfg)))
+    finally:
+        api.denied = set()
+    assert "may not create pods in namespace default; get pods/log in namespace default" in line, line
+    assert "docs/recipes.md" in line
+    assert not [
+        r
+        for r in api.requests[before:]
+        if r[0] in ("POST", "PUT", "DELETE") and "selfsubjectaccessreviews" not in r[1]
+    ]
+    assert api.pods() == [] and api.secrets() == [] and not (tmp_path / "run").exists()
+
+
+def test_labels_and_taints_need_their_own_rbac(api: FakeApiServer, tmp_path: Path) -> None:
+    cfg = api.kubeconfig(tmp_path / "kc")
+    api.denied = {("update", "nodes")}
+    try:
+        assert "may not update nodes (cluster-wide)" in _one_line(
+            _sweep(tmp_path, "--kubeconfig", str(cfg), "--k8s-taint")
+        )
+        r = _sweep(tmp_path, "--kubeconfig", str(cfg), "--k8s-taint", "--budget", "30s", command="preflight")
+        assert "may not update nodes" in _one_line(r, code=3)  # preflight: could not run is 3, 2 is "drain"
+    finally:
+        api.denied = set()
+
+
+@pytest.mark.parametrize(
+    "case", ["no file", "not yaml", "wrong context", "wrong token", "no server", "no namespace"]
+)
+def test_a_wrong_kubeconfig_or_context_is_exit_2(api: FakeApiServer, tmp_path: Path, case: str) -> None:
+    cfg = tmp_path / "kc"
+    extra: list[str] = []
+    if case == "not yaml":
+        cfg.write_text("{{{ not: [yaml")
+    elif case == "wrong context":
+        api.kubeconfig(cfg)
+        extra = ["--k8s-context", "prod-east"]
+    elif case == "wrong token":
+        api.kubeconfig(cfg, token="stale")
+    elif case == "no server":
+        doc = json.loads(api.kubeconfig(cfg).read_text())
+        doc["clusters"][0]["cluster"]["server"] = "http://127.0.0.1:1"
+        cfg.write_text(json.dumps(doc))
+    elif case == "no namespace":
+        api.kubeconfig(cfg)
+        extra = ["--k8s-namespace", "missing"]
+    line = _one_line(_sweep(tmp_path, "--kubeconfig", str(cfg), *extra))
+    said = {
+        "no file": "no such file",
+        "not yaml": "kubeconfig",
+        "wrong context": "prod-east",
+        "wrong token": "HTTP 401",
+        "no server": "cannot reach the API server",
+        "no namespace": "namespace 'missing' does not exist",
+    }[case]
+    assert said in line, line
+    assert api.pods() == [] and api.secrets() == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--k8s-nodes", "g0,nope"], "no node named nope"),
+        (["--k8s-nodes", "pool=a100"], "no schedulable, Ready node matching 'pool=a100'"),
+        (["--k8s-image", "bad image"], "--k8s-image"),
+        (
+            ["--hosts", "hosts.txt"],
+            "--hosts cannot be used with --launcher k8s: the hosts are the cluster's nodes",
+        ),
+    ],
+)
+def test_a_node_choice_that_finds_nothing_is_exit_2(api: FakeApiServer, tmp_path: Path, argv, said) -> None:
+    (tmp_path / "hosts.txt").write_text("a\nb\n")
+    line = _one_line(_sweep(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kc")), *argv))
+    assert said in line, line
+
+
+def test_k8s_options_are_refused_by_other_launchers(tmp_path: Path) -> None:
+    (tmp_path / "hosts.txt").write_text("a\nb\n")
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netbench",
+            "sweep",
+            "--hosts",
+            "hosts.txt",
+            "--k8s-taint",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert "--k8s-taint cannot be used with --launcher ssh: it is for --launcher k8s" in _one_line(r)
+
+
+def test_default_nodes_are_the_ready_schedulable_gpu_nodes(api: FakeApiServer) -> None:
+    from netbench.options import ClusterOptions
+    from netbench.sites.k8s import K8sSite
+
+    cfg = api.kubeconfig(Path(api.__class__.__module__).with_suffix(".kc").absolute())
+    try:
+        site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=str(cfg)))
+        assert [e.name for e in site.hosts()] == ["g0", "g1", "g2"]  # not cpu0 (no GPU), not down0 (NotReady)
+        picked = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=str(cfg), k8s_nodes="g2,cpu0"))
+        assert [e.name for e in picked.hosts()] == ["g2", "cpu0"]  # named: as given
+        sw = site.switches(site.hosts(), lambda line: None)
+        assert sw.uplinks["g0"] == sw.uplinks["g1"] != sw.uplinks["g2"]
+        assert api.pods() == [] and api.secrets() == []  # choosing made nothing
+    finally:
+        cfg.unlink()
+
+
+def test_label_and_taint_read_modify_write_survive_a_concurrent_writer(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    from netbench.common.kube import KubeTarget, connect
+
+    kube = connect(KubeTarget(str(api.kubeconfig(tmp_path / "kc"))))
+    api.conflict_once = {"g1"}  # another controller writes g1 between our read and our write
+    assert kube.update_node("g1", lambda node: with_taint(node, "slow_node: test"))
+    node = api.node("g1")
+    assert node["metadata"]["labels"]["other.example/touched"] == "yes"  # their write stayed
+    assert {"key": TAINT_KEY, "value": "fail", "effect": "NoSchedule"} in node["spec"]["taints"]
+    assert ("PUT", "/api/v1/nodes/g1") in api.requests
+    assert not kube.update_node("g1", lambda node: with_taint(node, "slow_node: test"))  # unchanged: no write
+
+
+def test_nothing_of_kubernetes_is_imported_unless_asked(tmp_path: Path) -> None:
+    code = (
+        "import runpy, sys\n"
+        "for argv in (['sweep', '--help'], ['preflight', '--help']):\n"
+        "    sys.argv = ['netbench', *argv]\n"
+        "    try:\n"
+        "        runpy.run_module('netbench', run_name='__main__', alter_sys=True)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), exc.code\n"
+        "import netbench.pipeline, netbench.sites.registry, netbench.preflight.stages\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'kubernetes_validate') "
+        "or m in ('netbench.common.kube', 'netbench.sites.k8s', 'netbench.launch.k8s')), file=sys.stderr)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr.strip().splitlines()[-1] == "[]", r.stderr[-2000:]
