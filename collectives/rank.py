@@ -227,9 +227,9 @@ def run_plan(ctx: RankContext) -> None:
         released = set(json.loads(ctx.store.get(key).decode()))
         mine = [g for g in phase.groups if g.id in released and ctx.rank in g.ranks]
         again: set[str] = set()
+        if ctx.plan.ahead and mine:  # read by a rank without lanes too: its partners may have them
+            again = set(json.loads(ctx.store.get(f"again/{phase.index}").decode()))
         if ahead is not None:
-            if mine:
-                again = set(json.loads(ctx.store.get(f"again/{phase.index}").decode()))
             ahead.settle(phase.index, {g.id for g in mine} - again)
         for k, group in enumerate(mine):
             if ahead is not None:
