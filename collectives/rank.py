@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from netbench.collectives import groups, messages
+from netbench.collectives import clocks, groups, messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.groups import MadeGroup
-from netbench.collectives.harness import PointSpec, Settings, corrupts, measure
+from netbench.collectives.harness import IterStamps, PointSpec, Settings, corrupts, delays, measure
 from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 
+from netbench.common.arrivals import ARRIVAL_PATTERNS, ArrivalRecord, Stamps, summarise
 from netbench.common.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
@@ -113,7 +114,12 @@ def _run_points(
         device=ctx.device,
         cuda_graph=spec.cuda_graph,
         corrupt=corrupts(ctx.rank, ctx.host),
+        delay=delays(ctx.rank, ctx.host),
     )
+    # this host's clock against group rank 0's, once per group: arrivals are compared on one clock
+    # (only where they are analysed: not for the thousands of pairs of a pairwise round)
+    timed = group.pattern in ARRIVAL_PATTERNS
+    clock = clocks.estimate(group_store(ctx, group, phase), grank, n) if timed else clocks.ClockEstimate(0, 0)
     step = 0
     # one engine's whole sweep of a collective, then the other's: nccl-tests' table stays one section
     # per (collective, engine), and the report pairs the two engines' rows by size
@@ -140,7 +146,7 @@ def _run_points(
                     settings=settings,
                     native=native if engine == "nccl" else None,
                 )
-                per_rank = _gather(pg, n, ctx.device, point.time_us, point.wrong or 0)
+                per_rank, stamps = _gather(pg, n, ctx.device, point, clock, spec.iters)
                 step += 1
                 if grank == 0:
                     times = [t for t, _ in per_rank]
@@ -178,17 +184,45 @@ def _run_points(
                         group_made=ctx.made.how if ctx.made else None,
                         setup_s=ctx.made.setup_s if ctx.made else None,
                     )
+                    if stamps is not None and timed:
+                        row.extra["arrivals"] = arrival_record(row, stamps).to_dict()
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:
                     messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
 
 
-def _gather(pg: Any, n: int, device: str, time_us: float, wrong: int) -> list[tuple[float, float]]:
-    """Every rank's (time, wrong count), on every rank: the slowest rank decides, so all are kept."""
-    stats = torch.tensor([time_us, float(wrong)], dtype=torch.float64, device=device)
-    gathered = torch.empty(2 * n, dtype=torch.float64, device=device)
+def _gather(
+    pg: Any, n: int, device: str, point: Any, clock: clocks.ClockEstimate, iters: int
+) -> tuple[list[tuple[float, float]], Stamps | None]:
+    """Every rank's (time, wrong count), on every rank: the slowest rank decides, so all are kept;
+    and every rank's per-operation stamps on group rank 0's clock (None when a rank has none: a
+    CUDA-graph loop). One all-gather of 6 + 2 x iters numbers a rank."""
+    st: IterStamps | None = point.stamps
+    head = [point.time_us, float(point.wrong or 0), clock.offset_us, clock.err_us,
+            st.start_us if st else 0.0, 1.0 if st else 0.0]
+    body = (st.arrive_us + st.done_us) if st else [0.0] * (2 * iters)
+    width = 6 + 2 * iters
+    stats = torch.tensor(head + body, dtype=torch.float64, device=device)
+    gathered = torch.empty(width * n, dtype=torch.float64, device=device)
     pg._allgather_base(gathered, stats).wait()
-    return [(float(t), float(w)) for t, w in gathered.view(n, 2).cpu().tolist()]
+    m = gathered.view(n, width).cpu().numpy()
+    per_rank = [(float(t), float(w)) for t, w in m[:, :2].tolist()]
+    if not m[:, 5].all():
+        return per_rank, None
+    # on rank 0's clock: host start + offset correction + time since start; relative to rank 0's start
+    base = (m[:, 4] - m[:, 2]) - m[0, 4]
+    arrive = m[:, 6 : 6 + iters].T + base[None, :]
+    done = m[:, 6 + iters :].T + base[None, :]
+    return per_rank, Stamps(arrive, done, m[:, 2].copy(), m[:, 3].copy())
+
+
+def arrival_record(row: ResultRow, stamps: Stamps) -> ArrivalRecord:
+    """The point's arrivals (``netbench.common.arrivals``), named as its row."""
+    return summarise(
+        stamps, group=row.group, pattern=row.pattern, hosts=list(row.hosts), collective=row.collective,
+        bytes=row.bytes, in_place=row.in_place, engine=row.engine, device=row.device or "cpu",
+        backend=row.backend, dtype=row.dtype,
+    )
 
 
 def run_plan(ctx: RankContext) -> None:

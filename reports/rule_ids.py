@@ -40,6 +40,7 @@ FINDING_IDS: dict[str, str] = {
     "version_behind_newest": "info",
     # stragglers
     "straggler": "warn",
+    "straggler_periodic": "warn",
     # cross_switch
     "cross_switch_order": "warn",
     "cross_spine_penalty": "info",

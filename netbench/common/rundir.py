@@ -532,6 +532,31 @@ class RunDir:
     def writer(self) -> ResultWriter:
         return ResultWriter(self.results_path)
 
+    @property
+    def arrivals_path(self) -> Path:
+        from netbench.common.arrivals import ARRIVALS_JSONL
+
+        return self.path / ARRIVALS_JSONL
+
+    def arrivals_writer(self) -> ResultWriter:
+        """arrivals.jsonl: one ``common.arrivals.ArrivalRecord`` per world/ring/intra point,
+        appended as measured (the same appending as the rows)."""
+        return ResultWriter(self.arrivals_path)
+
+    def load_arrivals(self) -> JsonlRead:
+        """arrivals.jsonl: records that fit ``ArrivalRecord`` (every field checked), and every line
+        that did not, with its number and why."""
+        from netbench.common.arrivals import ArrivalRecord
+
+        def check(rec: Any) -> str | None:
+            try:
+                ArrivalRecord.from_dict(rec)
+            except ValueError as exc:
+                return f"not an arrivals record: {exc}"
+            return None
+
+        return read_jsonl(self.arrivals_path, check)
+
 
 class GrowingRows:
     """A run's pair rows as results.jsonl grows (``common.pairrows.PairRows``): each call reads only
