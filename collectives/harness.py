@@ -51,6 +51,8 @@ class Settings:
     delay: tuple[int, float] | None = None
     """(every k-th timed operation, microseconds): sleep that long before issuing it (fault
     injection for tests: a rank that arrives late at every k-th operation)."""
+    step_work: int = 0
+    """Units of work (``step_work``) before each timed operation, the same on every rank; 0: none."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class Timer:
         graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
         launches: int = 1,
         delay: tuple[int, float] | None = None,
+        work: StepWork | None = None,
     ) -> tuple[float, IterStamps | None]:
         """(microseconds per operation, per-operation stamps). The stamps cost two clock reads (CPU)
         or two events (GPU) per operation, which neither serialises the pipelined GPU loop nor adds
@@ -121,26 +124,54 @@ class Timer:
             for i, (a, d) in enumerate(marks):
                 if every and i % every == every - 1:
                     time.sleep(pause_s)
+                if work is not None:
+                    work()  # queued on the stream: a slow GPU reaches the collective late
                 a.record()
                 _wait_all(run_once())  # on CUDA this only orders the streams; it does not block the host
                 d.record()
             marks[-1][1].synchronize()
             arrive = [anchor.elapsed_time(a) * 1000.0 for a, _ in marks]
             done = [anchor.elapsed_time(d) * 1000.0 for _, d in marks]
-            return (done[-1] - arrive[0]) / iters, IterStamps(start_us, arrive, done)
+            per_op = (done[-1] - arrive[0]) / iters
+            if work is not None:  # the operations alone, not the work between them
+                per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / iters
+            return per_op, IterStamps(start_us, arrive, done)
         clock = time.perf_counter_ns
         start_us, t0 = now_us(), clock()
         arrive, done = [0] * iters, [0] * iters
         for i in range(iters):
             if every and i % every == every - 1:
                 time.sleep(pause_s)
+            if work is not None:
+                work()
             arrive[i] = clock()
             for w in run_once():
                 w.wait()
             done[i] = clock()
         per_op = (done[-1] - t0) / 1000.0 / iters
+        if work is not None:  # the operations alone, not the work between them
+            per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / 1000.0 / iters
         rel = [(a - t0) / 1000.0 for a in arrive], [(d - t0) / 1000.0 for d in done]
         return per_op, IterStamps(start_us, *rel)
+
+
+class StepWork:
+    """``units`` matmuls of a fixed size on the rank's device: the same work on every rank, so a
+    rank whose CPU or GPU is slow (throttled, shared, clocked down) takes longer and arrives late,
+    as in a training step. Fixed work, never calibrated per rank: calibrating would hide the slow
+    one. On a GPU it is queued on the collective's stream, so it delays the kernel, not the host."""
+
+    SIZE = {"cpu": 64, "cuda": 2048}
+
+    def __init__(self, units: int, device: str):
+        n = self.SIZE["cuda" if device == "cuda" else "cpu"]
+        self.units = units
+        self.a = torch.full((n, n), 1.0 / n, device=device)
+        self.b = torch.empty_like(self.a)
+
+    def __call__(self) -> None:
+        for _ in range(self.units):
+            torch.mm(self.a, self.a, out=self.b)
 
 
 def _wait_all(works: list) -> None:
@@ -220,7 +251,8 @@ def measure(
         graph, launches = _capture(on_stream, settings.iters)
 
     _line_up(pg, device)
-    time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay)
+    work = StepWork(settings.step_work, device) if settings.step_work else None
+    time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay, work)
     return Point(time_us=time_us, wrong=wrong, stamps=stamps)
 
 

@@ -115,6 +115,7 @@ def _run_points(
         cuda_graph=spec.cuda_graph,
         corrupt=corrupts(ctx.rank, ctx.host),
         delay=delays(ctx.rank, ctx.host),
+        step_work=spec.step_work,
     )
     # this host's clock against group rank 0's, once per group: arrivals are compared on one clock
     # (only where they are analysed: not for the thousands of pairs of a pairwise round)

@@ -8,10 +8,12 @@ iteration, who arrived last and how long after the second-last). For one point:
   is uncertain by up to twice it): below that the clocks, not the ranks, may have ordered them.
 - Someone is always last. A host is the point's straggler when it is last in more decisive
   iterations than chance allows (its share of the ranks, P/n; exact binomial tail, Bonferroni over
-  the group's hosts, ``ALPHA``) and in at least ``MIN_SHARE`` of them: *persistent*.
-- A host last in almost every k-th iteration and seldom otherwise is *periodic* (every k-th: a
-  timer, a checkpoint, a periodic daemon); the smallest k from 2 whose one residue class holds most
-  of its decisive last arrivals, nearly every one of that class, and few outside it.
+  the group's hosts, ``ALPHA``) and in at least ``MIN_SHARE`` times its chance share of them (at
+  most half): *persistent*.
+- A host last by far (``OUTLIER`` times the point's median gap between last and second-last, and
+  beyond the clock bound) in almost every k-th iteration and seldom otherwise is *periodic* (every
+  k-th: a timer, a checkpoint, a periodic daemon); the smallest k from 2 whose one residue class
+  holds most of those iterations, is nearly all of them, and has few outside it.
 - Decisive last arrivals spread over many hosts, none beyond chance: *moving* (system noise): no
   one to drain, reported in the point's summary, never a finding.
 - The wait it imposes: over its decisive iterations, how long after the second-last it arrived,
@@ -35,11 +37,12 @@ from netbench.common.arrivals import ArrivalRecord
 
 ALPHA = 0.01
 MIN_DECISIVE = 5  # fewer decisive iterations than this decide nothing
-MIN_SHARE = 0.5  # a persistent straggler is last in at least half the decisive iterations
-PERIOD_CLASS_SHARE = 0.8  # of its decisive last arrivals in one residue class ...
-PERIOD_HIT_RATE = 0.6  # ... which it is last in (decisively) at least this often
+MIN_SHARE = 1.5  # a persistent straggler: last in 1.5x its chance share of decisive iterations (<= half)
+PERIOD_CLASS_SHARE = 0.8  # of its far-late iterations in one residue class ...
+PERIOD_HIT_RATE = 0.6  # ... which it is far late in at least this often
 PERIOD_MIN_HITS = 3
 MAX_PERIOD = 64
+OUTLIER = 5.0  # "by far": this many times the point's median gap between the last two arrivals
 
 
 @dataclass(frozen=True)
@@ -135,8 +138,8 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
     order = np.argsort(-counts, kind="stable")
     chance = 1.0 / nh if nh > 1 else 1.0
 
-    def describe(h: int, kind: str, p: float | None, period: int | None) -> PointVerdict:
-        mine = decisive & (host_of == h)
+    def describe(h: int, kind: str, p: float | None, period: int | None, mine=None) -> PointVerdict:  # noqa: ANN001
+        mine = decisive & (host_of == h) if mine is None else mine
         ranks = Counter(int(r) for r in last[mine])
         rank = ranks.most_common(1)[0][0]
         share = by[mine] / np.maximum(times[mine], 1e-9)
@@ -148,14 +151,16 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
     if nh > 1:
         top = int(order[0])
         p = binomial_sf(int(counts[top]), nd, chance)
-        if p < ALPHA / nh and counts[top] >= MIN_SHARE * nd:
+        if p < ALPHA / nh and counts[top] >= min(0.5, MIN_SHARE * chance) * nd:
             return describe(top, "persistent", p, None)
-    for h in order[: min(nh, 4)]:  # periodic: judged on the iterations the host was last in
+    far = by > max(threshold, OUTLIER * float(np.median(by)))
+    far_counts = np.bincount(host_of[far], minlength=nh)
+    for h in np.argsort(-far_counts, kind="stable")[: min(nh, 4)]:  # periodic: its far-late iterations
         h = int(h)
-        idx = np.flatnonzero(decisive & (host_of == h))
+        idx = np.flatnonzero(far & (host_of == h))
         k = _period(idx, rec.iters)
         if k is not None:
-            return describe(h, "periodic", None, k)
+            return describe(h, "periodic", None, k, far & (host_of == h))
     return PointVerdict(kind="moving" if nh > 1 else "none", **base)
 
 
