@@ -165,6 +165,10 @@ class StepWork:
 
     def __init__(self, units: int, device: str):
         n = self.SIZE["cuda" if device == "cuda" else "cpu"]
+        if device != "cuda":
+            # one thread: the ranks of a host share its cores, and torch's default (a thread per
+            # core, spinning between matmuls) made 64x64 matmuls 10x slower under load
+            torch.set_num_threads(1)
         self.units = units
         self.a = torch.full((n, n), 1.0 / n, device=device)
         self.b = torch.empty_like(self.a)

@@ -6,7 +6,8 @@ iteration, who arrived last and how long after the second-last). For one point:
 - An iteration counts (is *decisive*) only when the last rank arrived more than twice the clock
   bound after the second-last (``clock_err_us`` bounds each rank's offset, so two ranks' difference
   is uncertain by up to twice it): below that the clocks, not the ranks, may have ordered them.
-- Someone is always last. A host is the point's straggler when it is last in more decisive
+- A host far late every k-th iteration (below) is *periodic*, whatever else it does.
+- Someone is always last. Otherwise a host is the point's straggler when it is last in more decisive
   iterations than chance allows (its share of the ranks, P/n; exact binomial tail, Bonferroni over
   the group's hosts, ``ALPHA``) and in at least ``MIN_SHARE`` times its chance share of them (at
   most half): *persistent*.
@@ -38,7 +39,7 @@ from netbench.common.arrivals import ArrivalRecord
 ALPHA = 0.01
 MIN_DECISIVE = 5  # fewer decisive iterations than this decide nothing
 MIN_SHARE = 1.5  # a persistent straggler: last in 1.5x its chance share of decisive iterations (<= half)
-PERIOD_CLASS_SHARE = 0.8  # of its far-late iterations in one residue class ...
+PERIOD_CLASS_SHARE = 0.6  # of its far-late iterations in one residue class ...
 PERIOD_HIT_RATE = 0.6  # ... which it is far late in at least this often
 PERIOD_MIN_HITS = 3
 MAX_PERIOD = 64
@@ -98,11 +99,14 @@ class GroupStragglers:
 
 
 def _period(idx: np.ndarray, iters: int) -> int | None:
-    """The smallest k whose one residue class holds nearly all of ``idx`` (the iterations a host was
-    decisively last in) and is nearly all of them; None when none."""
+    """The k whose one residue class best separates ``idx`` (the iterations a host was far late in)
+    from the rest: at least ``PERIOD_CLASS_SHARE`` of them in the class, at least ``PERIOD_HIT_RATE``
+    of the class among them, and at most half that rate outside it; of those, the largest difference
+    of the two rates (the smallest k on a tie: every 10th is also every 20th's half). None when none."""
     hits = len(idx)
     if hits < PERIOD_MIN_HITS:
         return None
+    best: tuple[float, int] | None = None
     for k in range(2, min(MAX_PERIOD, iters // PERIOD_MIN_HITS) + 1):
         counts = np.bincount(idx % k, minlength=k)
         rho = int(counts.argmax())
@@ -110,11 +114,13 @@ def _period(idx: np.ndarray, iters: int) -> int | None:
         size = len(range(rho, iters, k))
         if in_class < PERIOD_MIN_HITS or in_class < PERIOD_CLASS_SHARE * hits:
             continue
-        if in_class >= PERIOD_HIT_RATE * size:
-            outside = (hits - in_class) / max(1, iters - size)
-            if outside <= 0.5 * in_class / size:
-                return k
-    return None
+        rate_in = in_class / size
+        rate_out = (hits - in_class) / max(1, iters - size)
+        if rate_in >= PERIOD_HIT_RATE and rate_out <= 0.5 * rate_in:
+            score = rate_in - rate_out
+            if best is None or score > best[0] + 1e-9:
+                best = (score, k)
+    return best[1] if best else None
 
 
 def judge_point(rec: ArrivalRecord) -> PointVerdict:
@@ -144,15 +150,10 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
         rank = ranks.most_common(1)[0][0]
         share = by[mine] / np.maximum(times[mine], 1e-9)
         return PointVerdict(kind=kind, host=rec.hosts[h], rank=rank, local_rank=rank % per_host,
-                            last_count=int(counts[h]), p_value=p, period=period,
+                            last_count=int(mine.sum()), p_value=p, period=period,
                             late_us=float(by[mine].mean()), wait_share=float(np.minimum(share, 1.0).mean()),
                             **base)
 
-    if nh > 1:
-        top = int(order[0])
-        p = binomial_sf(int(counts[top]), nd, chance)
-        if p < ALPHA / nh and counts[top] >= min(0.5, MIN_SHARE * chance) * nd:
-            return describe(top, "persistent", p, None)
     far = by > max(threshold, OUTLIER * float(np.median(by)))
     far_counts = np.bincount(host_of[far], minlength=nh)
     for h in np.argsort(-far_counts, kind="stable")[: min(nh, 4)]:  # periodic: its far-late iterations
@@ -161,6 +162,11 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
         k = _period(idx, rec.iters)
         if k is not None:
             return describe(h, "periodic", None, k, far & (host_of == h))
+    if nh > 1:
+        top = int(order[0])
+        p = binomial_sf(int(counts[top]), nd, chance)
+        if p < ALPHA / nh and counts[top] >= min(0.5, MIN_SHARE * chance) * nd:
+            return describe(top, "persistent", p, None)
     return PointVerdict(kind="moving" if nh > 1 else "none", **base)
 
 
