@@ -4,7 +4,7 @@ In a collective everyone finishes together; the straggler is the rank the others
 waiting rank's own elapsed time is the longest. So this reads arrivals on one clock
 (arrivals.jsonl, ``reports.arrivals``: per point, decisive late arrivals beyond the clock bound,
 binomial against chance, persistent / periodic / moving), never who finished last. A host named in
-at least half of a group's judged sizes is a finding: ``straggler`` when persistent,
+most of a group's judged sizes is a finding: ``straggler`` when persistent,
 ``straggler_periodic`` when most of its sizes found it late every k-th iteration. Moving late
 arrivals (system noise) and runs without arrivals (older runs, imported nccl-tests -I maxima, which
 only bound the straggler) give none.
