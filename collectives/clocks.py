@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +41,12 @@ def now_us() -> float:
     return time.time_ns() / 1000.0
 
 
-def estimate(store: Any, grank: int, n: int, exchanges: int = EXCHANGES, tag: str = "clk") -> ClockEstimate:
-    """This rank's clock offset against group rank 0's; every rank of the group must call it."""
+def estimate(
+    store: Any, grank: int, n: int, exchanges: int = EXCHANGES, tag: str = "clk",
+    now: Callable[[], float] = now_us,
+) -> ClockEstimate:
+    """This rank's clock offset against group rank 0's; every rank of the group must call it.
+    ``now``: the clock the rank's timestamps are taken on (a test gives one rank a skewed one)."""
     if n < 2:
         return ClockEstimate(0.0, 0.0)
     if grank == 0:
@@ -49,16 +54,16 @@ def estimate(store: Any, grank: int, n: int, exchanges: int = EXCHANGES, tag: st
             for k in range(exchanges):
                 store.set(f"{tag}/{i}/{k}/go", b"1")
                 store.wait([f"{tag}/{i}/{k}/ping"], WAIT)
-                t2 = now_us()
+                t2 = now()
                 store.set(f"{tag}/{i}/{k}/pong", repr(t2).encode())
         return ClockEstimate(0.0, 0.0)
     lo, hi, best = -float("inf"), float("inf"), (float("inf"), 0.0)
     for k in range(exchanges):
         store.wait([f"{tag}/{grank}/{k}/go"], WAIT)
-        t1 = now_us()
+        t1 = now()
         store.set(f"{tag}/{grank}/{k}/ping", b"1")
         t2 = float(store.get(f"{tag}/{grank}/{k}/pong").decode())
-        t3 = now_us()
+        t3 = now()
         lo, hi = max(lo, t1 - t2), min(hi, t3 - t2)
         if t3 - t1 < best[0]:
             best = (t3 - t1, (t1 + t3) / 2 - t2)
