@@ -1,4 +1,5 @@
-"""``netbench import``: bring other tools' results into a run directory (today: nccl-tests)."""
+"""``netbench import``: bring other tools' results into a run directory (nccl-tests logs and -J
+JSON; a hung job's PyTorch Flight Recorder dumps; NCCL Inspector logs)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ MAX_PROBLEM_LINES = 20
 
 @click.group(
     "import",
-    short_help="Import nccl-tests logs/JSON into a run directory.",
+    short_help="Import nccl-tests logs/JSON, Flight Recorder dumps or NCCL Inspector logs.",
     epilog="""\b
 Examples:
   netbench import nccl-tests all_reduce.log all_gather.log --out runs/nccl-2024-05
+  netbench import flight-recorder dumps/ --out runs/hang-0412   # dumps/<host>/fr_trace_<rank>
+  netbench import inspector inspector-logs/*.log --out runs/job-77
   netbench import nccl-tests h100-2node.log --nics 8x400   # judged against 8 x 400 Gb/s a node
   netbench import nccl-tests results.json --no-report
 """,
@@ -107,3 +110,52 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
     heads = headlines(rows, run.read_inventory(), references(), TERMINAL_PATTERNS)
     for line in headline_lines(heads, TERMINAL_PATTERNS):
         click.echo(terminal_safe(line))
+
+
+def _report(ctx: click.Context, path: object) -> None:
+    root = ctx.find_root()
+    group = root.command
+    report_cmd = group.get_command(root, "report") if isinstance(group, click.Group) else None
+    if report_cmd is None:
+        click.echo(f"(no `netbench report` command here; run it later on {path})", err=True)
+        return
+    report_cmd.main(args=[str(path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj)
+
+
+@command.command(
+    "flight-recorder",
+    short_help="Import a hung job's PyTorch Flight Recorder dumps: who never entered collective N.",
+    epilog="""\b
+One dump per rank, pickled (what the NCCL watchdog writes to TORCH_FR_DUMP_TEMP_FILE<rank> on a
+timeout) or JSON (_dump_fr_trace_json); the file name ends with the rank. Dumps gathered a folder
+per host (DIR/<host>/<prefix><rank>) name each rank's host; the dumps themselves do not.
+Pickles are read as plain data only (nothing in them is run).
+Examples:
+  netbench import flight-recorder /shared/fr-dumps --out runs/hang
+  netbench import flight-recorder node1/fr_trace_0 node2/fr_trace_1 --no-report
+""",
+)
+@click.argument("dumps", nargs=-1, required=True, type=click.Path())
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run directory to write (default: netbench-runs/<timestamp>-<id>).")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Build findings.json and report.html after importing.")
+@click.pass_context
+def flight_recorder(ctx: click.Context, dumps: tuple[str, ...], out: str | None, report: bool) -> None:
+    from netbench.common.text import terminal_safe
+    from netbench.importers.flight_recorder import import_dumps
+
+    run, read, verdicts = import_dumps(list(dumps), out)
+    click.echo(f"imported {len(read)} Flight Recorder dump(s) into {run.path}")
+    for v in verdicts:
+        who = ", ".join(f"rank {r}" + (f" on {h}" if h else "") for r, h in zip(v.missing, v.missing_hosts,
+                                                                               strict=True))
+        line = (f"process group {v.group!r}: collective {v.seq} ({v.collective}) entered by "
+                f"{len(v.entered)} rank(s); never entered by {who or 'no dumped rank'}")
+        if v.no_dump:
+            line += f"; no dump from rank(s) {', '.join(map(str, v.no_dump[:20]))}"
+        click.echo(terminal_safe(line))
+    if not verdicts:
+        click.echo("every dumped rank entered the same last collective of each process group")
+    if report:
+        _report(ctx, run.path)
