@@ -24,7 +24,8 @@ def test_real_hang_names_the_rank_and_host_that_never_entered(folder: str, tmp_p
     [v] = never_entered(dumps)
     assert (v.seq, v.collective, v.entered) == (6, "gloo:all_reduce", [0, 1])
     assert (v.missing, v.missing_hosts, v.no_dump) == ([2], ["h2"], [])
-    res = CliRunner().invoke(cli, ["import", "flight-recorder", str(DATA / folder), "--out", str(tmp_path / "r")])
+    out = str(tmp_path / "r")
+    res = CliRunner().invoke(cli, ["import", "flight-recorder", str(DATA / folder), "--out", out])
     assert res.exit_code == 2, res.output  # the report fails
     assert "never entered by rank 2 on h2" in res.output
     found = json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]
