@@ -19,6 +19,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from netbench.collectives import clocks, groups, messages
 from netbench.collectives.dtypes import get_dtype, reduce_op
@@ -186,7 +187,10 @@ def _run_points(
                         setup_s=ctx.made.setup_s if ctx.made else None,
                     )
                     if stamps is not None and timed:
-                        row.extra["arrivals"] = arrival_record(row, stamps).to_dict()
+                        record = arrival_record(row, stamps)
+                        if spec.per_iter:  # --per-iter: every sample, iteration x rank, 0.1 us
+                            record.extra["samples"] = samples(stamps)
+                        row.extra["arrivals"] = record.to_dict()
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:
                     messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
@@ -215,6 +219,16 @@ def _gather(
     arrive = m[:, 6 : 6 + iters].T + base[None, :]
     done = m[:, 6 + iters :].T + base[None, :]
     return per_rank, Stamps(arrive, done, m[:, 2].copy(), m[:, 3].copy())
+
+
+def samples(stamps: Stamps) -> dict[str, Any] | None:
+    """Every rank's arrival and completion of every timed operation on group rank 0's clock (us
+    after its first arrival, 0.1 us), or None when they would not fit in one protocol line."""
+    if stamps.arrive.size * 2 * 12 > messages.MAX_LINE // 2:
+        return None
+    t0 = float(stamps.arrive.min())
+    return {"arrive_us": np.round(stamps.arrive - t0, 1).tolist(),
+            "done_us": np.round(stamps.done - t0, 1).tolist()}
 
 
 def arrival_record(row: ResultRow, stamps: Stamps) -> ArrivalRecord:

@@ -107,7 +107,11 @@ def execute(
             if isinstance(record, dict):
                 if not arrivals:
                     arrivals.append(rundir.arrivals_writer())
+                extra = record.get("extra")
+                samples = extra.pop("samples", None) if isinstance(extra, dict) else None
                 arrivals[0].write(record)
+                if samples is not None:  # --per-iter: every sample, beside the summary, compressed
+                    rundir.append_samples(record, samples)
         except DiskFull as exc:
             full.append(exc)
             raise

@@ -23,6 +23,7 @@ type, length and range and names the first thing wrong (ValueError).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ import numpy as np
 
 SCHEMA = "netbench.arrivals/1"
 ARRIVALS_JSONL = "arrivals.jsonl"
+PER_ITER_GZ = "per_iter.jsonl.gz"  # --per-iter: every rank's every sample, a line per point
 #: the groups whose arrivals are recorded (and clocks estimated): every rank of a job's collective;
 #: a pairwise round's thousands of two-rank groups would only add store traffic
 ARRIVAL_PATTERNS = ("world", "ring", "intra")
@@ -215,3 +217,33 @@ def summarise(st: Stamps, **point: Any) -> ArrivalRecord:
         per_iter=per_iter_summary(elapsed.max(axis=1)),
         **point,
     )
+
+
+def read_samples(
+    path: Any, max_lines: int = 1_000_000
+) -> Iterator[tuple[dict[str, Any], np.ndarray, np.ndarray]]:
+    """per_iter.jsonl.gz's points: (the line's key fields, arrive[iters, ranks], done[iters, ranks]),
+    microseconds. A line that is not such a point is skipped (ValueError would stop a whole report
+    for one bad line); a file cut short ends at its last whole line."""
+    import gzip
+    import json
+    import zlib
+
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if n >= max_lines:
+                    return
+                try:
+                    d = json.loads(line)
+                    s = d["samples"]
+                    a = np.asarray(s["arrive_us"], dtype=np.float64)
+                    b = np.asarray(s["done_us"], dtype=np.float64)
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if a.ndim != 2 or a.shape != b.shape or not a.size or not np.isfinite(a).all() \
+                        or not np.isfinite(b).all():
+                    continue
+                yield {k: v for k, v in d.items() if k != "samples"}, a, b
+    except (EOFError, OSError, zlib.error, UnicodeDecodeError):
+        return

@@ -543,6 +543,22 @@ class RunDir:
         appended as measured (the same appending as the rows)."""
         return ResultWriter(self.arrivals_path)
 
+    def append_samples(self, record: dict[str, Any], samples: Any) -> None:
+        """per_iter.jsonl.gz (``--per-iter``): one line per point, its arrivals record's key fields and
+        every rank's samples; a gzip member per line, so a run cut short keeps every line before."""
+        import gzip
+
+        from netbench.common.arrivals import PER_ITER_GZ
+
+        keys = ("group", "hosts", "ranks", "collective", "bytes", "in_place", "engine", "iters",
+                "clock_err_us")
+        line = {k: record.get(k) for k in keys} | {"samples": samples}
+        try:
+            with gzip.open(self.path / PER_ITER_GZ, "at", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+        except OSError as exc:
+            raise disk_full(exc, self.path / PER_ITER_GZ) or exc from None
+
     def load_arrivals(self) -> JsonlRead:
         """arrivals.jsonl: records that fit ``ArrivalRecord`` (every field checked), and every line
         that did not, with its number and why."""
