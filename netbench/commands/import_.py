@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import click
 
+#: what nccl-tests -I's per-iteration times are, said with every import of them (issue 27)
+PER_ITER_NOTE = (
+    "note: nccl-tests -I per-iteration times are per-process maxima (each process's slowest GPU, often "
+    "one that waited for the straggler): they bound a straggler's delay but cannot name it; "
+    "`netbench sweep` records who arrives last (arrivals.jsonl)"
+)
 #: problems of the logs said one a line on stderr; the rest are counted (all are in run.json)
 MAX_PROBLEM_LINES = 20
 
@@ -77,6 +83,8 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
     click.echo(
         f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) into {run.path}"
     )
+    if any("per_iter" in r for t in tests for r in t.rows):
+        click.echo(PER_ITER_NOTE)
     for t in tests:  # the log did not name the collective: say what was concluded, and from what
         if t.collective_inferred:
             said = f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}"
