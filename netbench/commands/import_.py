@@ -167,3 +167,39 @@ def flight_recorder(ctx: click.Context, dumps: tuple[str, ...], out: str | None,
         click.echo("every dumped rank entered the same last collective of each process group")
     if report:
         _report(ctx, run.path)
+
+
+@command.command(
+    "inspector",
+    short_help="Import NCCL Inspector logs: per-rank duration and busbw, the rank the others wait for.",
+    epilog="""\b
+The JSON lines the NCCL Inspector profiler plugin writes (NVIDIA/nccl plugins/profiler/inspector,
+NCCL_INSPECTOR_DUMP_DIR): one line per rank and collective. Files or folders (read recursively).
+The rank whose kernel is the shortest again and again arrived last: the others' kernels were waiting.
+Examples:
+  netbench import inspector /logs/nccl-inspector-4711/ --out runs/job-4711
+  netbench import inspector node*.log --no-report
+""",
+)
+@click.argument("logs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Run directory to write (default: netbench-runs/<timestamp>-<id>).")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Build findings.json and report.html after importing.")
+@click.pass_context
+def inspector(ctx: click.Context, logs: tuple[str, ...], out: str | None, report: bool) -> None:
+    from netbench.common.text import terminal_safe
+    from netbench.importers.inspector import import_logs
+
+    run, log, slow = import_logs(list(logs), out)
+    click.echo(f"imported {len(log.records)} collective record(s) from {len(log.sources)} Inspector log(s) "
+               f"into {run.path}" + (f"; {log.left_out} line(s) left out" if log.left_out else ""))
+    for s in slow:
+        where = f"rank {s.rank}" + (f" on {s.host}" if s.host else "")
+        click.echo(terminal_safe(f"slow rank: {where}, shortest kernel (arrived last) in "
+                                 f"{s.collectives_slow} of {s.collectives} collectives of communicator "
+                                 f"{s.comm}"))
+    if not slow:
+        click.echo("no rank arrived last more often than chance")
+    if report:
+        _report(ctx, run.path)

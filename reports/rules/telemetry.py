@@ -71,34 +71,23 @@ def _hang(rec: dict[str, Any]) -> Finding | None:
 
 def _slow(rec: dict[str, Any]) -> Finding | None:
     host, rank = rec.get("host"), rec.get("rank")
-    if not isinstance(rank, int) or not isinstance(rec.get("slower"), (int, float)):
+    numbers = all(isinstance(rec.get(k), (int, float)) for k in ("slower", "wait_us"))
+    if not isinstance(rank, int) or not numbers:
         return None
     where = f"rank {rank}" + (f" on {host}" if isinstance(host, str) else "")
     return Finding(
-        rule="inspector_slow_rank",
-        severity="warn",
-        subject_kind="node" if isinstance(host, str) else "run",
+        rule="inspector_slow_rank", severity="warn", subject_kind="node" if isinstance(host, str) else "run",
         subject=host if isinstance(host, str) else where,
-        title=(
-            f"{where}: its collectives took {g3(rec['slower'])}x the median rank's time in "
-            f"{rec.get('collectives_slow')} of {rec.get('collectives')} collectives (NCCL Inspector)"
-        ),
-        evidence={
-            k: (sig3(v) if isinstance(v, float) else v)
-            for k, v in rec.items()
-            if k
-            in (
-                "rank",
-                "host",
-                "slower",
-                "collectives",
-                "collectives_slow",
-                "busbw_GBps",
-                "median_busbw_GBps",
-                "source",
-            )
-        },
-        action=f"Check {where}: its GPU clocks, its NIC and link, and what else runs there.",
+        title=(f"{where} arrives last: its kernel was the shortest (the others' were running, waiting "
+               "for it) "
+               f"in {rec.get('collectives_slow')} of {rec.get('collectives')} collectives of communicator "
+               f"{str(rec.get('comm'))[:40]}, {g3(rec['wait_us'])} us, {g3(100 * rec['slower'])}% of the "
+               "collective (NCCL Inspector)"),
+        evidence={k: (sig3(v) if isinstance(v, float) else v) for k, v in rec.items()
+                  if k in ("rank", "host", "comm", "collectives", "collectives_slow", "wait_us", "slower",
+                           "p_value", "busbw_GBps", "median_busbw_GBps", "source")},
+        action=f"Check {where}: what delays its launches (CPU contention, data loading, GPU clocks); its own "
+        "busbw looks best because it never waits: the other ranks' low busbw is its doing.",
         hosts=[host] if isinstance(host, str) else [],
     )
 
