@@ -138,8 +138,9 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
     per_host = rec.per_host
     if nd < MIN_DECISIVE or not per_host:
         return PointVerdict(kind="none", **base)
-    nh = len(rec.hosts)
-    host_of = last // per_host
+    # the unit judged: a host (its ranks together) when the group spans hosts, else the rank (GPU)
+    nh = len(rec.hosts) if len(rec.hosts) > 1 else rec.ranks
+    host_of = last // per_host if len(rec.hosts) > 1 else last
     dec_hosts = host_of[decisive]
     counts = np.bincount(dec_hosts, minlength=nh)
     order = np.argsort(-counts, kind="stable")
@@ -150,7 +151,8 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
         ranks = Counter(int(r) for r in last[mine])
         rank = ranks.most_common(1)[0][0]
         share = by[mine] / np.maximum(times[mine], 1e-9)
-        return PointVerdict(kind=kind, host=rec.hosts[h], rank=rank, local_rank=rank % per_host,
+        host = rec.hosts[h] if len(rec.hosts) > 1 else rec.hosts[0]
+        return PointVerdict(kind=kind, host=host, rank=rank, local_rank=rank % per_host,
                             last_count=int(mine.sum()), p_value=p, period=period,
                             late_us=float(by[mine].mean()), wait_share=float(np.minimum(share, 1.0).mean()),
                             **base)
