@@ -1,7 +1,7 @@
 """Stragglers on real test hosts (issue 27): a ring over 4 namespaced hosts, one host really slowed.
 
 The slowdown is real: the slowed host's sshd (and so every process its sessions start: the agent,
-the ranks) is moved into a cgroup (v1 ``cpu``) with a CPU quota of 20% of one core, checked in
+the ranks) is moved into a cgroup (v1 ``cpu``) with a CPU quota of 10% of one core, checked in
 short periods so the host is uniformly slow rather than stopped now and then. Every rank does the
 same fixed work before each timed operation (``--step-work``, a training step in miniature), which
 the throttled host finishes late: it arrives last. Without the work a back-to-back loop leaves
@@ -47,7 +47,7 @@ def net():
 class Throttle:
     """A cgroup holding a host's processes at ``quota_us`` of CPU per ``period_us``."""
 
-    def __init__(self, net, host: str, quota_us: int = 1000, period_us: int = 5000):
+    def __init__(self, net, host: str, quota_us: int = 1000, period_us: int = 10000):
         self.path = CGROUP_CPU / f"nbt-strag-{os.getpid()}-{host}"
         self.path.mkdir()
         (self.path / "cpu.cfs_period_us").write_text(str(period_us))
