@@ -93,9 +93,7 @@ class ArrivalRecord:
     last_rank: list[int]
     """Per iteration: the group rank that arrived last."""
     last_by_us: list[float]
-    """Per iteration: how long after the second-last it arrived (the wait it alone imposed), counted
-    only as far as its own gap since its previous completion exceeds the iteration's median gap: a
-    rank last only because it finished the previous operation last is not slow."""
+    """Per iteration: how long after the second-last it arrived (the wait it alone imposed)."""
     late_us: list[float]
     """Per rank: mean over iterations of its arrival minus the iteration's median arrival."""
     per_iter: dict[str, Any]
@@ -208,22 +206,13 @@ def summarise(st: Stamps, **point: Any) -> ArrivalRecord:
         second = last_t = arrive[:, 0]
     last = np.argmax(arrive, axis=1)
     med = np.median(arrive, axis=1)
-    # The part of the last rank's lead that is its own doing: in a loop each rank issues the next
-    # operation when it finished the previous one, so a rank that finished last (its place in a ring,
-    # the others' wait) arrives last without being slow. Its own gap (arrival minus its previous
-    # completion) beyond the iteration's median gap is what it added; the lead counts up to that.
-    gap = np.empty_like(arrive)
-    gap[0] = arrive[0] - arrive[0].min()
-    gap[1:] = arrive[1:] - done[:-1]
-    own = gap[np.arange(iters), last] - np.median(gap, axis=1)
-    lead = np.minimum(last_t - second, np.maximum(own, 0.0))
     return ArrivalRecord(
         ranks=ranks,
         iters=iters,
         clock_err_us=float(st.err_us.max()) if len(st.err_us) else 0.0,
         clock_offset_us=[float(x) for x in st.offset_us],
         last_rank=[int(x) for x in last],
-        last_by_us=[float(x) for x in np.maximum(lead, 0.0)],
+        last_by_us=[float(x) for x in np.maximum(last_t - second, 0.0)],
         late_us=[float(x) for x in (arrive - med[:, None]).mean(axis=0)],
         per_iter=per_iter_summary(elapsed.max(axis=1)),
         **point,
