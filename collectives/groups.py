@@ -23,7 +23,9 @@ costs what a fresh one does (16-23 ms against 18-25 ms), its release the same 0.
 communicator it splits from stays alive beside it (652 MiB above base against 264). A split is
 collective over the parent, so every rank of the world would have to split in every round, in
 step: one dead or hung rank would stall every later group of the sweep, where a fresh pair group
-costs only that pair. Every group is therefore made fresh; rows say so (``group_made``).
+costs only that pair. Every group is therefore made fresh, either when its turn comes or ahead of
+it while earlier groups measure (collectives/ahead.py: set-up off the round's path); rows say which
+(``group_made``: fresh | ahead) and how long the rank waited for it (``setup_wait_s``).
 """
 
 from __future__ import annotations
@@ -43,22 +45,39 @@ _KEPT: list[Any] = []  # groups no slot freed up for in time (``release``): aliv
 
 @dataclass(frozen=True)
 class MadeGroup:
-    """A group made for this rank: the backend object, this rank's place in it, how it was made and
-    what making it cost (rendezvous, connections, the first operation), for its rows."""
+    """A group made for this rank: the backend object (and the native engine's communicator, when
+    the phase measures with it), this rank's place in it, how it was made and what making it cost
+    (rendezvous, connections, the first operation), for its rows."""
 
     pg: Any
     grank: int
-    how: str  # fresh (the only way today: see the module's docstring)
+    how: str  # fresh: made when its turn came; ahead: made on a lane while earlier groups measured
     setup_s: float
+    wait_s: float | None = None
+    """How long the rank waited for it when its turn came: ``setup_s`` for a group made then, what
+    was left of its making for one made ahead (collectives/ahead.py)."""
+    native: Any = None  # collectives.native.NativeComm, or None
 
 
 def make(
-    backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None
+    backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None,
+    rendezvous_s: float | None = None,
 ) -> Any:
     """A fresh ``ProcessGroupNCCL`` / ``ProcessGroupGloo`` over the group's own ``store`` (a prefix of
     the run's), never through the default process group, so it lives and dies alone. ``gloo_device``:
     the keyword of ``ProcessGroupGloo.create_device`` (``interface`` or ``hostname``), None for
-    gloo's default."""
+    gloo's default. ``rendezvous_s``: how long its making may wait for the other members, when
+    longer than an operation's ``timeout_s`` (a group made ahead waits until its members' turn,
+    collectives/ahead.py); its operations still time out after ``timeout_s``."""
+    pg = _make(backend, store, grank, size, rendezvous_s or timeout_s, gloo_device)
+    if rendezvous_s:
+        pg._set_default_timeout(_dt.timedelta(seconds=timeout_s))
+    return pg
+
+
+def _make(
+    backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None
+) -> Any:
     import torch.distributed as dist
 
     timeout = _dt.timedelta(seconds=timeout_s)
@@ -66,9 +85,13 @@ def make(
         opts = dist.ProcessGroupNCCL.Options()
         opts._timeout = timeout
         pg = dist.ProcessGroupNCCL(store, grank, size, opts)
-        # eager connect so set-up failures surface here, not inside the first timed loop
-        pg.allreduce([torch.zeros(1, device="cuda")]).wait()
-        torch.cuda.synchronize()
+        # eager connect so set-up failures surface here, not inside the first timed loop; on a
+        # stream of its own, waited for alone: a group made ahead (collectives/ahead.py) must
+        # neither join the timed work of the group being measured nor wait for it
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            pg.allreduce([torch.zeros(1, device="cuda")]).wait()
+        side.synchronize()
         return pg
     gopts = dist.ProcessGroupGloo._Options()
     gopts._timeout = timeout
@@ -106,10 +129,13 @@ def _shutdown(pg: Any) -> None:
         _SLOTS.release()
 
 
-def abandon(pg: Any) -> None:
-    """Drop a failed group without waiting on it: ``abort`` (NCCL: ncclCommAbort; gloo: its pairs
-    closed) never waits for a peer, which may be dead or hung mid-operation. Synchronous, as a
-    failure is rare and the next group must not meet this one's half-finished work."""
+def abandon(pg: Any, native: Any = None) -> None:
+    """Drop a failed (or unwanted) group without waiting on it: ``abort`` (NCCL: ncclCommAbort;
+    gloo: its pairs closed) never waits for a peer, which may be dead or hung mid-operation.
+    Synchronous, as a failure is rare and the next group must not meet this one's half-finished
+    work. ``native``: the group's native-engine communicator, aborted too."""
+    if native is not None:
+        native.close(failed=True)
     if pg is None:
         return
     try:

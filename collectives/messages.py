@@ -112,7 +112,8 @@ SCHEMAS: dict[str, dict[str, Check]] = {
     "env": {"host": TEXT, "info": OBJ},
     "row": {"row": OBJ, "phase": COUNT},
     "step": {"rank": COUNT, "phase": COUNT, "group": TEXT, "step?": COUNT},
-    "group_done": {"rank": COUNT, "phase": COUNT, "group": TEXT, "seconds?": NUM, "setup_s?": NUM},
+    "group_done": {"rank": COUNT, "phase": COUNT, "group": TEXT, "seconds?": NUM, "setup_s?": NUM,
+                   "wait_s?": NUM},
     "group_error": {
         "rank": COUNT,
         "phase": INT,  # -1: the rank failed before any phase (external launchers)

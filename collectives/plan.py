@@ -263,6 +263,9 @@ class WorkerPlan:
     world_size: int
     phases: list[Phase]
     op_timeout_s: float = 60.0  # a single collective (or group set-up) taking longer has failed
+    ahead: int = 0
+    """Groups each rank makes ahead of their turn, on lanes of their own, while it measures
+    (collectives/ahead.py); 0: each group when its turn comes. ``planner.groups_ahead`` decides."""
     rank_hosts: list[str] = field(default_factory=list)  # host of each global rank
     rail_ifaces: list[str | None] = field(default_factory=list)
     """Per global rank: the interface its gloo rail groups bind (its rail's NIC), None or absent:

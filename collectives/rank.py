@@ -16,12 +16,14 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from netbench.collectives import clocks, groups, messages
+from netbench.collectives.ahead import Ahead
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.groups import MadeGroup
 from netbench.collectives.harness import IterStamps, PointSpec, Settings, corrupts, delays, measure
@@ -49,19 +51,39 @@ class RankContext:
     an earlier phase stalled (worker ``_Agent.restart``)."""
     made: MadeGroup | None = None
     """The group being measured: how it was made and what that cost, which its rows carry."""
+    open_store: Callable[[], Any] | None = None
+    """A new client of the run's store whose waits end after the plan's operation timeout: one for
+    each lane that makes groups ahead (collectives/ahead.py). None: every group is made when its
+    turn comes."""
 
 
-def make_group(ctx: RankContext, group: GroupSpec, phase: Phase) -> MadeGroup:
-    """This rank's group for ``group``, made fresh (``groups.make``), with its set-up time."""
+def make_group(
+    ctx: RankContext, group: GroupSpec, phase: Phase, store: Any = None, again: bool = False,
+    rendezvous_s: float | None = None,
+) -> MadeGroup:
+    """This rank's group for ``group``, made fresh (``groups.make``), with its set-up time: the torch
+    process group and, when the phase measures with the native engine, its own communicator.
+    ``store``: the client to rendezvous through (a lane's, collectives/ahead.py; None: the rank's);
+    ``again``: under a fresh prefix, as the coordinator asked (``again/N``: a member was restarted);
+    ``rendezvous_s``: how long to wait for the other members (None: the plan's operation timeout)."""
     t0 = time.time()
     grank = group.ranks.index(ctx.rank)
     iface = rail_iface(ctx, group)
     # gloo: the rail's own NIC, so a rail group measures that NIC and cable alone; else the address
     # that routes to the store
     device = {"interface": iface} if iface else {"hostname": ctx.gloo_addr} if ctx.gloo_addr else None
-    pg = groups.make(ctx.plan.backend, group_store(ctx, group, phase), grank, len(group.ranks),
-                     ctx.plan.op_timeout_s, device)
-    return MadeGroup(pg, grank, "fresh", time.time() - t0)
+    gstore = group_store(ctx, group, phase, store, again)
+    pg = groups.make(ctx.plan.backend, gstore, grank, len(group.ranks), ctx.plan.op_timeout_s, device,
+                     rendezvous_s)
+    native = None
+    if "nccl" in engines_of(phase.spec.engine):
+        try:
+            native = NativeComm(gstore, grank, len(group.ranks), rendezvous_s or ctx.plan.op_timeout_s)
+        except BaseException:
+            groups.abandon(pg)
+            raise
+    setup = time.time() - t0
+    return MadeGroup(pg, grank, "fresh", setup, setup, native)
 
 
 def rail_iface(ctx: RankContext, group: GroupSpec) -> str | None:
@@ -75,31 +97,31 @@ def rail_iface(ctx: RankContext, group: GroupSpec) -> str | None:
     return ctx.plan.rail_ifaces[ctx.rank]
 
 
-def run_group(ctx: RankContext, pg: Any, grank: int, group: GroupSpec, phase: Phase) -> None:
+def run_group(ctx: RankContext, made: MadeGroup, group: GroupSpec, phase: Phase) -> None:
     """Measure every point of the phase's sweep in one group; the group's rank 0 reports the rows.
 
     With two engines (``--engine both``) every point is measured by both, in the same group and
     buffers' sizes, so the torch overhead at a size is the ratio of two rows of one run. The engines
     are the plan's, the same on every rank of the group (``planner.choose_engine`` decided them); a
     rank whose host cannot run them stopped after its hello (``native.engine_unmet``)."""
-    engines = engines_of(phase.spec.engine)
-    native = None
-    if "nccl" in engines:
-        native = NativeComm(group_store(ctx, group, phase), grank, len(group.ranks), ctx.plan.op_timeout_s)
     ok = False
     try:
-        _run_points(ctx, pg, grank, group, phase, engines, native)
+        _run_points(ctx, made.pg, made.grank, group, phase, engines_of(phase.spec.engine), made.native)
         ok = True
     finally:
-        if native is not None:
-            native.close(failed=not ok)
+        if made.native is not None:
+            made.native.close(failed=not ok)
 
 
-def group_store(ctx: RankContext, group: GroupSpec, phase: Phase) -> Any:
-    """The group's own view of the run's store: its keys (torch's and ours) never meet another's."""
+def group_store(
+    ctx: RankContext, group: GroupSpec, phase: Phase, store: Any = None, again: bool = False
+) -> Any:
+    """The group's own view of the run's store: its keys (torch's and ours) never meet another's,
+    nor those of an attempt its members made with a process since restarted (``again``)."""
     import torch.distributed as dist
 
-    return dist.PrefixStore(f"p{phase.index}/{group.id}/", ctx.store)
+    return dist.PrefixStore(f"p{phase.index}/{group.id}/{'again/' if again else ''}",
+                            ctx.store if store is None else store)
 
 
 def _run_points(
@@ -121,7 +143,9 @@ def _run_points(
     # this host's clock against group rank 0's, once per group: arrivals are compared on one clock
     # (only where they are analysed: not for the thousands of pairs of a pairwise round)
     timed = group.pattern in ARRIVAL_PATTERNS
-    clock = clocks.estimate(group_store(ctx, group, phase), grank, n) if timed else clocks.ClockEstimate(0, 0)
+    clock = clocks.ClockEstimate(0.0, 0.0)
+    if timed:
+        clock = clocks.estimate(group_store(ctx, group, phase), grank, n, tag=_clock_tag(pg, grank, ctx.device))
     step = 0
     # one engine's whole sweep of a collective, then the other's: nccl-tests' table stays one section
     # per (collective, engine), and the report pairs the two engines' rows by size
@@ -185,6 +209,7 @@ def _run_points(
                         rail=group.rail,
                         group_made=ctx.made.how if ctx.made else None,
                         setup_s=ctx.made.setup_s if ctx.made else None,
+                        setup_wait_s=ctx.made.wait_s if ctx.made else None,
                     )
                     if stamps is not None and timed:
                         record = arrival_record(row, stamps)
@@ -194,6 +219,17 @@ def _run_points(
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:
                     messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
+
+
+def _clock_tag(pg: Any, grank: int, device: str) -> str:
+    """Store keys of this group's clock exchange, never an earlier attempt's: group rank 0 draws a
+    token and the group's own first operation hands it to every member (a group made again after a
+    restart, ahead on a lane or under ``again/``, meets only its own keys)."""
+    import secrets
+
+    token = torch.tensor([secrets.randbits(62) if grank == 0 else 0], dtype=torch.int64, device=device)
+    pg.allreduce([token]).wait()
+    return f"clk/{int(token.item()):x}"
 
 
 def _gather(
@@ -241,40 +277,88 @@ def arrival_record(row: ResultRow, stamps: Stamps) -> ArrivalRecord:
 
 
 def run_plan(ctx: RankContext) -> None:
-    """Execute every phase of the plan. Never raises for a failed group: it reports and goes on."""
+    """Execute every phase of the plan. Never raises for a failed group: it reports and goes on.
+
+    With ``plan.ahead`` lanes, the next groups are made while this one measures (collectives/ahead.py);
+    a restarted rank (``first_phase``) makes the groups of its first ``ahead`` phases itself, as the
+    coordinator has its partners make them again (``again/N``)."""
+    ahead = _lanes(ctx)
     for phase in ctx.plan.phases[ctx.first_phase :]:
         key = f"go/{phase.index}"
         ctx.store.wait([key], STORE_WAIT)
         released = set(json.loads(ctx.store.get(key).decode()))
         mine = [g for g in phase.groups if g.id in released and ctx.rank in g.ranks]
-        for group in mine:
-            made = None
-            t0 = time.time()
-            try:
-                made = ctx.made = make_group(ctx, group, phase)
-                run_group(ctx, made.pg, made.grank, group, phase)
-                groups.release(made.pg, ctx.plan.op_timeout_s)  # its last op (_gather) had every member
-                messages.emit(
-                    "group_done",
-                    rank=ctx.rank,
-                    phase=phase.index,
-                    group=group.id,
-                    seconds=time.time() - t0,
-                    setup_s=made.setup_s,
-                )
-            except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
-                text = f"{type(exc).__name__}: {exc}".strip()
-                kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"
-                messages.emit(
-                    "group_error",
-                    rank=ctx.rank,
-                    phase=phase.index,
-                    group=group.id,
-                    kind=kind,
-                    error=text.splitlines()[0][:500] if text else kind,
-                    detail=traceback.format_exc(limit=3)[-1500:]
-                    if os.environ.get("NETBENCH_DEBUG")
-                    else None,
-                )
-                groups.abandon(made.pg if made else None)
+        again: set[str] = set()
+        if ahead is not None:
+            if mine:
+                again = set(json.loads(ctx.store.get(f"again/{phase.index}").decode()))
+            ahead.settle(phase.index, {g.id for g in mine} - again)
+        for k, group in enumerate(mine):
+            if ahead is not None:
+                ahead.fill(phase.index, _upcoming(ctx, phase, mine[k + 1 :]))
+            _one_group(ctx, phase, group, ahead, group.id in again)
         messages.emit("phase_done", rank=ctx.rank, phase=phase.index)
+
+
+def _lanes(ctx: RankContext) -> Ahead | None:
+    if not ctx.plan.ahead or ctx.open_store is None:
+        return None
+
+    def on_thread() -> None:  # a lane's CUDA calls go to this rank's GPU, as the rank's own do
+        if ctx.device == "cuda":
+            torch.cuda.set_device(ctx.local_rank)
+
+    floor = ctx.first_phase + ctx.plan.ahead if ctx.first_phase else 0
+    forever = STORE_WAIT.total_seconds()  # a member may come only at the group's turn (ahead.py)
+    return Ahead(ctx.plan.ahead, ctx.open_store,
+                 lambda store, g, p: make_group(ctx, g, p, store, rendezvous_s=forever),
+                 on_thread, ctx.plan.op_timeout_s, floor)
+
+
+def _upcoming(
+    ctx: RankContext, phase: Phase, rest: list[GroupSpec]
+) -> Iterator[tuple[Phase, GroupSpec, int]]:
+    """This rank's groups after the current one, in plan order, each with its place among the
+    phase's planned groups that hold the rank (``ahead.lane_of``): the rest of this phase's released
+    ones, then every later phase's planned ones (a release may still leave some out)."""
+    if rest:
+        place = {g.id: k for k, g in enumerate(g for g in phase.groups if ctx.rank in g.ranks)}
+        for g in rest:
+            yield phase, g, place[g.id]
+    for later in ctx.plan.phases[phase.index + 1 :]:
+        for k, g in enumerate(g for g in later.groups if ctx.rank in g.ranks):
+            yield later, g, k
+
+
+def _one_group(ctx: RankContext, phase: Phase, group: GroupSpec, ahead: Ahead | None, again: bool) -> None:
+    made = None
+    t0 = time.time()
+    try:
+        made = ahead.take(phase.index, group.id) if ahead is not None and not again else None
+        made = ctx.made = made or make_group(ctx, group, phase, again=again)
+        run_group(ctx, made, group, phase)
+        groups.release(made.pg, ctx.plan.op_timeout_s)  # its last op (_gather) had every member
+        messages.emit(
+            "group_done",
+            rank=ctx.rank,
+            phase=phase.index,
+            group=group.id,
+            seconds=time.time() - t0,
+            setup_s=made.setup_s,
+            wait_s=made.wait_s,
+        )
+    except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
+        text = f"{type(exc).__name__}: {exc}".strip()
+        kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"
+        messages.emit(
+            "group_error",
+            rank=ctx.rank,
+            phase=phase.index,
+            group=group.id,
+            kind=kind,
+            error=text.splitlines()[0][:500] if text else kind,
+            detail=traceback.format_exc(limit=3)[-1500:]
+            if os.environ.get("NETBENCH_DEBUG")
+            else None,
+        )
+        groups.abandon(made.pg if made else None)

@@ -152,6 +152,9 @@ class Coordinator:
         # ranks given up on in a stalled group, to be restarted from a later phase: rank -> that
         # phase; ``restart_acked``: their agents have restarted them (a hello from them closes it)
         self.restarts: dict[int, int] = {}
+        # rank -> the phase it was last restarted from: its groups of that phase and the plan's
+        # ``ahead`` after it are made again under a fresh prefix (``again/N``, collectives/ahead.py)
+        self.remade: dict[int, int] = {}
         self.restart_acked: set[int] = set()
         self._ctl_gen = 0
         self._store: Any = None
@@ -254,6 +257,8 @@ class Coordinator:
         elif kind in ("group_done", "group_error"):
             if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
                 state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
+            if msg.get("wait_s") is not None:  # what of it the round waited for (groups made ahead)
+                state["wait_s"] = max(state.get("wait_s", 0.0), float(msg["wait_s"]))
                 state["group_s"] = max(state.get("group_s", 0.0), float(msg.get("seconds") or 0.0))
             gid, rank = msg["group"], msg["rank"]
             state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
@@ -373,7 +378,7 @@ class Coordinator:
                     store.set(f"go/{phase.index}", "[]")
                     continue
                 t_phase = self.clock()
-                state["setup_s"] = state["group_s"] = 0.0
+                state["setup_s"] = state["wait_s"] = state["group_s"] = 0.0
                 self._run_phase(phase, store, state)
                 self.outcome.phases.append(
                     {
@@ -382,6 +387,7 @@ class Coordinator:
                         "groups": len(phase.groups),
                         "seconds": round(self.clock() - t_phase, 4),
                         "group_setup_s": round(state.get("setup_s", 0.0), 4),  # slowest group creation
+                        "group_wait_s": round(state.get("wait_s", 0.0), 4),  # longest wait for one
                         "group_s": round(state.get("group_s", 0.0), 4),  # longest group, creation included
                     }
                 )
@@ -509,6 +515,8 @@ class Coordinator:
         start = time.monotonic()
         for g in run_groups:
             state["activity"][g.id] = start
+        if self.plan.ahead:  # before the release: a rank reads it once it sees its group released
+            store.set(f"again/{phase.index}", json.dumps(self._again(phase, run_groups)))
         store.set(f"go/{phase.index}", json.dumps([g.id for g in run_groups]))
         pending = {g.id: g for g in run_groups}
         # ranks' own operation timeouts fire at op_timeout_s; the silent ones are named GRACE_S later
@@ -607,12 +615,19 @@ class Coordinator:
         carrying every request of that host not yet acknowledged (an agent that polled late still
         sees an earlier one; it applies a rank's request once, by its phase)."""
         for r in ranks:
-            self.restarts[r] = first_phase
+            self.restarts[r] = self.remade[r] = first_phase
             self.restart_acked.discard(r)
         self._ctl_gen += 1
         for host in sorted({self.rank_host[r] for r in ranks}):
             asked = {str(r): p for r, p in self.restarts.items() if self.rank_host[r] == host}
             self._store.set(f"ctl/{host}", json.dumps({"gen": self._ctl_gen, "restart": asked}))
+
+    def _again(self, phase: Phase, run_groups: list[GroupSpec]) -> list[str]:
+        """The released groups of ``phase`` to be made again under a fresh prefix: those of a rank
+        restarted from this phase or up to ``plan.ahead`` phases before, whose partners may have made
+        them ahead with the process that is gone (collectives/ahead.py)."""
+        fresh = {r for r, first in self.remade.items() if first <= phase.index < first + self.plan.ahead}
+        return [g.id for g in run_groups if fresh.intersection(g.ranks)] if fresh else []
 
     def _await_restarts(self, state: dict[str, Any]) -> None:
         """Before a phase is released: the ranks restarted for it are back (their hello), so their

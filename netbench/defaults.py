@@ -24,3 +24,12 @@ SIM_MAX_RAILS = 64
 MAX_COUNT = 10**9
 """The upper end of a count option that has no natural one (iterations, rounds, partners, pairs at
 once): far above any real use, low enough that nothing sized by it overflows or runs for ever."""
+
+NET_DEPTH = 7
+"""Groups made ahead when NCCL groups span nodes (``planner.groups_ahead``): a 16-rank pair group
+takes ~2.9 s to make (netbench/sim/setup.py) and a pairwise round measures ~0.42 s (64M, 256M, 1G at
+400G, benchmarks/README.md "Group set-up"), so 7 lanes make a round's group in the time of 7
+rounds' measuring and the round never waits once the first 7 are made. Each holds a communicator
+(collectives/ahead.py) besides the one in use: ~2.7 GiB of an H200 at the 1-rank figure, more
+across nodes; ``--groups-ahead`` lowers it."""
+MAX_AHEAD = 64  # the most --groups-ahead takes: a thread and a store client each

@@ -67,7 +67,8 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         coord = threading.Thread(target=coordinate, daemon=True)
         coord.start()
     try:
-        run_rank(store, addr, env.rank, env.local_rank, host)
+        # a client for each lane that makes groups ahead (collectives/ahead.py)
+        run_rank(store, addr, env.rank, env.local_rank, host, open_store=lambda: client(addr, port, secret))
     except Exception as exc:  # noqa: BLE001 - reported to the coordinator, which names the rank
         messages.emit("group_error", rank=env.rank, phase=-1, group="?", kind="error", error=str(exc))
     code = 0

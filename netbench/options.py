@@ -38,6 +38,7 @@ class SweepOptions:
     step_work: int = 0  # units of work before each timed operation (--step-work; harness.step_work)
     per_iter: bool = False  # keep every rank's per-operation samples (per_iter.jsonl.gz)
     engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
+    groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     out: str | None = None
     report: bool = True
     fail_on: str = "fail"  # which verdict exits 2 (reports.summary.FAIL_ON)

@@ -45,7 +45,7 @@ from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
 from netbench.common.topology import RoundLoad, leaf_of
-from netbench.defaults import PAIR_SIZES
+from netbench.defaults import NET_DEPTH, PAIR_SIZES
 from netbench.launch import HostSlot
 from netbench.options import ClusterOptions, SweepOptions
 
@@ -540,9 +540,22 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
         world_size=sum(s.nprocs for s in slots),
         phases=phases,
         op_timeout_s=req.measure.timeout_s,
+        ahead=groups_ahead(req.measure.groups_ahead, backend, phases),
         rank_hosts=[s.host for s in slots for _ in s.ranks],
         rail_ifaces=_rank_rail_ifaces(req, slots) if "rail" in req.patterns else [],
     )
+
+
+def groups_ahead(requested: int | None, backend: str, phases: Sequence[Phase]) -> int:
+    """How many groups each rank makes ahead of their turn (collectives/ahead.py): ``requested``,
+    else ``ahead.NET_DEPTH`` when NCCL groups span hosts after the first phase (a communicator
+    across nodes takes seconds to make, several rounds' worth of measuring), else none: gloo and
+    one node's NCCL groups are made in milliseconds, and a lane would only compete with the
+    measurement for the CPU."""
+    if requested is not None:
+        return requested
+    spans = any(len(p.groups) and len(p.groups[0].hosts) > 1 for p in phases[1:])
+    return NET_DEPTH if backend == "nccl" and spans else 0
 
 
 def _rank_rail_ifaces(req: PlanRequest, slots: list[HostSlot]) -> list[str | None]:

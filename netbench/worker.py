@@ -33,6 +33,8 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from netbench.collectives.plan import WorkerPlan
     from netbench.launch import HostPlanText
 
@@ -71,19 +73,26 @@ def _rank_main(args: argparse.Namespace) -> None:
         args.store_addr, args.store_port, is_master=False, timeout=STORE_WAIT, wait_for_workers=False
     )
     plan = _read_plan_lines().plan()
+
+    def open_store() -> object:  # a lane's own client (collectives/ahead.py)
+        lane = dist.TCPStore(args.store_addr, args.store_port, is_master=False, wait_for_workers=False,
+                             timeout=STORE_WAIT)
+        return secured(lane, secret)
+
     run_rank(secured(raw, secret), args.store_addr, args.rank, args.local_rank, args.host, plan,
-             first_phase=args.first_phase)
+             first_phase=args.first_phase, open_store=open_store)
     sys.stdout.flush()
     os._exit(0)  # skip destructors of abandoned groups: they may wait for dead peers
 
 
 def run_rank(
     store: object, store_addr: str, rank: int, local_rank: int, host: str, plan: WorkerPlan | None = None,
-    first_phase: int = 0,
+    first_phase: int = 0, open_store: Callable[[], object] | None = None,
 ) -> None:
     """One rank's whole life once it has the store: say hello, follow the phases. ``plan``: its
     host's, as the agent handed it; None (ranks an external launcher started, no agent): the rank
-    fetches its host's part itself."""
+    fetches its host's part itself. ``open_store``: a new client of the store for each lane that
+    makes groups ahead (``RankContext.open_store``)."""
     import torch
 
     from netbench.collectives import messages
@@ -124,6 +133,7 @@ def run_rank(
         device=plan.device,
         gloo_addr=addr,
         first_phase=first_phase,
+        open_store=open_store,
     )
     run_plan(ctx)
     messages.emit("bye", rank=rank)

@@ -68,19 +68,24 @@ def test_gpu_dropout_is_named_and_recorded_as_a_real_lost_rank(tmp_path):
 def test_the_budget_runs_on_fabric_time(tmp_path):
     # inventory + one launch + the quick pass (3 rounds on each leaf, 1 across, the ring: ~0.4 s each
     # measuring, after each group's communicator set-up, sim.setup: 2.9 s for a pair of 8-GPU nodes,
-    # 8.1 s for the 128 ranks of the ring) fit in 40 s of fabric time less the report's reserve (a
+    # 8.1 s for the 128 ranks of the ring) fit in 28 s of fabric time less the report's reserve (a
     # quarter of it); the re-test launch (5.5 s of rank start-up, then its rounds) does not fit
     # whole, so the budget stops it after its first round
     costs, setup = LaunchCosts(), GroupSetup()
     pair, ring = setup.seconds("nccl", 16, 2), setup.seconds("nccl", 128, 16)
-    first = costs.inventory_s(16) + costs.launch_s(16) + 5 * 0.4 + 4 * pair + ring
-    assert first < 0.75 * 40.0 < first + costs.launch_s(16) + 2 * (pair + 0.4)
-    res = preflight(tmp_path, "tight", ["node:node0005=0.5"], budget_s=40.0)
-    quick = [round(s) for s in res.result.info["quick_phase_s"]]
-    assert quick == [round(pair + 0.4)] * 4 + [round(ring + 0.8)]  # each with its set-up
+    res = preflight(tmp_path, "tight", ["node:node0005=0.5"], budget_s=28.0)
+    quick = res.result.info["quick_phase_s"]
+    first = costs.inventory_s(16) + costs.launch_s(16) + sum(quick)
+    assert first < 0.75 * 28.0 < first + costs.launch_s(16) + 2 * (pair + 0.4)
+    # groups made ahead (collectives/ahead.py, 7 for NCCL across nodes): the first round waits for
+    # its whole set-up, and the next phases' groups are made meanwhile, so the 3 rounds after it only
+    # measure and the ring waits for what is left of its 8.1 s
+    assert quick[0] == pytest.approx(pair + 0.4, abs=0.3)
+    assert all(s < 0.8 for s in quick[1:4]), quick
+    assert quick[4] == pytest.approx(ring - sum(quick[:4]) + 0.8, abs=0.6), quick
     escalation = res.result.info["escalations"][0]
     assert "budget" in escalation["skipped"] and escalation["phases_run"] < escalation["phases_planned"]
-    assert res.fabric_s <= 40.0
+    assert res.fabric_s <= 28.0
 
 
 def test_cli_prints_the_drain_list_and_the_score(tmp_path):

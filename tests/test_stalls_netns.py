@@ -164,11 +164,17 @@ def test_one_slow_host_stalling_the_ring_is_named_and_costs_nobody_else(clean, t
     assert sweep.nodes_named(("warn", "fail")) == {"h3"}, sweep.text()[-3000:]
 
 
-def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) -> None:
+# groups made ahead (collectives/ahead.py): the partners of a host that goes down or a rank that is
+# restarted have begun making their groups with it before they learn of it
+AHEAD = pytest.mark.parametrize("ahead", [[], ["--groups-ahead", "2"]], ids=["made-at-turn", "made-ahead"])
+
+
+@AHEAD
+def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path, ahead: list[str]) -> None:
     """h2's rank is killed once the ring has printed its first row (its larger sizes keep it going a
     few seconds more): the ranks blocked in the ring on it are restarted, not taken for hung."""
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise", "-b", "1M",
-                   "-e", "16M", "--pair-sizes", "64K", "--confirm-budget", "0", *BARE, "-n", "30"],
+                   "-e", "16M", "--pair-sizes", "64K", "--confirm-budget", "0", *BARE, "-n", "30", *ahead],
                   tmp_path / "run")
     sweep.wait_line(lambda line: line.strip().startswith("1048576"))
     for pid in rank_pids(clean, "h2"):
@@ -184,11 +190,14 @@ def test_a_rank_killed_in_the_ring_costs_only_its_host(clean, tmp_path: Path) ->
     assert sweep.blamed() <= {"h2"}, sweep.findings()
 
 
-def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(clean, tmp_path: Path) -> None:
+@AHEAD
+def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(
+    clean, tmp_path: Path, ahead: list[str]
+) -> None:
     """h1 drops to 1 Mbit/s once the pairs have started: each of its pairs stalls past --timeout with
     both ranks alive, so its partners are restarted and go on with their other pairs."""
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "1M",
-                   "--confirm-budget", "0", *BARE], tmp_path / "run")
+                   "--confirm-budget", "0", *BARE, *ahead], tmp_path / "run")
     sweep.wait_row("pair")
     clean.limit_host("h1", "1mbit")
     assert sweep.finish() == 2, sweep.text()[-4000:]

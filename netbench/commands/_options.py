@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from netbench.defaults import MAX_COUNT, OP_TIMEOUT_S
+from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
 from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 
 
@@ -264,6 +264,14 @@ _PAIRS = [
         type=Count(1, MAX_COUNT),
         default=None,
         help="Topology schedule: at most K pairs of a round through one uplink (more rounds, less load).",
+    ),
+    click.option(
+        "--groups-ahead",
+        type=Count(0, MAX_AHEAD),
+        default=None,
+        help="Groups each rank makes ahead of their turn, while it measures (communicator set-up off "
+        "the round's path; each holds its communicator's memory). Default: "
+        f"{NET_DEPTH} for NCCL groups across hosts, 0 otherwise.",
     ),
     click.option(
         "--pair-sizes",

@@ -9,6 +9,7 @@ import click
 from netbench.commands._options import FAIL_ON
 from netbench.defaults import (
     CONFIRM_BUDGET_S,
+    MAX_AHEAD,
     MAX_COUNT,
     SIM_MAX_NIC_GBPS,
     SIM_MAX_NODES,
@@ -91,6 +92,8 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--pair-batch", type=Count(1, MAX_COUNT), help="At most this many pairs at once.")
 @click.option("--pair-schedule", type=click.Choice(["auto", "circle", "topology"]), default="auto",
               show_default=True, help="As sweep --hosts: auto is leaf against leaf (the topology is known).")
+@click.option("--groups-ahead", type=Count(0, MAX_AHEAD),
+              help="Groups each rank makes ahead of their turn (default as sweep: 7 for NCCL across nodes).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option(
     "--confirm-budget", "confirm_budget_s", type=BUDGET, default=CONFIRM_BUDGET_S,
@@ -113,7 +116,8 @@ def command(
     core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
     patterns: tuple[str, ...], pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str,
-    max_bytes: int, confirm_budget_s: float, out: str | None, report: bool, fail_on: str,
+    groups_ahead: int | None, max_bytes: int, confirm_budget_s: float, out: str | None, report: bool,
+    fail_on: str,
     preflight: bool, budget_s: float, rounds: int | None, confirm: int,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
@@ -132,6 +136,7 @@ def command(
         noise=noise, seed=seed, patterns=patterns or ("ring", "pairwise"),
         pair_sizes=tuple(pair_sizes) if pair_sizes else None,
         pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
+        groups_ahead=groups_ahead,
     )
     if preflight:
         given = click.get_current_context().get_parameter_source("confirm_budget_s")

@@ -79,11 +79,14 @@ class ResultRow:
     # where the plan has none (not a pair, a host the topology does not place, an older run)
     load: int | None = None  # the most pairs of its round through one uplink on its path (0 in a leaf)
     hop_class: str | None = None  # leaf | spine | core | tier-N (netbench.common.topology)
-    # how the row's group was made (collectives/groups.py: fresh; split reserved for communicators
-    # split from a world one) and what making it cost this rank (rendezvous, connections, the first
-    # operation), in seconds; None in rows of runs from before they were recorded
+    # how the row's group was made (collectives/groups.py: fresh, when its turn came; ahead, on a
+    # lane while earlier groups measured, collectives/ahead.py; split reserved for communicators
+    # split from a world one), what making it cost this rank (rendezvous, connections, the first
+    # operation) and how long the rank waited for it when its turn came, in seconds; None in rows
+    # of runs from before they were recorded
     group_made: str | None = None
     setup_s: float | None = None
+    setup_wait_s: float | None = None
     # a failed row's cause as the coordinator found it (``failed_row``): ``blame`` the hosts whose
     # loss failed the group (down, hung, cut off; its other hosts are blameless, an empty list when
     # it names none: every rank alive, or the collective's own error), ``ran`` False for a group
@@ -129,6 +132,7 @@ MEASURED = ("time_us", "busbw_GBps")
 NON_NEGATIVE = (
     "ranks", "round", "bytes", "count", "iters", "warmup", "time_us", "time_us_min", "time_us_max",
     "rank_time_us", "algbw_GBps", "busbw_GBps", "wrong", "root", "ts", "rail", "load", "setup_s",
+    "setup_wait_s",
 )
 """Numeric fields (a list: each of its items) that no measurement can make negative."""
 

@@ -39,6 +39,7 @@ from netbench.launch import PLAN_KEY, HostSlot, get_text, host_plan_key
 from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
 from netbench.sim.run import SimOptions, _flows, _measure, _note_effects, _rates
+from netbench.sim.setup import Lanes
 
 CHUNK = 64  # groups whose lines are handed over together (SimLauncher._handed_over)
 HANDOVER_S = 30.0  # a reader that stopped (the coordinator rejected a host) is not waited for longer
@@ -206,6 +207,7 @@ class SimLauncher:
         try:
             store = self._connect(addr, port, secret)
             plan = self._plan(store) if store is not None else None
+            lanes = Lanes(plan.ahead, self.sim.opts.ahead_slowdown) if plan is not None else None
             for phase in plan.phases if plan is not None else []:
                 go = self._wait(store, f"go/{phase.index}")
                 if go is None:
@@ -213,7 +215,7 @@ class SimLauncher:
                 # the release lists the groups in the plan's order; the parts put pairs in host order
                 order = {gid: k for k, gid in enumerate(json.loads(go.decode()))}
                 groups = sorted((g for g in phase.groups if g.id in order), key=lambda g: order[g.id])
-                self._phase(plan, phase, groups)
+                self._phase(plan, phase, groups, lanes)
         finally:
             with self._lock:
                 agents = list(self.agents.values())
@@ -255,7 +257,7 @@ class SimLauncher:
         except RuntimeError:  # torch's DistStoreError: the coordinator is done with us
             return None
 
-    def _phase(self, plan: WorkerPlan, phase: Phase, groups: list[GroupSpec]) -> None:
+    def _phase(self, plan: WorkerPlan, phase: Phase, groups: list[GroupSpec], lanes: Lanes) -> None:
         """Run a phase's released groups at once on the fabric; the clock moves by its slowest group."""
         sim = self.sim
         failing = [g for g in groups if set(g.hosts) & sim.dropped]
@@ -268,7 +270,7 @@ class SimLauncher:
             pair = np.array([len(g.hosts) == 2 for g in running])[flows.owner]
             ratio = (group_rate / healthy)[flows.owner][pair]
             _note_effects(sim.fabric, flows.subset(pair), ratio, slow_now, sim.worst)
-        measured = _measure(plan, phase, running, group_rate, sim.opts, sim.rng)
+        measured = _measure(plan, phase, running, group_rate, sim.opts, sim.rng, lanes, sim.clock())
         sim.clock.advance(float(measured.seconds.max(initial=0.0)))
         touched: set[SimAgent] = set()
         for k, (grp, rows, seconds) in enumerate(zip(running, measured.rows_of(), measured.seconds.tolist(),
@@ -284,7 +286,7 @@ class SimLauncher:
                 agent = self._agent_of(rank)
                 agent.say(
                     "group_done", rank=rank, phase=phase.index, group=grp.id, seconds=seconds,
-                    setup_s=measured.setup_s,
+                    setup_s=measured.setup_s, wait_s=measured.wait_s,
                 )
                 touched.add(agent)
         for grp in failing:

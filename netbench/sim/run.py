@@ -41,7 +41,7 @@ from netbench.planner import PlanRequest, build_plan
 from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.rails import RailFabric, build_fabric
-from netbench.sim.setup import GroupSetup
+from netbench.sim.setup import GroupSetup, Lanes
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -80,6 +80,10 @@ class SimOptions:
     out: str | None = None
     group_made: str = "fresh"
     """How each group's communicator is made, for its set-up charge (``sim.setup.GroupSetup``)."""
+    groups_ahead: int | None = None
+    """Groups each rank makes ahead (``--groups-ahead``; None: the planner's choice)."""
+    ahead_slowdown: float = 1.0
+    """How much longer a group's making takes beside the others made ahead at once (``sim.setup.Lanes``)."""
 
     def __post_init__(self) -> None:
         from netbench.common.errors import UsageError
@@ -115,6 +119,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
             warmup=opts.warmup,
             in_place="out",
             backend="nccl",
+            groups_ahead=opts.groups_ahead,
         ),
         patterns=list(opts.patterns),
         pair_sizes=list(opts.pair_sizes) if opts.pair_sizes else None,
@@ -146,6 +151,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
     fabric_s, n_rows = 0.0, 0
     phases: list[dict[str, Any]] = []
+    lanes = Lanes(plan.ahead, opts.ahead_slowdown)
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     # one fsync at the end, not one per row as a real run needs: nothing here can die half way
     with rundir.results_path.open("ab") as fh:
@@ -160,7 +166,8 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
             rate = _rates(fab, flows, slow_now)
             if flows.a.size and any(f.kind != "gpu" for f in fab.faults):
                 _note_effects(fab, flows, rate / _rates(fab, flows, slow_now, faults=False), slow_now, worst)
-            measured = _measure(plan, phase, groups, flows.group_rates(rate, len(groups)), opts, rng)
+            measured = _measure(plan, phase, groups, flows.group_rates(rate, len(groups)), opts, rng,
+                                lanes, fabric_s)
             fh.write(measured.jsonl())
             n_rows += measured.rows
             phase_s = float(measured.seconds.max(initial=0.0))
@@ -259,6 +266,8 @@ class Measured:
     made: str = "fresh"
     setup_s: float = 0.0
     """What making each group cost (``sim.setup``): the same for every group of a phase."""
+    wait_s: float = 0.0
+    """What of it the phase waited for (all of it, unless its groups were made ahead)."""
 
     @property
     def rows(self) -> int:
@@ -298,6 +307,7 @@ class Measured:
             "ts": self.ts,
             "group_made": self.made,
             "setup_s": self.setup_s,
+            "setup_wait_s": self.wait_s,
         }
 
     def rows_of(self) -> list[list[ResultRow]]:
@@ -397,10 +407,14 @@ def _measure(
     rate_GBps: np.ndarray,
     opts: SimOptions,
     rng: np.random.Generator,
+    lanes: Lanes | None = None,
+    now: float = 0.0,
 ) -> Measured:
     """What every group of the phase measures at its rate (``rate_GBps[g]``): at each point, time =
     latency + bytes x busbw factor / rate, times multiplicative noise, each rank around it. The
-    random draws are a group's points in order, each the noise then the ranks' jitter."""
+    random draws are a group's points in order, each the noise then the ranks' jitter. ``lanes``:
+    the groups made ahead so far (the phase starts at ``now``), which decide what of the groups'
+    set-up the phase waits for; None: all of it."""
     sizes = _group_sizes(groups)
     if len(sizes) > 1:
         raise ValueError(f"{phase.name}: groups of different sizes ({sorted(sizes)}) in one phase")
@@ -421,10 +435,12 @@ def _measure(
     per_point = spec.warmup + spec.iters + (1 if spec.check else 0)
     avg = rank_us.mean(axis=-1)
     setup_s = GroupSetup(opts.group_made).seconds(plan.backend, n, _group_nodes(groups))
-    seconds = np.full(len(groups), setup_s)  # a group measures once its communicator is made
+    wait_s = lanes.wait(now, setup_s) if lanes is not None else setup_s
+    made = "ahead" if lanes is not None and lanes.depth and len(lanes.starts) > 1 else opts.group_made
+    seconds = np.full(len(groups), wait_s)  # a group measures once its communicator is made
     for q in range(len(points)):
         seconds += per_point * avg[:, q] / 1e6
-    return Measured(plan, phase, groups, points, rank_us, seconds, time.time(), opts.group_made, setup_s)
+    return Measured(plan, phase, groups, points, rank_us, seconds, time.time(), made, setup_s, wait_s)
 
 
 def _group_nodes(groups: Sequence[GroupSpec]) -> int:

@@ -29,7 +29,7 @@ The figures, and where each comes from:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 GLOO_S = 0.0068
 INTRA_S = 0.022
@@ -58,3 +58,29 @@ class GroupSetup:
             return INTRA_S  # split measured no cheaper on one node
         fresh = NET_S * ranks**NET_EXP
         return fresh * SPLIT_SHARE if self.made == "split" else fresh
+
+
+@dataclass
+class Lanes:
+    """Groups made ahead on the fabric's clock, as ranks make them (collectives/ahead.py): the
+    groups of the k-th phase begin to be made when phase k - ``depth`` starts (the first ``depth``
+    phases' when the first one does, whose own groups are made at its turn), ``depth`` at a time,
+    and a phase waits only for what is left of its groups' making.
+
+    ``slowdown``: how much longer one making takes beside the others made at once. 1 (no slowdown)
+    is the optimistic bound: a making is mostly waiting (bootstrap round trips, connection
+    handshakes) and topology search on one of a node's many cores, but not measured across nodes;
+    benchmarks/bench_group_setup.py reports 1 and 2."""
+
+    depth: int
+    slowdown: float = 1.0
+    starts: list[float] = field(default_factory=list)
+
+    def wait(self, now: float, setup_s: float) -> float:
+        """What of ``setup_s`` the next phase, starting at ``now``, waits for its groups."""
+        self.starts.append(now)
+        k = len(self.starts) - 1
+        if not self.depth or not k:
+            return setup_s
+        begun = self.starts[max(0, k - self.depth)]
+        return max(0.0, begun + setup_s * self.slowdown - now)
