@@ -145,7 +145,8 @@ def _run_points(
     timed = group.pattern in ARRIVAL_PATTERNS
     clock = clocks.ClockEstimate(0.0, 0.0)
     if timed:
-        clock = clocks.estimate(group_store(ctx, group, phase), grank, n, tag=_clock_tag(pg, grank, ctx.device))
+        tag = _clock_tag(pg, grank, ctx.device)
+        clock = clocks.estimate(group_store(ctx, group, phase), grank, n, tag=tag)
     step = 0
     # one engine's whole sweep of a collective, then the other's: nccl-tests' table stays one section
     # per (collective, engine), and the report pairs the two engines' rows by size
