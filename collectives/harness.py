@@ -8,7 +8,13 @@ For one (collective, size, in-place) point on one rank:
      CUDA events on the stream, issued back to back (pipelined, as nccl-tests); on CPU with a monotonic
      clock around the loop, each operation waited before the next (gloo runs a collective on its own
      threads; letting several overlap would measure something NCCL never does);
-  5. report time per operation.
+  5. report time per operation, and when this rank arrived at (issued) and completed each timed
+     operation on its host clock (``IterStamps``): on CPU around each call and its wait; on a GPU
+     from a CUDA event recorded before and after each call (the one before fires when the stream
+     reaches the collective, i.e. when its kernel can start), anchored to the host clock by an event
+     the host waited for just before the loop. ``collectives.clocks`` puts the hosts' clocks on
+     one; ``netbench.common.arrivals`` says who arrived last. A CUDA-graph loop (``-G``) replays
+     the whole loop as one launch and has no per-operation stamps.
 Per-rank times are then combined across the group by ``collectives.rank`` (avg as nccl-tests, plus min,
 max and every rank's time, because the slowest rank decides when a collective really finishes).
 """
@@ -21,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from netbench.collectives.clocks import now_us
 from netbench.collectives.ops import Buffers, Call, Collective, Layout, NativeCall, fill_send
 
 # issues one operation; returns the torch work handles to wait for (none for the native engine)
@@ -41,6 +48,11 @@ class Settings:
     device: str  # "cuda" or "cpu": where the buffers live and how the loop is timed
     cuda_graph: bool = False  # capture the timed loop in a CUDA graph (nccl-tests -G); GPU only
     corrupt: bool = False  # damage this rank's result before the check (fault injection for tests)
+    delay: tuple[int, float] | None = None
+    """(every k-th timed operation, microseconds): sleep that long before issuing it (fault
+    injection for tests: a rank that arrives late at every k-th operation)."""
+    step_work: int = 0
+    """Units of work (``step_work``) before each timed operation, the same on every rank; 0: none."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +68,23 @@ class PointSpec:
     root: int = 0  # rooted collectives only (broadcast, reduce)
 
 
+@dataclass(frozen=True)
+class IterStamps:
+    """When this rank arrived at and completed each timed operation: microseconds after
+    ``start_us`` (this host's wall clock, ``clocks.now_us``), one entry per operation."""
+
+    start_us: float
+    arrive_us: list[float]
+    done_us: list[float]
+
+
 @dataclass
 class Point:
     """What one rank measured at one point."""
 
     time_us: float
     wrong: int | None
+    stamps: IterStamps | None = None  # None for a CUDA-graph loop
 
 
 class Timer:
@@ -76,25 +99,83 @@ class Timer:
         iters: int,
         graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
         launches: int = 1,
-    ) -> float:
+        delay: tuple[int, float] | None = None,
+        work: StepWork | None = None,
+    ) -> tuple[float, IterStamps | None]:
+        """(microseconds per operation, per-operation stamps). The stamps cost two clock reads (CPU)
+        or two events (GPU) per operation, which neither serialises the pipelined GPU loop nor adds
+        a measurable share to an operation of gloo (tens of microseconds at least)."""
+        every, pause_s = (delay[0], delay[1] / 1e6) if delay else (0, 0.0)
         if self.device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
             if graph is not None:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
                 for _ in range(launches):  # as nccl-tests -G: time / (iters * launches)
                     graph.replay()
-                iters *= launches
-            else:
-                for _ in range(iters):
-                    _wait_all(run_once())  # on CUDA this only orders the streams; it does not block the host
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) * 1000.0 / iters
-        t0 = time.perf_counter_ns()
-        for _ in range(iters):
+                end.record()
+                end.synchronize()
+                return start.elapsed_time(end) * 1000.0 / (iters * launches), None
+            anchor = torch.cuda.Event(enable_timing=True)
+            anchor.record()
+            anchor.synchronize()  # the stream was idle (_line_up): the event fired just now
+            start_us = now_us()
+            marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(iters)]
+            for i, (a, d) in enumerate(marks):
+                if every and i % every == every - 1:
+                    time.sleep(pause_s)
+                if work is not None:
+                    work()  # queued on the stream: a slow GPU reaches the collective late
+                a.record()
+                _wait_all(run_once())  # on CUDA this only orders the streams; it does not block the host
+                d.record()
+            marks[-1][1].synchronize()
+            arrive = [anchor.elapsed_time(a) * 1000.0 for a, _ in marks]
+            done = [anchor.elapsed_time(d) * 1000.0 for _, d in marks]
+            per_op = (done[-1] - arrive[0]) / iters
+            if work is not None:  # the operations alone, not the work between them
+                per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / iters
+            return per_op, IterStamps(start_us, arrive, done)
+        clock = time.perf_counter_ns
+        start_us, t0 = now_us(), clock()
+        arrive, done = [0] * iters, [0] * iters
+        for i in range(iters):
+            if every and i % every == every - 1:
+                time.sleep(pause_s)
+            if work is not None:
+                work()
+            arrive[i] = clock()
             for w in run_once():
                 w.wait()
-        return (time.perf_counter_ns() - t0) / 1000.0 / iters
+            done[i] = clock()
+        per_op = (done[-1] - t0) / 1000.0 / iters
+        if work is not None:  # the operations alone, not the work between them
+            per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / 1000.0 / iters
+        rel = [(a - t0) / 1000.0 for a in arrive], [(d - t0) / 1000.0 for d in done]
+        return per_op, IterStamps(start_us, *rel)
+
+
+class StepWork:
+    """``units`` matmuls of a fixed size on the rank's device: the same work on every rank, so a
+    rank whose CPU or GPU is slow (throttled, shared, clocked down) takes longer and arrives late,
+    as in a training step. Fixed work, never calibrated per rank: calibrating would hide the slow
+    one. On a GPU it is queued on the collective's stream, so it delays the kernel, not the host."""
+
+    SIZE = {"cpu": 64, "cuda": 2048}
+
+    def __init__(self, units: int, device: str):
+        n = self.SIZE["cuda" if device == "cuda" else "cpu"]
+        if device != "cuda":
+            # one thread: the ranks of a host share its cores, and torch's default (a thread per
+            # core, spinning between matmuls) made 64x64 matmuls 10x slower under load
+            torch.set_num_threads(1)
+        self.units = units
+        self.a = torch.full((n, n), 1.0 / n, device=device)
+        self.b = torch.empty_like(self.a)
+
+    def __call__(self) -> None:
+        for _ in range(self.units):
+            torch.mm(self.a, self.a, out=self.b)
 
 
 def _wait_all(works: list) -> None:
@@ -174,8 +255,9 @@ def measure(
         graph, launches = _capture(on_stream, settings.iters)
 
     _line_up(pg, device)
-    time_us = Timer(device).time_loop(run_once, settings.iters, graph, launches)
-    return Point(time_us=time_us, wrong=wrong)
+    work = StepWork(settings.step_work, device) if settings.step_work else None
+    time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay, work)
+    return Point(time_us=time_us, wrong=wrong, stamps=stamps)
 
 
 def _line_up(pg: object, device: str) -> None:
@@ -275,3 +357,18 @@ def corrupts(rank: int, host: str) -> bool:
         if kind == "corrupt" and (value == f"@{host}" or (value.isdigit() and int(value) == rank)):
             return True
     return False
+
+
+def delays(rank: int, host: str) -> tuple[int, float] | None:
+    """Whether this rank was told to arrive late (fault injection, tests only):
+    ``NETBENCH_INJECT=delay:@<host>:<every>:<us>`` (or ``delay:<rank>:...``) sleeps ``us``
+    microseconds before every ``every``-th timed operation of that host's (or rank's) points."""
+    for part in os.environ.get("NETBENCH_INJECT", "").split(","):
+        bits = part.split(":")
+        if len(bits) == 4 and bits[0] == "delay" and (bits[1] == f"@{host}" or bits[1] == str(rank)):
+            try:
+                every, us = int(bits[2]), float(bits[3])
+            except ValueError:
+                return None
+            return (every, us) if every >= 1 and 0 <= us < 60e6 else None
+    return None

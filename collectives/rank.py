@@ -20,16 +20,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
-from netbench.collectives import groups, messages
+from netbench.collectives import clocks, groups, messages
 from netbench.collectives.ahead import Ahead
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.groups import MadeGroup
-from netbench.collectives.harness import PointSpec, Settings, corrupts, measure
+from netbench.collectives.harness import IterStamps, PointSpec, Settings, corrupts, delays, measure
 from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 
+from netbench.common.arrivals import ARRIVAL_PATTERNS, ArrivalRecord, Stamps, summarise
 from netbench.common.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
@@ -135,7 +137,16 @@ def _run_points(
         device=ctx.device,
         cuda_graph=spec.cuda_graph,
         corrupt=corrupts(ctx.rank, ctx.host),
+        delay=delays(ctx.rank, ctx.host),
+        step_work=spec.step_work,
     )
+    # this host's clock against group rank 0's, once per group: arrivals are compared on one clock
+    # (only where they are analysed: not for the thousands of pairs of a pairwise round)
+    timed = group.pattern in ARRIVAL_PATTERNS
+    clock = clocks.ClockEstimate(0.0, 0.0)
+    if timed:
+        tag = _clock_tag(pg, grank, ctx.device)
+        clock = clocks.estimate(group_store(ctx, group, phase), grank, n, tag=tag)
     step = 0
     # one engine's whole sweep of a collective, then the other's: nccl-tests' table stays one section
     # per (collective, engine), and the report pairs the two engines' rows by size
@@ -162,7 +173,7 @@ def _run_points(
                     settings=settings,
                     native=native if engine == "nccl" else None,
                 )
-                per_rank = _gather(pg, n, ctx.device, point.time_us, point.wrong or 0)
+                per_rank, stamps = _gather(pg, n, ctx.device, point, clock, spec.iters)
                 step += 1
                 if grank == 0:
                     times = [t for t, _ in per_rank]
@@ -201,17 +212,69 @@ def _run_points(
                         setup_s=ctx.made.setup_s if ctx.made else None,
                         setup_wait_s=ctx.made.wait_s if ctx.made else None,
                     )
+                    if stamps is not None and timed:
+                        record = arrival_record(row, stamps)
+                        if spec.per_iter:  # --per-iter: every sample, iteration x rank, 0.1 us
+                            record.extra["samples"] = samples(stamps)
+                        row.extra["arrivals"] = record.to_dict()
                     messages.emit("row", row=row.to_dict(), phase=phase.index)
                 else:
                     messages.emit("step", rank=ctx.rank, phase=phase.index, group=group.id, step=step)
 
 
-def _gather(pg: Any, n: int, device: str, time_us: float, wrong: int) -> list[tuple[float, float]]:
-    """Every rank's (time, wrong count), on every rank: the slowest rank decides, so all are kept."""
-    stats = torch.tensor([time_us, float(wrong)], dtype=torch.float64, device=device)
-    gathered = torch.empty(2 * n, dtype=torch.float64, device=device)
+def _clock_tag(pg: Any, grank: int, device: str) -> str:
+    """Store keys of this group's clock exchange, never an earlier attempt's: group rank 0 draws a
+    token and the group's own first operation hands it to every member (a group made again after a
+    restart, ahead on a lane or under ``again/``, meets only its own keys)."""
+    import secrets
+
+    token = torch.tensor([secrets.randbits(62) if grank == 0 else 0], dtype=torch.int64, device=device)
+    pg.allreduce([token]).wait()
+    return f"clk/{int(token.item()):x}"
+
+
+def _gather(
+    pg: Any, n: int, device: str, point: Any, clock: clocks.ClockEstimate, iters: int
+) -> tuple[list[tuple[float, float]], Stamps | None]:
+    """Every rank's (time, wrong count), on every rank: the slowest rank decides, so all are kept;
+    and every rank's per-operation stamps on group rank 0's clock (None when a rank has none: a
+    CUDA-graph loop). One all-gather of 6 + 2 x iters numbers a rank."""
+    st: IterStamps | None = point.stamps
+    head = [point.time_us, float(point.wrong or 0), clock.offset_us, clock.err_us,
+            st.start_us if st else 0.0, 1.0 if st else 0.0]
+    body = (st.arrive_us + st.done_us) if st else [0.0] * (2 * iters)
+    width = 6 + 2 * iters
+    stats = torch.tensor(head + body, dtype=torch.float64, device=device)
+    gathered = torch.empty(width * n, dtype=torch.float64, device=device)
     pg._allgather_base(gathered, stats).wait()
-    return [(float(t), float(w)) for t, w in gathered.view(n, 2).cpu().tolist()]
+    m = gathered.view(n, width).cpu().numpy()
+    per_rank = [(float(t), float(w)) for t, w in m[:, :2].tolist()]
+    if not m[:, 5].all():
+        return per_rank, None
+    # on rank 0's clock: host start + offset correction + time since start; relative to rank 0's start
+    base = (m[:, 4] - m[:, 2]) - m[0, 4]
+    arrive = m[:, 6 : 6 + iters].T + base[None, :]
+    done = m[:, 6 + iters :].T + base[None, :]
+    return per_rank, Stamps(arrive, done, m[:, 2].copy(), m[:, 3].copy())
+
+
+def samples(stamps: Stamps) -> dict[str, Any] | None:
+    """Every rank's arrival and completion of every timed operation on group rank 0's clock (us
+    after its first arrival, 0.1 us), or None when they would not fit in one protocol line."""
+    if stamps.arrive.size * 2 * 12 > messages.MAX_LINE // 2:
+        return None
+    t0 = float(stamps.arrive.min())
+    return {"arrive_us": np.round(stamps.arrive - t0, 1).tolist(),
+            "done_us": np.round(stamps.done - t0, 1).tolist()}
+
+
+def arrival_record(row: ResultRow, stamps: Stamps) -> ArrivalRecord:
+    """The point's arrivals (``netbench.common.arrivals``), named as its row."""
+    return summarise(
+        stamps, group=row.group, pattern=row.pattern, hosts=list(row.hosts), collective=row.collective,
+        bytes=row.bytes, in_place=row.in_place, engine=row.engine, device=row.device or "cpu",
+        backend=row.backend, dtype=row.dtype,
+    )
 
 
 def run_plan(ctx: RankContext) -> None:

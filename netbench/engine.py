@@ -91,14 +91,27 @@ def execute(
     table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
     modes = {m for p in plan.phases for m in p.spec.in_place}
     writer = rundir.writer()
+    arrivals: list[Any] = []  # arrivals.jsonl's writer, opened with the first record
     rows: list[dict[str, Any]] = []
     full: list[DiskFull] = []  # the run directory's disk is full: the rows still coming are lost
 
     def on_row(row: dict[str, Any]) -> None:
         if full:
             return
+        extra = row.get("extra")
+        # a point's arrivals travel in its row and are kept beside it (arrivals.jsonl), not in it:
+        # results.jsonl stays one flat measurement a line; the reader checks every record
+        record = extra.pop("arrivals", None) if isinstance(extra, dict) else None
         try:
             writer.write(row)
+            if isinstance(record, dict):
+                if not arrivals:
+                    arrivals.append(rundir.arrivals_writer())
+                extra = record.get("extra")
+                samples = extra.pop("samples", None) if isinstance(extra, dict) else None
+                arrivals[0].write(record)
+                if samples is not None:  # --per-iter: every sample, beside the summary, compressed
+                    rundir.append_samples(record, samples)
         except DiskFull as exc:
             full.append(exc)
             raise
@@ -136,6 +149,8 @@ def execute(
     finally:
         progress.clear()
         writer.close()
+        for w in arrivals:
+            w.close()
         out = outcome or coord.outcome
         # a run's hosts lost in any of its launches (a re-test, preflight's escalation) stay named:
         # a later launch adds to what an earlier one recorded, never replaces it

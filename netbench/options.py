@@ -35,6 +35,8 @@ class SweepOptions:
     backend: str | None = None  # None: nccl when every host has GPUs, else gloo (planner.choose_backend)
     timeout_s: float = OP_TIMEOUT_S
     cuda_graph: bool = False
+    step_work: int = 0  # units of work before each timed operation (--step-work; harness.step_work)
+    per_iter: bool = False  # keep every rank's per-operation samples (per_iter.jsonl.gz)
     engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
     groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     out: str | None = None

@@ -368,6 +368,8 @@ def _spec(req: PlanRequest, backend: str, collectives: list[str], sizes: list[in
             root=m.root,
             cuda_graph=m.cuda_graph,
             engine=engine,
+            step_work=m.step_work,
+            per_iter=m.per_iter,
         )
         spec.validate_for(backend)
     except ValueError as exc:

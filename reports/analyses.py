@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from netbench.reports.arrivals import GroupStragglers
+from netbench.reports.arrivals import analyse as analyse_arrivals
 from netbench.reports.ceilings import Headline, headlines, references
 from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.pairmodel import PairModel, fit_pair_model, nanmedian_rows
@@ -198,6 +200,7 @@ class Analyses:
     retests: RetestEvidence | None = None  # None: nothing was re-tested
     headlines: tuple[Headline, ...] = ()  # large-message busbw of each group against its ceiling
     counters: CounterDeltas = CounterDeltas()  # what each port's counters did during the run
+    stragglers: tuple[GroupStragglers, ...] = ()  # who arrived last, per group (reports/arrivals.py)
 
 
 def analyse(ctx: AnalysisContext) -> Analyses:
@@ -211,7 +214,7 @@ def analyse(ctx: AnalysisContext) -> Analyses:
         model, nodes = _refit_without_slow_uplinks(ctx, model, nodes)
     lines = headlines(ctx.ok_rows, ctx.inventory, references(ctx.policy.references))
     return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
-                    counters=counter_deltas(ctx.counters))
+                    counters=counter_deltas(ctx.counters), stragglers=tuple(analyse_arrivals(ctx.arrivals)))
 
 
 def _refit_without_slow_uplinks(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.reports.policy import Policy
 
+from netbench.common.arrivals import ArrivalRecord
 from netbench.common.naming import natural_key
 from netbench.common.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
 from netbench.common.rundir import (
@@ -116,6 +117,8 @@ class AnalysisContext:
     given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
     counters: list[dict[str, Any]] = field(default_factory=list)
     """counters.jsonl: port counter snapshots before and after the run (``reports.counters``)."""
+    arrivals: list[ArrivalRecord] = field(default_factory=list)
+    """arrivals.jsonl: who arrived last at each world/ring point (``reports.arrivals``)."""
     unreadable: list[Unreadable] = field(default_factory=list)
     """Lines, files and fields the readers left out (this run's and the baseline's): the
     ``unreadable`` rule reports them, so a verdict is never given on data that was not read."""
@@ -137,10 +140,12 @@ class AnalysisContext:
         retests: RetestEvidence | None = None,
         analyses: Analyses | None = None,
         counters: list[dict[str, Any]] | None = None,
+        arrivals: list[ArrivalRecord] | None = None,
     ) -> AnalysisContext:
         """``analyses``: hand-made results for a test of one rule (otherwise computed from the rows)."""
         return cls(
             counters=list(counters or []),
+            arrivals=list(arrivals or []),
             rows=rows_frame(rows),
             inventory=[_inv_dict(n) for n in inventory or []],
             env=env or {"hosts": {}},
@@ -184,8 +189,10 @@ class AnalysisContext:
         ctx.run_dir = rd.path
         counters = rd.load_counters()
         ctx.counters = counters.records
+        arrivals = rd.load_arrivals()
+        ctx.arrivals = [ArrivalRecord.from_dict(r) for r in arrivals.records]
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
-                          + counters.unreadable)
+                          + counters.unreadable + arrivals.unreadable)
         ctx.doubts = _doubts(rd, ctx.rows, len(rows.unreadable), run.data, env.data, counters.records,
                              inventory.records, ctx.row_hosts)
         if ctx.topology is None:

@@ -7,6 +7,22 @@ without an entry is shown by its name, unexplained; the statistical words must h
 from __future__ import annotations
 
 TERMS: dict[str, tuple[str, str]] = {
+    # -- stragglers: who arrives last (reports/arrivals.py)
+    "clock_err_us": ("clock bound (us)", "Each rank's clock is put on group rank 0's through the store "
+                     "(NTP-style); its offset is known to within this. Two arrivals closer than twice it "
+                     "are not told apart."),
+    "late_us": ("late by (us)", "How long after the second-last rank the straggler arrived, averaged over "
+                "the iterations it was decisively last: the wait it alone imposed."),
+    "wait_share_pct": ("wait share", "That wait as a share of the collective's time (the slowest rank's "
+                       "own elapsed time at that iteration): what the others spent waiting for it."),
+    "sizes_judged": ("sizes judged", "Sizes where someone arrived last by more than twice the clock bound "
+                     "in enough iterations to judge; the straggler must be named in most of them."),
+    "sizes_named": ("sizes named", "Sizes where this host arrived last more often than chance (binomial, "
+                    "Bonferroni over the group's hosts) or every k-th iteration."),
+    "period_iters": ("period", "A periodic straggler is far late every this many iterations and seldom "
+                     "otherwise."),
+    "wait_us": ("wait (us)", "NCCL Inspector: the other ranks' median kernel time minus this rank's, "
+                "averaged over the collectives it was last in: how long they waited for it."),
     # -- the statistics behind slow pairs and nodes
     "robust_z": ("robust z", "How far the value sits from its peers' median, in robust standard deviations "
                  "(1.4826 x the median absolute deviation, so a few faults do not widen the yardstick); "

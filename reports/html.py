@@ -1117,6 +1117,17 @@ def render_html(
     drill = _drill_figure(ctx, findings)
     if drill:
         figures.append(drill)
+    from netbench.reports import arrivals_html
+
+    arrivals_fig, arrivals_note = arrivals_html.figure(ctx)
+    if arrivals_fig:
+        figures.append(arrivals_fig)
+    stragglers_html = (
+        f'<div id="arrivals-plot" class="plot heat" style="height:530px"></div>'
+        f'<p class="note">{e(arrivals_note)}</p>{arrivals_html.table(ctx, e)}'
+        if arrivals_fig
+        else "<p class='note'>No arrivals recorded (world/ring groups of netbench runs record them).</p>"
+    )
     if embed_rows not in EMBED_ROWS:
         raise ValueError(f"embed_rows must be one of {EMBED_ROWS}, got {embed_rows!r}")
     gz, nrows, csv_note = _embedded_rows(ctx, embed_rows)
@@ -1165,7 +1176,7 @@ def render_html(
 &middot; generated {generated}</div>
 <nav class="toc no-print"><a href="#findings">Findings</a><a href="#ceilings">Ceilings</a>
 <a href="#curves">Bandwidth</a>
-<a href="#heatmap">Pairs</a>
+<a href="#heatmap">Pairs</a><a href="#stragglers">Stragglers</a>
 <a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
 <a href="#environment">Environment</a>
 <a href="#data">Raw data</a><a href="#glossary">Glossary</a></nav></header>
@@ -1178,6 +1189,7 @@ nccl-tests conventions
 (GB/s = 1e9 B/s, busbw = algbw x the collective's bus factor).</p>
 <div class="grid2">{curves or "<p class='note'>No bandwidth measurements.</p>"}</div></section>
 <section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
+<section id="stragglers"><h2>Who arrives last</h2>{stragglers_html}</section>
 {_engines(ctx)}
 <section id="topology"><h2>Topology</h2>{_topology(ctx, findings)}</section>
 <section id="counters"><h2>Port counters during the run</h2>{_counters(ctx)}</section>

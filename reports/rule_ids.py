@@ -40,6 +40,10 @@ FINDING_IDS: dict[str, str] = {
     "version_behind_newest": "info",
     # stragglers
     "straggler": "warn",
+    "straggler_periodic": "warn",
+    # telemetry (netbench import flight-recorder / inspector)
+    "collective_never_entered": "fail",
+    "inspector_slow_rank": "warn",
     # cross_switch
     "cross_switch_order": "warn",
     "cross_spine_penalty": "info",

@@ -1,4 +1,4 @@
-"""Run-level rules: stragglers, failed/wrong measurements, regressions, policy floors, machinery."""
+"""Run-level rules: failed/wrong measurements, regressions, policy floors, machinery."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 from netbench.reports.context import AnalysisContext, Baseline, rows_frame
 from netbench.reports.engine import analyze, run_rules
 from netbench.reports.policy import Expectations, ExpectedBusbw, Policy, Thresholds
-from netbench.reports.rules import errors, expected, regression, stragglers
+from netbench.reports.rules import errors, expected, regression
 from netbench.reports.rules.base import Rule
 from synthetic import host_names, make_fleet, write_run_dir
 
@@ -18,28 +18,7 @@ def ctx_of(fleet, **kw) -> AnalysisContext:
     return AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, **kw)
 
 
-# -- stragglers -----------------------------------------------------------------------------------
-
-
-def test_straggler_host_found_with_its_rank():
-    hosts = host_names(8)
-    fleet = make_fleet(8, 2, gpus_per_node=4, pair_sizes=(), stragglers={hosts[6]: 0.08}, seed=1)
-    found = stragglers.check(ctx_of(fleet))
-    assert [f.subject for f in found] == [hosts[6]]
-    ev = found[0].evidence
-    assert ev["last_count"] == ev["rows"] == 20
-    assert 6 * 4 <= ev["most_often_last_rank"] < 7 * 4  # rank r lives on hosts[r // P]
-
-
-def test_no_straggler_when_last_place_is_chance():
-    fleet = make_fleet(8, 2, gpus_per_node=4, pair_sizes=(), seed=2)
-    assert stragglers.check(ctx_of(fleet)) == []
-
-
-def test_two_hosts_always_same_last_but_by_noise_margin_is_not_a_straggler():
-    hosts = host_names(2)
-    fleet = make_fleet(2, 1, gpus_per_node=2, pair_sizes=(), stragglers={hosts[1]: 0.001}, seed=3)
-    assert stragglers.check(ctx_of(fleet)) == []  # last every time, but 0.1%: below min excess
+# -- stragglers: tests/test_stragglers.py (who arrives last, from arrivals.jsonl) ------------------
 
 
 # -- errors ----------------------------------------------------------------------------------------

@@ -188,6 +188,25 @@ _SHARED = [
     ),
     click.option("--cuda-graph", "cuda_graph", flag_value=True, type=GRAPH, help="The same as -G 1."),
     click.option(
+        "--step-work",
+        "step_work",
+        type=Count(0, 1_000_000),
+        default=0,
+        show_default=True,
+        help="Before each timed operation every rank does the same N units of work (a matmul on its "
+        "CPU or GPU: a training step's compute in miniature), so a rank with a slow or throttled "
+        "CPU/GPU arrives late as in a job; 0: back to back (nccl-tests). The time per operation then "
+        "leaves the work out.",
+    ),
+    click.option(
+        "--per-iter",
+        "per_iter",
+        is_flag=True,
+        default=False,
+        help="Keep every rank's arrival and completion of every timed operation (per_iter.jsonl.gz in "
+        "the run directory); by default only a summary per size (arrivals.jsonl, nccl-tests -I's).",
+    ),
+    click.option(
         "--engine",
         type=click.Choice(["auto", "nccl", "torch", "both"]),
         default="auto",

@@ -105,7 +105,8 @@ def run_doubts(
         out.append(Doubt(RUN_MISMATCH, results, f"holds {len(rows) + lines_left_out} row(s), run.json "
                          f"counts {counted}: rows are missing"))
     elif not len(rows) and not lines_left_out and (run_dir / RESULTS_JSONL).exists() and \
-            run.get("status") not in ENDED_EARLY:  # an inventory-only run has no results.jsonl
+            run.get("status") not in ENDED_EARLY and not run.get("telemetry"):
+        # an inventory-only run has no results.jsonl; an imported job's telemetry has no rows
         out.append(Doubt(RUN_MISMATCH, results, f"holds no row, though run.json says the run "
                          f"{str(run.get('status') or 'has no status')[:40]}: nothing measured is judged"))
     listed = run.get("hosts")

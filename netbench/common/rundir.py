@@ -532,6 +532,47 @@ class RunDir:
     def writer(self) -> ResultWriter:
         return ResultWriter(self.results_path)
 
+    @property
+    def arrivals_path(self) -> Path:
+        from netbench.common.arrivals import ARRIVALS_JSONL
+
+        return self.path / ARRIVALS_JSONL
+
+    def arrivals_writer(self) -> ResultWriter:
+        """arrivals.jsonl: one ``common.arrivals.ArrivalRecord`` per world/ring/intra point,
+        appended as measured (the same appending as the rows)."""
+        return ResultWriter(self.arrivals_path)
+
+    def append_samples(self, record: dict[str, Any], samples: Any) -> None:
+        """per_iter.jsonl.gz (``--per-iter``): one line per point, its arrivals record's key fields and
+        every rank's samples; a gzip member per line, so a run cut short keeps every line before."""
+        import gzip
+
+        from netbench.common.arrivals import PER_ITER_GZ
+
+        keys = ("group", "hosts", "ranks", "collective", "bytes", "in_place", "engine", "iters",
+                "clock_err_us")
+        line = {k: record.get(k) for k in keys} | {"samples": samples}
+        try:
+            with gzip.open(self.path / PER_ITER_GZ, "at", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+        except OSError as exc:
+            raise disk_full(exc, self.path / PER_ITER_GZ) or exc from None
+
+    def load_arrivals(self) -> JsonlRead:
+        """arrivals.jsonl: records that fit ``ArrivalRecord`` (every field checked), and every line
+        that did not, with its number and why."""
+        from netbench.common.arrivals import ArrivalRecord
+
+        def check(rec: Any) -> str | None:
+            try:
+                ArrivalRecord.from_dict(rec)
+            except ValueError as exc:
+                return f"not an arrivals record: {exc}"
+            return None
+
+        return read_jsonl(self.arrivals_path, check)
+
 
 class GrowingRows:
     """A run's pair rows as results.jsonl grows (``common.pairrows.PairRows``): each call reads only

@@ -73,6 +73,10 @@ class RunRecord:
     simulate: dict[str, Any] | None = None
     fabric_s: float | None = None
     imported: dict[str, Any] | None = None
+    telemetry: dict[str, Any] | None = None
+    """What an import read of a real job's telemetry (``netbench import flight-recorder`` /
+    ``inspector``): ``flight_recorder`` (who never entered collective N) and ``inspector`` (slow
+    ranks), judged by the report's ``telemetry`` rule."""
     sources: list[Any] | None = None
     started_at: str | None = None
     finished_at: str | None = None

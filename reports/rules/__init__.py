@@ -22,6 +22,7 @@ from netbench.reports.rules import (
     slow_pair,
     slow_rail,
     stragglers,
+    telemetry,
     unreadable,
     versions,
 )
@@ -36,6 +37,7 @@ RULES: list[Rule] = [
     port_counters.RULE,
     versions.RULE,
     stragglers.RULE,
+    telemetry.RULE,
     cross_switch.RULE,
     expected.RULE,
     ceiling.RULE,

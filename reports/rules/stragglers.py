@@ -1,89 +1,80 @@
-"""Stragglers: a host (or rank) that finishes last in world/ring collectives again and again.
+"""Stragglers: the host (rank, GPU) that ARRIVES last at world/ring collectives, again and again.
 
-Someone is always last; what matters is whether it is the same host far more often than chance
-(1/H for H hosts; exact binomial test, Bonferroni over hosts), by a margin that is not noise
-(its time above the median rank's). Rank r of a group of H hosts with P ranks per host lives on
-``hosts[r // P]``.
+In a collective everyone finishes together; the straggler is the rank the others wait for, and a
+waiting rank's own elapsed time is the longest. So this reads arrivals on one clock
+(arrivals.jsonl, ``reports.arrivals``: per point, decisive late arrivals beyond the clock bound,
+binomial against chance, persistent / periodic / moving), never who finished last. A host named in
+most of a group's judged sizes is a finding: ``straggler`` when persistent,
+``straggler_periodic`` when most of its sizes found it late every k-th iteration. Moving late
+arrivals (system noise) and runs without arrivals (older runs, imported nccl-tests -I maxima, which
+only bound the straggler) give none.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
+from collections import Counter
 
+from netbench.reports.arrivals import PointVerdict
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
-from netbench.reports.rules.base import Rule
+from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
 
 from netbench.common.findings import Finding
 
 
-def _binom_sf(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+def _finding(host: str, points: list[PointVerdict], judged: int, hosts: tuple[str, ...]) -> Finding:
+    kinds = Counter(p.kind for p in points)
+    periodic = kinds["periodic"] > kinds["persistent"]
+    period = Counter(p.period for p in points if p.period).most_common(1)[0][0] if periodic else None
+    rank, rank_n = Counter(p.rank for p in points).most_common(1)[0]
+    local = next(p.local_rank for p in points if p.rank == rank)
+    gpu = points[0].device == "cuda"
+    share = sum(p.wait_share for p in points) / len(points)
+    late = sum(p.late_us for p in points) / len(points)
+    where = f"rank {rank} ({'GPU' if gpu else 'local rank'} {local} of {host})"
+    sizes = sorted({p.bytes for p in points})
+    how = f"every {period}th iteration" if periodic else "persistently"
+    p_values = [p.p_value for p in points if p.p_value is not None]
+    return Finding(
+        rule="straggler_periodic" if periodic else "straggler",
+        severity="warn",
+        subject_kind="node",
+        subject=host,
+        title=(f"{host} arrives last {how} at collectives over {len(hosts)} hosts, in {len(points)} of "
+               f"{judged} sizes: {where}, {g3(late)} us after the others, {g3(100 * share)}% of "
+               "the collective spent waiting for it"),
+        evidence={
+            "sizes_named": len(points),
+            "sizes_judged": judged,
+            "sizes_bytes": sizes,
+            "group_hosts": len(hosts),
+            "straggler_rank": rank,
+            "straggler_local_rank": local,
+            "rank_named_sizes": rank_n,
+            "kind": "periodic" if periodic else "persistent",
+            "period_iters": period,
+            "late_us": sig3(late),
+            "wait_share_pct": sig3(100 * share),
+            "clock_err_us": sig3(max(p.clock_err_us for p in points)),
+            "p_value": sig3(min(p_values)) if p_values else None,
+            "sizes": [size_label(b) for b in sizes],
+        },
+        action=(f"Everyone waits for {host}" + (f" every {period}th iteration: look for a periodic "
+                "task on it (a timer, a daemon, checkpointing)" if periodic else
+                ": check its CPU/GPU clocks and throttling, noisy neighbours, cgroup CPU limits and "
+                "the NUMA binding of its ranks") + "; drain it if the job cannot wait."),
+        hosts=[host],
+    )
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    t = ctx.policy.thresholds
-    rows = ctx.ok_rows
-    rows = rows[rows["pattern"].isin(["world", "ring"]) & rows["rank_time_us"].notna()]
     out: list[Finding] = []
-    by_group: dict[tuple[str, ...], list[tuple[str, int, float]]] = defaultdict(list)
-    for hosts, times in zip(rows["hosts"], rows["rank_time_us"], strict=True):
-        if not isinstance(hosts, list) or len(hosts) < 2 or not times:
-            continue
-        vals = [float(x) for x in times]
-        if len(vals) % len(hosts):
-            continue  # ranks per host not uniform: cannot place ranks on hosts
-        per_host = len(vals) // len(hosts)
-        last = max(range(len(vals)), key=vals.__getitem__)
-        med = sorted(vals)[len(vals) // 2]
-        excess = (vals[last] - med) / med if med > 0 else 0.0
-        by_group[tuple(hosts)].append((hosts[last // per_host], last, excess))
-    for hosts, events in by_group.items():
-        n = len(events)
-        if n < t.straggler_min_rows:
-            continue
-        h_count = Counter(h for h, _, _ in events)
-        alpha = 0.01 / len(hosts)
-        for host, k in h_count.most_common():
-            frac = k / n
-            if frac < t.straggler_fraction:
-                break
-            mine = [e for e in events if e[0] == host]
-            mean_excess = sum(e[2] for e in mine) / len(mine)
-            p = _binom_sf(k, n, 1 / len(hosts))
-            if p >= alpha or mean_excess < t.straggler_min_excess:
-                continue
-            rank, rank_k = Counter(e[1] for e in mine).most_common(1)[0]
-            out.append(
-                Finding(
-                    rule="straggler",
-                    severity="warn",
-                    subject_kind="node",
-                    subject=host,
-                    title=(
-                        f"{host} finished last in {k} of {n} collectives over {len(hosts)} hosts "
-                        f"(chance: {g3(100 / len(hosts))}%), {g3(100 * mean_excess)}% behind the median rank"
-                    ),
-                    evidence={
-                        "last_count": k,
-                        "rows": n,
-                        "group_hosts": len(hosts),
-                        "p_value": sig3(p),
-                        "mean_excess_pct": sig3(100 * mean_excess),
-                        "most_often_last_rank": rank,
-                        "rank_last_count": rank_k,
-                    },
-                    action=(
-                        f"Everyone waits for {host}: check CPU/GPU clocks and throttling, noisy neighbours, "
-                        "NIC errors and NUMA binding of its ranks."
-                    ),
-                    hosts=[host],
-                )
-            )
+    for group in ctx.analyses.stragglers:
+        judged = len(group.judged)
+        for host, points in group.stragglers():
+            out.append(_finding(host, points, judged, group.hosts))
     return out
 
 
-RULE = Rule(name="stragglers", ids=ids("straggler"), check=check, doc=__doc__ or "")
+RULE = Rule(name="stragglers", ids=ids("straggler", "straggler_periodic"), check=check, doc=__doc__ or "")

@@ -1,0 +1,126 @@
+"""Stragglers on real test hosts (issue 27): a ring over 4 namespaced hosts, one host really slowed.
+
+The slowdown is real: the slowed host's sshd (and so every process its sessions start: the agent,
+the ranks) is moved into a cgroup (v1 ``cpu``) with a CPU quota of 10% of one core, checked in
+short periods so the host is uniformly slow rather than stopped now and then. Every rank does the
+same fixed work before each timed operation (``--step-work``, a training step in miniature), which
+the throttled host finishes late: it arrives last. Without the work a back-to-back loop leaves
+nothing to be late for except wake-ups; the baseline run shows that the analysis then names no one.
+
+The periodic case delays one host's ranks by 30 ms before every 10th timed operation
+(``NETBENCH_INJECT=delay:@h3:10:30000``, the harness's fault injection for tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.netns
+
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
+SLOW = "h2"
+PERIODIC = "h3"
+COMMON = ["--pattern", "ring", "-k", "all_reduce", "-b", "1K", "-e", "64K", "-f", "4", "-n", "50",
+          "-w", "2", "--no-check", "--in-place", "out", "--timeout", "60", "--confirm-budget", "0",
+          "--fail-on", "never"]
+
+
+def cgroup_unavailable() -> str | None:
+    if not (CGROUP_CPU / "cpu.cfs_quota_us").exists():
+        return "needs the cgroup v1 cpu controller at /sys/fs/cgroup/cpu"
+    return None
+
+
+@pytest.fixture(scope="module")
+def net():
+    from netns import module_network
+
+    with module_network(4) as n:
+        yield n
+
+
+class Throttle:
+    """A cgroup holding a host's processes at ``quota_us`` of CPU per ``period_us``."""
+
+    def __init__(self, net, host: str, quota_us: int = 1000, period_us: int = 10000):
+        self.path = CGROUP_CPU / f"nbt-strag-{os.getpid()}-{host}"
+        self.path.mkdir()
+        (self.path / "cpu.cfs_period_us").write_text(str(period_us))
+        (self.path / "cpu.cfs_quota_us").write_text(str(quota_us))
+        for pid in net.pids(host):
+            (self.path / "cgroup.procs").write_text(str(pid))
+
+    def remove(self) -> None:
+        for pid in (self.path / "cgroup.procs").read_text().split():
+            try:
+                (CGROUP_CPU / "cgroup.procs").write_text(pid)
+            except OSError:  # gone already
+                pass
+        self.path.rmdir()
+
+
+def sweep(net, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Path:
+    out = tmp / "run"
+    res = subprocess.run([*net.netbench_argv(tmp), "--out", str(out), *COMMON, *extra], capture_output=True,
+                         text=True, timeout=600, env={**os.environ, **(env or {})})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return out
+
+
+def verdicts(out: Path):
+    from netbench.reports.context import AnalysisContext
+
+    ctx = AnalysisContext.load(out)
+    groups = ctx.analyses.stragglers
+    assert len(groups) == 1 and len(groups[0].points) == 4  # 1K, 4K, 16K, 64K
+    return groups[0], json.loads((out / "findings.json").read_text())["findings"]
+
+
+def straggler_findings(findings: list[dict]) -> list[dict]:
+    return [f for f in findings if f["rule"] in ("straggler", "straggler_periodic")]
+
+
+def test_cgroup_throttled_host_is_named_with_its_rank(net, tmp_path: Path) -> None:
+    reason = cgroup_unavailable()
+    if reason:
+        pytest.skip(reason)
+    throttle = Throttle(net, SLOW)
+    try:
+        out = sweep(net, tmp_path, "--step-work", "200")
+    finally:
+        throttle.remove()
+    group, findings = verdicts(out)
+    judged = group.judged  # points whose last arrival beat the clock bound often enough to judge
+    assert judged, "no point was judged"
+    named = [p for p in judged if p.host == SLOW]
+    assert len(named) >= 0.95 * len(judged), [(p.bytes, p.kind, p.host) for p in group.points]
+    rank = group.hosts.index(SLOW)  # one rank per host, in host order
+    assert all(p.rank == rank and p.kind == "persistent" for p in named)
+    assert all(p.late_us > 2 * p.clock_err_us for p in named)
+    found = straggler_findings(findings)
+    assert [(f["rule"], f["subject"]) for f in found] == [("straggler", SLOW)]
+    assert found[0]["evidence"]["straggler_rank"] == rank
+    assert 0 < found[0]["evidence"]["wait_share_pct"] <= 100
+
+
+def test_same_run_without_slowdown_names_no_straggler(net, tmp_path: Path) -> None:
+    out = sweep(net, tmp_path, "--step-work", "200")
+    group, findings = verdicts(out)
+    assert straggler_findings(findings) == []
+    assert all(p.clock_err_us < 10_000 for p in group.points)  # the bound is reported, and sane
+
+
+def test_host_late_every_tenth_iteration_is_periodic(net, tmp_path: Path) -> None:
+    out = sweep(net, tmp_path, env={"NETBENCH_INJECT": f"delay:@{PERIODIC}:10:30000"})
+    group, findings = verdicts(out)
+    periodic = [p for p in group.points if p.kind == "periodic"]
+    assert len(periodic) >= 3 and all(p.host == PERIODIC and p.period == 10 for p in periodic)
+    found = straggler_findings(findings)
+    assert [(f["rule"], f["subject"], f["evidence"]["period_iters"]) for f in found] == [
+        ("straggler_periodic", PERIODIC, 10)
+    ]
