@@ -9,11 +9,12 @@ For one (collective, size, in-place) point on one rank:
      clock around the loop, each operation waited before the next (gloo runs a collective on its own
      threads; letting several overlap would measure something NCCL never does);
   5. report time per operation, and when this rank arrived at (issued) and completed each timed
-     operation on its host clock (``IterStamps``): on CPU around each call and its wait; on a GPU
-     from a CUDA event recorded before and after each call (the one before fires when the stream
-     reaches the collective, i.e. when its kernel can start), anchored to the host clock by an event
-     the host waited for just before the loop. ``collectives.clocks`` puts the hosts' clocks on
-     one; ``netbench.common.arrivals`` says who arrived last. A CUDA-graph loop (``-G``) replays
+     operation on its host clock (``IterStamps``): on CPU around each call and its wait; on a GPU,
+     when asked (``Settings.gpu_stamps``, --per-iter), from a CUDA event recorded before and after
+     each call (the one before fires when the stream reaches the collective, i.e. when its kernel
+     can start), anchored to the host clock by an event the host waited for just before the loop.
+     ``collectives.clocks`` puts the hosts' clocks on one; ``netbench.common.arrivals`` says who
+     arrived last. A CUDA-graph loop (``-G``) replays
      the whole loop as one launch and has no per-operation stamps.
 Per-rank times are then combined across the group by ``collectives.rank`` (avg as nccl-tests, plus min,
 max and every rank's time, because the slowest rank decides when a collective really finishes).
@@ -53,6 +54,12 @@ class Settings:
     injection for tests: a rank that arrives late at every k-th operation)."""
     step_work: int = 0
     """Units of work (``step_work``) before each timed operation, the same on every rank; 0: none."""
+    gpu_stamps: bool = False
+    """On a GPU, an event before and after each timed operation (per-operation stamps). Off, the loop
+    is timed as nccl-tests times it, by one pair of events around it: two event records per
+    operation add host time to a pipelined loop whose small sizes are bound by launches (nccl-tests'
+    own per-iteration timing, -I, is asked for too). CPU loops always carry their stamps: two clock
+    reads beside an operation of tens of microseconds."""
 
 
 @dataclass(frozen=True)
@@ -101,20 +108,15 @@ class Timer:
         launches: int = 1,
         delay: tuple[int, float] | None = None,
         work: StepWork | None = None,
+        gpu_stamps: bool = True,
     ) -> tuple[float, IterStamps | None]:
         """(microseconds per operation, per-operation stamps). The stamps cost two clock reads (CPU)
         or two events (GPU) per operation, which neither serialises the pipelined GPU loop nor adds
         a measurable share to an operation of gloo (tens of microseconds at least)."""
         every, pause_s = (delay[0], delay[1] / 1e6) if delay else (0, 0.0)
         if self.device == "cuda":
-            if graph is not None:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(launches):  # as nccl-tests -G: time / (iters * launches)
-                    graph.replay()
-                end.record()
-                end.synchronize()
-                return start.elapsed_time(end) * 1000.0 / (iters * launches), None
+            if graph is not None or not (gpu_stamps or delay or work):
+                return _around(run_once, iters, graph, launches), None
             anchor = torch.cuda.Event(enable_timing=True)
             anchor.record()
             anchor.synchronize()  # the stream was idle (_line_up): the event fired just now
@@ -153,6 +155,24 @@ class Timer:
             per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / 1000.0 / iters
         rel = [(a - t0) / 1000.0 for a in arrive], [(d - t0) / 1000.0 for d in done]
         return per_op, IterStamps(start_us, *rel)
+
+
+def _around(run_once: Callable[[], object], iters: int, graph: torch.cuda.CUDAGraph | None,
+            launches: int) -> float:
+    """Microseconds per operation from one pair of events around the loop, as nccl-tests times it
+    (-G: the graph of ``iters`` operations replayed ``launches`` times)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    if graph is not None:
+        for _ in range(launches):  # as nccl-tests -G: time / (iters * launches)
+            graph.replay()
+        iters *= launches
+    else:
+        for _ in range(iters):
+            _wait_all(run_once())  # on CUDA this only orders the streams; it does not block the host
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / iters
 
 
 class StepWork:
@@ -256,7 +276,8 @@ def measure(
 
     _line_up(pg, device)
     work = StepWork(settings.step_work, device) if settings.step_work else None
-    time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay, work)
+    time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay, work,
+                                              settings.gpu_stamps)
     return Point(time_us=time_us, wrong=wrong, stamps=stamps)
 
 

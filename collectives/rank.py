@@ -139,6 +139,9 @@ def _run_points(
         corrupt=corrupts(ctx.rank, ctx.host),
         delay=delays(ctx.rank, ctx.host),
         step_work=spec.step_work,
+        # a GPU loop carries per-operation events only when asked (--per-iter) where arrivals are
+        # analysed: by default it is timed as nccl-tests times it (harness.Settings.gpu_stamps)
+        gpu_stamps=spec.per_iter and group.pattern in ARRIVAL_PATTERNS,
     )
     # this host's clock against group rank 0's, once per group: arrivals are compared on one clock
     # (only where they are analysed: not for the thousands of pairs of a pairwise round)
