@@ -32,6 +32,11 @@ How it stays safe:
   ends (``settle``). One listed in ``again/N`` (a member was restarted after its partners began
   making it: those partners met a process that is gone) is abandoned too, and made again on the
   rank's own thread under a fresh prefix.
+- **Only beside pair measurements.** Lanes make groups only while the rank measures in a pair or
+  rail group (``FILLS``): those measure 64 MiB and up, where a making beside them costs nothing
+  seen (measured on the H200, benchmarks/README.md "Group set-up": +0.2% at 1 GiB, +0.7% at 64 MiB),
+  whereas a ring or world sweep starts at 8 B, where it costs ~2 us an operation (+20-27% at 8 B
+  and 1 MiB). The first pair round's groups are therefore made at their turn.
 - **Bounded.** At most ``depth`` groups are made ahead at a time, besides the one in use and the
   releases in flight (``groups.IN_FLIGHT``): each holds a communicator (~390 MiB of GPU memory a
   1-rank NCCL group on an H200, more across nodes), so ``depth`` is the plan's, chosen by the
@@ -52,6 +57,10 @@ from netbench.collectives.groups import MadeGroup
 
 #: makes one group over the given store (the lane's own client): rank.make_group bound to a rank
 Maker = Callable[[Any, Any, Any], MadeGroup]  # (store, group, phase)
+
+
+FILLS = ("pair", "rail")
+"""Patterns of the groups beside whose measuring the lanes make the next groups (see above)."""
 
 
 def lane_of(phase_index: int, place: int, depth: int) -> int:

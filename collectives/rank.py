@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from netbench.collectives import clocks, groups, messages
-from netbench.collectives.ahead import Ahead
+from netbench.collectives.ahead import FILLS, Ahead
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.groups import MadeGroup
 from netbench.collectives.harness import IterStamps, PointSpec, Settings, corrupts, delays, measure
@@ -298,7 +298,7 @@ def run_plan(ctx: RankContext) -> None:
         if ahead is not None:
             ahead.settle(phase.index, {g.id for g in mine} - again)
         for k, group in enumerate(mine):
-            if ahead is not None:
+            if ahead is not None and group.pattern in FILLS:
                 ahead.fill(phase.index, _upcoming(ctx, phase, mine[k + 1 :]))
             _one_group(ctx, phase, group, ahead, group.id in again)
         messages.emit("phase_done", rank=ctx.rank, phase=phase.index)

@@ -1,10 +1,11 @@
 """Issue 29 on one GPU: what making groups ahead (collectives/ahead.py) costs the measurement beside
 it, and how well makings overlap one another.
 
-1. **Interference.** The rank's own thread measures all_reduce (the real harness, a 1-rank NCCL
-   group, out-of-place, 20 iterations + 5 warm-up) at 8 B, 1 MiB, 64 MiB and 1 GiB, ``ROUNDS`` times
-   each, first alone, then while ``LANES`` other threads keep making and releasing 1-rank NCCL groups
-   (``groups.make`` and ``shutdown``, as a lane and a release do). Medians and spreads of both.
+1. **Interference.** The rank's own thread measures all_reduce (the real harness and native engine,
+   a 1-rank NCCL communicator, out-of-place, 20 iterations + 5 warm-up) at 8 B, 1 MiB, 64 MiB and
+   1 GiB, ``ROUNDS`` times each, first alone, then while ``LANES`` other threads keep making and
+   releasing 1-rank NCCL groups (``groups.make`` and ``shutdown``, as a lane and a release do).
+   Medians and spreads of both.
 2. **Overlap.** k groups made at once on k threads (k = 1, 2, 4, 7): the wall time against k times
    one group made alone, so the simulator's charge for concurrent makings rests on a measurement.
 
@@ -27,6 +28,7 @@ from netbench.collectives.harness import PointSpec, Settings, measure
 from netbench.collectives.ops import get_collective
 
 SIZES = [8, 1 << 20, 64 << 20, 1 << 30]
+NATIVE: list[object] = []  # the measured group's native communicator (collectives.native.NativeComm)
 ROUNDS = 15
 LANES = 3
 _n = iter(range(1 << 30))
@@ -37,11 +39,13 @@ def make_one(store: dist.Store) -> object:
 
 
 def point_us(pg: object, size: int) -> float:
+    """The native engine's out-of-place all_reduce (torch's, on one rank, does nothing to time)."""
     coll = get_collective("all_reduce")
     dt_ = get_dtype("float")
     lay = coll.layout(size, dt_.size, 1)
     spec = PointSpec(coll, lay, dt_.torch_dtype, False, "sum", reduce_op("sum"), 0)
-    return measure(spec, pg, 0, 1, Settings(iters=20, warmup=5, check=False, device="cuda")).time_us
+    settings = Settings(iters=20, warmup=5, check=False, device="cuda")
+    return measure(spec, pg, 0, 1, settings, native=NATIVE[0]).time_us
 
 
 def churn(store: dist.Store, stop: threading.Event, made: list[int]) -> None:
@@ -53,7 +57,10 @@ def churn(store: dist.Store, stop: threading.Event, made: list[int]) -> None:
 
 
 def interference(store: dist.Store) -> None:
+    from netbench.collectives.native import NativeComm
+
     pg = make_one(store)
+    NATIVE.append(NativeComm(dist.PrefixStore("native/", store), 0, 1, 60.0))
     for size in SIZES:  # warm every size once
         point_us(pg, size)
     alone = {s: [point_us(pg, s) for _ in range(ROUNDS)] for s in SIZES}

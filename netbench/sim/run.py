@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netbench import __version__
+from netbench.collectives.ahead import FILLS
 from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import Collective, Layout, get_collective
 from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
@@ -435,8 +436,9 @@ def _measure(
     per_point = spec.warmup + spec.iters + (1 if spec.check else 0)
     avg = rank_us.mean(axis=-1)
     setup_s = GroupSetup(opts.group_made).seconds(plan.backend, n, _group_nodes(groups))
-    wait_s = lanes.wait(now, setup_s) if lanes is not None else setup_s
-    made = "ahead" if lanes is not None and lanes.depth and len(lanes.starts) > 1 else opts.group_made
+    fills = bool(len(groups)) and groups[0].pattern in FILLS
+    wait_s = lanes.wait(now, setup_s, fills) if lanes is not None else setup_s
+    made = "ahead" if lanes is not None and lanes.ahead else opts.group_made
     seconds = np.full(len(groups), wait_s)  # a group measures once its communicator is made
     for q in range(len(points)):
         seconds += per_point * avg[:, q] / 1e6

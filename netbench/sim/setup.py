@@ -63,9 +63,9 @@ class GroupSetup:
 @dataclass
 class Lanes:
     """Groups made ahead on the fabric's clock, as ranks make them (collectives/ahead.py): the
-    groups of the k-th phase begin to be made when phase k - ``depth`` starts (the first ``depth``
-    phases' when the first one does, whose own groups are made at its turn), ``depth`` at a time,
-    and a phase waits only for what is left of its groups' making.
+    groups of the k-th phase begin to be made when the first phase from k - ``depth`` on that makes
+    groups ahead (a pair or rail phase, ``ahead.FILLS``) starts, and a phase waits only for what is
+    left of its groups' making; with none such, they are made at its turn.
 
     ``slowdown``: how much longer one making takes beside the others made at once. 1 (no slowdown)
     is the optimistic bound: a making is mostly waiting (bootstrap round trips, connection
@@ -74,13 +74,20 @@ class Lanes:
 
     depth: int
     slowdown: float = 1.0
-    starts: list[float] = field(default_factory=list)
+    starts: list[tuple[float, bool]] = field(default_factory=list)  # each phase's start, and if it fills
 
-    def wait(self, now: float, setup_s: float) -> float:
-        """What of ``setup_s`` the next phase, starting at ``now``, waits for its groups."""
-        self.starts.append(now)
-        k = len(self.starts) - 1
-        if not self.depth or not k:
+    def wait(self, now: float, setup_s: float, fills: bool) -> float:
+        """What of ``setup_s`` the next phase, starting at ``now``, waits for its groups; ``fills``:
+        whether the lanes make later groups while it measures."""
+        k = len(self.starts)
+        self.starts.append((now, fills))
+        begun = [t for t, f in self.starts[max(0, k - self.depth) : k] if f] if self.depth else []
+        if not begun:
             return setup_s
-        begun = self.starts[max(0, k - self.depth)]
-        return max(0.0, begun + setup_s * self.slowdown - now)
+        return max(0.0, begun[0] + setup_s * self.slowdown - now)
+
+    @property
+    def ahead(self) -> bool:
+        """Whether the last phase's groups were made ahead."""
+        k = len(self.starts) - 1
+        return bool(self.depth) and any(f for _, f in self.starts[max(0, k - self.depth) : k])
