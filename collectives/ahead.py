@@ -202,7 +202,7 @@ class Ahead:
             made = item.made if item.state == "done" else None
         if made is not None:
             groups.abandon(made.pg, made.native)
-        if making:
+        if making and item.lane in self.lanes:  # (a lane retired already has its replacement)
             with self.lock:
                 k = self.lanes.index(item.lane)
                 self.lanes[k] = fresh = self.new_lane(k)
