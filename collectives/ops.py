@@ -326,11 +326,25 @@ class Collective:
     # NCCL called directly has an out-of-place form where torch has none (broadcast, reduce)
     native_out_of_place: bool = False
 
-    def runs(self, in_place: bool, engine: str = "torch") -> bool:
-        """Whether the variant exists on that engine (the table prints N/A where it does not)."""
+    def runs(self, in_place: bool, engine: str = "torch", nranks: int = 2) -> bool:
+        """Whether the variant can be measured on that engine in a group of ``nranks`` (the table
+        prints N/A where it cannot)."""
+        return self.unmeasured(in_place, engine, nranks) is None
+
+    def unmeasured(self, in_place: bool, engine: str = "torch", nranks: int = 2) -> str | None:
+        """Why the variant cannot be measured there (a line for the table), else None."""
         if in_place:
-            return self.in_place
-        return self.out_of_place or (engine == "nccl" and self.native_out_of_place)
+            return None if self.in_place else f"{self.name} has no in-place form"
+        if engine == "nccl" and self.native_out_of_place:
+            return None
+        if not self.out_of_place:
+            return f"torch has no out-of-place {self.name} (NCCL called directly, --engine nccl, has)"
+        if engine == "torch" and self.seeds_recv and nranks == 1:
+            # torch reduces ``recv`` in place; on one rank NCCL's in-place all_reduce does no work at
+            # all, so the out-of-place column would print a no-op's time (nccl-tests' is a copy)
+            return (f"torch has no out-of-place {self.name}, and one rank's in-place one does no work "
+                    "(NCCL called directly, --engine nccl, times its out-of-place copy)")
+        return None
 
     def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
         if not in_place:
