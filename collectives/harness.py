@@ -3,8 +3,10 @@
 For one (collective, size, in-place) point on one rank:
   1. allocate buffers once, fill the send buffer. As nccl-tests (common.cu startColl: "change offset
      for each iteration so that we avoid cache effects"), operation i uses slot i % slots, where
-     slots = largest size / this size (at most one per operation): on an H200 a 16 MiB all_reduce
-     whose send and receive buffers stay in the 50 MB L2 ran in 6.8 us against nccl-tests' 10.8 us.
+     slots = largest size / this size (at most one per operation), laid out as nccl-tests' offsets
+     (one send and one receive allocation, slot i at i x the size). On the H200 a 16 MiB all_reduce
+     with one buffer pair, which stays in the 60 MB L2, ran in 7.0 us against nccl-tests' 11.1 us,
+     and in 11.4 us rotating (benchmarks/gpu/results/2026-12-03-rotation).
      ``Settings.hot_buffers`` (--hot-buffers) keeps one slot: the cache-resident figure, by choice;
   2. optionally the untimed correctness pass: run once, count wrong elements;
   3. ``warmup`` untimed iterations;
@@ -247,8 +249,7 @@ def measure(
     collective's largest point in this sweep, which sizes the rotation (``slots_for``)."""
     coll, lay, dtype, op_name, root = spec.coll, spec.lay, spec.dtype, spec.op_name, spec.root
     device, in_place = settings.device, spec.in_place
-    slots = [coll.buffers(lay, rank, dtype, device, in_place)
-             for _ in range(slots_for(lay.nbytes, reach, settings))]
+    slots = coll.buffers(lay, rank, dtype, device, in_place, slots_for(lay.nbytes, reach, settings))
     buf = slots[0]  # the one the correctness pass runs in and checks
     call = Call(pg=pg, rank=rank, nranks=nranks, op=spec.op, root=root)
 

@@ -346,20 +346,32 @@ class Collective:
                     "(NCCL called directly, --engine nccl, times its out-of-place copy)")
         return None
 
-    def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
+    def buffers(
+        self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool, slots: int = 1
+    ) -> list[Buffers]:
+        """``slots`` buffer sets for one point, laid out as nccl-tests lays its offsets out: one send
+        and one receive allocation, slot i at offset i x the slot's size in each (the collective's
+        in-place views apply within a slot)."""
+        def whole(numel: int) -> torch.Tensor:
+            return torch.empty(numel * slots, dtype=dtype, device=device)
+
+        def slot(t: torch.Tensor, numel: int, i: int) -> torch.Tensor:
+            return t[i * numel : (i + 1) * numel]
+
+        mine = slice(rank * lay.chunk, (rank + 1) * lay.chunk)
         if not in_place:
-            return Buffers(
-                torch.empty(lay.send_numel, dtype=dtype, device=device),
-                torch.empty(lay.recv_numel, dtype=dtype, device=device),
-            )
+            send, recv = whole(lay.send_numel), whole(lay.recv_numel)
+            return [Buffers(slot(send, lay.send_numel, i), slot(recv, lay.recv_numel, i))
+                    for i in range(slots)]
         if self.in_place_view == "send_is_recv_chunk":
-            recv = torch.empty(lay.recv_numel, dtype=dtype, device=device)
-            return Buffers(recv[rank * lay.chunk : (rank + 1) * lay.chunk], recv)
+            recv = whole(lay.recv_numel)
+            return [Buffers(slot(recv, lay.recv_numel, i)[mine], slot(recv, lay.recv_numel, i))
+                    for i in range(slots)]
+        send = whole(lay.send_numel)
         if self.in_place_view == "recv_is_send_chunk":
-            send = torch.empty(lay.send_numel, dtype=dtype, device=device)
-            return Buffers(send, send[rank * lay.chunk : (rank + 1) * lay.chunk])
-        buf = torch.empty(lay.send_numel, dtype=dtype, device=device)
-        return Buffers(buf, buf)
+            return [Buffers(slot(send, lay.send_numel, i), slot(send, lay.send_numel, i)[mine])
+                    for i in range(slots)]
+        return [Buffers(slot(send, lay.send_numel, i), slot(send, lay.send_numel, i)) for i in range(slots)]
 
 
 def _ring(n: int) -> float:

@@ -48,8 +48,9 @@ def test_operations_rotate_over_distinct_slots_and_results_are_checked(pg, name:
     timed = used[-8:]
     assert len(set(timed)) == 4  # 16 KiB of room / 4 KiB: four slots, each used in turn
     assert timed[:4] == timed[4:]
-    sends = sorted({s for s, _ in timed})
-    assert all(b - a >= 4096 for a, b in zip(sends, sends[1:], strict=False))  # disjoint memory
+    sends, recvs = sorted({s for s, _ in timed}), sorted({r for _, r in timed})
+    for ptrs in (sends, recvs):  # nccl-tests' layout: one allocation each, slot i at i x the size
+        assert [b - a for a, b in zip(ptrs, ptrs[1:], strict=False)] == [4096] * 3
 
 
 def test_hot_buffers_reuse_one_pair(pg) -> None:
