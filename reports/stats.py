@@ -106,31 +106,31 @@ def holm_mask(p: np.ndarray, n_tests: int, alpha: float) -> np.ndarray:
     """Which p-values (NaN: not a candidate) Holm's step-down over ``n_tests`` tests rejects at
     family-wise error ``alpha``: the smallest against alpha / n, the next against alpha / (n - 1) ...,
     stopping at the first that fails."""
-    out = np.zeros(p.shape, dtype=bool)
-    flat = p.ravel()
-    idx = np.nonzero(np.isfinite(flat))[0]
-    if idx.size == 0 or n_tests < 1:
-        return out
-    order = idx[np.argsort(flat[idx], kind="stable")]
-    ok = flat[order] <= alpha / np.maximum(n_tests - np.arange(order.size), 1)
-    passed = order.size if ok.all() else int(np.argmin(ok))
-    out.ravel()[order[:passed]] = True
+    out, order, ranked = _ranked(p)
+    if order.size and n_tests >= 1:
+        ok = ranked <= alpha / np.maximum(n_tests - np.arange(order.size), 1)
+        out.ravel()[order[: order.size if ok.all() else int(np.argmin(ok))]] = True
     return out
 
 
 def bh_mask(p: np.ndarray, n_tests: int, q: float) -> np.ndarray:
     """Which p-values (NaN: not a candidate) Benjamini-Hochberg over ``n_tests`` tests rejects at
     false-discovery rate ``q``: every one up to the largest rank r with p <= r q / n."""
-    out = np.zeros(p.shape, dtype=bool)
+    out, order, ranked = _ranked(p)
+    if order.size and n_tests >= 1:
+        ok = ranked <= np.arange(1, order.size + 1) * q / n_tests
+        if ok.any():
+            out.ravel()[order[: np.nonzero(ok)[0].max() + 1]] = True
+    return out
+
+
+def _ranked(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(an all-False mask shaped as ``p``, the flat positions of its finite values smallest first,
+    those values)."""
     flat = p.ravel()
     idx = np.nonzero(np.isfinite(flat))[0]
-    if idx.size == 0 or n_tests < 1:
-        return out
     order = idx[np.argsort(flat[idx], kind="stable")]
-    ok = flat[order] <= np.arange(1, order.size + 1) * q / n_tests
-    if ok.any():
-        out.ravel()[order[: np.nonzero(ok)[0].max() + 1]] = True
-    return out
+    return np.zeros(p.shape, dtype=bool), order, flat[order]
 
 
 def holm_bar(z: np.ndarray, n_tests: int, k: float, alpha: float = 0.05) -> float:
