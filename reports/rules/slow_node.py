@@ -5,14 +5,14 @@ class ``a_i^K``: its busbw with class-K partners after their cell (class and loa
 own effects are taken out. A node is slow when, in some class, exp(a_i^K) is at least warn_floor
 below its peers and its robust z passes the family-wise bar over every node and class tested; its
 severity is the size of its 95% interval against the floors (``rules.base.size_severity``): slow
-with its own leaf is slow whatever its cross-spine pairs say (they may be narrower than its cap).
-A node with many pairs far below their cell, in some rounds only, is slow too (intermittent), not a
+with its own leaf is slow whatever its cross-spine pairs say (they may be narrower than its cap). A
+node with many pairs far below their cell, in some rounds only, is slow too (intermittent), not a
 set of bad links. Hosts slow only across a switch's uplink and fine below it are reported once,
 against the switch; when most hosts of one switch are slow nodes, that is reported once more against
-the switch. With only two switches under a parent (two leaves, two pods), a slow uplink slows every pair between them alike and
-no host looks slower than another: when what their pairs carry together falls below uplinks at the
-policy's oversubscription, both switches are named as the candidates (subject ``x|y``). Evidence
-short of the family-wise bar is info: "suspect, re-test".
+the switch. With only two switches under a parent (two leaves, two pods), a slow uplink slows every
+pair between them alike and no host looks slower than another: when what their pairs carry together
+falls below uplinks at the policy's oversubscription, both switches are named as the candidates
+(subject ``x|y``). Evidence short of the family-wise bar is info: "suspect, re-test".
 
 With re-test evidence (preflight's escalation, ``sweep --hosts --confirm-budget``), a measured slow
 node fails only when the re-test against known-good partners confirms it: unconfirmed it is a
