@@ -12,6 +12,32 @@ from pathlib import Path
 from kube_fake import FakeApiServer
 from kube_kubelet import FakeKubelet
 
+IMAGE = "registry.test/netbench:0.1"
+"""The pods' image: any reference does, the fake kubelet runs this machine's python (the "image" is
+this machine's filesystem)."""
+
+
+def netbench_argv(
+    kubeconfig: Path | str, command: str = "sweep", *extra: str, image: str | None = IMAGE
+) -> list[str]:
+    """``python -m netbench <command> --launcher k8s`` against the cluster of ``kubeconfig``, the
+    pods' python this one (the test hosts share this machine's filesystem); ``image`` None: no
+    ``--k8s-image``."""
+    return [
+        sys.executable,
+        "-m",
+        "netbench",
+        command,
+        "--launcher",
+        "k8s",
+        "--kubeconfig",
+        str(kubeconfig),
+        *(["--k8s-image", image] if image else []),
+        "--python",
+        sys.executable,
+        *extra,
+    ]
+
 
 class FakeCluster:
     __test__ = False
@@ -31,21 +57,7 @@ class FakeCluster:
         self.kubeconfig = self.api.kubeconfig(self.dir / "kubeconfig")
 
     def argv(self, command: str = "sweep", *extra: str) -> list[str]:
-        """``python -m netbench <command> --launcher k8s`` against this cluster (the pods' python is
-        this one: the test hosts share this machine's filesystem)."""
-        return [
-            sys.executable,
-            "-m",
-            "netbench",
-            command,
-            "--launcher",
-            "k8s",
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--python",
-            sys.executable,
-            *extra,
-        ]
+        return netbench_argv(self.kubeconfig, command, *extra)
 
     def run_pods(self, selector_value: str | None = None) -> list[dict]:
         pods = self.api.pods()

@@ -315,9 +315,10 @@ _K8S = [
     click.option("--k8s-nodes", default=None,
                  help="--launcher k8s: node names (n1,n2) or a label selector (pool=gpu,zone in (a,b)); "
                  "default every schedulable, Ready node with nvidia.com/gpu."),
-    click.option("--k8s-image", default=None,
-                 help="--launcher k8s: the image of the pods, with netbench and torch in it (its python "
-                 "is --python, default python3)."),
+    click.option("--k8s-image", default=None, envvar="NETBENCH_K8S_IMAGE",
+                 help="--launcher k8s, needed there: the image of the pods, with netbench and torch in it "
+                 "(its python is --python, default python3); docs/k8s/Dockerfile builds one. Default "
+                 "$NETBENCH_K8S_IMAGE."),
     click.option("--k8s-resource", "k8s_resources", multiple=True,
                  help="--launcher k8s, repeatable: NAME=COUNT requested (and limited) by each pod, e.g. "
                  "rdma/ib=1; COUNT all is the node's allocatable count. Default nvidia.com/gpu=all."),
