@@ -1,13 +1,16 @@
 """A fake Kubernetes cluster over real test hosts: ``tests/kube_fake.py``'s API server, a node for
-every host of a ``tests/netns.py`` network, and ``tests/kube_kubelet.py`` running their pods there."""
+every host of a ``tests/netns.py`` network (or of ``ThisMachine``), and ``tests/kube_kubelet.py``
+running their pods there."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 from kube_fake import FakeApiServer
 from kube_kubelet import FakeKubelet
@@ -37,6 +40,23 @@ def netbench_argv(
         sys.executable,
         *extra,
     ]
+
+
+class ThisMachine:
+    """Nodes that are all this machine (no network namespaces, no root): for what needs the pods'
+    processes but no network between the nodes (the probe, the clean-up), in place of a
+    ``tests/netns.py`` network."""
+
+    __test__ = False
+
+    def __init__(self, names: list[str]):
+        self.names = list(names)
+
+    def host(self, name: str) -> SimpleNamespace:
+        return SimpleNamespace(name=name, addr="127.0.0.1")
+
+    def popen(self, name: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(argv, **kwargs)
 
 
 class FakeCluster:

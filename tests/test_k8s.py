@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("kubernetes")
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
-from kube_cluster import IMAGE, netbench_argv  # noqa: E402 - after the skips
+from kube_cluster import IMAGE, ThisMachine, fake_cluster, netbench_argv  # noqa: E402 - after the skips
 from kube_fake import FakeApiServer  # noqa: E402
 
 from netbench.common.errors import UsageError  # noqa: E402
@@ -385,6 +385,51 @@ def test_default_nodes_are_the_ready_schedulable_gpu_nodes(api: FakeApiServer) -
         assert api.pods() == [] and api.secrets() == []  # choosing made nothing
     finally:
         cfg.unlink()
+
+
+def test_inventory_on_k8s_is_the_probe_as_a_pod_on_each_node(tmp_path: Path) -> None:
+    """``netbench inventory --launcher k8s``: the same probe, as a pod a node (the fake kubelet runs it
+    on this machine); a node whose pod never starts is named with Kubernetes' words within --timeout;
+    the switches come from the nodes' topology labels; nothing of the run is left."""
+    import socket
+
+    leaf = "network.topology.nvidia.com/leaf"
+    labels = {f"n{i}": {"topology.kubernetes.io/zone": "z1", leaf: f"l{i // 2}"} for i in range(3)}
+    with fake_cluster(ThisMachine(list(labels)), labels=labels) as cluster:
+        cluster.kubelet.pull_fails.add("n2")
+        r = subprocess.run(
+            cluster.argv("inventory", "--timeout", "10s", "--json", "--out", str(tmp_path / "run")),
+            capture_output=True, text=True, timeout=120,
+        )
+        assert r.returncode == 1, r.stderr[-3000:]  # a node failed
+        got = {n["host"]: n for n in json.loads(r.stdout)}
+        assert [got[h]["status"] for h in labels] == ["ok", "ok", "unreachable"], r.stderr[-3000:]
+        assert got["n0"]["hostname"] == got["n1"]["hostname"] == socket.gethostname()  # the probe ran there
+        assert "did not start within 10 s" in got["n2"]["error"] and "ImagePullBackOff" in got["n2"]["error"]
+        switch = {h: [x["switch"] for x in got[h]["neighbors"] if x["source"] == "topology"] for h in labels}
+        assert switch == {"n0": ["zone-z1.leaf-l0"], "n1": ["zone-z1.leaf-l0"], "n2": ["zone-z1.leaf-l1"]}
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert run["launcher"] == "k8s" and run["failed_hosts"] == ["n2"]
+        probes = {o["spec"]["nodeName"] for o in cluster.api.created if o["kind"] == "Pod"}
+        assert probes == set(labels)
+        assert cluster.api.pods() == [] and cluster.api.secrets() == [] and cluster.kubelet.running() == []
+
+
+def test_inventory_refuses_what_its_launcher_cannot_honour(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from netbench.cli import cli
+
+    for argv, said in (
+        (["--k8s-image", IMAGE], "--k8s-image is for --launcher k8s"),
+        (["--launcher", "k8s", "--hosts", str(tmp_path / "h.txt"), "--k8s-image", IMAGE],
+         "--hosts cannot be used with --launcher k8s"),
+        (["--launcher", "k8s", "--k8s-taint"], "No such option '--k8s-taint'"),  # no verdict to act on
+    ):
+        (tmp_path / "h.txt").write_text("a\n")
+        r = CliRunner().invoke(cli, ["inventory", *argv, "--out", str(tmp_path / "run")])
+        assert r.exit_code == 2 and said in r.output, (argv, r.output)
+        assert not (tmp_path / "run").exists()
 
 
 SECOND_SIGNAL = r"""

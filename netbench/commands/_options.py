@@ -327,6 +327,8 @@ _K8S = [
                  "(nvidia.com/gpu always)."),
     click.option("--k8s-keep", is_flag=True,
                  help="--launcher k8s: leave the pods (and their logs) when the run ends, for a look."),
+]
+_K8S_REMEDY = [
     click.option("--k8s-label", is_flag=True,
                  help="--launcher k8s: after the report, label each node netbench.io/verdict=pass|suspect|"
                  "fail, netbench.io/run-id and netbench.io/busbw-class. Never without this flag."),
@@ -338,5 +340,11 @@ _K8S = [
 
 
 def k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Where the pods of ``--launcher k8s`` go and what they ask for (sweep, preflight)."""
+    """Where the pods of ``--launcher k8s`` go and what they ask for, and what the verdict does to the
+    nodes (sweep, preflight)."""
+    return _apply(_K8S + _K8S_REMEDY, f)
+
+
+def k8s_pod_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Where the pods of ``--launcher k8s`` go and what they ask for (inventory: no verdict)."""
     return _apply(_K8S, f)

@@ -229,6 +229,7 @@ class K8sSite:
             python=self.opts.python or "python3",
             start_s=self.opts.start_timeout_s,
             timeout_s=timeout_s,
+            concurrency=self.opts.concurrency,
         )
         leave_out_unusable(records, self.opts.backend)
         return records
@@ -277,7 +278,7 @@ class K8sSite:
         chosen = [self.nodes[e.name] for e in entries]
         nodes = probe_nodes(self, self._template(), chosen, self._next_launch([n.name for n in chosen]),
                             python=self.opts.python or "python3", start_s=self.opts.start_timeout_s,
-                            timeout_s=30.0, only="counters")
+                            timeout_s=30.0, concurrency=self.opts.concurrency, only="counters")
         rundir.write_counters(phase, counter_snapshot(nodes))
 
     # -- after the report: labels and taints, when asked ----------------------------------------------------
