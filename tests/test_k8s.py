@@ -389,30 +389,55 @@ def test_default_nodes_are_the_ready_schedulable_gpu_nodes(api: FakeApiServer) -
 
 def test_inventory_on_k8s_is_the_probe_as_a_pod_on_each_node(tmp_path: Path) -> None:
     """``netbench inventory --launcher k8s``: the same probe, as a pod a node (the fake kubelet runs it
-    on this machine); a node whose pod never starts is named with Kubernetes' words within --timeout;
-    the switches come from the nodes' topology labels; nothing of the run is left."""
+    on this machine). A node that cannot pull the image is named with Kubernetes' words within
+    --timeout; a node whose one GPU another pod holds refuses the pod (pinned with nodeName, the
+    kubelet's admission, not the scheduler) and is named at once; the switches come from the nodes'
+    topology labels; nothing of the run is left, and the other pod stays."""
     import socket
 
     leaf = "network.topology.nvidia.com/leaf"
-    labels = {f"n{i}": {"topology.kubernetes.io/zone": "z1", leaf: f"l{i // 2}"} for i in range(3)}
+    labels = {f"n{i}": {"topology.kubernetes.io/zone": "z1", leaf: f"l{i // 2}"} for i in range(4)}
     with fake_cluster(ThisMachine(list(labels)), labels=labels) as cluster:
-        cluster.kubelet.pull_fails.add("n2")
+        cluster.kubelet.pull_fails.add("n3")
+        _hold_the_gpu(cluster, "n2")
         r = subprocess.run(
             cluster.argv("inventory", "--timeout", "10s", "--json", "--out", str(tmp_path / "run")),
             capture_output=True, text=True, timeout=120,
         )
-        assert r.returncode == 1, r.stderr[-3000:]  # a node failed
+        assert r.returncode == 1, r.stderr[-3000:]  # nodes failed
         got = {n["host"]: n for n in json.loads(r.stdout)}
-        assert [got[h]["status"] for h in labels] == ["ok", "ok", "unreachable"], r.stderr[-3000:]
+        assert [got[h]["status"] for h in labels] == ["ok", "ok", "unreachable", "unreachable"], r.stderr
         assert got["n0"]["hostname"] == got["n1"]["hostname"] == socket.gethostname()  # the probe ran there
-        assert "did not start within 10 s" in got["n2"]["error"] and "ImagePullBackOff" in got["n2"]["error"]
+        assert "did not start within 10 s" in got["n3"]["error"] and "ImagePullBackOff" in got["n3"]["error"]
+        assert "OutOfnvidia.com/gpu" in got["n2"]["error"], got["n2"]["error"]
+        assert "Node didn't have enough resource" in got["n2"]["error"]
         switch = {h: [x["switch"] for x in got[h]["neighbors"] if x["source"] == "topology"] for h in labels}
-        assert switch == {"n0": ["zone-z1.leaf-l0"], "n1": ["zone-z1.leaf-l0"], "n2": ["zone-z1.leaf-l1"]}
+        assert switch == {h: [f"zone-z1.leaf-l{int(h[1]) // 2}"] for h in labels}
         run = json.loads((tmp_path / "run" / "run.json").read_text())
-        assert run["launcher"] == "k8s" and run["failed_hosts"] == ["n2"]
+        assert run["launcher"] == "k8s" and run["failed_hosts"] == ["n2", "n3"]
         probes = {o["spec"]["nodeName"] for o in cluster.api.created if o["kind"] == "Pod"}
         assert probes == set(labels)
-        assert cluster.api.pods() == [] and cluster.api.secrets() == [] and cluster.kubelet.running() == []
+        assert [p["metadata"]["name"] for p in cluster.api.pods()] == ["training"]  # theirs stays
+        assert cluster.api.secrets() == [] and [k for k in cluster.kubelet.running() if k[0] != "nb"] == []
+
+
+def _hold_the_gpu(cluster, node: str) -> None:  # noqa: ANN001
+    """Another user's pod, running on ``node`` and holding its one GPU."""
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    cfg.host, cfg.api_key = cluster.api.url, {"authorization": f"Bearer {cluster.api.token}"}
+    gpu = {"nvidia.com/gpu": "1"}
+    client.CoreV1Api(client.ApiClient(cfg)).create_namespaced_pod("nb", {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "training"},
+        "spec": {"nodeName": node, "containers": [{
+            "name": "c", "image": "train:1", "command": ["sleep", "600"],
+            "resources": {"requests": gpu, "limits": gpu},
+        }]},
+    })
+    assert cluster.api.wait_for(lambda api: api.pods("nb")[0].get("status", {}).get("phase") == "Running", 30)
 
 
 def test_inventory_refuses_what_its_launcher_cannot_honour(tmp_path: Path) -> None:
