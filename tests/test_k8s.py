@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 pytest.importorskip("kubernetes")
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
@@ -219,20 +220,19 @@ def test_an_untrusted_node_record_is_refused_not_used() -> None:
 # -- the CLI against the fake API server: bad input is one line, exit 2, nothing made ----------------------
 def _sweep(
     tmp_path: Path, kubeconfig: Path, *argv: str, command: str = "sweep", image: str | None = IMAGE, env=None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        netbench_argv(kubeconfig, command, *argv, "--out", str(tmp_path / "run"), image=image),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    )
+) -> Result:
+    """The command line, in this process (the CLI's one-line boundary, without an interpreter's start
+    each: these all end before anything runs)."""
+    from netbench.cli import cli
+
+    args = netbench_argv(kubeconfig, command, *argv, "--out", str(tmp_path / "run"), image=image)
+    return CliRunner(env=env).invoke(cli, args[args.index(command):])
 
 
-def _one_line(r: subprocess.CompletedProcess, code: int = 2) -> str:
+def _one_line(r: Result, code: int = 2) -> str:
     lines = r.stderr.strip().splitlines()
-    assert r.returncode == code and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    assert r.exit_code == code and len(lines) == 1, (r.exit_code, r.stderr, r.exception)
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception  # no traceback
     return lines[0]
 
 
@@ -315,16 +315,13 @@ def test_a_wrong_kubeconfig_or_context_is_bad_input(
 
 def test_without_an_image_k8s_says_so_before_asking_the_cluster(api: FakeApiServer, tmp_path: Path) -> None:
     """No image of netbench's is published: a default would only ever be ErrImagePull on every node."""
-    import os
-
     cfg = api.kubeconfig(tmp_path / "kc")
-    env = {k: v for k, v in os.environ.items() if k != "NETBENCH_K8S_IMAGE"}
     before = len(api.requests)
-    line = _one_line(_sweep(tmp_path, cfg, image=None, env=env))
+    line = _one_line(_sweep(tmp_path, cfg, image=None, env={"NETBENCH_K8S_IMAGE": None}))
     assert "--launcher k8s needs --k8s-image" in line and "docs/k8s/Dockerfile" in line, line
     assert len(api.requests) == before  # refused before the cluster was asked anything
     # an image configured in the environment does: the run goes on to the cluster (which has no such node)
-    r = _sweep(tmp_path, cfg, "--k8s-nodes", "nope", image=None, env={**env, "NETBENCH_K8S_IMAGE": IMAGE})
+    r = _sweep(tmp_path, cfg, "--k8s-nodes", "nope", image=None, env={"NETBENCH_K8S_IMAGE": IMAGE})
     assert "no node named nope" in _one_line(r)
 
 
@@ -340,30 +337,21 @@ def test_without_an_image_k8s_says_so_before_asking_the_cluster(api: FakeApiServ
         ),
     ],
 )
-def test_a_node_choice_that_finds_nothing_is_exit_2(api: FakeApiServer, tmp_path: Path, argv, said) -> None:
+def test_a_node_choice_that_finds_nothing_is_exit_2(
+    api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv, said
+) -> None:
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "hosts.txt").write_text("a\nb\n")
     line = _one_line(_sweep(tmp_path, api.kubeconfig(tmp_path / "kc"), *argv))
     assert said in line, line
 
 
 def test_k8s_options_are_refused_by_other_launchers(tmp_path: Path) -> None:
+    from netbench.cli import cli
+
     (tmp_path / "hosts.txt").write_text("a\nb\n")
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "netbench",
-            "sweep",
-            "--hosts",
-            "hosts.txt",
-            "--k8s-taint",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
+    r = CliRunner().invoke(
+        cli, ["sweep", "--hosts", str(tmp_path / "hosts.txt"), "--k8s-taint", "--out", str(tmp_path / "run")]
     )
     assert "--k8s-taint cannot be used with --launcher ssh: it is for --launcher k8s" in _one_line(r)
 
