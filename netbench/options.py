@@ -77,7 +77,7 @@ class ClusterOptions(SweepOptions):
     k8s_context: str | None = None
     k8s_namespace: str = "default"
     k8s_nodes: str | None = None  # names or a label selector; None: every schedulable GPU node
-    k8s_image: str | None = None  # the image with netbench in it (default: netbench's own tag)
+    k8s_image: str | None = None  # the image with netbench in it: needed (no image of ours is published)
     k8s_resources: tuple[str, ...] = ()  # NAME=COUNT|all; nvidia.com/gpu=all unless given
     k8s_tolerations: tuple[str, ...] = ()  # KEY[=VALUE][:EFFECT] or all
     k8s_keep: bool = False  # leave the pods (and their logs) for a look
