@@ -69,6 +69,7 @@ class ClusterOptions(SweepOptions):
     topology: str | None = None
     policy: str | None = None  # policy TOML for the report and the re-tests
     inventory: bool = True
+    inventory_timeout_s: float = 60.0  # --inventory-timeout: a host's probe, then it is left out
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store
     launcher: str = "ssh"  # ssh | local | mpi | slurm | k8s (netbench.sites)
