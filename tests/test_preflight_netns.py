@@ -94,8 +94,10 @@ def test_planted_slow_node_is_drained_and_exports_parse(net4, tmp_path: Path) ->
     retest_rows = [r for r in rows(out) if r["pattern"] == "pair" and r["round"] > pf["rounds"]]
     assert {h for r in retest_rows for h in r["hosts"] if SLOW in r["hosts"]} - {SLOW} <= set(HOSTS)
     assert any(SLOW in r["hosts"] for r in retest_rows)
-    slow = [f for f in doc["findings"] if f["rule"] == "slow_node"]
-    assert [f["subject"] for f in slow] == [SLOW] and slow[0]["severity"] == "fail"
+    # the one slow node fails; a healthy node re-tested beside it (the other end of a slow link the
+    # quick pass saw) may say so at info, never more (a loaded 2-core machine spreads healthy pairs 20x)
+    slow = [f for f in doc["findings"] if f["rule"] == "slow_node" and f["severity"] != "info"]
+    assert [(f["subject"], f["severity"]) for f in slow] == [(SLOW, "fail")]
     assert (out / "report.html").is_file() and (out / "findings.json").is_file()
     run = json.loads((out / "run.json").read_text())
     assert run["command"] == "preflight" and run["preflight"]["drain"] == [SLOW]
