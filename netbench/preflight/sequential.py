@@ -12,11 +12,14 @@ A draw is a node's pair in one round at the largest size, as log(busbw / referen
 the median of that round's control pairs (neither end leaning slow) of the same hop class and load,
 else of that class over the rounds. Only draws of the node's own leaf are weighed when the topology
 places it on a leaf with peers: behind an oversubscribed uplink a capped or intermittent NIC shows
-only there, and a slow uplink never does. A draw with a partner that leans slow is not weighed.
+only there, and a slow uplink never does. A draw with a partner that leans slow more strongly is not
+weighed (weighing twice finds who leans).
 
 Two sequential probability ratio tests (Wald) per node, on its draws:
 - shift (a capped node): draws ~ N(mu, sigma); H0 mu = log((1 + f) / 2), H1 mu = log(f), f the
-  policy's slow_node_factor (0.9: a node certainly 10% slower fails; one 5% slower does not).
+  policy's slow_node_factor (0.9: a node certainly 10% slower fails; one 5% slower does not),
+  less the partner that adds most (a capped node is slow with every partner, a slow link's end
+  with one).
   sigma is the control draws' own spread read from their lower tail (``noise_scale``), each draw's
   weight clipped at CLIP sigmas past the hypotheses, so that a few outliers of a heavy tail cannot
   decide a node alone.
@@ -252,17 +255,18 @@ def weigh(
                         for h in rows.names], dtype=bool)
     in_class = k == leaf_code
     counts_a, counts_b = in_class | ~on_leaf[a], in_class | ~on_leaf[b]
-    leaning = np.zeros(len(rows.names), dtype=bool)
+    lean = np.zeros(len(rows.names))  # how strongly each node leans slow (its larger log LR, > 0)
     out = empty
     for _ in range(2):
-        control = ~leaning[a] & ~leaning[b]
+        control = (lean[a] <= 0) & (lean[b] <= 0)
         x = logbw - _references(rnd, k, n, logbw, control)
         judged = control & np.isfinite(x) & (counts_a | counts_b)
         sigma = noise_scale(x[judged])
         sigma = SIGMA_FLOOR if math.isnan(sigma) else sigma
-        out = _tests(rows.names, hosts, a, b, rnd, x, counts_a, counts_b, leaning, judged,
+        out = _tests(rows.names, hosts, a, b, rnd, x, counts_a, counts_b, lean, judged,
                      (mu0, mu1, sigma), (upper, lower), f)
-        leaning = np.array([h in out.nodes and out.nodes[h].leaning_slow for h in rows.names], dtype=bool)
+        lean = np.array([max(out.nodes[h].shift_llr, out.nodes[h].count_llr) if h in out.nodes else 0.0
+                         for h in rows.names])
     return out
 
 
@@ -286,11 +290,13 @@ def _references(rnd: np.ndarray, k: np.ndarray, n: np.ndarray, logbw: np.ndarray
 
 def _tests(
     names: list[str], hosts: list[str], a: np.ndarray, b: np.ndarray, rnd: np.ndarray, x: np.ndarray,
-    counts_a: np.ndarray, counts_b: np.ndarray, leaning: np.ndarray, judged: np.ndarray,
+    counts_a: np.ndarray, counts_b: np.ndarray, lean: np.ndarray, judged: np.ndarray,
     model: tuple[float, float, float], bounds: tuple[float, float], factor: float,
 ) -> Decisions:
-    """Both tests of each host from its draws (a row is a draw of each end that counts it, its
-    partner not leaning slow)."""
+    """Both tests of each host from its draws: a row is a draw of each end that counts it, but of
+    an end whose partner leans slow more strongly than itself (a slow pair is the slower end's).
+    The shift test leaves out the partner that adds most to it: a node slow with one partner only
+    is a slow link (or that partner), not a capped node, which is slow with every partner."""
     mu0, mu1, sigma = model
     upper, lower = bounds
     tau = mu1 - 2 * sigma
@@ -307,7 +313,8 @@ def _tests(
     fine = np.isfinite(x)
     node = np.concatenate([a, b])
     partner = np.concatenate([b, a])
-    use = np.concatenate([counts_a & ~leaning[b], counts_b & ~leaning[a]]) & np.concatenate([fine, fine])
+    blamed_b, blamed_a = (lean[b] > 0) & (lean[b] > lean[a]), (lean[a] > 0) & (lean[a] > lean[b])
+    use = np.concatenate([counts_a & ~blamed_b, counts_b & ~blamed_a]) & np.concatenate([fine, fine])
     node, partner = node[use], partner[use]
     xx, inc = np.concatenate([x, x])[use], np.concatenate([shift_inc, shift_inc])[use]
     sl = np.concatenate([slow, slow])[use]
@@ -322,7 +329,11 @@ def _tests(
     m = len(names)
     draws = np.bincount(node, minlength=m)
     sums = np.bincount(node, weights=xx, minlength=m)
-    shift = np.bincount(node, weights=inc, minlength=m)
+    pairs, inverse = np.unique(key, return_inverse=True)
+    by_partner = np.bincount(inverse.reshape(-1), weights=inc, minlength=len(pairs))
+    strongest = np.zeros(m)
+    np.maximum.at(strongest, pairs // len(names), np.maximum(by_partner, 0.0))
+    shift = np.bincount(node, weights=inc, minlength=m) - strongest
     count = np.bincount(node, weights=count_inc, minlength=m)
     slows = np.bincount(node, weights=first_slow.astype(float), minlength=m)
     code = {h: i for i, h in enumerate(names)}
