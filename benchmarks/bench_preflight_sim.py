@@ -76,12 +76,12 @@ def fabric(nodes: int, over: float) -> FabricSpec:
     )
 
 
-def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0, named: str = "") -> dict:
+def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0, fault_set: str = "") -> dict:
     spec = fabric(nodes, over)
-    kinds = SETS[named][0] if named else [KINDS[i % len(KINDS)] for i in range(k)]
-    uplinks = SETS[named][1] if named else uplinks
+    kinds = SETS[fault_set][0] if fault_set else [KINDS[i % len(KINDS)] for i in range(k)]
+    uplinks = SETS[fault_set][1] if fault_set else uplinks
     k = len(kinds)
-    rng = np.random.default_rng(1000 * k + seed + (sorted(SETS).index(named) << 20 if named else 0))
+    rng = np.random.default_rng(1000 * k + seed + (sorted(SETS).index(fault_set) << 20 if fault_set else 0))
     width = max(4, len(str(nodes)))
     picked = rng.choice(nodes, size=k, replace=False)
     names = [f"node{h + 1:0{width}d}" for h in picked]
@@ -89,7 +89,7 @@ def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0,
     # slow leaf uplinks: drawn after the nodes, so a row's node faults are the same with or without
     slow_leaves = [f"leaf{x + 1:02d}" for x in rng.choice(spec.leaves, size=uplinks, replace=False)]
     faults += tuple(Fault.parse(f"uplink:{leaf}=0.5") for leaf in slow_leaves)
-    out = tmp / f"n{nodes}-o{over:g}-k{k}-{named}-s{seed}"
+    out = tmp / f"n{nodes}-o{over:g}-k{k}-{fault_set}-s{seed}"
     t0 = time.monotonic()
     res = simulate_preflight(
         SimOptions(spec, faults, seed=seed, out=str(out)),
@@ -102,7 +102,7 @@ def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0,
     named = [leaf for leaf in slow_leaves if any(leaf in c.split("|") for c in res.result.check)]
     seq = res.result.info.get("sequential", {})
     return {
-        "nodes": nodes, "oversubscription": over, "faults": k, "seed": seed, "set": named,
+        "nodes": nodes, "oversubscription": over, "faults": k, "seed": seed, "set": fault_set,
         "sequential": {"counts": seq.get("counts"), "stopped": seq.get("stopped"),
                        "rounds": sum(x["run"] for x in seq.get("launches", []))},
         "uplinks": slow_leaves, "uplinks_named": named,

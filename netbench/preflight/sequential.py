@@ -141,28 +141,25 @@ class Decisions:
         return f"undecided, leaning {lean} ({_odds(llr)}): {shift}; {count}"
 
     def retests(self, earlier: Mapping[str, Retest]) -> dict[str, Retest]:
-        """Re-test records for the analysis, to lay over ``earlier`` (the escalation's): every node
-        drained here (confirmed); one cleared here that the escalation re-tested (cleared: this weighs
-        all of its draws, the escalation's too); an undecided one that leans slow or that the
-        escalation re-tested (inconclusive), unless the escalation's verdict still stands (its
-        confirmation, or its clearing of a node that does not lean slow)."""
+        """Re-test records for the analysis, to lay over ``earlier`` (the escalation's), where they
+        differ from it: every node drained here (confirmed); one cleared here that the escalation
+        re-tested (cleared: this weighs all of its draws, the escalation's too); an undecided one
+        that leans slow or that the escalation re-tested (inconclusive), unless the escalation's
+        verdict still stands (its confirmation, or its clearing of a node that does not lean slow)."""
         out: dict[str, Retest] = {}
         for h, e in sorted(self.nodes.items()):
             before = earlier.get(h)
+            said = before.verdict if before is not None else None
             if e.decision == DRAINED:
                 verdict = "confirmed"
             elif e.decision == CLEARED:
-                if before is None:
-                    continue
-                verdict = "cleared"
-            elif before is not None and before.verdict != "not_run" and (
-                    before.verdict != "cleared" or not e.leaning_slow):
-                continue
-            elif e.leaning_slow or before is not None:
-                verdict = "inconclusive"
+                verdict = "cleared" if before is not None else ""
+            elif said == "confirmed" or (said == "cleared" and not e.leaning_slow):
+                verdict = ""
             else:
-                continue
-            out[h] = Retest(h, "node", verdict, dict(e.ratios), f"sequential test: {self.why(e)}")
+                verdict = "inconclusive" if e.leaning_slow or before is not None else ""
+            if verdict and verdict != said:
+                out[h] = Retest(h, "node", verdict, dict(e.ratios), f"sequential test: {self.why(e)}")
         return out
 
     def summary(self, limit: int = 10) -> list[str]:
