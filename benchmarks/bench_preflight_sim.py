@@ -45,7 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -115,10 +115,6 @@ def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0,
     }
 
 
-def _one(args: tuple) -> dict:
-    return one(*args)
-
-
 def table(results: list[dict]) -> None:
     print("| nodes | oversub. | faults | slow uplinks | runs | planted | drained | TP | hidden | precision "
           "| recall | uplinks named | check list (max) | fabric s (max) | machine s (median) |")
@@ -163,6 +159,7 @@ def main() -> None:
     ap.add_argument("--nodes", default="1024")
     ap.add_argument("--faults", default="1,2,4,8")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--oversubscription", default="1,2")
     ap.add_argument("--uplinks", default="0", help="slow leaf uplinks planted besides the node faults, "
                     "comma-separated counts (e.g. 0,1)")
@@ -179,7 +176,7 @@ def main() -> None:
         ap.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(SETS)})")
     runs = [  # seed after seed: a grid stopped early has every set of the seeds it finished
         (nodes, over, k, seed, tmp, ups, named)
-        for seed in range(1, args.seeds + 1)
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
         for nodes in (int(x) for x in args.nodes.split(","))
         for over in (float(x) for x in args.oversubscription.split(","))
         for k, ups, named in ([(0, 0, n) for n in sets] or [
@@ -187,9 +184,9 @@ def main() -> None:
     ]
     try:
         with ProcessPoolExecutor(args.jobs) as pool:
-            for r in pool.map(_one, runs):
-                results.append(r)
-                print(json.dumps(r), file=sys.stderr, flush=True)
+            for done in as_completed([pool.submit(one, *run) for run in runs]):
+                results.append(done.result())
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     table(results)
