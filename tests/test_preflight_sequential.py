@@ -12,6 +12,7 @@ import pytest
 
 from netbench.common.pairrows import PairRows
 from netbench.confirm import Budget
+from netbench.coordinator import Outcome
 from netbench.preflight.sequential import (
     CLEARED,
     DRAINED,
@@ -173,11 +174,7 @@ class Launches:
                 self.now += self.round_s
                 self.rounds += 1
         gate.ended = self.now
-
-        class Outcome:
-            startup_s = self.startup_s
-
-        return Outcome
+        return Outcome(status="completed", startup_s=self.startup_s)
 
 
 def run(fabric: Fabric, budget_s: float, quick: int = 3) -> tuple[object, Launches, Budget, list[str]]:

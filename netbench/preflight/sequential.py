@@ -470,8 +470,10 @@ def run_sequential(setup: SequentialSetup, measure: Measure) -> Sequential:
     the budget, launch rounds (``plan_rounds``) that stop once all are decided; then the decisions."""
     budget, echo = setup.budget, setup.echo
 
+    hosts = list(setup.hosts)  # less those a launch loses: no more draws will come from them
+
     def weighed() -> Decisions:
-        return weigh(setup.read_rows(), setup.hosts, setup.switches, setup.factor, setup.fwer)
+        return weigh(setup.read_rows(), hosts, setup.switches, setup.factor, setup.fwer)
 
     out = Sequential(weighed())
     met: Counter[frozenset] = Counter(frozenset(p) for p in setup.read_rows().pairs())
@@ -486,7 +488,7 @@ def run_sequential(setup: SequentialSetup, measure: Measure) -> Sequential:
             out.stopped = (f"budget: a launch needs ~{startup_s + phase_s:.0f} s (start-up + one round), "
                            f"{max(budget.left(), 0):.0f} s left")
             break
-        plan = plan_rounds(out.decisions, setup.hosts, setup.switches, met, min(MAX_PHASES, room))
+        plan = plan_rounds(out.decisions, hosts, setup.switches, met, min(MAX_PHASES, room))
         echo(f"# sequential: up to {len(plan)} round(s) for {len(out.decisions.undecided)} undecided "
              f"node(s), {max(budget.left(), 0):.0f} s left")
         gate = UntilDecided(budget, prior_s=phase_s, decided=_progress(out, weighed, echo, len(plan)))
@@ -500,6 +502,8 @@ def run_sequential(setup: SequentialSetup, measure: Measure) -> Sequential:
                              "run": len(gate.started), "startup_s": outcome.startup_s,
                              "phase_s": [round(d, 3) for d in gate.durations()]})
         first += len(plan)
+        lost = {f.host for f in outcome.faults if f.host}
+        hosts[:] = [h for h in hosts if h not in lost]
         out.decisions = weighed()
         if gate.skipped and not gate.done:
             out.stopped = "budget"
