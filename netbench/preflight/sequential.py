@@ -20,10 +20,10 @@ Two sequential probability ratio tests (Wald) per node, on its draws:
   policy's slow_node_factor (0.9: a node certainly 10% slower fails; one 5% slower does not),
   less the partner that adds most (a capped node is slow with every partner, a slow link's end
   with one).
-  sigma is the control draws' own spread read from their lower tail (``noise_scale``), each draw's
-  weight clipped at CLIP sigmas past the hypotheses, so that a few outliers of a heavy tail cannot
-  decide a node alone.
-- count (a node slow now and then): whether each draw is slow (below log(f) - 2 sigma); H0 the
+  Each draw is clipped CLIP bulk sigmas past the hypotheses, so that a few outliers of a heavy tail
+  cannot decide a node alone, and the means and variance of clipped draws under either hypothesis
+  are the control draws' own, moved (``ShiftModel``): no assumed shape of the noise.
+- count (a node slow now and then): whether each draw is slow (below log(f) - 2 bulk sigmas); H0 the
   chance of that in the draw's round among the controls (a round congested for every pair weighs
   little; at least P0_FLOOR), H1 a node slow in a share SHARE of its rounds on top of that noise.
   A slow draw counts once per partner: a slow link met again is not a node slow now and then.
@@ -65,6 +65,8 @@ PRIOR_DRAWS = 20.0
 """The weight, in control draws, of every round's rate in one round's (``weigh``)."""
 CLIP = 3.0
 """A draw's weight in the shift test is that of a draw at most CLIP sigmas past the hypotheses."""
+MIN_CONTROLS = 30
+"""Control draws the shift test learns the noise's shape from; fewer: a normal at their spread."""
 MIN_REF = 5
 """Control pairs a reference needs (a round, class and load; else the class over the rounds)."""
 SIGMA_FLOOR = 0.01
@@ -222,6 +224,45 @@ def noise_scale(x: np.ndarray) -> float:
     return max(scales + [SIGMA_FLOOR])
 
 
+@dataclass(frozen=True)
+class ShiftModel:
+    """The shift test on the controls' own noise: a draw is clipped to [lo, hi] (CLIP bulk scales
+    past the hypotheses), and under H0 / H1 a node's clipped draws look like the control draws
+    moved by mu0 / mu1 and clipped: their means m0 / m1 and the variance ``var`` are the controls'
+    own. With 5% normal noise that is the normal test; where 15% of the pairs run at a third in
+    contended rounds, those draws weigh what they weigh among the controls, not twenty sigmas."""
+
+    mu1: float
+    scale: float
+    """The bulk's spread (MAD as a normal sigma), at least SIGMA_FLOOR: where "slow" starts."""
+    spread: float
+    """The tail-aware spread (``noise_scale``): the effect's confidence interval."""
+    lo: float
+    hi: float
+    m0: float
+    m1: float
+    var: float
+
+    @classmethod
+    def of(cls, controls: np.ndarray, mu0: float, mu1: float) -> ShiftModel:
+        spread = noise_scale(controls)
+        spread = SIGMA_FLOOR if math.isnan(spread) else spread
+        if len(controls) < MIN_CONTROLS:  # too few to learn a shape from: normal at the tail's spread
+            lo, hi = mu1 - CLIP * spread, mu0 + CLIP * spread
+            return cls(mu1, spread, spread, lo, hi, mu0, mu1, spread**2)
+        med = float(np.median(controls))
+        scale = max(1.4826 * float(np.median(np.abs(controls - med))), SIGMA_FLOOR)
+        lo, hi = mu1 - CLIP * scale, mu0 + CLIP * scale
+        under0 = np.clip(controls + mu0, lo, hi)
+        under1 = np.clip(controls + mu1, lo, hi)
+        var = max(float((under0.var() + under1.var()) / 2), SIGMA_FLOOR**2)
+        return cls(mu1, scale, spread, lo, hi, float(under0.mean()), float(under1.mean()), var)
+
+    def increments(self, x: np.ndarray) -> np.ndarray:
+        """Each draw's log likelihood ratio, H1 against H0."""
+        return (self.m1 - self.m0) / self.var * (np.clip(x, self.lo, self.hi) - (self.m0 + self.m1) / 2)
+
+
 def weigh(
     rows: PairRows, hosts: list[str], switches: Mapping[str, str], factor: float, fwer: float
 ) -> Decisions:
@@ -258,10 +299,8 @@ def weigh(
         control = (lean[a] <= 0) & (lean[b] <= 0)
         x = logbw - _references(rnd, k, n, logbw, control)
         judged = control & np.isfinite(x) & (counts_a | counts_b)
-        sigma = noise_scale(x[judged])
-        sigma = SIGMA_FLOOR if math.isnan(sigma) else sigma
         out = _tests(rows.names, hosts, a, b, rnd, x, counts_a, counts_b, lean, judged,
-                     (mu0, mu1, sigma), (upper, lower), f)
+                     ShiftModel.of(x[judged], mu0, mu1), (upper, lower), f)
         lean = np.array([max(out.nodes[h].shift_llr, out.nodes[h].count_llr) if h in out.nodes else 0.0
                          for h in rows.names])
     return out
@@ -288,15 +327,14 @@ def _references(rnd: np.ndarray, k: np.ndarray, n: np.ndarray, logbw: np.ndarray
 def _tests(
     names: list[str], hosts: list[str], a: np.ndarray, b: np.ndarray, rnd: np.ndarray, x: np.ndarray,
     counts_a: np.ndarray, counts_b: np.ndarray, lean: np.ndarray, judged: np.ndarray,
-    model: tuple[float, float, float], bounds: tuple[float, float], factor: float,
+    model: ShiftModel, bounds: tuple[float, float], factor: float,
 ) -> Decisions:
     """Both tests of each host from its draws: a row is a draw of each end that counts it, but of
     an end whose partner leans slow more strongly than itself (a slow pair is the slower end's).
     The shift test leaves out the partner that adds most to it: a node slow with one partner only
     is a slow link (or that partner), not a capped node, which is slow with every partner."""
-    mu0, mu1, sigma = model
     upper, lower = bounds
-    tau = mu1 - 2 * sigma
+    tau = model.mu1 - 2 * model.scale
     slow = x <= tau
     # H0 of the count test: each round's rate of slow control draws, drawn towards the overall one
     pooled = float(slow[judged].mean()) if judged.any() else 0.0
@@ -305,8 +343,7 @@ def _tests(
     per_slow = np.bincount(inverse, weights=(judged & slow).astype(float), minlength=len(rounds))
     p0 = np.maximum(P0_FLOOR, (per_slow + PRIOR_DRAWS * pooled) / (per_n + PRIOR_DRAWS))[inverse]
     p1 = p0 + (1 - p0) * SHARE
-    lo, hi = mu1 - CLIP * sigma, mu0 + CLIP * sigma
-    shift_inc = (mu1 - mu0) / sigma**2 * (np.clip(x, lo, hi) - (mu0 + mu1) / 2)
+    shift_inc = model.increments(x)
     fine = np.isfinite(x)
     node = np.concatenate([a, b])
     partner = np.concatenate([b, a])
@@ -350,7 +387,7 @@ def _tests(
         ratios = {} if decision == CLEARED else _ratios(names, partner[node == i], xx[node == i])
         nodes[h] = NodeEvidence(h, int(draws[i]), float(sums[i] / draws[i]), s_llr, int(slows[i]), c_llr,
                                 decision, ratios)
-    return Decisions(nodes, sigma, upper, lower, factor)
+    return Decisions(nodes, model.spread, upper, lower, factor)
 
 
 def _ratios(names: list[str], partner: np.ndarray, x: np.ndarray) -> dict[str, float]:
