@@ -13,7 +13,10 @@ evidence ``candidate_switches``), and that finding counts as a true positive for
 (at most two candidates: it halves the search, it does not name the part; ``claim``). Faults
 truth.json marks unobservable (no measurement slowed below 90%
 of healthy) are left out of recall and counted apart. A healthy fabric of each size is scored too
-(any warn/fail node/link/switch finding is a false positive).
+(any warn/fail node/link/switch finding is a false positive; "fabrics" counts the fabrics with one).
+``--noise-shapes`` runs every cell under each noise law of ``netbench simulate --noise-shape`` (laws
+the analysis does not assume: it learns the tail from the residuals, ``reports/noise.py``);
+node-0.9, node-0.85 and link-0.7 plant the subtle faults of issue 25.
 
 ``--mixed`` (96 nodes and up; how 4,096 nodes fit a session of the GPU host): each fabric carries one
 fault of every class at once, each on leaves no other fault touches (a capped node, a slow node, a
@@ -28,7 +31,9 @@ not a warn/fail; ``--confirm-budget 0`` scores the analysis of the sweep alone.
 
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
         [--pair-schedule auto|circle|topology]
-        [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy]
+        [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy,
+                   node-0.9,node-0.85,link-0.7]
+        [--noise-shapes normal,lognormal,skewed,t3,t4,t5,congestion]
         [--healthy-seeds 20] [--confirm-budget 60] [--jobs 16] [--mixed] [--tmp DIR,DIR]
 """
 
@@ -47,10 +52,12 @@ from netbench.reports.engine import analyze
 from netbench.common.findings import Finding
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
-from netbench.sim.run import SimOptions, simulate
+from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
 
 RULES = {"slow_node": "node", "slow_pair": "pair", "slow_switch": "switch"}
-CLASSES = ("capped-hidden", "slow-node", "slow-link", "slow-uplink", "intermittent", "healthy")
+CLASSES = ("capped-hidden", "slow-node", "slow-link", "slow-uplink", "intermittent", "healthy",
+           "node-0.9", "node-0.85", "link-0.7")
+"""The first six are the default; node-0.9, node-0.85 and link-0.7 are the subtle faults of issue 25."""
 
 
 def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
@@ -68,6 +75,11 @@ def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
         return (f"uplink:{leaves[int(rng.integers(len(leaves)))]}=0.5",)
     if cls == "intermittent":
         return (f"intermittent:{pick()}=0.5@0.3",)
+    if cls.startswith("node-"):
+        return (f"node:{pick()}={cls[5:]}",)
+    if cls.startswith("link-"):
+        a, b = rng.choice(len(hosts), size=2, replace=False)
+        return (f"link:{hosts[a]},{hosts[b]}={cls[5:]}",)
     return ()
 
 
@@ -98,7 +110,8 @@ def claim(finding: Finding, truth: set[tuple[str, str]]) -> tuple[str, str]:
 
 
 def score(
-    physics: str, n: int, cls: str, seed: int, noise: float, schedule: str, confirm_s: float, tmp: str
+    physics: str, n: int, cls: str, shape: str, seed: int, noise: float, schedule: str, confirm_s: float,
+    tmp: str,
 ) -> tuple[int, ...]:
     """One simulated fabric with one fault of ``cls``, its suspects re-tested within ``confirm_s``:
     (TP, FP, FN, unobservable, milliseconds)."""
@@ -106,9 +119,10 @@ def score(
     spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
     rng = np.random.default_rng(1000 * seed + n)
     faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
-    out = Path(tmp) / f"{physics}-{n}-{cls}-{seed}"
+    out = Path(tmp) / f"{physics}-{n}-{cls}-{shape}-{seed}"
     opts = SimOptions(
-        spec, faults, noise=noise, seed=seed, pair_sizes=(1 << 30,), out=str(out), pair_schedule=schedule
+        spec, faults, noise=noise, noise_shape=shape, seed=seed, pair_sizes=(1 << 30,), out=str(out),
+        pair_schedule=schedule,
     )
     res = simulate(opts)
     if confirm_s > 0:
@@ -127,17 +141,17 @@ def score(
 
 
 def score_mixed(
-    physics: str, n: int, seed: int, noise: float, schedule: str, confirm_s: float, tmp: str
+    physics: str, n: int, shape: str, seed: int, noise: float, schedule: str, confirm_s: float, tmp: str
 ) -> tuple[dict[str, tuple[int, int, int]], int, int]:
     """One fabric with a fault of every class (``plant_mixed``): per class (TP, FN, unobservable),
     the false positives of the fabric, milliseconds."""
     t0 = time.perf_counter()
     spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
     planted = plant_mixed(Fabric.build(spec), np.random.default_rng(1000 * seed + n))
-    out = Path(tmp) / f"{physics}-{n}-mixed-{seed}"
+    out = Path(tmp) / f"{physics}-{n}-{shape}-mixed-{seed}"
     opts = SimOptions(
-        spec, tuple(Fault.parse(f) for _, f in planted), noise=noise, seed=seed, pair_sizes=(1 << 30,),
-        out=str(out), pair_schedule=schedule,
+        spec, tuple(Fault.parse(f) for _, f in planted), noise=noise, noise_shape=shape, seed=seed,
+        pair_sizes=(1 << 30,), out=str(out), pair_schedule=schedule,
     )
     res = simulate(opts)
     (out / "plan.json").unlink()  # 2 GB at 4,096 nodes that nothing reads after the launch
@@ -158,11 +172,12 @@ def score_mixed(
 def main_mixed(args: argparse.Namespace, tmps: list[str]) -> None:
     """``--mixed``: a fabric per seed with a fault of every class; a row per class, its false
     positives those of the whole fabrics (every false finding charged to every class)."""
-    cells = [(physics, int(n)) for physics in args.physics.split(",") for n in args.sizes.split(",")]
+    cells = [(physics, int(n), shape) for physics in args.physics.split(",") for n in args.sizes.split(",")
+             for shape in args.noise_shapes.split(",")]
     seeds = range(args.seed0, args.seed0 + args.seeds)
     jobs = ((cell, seed) for cell in cells for seed in seeds)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures: dict[tuple[str, int], list] = {cell: [] for cell in cells}
+        futures: dict[tuple[str, int, str], list] = {cell: [] for cell in cells}
         said = {}
         for k, (cell, seed) in enumerate(jobs):  # the run directories spread over --tmp's folders
             where = tmps[k % len(tmps)]
@@ -172,21 +187,22 @@ def main_mixed(args: argparse.Namespace, tmps: list[str]) -> None:
             futures[cell].append(fut)
             said[fut] = (*cell, seed)
         for fut in as_completed(said):  # each fabric as it ends: a run cut short keeps what it scored
-            (per, fp, ms), (physics, n, seed) = fut.result(), said[fut]
+            (per, fp, ms), (physics, n, shape, seed) = fut.result(), said[fut]
             missed = [c for c, (_, fn, _) in per.items() if fn]
             hidden = [c for c, (_, _, h) in per.items() if h]
-            print(f"# {physics} {n} seed {seed}: FN {', '.join(missed) or 'none'}, FP {fp}, "
+            print(f"# {physics} {n} {shape} seed {seed}: FN {', '.join(missed) or 'none'}, FP {fp}, "
                   f"unobservable {', '.join(hidden) or 'none'}, "
                   f"{ms / 1000:.0f} s", flush=True)
-        for (physics, n), runs in futures.items():
+        for (physics, n, shape), runs in futures.items():
             done = [f.result() for f in runs]
             fp = sum(d[1] for d in done)
             secs = sum(d[2] for d in done) / 1000 / len(done)
-            for cls in CLASSES[:-1]:
+            for cls in done[0][0]:  # the classes plant_mixed plants
                 tp, fn, hidden = (sum(d[0][cls][k] for d in done) for k in range(3))
                 prec = tp / (tp + fp) if tp + fp else 1.0
                 rec = tp / (tp + fn) if tp + fn else 1.0
-                print(f"| {physics} | {n} | {cls} (mixed) | {len(done)} | {tp} | {fp} | {fn} | {hidden} "
+                print(f"| {physics} | {n} | {cls} (mixed) | {shape} "
+                      f"| {len(done)} | {tp} | {fp} | {fn} | {hidden} "
                       f"| {prec:.2f} | {rec:.2f} | {secs:.1f} |", flush=True)
 
 
@@ -197,6 +213,8 @@ def main() -> None:
     ap.add_argument("--healthy-seeds", type=int, help="seeds of the healthy class (default: --seeds)")
     ap.add_argument("--physics", default="bottleneck,multiplicative")
     ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--noise-shapes", default="normal",
+                    help=f"noise laws to run, comma-separated, of {', '.join(NOISE_SHAPES)}")
     ap.add_argument("--classes", default=",".join(CLASSES), help="fault classes to run, comma-separated")
     ap.add_argument("--pair-schedule", default="auto", choices=("auto", "circle", "topology"))
     ap.add_argument("--confirm-budget", type=float, default=60.0,
@@ -211,19 +229,23 @@ def main() -> None:
     unknown = set(args.classes.split(",")) - set(CLASSES)
     if unknown:
         ap.error(f"unknown --classes {', '.join(sorted(unknown))}; known: {', '.join(CLASSES)}")
+    shapes = args.noise_shapes.split(",")
+    if set(shapes) - set(NOISE_SHAPES):
+        ap.error(f"unknown --noise-shapes {', '.join(sorted(set(shapes) - set(NOISE_SHAPES)))}")
     healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
     retests = f"within {args.confirm_budget:g} s" if args.confirm_budget > 0 else "off"
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
           f"({healthy_seeds} healthy), pair schedule {args.pair_schedule}, re-tests {retests}, "
           f"{args.jobs} job(s)")
-    print("| physics | nodes | fault class | seeds | TP | FP | FN | unobservable | precision | recall "
-          "| s/run |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| physics | nodes | fault class | noise | seeds | TP | FP | FN | unobservable | precision "
+          "| recall | s/run |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     cells = [
-        (physics, int(n), cls)
+        (physics, int(n), cls, shape)
         for physics in args.physics.split(",")
         for n in args.sizes.split(",")
         for cls in args.classes.split(",")
+        for shape in shapes
     ]
     tmps = [tempfile.mkdtemp(prefix="bench_diag-", dir=d or None) for d in (args.tmp or "").split(",")]
     tmp = tmps[0]
@@ -243,13 +265,15 @@ def main() -> None:
                 ]
                 for cell in cells
             }
-            for (physics, n, cls), runs in futures.items():  # in order, as each cell completes
-                tp, fp, fn, hidden, ms = (sum(col) for col in zip(*(f.result() for f in runs), strict=True))
+            for (physics, n, cls, shape), runs in futures.items():  # in order, as each cell completes
+                done = [f.result() for f in runs]
+                tp, fp, fn, hidden, ms = (sum(col) for col in zip(*done, strict=True))
                 prec = tp / (tp + fp) if tp + fp else 1.0
                 rec = tp / (tp + fn) if tp + fn else 1.0
+                dirty = sum(1 for d in done if d[1])  # fabrics with any false warn/fail finding
                 print(
-                    f"| {physics} | {n} | {cls} | {len(runs)} | {tp} | {fp} | {fn} | {hidden} | {prec:.2f} "
-                    f"| {rec:.2f} | {ms / 1000 / len(runs):.1f} |",
+                    f"| {physics} | {n} | {cls} | {shape} | {len(runs)} | {tp} | {fp} ({dirty} fabrics) "
+                    f"| {fn} | {hidden} | {prec:.2f} | {rec:.2f} | {ms / 1000 / len(runs):.1f} |",
                     flush=True,
                 )
     finally:

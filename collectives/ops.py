@@ -326,26 +326,52 @@ class Collective:
     # NCCL called directly has an out-of-place form where torch has none (broadcast, reduce)
     native_out_of_place: bool = False
 
-    def runs(self, in_place: bool, engine: str = "torch") -> bool:
-        """Whether the variant exists on that engine (the table prints N/A where it does not)."""
-        if in_place:
-            return self.in_place
-        return self.out_of_place or (engine == "nccl" and self.native_out_of_place)
+    def runs(self, in_place: bool, engine: str = "torch", nranks: int = 2) -> bool:
+        """Whether the variant can be measured on that engine in a group of ``nranks`` (the table
+        prints N/A where it cannot)."""
+        return self.unmeasured(in_place, engine, nranks) is None
 
-    def buffers(self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool) -> Buffers:
+    def unmeasured(self, in_place: bool, engine: str = "torch", nranks: int = 2) -> str | None:
+        """Why the variant cannot be measured there (a line for the table), else None."""
+        if in_place:
+            return None if self.in_place else f"{self.name} has no in-place form"
+        if engine == "nccl" and self.native_out_of_place:
+            return None
+        if not self.out_of_place:
+            return f"torch has no out-of-place {self.name} (NCCL called directly, --engine nccl, has)"
+        if engine == "torch" and self.seeds_recv and nranks == 1:
+            # torch reduces ``recv`` in place; on one rank NCCL's in-place all_reduce does no work at
+            # all, so the out-of-place column would print a no-op's time (nccl-tests' is a copy)
+            return (f"torch has no out-of-place {self.name}, and one rank's in-place one does no work "
+                    "(NCCL called directly, --engine nccl, times its out-of-place copy)")
+        return None
+
+    def buffers(
+        self, lay: Layout, rank: int, dtype: torch.dtype, device: str, in_place: bool, slots: int = 1
+    ) -> list[Buffers]:
+        """``slots`` buffer sets for one point, laid out as nccl-tests lays its offsets out: one send
+        and one receive allocation, slot i at offset i x the slot's size in each (the collective's
+        in-place views apply within a slot)."""
+        def whole(numel: int) -> torch.Tensor:
+            return torch.empty(numel * slots, dtype=dtype, device=device)
+
+        def slot(t: torch.Tensor, numel: int, i: int) -> torch.Tensor:
+            return t[i * numel : (i + 1) * numel]
+
+        mine = slice(rank * lay.chunk, (rank + 1) * lay.chunk)
         if not in_place:
-            return Buffers(
-                torch.empty(lay.send_numel, dtype=dtype, device=device),
-                torch.empty(lay.recv_numel, dtype=dtype, device=device),
-            )
+            send, recv = whole(lay.send_numel), whole(lay.recv_numel)
+            return [Buffers(slot(send, lay.send_numel, i), slot(recv, lay.recv_numel, i))
+                    for i in range(slots)]
         if self.in_place_view == "send_is_recv_chunk":
-            recv = torch.empty(lay.recv_numel, dtype=dtype, device=device)
-            return Buffers(recv[rank * lay.chunk : (rank + 1) * lay.chunk], recv)
+            recv = whole(lay.recv_numel)
+            return [Buffers(slot(recv, lay.recv_numel, i)[mine], slot(recv, lay.recv_numel, i))
+                    for i in range(slots)]
+        send = whole(lay.send_numel)
         if self.in_place_view == "recv_is_send_chunk":
-            send = torch.empty(lay.send_numel, dtype=dtype, device=device)
-            return Buffers(send, send[rank * lay.chunk : (rank + 1) * lay.chunk])
-        buf = torch.empty(lay.send_numel, dtype=dtype, device=device)
-        return Buffers(buf, buf)
+            return [Buffers(slot(send, lay.send_numel, i), slot(send, lay.send_numel, i)[mine])
+                    for i in range(slots)]
+        return [Buffers(slot(send, lay.send_numel, i), slot(send, lay.send_numel, i)) for i in range(slots)]
 
 
 def _ring(n: int) -> float:

@@ -53,6 +53,7 @@ class SweepSpec:
     engine: str = "torch"  # nccl | torch | both: the run's (netbench.planner.choose_engine)
     step_work: int = 0  # units of work each rank does before each timed operation (harness.step_work)
     per_iter: bool = False  # every rank's per-operation samples go to per_iter.jsonl.gz
+    hot_buffers: bool = False  # one buffer pair per point, cache-resident (harness.Settings.hot_buffers)
 
     def __post_init__(self) -> None:
         self.collectives = [get_collective(c).name for c in self.collectives]

@@ -139,6 +139,7 @@ def _run_points(
         corrupt=corrupts(ctx.rank, ctx.host),
         delay=delays(ctx.rank, ctx.host),
         step_work=spec.step_work,
+        hot_buffers=spec.hot_buffers,
         # a GPU loop carries per-operation events only when asked (--per-iter) where arrivals are
         # analysed: by default it is timed as nccl-tests times it (harness.Settings.gpu_stamps)
         gpu_stamps=spec.per_iter and group.pattern in ARRIVAL_PATTERNS,
@@ -158,6 +159,7 @@ def _run_points(
         op_name = spec.op if coll.reduces else None
         op = reduce_op(spec.op) if coll.reduces else None
         root = spec.root if coll.rooted else 0
+        reach = max(coll.layout(size, dt.size, n).nbytes for size in spec.sizes)  # slots' room
         seen: set[int] = set()
         for size in spec.sizes:
             lay = coll.layout(size, dt.size, n)
@@ -165,7 +167,7 @@ def _run_points(
                 continue  # rounded to nothing, or to a size already measured
             seen.add(lay.nbytes)
             for in_place in spec.in_place:
-                if not coll.runs(in_place, engine):
+                if not coll.runs(in_place, engine, n):
                     continue
                 target = PointSpec(coll, lay, dt.torch_dtype, in_place, op_name, op, root)
                 point = measure(
@@ -175,6 +177,7 @@ def _run_points(
                     nranks=n,
                     settings=settings,
                     native=native if engine == "nccl" else None,
+                    reach=reach,
                 )
                 per_rank, stamps = _gather(pg, n, ctx.device, point, clock, spec.iters)
                 step += 1

@@ -12,6 +12,7 @@ what was measured: every row is fsync'd as it arrives. Faults are judged here:
 
 from __future__ import annotations
 
+import itertools
 import json
 import queue
 import threading
@@ -22,7 +23,7 @@ from typing import Any
 
 from netbench.collectives import messages
 from netbench.collectives.dtypes import get_dtype
-from netbench.collectives.native import engine_unmet
+from netbench.collectives.native import engine_unmet, engines_of
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.errors import NetbenchError
@@ -93,12 +94,12 @@ class Outcome:
 def count_points(phase: Phase, group: GroupSpec) -> int:
     """How many rows a group of a phase will produce (for progress and for nothing else)."""
     n, esize, total = len(group.ranks), get_dtype(phase.spec.dtype).size, 0
-    for cname in phase.spec.collectives:
+    for cname, engine in itertools.product(phase.spec.collectives, engines_of(phase.spec.engine)):
         coll = get_collective(cname)
         sizes = {coll.layout(s, esize, n).nbytes for s in phase.spec.sizes} - {0}
-        modes = [ip for ip in phase.spec.in_place if coll.runs(ip)]
+        modes = [ip for ip in phase.spec.in_place if coll.runs(ip, engine, n)]
         total += len(sizes) * len(modes)
-    return total * (2 if phase.spec.engine == "both" else 1)
+    return total
 
 
 class Coordinator:

@@ -21,6 +21,8 @@ SIM_MAX_NIC_GBPS = 10_000.0
 """``simulate --nic-gbps``: 10 TB/s a node, far above any NIC."""
 SIM_MAX_RAILS = 64
 """``simulate --rails``: NICs a node."""
+SIM_NOISE_SHAPES = ("normal", "lognormal", "skewed", "t3", "t4", "t5", "congestion")
+"""The laws of `netbench simulate --noise-shape` (``netbench.sim.run.noise_factor`` draws them)."""
 MAX_COUNT = 10**9
 """The upper end of a count option that has no natural one (iterations, rounds, partners, pairs at
 once): far above any real use, low enough that nothing sized by it overflows or runs for ever."""

@@ -119,8 +119,9 @@ def execute(
         if settings.print_table is None or settings.print_table(row):
             coll = get_collective(row["collective"])
             engine = row.get("engine") or "torch"
-            has_oop, has_ip = coll.runs(False, engine), coll.runs(True, engine)
-            table.add(row, has_oop and False in modes, has_ip and True in modes)
+            n = int(row.get("ranks") or 2)
+            oop, ip = (coll.runs(m, engine, n) and m in modes for m in (False, True))
+            table.add(row, oop, ip, notes=[why for m in modes if (why := coll.unmeasured(m, engine, n))])
 
     coord = Coordinator(
         plan,

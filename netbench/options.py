@@ -37,6 +37,7 @@ class SweepOptions:
     cuda_graph: bool = False
     step_work: int = 0  # units of work before each timed operation (--step-work; harness.step_work)
     per_iter: bool = False  # keep every rank's per-operation samples (per_iter.jsonl.gz)
+    hot_buffers: bool = False  # --hot-buffers: no rotation over buffer slots (harness.Settings.hot_buffers)
     engine: str = "auto"  # auto | nccl | torch | both: the request (netbench.planner.choose_engine)
     groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     out: str | None = None

@@ -370,6 +370,7 @@ def _spec(req: PlanRequest, backend: str, collectives: list[str], sizes: list[in
             engine=engine,
             step_work=m.step_work,
             per_iter=m.per_iter,
+            hot_buffers=m.hot_buffers,
         )
         spec.validate_for(backend)
     except ValueError as exc:

@@ -71,7 +71,9 @@ class TablePrinter:
     _pending: dict[tuple, dict[bool, dict[str, Any]]] = field(default_factory=dict)
     _title: tuple | None = None
 
-    def add(self, row: dict[str, Any], has_oop: bool, has_ip: bool) -> None:
+    def add(self, row: dict[str, Any], has_oop: bool, has_ip: bool, notes: list[str] | None = None) -> None:
+        """One row; ``notes``: why a variant of its collective is not measured (printed once per
+        section, under its title, so an N/A column is explained where it is read)."""
         if row.get("status") != "ok":
             self.write(
                 f"# {row.get('collective')} {row.get('pattern')} {'+'.join(row.get('hosts') or [])}: "
@@ -85,7 +87,9 @@ class TablePrinter:
             where = " ".join(row.get("hosts") or [])
             self.write(
                 f"#\n# {row['collective']}  pattern={row['pattern']}  ranks={row['ranks']}  "
-                f"backend={row['backend']}  engine={engine}  hosts={where}\n#\n{HEADER}"
+                f"backend={row['backend']}  engine={engine}  hosts={where}\n#"
+                + "".join(f"\n# N/A: {note}" for note in notes or ())
+                + f"\n{HEADER}"
             )
         key = (row.get("group"), row["collective"], engine, row["bytes"])
         got = self._pending.setdefault(key, {})

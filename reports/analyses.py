@@ -22,7 +22,16 @@ from netbench.reports.arrivals import analyse as analyse_arrivals
 from netbench.reports.ceilings import Headline, headlines, references
 from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.pairmodel import PairModel, fit_pair_model, nanmedian_rows
-from netbench.reports.stats import SIGMA_FLOOR, binomial_sf, fdr_cut, holm_bar, holm_cut, robust_sigma
+from netbench.reports.stats import (
+    SIGMA_FLOOR,
+    bh_mask,
+    binomial_sf,
+    fdr_cut,
+    holm_bar,
+    holm_cut,
+    holm_mask,
+    robust_sigma,
+)
 
 from netbench.common.naming import natural_key
 from netbench.common.topology import LEAF, switch_path
@@ -51,6 +60,7 @@ class NodeVerdict:
     capacity_GBps: float | None = None  # its best class median: what it manages at best (its cap)
     slow_rounds: tuple[int, ...] = ()  # intermittent: the rounds of its slow pairs
     p_value: float | None = None  # intermittent: chance of this many slow pairs from noise alone
+    effect_ci: tuple[float, float] | None = None  # 95% interval of effect_ratio (its estimate's error)
 
 
 @dataclass(frozen=True)
@@ -261,11 +271,13 @@ def judge_nodes(
 ) -> NodeVerdicts:
     """Slow nodes, judged within each hop class and against the family-wise error of every test.
 
-    Capped: in some class K, exp(a_i^K) <= slow_node_factor (practical) and its robust z (against the
-    spread of class-K node effects and its own estimate's error) past Holm's cut over every node x
-    class tested. Intermittent: more of its pairs more than INTERMITTENT_Z below their cell than
-    noise gives (binomial tail, Bonferroni over the nodes). Hosts slow only through the uplink of a
-    switch above them are the switch's verdict, not theirs. Past the false-discovery bar but not the
+    Capped: in some class K, exp(a_i^K) at least ``warn_floor`` below its peers (practical) and its
+    robust z (against the spread of class-K node effects and its own estimate's error) past Holm's
+    cut over every node x class tested; how severe is the rule's (``size_severity``: the effect's
+    interval against the policy's floors). Intermittent: more of its pairs more than INTERMITTENT_Z
+    below their cell than noise gives (binomial tail under the learned or assumed noise tail,
+    Bonferroni over the nodes). Hosts slow only through the uplink of a switch above them are the
+    switch's verdict, not theirs. Past the false-discovery bar but not the
     family-wise one: a suspect (info)."""
     m, t = model, thresholds
     base = NodeVerdicts(hosts=tuple(m.hosts), collective=m.collective, sizes=tuple(m.sizes))
@@ -273,7 +285,9 @@ def judge_nodes(
         return base
     n_cls, n = m.class_effect.shape
     z = np.full((n_cls, n), np.nan)
+    se_k = np.full((n_cls, n), np.nan)
     spreads = []
+    sigma_k = [m.noise.tail(c).sigma if c in m.noise.tails else m.sigma for c in m.classes]
     for k in range(n_cls):
         judged = m.class_judged[k]
         if not judged.any():
@@ -281,9 +295,10 @@ def judge_nodes(
         eff = m.class_effect[k]
         spread = robust_sigma(eff[judged])
         spreads.append(spread)
-        se = m.sigma * 1.2533 / np.sqrt(np.maximum(m.class_partners[k], 1))  # error of a median of partners
+        se = sigma_k[k] * 1.2533 / np.sqrt(np.maximum(m.class_partners[k], 1))  # a median's error
+        se_k[k] = se
         z[k] = np.where(judged, eff / np.maximum(np.maximum(spread, se), SIGMA_FLOOR), np.nan)
-    practical = m.class_judged & (m.class_effect <= np.log(t.slow_node_factor))
+    practical = m.class_judged & (m.class_effect <= np.log1p(-t.warn_floor))
     cand = np.where(practical, z, np.nan)
     n_tests = int(m.class_judged.sum()) + n  # + one intermittency test per node
     warn_cut = holm_cut(cand.ravel(), n_tests, t.mad_k, t.fwer)
@@ -297,6 +312,7 @@ def judge_nodes(
     for i in np.nonzero(capped.any(axis=0) | borderline.any(axis=0))[0].tolist():
         worst = int(np.nanargmin(np.where(capped[:, i] | borderline[:, i], z[:, i], np.nan)))
         v = _verdict(m, i, worst, float(z[worst, i]), cap, hop_class, t)
+        v = replace(v, effect_ci=_interval(float(m.class_effect[worst, i]), float(se_k[worst, i])))
         (slow if capped[:, i].any() else suspects)[i] = v
     uplinks = _switch_verdicts(m, slow, switches or {}, t.slow_node_factor)
     crossing = np.zeros((n, n), dtype=bool)  # pairs through a slow uplink: the switch explains them
@@ -423,15 +439,18 @@ def _intermittent(
     owns its low pairs: its partners in its slow rounds each show one low pair with it, which is
     its, not theirs. Without that, a node slow now and then made the end of a slow link beside it
     look intermittent too (the link and one slow round: two slow links on one node)."""
-    z = np.where(explained, np.nan, m.resid / m.sigma)
+    z = np.where(explained, np.nan, m.resid / m.class_sigma())
     low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
     measured = np.isfinite(z)
     count = low.sum(axis=1)
-    p0 = noise_tail()
+    # per hop class: the assumed tail, or the learned one where the fleet's noise is heavier
+    p0 = np.array([max(noise_tail(), float(m.noise.tail(c).p_below(np.array([INTERMITTENT_Z]))[0]))
+                   for c in m.classes])
     out: dict[int, NodeVerdict] = {}
     pvals: dict[int, float] = {}
     lows: dict[int, np.ndarray] = {}
-    bar = _slow_link_pairs(m, t, explained)
+    sig = link_tests(m, t, explained).warn
+    bar = sig | sig.T
     owned = np.zeros_like(low)  # [j, i]: j's pair with i is i's, found intermittent before j
     candidates = np.nonzero((count >= INTERMITTENT_MIN_PAIRS) | (bar.sum(axis=1) >= 2))[0].tolist()
     for i in sorted(candidates, key=lambda i: (-int(count[i]), i)):
@@ -463,31 +482,56 @@ def _intermittent(
         ratio = float(np.exp(np.median(m.resid[i, js])))
         if ratio > t.slow_node_factor:
             continue
+        se = 1.2533 * float(np.median(m.class_sigma()[i, js])) / np.sqrt(js.size)
         seen = m.rounds[i, js] if m.rounds is not None else np.zeros(0, dtype=int)
         rounds = tuple(sorted({int(r) for r in seen if r >= 0}))
         k = int(np.argmax(np.bincount(m.cls[i, js], minlength=len(m.classes))))
         v = _verdict(m, i, k, float(np.median(z[i, js])), cap, hop_class, t, "intermittent", rounds, pvals[i])
-        out[i] = replace(v, effect_ratio=ratio, partners_slow=int(len(js)))
+        out[i] = replace(v, effect_ratio=ratio, partners_slow=int(len(js)),
+                         effect_ci=_interval(float(np.median(m.resid[i, js])), se))
     return out
 
 
-def _slow_link_pairs(m: PairModel, t: Thresholds, explained: np.ndarray) -> np.ndarray:
-    """The pairs past the slow-link bar (``rules/slow_pair``: practically slow and past Holm's cut
-    over every pair), leaving out pairs something else explains: a symmetric mask over the nodes."""
-    finite = np.isfinite(m.resid) & ~explained
+@dataclass(frozen=True, eq=False)  # eq=False: arrays do not compare as one bool
+class LinkTests:
+    """The pairs' tests for slow links, each pair once (upper triangle, (N, N) masks): practically
+    slow (<= slow_pair_factor of its prediction, ``mad_k`` of its class's sigmas below), and its
+    chance under the class's noise tail (``PairModel.noise``, learned or assumed) past Holm's
+    family-wise bar over every pair (``warn``) or Benjamini-Hochberg's only (``suspect``)."""
+
+    p: np.ndarray  # the chance noise alone puts the pair this low; NaN: not a candidate
+    warn: np.ndarray
+    suspect: np.ndarray
+    n_tests: int
+
+    def bar(self, m: PairModel, klass: str, alpha: float, k: float) -> float:
+        """The bar (sigmas of ``klass`` below) the weakest warning had to pass at its Holm step, or
+        the first step's when none passed; never below ``k``."""
+        step = max(self.n_tests - max(int(self.warn.sum()) - 1, 0), 1)
+        return max(k, m.noise.tail(klass).bar(alpha / step))
+
+
+def link_tests(m: PairModel, t: Thresholds, explained: np.ndarray | None = None) -> LinkTests:
+    """Every pair's slow-link test (``rules/slow_pair`` and the intermittency test read the same),
+    leaving out ``explained`` pairs (something else owns their slowness: a slow uplink)."""
+    finite = np.isfinite(m.resid) if explained is None else np.isfinite(m.resid) & ~explained
     upper = np.triu(finite, 1)
     n_pairs = int(upper.sum())
-    if n_pairs < 3:
-        return np.zeros(finite.shape, dtype=bool)
-    z = m.resid / m.sigma
-    practical = upper & (m.resid <= np.log(t.slow_pair_factor))
-    cut = holm_cut(np.where(practical, z, np.nan), n_pairs, t.mad_k, t.fwer)
-    sig = practical & (z <= cut)
-    return sig | sig.T
+    p = np.full(m.resid.shape, np.nan)
+    if n_pairs >= 3:  # one or two pairs have no peers to be judged against
+        cand = upper & (m.resid <= np.log(t.slow_pair_factor)) & (m.resid <= -t.mad_k * m.class_sigma())
+        p[cand] = m.noise.p_values(m.resid[cand], m.cls[cand], m.classes)
+    warn = holm_mask(p, n_pairs, t.fwer)
+    return LinkTests(p, warn, bh_mask(p, n_pairs, t.fdr) & ~warn, n_pairs)
+
+
+def _interval(effect: float, se: float) -> tuple[float, float]:
+    """The 95% interval of an effect (log) with standard error ``se``, as ratios."""
+    return float(np.exp(effect - 1.96 * se)), float(np.exp(effect + 1.96 * se))
 
 
 def _class_binomial(
-    low: np.ndarray, measured: np.ndarray, cls: np.ndarray, n_classes: int, p0: float
+    low: np.ndarray, measured: np.ndarray, cls: np.ndarray, n_classes: int, p0: np.ndarray
 ) -> float:
     """One node's intermittency p-value: the smallest over its hop classes of the chance of this many
     low pairs among its partners of that class, times the classes tested (Bonferroni, so it stays one
@@ -495,9 +539,10 @@ def _class_binomial(
     a NIC slow in a third of the rounds behind a 2:1 uplink slows its own leaf's pairs (15 partners
     at 256 nodes) and not the 240 cross-spine ones, and pooled over all 255 its 4 low pairs look
     like noise."""
-    tested = [(int((low & (cls == k)).sum()), int((measured & (cls == k)).sum())) for k in range(n_classes)]
-    tested = [(c, n) for c, n in tested if n]
-    return min(1.0, len(tested) * min(binomial_sf(c, n, p0) for c, n in tested))
+    tested = [(int((low & (cls == k)).sum()), int((measured & (cls == k)).sum()), k)
+              for k in range(n_classes)]
+    tested = [(c, n, k) for c, n, k in tested if n]
+    return min(1.0, len(tested) * min(binomial_sf(c, n, float(p0[k])) for c, n, k in tested))
 
 
 def _tier(klass: str) -> int:

@@ -34,6 +34,14 @@ TERMS: dict[str, tuple[str, str]] = {
                           "grows with it, so a large fleet does not turn noise into findings."),
     "p_value": ("p-value", "The chance of a result this extreme if nothing were wrong (the intermittent "
                 "test: this many slow rounds by chance)."),
+    "noise_tail": ("noise tail", "Which law the p-value came from: the lower tail learned from this run's "
+                   "own residuals of the hop class (a generalised Pareto fit to the worst 5%, never lighter "
+                   "than a normal), or the normal, assumed where too few pairs were measured to learn one."),
+    "effect_ci_ratio": ("95% interval", "The range the true ratio to the peers lies in with 95% confidence, "
+                        "from the estimate's own error: certain and small (0.92-0.94) warns, reaching the "
+                        "policy's fail_floor fails, wide means re-test."),
+    "samples": ("samples", "What the finding rests on: one measurement of the pair (no re-test) is "
+                "suggestive, a re-test against known-good partners decides."),
     "noise_sigma_pct": ("noise", "The run's own scatter of pair bandwidth around what the model predicts, "
                         "as a percentage: the yardstick z is measured in."),
     "hop_class": ("hop class", "How far apart the two hosts are in the topology (same leaf, across one "

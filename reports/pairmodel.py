@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from netbench.reports.noise import NoiseModel, learn
 from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
 
 from netbench.common.naming import natural_key
@@ -65,6 +66,13 @@ class PairModel:
     cell: np.ndarray | None = None  # (N, N) the pair's comparison cell (class x load), -1 none
     cell_median_bw: list[float | None] = field(default_factory=list)  # largest size, per cell
     cell_pairs: list[int] = field(default_factory=list)
+    noise: NoiseModel = field(default_factory=NoiseModel)  # the residuals' lower tail per hop class
+
+    def class_sigma(self) -> np.ndarray:
+        """(N, N) the noise sigma of each pair's hop class (its tail's unit; ``sigma`` elsewhere)."""
+        own = [self.noise.tail(c).sigma if c in self.noise.tails else self.sigma for c in self.classes]
+        per = np.array([*own, self.sigma])
+        return per[self.cls]  # cls -1 (not measured) takes the last: the fleet's sigma
 
     @property
     def index(self) -> dict[str, int]:
@@ -305,6 +313,7 @@ def fit_pair_model(
     a = np.where(judged_k, a_k, np.inf).min(axis=0)
     a = np.where(judged, a, 0.0)
     sigma = max(residual_sigma(resid[upper]), SIGMA_FLOOR)
+    noise = learn(resid[upper], cls[upper], classes, sigma)
     return PairModel(
         collective=coll,
         sizes=sizes,
@@ -329,6 +338,7 @@ def fit_pair_model(
         cell=cell,
         cell_median_bw=cell_median_bw,
         cell_pairs=cell_pairs,
+        noise=noise,
     )
 
 

@@ -68,7 +68,21 @@ class Thresholds:
     nodes predict (0.8: 20% or more below); a node's rail (``--pattern rail``) when its best group
     is at most this fraction of the median of the same rail's groups without it."""
     slow_node_factor: float = 0.9
-    """A node is slow when its effect over all partners is at most this fraction of the fleet's."""
+    """A node's pair slower than this fraction of its hop class counts as one of its slow pairs;
+    a re-test confirms a node whose pairs with known-good partners run at most this fraction of the
+    controls; the uplink verdicts read it as "fine below the switch". Whether a node is reported at
+    all, and how severely, is ``warn_floor`` and ``fail_floor``."""
+    warn_floor: float = 0.05
+    """A node, link or switch certainly slower than its peers (past the family-wise bar) is a warning
+    when the near end of its effect's 95% interval is at least this much slower (0.05: 5%)."""
+    fail_floor: float = 0.10
+    """... and a failure when, besides, its interval reaches this much slower (0.10: a node measured
+    10% slow fails whichever side of 10% the noise put its estimate). Past the bar but nearer than
+    ``warn_floor``: info, reported with its interval."""
+    single_sample: str = "warn"
+    """The most a finding resting on one sample per pair without a re-test may be (an imported or
+    old run): ``info`` makes every such finding a suspect to re-test; the family-wise bar under
+    the learned noise tail holds either way."""
     mad_k: float = 4.0
     """Robust z-score (in units of 1.4826*MAD) a deviation must at least reach. For many tests the
     rules raise it further (family-wise control, ``fwer``), so 500k pairs do not yield false
@@ -143,6 +157,12 @@ class Thresholds:
                 raise PolicyError(f"thresholds.{name} must be >= 1")
         if self.straggler_min_excess < 0:
             raise PolicyError("thresholds.straggler_min_excess must be >= 0")
+        if not 0 <= self.warn_floor <= self.fail_floor < 1:
+            raise PolicyError(
+                f"thresholds: need 0 <= warn_floor <= fail_floor < 1, got {self.warn_floor} and "
+                f"{self.fail_floor}"
+            )
+        self.single_sample = _one_of(self.single_sample, SEVERITIES, "thresholds.single_sample", "severity")
 
 
 @dataclass

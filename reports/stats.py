@@ -77,14 +77,7 @@ def fdr_cut(z: np.ndarray, n_tests: int, k: float, q: float = 0.05) -> float:
     with 30 clearly slow links among 500k pairs it relaxes just enough not to miss the borderline
     ones. Returns -inf when nothing qualifies.
     """
-    cand = np.sort(z[np.isfinite(z) & (z <= -k)])  # most negative (smallest p) first
-    if cand.size == 0 or n_tests < 1:
-        return float("-inf")
-    p = 0.5 * np.array([math.erfc(-float(v) / math.sqrt(2)) for v in cand])
-    ok = p <= np.arange(1, cand.size + 1) * q / n_tests
-    if not ok.any():
-        return float("-inf")
-    return float(cand[np.nonzero(ok)[0].max()])
+    return _cut(z, k, lambda p: bh_mask(p, n_tests, q))
 
 
 def holm_cut(z: np.ndarray, n_tests: int, k: float, alpha: float = 0.05) -> float:
@@ -97,13 +90,47 @@ def holm_cut(z: np.ndarray, n_tests: int, k: float, alpha: float = 0.05) -> floa
     ``alpha`` whatever the fleet size, and is uniformly a little more powerful than Bonferroni.
     Returns -inf when nothing qualifies.
     """
-    cand = np.sort(z[np.isfinite(z) & (z <= -k)])
-    if cand.size == 0 or n_tests < 1:
+    return _cut(z, k, lambda p: holm_mask(p, n_tests, alpha))
+
+
+def _cut(z: np.ndarray, k: float, test) -> float:  # noqa: ANN001 - p-values -> passed mask
+    """The least extreme z among those at or below ``-k`` whose normal p-values ``test`` passes."""
+    cand = z[np.isfinite(z) & (z <= -k)]
+    if cand.size == 0:
         return float("-inf")
-    p = 0.5 * np.array([math.erfc(-float(v) / math.sqrt(2)) for v in cand])
-    ok = p <= alpha / np.maximum(n_tests - np.arange(cand.size), 1)
-    passed = cand.size if ok.all() else int(np.argmin(ok))  # step down: stop at the first failure
-    return float(cand[passed - 1]) if passed else float("-inf")
+    passed = test(0.5 * np.array([math.erfc(-float(v) / math.sqrt(2)) for v in cand]))
+    return float(cand[passed].max()) if passed.any() else float("-inf")
+
+
+def holm_mask(p: np.ndarray, n_tests: int, alpha: float) -> np.ndarray:
+    """Which p-values (NaN: not a candidate) Holm's step-down over ``n_tests`` tests rejects at
+    family-wise error ``alpha``: the smallest against alpha / n, the next against alpha / (n - 1) ...,
+    stopping at the first that fails."""
+    out, order, ranked = _ranked(p)
+    if order.size and n_tests >= 1:
+        ok = ranked <= alpha / np.maximum(n_tests - np.arange(order.size), 1)
+        out.ravel()[order[: order.size if ok.all() else int(np.argmin(ok))]] = True
+    return out
+
+
+def bh_mask(p: np.ndarray, n_tests: int, q: float) -> np.ndarray:
+    """Which p-values (NaN: not a candidate) Benjamini-Hochberg over ``n_tests`` tests rejects at
+    false-discovery rate ``q``: every one up to the largest rank r with p <= r q / n."""
+    out, order, ranked = _ranked(p)
+    if order.size and n_tests >= 1:
+        ok = ranked <= np.arange(1, order.size + 1) * q / n_tests
+        if ok.any():
+            out.ravel()[order[: np.nonzero(ok)[0].max() + 1]] = True
+    return out
+
+
+def _ranked(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(an all-False mask shaped as ``p``, the flat positions of its finite values smallest first,
+    those values)."""
+    flat = p.ravel()
+    idx = np.nonzero(np.isfinite(flat))[0]
+    order = idx[np.argsort(flat[idx], kind="stable")]
+    return np.zeros(p.shape, dtype=bool), order, flat[order]
 
 
 def holm_bar(z: np.ndarray, n_tests: int, k: float, alpha: float = 0.05) -> float:

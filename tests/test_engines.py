@@ -184,6 +184,16 @@ def test_one_rank_says_nothing_crossed_a_link(tmp_path: Path):
     findings = json.loads((out / "findings.json").read_text())["findings"]
     assert [f["rule"] for f in findings] == ["single_rank"]
     assert findings[0]["severity"] == "info"
+    # torch reduces in place; on one rank that is no work, so all_reduce's out-of-place column is
+    # N/A with the reason under the section's title, never a no-op's time
+    assert {(r["collective"], r["in_place"]) for r in rows} == {
+        ("all_reduce", True), ("all_gather", False), ("all_gather", True)
+    }
+    section = r.stdout.split("# all_reduce ")[1].split("# all_gather ")[0]
+    assert "# N/A: torch has no out-of-place all_reduce, and one rank's in-place one does no work" in section
+    lines = [ln for ln in section.splitlines()[1:] if ln and not ln.startswith("#")]
+    assert lines and all(ln.split()[5:9] == ["N/A"] * 4 for ln in lines)
+    assert "# N/A" not in r.stdout.split("# all_gather ")[1]  # all_gather's out-of-place is a real copy
 
 
 def _row(engine: str, coll: str, nbytes: int, in_place: bool, time_us: float) -> dict:

@@ -305,12 +305,12 @@ def test_only_confirmed_slow_nodes_keep_failing() -> None:
     assert c.evidence["retest"]["reason"] == "not re-tested: budget" and "Unconfirmed" in c.title
     b = next(f for f in out if f.subject == "b")
     assert b.evidence["retest"]["verdict"] == "cleared"
-    assert b.title.startswith("Not confirmed on re-test (fine)")
+    assert b.title.startswith("Not confirmed by re-test (fine)")
     assert drain_and_check(out, 10)[0] == ["a", "d"]
     # the advice moves on: a confirmed node is to repair, not to re-test again; an untested one is
     a, d = (next(f for f in out if f.subject == h) for h in "ad")
-    assert a.title.startswith("Confirmed on re-test: Node a ") and "confirmed it on re-test" in a.action
-    assert d.title == "Node d is slow against known-good partners on re-test (r)"
+    assert a.title.startswith("Confirmed by re-test: Node a ") and "confirmed it on re-test" in a.action
+    assert d.title == "Confirmed by re-test (r): node d is slow against known-good partners"
     assert d.action == a.action.replace("Drain a", "Drain d")
     assert "then re-test" not in a.action and "re-test c against known-good partners" in c.action
 

@@ -285,3 +285,30 @@ def test_past_the_full_size_the_switch_view_drills_down_to_the_findings_switches
     pg.wait_for_function(f"{drill}[1].visible === true")
     assert pg.evaluate(f"{drill}.map(t => t.visible === false ? 0 : 1)") == [0, 1] + [0] * (n - 2)
     assert problems == []
+
+
+@browser
+@pytest.mark.browser
+def test_who_arrives_last_draws_the_late_rank_and_names_it(tmp_path, page_of):
+    """A real local gloo sweep of 4 ranks where rank 2 issues every timed operation 3 ms late (the
+    harness's fault injection): the report's "Who arrives last" section draws the iteration x rank
+    heatmap with rank 2's column the late one, and its table names rank 2 a persistent straggler."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    env = {**os.environ, "NETBENCH_INJECT": "delay:2:1:3000", "CUDA_VISIBLE_DEVICES": ""}
+    argv = [sys.executable, "-m", "netbench", "sweep", "-p", "4", "--backend", "gloo", "-k", "all_reduce",
+            "-b", "1K", "-e", "64K", "-f", "4", "-n", "30", "-w", "2", "--in-place", "out", "--out", str(out)]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
+    pg, problems = page_of(out / "report.html")
+    assert problems == []
+    fig = "document.getElementById('arrivals-plot').data[0]"
+    assert pg.evaluate(f"{fig}.type") == "heatmap"
+    labels, z = pg.evaluate(f"{fig}.x"), pg.evaluate(f"{fig}.z")
+    late = labels.index(next(x for x in labels if x.split()[0] == "2"))
+    col_sums = [sum(row[c] for row in z) for c in range(len(labels))]
+    assert max(range(len(labels)), key=col_sums.__getitem__) == late, (labels, col_sums)
+    section = pg.inner_text("#stragglers")
+    assert "Who arrives last" in section and "persistent" in section and "rank 2" in section

@@ -66,8 +66,10 @@ def test_thresholds_come_from_policy():
     hosts = host_names(16)
     fleet = make_fleet(16, 2, slow_nodes={hosts[0]: 0.85}, noise=0.02, seed=6)
     assert [f.subject for f in slow_node.check(ctx_of(fleet))] == [hosts[0]]
-    strict = Policy(thresholds=Thresholds(slow_node_factor=0.8))
+    strict = Policy(thresholds=Thresholds(warn_floor=0.2, fail_floor=0.3))
     assert slow_node.check(ctx_of(fleet, policy=strict)) == []
+    lenient = Policy(thresholds=Thresholds(warn_floor=0.05, fail_floor=0.2))  # 15% is a warning only
+    assert [f.severity for f in slow_node.check(ctx_of(fleet, policy=lenient))] == ["warn"]
 
 
 def test_slow_switch_when_most_of_a_leaf_is_slow():

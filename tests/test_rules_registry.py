@@ -98,7 +98,7 @@ def test_a_link_confirmed_on_retest_says_check_the_path_not_retest():
         retests=RetestEvidence({confirmed.subject: confirmed}, "x"),
     )
     (f,) = slow_pair.check(ctx)
-    assert f.severity == "warn" and f.title.startswith("Confirmed on re-test (re-run at 0.46x")
+    assert f.severity == "warn" and f.title.startswith("Confirmed by re-test (re-run at 0.46x the controls)")
     assert "re-test" not in f.action.replace("re-tested slow", "") and "drain neither" in f.action
 
 
@@ -115,7 +115,8 @@ def test_a_link_cleared_on_retest_is_info_and_says_why():
         retests=RetestEvidence({cleared.subject: cleared}, "x"),
     )
     (f,) = slow_pair.check(ctx)
-    assert f.severity == "info" and f.title.startswith("Not confirmed on re-test (re-run at 0.98x")
+    assert f.severity == "info"
+    assert f.title.startswith("Not confirmed by re-test (re-run at 0.98x the controls)")
     assert f.evidence["retest"] == {
         "subject": f"{a}|{b}",
         "kind": "link",

@@ -11,6 +11,7 @@
 # gpu2     both GPUs: + sendrecv, NCCL default and NCCL_ALGO=Ring; `netbench sweep` with no arguments
 # intra, dtypes: the parts of extra that one GPU can run
 # extra    --pattern copy-matrix (GPU copy matrix), a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
+# i28      issue 28: nccl-tests vs netbench (rotating and hot buffers), eager and graphs, alternated
 # compare  benchmarks/gpu/compare.py over everything measured
 # Everything lands in /tmp/netbench-gpu-work/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
 set -u
@@ -151,6 +152,32 @@ stage_engines() {  # issue 14: nccl-tests beside both netbench engines, one GPU,
     --no-report --out "$R/nb_1gpu_g0"
   STEP_TIMEOUT=300 step nb_1gpu_g20 $NB --engine both -k all_reduce,all_gather,reduce_scatter,broadcast $RANGE \
     --cuda-graph --no-report --out "$R/nb_1gpu_g20"
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_i28() {  # issue 28: nccl-tests beside netbench's nccl engine (rotating buffers, the default, and
+  # --hot-buffers), one GPU, eager then graphs, alternated ROUNDS times (medians over rounds in compare)
+  export CUDA_VISIBLE_DEVICES=0
+  local A="-b 8 -e 1G -f 8 -n 50 -w 10" K=all_reduce,all_gather,reduce_scatter,broadcast
+  for i in $(seq "${ROUNDS:-3}"); do
+    for c in all_reduce all_gather reduce_scatter broadcast; do NTARGS="$A -c 0" nt "1gpu-r$i" $c 0 -g 1; done
+    step "nb_rot_r$i" $NB --engine nccl -k $K $A --no-check --no-inventory --no-report --out "$R/nb_rot_r$i"
+    step "nb_hot_r$i" $NB --engine nccl -k $K $A --no-check --hot-buffers --no-inventory --no-report --out "$R/nb_hot_r$i"
+    for c in all_reduce all_gather reduce_scatter broadcast; do NTARGS="$A -c 0" nt "1gpu-r$i" $c 20 -g 1; done
+    step "nb_rotG_r$i" $NB --engine nccl -k $K $A --no-check --cuda-graph --no-inventory --no-report --out "$R/nb_rotG_r$i"
+  done
+  step nb_torch1 $NB --engine torch -k all_reduce -b 8 -e 1M -f 32 --cuda-graph --no-report --out "$R/nb_torch1"
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_probe() {  # issue 28: where a small eager operation's microseconds go (launch_probe.py), and
+  # nccl-tests with and without its offsets at 8 B (-e 8: one slot; -e 8K -f 1024: 1,024 slots)
+  export CUDA_VISIBLE_DEVICES=0
+  step probe $PY benchmarks/gpu/launch_probe.py --rounds "${ROUNDS:-5}"
+  for i in $(seq "${ROUNDS:-3}"); do
+    NTARGS="-b 8 -e 8 -n 1000 -w 100 -c 0" nt "hot-r$i" all_reduce 0 -g 1
+    NTARGS="-b 8 -e 8K -f 1024 -n 1000 -w 100 -c 0" nt "rot-r$i" all_reduce 0 -g 1
+  done
   unset CUDA_VISIBLE_DEVICES
 }
 

@@ -15,6 +15,7 @@ from netbench.defaults import (
     SIM_MAX_NODES,
     SIM_MAX_OVERSUBSCRIPTION,
     SIM_MAX_RAILS,
+    SIM_NOISE_SHAPES,
 )
 from netbench.params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 
@@ -28,6 +29,7 @@ Examples:
   netbench simulate --nodes 16 --fault link:node0003,node0012=0.5 --fault uplink:leaf02=0.5
   netbench simulate --nodes 256 --leaves 8 --tiers 3 --pods 2 --fault intermittent:node0007=0.5@0.3
   netbench simulate --nodes 64 --physics multiplicative --noise 0.02 --out runs/sim1
+  netbench simulate --nodes 256 --leaves 16 --noise-shape t3 --pair-sizes 1G --confirm-budget 0
   netbench simulate --preflight --nodes 1024 --leaves 32 --tiers 3 --pods 4 \\
       --fault node:node0100=0.5 --fault gpu:node0500 --budget 5m
 \b
@@ -83,6 +85,9 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--fault", "faults", multiple=True, help="A planted fault (see below); repeatable.")
 @click.option("--noise", type=Number(0, 0.5, max_open=True),
               default=0.05, show_default=True, help="CV of each measured time.")
+@click.option("--noise-shape", type=click.Choice(SIM_NOISE_SHAPES), default="normal", show_default=True,
+              help="The noise's law: normal (1 + CV z on each time), lognormal, skewed (long side slow), "
+              "t3/t4/t5 (Student-t), congestion (normal, 1% of measurements 1.1-1.5x longer).")
 @click.option("--seed", type=Count(0, 2**32 - 1), default=0, show_default=True,
               help="The noise's seed: the same seed, the same fabric and measurements.")
 @click.option("--pattern", "patterns", multiple=True, type=click.Choice(["ring", "pairwise", "rail"]),
@@ -114,7 +119,7 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 def command(
     nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
     core_oversubscription: float,
-    nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, seed: int,
+    nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, noise_shape: str, seed: int,
     patterns: tuple[str, ...], pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str,
     groups_ahead: int | None, max_bytes: int, confirm_budget_s: float, out: str | None, report: bool,
     fail_on: str,
@@ -133,7 +138,7 @@ def command(
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
                           nic_GBps=nic_gbps, physics=physics, rails=rails),
         faults=tuple(Fault.parse(f) for f in faults),
-        noise=noise, seed=seed, patterns=patterns or ("ring", "pairwise"),
+        noise=noise, noise_shape=noise_shape, seed=seed, patterns=patterns or ("ring", "pairwise"),
         pair_sizes=tuple(pair_sizes) if pair_sizes else None,
         pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
         groups_ahead=groups_ahead,

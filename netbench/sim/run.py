@@ -36,6 +36,7 @@ from netbench.common.rows import ResultRow
 from netbench.common.rundir import TRUTH_JSON, RunDir, utc_now
 from netbench.coordinator import Fault as RankFault
 from netbench.coordinator import Outcome
+from netbench.defaults import SIM_NOISE_SHAPES
 from netbench.launch import HostSlot
 from netbench.options import SweepOptions
 from netbench.planner import PlanRequest, build_plan
@@ -56,6 +57,39 @@ FINDING_KIND = {
 OBSERVABLE = 0.9  # a fault that never slows a measurement below 90% of healthy cannot be seen
 
 
+NOISE_SHAPES = SIM_NOISE_SHAPES
+"""What multiplies each measured time, all with the CV ``noise``: normal 1 + cv z (bandwidth skewed a
+little toward slow), lognormal exp(cv z) (symmetric in log bandwidth), skewed a skew-normal of
+shape 5 with its long side slow (delays add, they never subtract), t3/t4/t5 a Student-t of 3-5
+degrees of freedom scaled to the CV (rare large excursions both ways), congestion the normal plus,
+in CONGESTED_SHARE of the measurements, a slowdown drawn from CONGESTED_SLOWDOWN (a burst of
+congestion beside the pair)."""
+CONGESTED_SHARE = 0.01
+CONGESTED_SLOWDOWN = (1.1, 1.5)
+SKEW = 5.0
+
+
+def noise_factor(shape: str, cv: float, z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The factor each time is multiplied by, from standard normal draws ``z`` (the normal shape
+    draws nothing more, so its runs keep their seeds' numbers)."""
+    if shape == "lognormal":
+        return np.exp(cv * z)
+    if shape == "skewed":
+        d = SKEW / np.sqrt(1 + SKEW**2)
+        x = d * np.abs(rng.standard_normal(z.shape)) + np.sqrt(1 - d**2) * z
+        mean, sd = d * np.sqrt(2 / np.pi), np.sqrt(1 - 2 * d**2 / np.pi)
+        return np.maximum(0.05, 1 + cv * (x - mean) / sd)
+    if shape in ("t3", "t4", "t5"):
+        nu = int(shape[1])
+        t = z / np.sqrt(rng.chisquare(nu, z.shape) / nu)
+        return np.maximum(0.05, 1 + cv * t * np.sqrt((nu - 2) / nu))
+    out = np.maximum(0.05, 1 + cv * z)
+    if shape == "congestion":
+        hit = rng.random(z.shape) < CONGESTED_SHARE
+        out[hit] *= rng.uniform(*CONGESTED_SLOWDOWN, size=int(hit.sum()))
+    return out
+
+
 @dataclass(frozen=True)
 class SimOptions:
     """What ``netbench simulate`` was asked: the fabric, its faults, the noise and what to measure."""
@@ -64,6 +98,8 @@ class SimOptions:
     faults: tuple[Fault, ...] = ()
     noise: float = 0.05
     """Coefficient of variation of each measured time (0.05 = 5%)."""
+    noise_shape: str = "normal"
+    """The noise's law (``NOISE_SHAPES``): shapes the analysis does not assume, to test it against."""
     contention: float = 0.0
     """The chance a phase (a round) is contended: then each of its groups, with chance 1/2, takes
     CONTENDED_SLOWDOWN longer, together (CPU contention between concurrent pairs on shared hosts, a
@@ -93,6 +129,8 @@ class SimOptions:
             raise UsageError("--noise must be in [0, 0.5)")
         if not 0 <= self.contention <= 1:
             raise UsageError("--contention must be in [0, 1]")
+        if self.noise_shape not in NOISE_SHAPES:
+            raise UsageError(f"--noise-shape must be one of {', '.join(NOISE_SHAPES)}")
 
 
 @dataclass(frozen=True)
@@ -427,7 +465,7 @@ def _measure(
     bus = np.array([p.bus for p in points])
     t = opts.latency_us + (nbytes * bus) / (rate_GBps[:, None] * 1e3)
     z = rng.standard_normal((len(groups), len(points), 1 + n))
-    t = t * np.maximum(0.05, 1 + opts.noise * z[..., 0])
+    t = t * noise_factor(opts.noise_shape, opts.noise, z[..., 0], rng)
     if opts.contention and rng.random() < opts.contention:  # drawn only when asked: seeds keep their draws
         hit = rng.random(len(groups)) < 0.5
         t[hit] *= rng.uniform(*CONTENDED_SLOWDOWN, size=(int(hit.sum()), 1))
@@ -517,6 +555,7 @@ def _truth(
         "schema": TRUTH_SCHEMA,
         "seed": opts.seed,
         "noise": opts.noise,
+        "noise_shape": opts.noise_shape,
         "fabric": asdict(opts.fabric),
         "faults": faults,
     }

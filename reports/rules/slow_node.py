@@ -2,16 +2,17 @@
 
 The node verdicts (``reports.analyses.judge_nodes``) come from the pair model's node effects per hop
 class ``a_i^K``: its busbw with class-K partners after their cell (class and load) and the partners'
-own effects are taken out. A node is slow when, in some class, exp(a_i^K) <= slow_node_factor and its
-robust z passes the family-wise bar over every node and class tested: slow with its own leaf is slow
-whatever its cross-spine pairs say (they may be narrower than its cap). A node with many pairs far
-below their cell, in some rounds only, is slow too (intermittent), not a set of bad links. Hosts slow
-only across a switch's uplink and fine below it are reported once, against the switch; when most
-hosts of one switch are slow nodes, that is reported once more against the switch. With only two
-switches under a parent (two leaves, two pods), a slow uplink slows every pair between them alike and
-no host looks slower than another: when what their pairs carry together falls below uplinks at the
-policy's oversubscription, both switches are named as the candidates (subject ``x|y``). Evidence
-short of the family-wise bar is info: "suspect, re-test".
+own effects are taken out. A node is slow when, in some class, exp(a_i^K) is at least warn_floor
+below its peers and its robust z passes the family-wise bar over every node and class tested; its
+severity is the size of its 95% interval against the floors (``rules.base.size_severity``): slow
+with its own leaf is slow whatever its cross-spine pairs say (they may be narrower than its cap). A
+node with many pairs far below their cell, in some rounds only, is slow too (intermittent), not a
+set of bad links. Hosts slow only across a switch's uplink and fine below it are reported once,
+against the switch; when most hosts of one switch are slow nodes, that is reported once more against
+the switch. With only two switches under a parent (two leaves, two pods), a slow uplink slows every
+pair between them alike and no host looks slower than another: when what their pairs carry together
+falls below uplinks at the policy's oversubscription, both switches are named as the candidates
+(subject ``x|y``). Evidence short of the family-wise bar is info: "suspect, re-test".
 
 With re-test evidence (preflight's escalation, ``sweep --hosts --confirm-budget``), a measured slow
 node fails only when the re-test against known-good partners confirms it: unconfirmed it is a
@@ -26,7 +27,16 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from netbench.reports.rule_ids import ids
-from netbench.reports.rules.base import CLEARED_ACTION, Rule, pct, policy_severity, size_label
+from netbench.reports.rules.base import (
+    CLEARED_ACTION,
+    Rule,
+    pct,
+    pct_ci,
+    policy_severity,
+    retest_said,
+    size_label,
+    size_severity,
+)
 from netbench.reports.stats import g3, sig3
 
 from netbench.common.findings import Finding
@@ -73,7 +83,10 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         "class_effect_ratio": {k: sig3(r) for k, r in v.class_effect_ratio.items()},
         "capacity_busbw_GBps": sig3(v.capacity_GBps),
         "tests_family_wise": nodes.tests,
+        "effect_ci_ratio": [sig3(r) for r in v.effect_ci] if v.effect_ci else None,
     }
+    if ctx.pair_model is not None and v.kind == "intermittent":
+        evidence["noise_tail"] = ctx.pair_model.noise.tail(v.hop_class or "").describe()
     if v.kind == "intermittent":
         evidence["slow_rounds"] = list(v.slow_rounds)
         evidence["p_value"] = sig3(v.p_value)
@@ -82,17 +95,20 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
         "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
     )
-    severity = policy_severity(ctx, "slow_node")
+    severity = size_severity(ctx, "slow_node", v.effect_ci)
+    if severity == "info":  # past the bar but nearer than warn_floor: small and certain
+        title = f"Small but certain: {title}"
+        action = f"Nothing to drain at this size; watch {host} (a slower GPU clock or NIC setting shows so)."
     retests = ctx.analyses.retests
     if retests is not None:
         rt = retests.of(host, "node")
         evidence["retest"] = asdict(rt)
         if rt.verdict == "cleared":
             severity = "info"
-            title = f"Not confirmed on re-test ({rt.reason}): {title}"
+            title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
             action = CLEARED_ACTION
         elif rt.verdict == "confirmed":
-            title = f"Confirmed on re-test{f' ({rt.reason})' if rt.reason else ''}: {title}"
+            title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
             action = confirmed_node_action(host)
         elif rt.verdict != "confirmed" and severity == "fail":
             severity = "warn"
@@ -141,10 +157,10 @@ def _title(nodes: NodeVerdicts, v: NodeVerdict) -> str:
     if v.kind == "intermittent":
         return (
             f"Node {v.host} is intermittently slow: {v.partners_slow} of its {v.partners} pairs, in "
-            f"{len(v.slow_rounds)} rounds, are {pct(v.effect_ratio)} than their peers ({at})"
+            f"{len(v.slow_rounds)} rounds, are {pct_ci(v.effect_ratio, v.effect_ci)} than their peers ({at})"
         )
     return (
-        f"Node {v.host} is {pct(v.effect_ratio)} than its {v.hop_class} peers, slow with "
+        f"Node {v.host} is {pct_ci(v.effect_ratio, v.effect_ci)} than its {v.hop_class} peers, slow with "
         f"{v.partners_slow} of {v.partners} partners ({at})"
     )
 
@@ -161,6 +177,7 @@ def _suspect_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) 
             "kind": v.kind,
             "hop_class": v.hop_class,
             "node_effect_ratio": sig3(v.effect_ratio),
+            "effect_ci_ratio": [sig3(r) for r in v.effect_ci] if v.effect_ci else None,
             "robust_z": sig3(v.robust_z),
             "z_threshold": sig3(nodes.z_threshold),
             "class_effect_ratio": {k: sig3(r) for k, r in v.class_effect_ratio.items()},
@@ -247,7 +264,8 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
             severity=policy_severity(ctx, "slow_node"),
             subject_kind="node",
             subject=rt.subject,
-            title=f"Node {rt.subject} is slow against known-good partners on re-test ({rt.reason})",
+            title=f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: node {rt.subject} is slow against "
+                  "known-good partners",
             evidence={"retest": asdict(rt)},
             hosts=[rt.subject],
             action=confirmed_node_action(rt.subject),

@@ -3,9 +3,12 @@
 Judged on the pair model's residual (``reports.pairmodel``): the pair's large-message busbw
 against what its cell (hop class and the load of its round on its uplinks) and its two nodes'
 effects in that class predict. A pair must be both practically slow (<= slow_pair_factor of the
-prediction) and statistically so: a warning only past Holm's family-wise bar over every pair tested
-(a healthy fleet of any size raises none with probability 1 - fwer); past the false-discovery bar
-only, it is info, "suspect: re-test".
+prediction) and statistically so, its chance read from the noise tail learned from the fleet's own
+residuals of its hop class (``reports.noise``; the normal where too few): a warning only past
+Holm's family-wise bar over every pair tested (a healthy fleet of any size raises none with
+probability 1 - fwer); past the false-discovery bar only, it is info, "suspect: re-test". Without a
+re-test a finding rests on one measurement of the pair: it says so, and is at most the policy's
+``single_sample`` severity.
 
 A pair of a slow node is not a link fault when it runs at what that node manages at best (its
 capacity: capped parts bottleneck, they do not multiply), and no pair of an intermittent node is:
@@ -24,10 +27,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from netbench.reports.rule_ids import ids
-from netbench.reports.rules.base import CLEARED_ACTION, Rule, pct, policy_severity, size_label
-from netbench.reports.stats import fdr_cut, g3, holm_bar, holm_cut, sig3
+from netbench.reports.rules.base import (
+    CLEARED_ACTION,
+    Rule,
+    pct_ci,
+    policy_severity,
+    retest_said,
+    size_label,
+    size_severity,
+)
+from netbench.reports.stats import g3, sig3
 
-from netbench.common.findings import Finding
+from netbench.common.findings import SEVERITY_RANK, Finding
 
 if TYPE_CHECKING:
     from netbench.reports.analyses import Retest
@@ -35,21 +46,16 @@ if TYPE_CHECKING:
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
+    from netbench.reports.analyses import link_tests
+
     m = ctx.pair_model
     if m is None:
         return []
     t = ctx.policy.thresholds
-    upper = np.triu(np.isfinite(m.resid), 1)
-    n_pairs = int(upper.sum())
-    if n_pairs < 3:  # one or two pairs have no peers to be judged against
-        return []
-    z = m.resid / m.sigma
-    practical = upper & (m.resid <= np.log(t.slow_pair_factor))
-    cand = np.where(practical, z, np.nan)
-    cut = holm_cut(cand, n_pairs, t.mad_k, t.fwer)
-    info_cut = fdr_cut(cand, n_pairs, t.mad_k, t.fdr)
-    zt = holm_bar(cand, n_pairs, t.mad_k, t.fwer)
-    bad = practical & ((z <= cut) | (z <= info_cut))
+    tests = link_tests(m, t)
+    n_pairs = tests.n_tests
+    z = m.resid / m.class_sigma()
+    bad = tests.warn | tests.suspect
     nodes = ctx.analyses.nodes
     retests = ctx.analyses.retests
     out = []
@@ -84,7 +90,9 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         expected = None
         if cell_med is not None:
             expected = cell_med * float(np.exp(effects[i] + effects[j]))
-        suspect = not bool(z[i, j] <= cut)
+        suspect = not bool(tests.warn[i, j])
+        half = 1.96 * float(m.class_sigma()[i, j])  # one measurement: its noise is the class's
+        ci = (float(np.exp(m.resid[i, j] - half)), float(np.exp(m.resid[i, j] + half)))
         evidence = {
             "collective": m.collective,
             "sizes_bytes": m.sizes,
@@ -100,17 +108,20 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             "expected_busbw_GBps": sig3(expected),
             "ratio_to_expected": sig3(ratio),
             "robust_z": sig3(float(z[i, j])),
-            "z_threshold": sig3(zt),
-            "noise_sigma_pct": sig3(100 * m.sigma),
+            "z_threshold": sig3(tests.bar(m, klass, t.fwer, t.mad_k)),
+            "p_value": sig3(float(tests.p[i, j])),
+            "noise_sigma_pct": sig3(100 * float(m.class_sigma()[i, j])),
+            "noise_tail": m.noise.tail(klass).describe(),
+            "effect_ci_ratio": [sig3(ci[0]), sig3(ci[1])],
             "node_effect": {
                 a: sig3(float(np.exp(effects[i]))),
                 b: sig3(float(np.exp(effects[j]))),
             },
             "tests_family_wise": n_pairs,
         }
-        severity = "info" if suspect else policy_severity(ctx, "slow_pair")
+        severity = "info" if suspect else size_severity(ctx, "slow_pair", ci)
         title = (
-            f"Link {a} - {b} is {pct(ratio)} than {klass} pairs under the same load predict "
+            f"Link {a} - {b} is {pct_ci(ratio, ci)} than {klass} pairs under the same load predict "
             f"({g3(m.pair_bw(i, j)[-1])} vs {g3(expected)} GB/s at {size_label(m.sizes[-1])})"
         )
         if suspect:
@@ -122,16 +133,20 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         )
         if suspect:
             action = f"Borderline evidence only: re-test {a} and {b} against known-good partners first."
-        if retests is not None:
-            rt = retests.of(f"{a}|{b}", "link")
+        rt = retests.of(f"{a}|{b}", "link") if retests is not None else None
+        if rt is not None:
             evidence["retest"] = asdict(rt)
             if rt.verdict == "cleared":
                 severity = "info"
-                title = f"Not confirmed on re-test ({rt.reason}): {title}"
+                title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
                 action = CLEARED_ACTION
             elif rt.verdict == "confirmed":
-                title = f"Confirmed on re-test{f' ({rt.reason})' if rt.reason else ''}: {title}"
+                title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
                 action = confirmed_link_action(a, b)
+        if rt is None or rt.verdict in ("not_run", "inconclusive"):  # one measurement speaks for it
+            evidence["samples"] = "one measurement of the pair, not re-tested"
+            title += " — rests on one sample"
+            severity = min(severity, t.single_sample, key=SEVERITY_RANK.__getitem__)
         out.append(
             Finding(
                 rule="slow_pair",
@@ -168,7 +183,8 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
         severity=policy_severity(ctx, "slow_pair") if confirmed else "info",
         subject_kind="pair",
         subject=rt.subject,
-        title=f"Link {a} - {b} {said} against known-good pairs ({rt.reason}{because})",
+        title=(f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: link {a} - {b} {said} against known-good "
+               f"pairs{because}"),
         evidence={"retest": asdict(rt), "hop_class": ctx.hop_class(a, b)},
         action=(
             confirmed_link_action(a, b) if confirmed
