@@ -402,6 +402,9 @@ def _stages(
             gate,
         )
         t = mark("quick_pass", t)
+        # the hosts and ranks of the run are the quick pass's: later launches (the re-tests) rewrite
+        # run.json with theirs, fewer when nodes were drained or lost, and are put back before the report
+        quick_run = {k: rundir.read_run().get(k) for k in ("hosts", "world_size")}
         startup_s = quick.startup_s or 0.0
         phase_s = max(gate.durations()[: len(rounds)] or [gate.estimate()])
         info.update(
@@ -460,6 +463,7 @@ def _stages(
         info["retests"] = {k: asdict(v) for k, v in retests.items()}
         info["sequential"] = seq.to_json()
         evidence = RetestEvidence(retests, done.untested_reason, done.from_round)
+        rundir.write_run(**quick_run)
         site.counters("after", measured, rundir)
 
     # 6. report: every measurement is in
