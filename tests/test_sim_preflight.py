@@ -211,6 +211,19 @@ def test_sequential_rounds_catch_an_intermittent_node_the_quick_pass_missed(tmp_
     assert any(line.startswith("#   cleared 63: each at least ") for line in said)
 
 
+def test_a_node_ten_percent_slow_is_drained_by_the_sequential_tests(tmp_path):
+    # 2 noise sigmas a pair: the quick pass's 3 own-leaf partners name no suspect; rounds with known-
+    # good partners of its leaf until its test decides (15 of them, 35 s of the 120 s budget)
+    said: list[str] = []
+    sim = SimOptions(FabricSpec(nodes=64, leaves=2, oversubscription=2.0),
+                     (Fault.parse("node:node0040=0.9"),), seed=2, out=str(tmp_path / "ten"))
+    res = simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=120.0, html=False), said.append)
+    assert "# suspects: none" in said
+    assert res.result.drain == ["node0040"] and res.result.info["sequential"]["counts"]["drained"] == 1
+    [finding] = [f for f in res.result.findings if f.subject == "node0040"]
+    assert finding.severity == "fail" and "sequential test: " in finding.title
+
+
 def test_oversubscribed_three_tier_slow_link_stays_a_link(tmp_path):
     # both ends of a confirmed slow link are re-tested as nodes, fine with known-good partners
     res = three_tier(tmp_path, "link", ["link:node0003,node0006=0.5"])
