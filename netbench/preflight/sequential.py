@@ -70,12 +70,13 @@ MIN_CONTROLS = 30
 MIN_REF = 5
 """Control pairs a reference needs (a round, class and load; else the class over the rounds)."""
 SIGMA_FLOOR = 0.01
-"""The least noise scale believed (log busbw): a fabric stable to 0.1% still drains no node 6% slow
-after one draw."""
+"""The least noise scale believed (log busbw): no fabric is taken as steadier than 1% a pair, where
+a few controls that happened to agree would otherwise let one draw decide a node."""
 MAX_PHASES = 32
 """Rounds a launch plans (the gate ends it once every node is decided): a launch's start-up costs
 seconds at 1,024 nodes, a round a fraction of one."""
 MAX_LAUNCHES = 8
+"""Launches at most: each ends when its rounds are used or the gate stops it, undecided nodes left."""
 DRAINED, CLEARED, UNDECIDED = "drained", "cleared", "undecided"
 
 
