@@ -12,10 +12,10 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.local import read_probe_script
@@ -24,9 +24,6 @@ from netbench.inventory.model import NodeInventory, SwitchNeighbor, check_can_ru
 from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import checkpoint
 from netbench.common.ssh import SSHConnection, SSHError, SSHOptions, connect, resolve
-
-if TYPE_CHECKING:
-    from netbench.common.topology import Topology
 
 DEFAULT_CONCURRENCY = 64
 # NodeInventory.status for each SSHError kind (a changed key is a refused key, with its own message).
@@ -203,16 +200,15 @@ class _Active:
                 list(pool.map(lambda c: c.abort(), conns))
 
 
-def apply_topology(nodes: Sequence[NodeInventory], topo: Topology | None) -> None:
-    """Add each node's leaf from topology.conf as a neighbour with ``source="topology"``.
+def apply_leaves(nodes: Sequence[NodeInventory], uplinks: Mapping[str, str]) -> None:
+    """Add each node's leaf (``uplinks``: host -> leaf, from topology.conf or a cluster's topology
+    labels) as a neighbour with ``source="topology"``.
 
     It goes after discovered neighbours (LLDP / InfiniBand), so what the cables say wins over what
     the file says, and a ``switch=`` label wins over both (see ``NodeInventory.switch``).
     """
-    if topo is None:
-        return
     for n in nodes:
-        leaf = topo.leaf_of(n.host)
+        leaf = uplinks.get(n.host)
         if leaf is not None and not any(x.source == "topology" for x in n.neighbors):
             n.neighbors.append(SwitchNeighbor(local_port="-", switch=leaf, source="topology"))
 

@@ -317,6 +317,22 @@ def intermittent_phases(share: float) -> int:
     return min(max(n, INTERMITTENT_PARTNERS), INTERMITTENT_MAX_PHASES)
 
 
+def shift_phases(ratio: float, sigma: float, thresholds: Any) -> int:
+    """Re-test phases for a node the analysis put at ``ratio`` of its peers: CONFIRM_PARTNERS where
+    that is twice the bar one pair must pass to count as slow (each pair shows it); else enough that,
+    were it that slow, its re-test pairs together (``_shift``, one-sided 5 %) end certainly past the
+    warning floor, doubled because the ratio is itself an estimate (a node 10 % slow under 5 % noise:
+    5), at most SHIFT_MAX_PHASES. A node at the floor or nearer, or one whose noise would need more
+    phases than that (a noisy test network), gets CONFIRM_PARTNERS: what few pairs can tell."""
+    gap = math.log((1 - thresholds.warn_floor) / max(ratio, 1e-12))
+    if sigma <= 0 or gap <= 0 or math.log(max(ratio, 1e-12)) <= -2 * thresholds.mad_k * sigma:
+        return CONFIRM_PARTNERS
+    from statistics import NormalDist
+
+    n = math.ceil(2 * (NormalDist().inv_cdf(0.95) * 1.2533 * sigma / gap) ** 2)
+    return max(n, CONFIRM_PARTNERS + 1) if n <= SHIFT_MAX_PHASES else CONFIRM_PARTNERS
+
+
 # -- what the re-tests say ---------------------------------------------------------------------------
 def judge(
     rows: PairRows,
@@ -448,10 +464,26 @@ def judge(
             if len(runs) == len(per)
             else f"slow in {slow_runs} of {len(runs)} re-test pairs with {len(per)} known-good partners"
         )
+        # the suspects' own family: each was picked by the analysis' family-wise test already
+        shift = _shift(runs, noise_sigma, thresholds.fwer / max(1, len(suspects)))
+        interval = None
+        floor = 1 - thresholds.warn_floor
         if not per:
             verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
         elif 2 * slow_runs > len(runs):
             verdict, reason = "confirmed", tally
+        elif shift is not None and shift[2] <= floor:
+            # slow by less than each pair's own bar (a node 10% slow under 5% noise is never one
+            # pair's 4-sigma outlier) but, all its re-test pairs together, certainly slower than the
+            # policy's warning floor: the analysis' size-and-certainty rule, on the re-test's draws
+            ratio, low, high = shift
+            interval = (round(low, 3), round(high, 3))
+            verdict, reason = "confirmed", (
+                f"{100 * (1 - ratio):.0f}% slower than its references across {len(runs)} re-test pair(s) "
+                f"(median; {100 * (1 - high):.0f}-{100 * (1 - low):.0f}% at the family-wise bar), "
+                + (f"{slow_runs} of them slow beyond the noise alone" if slow_runs
+                   else "none slow beyond the noise alone")
+            )
         elif p_int * n_tests <= thresholds.fwer:
             # A node slow now and then may be fast in every re-test phase (one slow in a third of
             # its rounds, in 1 of 9 six-phase re-tests): the re-test adds its pairs to the count
@@ -460,17 +492,20 @@ def judge(
             now = (
                 f"slow in {slow_runs} of {len(runs)} re-test pair(s) and earlier with"
                 if slow_runs
-                else f"at full speed in its {len(runs)} re-test pair(s), but slow earlier with"
+                else f"not slow beyond the noise in its {len(runs)} re-test pair(s), but slow earlier with"
             )
             reason = (
                 f"intermittent: {now} {', '.join(earlier) or 'none'} ({said} slow: p = {p_int:.1e} "
                 f"over {n_tests} tests)"
             )
         elif slow_runs == 0:
-            verdict, reason = "cleared", f"at full speed with all {len(per)} known-good partner(s)"
+            verdict, reason = "cleared", (
+                f"slow beyond the noise with none of its {len(per)} known-good partner(s)"
+                + (f" (median {shift[0]:.2f}x)" if shift is not None else "")
+            )
         else:
             verdict, reason = "inconclusive", tally
-        out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason)
+        out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason, interval=interval)
     for key, ratios in link_ratios.items():
         med = statistics.median(ratios)
         verdict = "confirmed" if slow(med, thresholds.slow_pair_factor) else "cleared"
@@ -489,6 +524,24 @@ BEFORE, AFTER, RETESTS = -2, -3, -4
 in any of them (``RoundChances``)."""
 ANY_LOAD = -1
 """A reference of a phase and class whatever the load."""
+
+
+def _shift(ratios: list[float], sigma: float, alpha: float) -> tuple[float, float, float] | None:
+    """A suspect's re-test ratios together: (their median, its interval's low and high ends) at
+    one-sided level ``alpha``; None for fewer than 2. The median, not the mean: a node slow now and
+    then, or a partner behind a slow link, makes a few pairs far slower, and those belong to the
+    count tests, not to a shift of every pair. The spread is the larger of the pair model's noise and
+    the ratios' own (MAD), so a few draws that happen to agree never narrow it below the noise."""
+    if len(ratios) < 2 or sigma <= 0:
+        return None
+    from statistics import NormalDist
+
+    logs = [math.log(max(r, 1e-12)) for r in ratios]
+    mid = statistics.median(logs)
+    mad = 1.4826 * statistics.median(abs(x - mid) for x in logs)
+    # the median's standard error is sqrt(pi / 2) ~ 1.2533 times the mean's under normal noise
+    half = NormalDist().inv_cdf(1 - alpha) * 1.2533 * max(sigma, mad) / math.sqrt(len(logs))
+    return math.exp(mid), math.exp(mid - half), math.exp(mid + half)
 
 
 def _rows_of(rows: PairRows, pairs: set[frozenset]) -> np.ndarray:
@@ -639,6 +692,8 @@ def _intermittency(slow: Counter[str], measured: Mapping[str, list[float]]) -> t
 # -- the procedure -----------------------------------------------------------------------------------
 CONFIRM_PARTNERS = 2
 """Known-good partners each suspect node is re-tested against (preflight's --confirm default)."""
+SHIFT_MAX_PHASES = 12
+"""Re-test phases at most for a node a little slow with every partner (``shift_phases``)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""
@@ -689,18 +744,24 @@ class Suspects:
     of their pairs that were slow."""
     decided: frozenset[str] = frozenset()
     """Nodes an earlier launch re-tested to a verdict (confirmed or cleared): never again an end."""
+    slowest: Mapping[str, float] = field(default_factory=dict)
+    """Each node's slowest plausible ratio to its peers (the far end of its finding's interval, else
+    its effect): what its re-test is planned to be able to show (``shift_phases``)."""
 
     @classmethod
     def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
-        now_and_then = {}
+        now_and_then, slowest = {}, {}
         for f in findings:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
             if ev.get("kind") == "intermittent" and ev.get("partners"):
                 now_and_then[f.subject] = ev["partners_slow"] / ev["partners"]
+            ci, ratio = ev.get("effect_ci_ratio"), ev.get("node_effect_ratio")
+            if ci or ratio:
+                slowest[f.subject] = float(min(ci) if ci else ratio)
         decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
         return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then,
-                   decided)
+                   decided, slowest)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -834,6 +895,9 @@ def _retest_launch(
     shares = [q for q in (suspects.slow_share(s, tested) for s in nodes + ends) if q is not None]
     if shares:
         phases = max(phases, intermittent_phases(min(shares)))
+    if m is not None and nodes:  # a subtle node needs more pairs than a capped one to be told apart
+        phases = max(phases, *(shift_phases(suspects.slowest.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
+                                            ctx.policy.thresholds) for s in nodes))
     plan = [
         p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends) if p
     ]

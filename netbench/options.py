@@ -69,6 +69,7 @@ class ClusterOptions(SweepOptions):
     topology: str | None = None
     policy: str | None = None  # policy TOML for the report and the re-tests
     inventory: bool = True
+    inventory_timeout_s: float = 60.0  # --inventory-timeout: a host's probe, then it is left out
     concurrency: int = 64
     advertise: str | None = None  # address hosts use to reach this machine's store
     launcher: str = "ssh"  # ssh | local | mpi | slurm | k8s (netbench.sites)
@@ -77,7 +78,7 @@ class ClusterOptions(SweepOptions):
     k8s_context: str | None = None
     k8s_namespace: str = "default"
     k8s_nodes: str | None = None  # names or a label selector; None: every schedulable GPU node
-    k8s_image: str | None = None  # the image with netbench in it (default: netbench's own tag)
+    k8s_image: str | None = None  # the image with netbench in it: needed (no image of ours is published)
     k8s_resources: tuple[str, ...] = ()  # NAME=COUNT|all; nvidia.com/gpu=all unless given
     k8s_tolerations: tuple[str, ...] = ()  # KEY[=VALUE][:EFFECT] or all
     k8s_keep: bool = False  # leave the pods (and their logs) for a look

@@ -157,7 +157,7 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
         echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
              + ("; inventory first" if opts.inventory else ""))
     try:
-        records = site.inventory(entries, echo) if opts.inventory else []
+        records = site.inventory(entries, echo, timeout_s=opts.inventory_timeout_s) if opts.inventory else []
         switches = site.switches(entries, echo)
     except KeyboardInterrupt as exc:  # the run directory still says how the run ended
         rundir = RunDir.create(opts.out, run_id=run_id)

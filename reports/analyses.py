@@ -138,6 +138,15 @@ class NodeVerdicts:
 RETEST_VERDICTS = ("confirmed", "cleared", "inconclusive", "not_run")
 
 
+def _interval_ok(value: Any) -> bool:
+    """None, or two finite ratios, low before high (run.json is untrusted)."""
+    if value is None:
+        return True
+    return (isinstance(value, list | tuple) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1e6 for v in value)
+            and value[0] <= value[1])
+
+
 @dataclass(frozen=True)
 class Retest:
     """A suspect's re-test: confirmed, cleared, inconclusive or not_run (with the reason)."""
@@ -147,6 +156,10 @@ class Retest:
     verdict: str = "not_run"
     ratios: Mapping[str, float] = field(default_factory=dict)  # partner -> busbw / the phase's reference
     reason: str = ""
+    interval: tuple[float, float] | None = None
+    """A node's re-test ratios together (their median's interval at the family-wise bar, low and
+    high), where they confirmed it as a node a little slow with every partner: the size its
+    finding's severity goes by (``rules.base.size_severity``)."""
 
 
 @dataclass(frozen=True)
@@ -186,11 +199,14 @@ class RetestEvidence:
                 and rt["verdict"] in RETEST_VERDICTS
                 and isinstance(rt.get("ratios", {}), dict)
                 and all(isinstance(v, int | float) for v in rt.get("ratios", {}).values())
+                and _interval_ok(rt.get("interval"))
             )
             if not ok:
                 raise ValueError(f"re-test {str(key)[:80]!r} is not a re-test record")
             ratios = {str(k): float(v) for k, v in rt.get("ratios", {}).items()}
-            results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"])
+            interval = rt.get("interval")
+            results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"],
+                                       None if interval is None else (float(interval[0]), float(interval[1])))
         start = data.get("from_round")
         if start is not None and (isinstance(start, bool) or not isinstance(start, int)):
             raise ValueError(f"from_round {str(start)[:40]!r} is not a round number")

@@ -28,6 +28,7 @@ from netbench.common.rundir import (
     RunDir,
     Unreadable,
 )
+from netbench.common.siteadvice import SiteAdvice, advice_for
 from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
@@ -219,6 +220,11 @@ class AnalysisContext:
 
     def hop_class(self, a: str, b: str) -> str:
         return hop_class(a, b, self.switches)
+
+    @cached_property
+    def site(self) -> SiteAdvice:
+        """What to do about a host in the words of the site the run was on (run.json's launcher)."""
+        return advice_for(self.run.get("launcher"))
 
     @cached_property
     def hosts(self) -> list[str]:

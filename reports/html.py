@@ -841,8 +841,9 @@ def _counters(ctx: AnalysisContext) -> str:
     counters first. Hosts without a pair of snapshots are named with why."""
     d = ctx.analyses.counters
     if not ctx.counters:
-        return ("<p class='note'>No port counter snapshots in this run (taken by <code>sweep --hosts</code> "
-                "and <code>preflight</code> over SSH, before and after the traffic).</p>")
+        return ("<p class='note'>No port counter snapshots in this run (taken by <code>sweep</code> "
+                "and <code>preflight</code> over SSH or as Kubernetes pods, before and after the "
+                "traffic).</p>")
     body = []
     for p in sorted(d.ports, key=lambda p: (-len(p.errors) - p.flaps, p.host, p.port)):
         if not p.rose and not p.went_back:

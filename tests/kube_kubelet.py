@@ -258,6 +258,8 @@ class FakeKubelet:
 
     def _env(self, ns: str, node: str, items: list[dict[str, Any]]) -> dict[str, str]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/root", "HOSTNAME": node}
+        if os.environ.get("PYTHONPATH"):  # the "image" is this machine's python, with the tests' import path
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         for item in items:
             if "value" in item:
                 env[item["name"]] = item["value"]

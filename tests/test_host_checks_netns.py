@@ -170,17 +170,17 @@ def _left_on(net: TestNetwork, host: str, needle: str) -> list[str]:
 
 def test_a_hung_probe_is_killed_on_its_host(netns_factory, tmp_path: Path) -> None:
     """h2's lscpu hangs (a fake on its PATH; the probe's own per-tool limit raised past the
-    inventory's) and h2 has no working pkill (a minimal image): the inventory times h2 out and
-    leaves it out, the others are measured, and no process of the probe is left on h2 afterwards,
-    the tool that ``timeout`` ran in a process group of its own included."""
+    inventory's, --inventory-timeout 30) and h2 has no working pkill (a minimal image): the
+    inventory times h2 out and leaves it out, the others are measured, and no process of the probe
+    is left on h2 afterwards, the tool that ``timeout`` ran in a process group of its own included."""
     from fake_tools import make_fake_tools
 
     tools = make_fake_tools(tmp_path / "tools", {"lscpu": "@sleep:587", "pkill": "@text:#rc=1"})
     net = netns_factory(["h0", "h1", "h2"], tools={"h2": tools})
     net.set_session_env("h2", {"NETBENCH_PROBE_TIMEOUT": "900"})
     out = tmp_path / "run"
-    sweep = subprocess.Popen([*net.netbench_argv(tmp_path), "--out", str(out), *QUICK],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = [*net.netbench_argv(tmp_path), "--out", str(out), *QUICK, "--inventory-timeout", "30"]
+    sweep = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not _left_on(net, "h2", "sleep 587") and time.monotonic() < deadline:

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 pytest.importorskip("kubernetes")
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
 
-from kube_fake import FakeApiServer  # noqa: E402 - after the skips
+from kube_cluster import IMAGE, ThisMachine, fake_cluster, netbench_argv  # noqa: E402 - after the skips
+from kube_fake import FakeApiServer  # noqa: E402
 
 from netbench.common.errors import UsageError  # noqa: E402
 from netbench.common.kubepods import (  # noqa: E402
@@ -216,38 +218,38 @@ def test_an_untrusted_node_record_is_refused_not_used() -> None:
 
 
 # -- the CLI against the fake API server: bad input is one line, exit 2, nothing made ----------------------
-def _sweep(tmp_path: Path, *argv: str, command: str = "sweep") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "netbench",
-            command,
-            "--launcher",
-            "k8s",
-            *argv,
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+def _sweep(
+    tmp_path: Path, kubeconfig: Path, *argv: str, command: str = "sweep", image: str | None = IMAGE, env=None
+) -> Result:
+    """The command line, in this process (the CLI's one-line boundary, without an interpreter's start
+    each: these all end before anything runs)."""
+    from netbench.cli import cli
+
+    args = netbench_argv(kubeconfig, command, *argv, "--out", str(tmp_path / "run"), image=image)
+    return CliRunner(env=env).invoke(cli, args[args.index(command):])
 
 
-def _one_line(r: subprocess.CompletedProcess, code: int = 2) -> str:
+def _one_line(r: Result, code: int = 2) -> str:
     lines = r.stderr.strip().splitlines()
-    assert r.returncode == code and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    assert r.exit_code == code and len(lines) == 1, (r.exit_code, r.stderr, r.exception)
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception  # no traceback
     return lines[0]
 
 
-def test_rbac_forbidden_is_exit_2_before_anything_runs(api: FakeApiServer, tmp_path: Path) -> None:
+BAD_INPUT = {"sweep": 2, "preflight": 3}
+"""Bad input's status: preflight keeps its own table (docs/exit-status.md), where 2 is "nodes to
+drain" and 3 "could not run", bad input included, so a refused run never reads as "drain nothing"."""
+
+
+@pytest.mark.parametrize("command", ["sweep", "preflight"])
+def test_rbac_forbidden_is_bad_input_before_anything_runs(
+    api: FakeApiServer, tmp_path: Path, command: str
+) -> None:
     cfg = api.kubeconfig(tmp_path / "kc")
     api.denied = {("create", "pods"), ("get", "pods/log")}
     try:
         before = len(api.requests)
-        line = _one_line(_sweep(tmp_path, "--kubeconfig", str(cfg)))
+        line = _one_line(_sweep(tmp_path, cfg, command=command), code=BAD_INPUT[command])
     finally:
         api.denied = set()
     assert "may not create pods in namespace default; get pods/log in namespace default" in line, line
@@ -265,18 +267,23 @@ def test_labels_and_taints_need_their_own_rbac(api: FakeApiServer, tmp_path: Pat
     api.denied = {("update", "nodes")}
     try:
         assert "may not update nodes (cluster-wide)" in _one_line(
-            _sweep(tmp_path, "--kubeconfig", str(cfg), "--k8s-taint")
+            _sweep(tmp_path, cfg, "--k8s-taint")
         )
-        r = _sweep(tmp_path, "--kubeconfig", str(cfg), "--k8s-taint", "--budget", "30s", command="preflight")
-        assert "may not update nodes" in _one_line(r, code=3)  # preflight: could not run is 3, 2 is "drain"
+        r = _sweep(tmp_path, cfg, "--k8s-taint", "--budget", "30s", command="preflight")
+        assert "may not update nodes" in _one_line(r, code=BAD_INPUT["preflight"])
     finally:
         api.denied = set()
 
 
 @pytest.mark.parametrize(
-    "case", ["no file", "not yaml", "wrong context", "wrong token", "no server", "no namespace"]
+    ("command", "case"),
+    [("sweep", c) for c in ("no file", "not yaml", "wrong context", "wrong token", "no server")]
+    + [("sweep", "no namespace")]
+    + [("preflight", c) for c in ("no file", "wrong context", "wrong token")],
 )
-def test_a_wrong_kubeconfig_or_context_is_exit_2(api: FakeApiServer, tmp_path: Path, case: str) -> None:
+def test_a_wrong_kubeconfig_or_context_is_bad_input(
+    api: FakeApiServer, tmp_path: Path, command: str, case: str
+) -> None:
     cfg = tmp_path / "kc"
     extra: list[str] = []
     if case == "not yaml":
@@ -293,7 +300,7 @@ def test_a_wrong_kubeconfig_or_context_is_exit_2(api: FakeApiServer, tmp_path: P
     elif case == "no namespace":
         api.kubeconfig(cfg)
         extra = ["--k8s-namespace", "missing"]
-    line = _one_line(_sweep(tmp_path, "--kubeconfig", str(cfg), *extra))
+    line = _one_line(_sweep(tmp_path, cfg, *extra, command=command), code=BAD_INPUT[command])
     said = {
         "no file": "no such file",
         "not yaml": "kubeconfig",
@@ -303,7 +310,19 @@ def test_a_wrong_kubeconfig_or_context_is_exit_2(api: FakeApiServer, tmp_path: P
         "no namespace": "namespace 'missing' does not exist",
     }[case]
     assert said in line, line
-    assert api.pods() == [] and api.secrets() == []
+    assert api.pods() == [] and api.secrets() == [] and not (tmp_path / "run").exists()
+
+
+def test_without_an_image_k8s_says_so_before_asking_the_cluster(api: FakeApiServer, tmp_path: Path) -> None:
+    """No image of netbench's is published: a default would only ever be ErrImagePull on every node."""
+    cfg = api.kubeconfig(tmp_path / "kc")
+    before = len(api.requests)
+    line = _one_line(_sweep(tmp_path, cfg, image=None, env={"NETBENCH_K8S_IMAGE": None}))
+    assert "--launcher k8s needs --k8s-image" in line and "docs/k8s/Dockerfile" in line, line
+    assert len(api.requests) == before  # refused before the cluster was asked anything
+    # an image configured in the environment does: the run goes on to the cluster (which has no such node)
+    r = _sweep(tmp_path, cfg, "--k8s-nodes", "nope", image=None, env={"NETBENCH_K8S_IMAGE": IMAGE})
+    assert "no node named nope" in _one_line(r)
 
 
 @pytest.mark.parametrize(
@@ -318,30 +337,21 @@ def test_a_wrong_kubeconfig_or_context_is_exit_2(api: FakeApiServer, tmp_path: P
         ),
     ],
 )
-def test_a_node_choice_that_finds_nothing_is_exit_2(api: FakeApiServer, tmp_path: Path, argv, said) -> None:
+def test_a_node_choice_that_finds_nothing_is_exit_2(
+    api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv, said
+) -> None:
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "hosts.txt").write_text("a\nb\n")
-    line = _one_line(_sweep(tmp_path, "--kubeconfig", str(api.kubeconfig(tmp_path / "kc")), *argv))
+    line = _one_line(_sweep(tmp_path, api.kubeconfig(tmp_path / "kc"), *argv))
     assert said in line, line
 
 
 def test_k8s_options_are_refused_by_other_launchers(tmp_path: Path) -> None:
+    from netbench.cli import cli
+
     (tmp_path / "hosts.txt").write_text("a\nb\n")
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "netbench",
-            "sweep",
-            "--hosts",
-            "hosts.txt",
-            "--k8s-taint",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
+    r = CliRunner().invoke(
+        cli, ["sweep", "--hosts", str(tmp_path / "hosts.txt"), "--k8s-taint", "--out", str(tmp_path / "run")]
     )
     assert "--k8s-taint cannot be used with --launcher ssh: it is for --launcher k8s" in _one_line(r)
 
@@ -352,15 +362,132 @@ def test_default_nodes_are_the_ready_schedulable_gpu_nodes(api: FakeApiServer) -
 
     cfg = api.kubeconfig(Path(api.__class__.__module__).with_suffix(".kc").absolute())
     try:
-        site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=str(cfg)))
+        site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=str(cfg), k8s_image=IMAGE))
         assert [e.name for e in site.hosts()] == ["g0", "g1", "g2"]  # not cpu0 (no GPU), not down0 (NotReady)
-        picked = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=str(cfg), k8s_nodes="g2,cpu0"))
+        picked = K8sSite(
+            ClusterOptions(launcher="k8s", kubeconfig=str(cfg), k8s_image=IMAGE, k8s_nodes="g2,cpu0")
+        )
         assert [e.name for e in picked.hosts()] == ["g2", "cpu0"]  # named: as given
         sw = site.switches(site.hosts(), lambda line: None)
         assert sw.uplinks["g0"] == sw.uplinks["g1"] != sw.uplinks["g2"]
         assert api.pods() == [] and api.secrets() == []  # choosing made nothing
     finally:
         cfg.unlink()
+
+
+def test_inventory_on_k8s_is_the_probe_as_a_pod_on_each_node(tmp_path: Path) -> None:
+    """``netbench inventory --launcher k8s``: the same probe, as a pod a node (the fake kubelet runs it
+    on this machine). A node that cannot pull the image is named with Kubernetes' words within
+    --timeout; a node whose one GPU another pod holds refuses the pod (pinned with nodeName, the
+    kubelet's admission, not the scheduler) and is named at once; the switches come from the nodes'
+    topology labels; nothing of the run is left, and the other pod stays."""
+    import socket
+
+    leaf = "network.topology.nvidia.com/leaf"
+    labels = {f"n{i}": {"topology.kubernetes.io/zone": "z1", leaf: f"l{i // 2}"} for i in range(4)}
+    with fake_cluster(ThisMachine(list(labels)), labels=labels) as cluster:
+        cluster.kubelet.pull_fails.add("n3")
+        _hold_the_gpu(cluster, "n2")
+        r = subprocess.run(
+            cluster.argv("inventory", "--timeout", "10s", "--json", "--out", str(tmp_path / "run")),
+            capture_output=True, text=True, timeout=120,
+        )
+        assert r.returncode == 1, r.stderr[-3000:]  # nodes failed
+        got = {n["host"]: n for n in json.loads(r.stdout)}
+        assert [got[h]["status"] for h in labels] == ["ok", "ok", "unreachable", "unreachable"], r.stderr
+        assert got["n0"]["hostname"] == got["n1"]["hostname"] == socket.gethostname()  # the probe ran there
+        assert "did not start within 10 s" in got["n3"]["error"] and "ImagePullBackOff" in got["n3"]["error"]
+        assert "OutOfnvidia.com/gpu" in got["n2"]["error"], got["n2"]["error"]
+        assert "Node didn't have enough resource" in got["n2"]["error"]
+        switch = {h: [x["switch"] for x in got[h]["neighbors"] if x["source"] == "topology"] for h in labels}
+        assert switch == {h: [f"zone-z1.leaf-l{int(h[1]) // 2}"] for h in labels}
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert run["launcher"] == "k8s" and run["failed_hosts"] == ["n2", "n3"]
+        probes = {o["spec"]["nodeName"] for o in cluster.api.created if o["kind"] == "Pod"}
+        assert probes == set(labels)
+        assert [p["metadata"]["name"] for p in cluster.api.pods()] == ["training"]  # theirs stays
+        assert cluster.api.secrets() == [] and [k for k in cluster.kubelet.running() if k[0] != "nb"] == []
+
+
+def _hold_the_gpu(cluster, node: str) -> None:  # noqa: ANN001
+    """Another user's pod, running on ``node`` and holding its one GPU."""
+    from kubernetes import client
+
+    cfg = client.Configuration()
+    cfg.host, cfg.api_key = cluster.api.url, {"authorization": f"Bearer {cluster.api.token}"}
+    gpu = {"nvidia.com/gpu": "1"}
+    client.CoreV1Api(client.ApiClient(cfg)).create_namespaced_pod("nb", {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "training"},
+        "spec": {"nodeName": node, "containers": [{
+            "name": "c", "image": "train:1", "command": ["sleep", "600"],
+            "resources": {"requests": gpu, "limits": gpu},
+        }]},
+    })
+    assert cluster.api.wait_for(lambda api: api.pods("nb")[0].get("status", {}).get("phase") == "Running", 30)
+
+
+def test_inventory_refuses_what_its_launcher_cannot_honour(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from netbench.cli import cli
+
+    for argv, said in (
+        (["--k8s-image", IMAGE], "--k8s-image is for --launcher k8s"),
+        (["--launcher", "k8s", "--hosts", str(tmp_path / "h.txt"), "--k8s-image", IMAGE],
+         "--hosts cannot be used with --launcher k8s"),
+        (["--launcher", "k8s", "--k8s-taint"], "No such option '--k8s-taint'"),  # no verdict to act on
+    ):
+        (tmp_path / "h.txt").write_text("a\n")
+        r = CliRunner().invoke(cli, ["inventory", *argv, "--out", str(tmp_path / "run")])
+        assert r.exit_code == 2 and said in r.output, (argv, r.output)
+        assert not (tmp_path / "run").exists()
+
+
+SECOND_SIGNAL = r"""
+import os, signal, sys, time
+from netbench.common.interrupts import Interrupted, handling
+from netbench.common.kubepods import pod_manifest
+from netbench.options import ClusterOptions
+from netbench.sites.base import finished
+from netbench.sites.k8s import K8sSite
+
+site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=sys.argv[1], k8s_image="registry.test/nb:1"))
+with handling(restore=False), finished(site):
+    site.hosts()
+    template = site._template()  # the run's parent object, made once
+    for node in site.nodes.values():
+        site.kube.create_pod(pod_manifest(template, node, "agent", 1, ["sleep", "600"]))
+    print("made", flush=True)
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the first: the run stops, its teardown begins
+        time.sleep(10)
+    except Interrupted:
+        os.kill(os.getpid(), signal.SIGINT)  # the second, before the teardown got to the pods
+        time.sleep(10)
+print("not reached", flush=True)
+"""
+
+
+def test_a_second_signal_in_the_teardown_still_leaves_no_pod(tmp_path: Path) -> None:
+    """A second Ctrl-C ends netbench at once, but not before the run's parent object is deleted: the
+    API server's garbage collector then takes every pod and Secret of the run (this fake's at once)."""
+    api = FakeApiServer()
+    try:
+        for i in range(2):
+            api.add_node(f"g{i}", address=f"10.1.0.{i + 1}", allocatable={"nvidia.com/gpu": "1"})
+        r = subprocess.run(
+            [sys.executable, "-c", SECOND_SIGNAL, str(api.kubeconfig(tmp_path / "kc"))],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert r.returncode == 130 and r.stdout.splitlines() == ["made"], (r.returncode, r.stdout, r.stderr)
+        made = {(o["kind"], o["metadata"]["name"]) for o in api.created}
+        assert len(made) == 3  # the parent and a pod on each node
+        assert api.pods() == [] and api.secrets() == []
+        assert any(m == "DELETE" and "/secrets/" in p for m, p in api.requests)
+    finally:
+        api.close()
 
 
 def test_label_and_taint_read_modify_write_survive_a_concurrent_writer(

@@ -123,6 +123,7 @@ def test_a_link_cleared_on_retest_is_info_and_says_why():
         "verdict": "cleared",
         "ratios": {"run1": 0.98},
         "reason": "re-run at 0.98x the controls",
+        "interval": None,  # a node's only, where its re-test pairs together confirmed it
     }
 
 

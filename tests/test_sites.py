@@ -72,9 +72,11 @@ def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
     if launcher == "mpi":
         return mpi.MpiSite(opts) if hosts else mpi.MpiHereSite(opts)
     if launcher == "k8s":  # the options alone: the cluster is first asked for its nodes (tests/test_k8s.py)
+        from dataclasses import replace
+
         from netbench.sites import k8s
 
-        return k8s.make(opts)
+        return k8s.make(replace(opts, k8s_image=GIVEN["k8s_image"]))  # needed: no image of ours is published
     return {"ssh": ssh, "local": local}[launcher].make(opts)
 
 

@@ -324,9 +324,10 @@ _K8S = [
     click.option("--k8s-nodes", default=None,
                  help="--launcher k8s: node names (n1,n2) or a label selector (pool=gpu,zone in (a,b)); "
                  "default every schedulable, Ready node with nvidia.com/gpu."),
-    click.option("--k8s-image", default=None,
-                 help="--launcher k8s: the image of the pods, with netbench and torch in it (its python "
-                 "is --python, default python3)."),
+    click.option("--k8s-image", default=None, envvar="NETBENCH_K8S_IMAGE",
+                 help="--launcher k8s, needed there: the image of the pods, with netbench and torch in it "
+                 "(its python is --python, default python3); docs/k8s/Dockerfile builds one. Default "
+                 "$NETBENCH_K8S_IMAGE."),
     click.option("--k8s-resource", "k8s_resources", multiple=True,
                  help="--launcher k8s, repeatable: NAME=COUNT requested (and limited) by each pod, e.g. "
                  "rdma/ib=1; COUNT all is the node's allocatable count. Default nvidia.com/gpu=all."),
@@ -335,6 +336,8 @@ _K8S = [
                  "(nvidia.com/gpu always)."),
     click.option("--k8s-keep", is_flag=True,
                  help="--launcher k8s: leave the pods (and their logs) when the run ends, for a look."),
+]
+_K8S_REMEDY = [
     click.option("--k8s-label", is_flag=True,
                  help="--launcher k8s: after the report, label each node netbench.io/verdict=pass|suspect|"
                  "fail, netbench.io/run-id and netbench.io/busbw-class. Never without this flag."),
@@ -346,5 +349,11 @@ _K8S = [
 
 
 def k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Where the pods of ``--launcher k8s`` go and what they ask for (sweep, preflight)."""
+    """Where the pods of ``--launcher k8s`` go and what they ask for, and what the verdict does to the
+    nodes (sweep, preflight)."""
+    return _apply(_K8S + _K8S_REMEDY, f)
+
+
+def k8s_pod_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Where the pods of ``--launcher k8s`` go and what they ask for (inventory: no verdict)."""
     return _apply(_K8S, f)

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
+from netbench.commands._options import k8s_pod_options
 from netbench.params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
+
+if TYPE_CHECKING:
+    from netbench.common.rundir import RunDir
+    from netbench.inventory.model import NodeInventory
+    from netbench.options import ClusterOptions
+
+Found = tuple["RunDir", "list[NodeInventory]"]
 
 
 @click.command(
@@ -17,6 +26,7 @@ Examples:
   netbench inventory                                  # this machine, no SSH
   netbench inventory --hosts hosts.txt --topology /etc/slurm/topology.conf
   netbench inventory --hosts hosts.txt --accept-new-host-keys --json > inv.json
+  netbench inventory --launcher k8s --k8s-image registry/netbench:0.1 --k8s-nodes pool=h200
 Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
 )
 @click.option("--hosts", "hosts_file", type=HOSTS_FILE, help="Hosts file (one host or hostlist per line).")
@@ -26,6 +36,15 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
     help="ssh_config to use (default ~/.ssh/config).",
 )
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys and record them.")
+@click.option(
+    "--launcher",
+    type=click.Choice(["ssh", "k8s"]),
+    default="ssh",
+    show_default=True,
+    help="ssh: the hosts of --hosts (without it, this machine); k8s: the probe as a pod on each node of "
+    "a Kubernetes cluster (the --k8s-* options, as sweep's).",
+)
+@k8s_pod_options
 @click.option("--python", help="Python on the nodes to ask for torch/NCCL (a host's python= label wins).")
 @click.option("--topology", type=TOPOLOGY_FILE, help="Slurm topology.conf naming each node's switch.")
 @click.option(
@@ -43,7 +62,8 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
     type=DURATION,
     default="60s",
     show_default=True,
-    help="Time per host for the probe (60, 60s, 2m).",
+    help="Time per host for the probe (60, 60s, 2m); on k8s, for its pod to start and again for the "
+    "probe to run.",
 )
 @click.pass_context
 def command(
@@ -51,52 +71,30 @@ def command(
     hosts_file: str | None,
     ssh_config: str | None,
     accept_new_host_keys: bool,
+    launcher: str,
     python: str | None,
     topology: str | None,
     out: str | None,
     as_json: bool,
     concurrency: int,
     timeout: float,
+    **k8s: object,
 ) -> None:
     """Collect what netbench knows about each node: GPUs, driver, CUDA, NICs and their firmware,
     OFED, NCCL, python/torch, and the switch each node is cabled to. Writes inventory.jsonl and
     run.json into a run directory and prints a table that marks values differing from the fleet."""
-    from netbench.common.hosts import parse_hosts_file
-    from netbench.common.rundir import RunDir, utc_now
-    from netbench.common.ssh import SSHOptions
-    from netbench.common.topology import load_topology
-    from netbench.inventory.collect import apply_topology, collect_inventory, progress_printer
-    from netbench.inventory.local import probe_local
+    from netbench.common.rundir import utc_now
     from netbench.inventory.table import render_json, render_table
+    from netbench.options import ClusterOptions
 
-    entries = parse_hosts_file(hosts_file) if hosts_file else None
-    topo = load_topology(topology) if topology else None
-    unplaced = topo.unplaced_warning([e.name for e in entries]) if topo and entries else None
-    for warning in [*(topo.warnings if topo else []), *([unplaced] if unplaced else [])]:
-        click.echo(f"netbench: warning: {warning}", err=True)
-    opts = SSHOptions(ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys) if entries else None
-    run = RunDir.create(out)
-    run.write_run(
-        command="inventory",
-        started_at=utc_now(),
-        status="running",
-        launcher="ssh" if entries else "local",
-        options={
-            "hosts": hosts_file,
-            "topology": topology,
-            "concurrency": concurrency,
-            "timeout_s": timeout,
-            "python": python,
-        },
+    where = ClusterOptions(
+        launcher=launcher, hosts_file=hosts_file, ssh_config=ssh_config,
+        accept_new_host_keys=accept_new_host_keys, python=python, topology=topology,
+        concurrency=concurrency, start_timeout_s=timeout, **k8s,  # type: ignore[arg-type]
     )
-    if entries is None:
-        nodes = [probe_local(python=python, timeout=timeout)]
-    else:
-        progress = progress_printer(sys.stderr) if sys.stderr.isatty() else None
-        nodes = collect_inventory(
-            entries, opts, concurrency=concurrency, probe_timeout=timeout, python=python, progress=progress
-        )
-    apply_topology(nodes, topo)
+    options = {"hosts": hosts_file, "topology": topology, "concurrency": concurrency, "timeout_s": timeout,
+               "python": python}
+    run, nodes = (_on_k8s if launcher == "k8s" else _over_ssh)(where, out, options, timeout)
     run.write_inventory(nodes)
     failed = [n.host for n in nodes if not n.ok]
     run.write_run(
@@ -105,3 +103,62 @@ def command(
     click.echo(render_json(nodes) if as_json else render_table(nodes, color=sys.stdout.isatty()))
     click.echo(f"inventory: {run.inventory_path}", err=True)
     ctx.exit(1 if failed else 0)
+
+
+def _started(out: str | None, launcher: str, options: dict[str, object], run_id: str | None = None) -> RunDir:
+    from netbench.common.rundir import RunDir, utc_now
+
+    run = RunDir.create(out, run_id=run_id)
+    run.write_run(command="inventory", started_at=utc_now(), status="running", launcher=launcher,
+                  options=options)
+    return run
+
+
+def _over_ssh(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:
+    """The hosts file's hosts over SSH (or this machine alone), leaves from ``--topology``."""
+    from netbench.common.errors import UsageError
+    from netbench.common.hosts import parse_hosts_file
+    from netbench.common.ssh import SSHOptions
+    from netbench.common.topology import load_topology
+    from netbench.inventory.collect import apply_leaves, collect_inventory, progress_printer
+    from netbench.inventory.local import probe_local
+    from netbench.options import ClusterOptions
+
+    for name, default in vars(ClusterOptions()).items():  # given, never dropped: refused by name
+        if (name.startswith("k8s_") or name == "kubeconfig") and getattr(where, name) != default:
+            raise UsageError(f"--{name.replace('_', '-')} is for --launcher k8s")
+    entries = parse_hosts_file(where.hosts_file) if where.hosts_file else None
+    topo = load_topology(where.topology) if where.topology else None
+    unplaced = topo.unplaced_warning([e.name for e in entries]) if topo and entries else None
+    for warning in [*(topo.warnings if topo else []), *([unplaced] if unplaced else [])]:
+        click.echo(f"netbench: warning: {warning}", err=True)
+    run = _started(out, "ssh" if entries else "local", options)
+    if entries is None:
+        nodes = [probe_local(python=where.python, timeout=timeout)]
+    else:
+        ssh = SSHOptions(ssh_config=where.ssh_config, accept_new_host_keys=where.accept_new_host_keys)
+        progress = progress_printer(sys.stderr) if sys.stderr.isatty() else None
+        nodes = collect_inventory(entries, ssh, concurrency=where.concurrency, probe_timeout=timeout,
+                                  python=where.python, progress=progress)
+    apply_leaves(nodes, topo.uplinks(n.host for n in nodes) if topo else {})
+    return run, nodes
+
+
+def _on_k8s(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:
+    """The cluster's nodes, the probe as a pod on each (``sites.k8s``), leaves from ``--topology`` or
+    the nodes' topology labels; every pod gone at the end, as after a sweep."""
+    from netbench.inventory.collect import apply_leaves
+    from netbench.sites.base import finished
+    from netbench.sites.registry import choose_site
+
+    def echo(line: str) -> None:
+        click.echo(line, err=True)
+
+    site = choose_site(where)  # the options the site cannot honour are refused here, by name
+    with finished(site):
+        entries = site.hosts()
+        run = _started(out, site.name, {**options, "k8s_nodes": where.k8s_nodes,
+                                        "k8s_namespace": where.k8s_namespace}, run_id=site.run_id)
+        nodes = site.inventory(entries, echo, timeout_s=timeout)
+        apply_leaves(nodes, site.switches(entries, echo).uplinks)
+    return run, nodes

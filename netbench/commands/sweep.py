@@ -114,6 +114,15 @@ ends at once).
     "after); unreachable hosts are recorded and left out. --no-inventory starts the ranks at once.",
 )
 @click.option(
+    "--inventory-timeout",
+    "inventory_timeout_s",
+    type=DURATION,
+    default="60s",
+    show_default=True,
+    help="How long a host's inventory probe may take (30, 2m) before the host is left out of the "
+    "sweep as unreachable: on a large fleet one hung host holds the start up this long.",
+)
+@click.option(
     "--procs-per-host",
     type=Count(1, 1024),
     default=1,

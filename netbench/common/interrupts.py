@@ -5,8 +5,10 @@ closed terminal or SSH session sends: each is handled as Ctrl-C is, by raising `
 ``KeyboardInterrupt``, so every stage that already stops cleanly on Ctrl-C stops the same way) in
 the main thread. The run keeps what it measured, run.json says ``interrupted`` with the signal, and
 the exit status is 128 + the signal's number, as a shell reports a process the signal killed. A
-second signal ends the process at once (``os._exit``) after one last run.json write: a teardown
-that hangs (an SSH channel that will not close) never holds a user or a scheduler's ``KillWait``.
+second signal ends the process at once (``os._exit``) after its last words (``on_exit_now``): one
+run.json write, and what a site must not leave running (Kubernetes: one request deleting the run's
+parent object, whose garbage collector takes the pods). A teardown that hangs (an SSH channel that
+will not close) never holds a user or a scheduler's ``KillWait``.
 
 A run directory that cannot be written any more (ENOSPC, EDQUOT) stops the run the same way
 (``DiskFull``): nothing more can be kept, so measuring on would only be lost.
@@ -132,17 +134,27 @@ def stopped() -> Interrupted | None:
     return first if isinstance(first, Interrupted) else None
 
 
-def on_exit_now(last_words: Callable[[Interrupted], None] | None) -> None:
-    """What a second signal does before it ends the process (mark run.json); None: nothing."""
-    _state["last"] = last_words
+def on_exit_now(last_words: Callable[[Interrupted], None] | None, key: str = "run") -> None:
+    """What a second signal does before it ends the process, for ``key`` (``run``: mark run.json;
+    ``site``: what must not be left running, ``sites.base.finished``); None: nothing for it. Each
+    must be short and bounded: the process waits for nothing else."""
+    words = _state.setdefault("last", {})
+    assert isinstance(words, dict)
+    if last_words is None:
+        words.pop(key, None)
+    else:
+        words[key] = last_words
 
 
 def _handler(signum: int, frame: object) -> None:
     stop = Interrupted(signal.Signals(signum).name)
     first = stopped()
     if first is not None:  # the second signal: end now, the teardown of the first is not waited for
-        last = _state.get("last")
-        if callable(last):
+        # a third one must not cut the last words short (a site's request half sent leaves its pods)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {getattr(signal, name) for name in SIGNALS})
+        words = dict(_state.get("last") or {})  # type: ignore[call-overload]
+        for key in sorted(words, key=lambda k: k != "run"):  # run.json first: it is local and quick
+            last = words[key]
             try:
                 last(first)
             except BaseException:  # noqa: BLE001 - nothing may keep this process from ending now

@@ -211,7 +211,8 @@ class Kube:
             manifest,
         )
 
-    def delete_secret(self, name: str) -> None:
+    def delete_secret(self, name: str, timeout_s: float | None = None) -> None:
+        """Delete the secret, its dependents after it (the garbage collector's, in the background)."""
         try:
             self.call(
                 f"deleting secret {name}",
@@ -219,6 +220,7 @@ class Kube:
                 name,
                 self.namespace,
                 body={"propagationPolicy": "Background"},
+                _request_timeout=timeout_s or API_TIMEOUT_S,
             )
         except NotFound:
             pass

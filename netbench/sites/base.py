@@ -80,7 +80,9 @@ class Site(Protocol):
     #   why: dict[str, str]  -- the site's own reason for refusing a site option (``check``);
     #   judged(rundir, findings, drain) -- after the report: what the site does with the verdict
     #     (Kubernetes' --k8s-label / --k8s-taint), one line a node said through ``echo``;
-    #   close() -- the end of the run, however it ends: whatever the site made is removed.
+    #   close() -- the end of the run, however it ends: whatever the site made is removed;
+    #   close_now() -- the part of close() a second signal leaves time for (``finished``): short,
+    #     bounded and idempotent, so whatever the site started does not outlive the process.
 
 
 def judged(site: Site, rundir: RunDir, findings: list, drain: list[str] | None, echo: Echo) -> None:
@@ -93,13 +95,28 @@ def judged(site: Site, rundir: RunDir, findings: list, drain: list[str] | None, 
 
 @contextmanager
 def finished(site: Site) -> Iterator[Site]:
-    """``site`` for the block, then its ``close`` hook however the block ends (a signal too)."""
+    """``site`` for the block, then its ``close`` hook however the block ends (a signal too). Its
+    ``close_now`` is what a second signal does before the process ends, from the block's start to
+    the end of ``close`` (a signal in the middle of ``close`` does it too: the clean-up is never
+    left half done)."""
+    from netbench.common.interrupts import on_exit_now
+
+    now = getattr(site, "close_now", None)
+    if now is not None:
+        on_exit_now(lambda stop: now(), key="site")
     try:
         yield site
     finally:
         close = getattr(site, "close", None)
-        if close is not None:
-            close()
+        try:
+            if close is not None:
+                close()
+        except KeyboardInterrupt:
+            if now is not None:
+                now()
+            raise
+        finally:
+            on_exit_now(None, key="site")
 
 
 def check(site: Site, opts: ClusterOptions) -> None:

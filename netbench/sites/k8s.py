@@ -49,8 +49,8 @@ from netbench.options import ClusterOptions
 from netbench.planner import HostCaps
 from netbench.sites.base import Echo, Site, Switches
 
-DEFAULT_IMAGE = "ghcr.io/netbench/netbench:0.1.0"
 CLEANUP_WAIT_S = 30.0
+CLOSE_NOW_S = 5.0  # a second signal's one request (close_now): the process ends after it, however it went
 SETTLE_S = 30.0  # the most a launch waits for the last one's pods on its nodes to be gone
 
 # what the run asks of the API server: (verb, resource, subresource, namespaced)
@@ -112,7 +112,12 @@ class K8sSite:
         )
         self.resources = parse_resources(self.opts.k8s_resources)
         self.tolerations = parse_tolerations(self.opts.k8s_tolerations)
-        self.image = self.opts.k8s_image or DEFAULT_IMAGE
+        if self.opts.k8s_image is None:  # no image of ours is published: a default would never pull
+            raise UsageError(
+                "--launcher k8s needs --k8s-image (or NETBENCH_K8S_IMAGE): an image with netbench and "
+                "torch in it; docs/k8s/Dockerfile builds one (docs/recipes.md)"
+            )
+        self.image = self.opts.k8s_image
         if not self.image.strip() or any(c.isspace() for c in self.image):
             raise UsageError(f"--k8s-image {self.image!r}: not an image reference")
         self.kube: Kube | None = None
@@ -224,6 +229,7 @@ class K8sSite:
             python=self.opts.python or "python3",
             start_s=self.opts.start_timeout_s,
             timeout_s=timeout_s,
+            concurrency=self.opts.concurrency,
         )
         leave_out_unusable(records, self.opts.backend)
         return records
@@ -272,7 +278,7 @@ class K8sSite:
         chosen = [self.nodes[e.name] for e in entries]
         nodes = probe_nodes(self, self._template(), chosen, self._next_launch([n.name for n in chosen]),
                             python=self.opts.python or "python3", start_s=self.opts.start_timeout_s,
-                            timeout_s=30.0, only="counters")
+                            timeout_s=30.0, concurrency=self.opts.concurrency, only="counters")
         rundir.write_counters(phase, counter_snapshot(nodes))
 
     # -- after the report: labels and taints, when asked ----------------------------------------------------
@@ -309,7 +315,7 @@ class K8sSite:
             self._stop_watch()
             return
         try:
-            kube.delete_secret(self.owner["name"])  # the owner: a real cluster's garbage collector follows
+            self._delete_parent()
             left = remove_pods(kube, selector, self.node_state, CLEANUP_WAIT_S)
         except KubeError as exc:
             self.echo(f"# {exc}; the run's pods may remain: kubectl delete pods -l {selector}")
@@ -320,6 +326,21 @@ class K8sSite:
                 f"# kubernetes: {len(left)} pod(s) still there after {CLEANUP_WAIT_S:g} s: "
                 f"{', '.join(left[:5])} (kubectl -n {self.target.namespace} delete pods -l {selector})"
             )
+
+    def close_now(self) -> None:
+        """What a second signal leaves time for (``sites.base.finished``): the parent deleted, one
+        request of at most CLOSE_NOW_S, after which the API server's garbage collector removes every
+        Secret and pod of the run without this process; a parent already gone is no error."""
+        if self.kube is None or self.owner is None or self.opts.k8s_keep:
+            return
+        try:
+            self._delete_parent(CLOSE_NOW_S)
+        except KubeError:
+            pass  # no time left to say so: ``kubectl delete secret`` is in docs/recipes.md
+
+    def _delete_parent(self, timeout_s: float | None = None) -> None:
+        assert self.kube is not None and self.owner is not None
+        self.kube.delete_secret(self.owner["name"], timeout_s=timeout_s)
 
     def _stop_watch(self) -> None:
         if self.watch is not None:

@@ -32,10 +32,11 @@ def probe_nodes(
     python: str,
     start_s: float,
     timeout_s: float,
+    concurrency: int,
     only: str = "",
 ) -> list[NodeInventory]:
-    """One record per node, in ``nodes`` order; never raises for a node's own failure.
-    ``only="counters"``: the port counters alone (the snapshots around a run)."""
+    """One record per node, in ``nodes`` order, ``concurrency`` pods at a time; never raises for a
+    node's own failure. ``only="counters"``: the port counters alone (the snapshots around a run)."""
     nonce = secrets.token_hex(8)
     script = read_probe_script()
     kube, watch = site.kube, site.watch
@@ -92,7 +93,8 @@ def probe_nodes(
             inv.status, inv.error = "partial", f"probe pod {name}: {describe_pod(pod)}"
         return inv if only else check_can_run(inv)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(32, len(nodes))), thread_name_prefix="k8s-probe") as pool:
+    workers = max(1, min(concurrency, len(nodes)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="k8s-probe") as pool:
         return list(pool.map(one, nodes))
 
 

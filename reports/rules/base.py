@@ -39,7 +39,8 @@ def policy_severity(ctx: AnalysisContext, rule_id: str, cap: str = "fail", floor
 
 
 #: the action of a suspect (node or link) that a re-test against known-good partners cleared
-CLEARED_ACTION = "Nothing to do unless it recurs: the re-test against known-good partners was at full speed."
+CLEARED_ACTION = ("Nothing to do unless it recurs: against known-good partners the re-test showed "
+                  "nothing slow beyond the noise.")
 
 
 def size_severity(ctx: AnalysisContext, rule_id: str, ci: tuple[float, float] | None) -> str:

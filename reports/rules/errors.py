@@ -138,12 +138,11 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
                 evidence=evidence,
                 action=(
                     f"Drain {host}: it died, hung or could not be reached during the run (run.json's "
-                    "faults say how); check it is up and reachable before returning it."
+                    f"faults say how); {ctx.site.about(host).lost}"
                     if why
                     else f"Drain {host}. How its ranks ended is in run.json's faults"
                     + (f" ({fault})" if fault else "")
-                    + " and its failed rows' errors in results.jsonl; why is on the host "
-                    "(dmesg for NCCL errors and Xids, the ranks' python and torch)."
+                    + f" and its failed rows' errors in results.jsonl; {ctx.site.about(host).ranks_ended}"
                 ),
                 hosts=[host],
             )

@@ -38,8 +38,8 @@ def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
             title=f"{host} could not run a rank: {why}",
             evidence={"status": CANNOT_RUN, "error": why, "python": n.get("python_version"),
                       "torch": n.get("torch_version")},
-            action=f"Left out before launch, so nothing of it was measured: give {host} the ranks' "
-            "python and torch (the hosts file's python= or --python), then check it again.",
+            action="Left out before launch, so nothing of it was measured: "
+            f"{ctx.site.about(host).runtime}, then check it again.",
             hosts=[host],
         ))
     return out

@@ -42,7 +42,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
                     subject=n["host"],
                     title=f"{n['host']}: inventory failed ({n.get('status')})",
                     evidence={"status": n.get("status"), "error": n.get("error")},
-                    action="Check SSH access/host keys for this node; nothing about it could be verified.",
+                    action=ctx.site.about(n["host"]).unreachable,
                     hosts=[n["host"]],
                 )
             )

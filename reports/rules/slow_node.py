@@ -114,6 +114,9 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         elif rt.verdict == "confirmed":
             title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
             action = confirmed_node_action(host)
+            if rt.interval is not None:  # the re-test measured its size against known-good partners
+                severity = size_severity(ctx, "slow_node", rt.interval)
+                title = title.replace("Small but certain: ", "")
         elif rt.verdict != "confirmed" and severity == "fail":
             severity = "warn"
             title = f"Unconfirmed ({rt.reason}): {title}"
@@ -265,7 +268,7 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
     if rt.verdict == "confirmed":
         return Finding(
             rule="slow_node",
-            severity=policy_severity(ctx, "slow_node"),
+            severity=size_severity(ctx, "slow_node", rt.interval),
             subject_kind="node",
             subject=rt.subject,
             title=f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: node {rt.subject} is slow against "
