@@ -23,8 +23,16 @@ Fabric time: the inventory and each launch at the SSH fan-out and rank start-up 
 network (``netbench.sim.launcher.LaunchCosts``), each phase its simulated time. "Machine s" is this
 machine's wall time for the whole run (coordinator, analyses, report; no report.html).
 
+``--sets`` (issue 25) plants named sets instead of ``--faults`` counts, on random nodes: ``node85`` and
+``node90`` (8 nodes at 0.85 / 0.9: 15% and 10% slow), ``intermittent`` (4 nodes at 0.5 in 30% of the
+rounds), ``gpu`` (4 GPUs that drop out), ``mixed`` (a node at 0.6, a GPU drop, an intermittent node
+at 0.5 in 30% of rounds, a slow leaf uplink at 0.5, a node at 0.8) and ``healthy`` (nothing). The
+sequential stage then spends what the budget leaves (``netbench.preflight.sequential``).
+
     python benchmarks/bench_preflight_sim.py [--nodes 1024] [--faults 1,2,4,8] [--seeds 3]
         [--oversubscription 1,2] [--uplinks 0,1] [--json OUT]
+    python benchmarks/bench_preflight_sim.py --sets node85,node90,intermittent,gpu,mixed,healthy \
+        --seeds 10 --oversubscription 2 --jobs 2
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +58,14 @@ from netbench.sim.preflight import simulate_preflight  # noqa: E402
 from netbench.sim.run import SimOptions  # noqa: E402
 
 KINDS = ("node:{}=0.5", "gpu:{}", "intermittent:{}=0.5@0.5")
+SETS = {  # issue 25's named sets: node faults to draw hosts for, and how many slow leaf uplinks
+    "node85": (("node:{}=0.85",) * 8, 0),
+    "node90": (("node:{}=0.9",) * 8, 0),
+    "intermittent": (("intermittent:{}=0.5@0.3",) * 4, 0),
+    "gpu": (("gpu:{}",) * 4, 0),
+    "mixed": (("node:{}=0.6", "gpu:{}", "intermittent:{}=0.5@0.3", "node:{}=0.8"), 1),
+    "healthy": ((), 0),
+}
 
 
 def fabric(nodes: int, over: float) -> FabricSpec:
@@ -59,17 +76,20 @@ def fabric(nodes: int, over: float) -> FabricSpec:
     )
 
 
-def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0) -> dict:
+def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0, fault_set: str = "") -> dict:
     spec = fabric(nodes, over)
-    rng = np.random.default_rng(1000 * k + seed)
+    kinds = SETS[fault_set][0] if fault_set else [KINDS[i % len(KINDS)] for i in range(k)]
+    uplinks = SETS[fault_set][1] if fault_set else uplinks
+    k = len(kinds)
+    rng = np.random.default_rng(1000 * k + seed + (sorted(SETS).index(fault_set) << 20 if fault_set else 0))
     width = max(4, len(str(nodes)))
     picked = rng.choice(nodes, size=k, replace=False)
     names = [f"node{h + 1:0{width}d}" for h in picked]
-    faults = tuple(Fault.parse(KINDS[i % len(KINDS)].format(name)) for i, name in enumerate(names))
+    faults = tuple(Fault.parse(kind.format(name)) for kind, name in zip(kinds, names, strict=True))
     # slow leaf uplinks: drawn after the nodes, so a row's node faults are the same with or without
     slow_leaves = [f"leaf{x + 1:02d}" for x in rng.choice(spec.leaves, size=uplinks, replace=False)]
     faults += tuple(Fault.parse(f"uplink:{leaf}=0.5") for leaf in slow_leaves)
-    out = tmp / f"n{nodes}-o{over:g}-k{k}-s{seed}"
+    out = tmp / f"n{nodes}-o{over:g}-k{k}-{fault_set}-s{seed}"
     t0 = time.monotonic()
     res = simulate_preflight(
         SimOptions(spec, faults, seed=seed, out=str(out)),
@@ -80,11 +100,14 @@ def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0)
     s = res.score
     # an uplink is named when the check list holds its switch, or a pair of candidates with it
     named = [leaf for leaf in slow_leaves if any(leaf in c.split("|") for c in res.result.check)]
+    seq = res.result.info.get("sequential", {})
     return {
-        "nodes": nodes, "oversubscription": over, "faults": k, "seed": seed,
+        "nodes": nodes, "oversubscription": over, "faults": k, "seed": seed, "set": fault_set,
+        "sequential": {"counts": seq.get("counts"), "stopped": seq.get("stopped"),
+                       "rounds": sum(x["run"] for x in seq.get("launches", []))},
         "uplinks": slow_leaves, "uplinks_named": named,
         "planted": s.planted, "drained": s.drained, "tp": len(s.true_positives),
-        "kinds": {f.subject: f.kind for f in faults},
+        "kinds": {f.subject: f"{f.kind}={f.factor:g}" if f.kind == "node" else f.kind for f in faults},
         "hidden": sorted(set(s.unobservable) & set(s.planted)),
         "fabric_s": round(res.fabric_s, 1), "machine_s": round(wall, 1),
         "stages_s": res.result.info["stages_s"], "exit": res.result.exit_code,
@@ -97,7 +120,7 @@ def table(results: list[dict]) -> None:
           "| recall | uplinks named | check list (max) | fabric s (max) | machine s (median) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     def key_of(r: dict) -> tuple:
-        return r["nodes"], r["oversubscription"], r["faults"], len(r["uplinks"])
+        return r["nodes"], r["oversubscription"], r.get("set") or r["faults"], len(r["uplinks"])
 
     for key in sorted({key_of(r) for r in results}):
         rs = [r for r in results if key_of(r) == key]
@@ -121,7 +144,7 @@ def per_kind(results: list[dict]) -> None:
     print("|---|---|---|---|---|---|---|")
     for nodes, over in sorted({(r["nodes"], r["oversubscription"]) for r in results}):
         rs = [r for r in results if (r["nodes"], r["oversubscription"]) == (nodes, over)]
-        for kind in ("node", "gpu", "intermittent"):
+        for kind in sorted({k for r in rs for k in r["kinds"].values()}):
             hosts = [(r, h) for r in rs for h, k in r["kinds"].items() if k == kind]
             if not hosts:
                 continue
@@ -136,23 +159,34 @@ def main() -> None:
     ap.add_argument("--nodes", default="1024")
     ap.add_argument("--faults", default="1,2,4,8")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--oversubscription", default="1,2")
     ap.add_argument("--uplinks", default="0", help="slow leaf uplinks planted besides the node faults, "
                     "comma-separated counts (e.g. 0,1)")
+    ap.add_argument("--sets", default="", help=f"named fault sets instead of --faults: {', '.join(SETS)}")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     shm = "/dev/shm" if Path("/dev/shm").is_dir() else None  # fsync'd rows: cheap on tmpfs
     tmp = Path(tempfile.mkdtemp(prefix="bench-pf-sim-", dir=shm))
     results = []
+    sets = [x for x in args.sets.split(",") if x]
+    unknown = sorted(set(sets) - set(SETS))
+    if unknown:
+        ap.error(f"--sets: unknown {', '.join(unknown)} (known: {', '.join(SETS)})")
+    runs = [  # seed after seed: a grid stopped early has every set of the seeds it finished
+        (nodes, over, k, seed, tmp, ups, named)
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
+        for nodes in (int(x) for x in args.nodes.split(","))
+        for over in (float(x) for x in args.oversubscription.split(","))
+        for k, ups, named in ([(0, 0, n) for n in sets] or [
+            (int(k), int(u), "") for k in args.faults.split(",") for u in args.uplinks.split(",")])
+    ]
     try:
-        for nodes in (int(x) for x in args.nodes.split(",")):
-            for over in (float(x) for x in args.oversubscription.split(",")):
-                for k in (int(x) for x in args.faults.split(",")):
-                    for ups in (int(x) for x in args.uplinks.split(",")):
-                        for seed in range(1, args.seeds + 1):
-                            r = one(nodes, over, k, seed, tmp, ups)
-                            results.append(r)
-                            print(json.dumps(r), file=sys.stderr, flush=True)
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for done in as_completed([pool.submit(one, *run) for run in runs]):
+                results.append(done.result())
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     table(results)

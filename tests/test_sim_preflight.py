@@ -187,6 +187,43 @@ def test_intermittent_node_is_drained_as_the_node_not_as_links(tmp_path):
     assert [f.severity for f in link] == ["info"] and "node node0021 is slow" in link[0].title
 
 
+def test_sequential_rounds_catch_an_intermittent_node_the_quick_pass_missed(tmp_path):
+    # seed 5: node0010, at half rate in 30% of the rounds, is fast in each of its own-leaf rounds of
+    # the quick pass (behind 2:1 uplinks its cross-leaf pairs never show it): no suspect, no
+    # escalation; the sequential rounds re-test every node across rounds until all are decided
+    said: list[str] = []
+    sim = SimOptions(FabricSpec(nodes=64, leaves=2, oversubscription=2.0),
+                     (Fault.parse("intermittent:node0010=0.5@0.3"),), seed=5, out=str(tmp_path / "flaky"))
+    res = simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=120.0, html=False), said.append)
+    assert res.result.drain == ["node0010"] and res.score.precision == 1.0
+    assert "# suspects: none" in said and res.result.info["escalations"] == []
+    retest = res.result.info["retests"]["node0010"]
+    assert retest["verdict"] == "confirmed"
+    assert retest["reason"].startswith("sequential test: slow now and then")
+    seq = res.result.info["sequential"]
+    assert seq["counts"] == {"drained": 1, "cleared": 63, "undecided": 0}
+    assert seq["stopped"] == "every node decided" and res.fabric_s < 60.0  # half the budget left unspent
+    assert seq["launches"][0]["run"] < seq["launches"][0]["planned"]
+    # the decision summary: each class with its certainty
+    assert "#   drained 1:" in said
+    assert any(line.startswith("#     node0010: slow now and then: slow in ") and "likelihood ratio" in line
+               for line in said)
+    assert any(line.startswith("#   cleared 63: each at least ") for line in said)
+
+
+def test_a_node_ten_percent_slow_is_drained_by_the_sequential_tests(tmp_path):
+    # 2 noise sigmas a pair: the quick pass's 3 own-leaf partners name no suspect; rounds with known-
+    # good partners of its leaf until its test decides (15 of them, 35 s of the 120 s budget)
+    said: list[str] = []
+    sim = SimOptions(FabricSpec(nodes=64, leaves=2, oversubscription=2.0),
+                     (Fault.parse("node:node0040=0.9"),), seed=2, out=str(tmp_path / "ten"))
+    res = simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=120.0, html=False), said.append)
+    assert "# suspects: none" in said
+    assert res.result.drain == ["node0040"] and res.result.info["sequential"]["counts"]["drained"] == 1
+    [finding] = [f for f in res.result.findings if f.subject == "node0040"]
+    assert finding.severity == "fail" and "sequential test: " in finding.title
+
+
 def test_oversubscribed_three_tier_slow_link_stays_a_link(tmp_path):
     # both ends of a confirmed slow link are re-tested as nodes, fine with known-good partners
     res = three_tier(tmp_path, "link", ["link:node0003,node0006=0.5"])

@@ -68,9 +68,11 @@ Inventory and policy first (nodes that fail there are not measured; --fail-fast 
 quick pass (--rounds perfect matchings of pairs + the ring, at 2 sizes; with the topology known, each
 node's partners are on its own leaf first, then whole leaves meet other leaves so a slow uplink
 shows), then each suspect re-tested against known-good partners
-while the budget lasts (a node several slow links share, as the node). A node is drained only for a
-failure of its own, and a slow node only once its re-tests confirm it; slow links are listed to
-check, not drained.
+while the budget lasts (a node several slow links share, as the node), then rounds of pairs within
+each leaf, every node at once, until every node is decided or the budget ends (sequential tests:
+a node 10% slow, or slow now and then, is drained; the summary says what was decided, and how
+certainly). A node is drained only for a failure of its own, and a slow node only once its re-tests
+confirm it; slow links are listed to check, not drained.
 Exit codes: 0 pass, 1 warnings, 2 failures (drain; --fail-on warn: warnings too, never: no
 verdict exits non-zero, the drain list still prints), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their

@@ -22,7 +22,14 @@ Stages, one function each; the budget covers all of them, inventory included:
                          the remaining good nodes paired as controls (the phase's own reference, of
                          the same hop class and load). A phase starts only while the elapsed time +
                          the measured phase time fit the budget.
-  5. report              the analysis of everything with the re-tests as its evidence (the rules
+  5. sequential tests    what the budget leaves buys rounds of pairs within each leaf, every node
+                         at once, the undecided with peers already cleared, until every node is
+                         decided (``netbench.preflight.sequential``: per node a sequential test for
+                         a node slower by the policy's slow_node_factor and one for a node slow in a
+                         quarter of its rounds, family-wise over the nodes) or the budget ends; a
+                         progress line a round, then what was decided with its likelihood ratio.
+                         Its decisions join the re-tests' verdicts (drained: confirmed).
+  6. report              the analysis of everything with the re-tests as its evidence (the rules
                          weigh each suspect's verdict); findings.json, report.html, the exports.
 
 Drain rule: a node is drained when a ``fail`` finding is about the node itself (subject a node, or a

@@ -33,6 +33,7 @@ from netbench.preflight.options import (
     _Setup,
 )
 from netbench.preflight.outputs import _size, _write_report
+from netbench.preflight.sequential import SequentialSetup, run_sequential
 from netbench.reports.analyses import RetestEvidence
 from netbench.sites.base import Site, check_distinct, judged
 
@@ -401,6 +402,9 @@ def _stages(
             gate,
         )
         t = mark("quick_pass", t)
+        # the hosts and ranks of the run are the quick pass's: later launches (the re-tests) rewrite
+        # run.json with theirs, fewer when nodes were drained or lost, and are put back before the report
+        quick_run = {k: rundir.read_run().get(k) for k in ("hosts", "world_size")}
         startup_s = quick.startup_s or 0.0
         phase_s = max(gate.durations()[: len(rounds)] or [gate.estimate()])
         info.update(
@@ -432,13 +436,37 @@ def _stages(
         spent("analysis", done.analysis_s)
         if done.launches:
             spent("escalation", done.launch_s)
-        t = budget.elapsed()
         info["escalations"] = done.launches
-        info["retests"] = {k: asdict(v) for k, v in done.retests.items()}
-        evidence = done.evidence
+
+        # 5. sequential tests: the budget left decides every node it can
+        sofar.enter("sequential tests")
+        measured_rows = read_rows()
+        seq = run_sequential(
+            SequentialSetup(
+                hosts=[h for h in live if h not in retesting.exclude],
+                switches=topology or {},
+                factor=policy.thresholds.slow_node_factor,
+                fwer=policy.thresholds.fwer,
+                read_rows=read_rows,
+                budget=budget,
+                first_round=max(retesting.first_round, int(measured_rows.round.max(initial=0)) + 1),
+                phase_s=phase_s,
+                startup_s=startup_s,
+                echo=echo,
+            ),
+            lambda phases, gate: measure(setup, phases, [], gate),
+        )
+        if seq.launches:
+            spent("sequential", seq.launch_s)
+        t = budget.elapsed()
+        retests = done.retests | seq.decisions.retests(done.retests)
+        info["retests"] = {k: asdict(v) for k, v in retests.items()}
+        info["sequential"] = seq.to_json()
+        evidence = RetestEvidence(retests, done.untested_reason, done.from_round)
+        rundir.write_run(**quick_run)
         site.counters("after", measured, rundir)
 
-    # 5. report: every measurement is in
+    # 6. report: every measurement is in
     sofar.enter("report")
     rundir.write_run(status="completed")
     ctx, findings = analyse(rundir, policy, topology, baseline, evidence)

@@ -48,12 +48,16 @@ if TYPE_CHECKING:
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     nodes, retests = ctx.analyses.nodes, ctx.analyses.retests
+    # a borderline suspect that a re-test decided (confirmed or cleared) is the re-test's finding:
+    # "suspect, re-test" would ask for what was done (preflight's sequential tests decide such nodes)
+    decided = {k for k, rt in (retests.results.items() if retests is not None else ())
+               if rt.kind == "node" and rt.verdict in ("confirmed", "cleared")}
     out = [_node_finding(ctx, nodes, v) for v in nodes.slow]
-    out.extend(_suspect_finding(ctx, nodes, v) for v in nodes.suspects)
+    out.extend(_suspect_finding(ctx, nodes, v) for v in nodes.suspects if v.host not in decided)
     out.extend(_uplink_finding(ctx, sv) for sv in nodes.switches)
     out.extend(_uplink_pair_finding(ctx, v) for v in nodes.uplink_pairs)
     if retests is not None:  # every re-tested node is in the findings, as the log said it
-        judged = {v.host for v in nodes.slow} | {v.host for v in nodes.suspects}
+        judged = {v.host for v in nodes.slow} | {v.host for v in nodes.suspects if v.host not in decided}
         out.extend(
             _retest_only(ctx, rt)
             for rt in sorted(retests.results.values(), key=lambda rt: rt.subject)
