@@ -112,11 +112,14 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
             title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
             action = CLEARED_ACTION
         elif rt.verdict == "confirmed":
-            title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
+            # known-good partners confirmed it: the size is the re-test's where its pairs together
+            # measured one, else the policy's (slow with most of its partners, or drained by
+            # preflight's sequential test at slow_node_factor): never the quick pass's wider interval
+            severity = (size_severity(ctx, "slow_node", rt.interval) if rt.interval is not None
+                        else policy_severity(ctx, "slow_node"))
+            said = retest_said(rt.verdict, rt.ratios, rt.reason)
+            title = f"{said}: {title.removeprefix('Small but certain: ')}"
             action = confirmed_node_action(host)
-            if rt.interval is not None:  # the re-test measured its size against known-good partners
-                severity = size_severity(ctx, "slow_node", rt.interval)
-                title = title.replace("Small but certain: ", "")
         elif rt.verdict != "confirmed" and severity == "fail":
             severity = "warn"
             title = f"Unconfirmed ({rt.reason}): {title}"
