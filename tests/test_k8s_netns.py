@@ -161,6 +161,7 @@ def test_preflight_k8s_taint_taints_exactly_the_capped_node(cluster: FakeCluster
             str(tmp_path / "policy.toml"),
             *QUICK,
             "--no-ring",  # the pairs judge the nodes
+            "--no-sequential",  # the quick pass and its re-tests find the capped node
             "--k8s-taint",
             "--k8s-label",
             "--out",

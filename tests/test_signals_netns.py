@@ -321,8 +321,9 @@ def test_preflight_sigterm(net, tmp_path: Path, stage: str, wait: str) -> None:
 
 def test_preflight_sigterm_after_its_last_re_test(net, tmp_path: Path) -> None:
     """SIGTERM once the escalation has said its last word ("# suspects: none"): it lands as the
-    escalation ends or in the report stage (tests/test_preflight_plan.py covers either's run.json).
-    Either way: exit 143, no verdict, every row kept, and the rows left to `netbench report`."""
+    escalation ends, in the sequential tests after it, or in the report stage
+    (tests/test_preflight_plan.py covers the run.json of each). Every way: exit 143, no verdict,
+    every row kept, and the rows left to `netbench report`."""
     pf = tmp_path / "pf.json"
     run = Run(net, tmp_path, [*PREFLIGHT, "--json", str(pf)], command="preflight")
     run.wait_line("# suspects: none")
@@ -330,7 +331,7 @@ def test_preflight_sigterm_after_its_last_re_test(net, tmp_path: Path) -> None:
     assert rc == 143, run.text()[-3000:]
     meta = run.run_json()
     stage = meta["stopped_in"]
-    assert stage in ("escalation", "report"), meta
+    assert stage in ("escalation", "sequential tests", "report"), meta
     assert meta["status"] == ("completed" if stage == "report" else "interrupted"), meta
     assert meta["signal"] == "SIGTERM" and not meta.get("down_hosts") and not meta.get("faults"), meta
     assert rows(run.out) == before

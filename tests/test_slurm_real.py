@@ -58,11 +58,12 @@ def test_preflight_inside_an_allocation_runs_over_srun(slurm_pool, tmp_path: Pat
     cluster = slurm_pool.get()
     out = tmp_path / "pf"
     r = cluster.run(["salloc", "-N3", sys.executable, "-m", "netbench", "preflight", "--out", str(out),
-                     "--budget", "90s", "--pair-sizes", "64K", "--rounds", "1", "--drain"], timeout=150)
+                     "--budget", "90s", "--pair-sizes", "64K", "--rounds", "1", "--no-sequential", "--drain"],
+                    timeout=150)
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-3000:]  # pass, or warnings only
     assert NOISE not in r.stdout + r.stderr  # not from preflight's own store either
     assert r.stdout.strip() == ""  # stdout is the drain list: nothing to drain
-    assert "drained" not in r.stderr  # --drain drains only what preflight would drain
+    assert "netbench: drained " not in r.stderr  # --drain drains only what preflight would drain
     run = json.loads((out / "run.json").read_text())
     assert run["launcher"] == "slurm" and run["topology"]["h2"] == "sw1" and run["topology"]["sw0"] == "spine"
     inv = [json.loads(line) for line in (out / "inventory.jsonl").read_text().splitlines()]

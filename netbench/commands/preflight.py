@@ -103,6 +103,13 @@ with the drain list of what the inventory had established only. Progress and the
     show_default=True,
     help="Known-good partners each suspect is re-tested against.",
 )
+@click.option(
+    "--sequential/--no-sequential",
+    default=True,
+    show_default=True,
+    help="After the re-tests, test every undecided node in rounds of pairs until all are decided or "
+    "the budget ends; --no-sequential stops after the re-tests (the budget is then a bound only).",
+)
 @click.option("--pair-sizes", type=PAIR_SIZE_LIST, help="Sizes (default 1M,4M gloo; 256M,1G NCCL).")
 @click.option(
     "--collective",

@@ -40,6 +40,9 @@ class PreflightOptions:
     """Perfect matchings in the quick pass; None: the policy's min_partners (3)."""
     confirm: int = 2
     """Escalation phases: known-good partners each suspect node is re-tested against."""
+    sequential: bool = True
+    """After the escalation, keep testing every undecided node while the budget lasts
+    (``preflight.sequential``); off, the budget is a bound only (a prolog in a hurry)."""
     pair_sizes: list[int] | None = None
     """Sizes of the pairs and the ring; None: 1M,4M (gloo) or 256M,1G (NCCL)."""
     collective: str = "all_reduce"

@@ -439,29 +439,31 @@ def _stages(
         info["escalations"] = done.launches
 
         # 5. sequential tests: the budget left decides every node it can
-        sofar.enter("sequential tests")
-        measured_rows = read_rows()
-        seq = run_sequential(
-            SequentialSetup(
-                hosts=[h for h in live if h not in retesting.exclude],
-                switches=topology or {},
-                factor=policy.thresholds.slow_node_factor,
-                fwer=policy.thresholds.fwer,
-                read_rows=read_rows,
-                budget=budget,
-                first_round=max(retesting.first_round, int(measured_rows.round.max(initial=0)) + 1),
-                phase_s=phase_s,
-                startup_s=startup_s,
-                echo=echo,
-            ),
-            lambda phases, gate: measure(setup, phases, [], gate),
-        )
-        if seq.launches:
-            spent("sequential", seq.launch_s)
+        retests = done.retests
+        if opts.sequential:
+            sofar.enter("sequential tests")
+            measured_rows = read_rows()
+            seq = run_sequential(
+                SequentialSetup(
+                    hosts=[h for h in live if h not in retesting.exclude],
+                    switches=topology or {},
+                    factor=policy.thresholds.slow_node_factor,
+                    fwer=policy.thresholds.fwer,
+                    read_rows=read_rows,
+                    budget=budget,
+                    first_round=max(retesting.first_round, int(measured_rows.round.max(initial=0)) + 1),
+                    phase_s=phase_s,
+                    startup_s=startup_s,
+                    echo=echo,
+                ),
+                lambda phases, gate: measure(setup, phases, [], gate),
+            )
+            if seq.launches:
+                spent("sequential", seq.launch_s)
+            retests = retests | seq.decisions.retests(done.retests)
+            info["sequential"] = seq.to_json()
         t = budget.elapsed()
-        retests = done.retests | seq.decisions.retests(done.retests)
         info["retests"] = {k: asdict(v) for k, v in retests.items()}
-        info["sequential"] = seq.to_json()
         evidence = RetestEvidence(retests, done.untested_reason, done.from_round)
         rundir.write_run(**quick_run)
         site.counters("after", measured, rundir)
