@@ -14,14 +14,19 @@ from typing import Any
 
 import click
 
+from netbench.collectives.names import MEASURED, canonical
+from netbench.common.text import did_you_mean
 from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
 from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 
 
 def _coll(name: str) -> str:
-    from netbench.collectives.ops import get_collective
-
-    return get_collective(name).name
+    # by name, without torch (collectives/names.py): a typo is refused in a tenth of a second, not
+    # after the 2.5 s of importing torch that collectives.ops needs
+    key = canonical(name)
+    if key not in MEASURED:
+        raise ValueError(f"unknown collective {name!r}{did_you_mean(key, MEASURED)}")
+    return key
 
 
 #: nccl-tests' short flags that netbench has no counterpart for, and what it does instead: the
