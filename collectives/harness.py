@@ -29,7 +29,6 @@ max and every rank's time, because the slowest rank decides when a collective re
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import time
 import warnings
@@ -40,9 +39,33 @@ import torch
 from netbench.collectives.clocks import now_us
 from netbench.collectives.ops import Buffers, Call, Collective, Layout, NativeCall, fill_send
 
-# issues one operation; returns the torch work handles to wait for (none for the native engine)
-RunOnce = Callable[[], list]
 _NO_WORK: list = []  # shared: the native loop allocates nothing per operation
+
+
+class Issue:
+    """Issues the point's operation on one stream, each time in the next buffer slot.
+
+    Called, it issues one operation and returns the torch work handles to wait for (none for the
+    native engine). ``sequence(n)`` hands out the next n operations' launches at once, so the timed
+    loop (``_around``) is a plain ``for`` over a list: on the native engine an operation then costs
+    the binding's call and nothing of Python's beside it. The closure, the cycle's ``next()`` and an
+    empty wait around each call cost 0.5-1 us an operation on the H200's host, a tenth of a small
+    all_reduce (benchmarks/gpu/launch_probe.py --harness, 2026-12-03)."""
+
+    def __init__(self, calls: list[Callable[[], object]], native: bool):
+        self.calls, self.native, self.next = calls, native, 0
+
+    def __call__(self) -> list:
+        call = self.calls[self.next]
+        self.next = (self.next + 1) % len(self.calls)
+        works = call()
+        return _NO_WORK if self.native else works  # type: ignore[return-value]
+
+    def sequence(self, n: int) -> list[Callable[[], object]]:
+        k, first = len(self.calls), self.next
+        self.next = (first + n) % k
+        return [self.calls[(first + j) % k] for j in range(n)]
+
 
 GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
 GRAPH_TARGET_MS = 20.0  # ... but no more replays than needed to time this long (8 GiB would take minutes)
@@ -114,7 +137,7 @@ class Timer:
 
     def time_loop(
         self,
-        run_once,
+        run_once: Issue,
         iters: int,
         graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
         launches: int = 1,
@@ -169,22 +192,32 @@ class Timer:
         return per_op, IterStamps(start_us, *rel)
 
 
-def _around(run_once: Callable[[], object], iters: int, graph: torch.cuda.CUDAGraph | None,
-            launches: int) -> float:
-    """Microseconds per operation from one pair of events around the loop, as nccl-tests times it
-    (-G: the graph of ``iters`` operations replayed ``launches`` times)."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
+def _around(run_once: Issue, iters: int, graph: torch.cuda.CUDAGraph | None, launches: int) -> float:
+    """Microseconds per operation, timed as nccl-tests times it: the host's clock from just before
+    the loop until the host has seen the stream finish (nccl-tests' ``timer`` around its loop and
+    ``completeColl``), divided by the operations (-G: the graph of ``iters`` operations replayed
+    ``launches`` times, time / (iters x launches)). Not CUDA events: events leave out the first
+    launch's way to the GPU and the last completion's way back, which nccl-tests counts, so an
+    event-timed loop reads a few tenths of a microsecond an operation faster than nccl-tests' at
+    the smallest sizes for no difference in the fabric (src/common.cu, nccl-tests 2.19)."""
+    todo = run_once.sequence(iters) if graph is None else []  # made before the clock starts
+    end = torch.cuda.Event()
+    end.record()  # torch makes the CUDA event at its first record: outside the clock, as nccl-tests'
+    end.synchronize()
+    t0 = time.perf_counter()
     if graph is not None:
-        for _ in range(launches):  # as nccl-tests -G: time / (iters * launches)
+        for _ in range(launches):
             graph.replay()
         iters *= launches
+    elif run_once.native:
+        for launch in todo:
+            launch()
     else:
-        for _ in range(iters):
-            _wait_all(run_once())  # on CUDA this only orders the streams; it does not block the host
+        for issue in todo:
+            _wait_all(issue())  # on CUDA this only orders the streams; it does not block the host
     end.record()
     end.synchronize()
-    return start.elapsed_time(end) * 1000.0 / iters
+    return (time.perf_counter() - t0) * 1e6 / iters
 
 
 class StepWork:
@@ -253,13 +286,12 @@ def measure(
     buf = slots[0]  # the one the correctness pass runs in and checks
     call = Call(pg=pg, rank=rank, nranks=nranks, op=spec.op, root=root)
 
-    def on_stream(stream: int | None) -> RunOnce:
+    def on_stream(stream: int | None) -> Issue:
         """The operation, issued on ``stream``, each time in the next slot: torch picks its current
         stream itself; the native call is handed the raw handle and pointers once per slot, so the
-        timed loop does no per-call lookup (a cycle's next() is all the rotation costs)."""
+        timed loop does no per-call lookup."""
         if native is None:
-            issues = itertools.cycle([functools.partial(coll.issue, call, b) for b in slots])
-            return lambda: next(issues)()
+            return Issue([functools.partial(coll.issue, call, b) for b in slots], native=False)
         from netbench.collectives.native import NCCL_DTYPES, NCCL_OPS
 
         nc = NativeCall(
@@ -272,14 +304,7 @@ def measure(
             op=NCCL_OPS[op_name or "sum"],
             root=root,
         )
-
-        launches = itertools.cycle([coll.native(nc, b) for b in slots])
-
-        def run() -> list:
-            next(launches)()
-            return _NO_WORK
-
-        return run
+        return Issue([coll.native(nc, b) for b in slots], native=True)
 
     run_once = on_stream(torch.cuda.current_stream().cuda_stream if device == "cuda" else None)
 
@@ -324,7 +349,7 @@ def _line_up(pg: object, device: str) -> None:
     _wait_all([pg.barrier()])
 
 
-def _capture(on_stream: Callable[[int | None], RunOnce], iters: int) -> tuple[torch.cuda.CUDAGraph, int]:
+def _capture(on_stream: Callable[[int | None], Issue], iters: int) -> tuple[torch.cuda.CUDAGraph, int]:
     """Capture ``iters`` operations into one CUDA graph (nccl-tests -G): launch cost leaves the loop.
 
     Returns the graph and how many times to replay it. nccl-tests replays its graph ``-G`` times and

@@ -70,8 +70,8 @@ def test_a_host_without_torch_is_left_out_with_its_cause(netns_factory, tmp_path
     pf_out = tmp_path / "pf-run"
     pf_argv = net.netbench_argv(tmp_path / "pf", "preflight", labels={"h2": {"python": NO_TORCH}})
     pf = subprocess.run([*pf_argv, "--out", str(pf_out), "--pair-sizes", "64K", "-n", "2", "-w", "1",
-                         "--timeout", "10", "--budget", "150s", "--no-sequential"], capture_output=True, text=True,
-                        timeout=300)
+                         "--timeout", "10", "--budget", "150s", "--no-sequential"],
+                        capture_output=True, text=True, timeout=300)
     said = pf.stdout + pf.stderr
     assert pf.returncode == 2, said[-3000:]
     assert pf.stdout.split() == ["h2"]

@@ -52,12 +52,15 @@ class Throttle:
 
     def __init__(self, net, host: str, quota_us: int | None = 1000, period_us: int = 10000):
         self.path = CGROUP_CPU / f"nbt-strag-{os.getpid()}-{host}"
-        self.path.mkdir()
+        self.path.mkdir(exist_ok=True)  # one a failed test left behind is taken over
         if quota_us is not None:
             (self.path / "cpu.cfs_period_us").write_text(str(period_us))
             (self.path / "cpu.cfs_quota_us").write_text(str(quota_us))
         for pid in net.pids(host):
-            (self.path / "cgroup.procs").write_text(str(pid))
+            try:
+                (self.path / "cgroup.procs").write_text(str(pid))
+            except ProcessLookupError:  # ended since it was listed (a session of the test before)
+                pass
 
     def remove(self) -> None:
         for pid in (self.path / "cgroup.procs").read_text().split():

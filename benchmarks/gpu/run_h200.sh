@@ -12,6 +12,8 @@
 # intra, dtypes: the parts of extra that one GPU can run
 # extra    --pattern copy-matrix (GPU copy matrix), a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
 # i28      issue 28: nccl-tests vs netbench (rotating and hot buffers), eager and graphs, alternated
+# probe    issue 28: launch_probe.py (PROBE_ARGS=--harness: netbench's own measure() too), nccl-tests at 8 B
+# i27      issue 27: per-operation stamps on a GPU (--per-iter, --step-work), one rank
 # compare  benchmarks/gpu/compare.py over everything measured
 # Everything lands in /tmp/netbench-gpu-work/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
 set -u
@@ -173,10 +175,25 @@ stage_i28() {  # issue 28: nccl-tests beside netbench's nccl engine (rotating bu
 stage_probe() {  # issue 28: where a small eager operation's microseconds go (launch_probe.py), and
   # nccl-tests with and without its offsets at 8 B (-e 8: one slot; -e 8K -f 1024: 1,024 slots)
   export CUDA_VISIBLE_DEVICES=0
-  step probe $PY benchmarks/gpu/launch_probe.py --rounds "${ROUNDS:-5}"
+  step probe $PY benchmarks/gpu/launch_probe.py --rounds "${ROUNDS:-5}" ${PROBE_ARGS:-}
   for i in $(seq "${ROUNDS:-3}"); do
     NTARGS="-b 8 -e 8 -n 1000 -w 100 -c 0" nt "hot-r$i" all_reduce 0 -g 1
     NTARGS="-b 8 -e 8K -f 1024 -n 1000 -w 100 -c 0" nt "rot-r$i" all_reduce 0 -g 1
+  done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_i27() {  # issue 27 on a GPU: per-operation stamps from CUDA events anchored to the host's clock,
+  # one rank (NCCL refuses two ranks on one GPU), both engines, with and without step work on the stream
+  export CUDA_VISIBLE_DEVICES=0
+  step i27_stamps $NB --engine both -k all_reduce -b 1K -e 1M -f 32 -n 50 -w 5 --per-iter --out "$R/nb_i27"
+  step i27_work $NB --engine nccl -k all_reduce -b 1K -e 1M -f 32 -n 50 -w 5 --per-iter --step-work 20 \
+    --out "$R/nb_i27w"
+  for d in nb_i27 nb_i27w; do
+    { ls -la "$R/$d"; head -c 1500 "$R/$d/arrivals.jsonl"; echo; $PY -c "import gzip,json,sys
+rows=[json.loads(x) for x in gzip.open(sys.argv[1],'rt')]
+print(len(rows),'per-iteration records; first:',json.dumps(rows[0])[:600])" "$R/$d/per_iter.jsonl.gz"; } \
+      > "$R/${d}_files.txt" 2>&1; cat "$R/${d}_files.txt" | head -20
   done
   unset CUDA_VISIBLE_DEVICES
 }
