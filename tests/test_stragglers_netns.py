@@ -120,11 +120,10 @@ def test_cgroup_throttled_host_is_named_with_its_rank(net, tmp_path: Path) -> No
     judged = group.judged  # points whose last arrival beat the clock bound often enough to judge
     assert judged, "no point was judged"
     named = [p for p in judged if p.host == SLOW]
-    # A busy machine slows the healthy hosts too now and then: one size may find the last arrival
-    # moving around, but none may name another host, and the finding (a majority of sizes) must hold
+    # the bar: named in >= 95% of the sizes where the delay beats the clock error, so in
+    # every judged size of these four (the hosts' equal cgroups keep the others' shares fair)
     seen = [(p.bytes, p.kind, p.host) for p in group.points]
-    assert len(named) >= len(judged) - 1 and len(named) >= 3, seen
-    assert all(p.host in (SLOW, None) for p in judged), seen
+    assert len(named) == len(judged) >= 3, seen
     rank = group.hosts.index(SLOW)  # one rank per host, in host order
     assert all(p.rank == rank and p.kind == "persistent" for p in named)
     assert all(p.late_us > 2 * p.clock_err_us for p in named)
