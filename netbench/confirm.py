@@ -317,20 +317,26 @@ def intermittent_phases(share: float) -> int:
     return min(max(n, INTERMITTENT_PARTNERS), INTERMITTENT_MAX_PHASES)
 
 
-def shift_phases(ratio: float, sigma: float, thresholds: Any) -> int:
-    """Re-test phases for a node the analysis put at ``ratio`` of its peers: CONFIRM_PARTNERS where
+def shift_phases(ratio: float, sigma: float, thresholds: Any, family: int = 1) -> int:
+    """Re-test phases for a node the analysis measured at ``ratio`` of its peers: CONFIRM_PARTNERS where
     that is twice the bar one pair must pass to count as slow (each pair shows it); else enough that,
-    were it that slow, its re-test pairs together (``_shift``, one-sided 5 %) end certainly past the
-    warning floor, doubled because the ratio is itself an estimate (a node 10 % slow under 5 % noise:
-    5), at most SHIFT_MAX_PHASES. A node at the floor or nearer, or one whose noise would need more
-    phases than that (a noisy test network), gets CONFIRM_PARTNERS: what few pairs can tell."""
+    were it that slow, its re-test pairs together (``_shift``, at the same family-wise level: fwer over
+    the ``family`` of suspects) end certainly past the warning floor 19 times in 20, at most
+    SHIFT_MAX_PHASES (a node 10 % slow under 5 % noise: the cap). Sized on the measured ratio, not on
+    the slow end of its interval: sized so, a node 10 % slow among 256 got three pairs and was cleared
+    in half the fabrics (benchmarks/bench_diagnosis.py, 2026-12-03). A node at the floor or nearer, or
+    whose noise would need more than twice the cap (a noisy test network), gets CONFIRM_PARTNERS:
+    what few pairs can tell."""
     gap = math.log((1 - thresholds.warn_floor) / max(ratio, 1e-12))
     if sigma <= 0 or gap <= 0 or math.log(max(ratio, 1e-12)) <= -2 * thresholds.mad_k * sigma:
         return CONFIRM_PARTNERS
     from statistics import NormalDist
 
-    n = math.ceil(2 * (NormalDist().inv_cdf(0.95) * 1.2533 * sigma / gap) ** 2)
-    return max(n, CONFIRM_PARTNERS + 1) if n <= SHIFT_MAX_PHASES else CONFIRM_PARTNERS
+    z = NormalDist().inv_cdf(1 - thresholds.fwer / max(1, family)) + NormalDist().inv_cdf(0.95)
+    n = math.ceil((z * 1.2533 * sigma / gap) ** 2)
+    if n > 2 * SHIFT_MAX_PHASES:
+        return CONFIRM_PARTNERS
+    return min(max(n, CONFIRM_PARTNERS + 1), SHIFT_MAX_PHASES)
 
 
 # -- what the re-tests say ---------------------------------------------------------------------------
@@ -472,12 +478,16 @@ def judge(
             verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
         elif 2 * slow_runs > len(runs):
             verdict, reason = "confirmed", tally
-        elif shift is not None and shift[2] <= floor:
+        elif shift is not None and shift[2] < 1 and shift[0] <= floor:
             # slow by less than each pair's own bar (a node 10% slow under 5% noise is never one
-            # pair's 4-sigma outlier) but, all its re-test pairs together, certainly slower than the
-            # policy's warning floor: the analysis' size-and-certainty rule, on the re-test's draws
+            # pair's 4-sigma outlier) but, all its re-test pairs together, certainly slow (past the
+            # family-wise bar) and by the warning floor or more: confirmed. How slow is the size
+            # question, answered with the analysis' own interval (rules/slow_node.py): the re-test's
+            # 95% interval goes with the verdict. Asking its few pairs alone to show the size
+            # certainly cleared nodes 10% slow among 256 in a third of the fabrics.
             ratio, low, high = shift
-            interval = (round(low, 3), round(high, 3))
+            _, low95, high95 = _shift(runs, noise_sigma, 0.025) or shift
+            interval = (round(low95, 3), round(high95, 3))
             verdict, reason = "confirmed", (
                 f"{100 * (1 - ratio):.0f}% slower than its references across {len(runs)} re-test pair(s) "
                 f"(median; {100 * (1 - high):.0f}-{100 * (1 - low):.0f}% at the family-wise bar), "
@@ -744,24 +754,24 @@ class Suspects:
     of their pairs that were slow."""
     decided: frozenset[str] = frozenset()
     """Nodes an earlier launch re-tested to a verdict (confirmed or cleared): never again an end."""
-    slowest: Mapping[str, float] = field(default_factory=dict)
-    """Each node's slowest plausible ratio to its peers (the far end of its finding's interval, else
-    its effect): what its re-test is planned to be able to show (``shift_phases``)."""
+    measured: Mapping[str, float] = field(default_factory=dict)
+    """Each node's ratio to its peers as its finding measured it (else the middle of its interval):
+    what its re-test is sized to show (``shift_phases``)."""
 
     @classmethod
     def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
-        now_and_then, slowest = {}, {}
+        now_and_then, measured = {}, {}
         for f in findings:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
             if ev.get("kind") == "intermittent" and ev.get("partners"):
                 now_and_then[f.subject] = ev["partners_slow"] / ev["partners"]
             ci, ratio = ev.get("effect_ci_ratio"), ev.get("node_effect_ratio")
-            if ci or ratio:
-                slowest[f.subject] = float(min(ci) if ci else ratio)
+            if ratio or ci:
+                measured[f.subject] = float(ratio if ratio else math.sqrt(ci[0] * ci[1]))
         decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
         return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then,
-                   decided, slowest)
+                   decided, measured)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -896,8 +906,8 @@ def _retest_launch(
     if shares:
         phases = max(phases, intermittent_phases(min(shares)))
     if m is not None and nodes:  # a subtle node needs more pairs than a capped one to be told apart
-        phases = max(phases, *(shift_phases(suspects.slowest.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
-                                            ctx.policy.thresholds) for s in nodes))
+        phases = max(phases, *(shift_phases(suspects.measured.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
+                                            ctx.policy.thresholds, family=len(nodes)) for s in nodes))
     plan = [
         p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends) if p
     ]

@@ -157,9 +157,9 @@ class Retest:
     ratios: Mapping[str, float] = field(default_factory=dict)  # partner -> busbw / the phase's reference
     reason: str = ""
     interval: tuple[float, float] | None = None
-    """A node's re-test ratios together (their median's interval at the family-wise bar, low and
-    high), where they confirmed it as a node a little slow with every partner: the size its
-    finding's severity goes by (``rules.base.size_severity``)."""
+    """A node's re-test ratios together (their median's 95% interval, low and high), where they
+    confirmed it as a node a little slow with every partner: pooled with the analysis' own
+    interval, the size its finding's severity goes by (``rules.base.size_severity``)."""
 
 
 @dataclass(frozen=True)

@@ -200,3 +200,23 @@ def g3(x: float | None) -> str:
 def majority(values: list[Any]) -> Any:
     """The most common value (ties: the first seen); None for no values."""
     return Counter(values).most_common(1)[0][0] if values else None
+
+
+def pooled_interval(
+    a: tuple[float, float] | None, b: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """Two independent 95% intervals of one ratio (each symmetric in log space) as one, weighted by
+    their precision: a node's interval from the sweep's pairs and the one from its re-test pairs
+    against known-good partners. Either alone where the other is None."""
+    if a is None or b is None:
+        return a or b
+    mids, weights = [], []
+    for lo, hi in (a, b):
+        lo, hi = math.log(max(min(lo, hi), 1e-12)), math.log(max(max(lo, hi), 1e-12))
+        half = max((hi - lo) / 2, 1e-9)
+        mids.append((lo + hi) / 2)
+        weights.append(1 / half**2)
+    mid = sum(m * w for m, w in zip(mids, weights, strict=True)) / sum(weights)
+    half = 1 / math.sqrt(sum(weights))
+    return math.exp(mid - half), math.exp(mid + half)
+

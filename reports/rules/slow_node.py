@@ -37,7 +37,7 @@ from netbench.reports.rules.base import (
     size_label,
     size_severity,
 )
-from netbench.reports.stats import g3, sig3
+from netbench.reports.stats import g3, pooled_interval, sig3
 
 from netbench.common.findings import Finding
 
@@ -112,11 +112,12 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
             title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
             action = CLEARED_ACTION
         elif rt.verdict == "confirmed":
-            # known-good partners confirmed it: the size is the re-test's where its pairs together
-            # measured one, else the policy's (slow with most of its partners, or drained by
-            # preflight's sequential test at slow_node_factor): never the quick pass's wider interval
-            severity = (size_severity(ctx, "slow_node", rt.interval) if rt.interval is not None
-                        else policy_severity(ctx, "slow_node"))
+            # known-good partners confirmed it: where its re-test pairs together measured a size,
+            # that interval pooled with the analysis' (two independent measurements of one node);
+            # else the policy's (slow with most of its partners, or drained by preflight's
+            # sequential test at slow_node_factor): never the quick pass's interval alone
+            severity = (size_severity(ctx, "slow_node", pooled_interval(v.effect_ci, rt.interval))
+                        if rt.interval is not None else policy_severity(ctx, "slow_node"))
             said = retest_said(rt.verdict, rt.ratios, rt.reason)
             title = f"{said}: {title.removeprefix('Small but certain: ')}"
             action = confirmed_node_action(host)
