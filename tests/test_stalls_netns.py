@@ -149,8 +149,11 @@ def ok_pairs_without(sweep: Sweep, host: str) -> None:
 
 def test_one_slow_host_stalling_the_ring_is_named_and_costs_nobody_else(clean, tmp_path: Path) -> None:
     """h3 at 1 Mbit/s: the ring's larger steps pass --timeout. Every rank is alive, so none is hung:
-    the ring is abandoned, its ranks restarted for the pairs, and the pairs name h3 alone."""
-    clean.limit_host("h3", "1mbit")
+    the ring is abandoned, its ranks restarted for the pairs, and the pairs name h3 alone. The other
+    hosts at 100 Mbit/s: their pairs bound by the network, not by which host's ranks this loaded
+    2-core machine schedules late (unbound, one healthy host's 64K pairs read 4x slower once)."""
+    for h in HOSTS:
+        clean.limit_host(h, "1mbit" if h == "h3" else "100mbit")
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "ring", "--pattern", "pairwise", "-b", "64K",
                    "-e", "1M", "--pair-sizes", "64K", "--confirm-budget", "0", *SMALL], tmp_path / "run")
     assert sweep.finish() == 2, sweep.text()[-4000:]
