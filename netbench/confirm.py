@@ -324,9 +324,10 @@ def shift_phases(ratio: float, sigma: float, thresholds: Any, family: int = 1) -
     the ``family`` of suspects) end certainly past the warning floor 19 times in 20, at most
     SHIFT_MAX_PHASES (a node 10 % slow under 5 % noise: the cap). Sized on the measured ratio, not on
     the slow end of its interval: sized so, a node 10 % slow among 256 got three pairs and was cleared
-    in half the fabrics (benchmarks/bench_diagnosis.py, 2026-12-03). A node at the floor or nearer, or
-    whose noise would need more than twice the cap (a noisy test network), gets CONFIRM_PARTNERS:
-    what few pairs can tell."""
+    in half the fabrics (benchmarks/bench_diagnosis.py, 2026-12-03). One that would need more than the
+    cap gets the cap: pooled with the analysis' interval (``judge``'s ``known``) its pairs still tell
+    (given two, one measured 8 % slow was cleared). A node at the floor or nearer, or whose noise would
+    need ten times the cap (a noisy test network), gets CONFIRM_PARTNERS: what few pairs can tell."""
     gap = math.log((1 - thresholds.warn_floor) / max(ratio, 1e-12))
     if sigma <= 0 or gap <= 0 or math.log(max(ratio, 1e-12)) <= -2 * thresholds.mad_k * sigma:
         return CONFIRM_PARTNERS
@@ -334,7 +335,7 @@ def shift_phases(ratio: float, sigma: float, thresholds: Any, family: int = 1) -
 
     z = NormalDist().inv_cdf(1 - thresholds.fwer / max(1, family)) + NormalDist().inv_cdf(0.95)
     n = math.ceil((z * 1.2533 * sigma / gap) ** 2)
-    if n > 2 * SHIFT_MAX_PHASES:
+    if n > 10 * SHIFT_MAX_PHASES:  # hopeless: a noisy network (20% noise, a node 8% slow: 650)
         return CONFIRM_PARTNERS
     return min(max(n, CONFIRM_PARTNERS + 1), SHIFT_MAX_PHASES)
 
@@ -351,6 +352,7 @@ def judge(
     prior: Mapping[str, set[str]] | None = None,
     n_tests: int = 1,
     excused: Callable[[str, str], bool] | None = None,
+    known: Mapping[str, tuple[float, float]] | None = None,
 ) -> dict[str, Retest]:
     """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
@@ -371,9 +373,12 @@ def judge(
     slow (``RoundChances``; a round in which a host was lost or a group hung counts for nothing),
     which is the analysis' intermittency test (``intermittent_p_value``) when every round is
     alike; also when it
-    was fast with every re-test partner, since such a node is fast for a while. Cleared: slow with
-    none and the count does not pass; inconclusive: slow with a few.
+    was fast with every re-test partner, since such a node is fast for a while. A node slow with few
+    or none of its pairs alone is confirmed when they together show it certainly slow and, pooled
+    with ``known`` (each suspect's 95% interval from the analysis that made it one), certainly past
+    the warning floor. Cleared: slow with none and neither test passes; inconclusive: slow with a few.
     """
+    known = known or {}
 
     def slow(ratio: float, factor: float) -> bool:
         return ratio <= factor and math.log(max(ratio, 1e-12)) <= -thresholds.mad_k * noise_sigma
@@ -478,16 +483,16 @@ def judge(
             verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
         elif 2 * slow_runs > len(runs):
             verdict, reason = "confirmed", tally
-        elif shift is not None and shift[2] < 1 and shift[0] <= floor:
+        elif shift is not None and shift[2] < 1 and _past_floor(runs, noise_sigma, known.get(s), floor):
             # slow by less than each pair's own bar (a node 10% slow under 5% noise is never one
             # pair's 4-sigma outlier) but, all its re-test pairs together, certainly slow (past the
-            # family-wise bar) and by the warning floor or more: confirmed. How slow is the size
-            # question, answered with the analysis' own interval (rules/slow_node.py): the re-test's
-            # 95% interval goes with the verdict. Asking its few pairs alone to show the size
-            # certainly cleared nodes 10% slow among 256 in a third of the fabrics.
+            # family-wise bar: the re-test itself shows it), and certainly by the warning floor or
+            # more once its 95% interval is pooled with the analysis' (``known``: two independent
+            # measurements of one node). The re-test's pairs alone could not show a node 10% slow
+            # among 256 certainly past the floor, and cleared a third of them.
             ratio, low, high = shift
-            _, low95, high95 = _shift(runs, noise_sigma, 0.025) or shift
-            interval = (round(low95, 3), round(high95, 3))
+            interval = _shift(runs, noise_sigma, 0.025)[1:]  # type: ignore[index]
+            interval = (round(interval[0], 3), round(interval[1], 3))
             verdict, reason = "confirmed", (
                 f"{100 * (1 - ratio):.0f}% slower than its references across {len(runs)} re-test pair(s) "
                 f"(median; {100 * (1 - high):.0f}-{100 * (1 - low):.0f}% at the family-wise bar), "
@@ -552,6 +557,16 @@ def _shift(ratios: list[float], sigma: float, alpha: float) -> tuple[float, floa
     # the median's standard error is sqrt(pi / 2) ~ 1.2533 times the mean's under normal noise
     half = NormalDist().inv_cdf(1 - alpha) * 1.2533 * max(sigma, mad) / math.sqrt(len(logs))
     return math.exp(mid), math.exp(mid - half), math.exp(mid + half)
+
+
+def _past_floor(ratios: list[float], sigma: float, known: tuple[float, float] | None, floor: float) -> bool:
+    """Whether a suspect is certainly ``floor`` of its references or slower: the high end of its
+    re-test's 95% interval pooled with ``known`` (the analysis' interval, None: the re-test's alone)."""
+    from netbench.reports.stats import pooled_interval
+
+    own = _shift(ratios, sigma, 0.025)
+    pooled = pooled_interval(known, own[1:] if own else None)
+    return pooled is not None and pooled[1] <= floor
 
 
 def _rows_of(rows: PairRows, pairs: set[frozenset]) -> np.ndarray:
@@ -757,11 +772,13 @@ class Suspects:
     measured: Mapping[str, float] = field(default_factory=dict)
     """Each node's ratio to its peers as its finding measured it (else the middle of its interval):
     what its re-test is sized to show (``shift_phases``)."""
+    intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Each node's 95% interval of that ratio from its finding: pooled with its re-test's (``judge``)."""
 
     @classmethod
     def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
-        now_and_then, measured = {}, {}
+        now_and_then, measured, intervals = {}, {}, {}
         for f in findings:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
             if ev.get("kind") == "intermittent" and ev.get("partners"):
@@ -769,9 +786,11 @@ class Suspects:
             ci, ratio = ev.get("effect_ci_ratio"), ev.get("node_effect_ratio")
             if ratio or ci:
                 measured[f.subject] = float(ratio if ratio else math.sqrt(ci[0] * ci[1]))
+            if ci and len(ci) == 2 and min(ci) > 0:
+                intervals[f.subject] = (float(min(ci)), float(max(ci)))
         decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
         return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then,
-                   decided, measured)
+                   decided, measured, intervals)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -956,7 +975,8 @@ def _retest_launch(
         return g in found_slow or any((s in hosts) != (g in hosts) for hosts in below)
 
     retests = judge(
-        rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests, excused
+        rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests, excused,
+        known=suspects.intervals,
     )
     for rt in retests.values():
         setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")

@@ -376,23 +376,27 @@ def test_a_node_ten_percent_slow_with_every_re_test_partner_is_confirmed_by_thei
     assert judge_of(near, range(5, 9), ["a1"], [], SW, t, 0.03)["a1"].verdict == "cleared"
 
 
-def test_a_node_certainly_slow_is_confirmed_though_its_few_pairs_leave_its_size_open() -> None:
-    """0.92-0.94 of the controls in twelve re-test pairs under 5 % noise: certainly slow (the family-wise
-    bar), by more than the warning floor at its median, but the pairs alone cannot show it certainly
-    past the floor. Confirmed, with its 95 % interval for the severity; the same pairs at 0.99 are
-    cleared."""
+def test_a_node_certainly_slow_is_confirmed_with_the_analysis_interval_pooled_in() -> None:
+    """0.92-0.94 of the controls with three known-good partners under 5 % noise: certainly slow (the
+    family-wise bar), but its pairs alone cannot show it certainly 5 % slower (their 95 % interval
+    reaches 0.99): cleared on their own. Pooled with the analysis' 6-12 % (0.88-0.94), it is: confirmed,
+    with the re-test's own interval kept for the severity. The same pairs at 0.99 are cleared."""
     t = Thresholds()
     ratios = [0.93, 0.92, 0.94, 0.93, 0.925, 0.935, 0.93, 0.94, 0.92, 0.93, 0.93, 0.935]
     partners = [(f"a{2 + k % 3}", 10.0 * r) for k, r in enumerate(ratios)]
-    controls = [(f"b{1 + k % 3}", f"b{4 + k % 2}") for k in range(len(ratios))]
+    controls = [(f"b{1 + k % 3}", "b4") for k in range(len(ratios))]
     rows = []
     for rnd, ((g, bw), c) in enumerate(zip(partners, controls, strict=True), start=5):
         rows += [row(("a1", g), rnd, bw), row(c, rnd, 10.0)]
-    got = judge_of(rows, range(5, 5 + len(ratios)), ["a1"], [], SW, t, 0.05)["a1"]
+    rounds = range(5, 5 + len(ratios))
+    alone = judge_of(rows, rounds, ["a1"], [], SW, t, 0.05)["a1"]
+    assert alone.verdict == "cleared", alone.reason
+    got = judge_of(rows, rounds, ["a1"], [], SW, t, 0.05, known={"a1": (0.88, 0.94)})["a1"]
     assert got.verdict == "confirmed", got.reason
-    assert got.interval is not None and got.interval[0] < 0.93 < got.interval[1] < 0.98, got.interval
+    assert got.interval is not None and got.interval[0] < 0.93 < got.interval[1] < 1.0, got.interval
     fast = [dict(r, busbw_GBps=9.9) if "a1" in r["hosts"] else r for r in rows]
-    assert judge_of(fast, range(5, 5 + len(ratios)), ["a1"], [], SW, t, 0.05)["a1"].verdict == "cleared"
+    again = judge_of(fast, rounds, ["a1"], [], SW, t, 0.05, known={"a1": (0.88, 0.94)})["a1"]
+    assert again.verdict == "cleared", again.reason  # the re-test does not show it slow at all
 
 
 def test_two_intervals_of_one_node_pool_by_their_precision() -> None:
