@@ -239,7 +239,9 @@ def test_budget_stops_escalation_and_nothing_unconfirmed_is_drained(net4, tmp_pa
         net4.clear_limits()
     assert res.returncode in (1, 3), res.stderr[-3000:]
     assert res.stdout == ""
-    assert seconds < 20 + 8  # + the CLI's own start-up (imports) on a loaded 2-core VM
+    # the budget is judged on preflight's own clock below (elapsed_s); the wall clock around the
+    # process adds python's start-up and the ranks' ends, 10 s under -n 3 load here: a hang bound only
+    assert seconds < 20 + 20
     doc = json.loads(js.read_text())
     if res.returncode == 3:
         assert "too small" in doc["error"]

@@ -125,7 +125,10 @@ def test_cgroup_throttled_host_is_named_with_its_rank(net, tmp_path: Path) -> No
     seen = [(p.bytes, p.kind, p.host) for p in group.points]
     assert len(named) == len(judged) >= 3, seen
     rank = group.hosts.index(SLOW)  # one rank per host, in host order
-    assert all(p.rank == rank and p.kind == "persistent" for p in named)
+    assert all(p.rank == rank for p in named), seen
+    # a CPU quota runs the host in bursts (10 ms periods), so a size may read as late every k-th
+    # iteration rather than at every one: late either way, and the finding below says which
+    assert all(p.kind in ("persistent", "periodic") for p in named), seen
     assert all(p.late_us > 2 * p.clock_err_us for p in named)
     found = straggler_findings(findings)
     assert [(f["rule"], f["subject"]) for f in found] == [("straggler", SLOW)]
