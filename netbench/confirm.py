@@ -477,13 +477,14 @@ def judge(
         )
         # the suspects' own family: each was picked by the analysis' family-wise test already
         shift = _shift(runs, noise_sigma, thresholds.fwer / max(1, len(suspects)))
+        own = _shift(runs, noise_sigma, 0.025)  # its 95% interval: the size, pooled with the analysis'
         interval = None
         floor = 1 - thresholds.warn_floor
         if not per:
             verdict, reason = "not_run", "no known-good partner with a reference of its class was free"
         elif 2 * slow_runs > len(runs):
             verdict, reason = "confirmed", tally
-        elif shift is not None and shift[2] < 1 and _past_floor(runs, noise_sigma, known.get(s), floor):
+        elif shift is not None and own is not None and shift[2] < 1 and _past_floor(own, known.get(s), floor):
             # slow by less than each pair's own bar (a node 10% slow under 5% noise is never one
             # pair's 4-sigma outlier) but, all its re-test pairs together, certainly slow (past the
             # family-wise bar: the re-test itself shows it), and certainly by the warning floor or
@@ -491,8 +492,7 @@ def judge(
             # measurements of one node). The re-test's pairs alone could not show a node 10% slow
             # among 256 certainly past the floor, and cleared a third of them.
             ratio, low, high = shift
-            interval = _shift(runs, noise_sigma, 0.025)[1:]  # type: ignore[index]
-            interval = (round(interval[0], 3), round(interval[1], 3))
+            interval = (round(own[1], 3), round(own[2], 3))
             verdict, reason = "confirmed", (
                 f"{100 * (1 - ratio):.0f}% slower than its references across {len(runs)} re-test pair(s) "
                 f"(median; {100 * (1 - high):.0f}-{100 * (1 - low):.0f}% at the family-wise bar), "
@@ -559,13 +559,13 @@ def _shift(ratios: list[float], sigma: float, alpha: float) -> tuple[float, floa
     return math.exp(mid), math.exp(mid - half), math.exp(mid + half)
 
 
-def _past_floor(ratios: list[float], sigma: float, known: tuple[float, float] | None, floor: float) -> bool:
+def _past_floor(own: tuple[float, float, float], known: tuple[float, float] | None, floor: float) -> bool:
     """Whether a suspect is certainly ``floor`` of its references or slower: the high end of its
-    re-test's 95% interval pooled with ``known`` (the analysis' interval, None: the re-test's alone)."""
+    re-test's 95% interval (``own``, ``_shift``'s) pooled with ``known`` (the analysis' interval;
+    None: the re-test's alone)."""
     from netbench.reports.stats import pooled_interval
 
-    own = _shift(ratios, sigma, 0.025)
-    pooled = pooled_interval(known, own[1:] if own else None)
+    pooled = pooled_interval(known, own[1:])
     return pooled is not None and pooled[1] <= floor
 
 
