@@ -4,6 +4,8 @@ nearest name instead of a floor that never applies."""
 
 from __future__ import annotations
 
+from netbench.common.text import did_you_mean
+
 MEASURED = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "sendrecv")
 """The collectives netbench runs (``collectives.ops.COLLECTIVES``, the same names)."""
 IMPORTED = ("gather", "scatter", "all_to_allv", "hypercube")
@@ -26,3 +28,13 @@ def canonical(name: str) -> str:
     """``All-Reduce`` / ``allreduce`` -> ``all_reduce``; a name not known comes back normalised."""
     key = name.strip().lower().replace("-", "_")
     return ALIASES.get(key, key)
+
+
+def measured(name: str) -> str:
+    """The canonical name of a collective netbench runs, or ValueError naming the nearest one: the
+    command line's check (no torch) and ``collectives.ops.get_collective`` both refuse through here."""
+    key = canonical(name)
+    if key not in MEASURED:
+        raise ValueError(f"unknown collective {name!r}{did_you_mean(key, MEASURED)}")
+    return key
+

@@ -22,9 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from netbench.collectives.names import canonical
-
-from netbench.common.text import did_you_mean
+from netbench.collectives.names import measured
 
 Work = object  # torch.distributed Work handle
 
@@ -461,10 +459,7 @@ DEFAULT_COLLECTIVES = ("all_reduce", "all_gather")
 
 
 def get_collective(name: str) -> Collective:
-    key = canonical(name)
-    if key not in COLLECTIVES:
-        raise ValueError(f"unknown collective {name!r}{did_you_mean(key, COLLECTIVES)}")
-    return COLLECTIVES[key]
+    return COLLECTIVES[measured(name)]
 
 
 def fill_send(coll: Collective, buf: Buffers, lay: Layout, rank: int, n: int, op: str | None) -> None:

@@ -46,16 +46,15 @@ def net():
         yield n
 
 
-class Throttle:
+class HostCgroup:
     """A cgroup holding a host's processes; ``quota_us`` of CPU per ``period_us``, or None: no cap,
     only the host's own share of the machine (a cgroup competes as one entity)."""
 
     def __init__(self, net, host: str, quota_us: int | None = 1000, period_us: int = 10000):
         self.path = CGROUP_CPU / f"nbt-strag-{os.getpid()}-{host}"
         self.path.mkdir(exist_ok=True)  # one a failed test left behind is taken over
-        if quota_us is not None:
-            (self.path / "cpu.cfs_period_us").write_text(str(period_us))
-            (self.path / "cpu.cfs_quota_us").write_text(str(quota_us))
+        (self.path / "cpu.cfs_period_us").write_text(str(period_us))
+        (self.path / "cpu.cfs_quota_us").write_text(str(-1 if quota_us is None else quota_us))  # -1: no cap
         for pid in net.pids(host):
             try:
                 (self.path / "cgroup.procs").write_text(str(pid))
@@ -79,14 +78,14 @@ def hosts_in_cgroups(net, slow: str | None = None) -> Iterator[None]:
     CPU than there is. Left to compete task by task, one host's processes were scheduled late run
     after run and named, rightly, a persistent straggler in a "healthy" run. A cgroup each gives the
     hosts equal shares of the machine, so the healthy hosts are equal in fact, not only in name."""
-    throttles = []
+    groups = []
     try:
         for h in ("h0", "h1", "h2", "h3"):
-            throttles.append(Throttle(net, h, quota_us=1000 if h == slow else None))
+            groups.append(HostCgroup(net, h, quota_us=1000 if h == slow else None))
         yield
     finally:
-        for t in throttles:
-            t.remove()
+        for g in groups:
+            g.remove()
 
 
 def sweep(net, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Path:

@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from netbench.collectives.names import MEASURED, canonical
-from netbench.common.text import did_you_mean
+from netbench.collectives.names import measured
 from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
 from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 
@@ -23,10 +22,7 @@ from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 def _coll(name: str) -> str:
     # by name, without torch (collectives/names.py): a typo is refused in a tenth of a second, not
     # after the 2.5 s of importing torch that collectives.ops needs
-    key = canonical(name)
-    if key not in MEASURED:
-        raise ValueError(f"unknown collective {name!r}{did_you_mean(key, MEASURED)}")
-    return key
+    return measured(name)
 
 
 #: nccl-tests' short flags that netbench has no counterpart for, and what it does instead: the
