@@ -214,7 +214,10 @@ def test_a_host_capped_mid_pairwise_never_takes_its_partner_down(
 
 def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Path) -> None:
     """h2's rank is stopped (SIGSTOP) during the pairs: its agent says so, h2 is the hang, and the
-    partner that timed out waiting on it keeps its other pairs."""
+    partner that timed out waiting on it keeps its other pairs. Every host is held at 100 Mbit/s:
+    its pairs are timed by the wire, not by the shared CPUs (the preflight test below says why)."""
+    for h in HOSTS:
+        clean.limit_host(h, "100mbit")
     sweep = Sweep([*clean.netbench_argv(tmp_path), "--pattern", "pairwise", "--pair-sizes", "64K",
                    "--confirm-budget", "0", *BARE, "-n", "200"], tmp_path / "run")
     sweep.wait_row("pair")
@@ -230,7 +233,12 @@ def test_a_stopped_rank_is_the_hang_and_its_partner_goes_on(clean, tmp_path: Pat
 
 def test_a_stopped_rank_in_preflight_drains_its_host_alone(clean, tmp_path: Path) -> None:
     """Preflight: h2's rank is stopped during the quick pass. h2 alone is on the drain list (stdout),
-    the verdict names it, and no pair that never ran is sent to be checked as a link."""
+    the verdict names it, and no pair that never ran is sent to be checked as a link. Every host is
+    held at 100 Mbit/s, so its pairs are timed by the wire: 64K over the bare veths is timed by the
+    shared CPUs instead, 0.3 to 2.7 ms a pair on one machine, and a CI machine's load once sent two
+    healthy hosts to a re-test that drained them."""
+    for h in HOSTS:
+        clean.limit_host(h, "100mbit")
     sweep = Sweep([*clean.netbench_argv(tmp_path, command="preflight"), "--budget", "150s", "--no-ring",
                    "--no-sequential",  # the stopped rank's host is drained by the quick pass
                    "--pair-sizes", "64K", "-n", "200", "-w", "1", "--timeout", "5",
