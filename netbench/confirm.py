@@ -325,19 +325,25 @@ def shift_phases(ratio: float, sigma: float, thresholds: Any, family: int = 1) -
     SHIFT_MAX_PHASES (a node 10 % slow under 5 % noise: the cap). Sized on the measured ratio, not on
     the slow end of its interval: sized so, a node 10 % slow among 256 got three pairs and was cleared
     in half the fabrics (benchmarks/bench_diagnosis.py, 2026-12-03). One that would need more than the
-    cap gets the cap: pooled with the analysis' interval (``judge``'s ``known``) its pairs still tell
-    (given two, one measured 8 % slow was cleared). A node at the floor or nearer, or whose noise would
-    need ten times the cap (a noisy test network), gets CONFIRM_PARTNERS: what few pairs can tell."""
-    gap = math.log((1 - thresholds.warn_floor) / max(ratio, 1e-12))
-    if sigma <= 0 or gap <= 0 or math.log(max(ratio, 1e-12)) <= -2 * thresholds.mad_k * sigma:
+    cap gets the cap: pooled with the analysis' interval (``judge``'s ``known``) its pairs still tell.
+    That holds for a node measured just past the floor too: a borderline suspect's estimate is the
+    draw that left it short of the family-wise bar (a node 10 % slow read 6 % slow), so its truth is
+    likelier slower. A node measured at the floor or nearer gets CONFIRM_PARTNERS (no number of pairs
+    shows it), and so does one whose noise would need ten times the cap to show a node slow by the
+    failure floor (a noisy test network: 20 % noise)."""
+    shows_each_time = math.log(max(ratio, 1e-12)) <= -2 * thresholds.mad_k * sigma
+    if sigma <= 0 or ratio >= 1 - thresholds.warn_floor or shows_each_time:
         return CONFIRM_PARTNERS
     from statistics import NormalDist
 
     z = NormalDist().inv_cdf(1 - thresholds.fwer / max(1, family)) + NormalDist().inv_cdf(0.95)
-    n = math.ceil((z * 1.2533 * sigma / gap) ** 2)
-    if n > 10 * SHIFT_MAX_PHASES:  # hopeless: a noisy network (20% noise, a node 8% slow: 650)
+
+    def needed(r: float) -> float:
+        return (z * 1.2533 * sigma / math.log((1 - thresholds.warn_floor) / max(r, 1e-12))) ** 2
+
+    if needed(min(ratio, 1 - thresholds.fail_floor)) > 10 * SHIFT_MAX_PHASES:  # hopeless: a noisy network
         return CONFIRM_PARTNERS
-    return min(max(n, CONFIRM_PARTNERS + 1), SHIFT_MAX_PHASES)
+    return min(max(math.ceil(needed(ratio)), CONFIRM_PARTNERS + 1), SHIFT_MAX_PHASES)
 
 
 # -- what the re-tests say ---------------------------------------------------------------------------

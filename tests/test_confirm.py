@@ -417,4 +417,7 @@ def test_a_subtle_suspect_gets_enough_re_test_phases_and_a_capped_one_two() -> N
     assert shift_phases(0.85, 0.05, t, family=5) == 6  # the family-wise bar over 5 suspects: z 2.33
     assert 3 <= shift_phases(0.85, 0.05, t) < shift_phases(0.88, 0.05, t) < shift_phases(0.9, 0.05, t)
     assert shift_phases(0.97, 0.05, t) == 2  # nearer than the floor: no number of pairs shows it
+    # just past the floor (a node 10% slow measured 6% slow, short of the family-wise bar): 316
+    # pairs would show 6% certainly past 5%, but a node 10% slow shows in 15, so it gets the cap
+    assert shift_phases(0.94, 0.05, t) == SHIFT_MAX_PHASES
     assert shift_phases(0.92, 0.2, t) == 2  # a noisy network: more phases than the cap, no use

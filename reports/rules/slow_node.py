@@ -94,23 +94,14 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
     if v.kind == "intermittent":
         evidence["slow_rounds"] = list(v.slow_rounds)
         evidence["p_value"] = sig3(v.p_value)
-    title = _title(nodes, v)
-    action = (
-        f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
-        "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
-    )
     severity = size_severity(ctx, "slow_node", v.effect_ci)
-    if severity == "info":  # past the bar but nearer than warn_floor: small and certain
-        title = f"Small but certain: {title}"
-        action = f"Nothing to drain at this size; watch {host} (a slower GPU clock or NIC setting shows so)."
+    said = action = None  # what a re-test said, before the title; what it asks
     retests = ctx.analyses.retests
     if retests is not None:
         rt = retests.of(host, "node")
         evidence["retest"] = asdict(rt)
         if rt.verdict == "cleared":
-            severity = "info"
-            title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
-            action = CLEARED_ACTION
+            severity, said, action = "info", retest_said(rt.verdict, rt.ratios, rt.reason), CLEARED_ACTION
         elif rt.verdict == "confirmed":
             # known-good partners confirmed it: where its re-test pairs together measured a size,
             # that interval pooled with the analysis' (two independent measurements of one node);
@@ -119,12 +110,19 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
             severity = (size_severity(ctx, "slow_node", pooled_interval(v.effect_ci, rt.interval))
                         if rt.interval is not None else policy_severity(ctx, "slow_node"))
             said = retest_said(rt.verdict, rt.ratios, rt.reason)
-            title = f"{said}: {title.removeprefix('Small but certain: ')}"
-            action = confirmed_node_action(host)
-        elif rt.verdict != "confirmed" and severity == "fail":
-            severity = "warn"
-            title = f"Unconfirmed ({rt.reason}): {title}"
+            action = confirmed_node_action(host) if severity != "info" else None
+        elif severity == "fail":
+            severity, said = "warn", f"Unconfirmed ({rt.reason})"
             action = f"Not drained: re-test {host} against known-good partners (a longer --budget does)."
+    small = severity == "info" and action is None  # past the bar but nearer than warn_floor
+    title = f"{said + ': ' if said else ''}{'Small but certain: ' if small else ''}{_title(nodes, v)}"
+    if small:
+        action = f"Nothing to drain at this size; watch {host} (a slower GPU clock or NIC setting shows so)."
+    elif action is None:
+        action = (
+            f"Drain {host}; check its NICs (rate, errors), PCIe width/gen of GPUs and HCAs, "
+            "GPU clocks/thermals, and NIC-GPU affinity, then re-test it against known-good partners."
+        )
     links = _alternative_links(v)
     if links and (retests is None or retests.of(host, "node").verdict != "confirmed"):
         evidence["alternative_links"] = links
