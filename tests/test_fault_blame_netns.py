@@ -5,7 +5,7 @@ no --topology, as the issue's runs were.
 - Every sshd of one host is killed mid-pairwise: that host is named (run.json's faults and
   down_hosts, its host_failing finding, the drain list) and only it; its leaf peers, which lost the
   pairs they had with it and ran beside its loss, are not drained, nor marked down.
-- Ten healthy sweeps in a row drain nothing and mark no host down. Load: the six hosts' 12 gloo
+- Healthy sweeps in a row (HEALTHY_SWEEPS) drain nothing and mark no host down. Load: the six hosts' 12 gloo
   ranks (two a host) on this 2-core machine, three pairs a round at once, every host capped at
   400 Mbit/s so the pairs are bound by the network, re-tests on (``--confirm-budget``) with the
   policy of tests/test_sweep_confirm_netns.py; seeds: none, the noise is the machine's own (CPU
@@ -35,7 +35,9 @@ VICTIM = "a2"
 POLICY = "[thresholds]\nslow_pair_factor = 0.35\nslow_node_factor = 0.5\ncross_spine_warn_ratio = 0.01\n"
 SMALL = ["--pattern", "pairwise", "--pair-sizes", "64K,256K", "-k", "all_reduce", "-n", "5", "-w", "1",
          "--timeout", "10"]
-HEALTHY_SWEEPS = 10
+HEALTHY_SWEEPS = int(os.environ.get("NETBENCH_HEALTHY_SWEEPS", "5"))
+"""Five a CI run (about 50 s each, a tenth of the suite's time at ten); issue 31's ten in a row were
+run at its close and are run with NETBENCH_HEALTHY_SWEEPS=10. Every CI run adds five to the record."""
 
 
 @pytest.fixture(scope="module")
