@@ -111,6 +111,23 @@ def test_healthy_nodes_and_the_ends_of_a_slow_link_are_cleared(mixed) -> None:
     assert not d.nodes["n07"].leaning_slow and not d.nodes["n08"].leaning_slow
 
 
+def test_a_drain_here_is_laid_over_the_escalations_confirmation(mixed) -> None:
+    """The escalation confirmed n03 on a few pairs whose interval (6-12% slow) would make it a warning;
+    this stage drained it for 10% or more: its record goes over the escalation's, so the finding's
+    severity is the drain's. Its clearing of a node the escalation confirmed is laid too; a node
+    both cleared keeps the escalation's record."""
+    from netbench.reports.analyses import Retest
+
+    _, d = mixed
+    earlier = {"n03": Retest("n03", "node", "confirmed", {"n04": 0.9}, "8% slower", (0.88, 0.94)),
+               "n05": Retest("n05", "node", "confirmed", {"n06": 0.93}, "7% slower", (0.9, 0.96)),
+               "n09": Retest("n09", "node", "cleared", {"n10": 1.0}, "fast")}
+    laid = d.retests(earlier)
+    assert laid["n03"].verdict == "confirmed" and laid["n03"].reason.startswith("sequential test: ")
+    assert laid["n03"].interval is None  # the policy's severity: drained for >= 10% slower
+    assert laid["n05"].verdict == "cleared" and "n09" not in laid
+
+
 def test_a_slow_link_met_again_and_again_drains_neither_end() -> None:
     fab = Fabric(link={frozenset(("n01", "n02")): 0.5}, seed=5)
     for rnd, pairs in leaf_rounds(15):

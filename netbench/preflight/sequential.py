@@ -145,10 +145,13 @@ class Decisions:
 
     def retests(self, earlier: Mapping[str, Retest]) -> dict[str, Retest]:
         """Re-test records for the analysis, to lay over ``earlier`` (the escalation's), where they
-        differ from it: every node drained here (confirmed); one cleared here that the escalation
-        re-tested (cleared: this weighs all of its draws, the escalation's too); an undecided one
-        that leans slow or that the escalation re-tested (inconclusive), unless the escalation's
-        verdict still stands (its confirmation, or its clearing of a node that does not lean slow)."""
+        differ from it: every node drained here (confirmed, over the escalation's confirmation too:
+        its finding's severity then goes by this drain, a test for the failure's size over all of its
+        draws, not by the escalation's few pairs, whose interval left two nodes 10% slow of eight a
+        warning or info and off the drain list); one cleared here that the escalation re-tested
+        (cleared: this weighs all of its draws, the escalation's too); an undecided one that leans
+        slow or that the escalation re-tested (inconclusive), unless the escalation's verdict still
+        stands (its confirmation, or its clearing of a node that does not lean slow)."""
         out: dict[str, Retest] = {}
         for h, e in sorted(self.nodes.items()):
             before = earlier.get(h)
@@ -161,7 +164,7 @@ class Decisions:
                 verdict = ""
             else:
                 verdict = "inconclusive" if e.leaning_slow or before is not None else ""
-            if verdict and verdict != said:
+            if verdict and (verdict != said or e.decision == DRAINED):
                 out[h] = Retest(h, "node", verdict, dict(e.ratios), f"sequential test: {self.why(e)}")
         return out
 
