@@ -145,3 +145,24 @@ def test_a_node_ten_percent_slow_short_of_the_bar_is_a_suspect_and_its_re_test_c
     after = [f for f in analyze(res.rundir.path) if f.rule == "slow_node" and f.severity != "info"]
     assert [(f.subject, f.severity) for f in after] == [("node0122", "fail")], after
     assert after[0].title.startswith("Confirmed by re-test at 0.")
+
+
+def test_a_small_but_certain_node_is_info_to_watch_and_its_re_test_does_not_make_it_more(tmp_path):
+    """node0010 at 0.94 under 3 % noise: past the family-wise bar, read 5.5 % slow, but its interval's
+    near end is nearer than the 5 % warning floor: info, "Small but certain", nothing to drain. Its
+    re-test (12 pairs) cannot show it certainly past the floor either, so it is not confirmed: still
+    info, the re-test's words first, nothing to drain, and no warning anywhere."""
+    spec = FabricSpec(nodes=64, leaves=4, oversubscription=2.0, physics="bottleneck")
+    opts = SimOptions(spec, (Fault.parse("node:node0010=0.94"),), seed=2, pair_sizes=(1 << 30,),
+                      out=str(tmp_path / "small"), noise=0.03, pair_schedule="auto")
+    res = simulate(opts)
+    [before] = [f for f in analyze(res.rundir.path) if f.rule == "slow_node"]
+    assert (before.subject, before.severity) == ("node0010", "info")
+    assert before.title.startswith("Small but certain: ") and before.action.startswith("Nothing to drain")
+    low, high = before.evidence["effect_ci_ratio"]
+    assert low < 0.94 < 0.95 < high < 1.0
+    done, _ = confirm_on_fabric(opts, res, 60.0)
+    assert done.retests["node0010"].verdict == "cleared" and len(done.retests["node0010"].ratios) >= 6
+    [after] = [f for f in analyze(res.rundir.path) if f.rule == "slow_node"]
+    assert after.severity == "info" and after.title.startswith("Not confirmed by re-test")
+    assert "Drain" not in after.action and serious(res.rundir.path) == []
