@@ -331,7 +331,7 @@ def judge_nodes(
     band = np.where(many | (cand <= -t.mad_k), cand, np.nan)
     info_cut = fdr_cut(band.ravel(), n_tests, min(t.mad_k, SUSPECT_K), t.fdr)
     capped = practical & (z <= warn_cut)
-    borderline = practical & (z <= info_cut) & ~capped
+    borderline = (band <= info_cut) & ~capped  # NaN (not in the band) compares False
 
     cap = _capacity(m)
     slow: dict[int, NodeVerdict] = {}

@@ -38,6 +38,26 @@ def test_slow_node_is_a_node_not_its_links():
     assert slow_pair.check(ctx) == []
 
 
+@pytest.mark.parametrize(("nodes", "noise", "factor", "seed", "suspect"), [
+    (48, 0.12, 0.93, 0, True),  # one leaf of 48: z -3.9, past the band's floor of 3
+    (64, 0.16, 0.93, 2, True),  # z -3.8
+    (24, 0.08, 0.94, 0, False),  # one leaf of 24: z -3.9, but 24 effects' spread is too uncertain
+    (24, 0.08, 0.94, 3, False),  # z -3.9
+])
+def test_a_node_short_of_the_bar_is_a_suspect_only_among_many_nodes(nodes, noise, factor, seed, suspect):
+    """A node 5-6% slow at z between -4 (mad_k, the warning's floor) and -3: "suspect, re-test" (info)
+    in a hop class of 32 judged nodes or more, nothing among fewer (the band keeps mad_k there)."""
+    hosts = host_names(nodes)
+    fleet = make_fleet(nodes, 1, slow_nodes={hosts[5]: factor}, noise=noise, seed=seed)
+    found = [f for f in slow_node.check(ctx_of(fleet)) if f.subject == hosts[5]]
+    if suspect:
+        assert [f.severity for f in found] == ["info"] and found[0].title.startswith("Suspect, re-test")
+        assert -4 < found[0].evidence["robust_z"] < -3 and found[0].evidence["node_effect_ratio"] <= 0.95
+    else:
+        assert found == []
+    assert [f for f in slow_node.check(ctx_of(fleet)) if f.severity != "info"] == []
+
+
 def test_slow_link_is_a_link_not_its_nodes():
     hosts = host_names(24)
     a, b = hosts[2], hosts[17]  # different leaves: judged against spine pairs

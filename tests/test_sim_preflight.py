@@ -182,7 +182,9 @@ def test_intermittent_node_is_drained_as_the_node_not_as_links(tmp_path):
     assert retests["node0020|node0021"]["verdict"] == "confirmed"
     assert retests["node0020"]["verdict"] == "cleared"
     assert retests["node0021"]["verdict"] == "confirmed"
-    assert retests["node0021"]["reason"].startswith("intermittent")
+    # the escalation found it intermittent; the sequential stage drained it as slow now and then,
+    # and its record, a count over every round, is the one the finding goes by
+    assert retests["node0021"]["reason"].startswith("sequential test: slow now and then")
     link = [f for f in res.result.findings if f.subject == "node0020|node0021"]
     assert [f.severity for f in link] == ["info"] and "node node0021 is slow" in link[0].title
 
