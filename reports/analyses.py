@@ -476,10 +476,11 @@ def _intermittent(
     # INTERMITTENT_Z itself: the tail fitted over the worst 5% read 0.72% there under 1% congestion
     # bursts where 0.88% were, and at 1,024 nodes three healthy fabrics in twenty had a node "slow
     # in 24 of 1,023 pairs" (the pooled share counts a slow node's pairs too: conservative)
-    in_class = [measured & (m.cls == k) for k in range(len(m.classes))]
+    pairs_k = np.bincount(m.cls[measured], minlength=len(m.classes))  # both triangles: twice each
+    low_k = np.bincount(m.cls[low], minlength=len(m.classes))
     p0 = np.array([max(noise_tail(), float(m.noise.tail(c).p_below(np.array([INTERMITTENT_Z]))[0]),
-                       float(low[ink].sum() / ink.sum()) if ink.sum() >= 2 * MIN_LEARN else 0.0)
-                   for c, ink in zip(m.classes, in_class, strict=True)])
+                       low_k[k] / pairs_k[k] if pairs_k[k] >= 2 * MIN_LEARN else 0.0)
+                   for k, c in enumerate(m.classes)])
     out: dict[int, NodeVerdict] = {}
     pvals: dict[int, float] = {}
     lows: dict[int, np.ndarray] = {}
