@@ -58,7 +58,7 @@ from netbench.reports.analyses import (
     intermittent_p_value,
     noise_tail,
 )
-from netbench.reports.stats import poisson_binomial_sf
+from netbench.reports.stats import poisson_binomial_sf, pooled_interval
 
 Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
@@ -569,8 +569,6 @@ def _past_floor(own: tuple[float, float, float], known: tuple[float, float] | No
     """Whether a suspect is certainly ``floor`` of its references or slower: the high end of its
     re-test's 95% interval (``own``, ``_shift``'s) pooled with ``known`` (the analysis' interval;
     None: the re-test's alone)."""
-    from netbench.reports.stats import pooled_interval
-
     pooled = pooled_interval(known, own[1:])
     return pooled is not None and pooled[1] <= floor
 

@@ -14,16 +14,11 @@ from typing import Any
 
 import click
 
+# by name, without torch (collectives/names.py): a typo is refused in a tenth of a second, not
+# after the 2.5 s of importing torch that collectives.ops needs
 from netbench.collectives.names import measured
 from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
 from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
-
-
-def _coll(name: str) -> str:
-    # by name, without torch (collectives/names.py): a typo is refused in a tenth of a second, not
-    # after the 2.5 s of importing torch that collectives.ops needs
-    return measured(name)
-
 
 #: nccl-tests' short flags that netbench has no counterpart for, and what it does instead: the
 #: command line's "No such option" line carries this (netbench/cli.py)
@@ -78,7 +73,7 @@ GRAPH = OnOffCount("-G", "measures without CUDA graphs", "with")
 
 def _known_coll(name: str) -> bool:
     try:
-        _coll(name.strip())
+        measured(name.strip())
     except ValueError:
         return False
     return True
@@ -98,7 +93,7 @@ _SHARED = [
         "--collectives",
         "-k",
         "collectives",
-        type=CsvList(_coll),
+        type=CsvList(measured),
         default="all_reduce,all_gather",
         show_default=True,
         help="Comma list: all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, sendrecv.",
@@ -291,7 +286,7 @@ _PAIRS = [
     ),
     click.option(
         "--pair-collectives",
-        type=CsvList(_coll),
+        type=CsvList(measured),
         default=None,
         help="Collectives for pairs (default: --collectives).",
     ),
