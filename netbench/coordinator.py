@@ -209,8 +209,10 @@ class Coordinator:
                     )
             return
         if isinstance(msg, ChannelLost):
-            if state.get("stopping"):
-                return  # the channels this run closed as it stopped
+            if state.get("stopping") or state.get("finishing"):
+                # the channels this run closed as it stopped, or one lost once every phase had
+                # ended: all it measured is in, so it is no host's fault (as a stdout that closes)
+                return
             self._host_down(host, f"host {host}: lost contact ({quote_untrusted(msg.error)})")
             return
         if isinstance(msg, Invalid):

@@ -75,6 +75,32 @@ def line(obj: Any) -> str:
     return messages.PREFIX + json.dumps(obj) + "\n"
 
 
+class BrokenAgent(LinesAgent):
+    """An agent whose channel breaks after its lines (SSH dropped, a log stream cut)."""
+
+    def lines(self):  # noqa: ANN201
+        yield from self._lines
+        raise OSError("connection reset")
+
+
+@pytest.mark.parametrize(
+    ("state", "down"),
+    [({}, True), ({"finishing": True}, False), ({"finishing": True, "stopping": True}, False)],
+)
+def test_a_channel_lost_mid_run_is_a_host_fault_once_every_phase_ended_it_is_not(
+    state: dict[str, Any], down: bool
+) -> None:
+    coord, stored = make_coordinator()
+    coord._pump("h0", BrokenAgent("h0", [line({"type": "row", "phase": 0, "row": good_row(coord)})]))
+    while not coord.q.empty():
+        coord._handle(*coord.q.get_nowait(), state)
+    assert len(stored) == 1  # what it said before is kept either way
+    assert ("h0" in coord.outcome.down_hosts) is down
+    assert [f.message for f in coord.outcome.faults] == (
+        ["host h0: lost contact ('OSError: connection reset')"] if down else []
+    )
+
+
 def test_a_valid_row_is_stored() -> None:
     coord, stored = make_coordinator()
     feed(coord, "h0", [line({"type": "row", "phase": 0, "row": good_row(coord)})])

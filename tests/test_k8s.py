@@ -520,3 +520,55 @@ def test_nothing_of_kubernetes_is_imported_unless_asked(tmp_path: Path) -> None:
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stderr.strip().splitlines()[-1] == "[]", r.stderr[-2000:]
+
+
+def test_an_agent_stopped_while_its_log_is_read_ends_quietly(api: FakeApiServer, tmp_path: Path) -> None:
+    """terminate() closes the followed log under the reading thread; urllib3 then raises (a read
+    timeout, or AttributeError between reads). That is the run's own doing, not a lost host: the
+    lines end without an error (CI once drained a healthy node for it)."""
+    import threading
+    from types import SimpleNamespace
+
+    from netbench.common.kube import KubeTarget, connect
+    from netbench.common.kubepods import RUN_LABEL
+    from netbench.launch.k8s import K8sAgent, PodWatch
+
+    log = tmp_path / "agent.log"
+    log.write_bytes(b'{"type": "hello"}\n')
+    with api.cond:
+        api.store["pods"][("nb", "agent-g0")] = {
+            "metadata": {"name": "agent-g0", "namespace": "nb", "labels": {RUN_LABEL: "r1"}},
+            "spec": {"nodeName": "g0"},
+            "status": {"phase": "Running"},
+        }
+        api.logs[("nb", "agent-g0")] = log
+        api.kubelet_nodes.add("g0")
+    kube = connect(KubeTarget(kubeconfig=str(api.kubeconfig(tmp_path / "kubeconfig")), namespace="nb"))
+    watch = PodWatch(kube, "r1")
+    agent = K8sAgent(SimpleNamespace(watch=watch, kube=kube, keep=True), "g0", "agent-g0")
+    got: list[str] = []
+    failed: list[BaseException] = []
+    first = threading.Event()
+
+    def read() -> None:
+        try:
+            for line in agent.lines():
+                got.append(line)
+                first.set()
+        except BaseException as exc:  # noqa: BLE001 - what the test asserts there is none of
+            failed.append(exc)
+
+    reader = threading.Thread(target=read)
+    try:
+        reader.start()
+        assert first.wait(30)  # the log is being followed, the read now blocks on the open stream
+        agent.terminate()
+        reader.join(30)
+        assert not reader.is_alive()
+        assert failed == [] and got == ['{"type": "hello"}\n']
+    finally:
+        watch.stop()
+        with api.cond:
+            api.store["pods"].pop(("nb", "agent-g0"), None)
+            api.kubelet_nodes.discard("g0")
+            api.cond.notify_all()

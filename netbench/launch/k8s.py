@@ -187,6 +187,10 @@ class K8sAgent:
         try:
             for raw in self._stream:
                 yield raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        except Exception:
+            if self.stopped.is_set():
+                return  # terminate() closed the stream under this read (urllib3 raises): our end, no fault
+            raise
         finally:
             self._stream.release_conn()  # urllib3's response: its connection back to the pool
         # the log ends with the container; give the watch a moment to say how it ended
@@ -203,12 +207,15 @@ class K8sAgent:
                 self.launcher.kube.delete_pod(self.pod, grace_s=5)
             except KubeError:
                 pass  # the site's clean-up deletes what is left and says what it could not
+        # The log's reader may be blocked in a read: closing the response would wait on that read's
+        # lock (until the log ends, or LOG_SILENCE_S), so its socket is shut down for reading instead
+        # (urllib3 >= 2.3), which ends the read at once; lines() then returns quietly.
         stream = self._stream
         if stream is not None:
             try:
-                stream.close()
-            except Exception:  # noqa: BLE001 - closing a stream another thread reads
-                pass
+                stream.shutdown()
+            except (ValueError, RuntimeError, OSError):
+                pass  # released or closed already: the read has ended
 
     def returncode(self) -> int | None:
         pod = self.launcher.watch.get(self.pod)
