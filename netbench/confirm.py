@@ -8,6 +8,8 @@ paired with or what its re-test says:
   info band), not re-tested yet; a node shared by several slow links, or at one end of a link its
   re-run confirmed, is a suspect node (``slow_partners``): a node slow now and then shows as slow
   links that share it, and only a re-test against known-good partners says which end it is;
+- ``candidate_links``: beside them, the fleet's worst pairs that no bar flagged, re-run twice: under
+  heavy-tailed noise one sample cannot tell a slow link from the healthy pairs noise puts as low;
 - ``plan_escalation``: perfect matchings, each suspect node with a known-good partner of the hop
   class it was slow in, each suspect link re-run with a control of its own hop class beside it, the
   other good nodes paired among themselves as the phase's controls;
@@ -56,6 +58,7 @@ from netbench.reports.analyses import (
     Retest,
     RetestEvidence,
     intermittent_p_value,
+    link_tests,
     noise_tail,
 )
 from netbench.reports.stats import poisson_binomial_sf, pooled_interval
@@ -165,6 +168,36 @@ def find_suspects(
         }
     )
     return nodes, links  # type: ignore[return-value]
+
+
+def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> list[Pair]:
+    """The fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``), as many as
+    ``CANDIDATE_LINKS`` says, to be re-run where a re-test follows: one sample cannot tell a slow
+    link from the healthy pairs heavy-tailed noise puts as low, a re-run can. Left out: pairs with
+    an end in ``taken`` (suspect, excluded), an end the analysis found slow or intermittent, pairs
+    through a slow uplink (those are the node's or the switch's), and those re-tested already
+    (``done``)."""
+    m = ctx.pair_model
+    if m is None:
+        return []
+    nodes = ctx.analyses.nodes
+    slow = {v.host for v in nodes.slow}
+    limit = max(CANDIDATE_LINKS, len(m.hosts) // 2)
+    out: list[Pair] = []
+    for i, j in link_tests(m, ctx.policy.thresholds).worst_unflagged(4 * limit):
+        a, b = sorted((m.hosts[i], m.hosts[j]))
+        if (
+            {a, b} & (taken | slow)
+            or f"{a}|{b}" in done
+            or nodes.uplink_of(a, b) is not None
+            or nodes.intermittent(a)
+            or nodes.intermittent(b)
+        ):
+            continue
+        out.append((a, b))
+        if len(out) == limit:
+            break
+    return out
 
 
 def slow_partners(findings: list[Any], retests: Mapping[str, Retest]) -> dict[str, set[str]]:
@@ -371,7 +404,8 @@ def judge(
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
     pair model's noise sigma (log space). A pair's rows of one round are one draw (their median).
     A suspect node is confirmed when slow in most of its
-    re-test pairs; a link when its re-run is slow. Otherwise a node is confirmed as intermittent
+    re-test pairs; a link when slow in each of its re-runs (one a round; a candidate link is re-run
+    ``CANDIDATE_RUNS`` times). Otherwise a node is confirmed as intermittent
     when its slow partners (these, those of its earlier pairs slow against the earlier references
     but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
     slow links, suspects themselves perhaps) out of the rounds it was measured in pass the count
@@ -432,7 +466,7 @@ def judge(
         return seen.get((s, g)) or hop_class(s, g, switches)
 
     node_ratios: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    link_ratios: dict[str, list[float]] = defaultdict(list)
+    link_ratios: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     in_round: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     for i in np.flatnonzero(esc & at_top).tolist():
         base = ref(i)
@@ -441,7 +475,7 @@ def judge(
         a, b = names[rows.a[i]], names[rows.b[i]]
         ratio = float(rows.busbw[i]) / base
         if is_link[i]:
-            link_ratios["|".join(sorted((a, b)))].append(ratio)
+            link_ratios["|".join(sorted((a, b)))][int(rnd[i])].append(ratio)
         elif one_bad[i]:
             s, g = (a, b) if a in bad else (b, a)
             in_round[(s, g, int(rnd[i]))].append(ratio)
@@ -527,14 +561,15 @@ def judge(
         else:
             verdict, reason = "inconclusive", tally
         out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason, interval=interval)
-    for key, ratios in link_ratios.items():
-        med = statistics.median(ratios)
-        verdict = "confirmed" if slow(med, thresholds.slow_pair_factor) else "cleared"
+    for key, by_round in link_ratios.items():
+        # one draw a re-run (its rows of one round: the median); slow only when slow in every re-run
+        runs = [statistics.median(by_round[r]) for r in sorted(by_round)]
+        verdict = "confirmed" if all(slow(v, thresholds.slow_pair_factor) for v in runs) else "cleared"
         out[key] = replace(
             out[key],
             verdict=verdict,
-            ratios={f"run{i + 1}": round(v, 3) for i, v in enumerate(ratios)},
-            reason=f"re-run at {med:.2f}x the controls of its class and load",
+            ratios={f"run{i + 1}": round(v, 3) for i, v in enumerate(runs)},
+            reason=f"re-run at {', '.join(f'{v:.2f}x' for v in runs)} the controls of its class and load",
         )
     unjudged = "not re-run: no control pair of its class"
     return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
@@ -723,6 +758,15 @@ CONFIRM_PARTNERS = 2
 """Known-good partners each suspect node is re-tested against (preflight's --confirm default)."""
 SHIFT_MAX_PHASES = 12
 """Re-test phases at most for a node a little slow with every partner (``shift_phases``)."""
+CANDIDATE_LINKS = 32
+"""Pairs re-run beside the suspects as the fleet's worst that no bar flagged (``candidate_links``):
+this many, or one for every two nodes where that is more (a phase's worth of pairs). At 256 nodes
+under Student-t noise (3 degrees of freedom) about a dozen healthy pairs sit as low as a link at 0.7
+(one sample each), under 1% congestion bursts of 1.1-1.5x about a hundred: the link ranks among
+them (bench_diagnosis at 256 nodes: 32 candidates found it in 1 fabric of 3 under congestion)."""
+CANDIDATE_RUNS = 2
+"""Re-runs of a candidate link, each in its own phase: confirmed only when slow in every one (a
+healthy pair low once is low twice with p ~ 1e-6 under that noise; the link at 0.7 every time)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""
@@ -778,10 +822,19 @@ class Suspects:
     what its re-test is sized to show (``shift_phases``)."""
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Each node's 95% interval of that ratio from its finding: pooled with its re-test's (``judge``)."""
+    candidates: list[Pair] = field(default_factory=list)
+    """Links no bar flagged, re-run ``CANDIDATE_RUNS`` times as the fleet's worst (``candidate_links``);
+    their ends are not suspects."""
 
     @classmethod
-    def of(cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest]) -> Suspects:
+    def of(
+        cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest], ctx: Any = None
+    ) -> Suspects:
+        """What to re-test after the analysis ``ctx`` (without it, no candidate links)."""
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
+        taken = exclude | set(nodes) | {h for lk in links for h in lk}
+        taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
+        candidates = candidate_links(ctx, taken, set(retests)) if ctx is not None else []
         now_and_then, measured, intervals = {}, {}, {}
         for f in findings:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
@@ -794,7 +847,7 @@ class Suspects:
                 intervals[f.subject] = (float(min(ci)), float(max(ci)))
         decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
         return cls(nodes, links, suspect_classes(findings), slow_partners(findings, retests), now_and_then,
-                   decided, measured, intervals)
+                   decided, measured, intervals, candidates)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -805,7 +858,13 @@ class Suspects:
         return len(self.prior[node]) / met if self.prior.get(node) and met else None
 
     def names(self) -> list[str]:
+        """The suspects the analysis flagged, by name (the candidate links apart)."""
         return self.nodes + ["|".join(p) for p in self.links]
+
+    def said(self) -> str:
+        """The suspects for the log: the flagged by name, the candidate links by count."""
+        more = [f"{len(self.candidates)} candidate link(s) (the worst pairs no bar flagged)"]
+        return ", ".join(self.names() + (more if self.candidates else []))
 
     @property
     def ends(self) -> list[str]:
@@ -876,13 +935,12 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
     ctx, findings = setup.analyse()
     out.analysis_s = setup.budget.elapsed() - t0
     for _ in range(setup.max_launches):
-        suspects = Suspects.of(findings, setup.exclude, out.retests)
-        names = suspects.names()
+        suspects = Suspects.of(findings, setup.exclude, out.retests, ctx)
         if setup.words.list_suspects:
-            setup.echo(f"# suspects: {', '.join(names) or 'none'}")
-        elif not names:
+            setup.echo(f"# suspects: {suspects.said() or 'none'}")
+        elif not suspects.said():
             setup.echo(f"# {name}: no {'other ' if out.retests else ''}suspect node or link to re-test")
-        if not names:
+        if not suspects.said():
             break
         t0 = setup.budget.elapsed()
         new, info = _retest_launch(setup, measure, ctx, suspects, tested, first_round)
@@ -921,8 +979,9 @@ def _retest_launch(
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
     nodes, links, budget, switches = suspects.nodes, suspects.links, setup.budget, ctx.switches
-    ends = suspects.ends
-    fine = [h for h in setup.live if h not in nodes and h not in ends and h not in setup.exclude]
+    ends, candidates = suspects.ends, suspects.candidates
+    on_trial = set(nodes) | set(ends) | {h for lk in candidates for h in lk}
+    fine = [h for h in setup.live if h not in on_trial and h not in setup.exclude]
     good = sorted(fine, key=lambda h: -effect.get(h, 0.0))
     phases = setup.partners if nodes or ends else 0
     shares = [q for q in (suspects.slow_share(s, tested) for s in nodes + ends) if q is not None]
@@ -931,16 +990,18 @@ def _retest_launch(
     if m is not None and nodes:  # a subtle node needs more pairs than a capped one to be told apart
         phases = max(phases, *(shift_phases(suspects.measured.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
                                             ctx.policy.thresholds, family=len(nodes)) for s in nodes))
+    reruns = links + [c for _ in range(CANDIDATE_RUNS) for c in candidates]  # each run in its own phase
     plan = [
-        p for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends) if p
+        p for p in plan_escalation(nodes, reruns, good, tested, switches, phases, suspects.classes, ends) if p
     ]
     info: dict[str, Any] = {
         "suspects": suspects.names(),
+        "candidate_links": ["|".join(p) for p in candidates],
         "phases_planned": len(plan),
         "phases_run": 0,
         "skipped": None,
     }
-    subjects = set(nodes) | {h for lk in links for h in lk}
+    subjects = set(nodes) | {h for lk in links + candidates for h in lk}
     if not plan or not any(set(p) & subjects for ph in plan for p in ph):
         info["skipped"] = "no known-good partner to re-test against"
         return {}, info
@@ -952,7 +1013,7 @@ def _retest_launch(
         return {}, info
     gate = PhaseGate(budget, prior_s=setup.phase_s)
     setup.echo(
-        f"# re-testing {', '.join(info['suspects'])} against known-good partners: up to {len(plan)} "
+        f"# re-testing {suspects.said()} against known-good partners: up to {len(plan)} "
         f"phase(s), {max(budget.left(), 0):.0f} s left"
     )
     rounds = range(first_round, first_round + len(plan))
@@ -979,9 +1040,18 @@ def _retest_launch(
         return g in found_slow or any((s in hosts) != (g in hosts) for hosts in below)
 
     retests = judge(
-        rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests, excused,
-        known=suspects.intervals,
+        rows, rounds, nodes + ends, links + candidates, switches, thresholds, sigma, suspects.prior, n_tests,
+        excused, known=suspects.intervals,
     )
+    for a, b in candidates:
+        rt = replace(retests[f"{a}|{b}"], candidate=True)
+        if rt.verdict == "confirmed" and len(rt.ratios) < CANDIDATE_RUNS:  # the budget cut its runs short
+            rt = replace(rt, verdict="inconclusive", reason=f"{rt.reason}; re-run {len(rt.ratios)} time only")
+        retests[rt.subject] = rt
+    quiet = [rt for rt in retests.values() if rt.candidate and rt.verdict != "confirmed"]
     for rt in retests.values():
-        setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
+        if rt not in quiet:
+            setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
+    if quiet:  # each is in run.json's retests; one line here, as they never were findings
+        setup.echo(f"# re-run {len(quiet)} candidate link(s): not slow in every re-run, not findings")
     return retests, info

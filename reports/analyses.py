@@ -161,6 +161,9 @@ class Retest:
     """A node's re-test ratios together (their median's 95% interval, low and high), where they
     confirmed it as a node a little slow with every partner: pooled with the analysis' own
     interval, the size its finding's severity goes by (``rules.base.size_severity``)."""
+    candidate: bool = False
+    """A link re-run as one of the fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``):
+    confirmed, it is a finding; cleared, it never was one (the log and run.json keep its re-run)."""
 
 
 @dataclass(frozen=True)
@@ -201,13 +204,15 @@ class RetestEvidence:
                 and isinstance(rt.get("ratios", {}), dict)
                 and all(isinstance(v, int | float) for v in rt.get("ratios", {}).values())
                 and _interval_ok(rt.get("interval"))
+                and isinstance(rt.get("candidate", False), bool)
             )
             if not ok:
                 raise ValueError(f"re-test {str(key)[:80]!r} is not a re-test record")
             ratios = {str(k): float(v) for k, v in rt.get("ratios", {}).items()}
             interval = rt.get("interval")
             results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"],
-                                       None if interval is None else (float(interval[0]), float(interval[1])))
+                                       None if interval is None else (float(interval[0]), float(interval[1])),
+                                       rt.get("candidate", False))
         start = data.get("from_round")
         if start is not None and (isinstance(start, bool) or not isinstance(start, int)):
             raise ValueError(f"from_round {str(start)[:40]!r} is not a round number")
@@ -538,6 +543,17 @@ class LinkTests:
     warn: np.ndarray
     suspect: np.ndarray
     n_tests: int
+
+    def worst_unflagged(self, limit: int) -> list[tuple[int, int]]:
+        """The ``limit`` pairs most unlikely under the noise among those practically slow that pass
+        neither bar, most unlikely first: worth measuring again where a re-test follows. Under heavy
+        tails one sample cannot tell a link at 0.7 from the dozen healthy pairs of 32,640 that noise
+        puts as low (Student-t, 3 degrees of freedom), and no bar passes it; a second and a third
+        sample can, since the noise does not repeat and the link does (``netbench.confirm``)."""
+        left = np.isfinite(self.p) & ~self.warn & ~self.suspect
+        ii, jj = np.nonzero(left)
+        order = np.argsort(self.p[ii, jj], kind="stable")[:limit]
+        return [(int(ii[k]), int(jj[k])) for k in order]
 
     def bar(self, m: PairModel, klass: str, alpha: float, k: float) -> float:
         """The bar (sigmas of ``klass`` below) the weakest warning had to pass at its Holm step, or

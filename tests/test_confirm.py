@@ -21,8 +21,10 @@ from netbench.common.findings import Finding
 from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import hop_class
 from netbench.confirm import (
+    CANDIDATE_RUNS,
     SHIFT_MAX_PHASES,
     Suspects,
+    candidate_links,
     find_suspects,
     intermittent_phases,
     judge,
@@ -421,3 +423,50 @@ def test_a_subtle_suspect_gets_enough_re_test_phases_and_a_capped_one_two() -> N
     # pairs would show 6% certainly past 5%, but a node 10% slow shows in 15, so it gets the cap
     assert shift_phases(0.94, 0.05, t) == SHIFT_MAX_PHASES
     assert shift_phases(0.92, 0.2, t) == 2  # a noisy network: more phases than the cap, no use
+
+
+def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_time() -> None:
+    """Under heavy-tailed noise one sample cannot tell a link at 0.7 from the healthy pairs noise puts
+    as low, and no bar passes it: it is re-run as one of the fleet's worst pairs, twice, and is a
+    finding only when slow both times; a cleared candidate never was one (issue 25)."""
+    from netbench.reports.policy import Policy
+
+    hosts = host_names(24)
+    a, b = hosts[2], hosts[5]
+    fleet = make_fleet(24, 2, slow_links={(a, b): 0.68}, noise=0.05, seed=3)
+    deaf = Policy(thresholds=Thresholds(fwer=1e-30, fdr=1e-30))  # bars nothing passes: the link's case
+    ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf)
+    assert not [f for f in run_rules(ctx) if f.rule == "slow_pair"]
+    found = candidate_links(ctx, set(), set())
+    assert found[0] == tuple(sorted((a, b)))  # the worst of the fleet
+    assert tuple(sorted((a, b))) not in candidate_links(ctx, {a}, set())  # an end taken: not a candidate
+    assert tuple(sorted((a, b))) not in candidate_links(ctx, set(), {f"{min(a, b)}|{max(a, b)}"})
+    suspects = Suspects.of([], set(), {}, ctx)
+    assert suspects.candidates == found and suspects.names() == [] and "candidate link" in suspects.said()
+    assert not set(suspects.ends) & {a, b}  # a candidate's ends are not suspect nodes
+
+    # the re-runs: within leaf A, a control pair beside it each round
+    t = Thresholds()
+    link = ("a1", "a2")
+    runs = {"slow twice": (7.0, 7.1), "slow once": (7.0, 10.0)}
+    verdicts = {}
+    for name, (first, second) in runs.items():
+        rows = [row(link, 10, first), row(("a3", "a4"), 10, 10.0), row(link, 11, second), row(("a3", "a4"), 11, 10.0)]
+        verdicts[name] = judge_of(rows, range(10, 12), [], [link], SW, t)["a1|a2"]
+    assert verdicts["slow twice"].verdict == "confirmed" and len(verdicts["slow twice"].ratios) == CANDIDATE_RUNS
+    assert verdicts["slow once"].verdict == "cleared"
+    assert verdicts["slow once"].ratios == {"run1": 0.7, "run2": 1.0}
+
+    # in the findings: a confirmed candidate is the link's finding, a cleared one nothing
+    x, y = hosts[1], hosts[20]
+    evidence = RetestEvidence(
+        {
+            f"{a}|{b}": Retest(f"{a}|{b}", "link", "confirmed", {"run1": 0.71, "run2": 0.73}, "slow", candidate=True),
+            f"{x}|{y}": Retest(f"{x}|{y}", "link", "cleared", {"run1": 0.98, "run2": 1.0}, "fine", candidate=True),
+        },
+        "x",
+    )
+    ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf, retests=evidence)
+    assert [(f.subject, f.severity) for f in slow_pair.check(ctx)] == [(f"{a}|{b}", "warn")]
+    assert RetestEvidence.from_json(json.loads(json.dumps(evidence.to_json()))) == evidence
+

@@ -124,6 +124,7 @@ def test_a_link_cleared_on_retest_is_info_and_says_why():
         "ratios": {"run1": 0.98},
         "reason": "re-run at 0.98x the controls",
         "interval": None,  # a node's only, where its re-test pairs together confirmed it
+        "candidate": False,  # flagged by the analysis, not re-run as one of the worst unflagged
     }
 
 

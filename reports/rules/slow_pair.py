@@ -15,7 +15,9 @@ capacity: capped parts bottleneck, they do not multiply), and no pair of an inte
 the slow-node verdict already names the culprit.
 
 With re-test evidence (preflight's escalation, ``sweep --hosts --confirm-budget``), a link the re-run
-cleared is info, and every re-run link is reported, also one this analysis no longer flags. A link
+cleared is info, and every re-run link is reported, also one this analysis no longer flags, but a
+candidate the re-runs cleared (one of the fleet's worst pairs that no bar flagged, re-run in case:
+``netbench.confirm.candidate_links``), which never was a finding. A link
 one of whose nodes the re-test confirmed slow (against known-good partners) is that node's fault:
 info, not a cable to check.
 """
@@ -164,7 +166,9 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         out.extend(
             _retest_only(ctx, rt)
             for rt in sorted(retests.results.values(), key=lambda rt: rt.subject)
-            if rt.kind == "link" and rt.subject not in shown
+            if rt.kind == "link"
+            and rt.subject not in shown
+            and (rt.verdict == "confirmed" or not rt.candidate)
         )
     return out
 
