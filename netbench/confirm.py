@@ -392,6 +392,7 @@ def judge(
     n_tests: int = 1,
     excused: Callable[[str, str], bool] | None = None,
     known: Mapping[str, tuple[float, float]] | None = None,
+    candidates: list[Pair] | None = None,
 ) -> dict[str, Retest]:
     """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
@@ -426,7 +427,8 @@ def judge(
     bad = set(suspects)
     link_keys = {frozenset(p) for p in links}
     out = {s: Retest(s, "node") for s in suspects} | {
-        "|".join(sorted(p)): Retest("|".join(sorted(p)), "link") for p in links
+        "|".join(sorted(p)): Retest("|".join(sorted(p)), "link", candidate=p in (candidates or []))
+        for p in [*links, *(candidates or [])]
     }
     # the sweep's millions of rows are weighed as columns: which are controls, their hop class and
     # load, the medians of each; only the re-test's rows and the suspects' own go one by one
@@ -442,7 +444,10 @@ def judge(
     names = rows.names
     bad_code = rows.mask_of(bad)
     one_bad = bad_code[rows.a] != bad_code[rows.b]
-    is_link = _rows_of(rows, link_keys)
+    # a suspect link's rows are neither references nor the rounds' chances, its sweep rows included
+    # (they are slow); a candidate's only in the re-test: its sweep rows are the worst noise, and
+    # without them a congested round would look calm (a healthy node's slow rounds in it, intermittent)
+    is_link = _rows_of(rows, link_keys) | (_rows_of(rows, {frozenset(p) for p in candidates or []}) & esc)
     control = at_top & ~bad_code[rows.a] & ~bad_code[rows.b] & ~is_link
     when = np.where(esc, rnd, np.where(rnd < rounds.start, BEFORE, AFTER))  # refs' phase: its own, or before
     medians = _medians(when[control], klass[control], load[control], rows.busbw[control])
@@ -830,11 +835,12 @@ class Suspects:
     def of(
         cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest], ctx: Any = None
     ) -> Suspects:
-        """What to re-test after the analysis ``ctx`` (without it, no candidate links)."""
+        """What to re-test after the analysis ``ctx``: with it and no re-test yet, candidate links too."""
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
         taken = exclude | set(nodes) | {h for lk in links for h in lk}
         taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
-        candidates = candidate_links(ctx, taken, set(retests)) if ctx is not None else []
+        # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made
+        candidates = candidate_links(ctx, taken, set(retests)) if ctx is not None and not retests else []
         now_and_then, measured, intervals = {}, {}, {}
         for f in findings:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
@@ -1040,11 +1046,11 @@ def _retest_launch(
         return g in found_slow or any((s in hosts) != (g in hosts) for hosts in below)
 
     retests = judge(
-        rows, rounds, nodes + ends, links + candidates, switches, thresholds, sigma, suspects.prior, n_tests,
-        excused, known=suspects.intervals,
+        rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests, excused,
+        known=suspects.intervals, candidates=candidates,
     )
     for a, b in candidates:
-        rt = replace(retests[f"{a}|{b}"], candidate=True)
+        rt = retests[f"{a}|{b}"]
         if rt.verdict == "confirmed" and len(rt.ratios) < CANDIDATE_RUNS:  # the budget cut its runs short
             rt = replace(rt, verdict="inconclusive", reason=f"{rt.reason}; re-run {len(rt.ratios)} time only")
         retests[rt.subject] = rt
