@@ -259,6 +259,7 @@ def plan_escalation(
     phases: int,
     classes: Mapping[str, str] | None = None,
     ends: list[str] | None = None,
+    candidates: list[Pair] | None = None,
 ) -> list[list[Pair]]:
     """Perfect matchings for the re-tests: each suspect node with a known-good partner per phase (of
     the hop class it was slow in, ``classes``, default its own leaf; one it has not met in these
@@ -266,12 +267,14 @@ def plan_escalation(
     each suspect link re-run once (in the first phase where both its nodes are free) with a control
     pair of good nodes of the same hop class beside it where there is one, its ``ends`` with a
     known-good partner each in the other phases, as suspect nodes are, and the other good nodes
-    paired among themselves as the phase's controls. At least as many phases as it takes to re-run
-    every link."""
+    paired among themselves as the phase's controls. ``candidates`` (links no bar flagged, in the
+    order given, a link twice for two re-runs) take what the suspects left free in each phase, with a
+    control as a suspect link. At least as many phases as it takes to re-run every link."""
     out: list[list[Pair]] = []
     tested = tested.copy()
     bad = set(suspects)
     pending = [p for p in links if not set(p) & bad]
+    later = [p for p in candidates or [] if not set(p) & bad]
     retested = list(suspects) + [h for h in ends or [] if h not in bad]
     want = dict(classes or {})
 
@@ -294,24 +297,29 @@ def plan_escalation(
             ),
         )
 
-    while len(out) < phases or pending:
-        busy: set[str] = set()
-        pairs: list[Pair] = []
-        for a, b in list(pending):
+    def rerun(links: list[Pair], busy: set[str], pairs: list[Pair]) -> None:
+        """Each link of ``links`` whose nodes are free into this phase, with its control; taken out."""
+        for a, b in list(links):
             if not {a, b} & busy:
                 pairs.append((a, b))
                 busy |= {a, b}
-                pending.remove((a, b))
+                links.remove((a, b))
                 control = _control(a, b, [g for g in good if g not in busy], switches)
                 if control is not None:
                     pairs.append(control)
                     busy |= set(control)
+
+    while len(out) < phases or pending or later:
+        busy: set[str] = set()
+        pairs: list[Pair] = []
+        rerun(pending, busy, pairs)
         for s in retested if len(out) < phases else []:
             free = [g for g in good if g not in busy]
             if free and s not in busy:
                 g = pick(s, free)
                 pairs.append((s, g))
                 busy |= {s, g}
+        rerun(later, busy, pairs)
         rest = [g for g in good if g not in busy]
         while len(rest) >= 2:
             a = rest.pop(0)
@@ -986,8 +994,8 @@ def _retest_launch(
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
     nodes, links, budget, switches = suspects.nodes, suspects.links, setup.budget, ctx.switches
     ends, candidates = suspects.ends, suspects.candidates
-    on_trial = set(nodes) | set(ends) | {h for lk in candidates for h in lk}
-    fine = [h for h in setup.live if h not in on_trial and h not in setup.exclude]
+    # a candidate's ends are no suspects: known-good partners and controls where their link is not run
+    fine = [h for h in setup.live if h not in nodes and h not in ends and h not in setup.exclude]
     good = sorted(fine, key=lambda h: -effect.get(h, 0.0))
     phases = setup.partners if nodes or ends else 0
     shares = [q for q in (suspects.slow_share(s, tested) for s in nodes + ends) if q is not None]
@@ -996,9 +1004,11 @@ def _retest_launch(
     if m is not None and nodes:  # a subtle node needs more pairs than a capped one to be told apart
         phases = max(phases, *(shift_phases(suspects.measured.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
                                             ctx.policy.thresholds, family=len(nodes)) for s in nodes))
-    reruns = links + [c for _ in range(CANDIDATE_RUNS) for c in candidates]  # each run in its own phase
+    reruns = [c for _ in range(CANDIDATE_RUNS) for c in candidates]  # each run in a phase of its own
     plan = [
-        p for p in plan_escalation(nodes, reruns, good, tested, switches, phases, suspects.classes, ends) if p
+        p
+        for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends, reruns)
+        if p
     ]
     info: dict[str, Any] = {
         "suspects": suspects.names(),

@@ -451,9 +451,11 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
     runs = {"slow twice": (7.0, 7.1), "slow once": (7.0, 10.0)}
     verdicts = {}
     for name, (first, second) in runs.items():
-        rows = [row(link, 10, first), row(("a3", "a4"), 10, 10.0), row(link, 11, second), row(("a3", "a4"), 11, 10.0)]
-        verdicts[name] = judge_of(rows, range(10, 12), [], [link], SW, t)["a1|a2"]
-    assert verdicts["slow twice"].verdict == "confirmed" and len(verdicts["slow twice"].ratios) == CANDIDATE_RUNS
+        rows = [row(link, 10, first), row(("a3", "a4"), 10, 10.0),
+                row(link, 11, second), row(("a3", "a4"), 11, 10.0)]
+        verdicts[name] = judge_of(rows, range(10, 12), [], [], SW, t, candidates=[link])["a1|a2"]
+    twice = verdicts["slow twice"]
+    assert twice.verdict == "confirmed" and twice.candidate and len(twice.ratios) == CANDIDATE_RUNS
     assert verdicts["slow once"].verdict == "cleared"
     assert verdicts["slow once"].ratios == {"run1": 0.7, "run2": 1.0}
 
@@ -461,12 +463,30 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
     x, y = hosts[1], hosts[20]
     evidence = RetestEvidence(
         {
-            f"{a}|{b}": Retest(f"{a}|{b}", "link", "confirmed", {"run1": 0.71, "run2": 0.73}, "slow", candidate=True),
-            f"{x}|{y}": Retest(f"{x}|{y}", "link", "cleared", {"run1": 0.98, "run2": 1.0}, "fine", candidate=True),
+            f"{a}|{b}": Retest(f"{a}|{b}", "link", "confirmed", {"run1": 0.71, "run2": 0.73}, "slow",
+                               candidate=True),
+            f"{x}|{y}": Retest(f"{x}|{y}", "link", "cleared", {"run1": 0.98, "run2": 1.0}, "fine",
+                               candidate=True),
         },
         "x",
     )
-    ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf, retests=evidence)
+    ctx = AnalysisContext.from_data(
+        fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf, retests=evidence
+    )
     assert [(f.subject, f.severity) for f in slow_pair.check(ctx)] == [(f"{a}|{b}", "warn")]
     assert RetestEvidence.from_json(json.loads(json.dumps(evidence.to_json()))) == evidence
 
+
+
+def test_candidate_links_take_what_the_suspects_leave_and_run_in_phases_of_their_own() -> None:
+    good = ["a1", "a3", "a4", "b1", "b2", "b3", "b4"]
+    cand = [("a3", "a4"), ("a1", "b1")]
+    plan = plan_escalation(["a2"], [], good, MetPairs(list(SW)), SW, 2, candidates=cand * CANDIDATE_RUNS)
+    for k, ph in enumerate(plan):  # perfect matchings, the suspect first: a partner of its leaf in its phases
+        members = [h for p in ph for h in p]
+        assert len(members) == len(set(members))
+        assert k >= 2 or any("a2" in p and SW[next(h for h in p if h != "a2")] == "A" for p in ph), plan
+    for link in cand:  # each candidate re-run twice, in two phases (a third where the suspect took a node)
+        assert sum(link in ph for ph in plan) == CANDIDATE_RUNS, plan
+    cross = [ph for ph in plan if ("a1", "b1") in ph]
+    assert any(any(p != ("a1", "b1") and {SW[p[0]], SW[p[1]]} == {"A", "B"} for p in ph) for ph in cross)
