@@ -29,6 +29,7 @@ from netbench.confirm import (
     intermittent_phases,
     judge,
     plan_escalation,
+    shared_ends,
     shift_phases,
     slow_partners,
     unusable_hosts,
@@ -490,3 +491,17 @@ def test_candidate_links_take_what_the_suspects_leave_and_run_in_phases_of_their
         assert sum(link in ph for ph in plan) == CANDIDATE_RUNS, plan
     cross = [ph for ph in plan if ("a1", "b1") in ph]
     assert any(any(p != ("a1", "b1") and {SW[p[0]], SW[p[1]]} == {"A", "B"} for p in ph) for ph in cross)
+
+
+def test_a_node_at_an_end_of_more_worst_pairs_than_chance_is_a_suspect_node() -> None:
+    """An intermittent NIC behind 2:1 shows as 2-5 of its leaf pairs at 0.5, among the fleet's very
+    worst, short of every bar under heavy tails: the top two candidates sharing a node of 256 is a
+    1-in-16,000 coincidence per node; one node at two ends far down the list is not one."""
+    hosts = [f"n{i:03d}" for i in range(256)]
+    filler = [(hosts[2 * k + 10], hosts[2 * k + 11]) for k in range(60)]  # disjoint: nobody twice
+    assert shared_ends([(hosts[0], hosts[1]), (hosts[0], hosts[2]), *filler], 256) == [hosts[0]]
+    late = [*filler[:40], (hosts[0], hosts[1]), *filler[40:], (hosts[0], hosts[2])]
+    assert shared_ends(late, 256) == []
+    suspects = Suspects(nodes=[], links=[], classes={}, prior={}, candidates=[])
+    assert suspects.said() == ""
+
