@@ -803,7 +803,8 @@ pairs at 0.5 among 15, which heavy-tailed noise keeps below the intermittency te
 grid missed 2-3 such nodes in 10 fabrics), and which are the fleet's very worst pairs."""
 CANDIDATE_RUNS = 2
 """Re-runs of a candidate link, each in its own phase: confirmed only when slow in every one (a
-healthy pair low once is low twice with p ~ 1e-6 under that noise; the link at 0.7 every time)."""
+healthy pair reads 0.8 or less in 0.1-0.6% of samples under t3 or 1% congestion bursts, twice in a
+row with p ~ 1e-6 to 3e-5; the link at 0.7 nearly every time)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""

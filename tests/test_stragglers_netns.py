@@ -30,6 +30,13 @@ PERIODIC = "h3"
 COMMON = ["--pattern", "ring", "-k", "all_reduce", "-b", "1K", "-e", "64K", "-f", "4", "-n", "50",
           "-w", "2", "--no-check", "--in-place", "out", "--timeout", "60", "--confirm-budget", "0",
           "--fail-on", "never"]
+# Each rank's work before a timed operation: 400 64x64 matmuls, 1.8 ms of a core on this VM
+# (2026-12-04), more than the throttled host's 1 ms quota a 10 ms period, so that host waits for a
+# later period at every iteration on a machine up to ~1.8x faster than this one. With 200 (0.9 ms
+# here) the work often fit in one period's quota: that host was late in some iterations only and read
+# as "moving" (it passed on a machine twice as slow). More work or a smaller share costs time: the
+# throttled host's agent imports torch at that share too.
+STEP_WORK = "400"
 
 
 def cgroup_unavailable() -> str | None:
@@ -48,11 +55,15 @@ def net():
 
 class HostCgroup:
     """A cgroup holding a host's processes; ``quota_us`` of CPU per ``period_us``, or None: no cap,
-    only the host's own share of the machine (a cgroup competes as one entity)."""
+    only the host's own share of the machine (a cgroup competes as one entity). Its weight is 8x a
+    process's (``cpu.shares``): the other tests' processes beside it (pytest -n 3) would otherwise
+    take CPU from one host at one moment and from another at the next, a straggler of the machine's
+    making (a healthy host named under load)."""
 
     def __init__(self, net, host: str, quota_us: int | None = 1000, period_us: int = 10000):
         self.path = CGROUP_CPU / f"nbt-strag-{os.getpid()}-{host}"
         self.path.mkdir(exist_ok=True)  # one a failed test left behind is taken over
+        (self.path / "cpu.shares").write_text("8192")
         (self.path / "cpu.cfs_period_us").write_text(str(period_us))
         (self.path / "cpu.cfs_quota_us").write_text(str(-1 if quota_us is None else quota_us))  # -1: no cap
         for pid in net.pids(host):
@@ -114,7 +125,7 @@ def test_cgroup_throttled_host_is_named_with_its_rank(net, tmp_path: Path) -> No
     if reason:
         pytest.skip(reason)
     with hosts_in_cgroups(net, slow=SLOW):
-        out = sweep(net, tmp_path, "--step-work", "200")
+        out = sweep(net, tmp_path, "--step-work", STEP_WORK)
     group, findings = verdicts(out)
     judged = group.judged  # points whose last arrival beat the clock bound often enough to judge
     assert judged, "no point was judged"
@@ -140,7 +151,7 @@ def test_same_run_without_slowdown_names_no_straggler(net, tmp_path: Path) -> No
     if reason:
         pytest.skip(reason)
     with hosts_in_cgroups(net):
-        out = sweep(net, tmp_path, "--step-work", "200")
+        out = sweep(net, tmp_path, "--step-work", STEP_WORK)
     group, findings = verdicts(out)
     assert straggler_findings(findings) == []
     assert all(p.clock_err_us < 10_000 for p in group.points)  # the bound is reported, and sane
