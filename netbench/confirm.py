@@ -874,7 +874,7 @@ class Suspects:
         taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
         # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made
         candidates = candidate_links(ctx, taken, set(retests)) if ctx is not None and not retests else []
-        now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts) if candidates else 0)
+        now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if candidates else []
         prior = slow_partners(findings, retests)
         for h in now_and_then_too:  # its worst pairs are its evidence, as a flagged node's slow links
             prior[h] = prior.get(h, set()) | {g for lk in candidates if h in lk for g in lk}
