@@ -29,7 +29,7 @@ pytestmark = pytest.mark.netns
 
 HOSTS = ["h0", "h1", "h2", "h3"]
 CAPPED = "h2"
-# the pairs alone: a ring over all four at 40 Mbit/s would take minutes and judges no node
+# the pairs alone: a ring over all four, one capped at 20 Mbit/s, would take minutes and judges no node
 MEASURE = [
     "--pattern",
     "pairwise",
@@ -56,7 +56,10 @@ def net():
     with module_network(HOSTS) as net:
         for h in HOSTS:  # every pair bound by the network, not by CPU time on a shared 2-core machine
             net.limit_host(h, "100mbit")
-        net.limit_host(CAPPED, "40mbit")  # 0.4x: far below the slow-node threshold
+        # 0.2x: far below the slow-node threshold (0.5 in NOISY_VM) even where the others reach only
+        # half their line rate: a loaded checker measured them below 80 Mbit/s, and a 40 Mbit/s cap
+        # was then above the threshold (preflight found no suspect)
+        net.limit_host(CAPPED, "20mbit")
         yield net
 
 
