@@ -20,20 +20,23 @@ For one (collective, size, in-place) point on one rank:
      each call (the one before fires when the stream reaches the collective, i.e. when its kernel
      can start), anchored to the host clock by an event the host waited for just before the loop.
      ``collectives.clocks`` puts the hosts' clocks on one; ``netbench.common.arrivals`` says who
-     arrived last. A CUDA-graph loop (``-G``) replays
-     the whole loop as one launch and has no per-operation stamps.
+     arrived last. A CUDA-graph loop (``-G``) replays the whole loop as one launch, on the stream it
+     was captured on, and has no per-operation stamps; the native engine's graphs are made with
+     CUDA's own API, as nccl-tests', not torch's graph class (``RawGraph`` says why).
 Per-rank times are then combined across the group by ``collectives.rank`` (avg as nccl-tests, plus min,
 max and every rank's time, because the slowest rank decides when a collective really finishes).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from netbench.collectives.clocks import now_us
@@ -139,7 +142,7 @@ class Timer:
         self,
         run_once: Issue,
         iters: int,
-        graph: torch.cuda.CUDAGraph | None = None,  # noqa: ANN001
+        graph: Graph | None = None,
         launches: int = 1,
         delay: tuple[int, float] | None = None,
         work: StepWork | None = None,
@@ -192,7 +195,7 @@ class Timer:
         return per_op, IterStamps(start_us, *rel)
 
 
-def _around(run_once: Issue, iters: int, graph: torch.cuda.CUDAGraph | None, launches: int) -> float:
+def _around(run_once: Issue, iters: int, graph: Graph | None, launches: int) -> float:
     """Microseconds per operation, timed as nccl-tests times it: the host's clock from just before
     the loop until the host has seen the stream finish (nccl-tests' ``timer`` around its loop and
     ``completeColl``), divided by the operations (-G: the graph of ``iters`` operations replayed
@@ -327,14 +330,18 @@ def measure(
         _wait_all(run_once())
     _sync(device)
 
-    graph, launches = None, 1
+    graph, launches, replay_on = None, 1, None
     if settings.cuda_graph and device == "cuda":
-        graph, launches = _capture(on_stream, settings.iters)
+        graph, launches, replay_on = _capture(on_stream, settings.iters)
 
     _line_up(pg, device)
     work = StepWork(settings.step_work, device) if settings.step_work else None
-    time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay, work,
-                                              settings.gpu_stamps)
+    with torch.cuda.stream(replay_on) if replay_on is not None else contextlib.nullcontext():
+        time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay,
+                                                  work, settings.gpu_stamps)
+    if graph is not None:
+        torch.cuda.current_stream().wait_stream(replay_on)
+        graph.reset()  # its executable graph and memory go now, not whenever Python collects it
     return Point(time_us=time_us, wrong=wrong, stamps=stamps)
 
 
@@ -349,34 +356,105 @@ def _line_up(pg: object, device: str) -> None:
     _wait_all([pg.barrier()])
 
 
-def _capture(on_stream: Callable[[int | None], Issue], iters: int) -> tuple[torch.cuda.CUDAGraph, int]:
+@functools.cache
+def _capture_stream(device: int) -> torch.cuda.Stream:
+    """The one stream every graph of this process is captured and replayed on (nccl-tests: one
+    stream per GPU, cudaStreamNonBlocking as torch's pool streams are)."""
+    return torch.cuda.Stream(device=device)
+
+
+class RawGraph:
+    """A CUDA graph made with CUDA's own runtime API (``cuda.bindings``), as nccl-tests makes one:
+    cudaStreamBeginCapture (thread-local), cudaStreamEndCapture, cudaGraphInstantiate with no flags,
+    cudaGraphLaunch on the current stream, both destroyed by ``reset``.
+
+    Why not ``torch.cuda.CUDAGraph`` for the native engine: on the H200 a process that made its
+    graphs of one-rank NCCL all_reduce with torch's class read 9.46 us an operation at 16 MiB for
+    its first five graphs, then 9.82 from the sixth on (2 MiB: 2.50 -> 2.85), with or without a
+    process group, one capture stream or a new one, the graph reset at once or not; the same graphs
+    made through CUDA's own API (CuPy, nccl-tests) stayed at 9.46 and 2.52 over twelve graphs each,
+    and ``measure()`` with this class at 2.48-2.50 and 9.47-9.49 over 22 graphs of a sweep's sizes
+    (benchmarks/gpu/graph_probe.py, graph_raw.py; benchmarks/README.md "Graphs made with CUDA's own
+    API"). The native engine's operations allocate nothing inside the capture, so torch's graph
+    memory pool has nothing to do; the torch engine's graphs (torch operations) stay torch's."""
+
+    def __init__(self, rt: Any, stream: int, capture: Callable[[], None]):
+        self.rt, self.graph, self.exec = rt, None, None
+        mode = rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal
+        _cuda_ok(rt, rt.cudaStreamBeginCapture(stream, mode), "cudaStreamBeginCapture")
+        try:
+            capture()
+        finally:
+            self.graph = _cuda_ok(rt, rt.cudaStreamEndCapture(stream), "cudaStreamEndCapture")
+        self.exec = _cuda_ok(rt, rt.cudaGraphInstantiate(self.graph, 0), "cudaGraphInstantiate")
+
+    def replay(self) -> None:
+        _cuda_ok(self.rt, self.rt.cudaGraphLaunch(self.exec, torch.cuda.current_stream().cuda_stream),
+                 "cudaGraphLaunch")
+
+    def reset(self) -> None:
+        if self.exec is not None:
+            self.rt.cudaGraphExecDestroy(self.exec)
+        if self.graph is not None:
+            self.rt.cudaGraphDestroy(self.graph)
+        self.graph = self.exec = None
+
+
+def _cuda_ok(rt: Any, result: tuple, what: str) -> Any:
+    """The value of a ``cuda.bindings`` call's (error, value...) result, or RuntimeError naming it."""
+    err, *value = result
+    if err != rt.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"{what}: {err.name if hasattr(err, 'name') else err}")
+    return value[0] if value else None
+
+
+def _cudart() -> Any:
+    """``cuda.bindings.runtime`` (nccl4py's own dependency), or None where it does not import."""
+    try:
+        from cuda.bindings import runtime
+    except ImportError:
+        return None
+    return runtime
+
+
+Graph = torch.cuda.CUDAGraph | RawGraph
+
+
+def _capture(on_stream: Callable[[int | None], Issue], iters: int) -> tuple[Graph, int, torch.cuda.Stream]:
     """Capture ``iters`` operations into one CUDA graph (nccl-tests -G): launch cost leaves the loop.
 
-    Returns the graph and how many times to replay it. nccl-tests replays its graph ``-G`` times and
+    Returns the graph, how many times to replay it, and the stream to replay it on (the one it was
+    captured on, as nccl-tests does). nccl-tests replays its graph ``-G`` times and
     divides by iters x launches, so the graph launch itself (a few us) is amortised over hundreds of
     operations; we do the same for short graphs and replay long ones once (their launch cost is noise).
     ``thread_local`` capture: ProcessGroupNCCL's watchdog thread queries events of earlier work while we
     capture, which the default ``global`` mode would count as an illegal call and fail the capture.
+    The native engine's graphs are made with CUDA's own API where it imports (``RawGraph``).
     """
-    stream = torch.cuda.Stream()
+    stream = _capture_stream(torch.cuda.current_device())
     stream.wait_stream(torch.cuda.current_stream())
-    graph = torch.cuda.CUDAGraph()
     run_once = on_stream(stream.cuda_stream)
-    with warnings.catch_warnings():
-        # one rank's in-place all_reduce launches nothing, and torch warns that the graph is empty
-        # from inside the table; the time it gives is what the row says (the call's own cost)
-        warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
-        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
-            for _ in range(iters):
-                _wait_all(run_once())
-    torch.cuda.current_stream().wait_stream(stream)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()  # one untimed replay so the first timed one is warm; its time sizes the replays
-    end.record()
-    end.synchronize()
+    rt = _cudart() if run_once.native else None
+    graph: Graph
+    if rt is not None:
+        graph = RawGraph(rt, stream.cuda_stream, lambda: [launch() for launch in run_once.sequence(iters)])
+    else:
+        graph = torch.cuda.CUDAGraph()
+        with warnings.catch_warnings():
+            # one rank's in-place all_reduce launches nothing, and torch warns that the graph is empty
+            # from inside the table; the time it gives is what the row says (the call's own cost)
+            warnings.filterwarnings("ignore", message="The CUDA Graph is empty")
+            with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+                for _ in range(iters):
+                    _wait_all(run_once())
+    with torch.cuda.stream(stream):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()  # one untimed replay so the first timed one is warm; its time sizes the replays
+        end.record()
+        end.synchronize()
     ms = max(start.elapsed_time(end), 1e-3)
-    return graph, max(1, min(GRAPH_LAUNCHES_MAX, int(GRAPH_TARGET_MS / ms)))
+    return graph, max(1, min(GRAPH_LAUNCHES_MAX, int(GRAPH_TARGET_MS / ms))), stream
 
 
 def count_wrong(

@@ -268,3 +268,64 @@ def test_report_shows_the_engines_side_by_side_per_size():
     assert "<tr><td>1K</td><td>6.00</td><td>16.50</td><td>+10.50</td><td>2.75</td></tr>" in page
     one = AnalysisContext.from_data(rows[:1], [], {"hosts": {}}, {})
     assert "Engines side by side" not in render_html(one, run_rules(one), plotlyjs="cdn")
+
+
+def test_native_engine_graphs_are_made_with_cudas_own_api(tmp_path: Path):
+    """The native engine's --cuda-graph points are captured and replayed through CUDA's runtime API
+    (harness.RawGraph, as nccl-tests), not torch.cuda.CUDAGraph, whose graphs ran +0.35 us an
+    operation from a process's sixth graph on (benchmarks/README.md "Graphs made with CUDA's own API")."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (measured on the lent H200: benchmarks/README.md)")
+    pytest.importorskip("nccl.bindings.nccl", reason="needs nccl4py (pip install 'netbench[nccl]')")
+    pytest.importorskip("cuda.bindings.runtime", reason="needs cuda-bindings (nccl4py[cu12] or [cu13])")
+    import types
+
+    from netbench.collectives import harness
+    from netbench.collectives.dtypes import reduce_op
+    from netbench.collectives.ops import get_collective
+
+    nccl = __import__("nccl.bindings.nccl", fromlist=["nccl"])
+    comm = nccl.comm_init_rank_scalable(1, 0, 1, bytearray(bytes(nccl.get_unique_id())), 0)
+    made = []
+    capture = harness._capture
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        graph, launches, stream = capture(*args, **kwargs)
+        made.append(type(graph))
+        return graph, launches, stream
+
+    import torch.distributed as dist
+
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("nccl", store=store, rank=0, world_size=1, device_id=torch.device("cuda:0"))
+    try:
+        harness._capture = spy
+        coll = get_collective("all_reduce")
+        lay = coll.layout(1 << 20, 4, 1)
+        spec = harness.PointSpec(coll, lay, torch.float32, False, "sum", reduce_op("sum"))
+        settings = harness.Settings(iters=20, warmup=2, check=True, device="cuda", cuda_graph=True)
+        point = harness.measure(spec, dist.group.WORLD, 0, 1, settings,
+                                native=types.SimpleNamespace(nccl=nccl, comm=comm), reach=1 << 24)
+    finally:
+        harness._capture = capture
+        dist.destroy_process_group()
+        nccl.comm_destroy(comm)
+    assert made == [harness.RawGraph] and point.wrong == 0 and 0 < point.time_us < 1e4
+
+
+def test_a_failed_cuda_call_is_named():
+    from types import SimpleNamespace as NS
+
+    from netbench.collectives.harness import _cuda_ok
+
+    class Err:
+        def __init__(self, name: str):
+            self.name = name
+
+    ok = Err("cudaSuccess")
+    rt = NS(cudaError_t=NS(cudaSuccess=ok))
+    assert _cuda_ok(rt, (ok, "graph"), "cudaStreamEndCapture") == "graph"
+    assert _cuda_ok(rt, (ok,), "cudaGraphLaunch") is None
+    with pytest.raises(RuntimeError, match="cudaGraphInstantiate: cudaErrorInvalidValue"):
+        _cuda_ok(rt, (Err("cudaErrorInvalidValue"), None), "cudaGraphInstantiate")

@@ -13,6 +13,16 @@
 # extra    --pattern copy-matrix (GPU copy matrix), a pairwise sweep with one "host" per GPU, dtypes bf16/half/int8
 # i28      issue 28: nccl-tests vs netbench (rotating and hot buffers), eager and graphs, alternated
 # probe    issue 28: launch_probe.py (PROBE_ARGS=--harness: netbench's own measure() too), nccl-tests at 8 B
+# gprobe   issue 28: graph_probe.py (layout, stream, warm replay of a graph at 2 and 16 MiB)
+# graph    issue 28: nccl-tests -G 20 (and -G 0) and netbench --cuda-graph at 2 MiB-1 GiB alternated ROUNDS times (into $R/graph/)
+# hist     issue 28: netbench's measure() alone in a process at 2 and 16 MiB (graphs), with and without
+#          empty_cache between points; nccl-tests and netbench from 16 MiB up (16 MiB measured first)
+# raw      issue 28: graph_raw.py (CuPy graphs, with and without torch), nccl-tests -N 6 (graph after graph)
+# fix      issue 28: graphs captured on one stream / reset at once (graph_probe --bare-only), the harness,
+#          then nccl-tests -G 20 and netbench --cuda-graph alternated ROUNDS times, 8 B-1 GiB (into $R/g28/)
+# empty    issue 28: netbench --cuda-graph with --in-place out and both, beside nccl-tests -G 20 (into $R/empty/)
+# pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
+#          pinned to PINCPUS (taskset, both tools alike), into $R/free/ and $R/pin/ (rounds.py reads each)
 # i27      issue 27: per-operation stamps on a GPU (--per-iter, --step-work), one rank
 # compare  benchmarks/gpu/compare.py over everything measured
 # Everything lands in /tmp/netbench-gpu-work/r (tarred to $OUT/results.tgz after each step, so a killed run still returns).
@@ -44,7 +54,7 @@ stage_setup() {
   $PY -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site .
   { date -u; uname -a; nvidia-smi; nvcc --version; $PY -c "import torch, sys; print(sys.version); \
 print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), \
-'gpus', torch.cuda.device_count())"; mpirun --version 2>&1 | head -1; ls /usr/include/nccl*.h 2>&1;
+'gpus', torch.cuda.device_count())"; lscpu | head -24; mpirun --version 2>&1 | head -1; ls /usr/include/nccl*.h 2>&1;
     $PY -c "import nvidia.nccl as m; print(list(m.__path__))" 2>&1; } > "$R/versions.txt" 2>&1
   nvidia-smi topo -m > "$R/nvidia-smi-topo-m.txt" 2>&1
   nvidia-smi topo -p2p r > "$R/nvidia-smi-topo-p2p-r.txt" 2>&1
@@ -180,6 +190,108 @@ stage_probe() {  # issue 28: where a small eager operation's microseconds go (la
     NTARGS="-b 8 -e 8 -n 1000 -w 100 -c 0" nt "hot-r$i" all_reduce 0 -g 1
     NTARGS="-b 8 -e 8K -f 1024 -n 1000 -w 100 -c 0" nt "rot-r$i" all_reduce 0 -g 1
   done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_gprobe() {
+  CUDA_VISIBLE_DEVICES=0 STEP_TIMEOUT=300 TAILN=40 step graph_probe $PY benchmarks/gpu/graph_probe.py
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True CUDA_VISIBLE_DEVICES=0 STEP_TIMEOUT=300 TAILN=40 \
+    step graph_probe_expandable $PY benchmarks/gpu/graph_probe.py
+}
+stage_graph() {
+  export CUDA_VISIBLE_DEVICES=0
+  mkdir -p "$R/graph"; local A="-b 2M -e 1G -f 8 -n 50 -w 10"
+  for i in $(seq "${ROUNDS:-5}"); do
+    NTARGS="$A -c 0" nt "1gpu-r$i" all_reduce 20 -g 1; mv "$R/nt_1gpu-r${i}_all_reduce_g20.txt" "$R/graph/"
+    NTARGS="$A -c 0" nt "1gpu-r$i" all_reduce 0 -g 1; mv "$R/nt_1gpu-r${i}_all_reduce_g0.txt" "$R/graph/"
+    step "graph/nb_rotG_r$i" $NB --engine nccl -k all_reduce $A --no-check --cuda-graph --no-inventory --no-report \
+      --out "$R/graph/nb_rotG_r$i"
+  done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_hist() {  # issue 28: does what ran before in the process decide a graph's time?
+  export CUDA_VISIBLE_DEVICES=0
+  local G="--engine nccl -k all_reduce -n 50 -w 10 --no-check --cuda-graph --no-inventory --no-report"
+  local P="benchmarks/gpu/graph_probe.py --harness-only --rounds 5"
+  TAILN=3 step hist_only $PY $P --sizes 2097152,16777216,2097152
+  TAILN=3 step hist_empty $PY $P --empty-cache --sizes 2097152,16777216,2097152
+  TAILN=3 step hist_16 $PY $P --sizes 16777216,2097152,16777216
+  if [ -n "${HIST_MORE:-}" ]; then  # what starts the slow state: time, the process group, measure()?
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+      --format=csv -lms 100 > "$R/hist_clocks.csv" 2>&1 & local SMI=$!
+    TAILN=3 step hist_sleep $PY $P --sleep-first 3 --rounds 8 --sizes 16777216
+    TAILN=3 step hist_bare $PY benchmarks/gpu/graph_probe.py --bare-only --rounds 12 --sizes 16777216,2097152
+    TAILN=3 step hist_bare_nopg $PY benchmarks/gpu/graph_probe.py --bare-only --no-pg --rounds 12 --sizes 16777216,2097152
+    TAILN=3 step hist_bare_sleep $PY benchmarks/gpu/graph_probe.py --bare-only --sleep-first 3 --rounds 12 --sizes 16777216
+    kill $SMI; tail -5 "$R/hist_clocks.csv"
+    return
+  fi
+  mkdir -p "$R/hist"
+  for i in 1 2 3; do
+    NTARGS="-b 16M -e 1G -f 64 -n 50 -w 10 -c 0" nt "16-r$i" all_reduce 20 -g 1
+    mv "$R/nt_16-r${i}_all_reduce_g20.txt" "$R/hist/"
+    step "hist/nb16_r$i" $NB $G -b 16M -e 1G -f 64 --out "$R/hist/nb16_r$i"
+  done
+}
+
+stage_raw() {  # issue 28: graphs made with CUDA's own API (CuPy), with and without torch; nccl-tests -N 6
+  export CUDA_VISIBLE_DEVICES=0
+  TAILN=3 step raw_cupy $PY benchmarks/gpu/graph_raw.py
+  TAILN=3 step raw_cupy_torch $PY benchmarks/gpu/graph_raw.py --torch
+  NTARGS="-b 16M -e 1G -f 64 -n 50 -w 10 -c 0 -N 6" TAILN=30 nt cycles all_reduce 20 -g 1
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_fix() {  # issue 28: which change keeps torch-captured graphs fast; then graphs against nccl-tests
+  export CUDA_VISIBLE_DEVICES=0
+  local B="benchmarks/gpu/graph_probe.py --bare-only --rounds 10 --sizes 16777216,2097152"
+  if [ -z "${FIX_SKIP_BARE:-}" ]; then
+    TAILN=3 step fix_bare $PY $B
+    TAILN=3 step fix_bare_one $PY $B --one-stream
+    TAILN=3 step fix_bare_reset $PY $B --reset
+  fi
+  TAILN=3 step fix_harness $PY benchmarks/gpu/graph_probe.py --harness-only --rounds 5 --sizes 2097152,16777216,2097152
+  local A="-b 8 -e 1G -f 8 -n 50 -w 10" K=all_reduce,all_gather,reduce_scatter,broadcast c i
+  mkdir -p "$R/g28"
+  for i in $(seq "${ROUNDS:-3}"); do
+    for c in all_reduce all_gather reduce_scatter broadcast; do
+      NTARGS="$A -c 0" TAILN=0 nt "1gpu-r$i" $c 20 -g 1; mv "$R/nt_1gpu-r${i}_${c}_g20.txt" "$R/g28/"
+    done
+    TAILN=0 step "g28/nb_rotG_r$i" $NB --engine nccl -k $K $A --no-check --cuda-graph --no-inventory --no-report \
+      --out "$R/g28/nb_rotG_r$i"
+  done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_empty() {  # issue 28: do a one-rank sweep's in-place points (graphs NCCL leaves empty) slow the rest?
+  export CUDA_VISIBLE_DEVICES=0
+  local A="-b 8 -e 1G -f 8 -n 50 -w 10" i w
+  mkdir -p "$R/empty"
+  for i in $(seq "${ROUNDS:-2}"); do
+    NTARGS="$A -c 0" TAILN=0 nt "1gpu-r$i" all_reduce 20 -g 1; mv "$R/nt_1gpu-r${i}_all_reduce_g20.txt" "$R/empty/"
+    for w in out both; do
+      TAILN=0 step "empty/nb_${w}_r$i" $NB --engine nccl -k all_reduce $A --no-check --cuda-graph --in-place $w \
+        --no-inventory --no-report --out "$R/empty/nb_${w}_r$i"
+    done
+  done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_pin() {
+  export CUDA_VISIBLE_DEVICES=0
+  local A="-b 8 -e 2M -f 8 -n 50 -w 10" pin T
+  mkdir -p "$R/free" "$R/pin"
+  for i in $(seq "${PINROUNDS:-6}"); do
+    for pin in free pin; do
+      T=(); [ "$pin" = pin ] && T=(taskset -c "${PINCPUS:-2,3}")
+      LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-} step "$pin/nt_1gpu-r${i}_all_reduce_g0" \
+        ${T[@]+"${T[@]}"} $NT/all_reduce_perf $A -c 0 -G 0 -g 1
+      step "$pin/nb_rot_r$i" ${T[@]+"${T[@]}"} $NB --engine nccl -k all_reduce $A --no-check --no-inventory \
+        --no-report --out "$R/$pin/nb_rot_r$i"
+    done
+  done
+  for pin in free pin; do $PY benchmarks/gpu/rounds.py "$R/$pin" --markdown "$R/$pin/rounds.md"; done
   unset CUDA_VISIBLE_DEVICES
 }
 
