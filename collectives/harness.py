@@ -371,7 +371,8 @@ class RawGraph:
     Why not ``torch.cuda.CUDAGraph`` for the native engine: on the H200 a process that made its
     graphs of one-rank NCCL all_reduce with torch's class read 9.46 us an operation at 16 MiB for
     its first five graphs, then 9.82 from the sixth on (2 MiB: 2.50 -> 2.85), with or without a
-    process group, one capture stream or a new one, the graph reset at once or not; the same graphs
+    process group, the graph reset at once or not (one capture stream for all put the step off at 16
+    MiB, but the next size was slow from its second graph); the same graphs
     made through CUDA's own API (CuPy, nccl-tests) stayed at 9.46 and 2.52 over twelve graphs each,
     and ``measure()`` with this class at 2.48-2.50 and 9.47-9.49 over 22 graphs of a sweep's sizes
     (benchmarks/gpu/graph_probe.py, graph_raw.py; benchmarks/README.md "Graphs made with CUDA's own
@@ -409,7 +410,8 @@ def _cuda_ok(rt: Any, result: tuple, what: str) -> Any:
 
 
 def _cudart() -> Any:
-    """``cuda.bindings.runtime`` (nccl4py's own dependency), or None where it does not import."""
+    """``cuda.bindings.runtime`` (installed with nccl4py's cu12/cu13 extras), or None where it does
+    not import: torch's graph class is used then."""
     try:
         from cuda.bindings import runtime
     except ImportError:
