@@ -62,11 +62,21 @@ def main() -> None:
                     help="--bare-only: capture on one stream for every graph (else a new pool stream each)")
     ap.add_argument("--reset", action="store_true", help="--bare-only: graph.reset() right after timing")
     ap.add_argument("--sleep-first", type=float, default=0.0, help="seconds to sleep before the first round")
+    ap.add_argument("--fork", action="store_true",
+                    help="run everything in a fork of this process, made after importing torch and "
+                         "before any CUDA call (as netbench's ranks are forks of the agent's zygote)")
     ap.add_argument("--gaps", default="0,64,100,256,1024,1026",
                     help="MiB between send and receive (0: adjacent)")
     args = ap.parse_args()
-    import nccl.bindings.nccl as nccl
     import torch.distributed as dist
+
+    if args.fork:
+        pid = os.fork()
+        if pid:
+            _, status = os.waitpid(pid, 0)
+            raise SystemExit(os.waitstatus_to_exitcode(status))
+        print("(in a fork of a process that imported torch)")
+    import nccl.bindings.nccl as nccl
 
     t_start = time.perf_counter()
     torch.cuda.init()
@@ -87,7 +97,7 @@ def main() -> None:
             got = [(run(nccl, comm, v, nbytes // 4, side=side, reset=args.reset),
                     time.perf_counter() - t_start) for _ in range(args.rounds)]
             how = [w for w, on in (("no process group", pg is None), ("one stream", side is not None),
-                                   ("reset", args.reset)) if on]
+                                   ("reset", args.reset), ("forked", args.fork)) if on]
             print(f"{nbytes} B nt variant{' (' + ', '.join(how) + ')' if how else ''}, round by round "
                   f"(us @ s since start): {' '.join(f'{u:.3f}@{t:.2f}' for u, t in got)}")
         nccl.comm_destroy(comm)

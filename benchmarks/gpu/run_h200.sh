@@ -21,6 +21,7 @@
 # fix      issue 28: graphs captured on one stream / reset at once (graph_probe --bare-only), the harness,
 #          then nccl-tests -G 20 and netbench --cuda-graph alternated ROUNDS times, 8 B-1 GiB (into $R/g28/)
 # empty    issue 28: netbench --cuda-graph with --in-place out and both, beside nccl-tests -G 20 (into $R/empty/)
+# forked   issue 28: graph_probe --harness-only over a sweep's sizes, plain and in a fork (as netbench's ranks)
 # pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
 #          pinned to PINCPUS (taskset, both tools alike), into $R/free/ and $R/pin/ (rounds.py reads each)
 # i27      issue 27: per-operation stamps on a GPU (--per-iter, --step-work), one rank
@@ -275,6 +276,14 @@ stage_empty() {  # issue 28: do a one-rank sweep's in-place points (graphs NCCL 
         --no-inventory --no-report --out "$R/empty/nb_${w}_r$i"
     done
   done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_forked() {  # issue 28: measure() in a fork of a torch-importing process (as a rank), beside a plain one
+  export CUDA_VISIBLE_DEVICES=0
+  local S="--harness-only --rounds 2 --sizes 8,64,512,4096,32768,262144,2097152,16777216,2097152,16777216"
+  TAILN=12 step forked_plain $PY benchmarks/gpu/graph_probe.py $S
+  TAILN=12 step forked_fork $PY benchmarks/gpu/graph_probe.py $S --fork
   unset CUDA_VISIBLE_DEVICES
 }
 
