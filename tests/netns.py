@@ -48,6 +48,7 @@ STATE_DIR = Path("/tmp/nbt-state")
 ROOT_HOST_OCTET = 254
 DEFAULT_TOOLS_MOUNT = "/usr/local/sbin"  # first entry of sshd's default PATH for root
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,31}$")
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")  # the cgroup v1 cpu controller: HostCgroup
 _RATE_RE = re.compile(r"^\d+(\.\d+)?(bit|[kmgt]bit)$")
 
 SCRATCH = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
@@ -840,3 +841,49 @@ if pytest is not None:
     def netns4(netns_factory) -> TestNetwork:
         """Four hosts h0..h3 on one leaf, sshd running."""
         return netns_factory(4)
+
+
+class HostCgroup:
+    """A cgroup holding a host's processes; ``quota_us`` of CPU per ``period_us``, or None: no cap,
+    only the host's own share of the machine (a cgroup competes as one entity). Its weight is 8x a
+    process's (``cpu.shares``): the other tests' processes beside it (pytest -n 3) would otherwise
+    take CPU from one host at one moment and from another at the next, a straggler of the machine's
+    making (a healthy host named under load)."""
+
+    def __init__(self, net, host: str, quota_us: int | None = 1000, period_us: int = 10000):
+        self.path = CGROUP_CPU / f"nbt-host-{os.getpid()}-{host}"
+        self.path.mkdir(exist_ok=True)  # one a failed test left behind is taken over
+        (self.path / "cpu.shares").write_text("8192")
+        (self.path / "cpu.cfs_period_us").write_text(str(period_us))
+        (self.path / "cpu.cfs_quota_us").write_text(str(-1 if quota_us is None else quota_us))  # -1: no cap
+        for pid in net.pids(host):
+            try:
+                (self.path / "cgroup.procs").write_text(str(pid))
+            except ProcessLookupError:  # ended since it was listed (a session of the test before)
+                pass
+
+    def remove(self) -> None:
+        for pid in (self.path / "cgroup.procs").read_text().split():
+            try:
+                (CGROUP_CPU / "cgroup.procs").write_text(pid)
+            except OSError:  # gone already
+                pass
+        self.path.rmdir()
+
+
+@contextmanager
+def hosts_in_cgroups(net, hosts: list[str], slow: str | None = None) -> Iterator[None]:
+    """Every host in a cgroup of its own, ``slow`` capped at 10% of a core, the others uncapped.
+
+    On a 2-core machine four ranks doing the step work (and the other tests' processes) want more
+    CPU than there is. Left to compete task by task, one host's processes were scheduled late run
+    after run and named, rightly, a persistent straggler in a "healthy" run. A cgroup each gives the
+    hosts equal shares of the machine, so the healthy hosts are equal in fact, not only in name."""
+    groups = []
+    try:
+        for h in hosts:
+            groups.append(HostCgroup(net, h, quota_us=1000 if h == slow else None))
+        yield
+    finally:
+        for g in groups:
+            g.remove()

@@ -18,6 +18,7 @@ and the rows kept.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from netns import CGROUP_CPU, hosts_in_cgroups
 
 pytestmark = pytest.mark.netns
 
@@ -82,9 +84,9 @@ def kill_sshds(net, host: str) -> list[int]:
     return killed
 
 
-def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path: Path) -> None:
-    net.clear_limits()
-    cmd, out = argv(net, tmp_path, "--confirm-budget", "30")
+def _kill_mid_run(net, cmd: list[str], out: Path) -> tuple[int, str]:
+    """Start the sweep, SIGKILL the victim's sshds once a round is measured, wait for the end:
+    (exit status, stdout + stderr)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
@@ -99,8 +101,18 @@ def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path:
         if proc.poll() is None:
             proc.kill()
         net.start_sshd(VICTIM)
-    log = stdout + stderr
-    assert proc.returncode == 2, log[-4000:]  # completed, with a host's fault: a failure
+    return proc.returncode, stdout + stderr
+
+
+def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path: Path) -> None:
+    net.clear_limits()
+    cmd, out = argv(net, tmp_path, "--confirm-budget", "30")
+    # each host its own share of the 2 cores: under the other xdist workers' load a host starved of
+    # CPU was re-tested and confirmed slow (CI, 2026-12-04), a second drain the test did not plant
+    fair = hosts_in_cgroups(net, HOSTS) if (CGROUP_CPU / "cpu.shares").exists() else contextlib.nullcontext()
+    with fair:
+        returncode, log = _kill_mid_run(net, cmd, out)
+    assert returncode == 2, log[-4000:]  # completed, with a host's fault: a failure
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "completed"
     assert run["down_hosts"] == [VICTIM], log[-4000:]

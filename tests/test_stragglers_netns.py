@@ -13,18 +13,16 @@ The periodic case delays one host's ranks by 30 ms before every 10th timed opera
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from netns import CGROUP_CPU, hosts_in_cgroups
 
 pytestmark = pytest.mark.netns
 
-CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 SLOW = "h2"
 PERIODIC = "h3"
 COMMON = ["--pattern", "ring", "-k", "all_reduce", "-b", "1K", "-e", "64K", "-f", "4", "-n", "50",
@@ -39,6 +37,9 @@ COMMON = ["--pattern", "ring", "-k", "all_reduce", "-b", "1K", "-e", "64K", "-f"
 STEP_WORK = "400"
 
 
+HOSTS = ["h0", "h1", "h2", "h3"]
+
+
 def cgroup_unavailable() -> str | None:
     if not (CGROUP_CPU / "cpu.cfs_quota_us").exists():
         return "needs the cgroup v1 cpu controller at /sys/fs/cgroup/cpu"
@@ -49,54 +50,8 @@ def cgroup_unavailable() -> str | None:
 def net():
     from netns import module_network
 
-    with module_network(4) as n:
+    with module_network(HOSTS) as n:
         yield n
-
-
-class HostCgroup:
-    """A cgroup holding a host's processes; ``quota_us`` of CPU per ``period_us``, or None: no cap,
-    only the host's own share of the machine (a cgroup competes as one entity). Its weight is 8x a
-    process's (``cpu.shares``): the other tests' processes beside it (pytest -n 3) would otherwise
-    take CPU from one host at one moment and from another at the next, a straggler of the machine's
-    making (a healthy host named under load)."""
-
-    def __init__(self, net, host: str, quota_us: int | None = 1000, period_us: int = 10000):
-        self.path = CGROUP_CPU / f"nbt-strag-{os.getpid()}-{host}"
-        self.path.mkdir(exist_ok=True)  # one a failed test left behind is taken over
-        (self.path / "cpu.shares").write_text("8192")
-        (self.path / "cpu.cfs_period_us").write_text(str(period_us))
-        (self.path / "cpu.cfs_quota_us").write_text(str(-1 if quota_us is None else quota_us))  # -1: no cap
-        for pid in net.pids(host):
-            try:
-                (self.path / "cgroup.procs").write_text(str(pid))
-            except ProcessLookupError:  # ended since it was listed (a session of the test before)
-                pass
-
-    def remove(self) -> None:
-        for pid in (self.path / "cgroup.procs").read_text().split():
-            try:
-                (CGROUP_CPU / "cgroup.procs").write_text(pid)
-            except OSError:  # gone already
-                pass
-        self.path.rmdir()
-
-
-@contextlib.contextmanager
-def hosts_in_cgroups(net, slow: str | None = None) -> Iterator[None]:
-    """Every host in a cgroup of its own, ``slow`` capped at 10% of a core, the others uncapped.
-
-    On this 2-core machine four ranks doing the step work (and the other tests' processes) want more
-    CPU than there is. Left to compete task by task, one host's processes were scheduled late run
-    after run and named, rightly, a persistent straggler in a "healthy" run. A cgroup each gives the
-    hosts equal shares of the machine, so the healthy hosts are equal in fact, not only in name."""
-    groups = []
-    try:
-        for h in ("h0", "h1", "h2", "h3"):
-            groups.append(HostCgroup(net, h, quota_us=1000 if h == slow else None))
-        yield
-    finally:
-        for g in groups:
-            g.remove()
 
 
 def sweep(net, tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Path:
@@ -124,7 +79,7 @@ def test_cgroup_throttled_host_is_named_with_its_rank(net, tmp_path: Path) -> No
     reason = cgroup_unavailable()
     if reason:
         pytest.skip(reason)
-    with hosts_in_cgroups(net, slow=SLOW):
+    with hosts_in_cgroups(net, HOSTS, slow=SLOW):
         out = sweep(net, tmp_path, "--step-work", STEP_WORK)
     group, findings = verdicts(out)
     judged = group.judged  # points whose last arrival beat the clock bound often enough to judge
@@ -150,7 +105,7 @@ def test_same_run_without_slowdown_names_no_straggler(net, tmp_path: Path) -> No
     reason = cgroup_unavailable()
     if reason:
         pytest.skip(reason)
-    with hosts_in_cgroups(net):
+    with hosts_in_cgroups(net, HOSTS):
         out = sweep(net, tmp_path, "--step-work", STEP_WORK)
     group, findings = verdicts(out)
     assert straggler_findings(findings) == []
