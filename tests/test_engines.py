@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from netbench.collectives.envinfo import capabilities
 from netbench.collectives.native import PLAN_ENGINES, engine_unmet, engines_of, plan_uses_native
 from netbench.collectives.plan import ENGINES, SweepSpec, WorkerPlan
@@ -39,7 +40,13 @@ def test_cpu_ranks_use_torch_and_never_import_the_binding():
     for requested in ("auto", "torch"):
         assert choose_engine(requested, "gloo", [HostCaps("a", nccl4py=True)]).engine == "torch"
     assert engines_of("torch") == ["torch"]
-    caps = capabilities(nccl4py=True)  # a torch without CUDA is never asked about nccl4py
+    assert {m for m in sys.modules if m == "nccl" or m.startswith("nccl.")} == before
+
+
+def test_a_torch_without_cuda_is_never_asked_about_nccl4py(monkeypatch):
+    before = {m for m in sys.modules if m == "nccl" or m.startswith("nccl.")}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU build, also on a GPU machine
+    caps = capabilities(nccl4py=True)
     assert caps["nccl4py"] is None and caps["nccl4py_error"] is None
     assert {m for m in sys.modules if m == "nccl" or m.startswith("nccl.")} == before
 

@@ -65,6 +65,17 @@ def main() -> None:
     ap.add_argument("--fork", action="store_true",
                     help="run everything in a fork of this process, made after importing torch and "
                          "before any CUDA call (as netbench's ranks are forks of the agent's zygote)")
+    ap.add_argument("--rank-like", default="",
+                    help="--harness-only: do what a sweep's rank does beside measure(), comma-separated: "
+                         "caps (envinfo.capabilities with nccl4py), env (envinfo.collect_env), setdev "
+                         "(torch.cuda.set_device), gather (rank._gather's all-gather after each point)")
+    ap.add_argument("--gather-how", default="torch", choices=["torch", "torch-sync", "cpu-only", "native",
+                                                               "allreduce", "barrier"],
+                    help="--rank-like gather: torch (rank._gather: _allgather_base on the torch group, then "
+                         ".cpu()), torch-sync (the same, synchronize instead of .cpu()), cpu-only (the "
+                         "tensors and .cpu(), no collective), native (all_gather on the nccl4py "
+                         "communicator, then .cpu()), allreduce (torch group's allreduce, then .cpu()), "
+                         "barrier")
     ap.add_argument("--gaps", default="0,64,100,256,1024,1026",
                     help="MiB between send and receive (0: adjacent)")
     args = ap.parse_args()
@@ -79,7 +90,16 @@ def main() -> None:
     import nccl.bindings.nccl as nccl
 
     t_start = time.perf_counter()
+    like = set(filter(None, args.rank_like.split(",")))
+    if "caps" in like:
+        from netbench.collectives.envinfo import capabilities
+        print("caps:", capabilities(nccl4py=True))
     torch.cuda.init()
+    if "setdev" in like:
+        torch.cuda.set_device(0)
+    if "env" in like:
+        from netbench.collectives.envinfo import collect_env
+        print("env:", {k: v for k, v in collect_env("cuda").items() if k != "env"})
     pg = None
     if not args.no_pg:
         store = dist.FileStore(os.path.join(tempfile.mkdtemp(), "store"), 1)
@@ -112,7 +132,8 @@ def main() -> None:
     for nbytes in (int(s) for s in args.sizes.split(",")):
         gaps = [] if args.harness_only else [int(g) for g in args.gaps.split(",")]
         probe(nccl, comm, pg, nbytes, args.rounds, gaps, None if args.harness_only else cfg_comm,
-              only=args.harness_only, empty=args.empty_cache)
+              only=args.harness_only, empty=args.empty_cache,
+              gather=args.gather_how if "gather" in like else "")
     nccl.comm_destroy(comm)
     if pg is not None:
         dist.destroy_process_group()
@@ -133,15 +154,18 @@ class Variant:
 
 
 def probe(nccl, comm, pg, nbytes: int, rounds: int, gaps: list[int], cfg_comm: int | None,  # noqa: ANN001
-          only: bool = False, empty: bool = False) -> None:
+          only: bool = False, empty: bool = False, gather: str = "") -> None:
     count = fl = nbytes // 4
     if only:
         vals = []
         for _ in range(rounds):
             vals.append(harness(nccl, comm, pg, nbytes))
+            if gather:  # what collectives/rank.py does after every point: one all-gather of its figures
+                _gather(nccl, comm, pg, vals[-1], gather)
             if empty:
                 torch.cuda.empty_cache()
-        print(f"{nbytes} B harness only{' (empty_cache after each)' if empty else ''}, "
+        print(f"{nbytes} B harness only{' (empty_cache after each)' if empty else ''}"
+              f"{f' (gather {gather} after each)' if gather else ''}, "
               f"round by round: {' '.join(f'{v:.3f}' for v in vals)}")
         return
 
@@ -200,6 +224,24 @@ def probe(nccl, comm, pg, nbytes: int, rounds: int, gaps: list[int], cfg_comm: i
     torch.cuda.synchronize()
     nccl.mem_free(ns)
     nccl.mem_free(nr)
+
+
+def _gather(nccl, comm, pg, value: float, how: str) -> None:  # noqa: ANN001
+    stats = torch.tensor([value] + [0.0] * 105, dtype=torch.float64, device="cuda")
+    gathered = torch.empty(106, dtype=torch.float64, device="cuda")
+    if how in ("torch", "torch-sync"):
+        pg._allgather_base(gathered, stats).wait()
+    elif how == "allreduce":
+        pg.allreduce([stats]).wait()
+    elif how == "barrier":
+        pg.barrier().wait()
+    elif how == "native":
+        stream = torch.cuda.current_stream().cuda_stream
+        nccl.all_gather(stats.data_ptr(), gathered.data_ptr(), 106, 8, comm, stream)  # 8: ncclFloat64
+    if how == "torch-sync":
+        torch.cuda.synchronize()
+    else:
+        gathered.cpu().numpy()
 
 
 def _copy_to(nccl, ptr: int, src: torch.Tensor) -> None:  # noqa: ANN001

@@ -22,6 +22,12 @@
 #          then nccl-tests -G 20 and netbench --cuda-graph alternated ROUNDS times, 8 B-1 GiB (into $R/g28/)
 # empty    issue 28: netbench --cuda-graph with --in-place out and both, beside nccl-tests -G 20 (into $R/empty/)
 # forked   issue 28: graph_probe --harness-only over a sweep's sizes, plain and in a fork (as netbench's ranks)
+# trace    issue 28: which graph class a real --cuda-graph sweep's ranks make (trace_graphs/sitecustomize.py),
+#          and its times; cuda-bindings' presence
+# bisect   issue 28: graph_probe --harness-only with what a rank does beside measure() (--rank-like parts),
+#          against the sweep itself
+# gputests the GPU-only tests (tests/test_engines.py on a GPU, tests/test_gpu_copy_matrix.py); pytest from
+#          third_party/pytest-whl where the machine lacks it
 # pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
 #          pinned to PINCPUS (taskset, both tools alike), into $R/free/ and $R/pin/ (rounds.py reads each)
 # i27      issue 27: per-operation stamps on a GPU (--per-iter, --step-work), one rank
@@ -285,6 +291,45 @@ stage_forked() {  # issue 28: measure() in a fork of a torch-importing process (
   TAILN=12 step forked_plain $PY benchmarks/gpu/graph_probe.py $S
   TAILN=12 step forked_fork $PY benchmarks/gpu/graph_probe.py $S --fork
   unset CUDA_VISIBLE_DEVICES
+}
+
+stage_trace() {
+  export CUDA_VISIBLE_DEVICES=0
+  $PY -c "import cuda.bindings, cuda.bindings.runtime; print('cuda-bindings', cuda.bindings.__version__, cuda.bindings.__file__)" \
+    > "$R/cuda_bindings.txt" 2>&1; cat "$R/cuda_bindings.txt"
+  local A="-b 8 -e 16M -f 8 -n 50 -w 10" i
+  for i in 1 2; do
+    GRAPH_TRACE="$R/trace_graphs_r$i.txt" PYTHONPATH=benchmarks/gpu/trace_graphs:$PYTHONPATH TAILN=14 \
+      step "trace_sweep_r$i" $NB --engine nccl -k all_reduce $A --no-check --cuda-graph --in-place out \
+      --no-inventory --no-report --out "$R/trace_sweep_r$i"
+    sort "$R/trace_graphs_r$i.txt" | uniq -c
+  done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_bisect() {
+  export CUDA_VISIBLE_DEVICES=0
+  { command -v nsys ncu; ls -d /usr/local/cuda*/bin/nsys /opt/nvidia/nsight* 2>&1
+    $PY -c "import mpi4py; print('mpi4py', mpi4py.__version__)" 2>&1; } > "$R/tools.txt" 2>&1; cat "$R/tools.txt"
+  local S="--harness-only --rounds 2 --sizes 8,64,512,4096,32768,262144,2097152,16777216,2097152,16777216" v
+  for v in none caps env gather caps,env,setdev,gather; do
+    TAILN=11 step "bisect_$v" $PY benchmarks/gpu/graph_probe.py $S --rank-like="${v/none/}"
+  done
+  TAILN=12 step bisect_fork_all $PY benchmarks/gpu/graph_probe.py $S --rank-like caps,env,setdev,gather --fork
+  local A="-n 50 -w 10 --no-check --cuda-graph --in-place out --no-inventory --no-report"
+  TAILN=16 step bisect_sweep $NB --engine nccl -k all_reduce -b 8 -e 1G -f 8 $A --out "$R/bisect_sweep"
+  TAILN=12 step bisect_sweep256k $NB --engine nccl -k all_reduce -b 256K -e 1G -f 8 $A --out "$R/bisect_sweep256k"
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_gputests() {
+  local P=$PYTHONPATH
+  if ! $PY -c "import pytest" 2>/dev/null; then
+    $PY -m pip install -q --no-index --no-deps --target /tmp/tsite third_party/pytest-whl/*.whl; P=$P:/tmp/tsite
+  fi
+  # addopts cleared: the repository's -n 2 needs pytest-xdist, which a GPU machine may lack
+  (cd tests && PYTHONPATH=$P TAILN=12 step gputests $PY -m pytest -o addopts="" -p no:cacheprovider -rs -q \
+    test_engines.py test_gpu_copy_matrix.py)
 }
 
 stage_pin() {
