@@ -179,7 +179,7 @@ def _run_points(
                     native=native if engine == "nccl" else None,
                     reach=reach,
                 )
-                per_rank, stamps = _gather(pg, n, ctx.device, point, clock, spec.iters)
+                per_rank, stamps = _gather(pg, grank, n, ctx.device, point, clock, spec.iters)
                 step += 1
                 if grank == 0:
                     times = [t for t, _ in per_rank]
@@ -240,20 +240,29 @@ def _clock_tag(pg: Any, grank: int, device: str) -> str:
 
 
 def _gather(
-    pg: Any, n: int, device: str, point: Any, clock: clocks.ClockEstimate, iters: int
+    pg: Any, grank: int, n: int, device: str, point: Any, clock: clocks.ClockEstimate, iters: int
 ) -> tuple[list[tuple[float, float]], Stamps | None]:
     """Every rank's (time, wrong count), on every rank: the slowest rank decides, so all are kept;
     and every rank's per-operation stamps on group rank 0's clock (None when a rank has none: a
-    CUDA-graph loop). One all-gather of 6 + 2 x iters numbers a rank."""
+    CUDA-graph loop). 6 + 2 x iters numbers a rank.
+
+    An all-reduce (sum) of an n-row table where each rank fills its own row and leaves the others
+    zero, not torch's all-gather: on the H200 a process whose torch NCCL group had run a few
+    ``_allgather_base`` made every later graph-captured NCCL operation of the native engine 0.17-0.35
+    us slower (2 MiB 2.50 -> 2.81-2.86 us, 16 MiB 9.48 -> 9.75-9.86, for the rest of the process),
+    while the same points gathered by the group's all-reduce, its barrier or nccl4py's own
+    all-gather stayed at 2.46-2.48 and 9.39-9.45 (benchmarks/gpu/graph_probe.py --rank-like gather
+    --gather-how; benchmarks/README.md "Graphs made with CUDA's own API"). x + 0.0 is exact, so the
+    sum hands every figure over unchanged; it moves about twice the bytes, untimed and small."""
     st: IterStamps | None = point.stamps
     head = [point.time_us, float(point.wrong or 0), clock.offset_us, clock.err_us,
             st.start_us if st else 0.0, 1.0 if st else 0.0]
     body = (st.arrive_us + st.done_us) if st else [0.0] * (2 * iters)
     width = 6 + 2 * iters
-    stats = torch.tensor(head + body, dtype=torch.float64, device=device)
-    gathered = torch.empty(width * n, dtype=torch.float64, device=device)
-    pg._allgather_base(gathered, stats).wait()
-    m = gathered.view(n, width).cpu().numpy()
+    table = torch.zeros(n, width, dtype=torch.float64, device=device)
+    table[grank] = torch.tensor(head + body, dtype=torch.float64)
+    pg.allreduce([table]).wait()
+    m = table.cpu().numpy()
     per_rank = [(float(t), float(w)) for t, w in m[:, :2].tolist()]
     if not m[:, 5].all():
         return per_rank, None

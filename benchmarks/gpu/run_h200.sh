@@ -26,6 +26,7 @@
 #          and its times; cuda-bindings' presence
 # bisect   issue 28: graph_probe --harness-only with what a rank does beside measure() (--rank-like parts),
 #          against the sweep itself
+# gather   issue 28: which part of the rank's per-point gather slows the process's later graphs
 # gputests the GPU-only tests (tests/test_engines.py on a GPU, tests/test_gpu_copy_matrix.py); pytest from
 #          third_party/pytest-whl where the machine lacks it
 # pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
@@ -319,6 +320,18 @@ stage_bisect() {
   local A="-n 50 -w 10 --no-check --cuda-graph --in-place out --no-inventory --no-report"
   TAILN=16 step bisect_sweep $NB --engine nccl -k all_reduce -b 8 -e 1G -f 8 $A --out "$R/bisect_sweep"
   TAILN=12 step bisect_sweep256k $NB --engine nccl -k all_reduce -b 256K -e 1G -f 8 $A --out "$R/bisect_sweep256k"
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_gather() {
+  export CUDA_VISIBLE_DEVICES=0
+  local S="--harness-only --rounds 2 --sizes 8,64,512,4096,32768,262144,2097152,16777216,2097152,16777216" v
+  for v in torch torch-sync cpu-only native allreduce barrier; do
+    TAILN=10 step "gather_$v" $PY benchmarks/gpu/graph_probe.py $S --rank-like=gather --gather-how $v
+  done
+  CUDA_MODULE_LOADING=EAGER TAILN=10 step gather_torch_eager $PY benchmarks/gpu/graph_probe.py $S --rank-like=gather
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING TAILN=10 step gather_torch_debug $PY benchmarks/gpu/graph_probe.py $S \
+    --rank-like=gather
   unset CUDA_VISIBLE_DEVICES
 }
 
