@@ -52,22 +52,28 @@ def table(times: dict[Key, list[float]]) -> list[str]:
     med = {k: statistics.median(v) for k, v in times.items()}
     spread = {k: max(v) - min(v) for k, v in times.items()}
     out = ["| collective | size | nccl-tests us | netbench us | diff | spread nt / nb | goal | hot us "
-           "| graphs nt / nb us | graph goal |", "|---|---:|---:|---:|---:|---|---|---:|---|---|"]
+           "| graphs nt / nb us (spread) | graph goal |", "|---|---:|---:|---:|---:|---|---|---:|---|---|"]
     for coll in COLLS:
-        for size in sorted({k[2] for k in med if k[1] == coll and k[0] == "nt"}):
+        for size in sorted({k[2] for k in med if k[1] == coll and k[0] in ("nt", "ntG")}):
             nt, nb = med.get(("nt", coll, size)), med.get(("rot", coll, size))
-            if nt is None or nb is None:
-                continue
-            ok = within(nb, nt, 1.0, 5.0) and (not (1 << 20) <= size <= (16 << 20) or within(nb, nt, 0, 3.0))
-            hot = med.get(("hot", coll, size))
             g_nt, g_nb = med.get(("ntG", coll, size)), med.get(("rotG", coll, size))
+            if (nt is None or nb is None) and (g_nt is None or g_nb is None):
+                continue
+            eager = nt is not None and nb is not None
+            mid = (1 << 20) <= size <= (16 << 20)
+            ok = eager and within(nb, nt, 1.0, 5.0) and (not mid or within(nb, nt, 0, 3.0))
+            hot = med.get(("hot", coll, size))
             graphs = f"{g_nt:.2f} / {g_nb:.2f}" if g_nt is not None and g_nb is not None else "-"
             g_ok = "-" if graphs == "-" else ("yes" if within(g_nb, g_nt, 0.2, 2.0) else "**no**")
-            out.append(
-                f"| {coll} | {size} | {nt:.2f} | {nb:.2f} | {nb - nt:+.2f} | "
-                f"{spread[('nt', coll, size)]:.2f} / {spread[('rot', coll, size)]:.2f} | "
-                f"{'yes' if ok else '**no**'} | {'-' if hot is None else f'{hot:.2f}'} | {graphs} | {g_ok} |"
-            )
+            if eager:
+                cells = (f"{nt:.2f} | {nb:.2f} | {nb - nt:+.2f} | {spread[('nt', coll, size)]:.2f} / "
+                         f"{spread[('rot', coll, size)]:.2f} | {'yes' if ok else '**no**'}")
+            else:
+                cells = "- | - | - | - | -"
+            g_spread = (f" ({spread[('ntG', coll, size)]:.2f} / {spread[('rotG', coll, size)]:.2f})"
+                        if graphs != "-" else "")
+            out.append(f"| {coll} | {size} | {cells} | {'-' if hot is None else f'{hot:.2f}'} | "
+                       f"{graphs}{g_spread} | {g_ok} |")
     return out
 
 
