@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--sizes", default=f"{2 * MiB},{16 * MiB}")
     ap.add_argument("--harness-only", action="store_true",
                     help="only netbench's measure(): nothing else allocated in the process")
+    ap.add_argument("--eager", action="store_true",
+                    help="--harness-only: measure() without graphs (the eager loop a sweep times)")
     ap.add_argument("--empty-cache", action="store_true",
                     help="torch.cuda.empty_cache() after each measure(): no cached segments between points")
     ap.add_argument("--bare-only", action="store_true",
@@ -133,7 +135,7 @@ def main() -> None:
         gaps = [] if args.harness_only else [int(g) for g in args.gaps.split(",")]
         probe(nccl, comm, pg, nbytes, args.rounds, gaps, None if args.harness_only else cfg_comm,
               only=args.harness_only, empty=args.empty_cache,
-              gather=args.gather_how if "gather" in like else "")
+              gather=args.gather_how if "gather" in like else "", eager=args.eager)
     nccl.comm_destroy(comm)
     if pg is not None:
         dist.destroy_process_group()
@@ -154,17 +156,18 @@ class Variant:
 
 
 def probe(nccl, comm, pg, nbytes: int, rounds: int, gaps: list[int], cfg_comm: int | None,  # noqa: ANN001
-          only: bool = False, empty: bool = False, gather: str = "") -> None:
+          only: bool = False, empty: bool = False, gather: str = "", eager: bool = False) -> None:
     count = fl = nbytes // 4
     if only:
         vals = []
         for _ in range(rounds):
-            vals.append(harness(nccl, comm, pg, nbytes))
+            vals.append(harness(nccl, comm, pg, nbytes, graphs=not eager))
             if gather:  # what collectives/rank.py does after every point: one all-gather of its figures
                 _gather(nccl, comm, pg, vals[-1], gather)
             if empty:
                 torch.cuda.empty_cache()
-        print(f"{nbytes} B harness only{' (empty_cache after each)' if empty else ''}"
+        print(f"{nbytes} B harness only{' eager' if eager else ''}"
+              f"{' (empty_cache after each)' if empty else ''}"
               f"{f' (gather {gather} after each)' if gather else ''}, "
               f"round by round: {' '.join(f'{v:.3f}' for v in vals)}")
         return
@@ -303,14 +306,14 @@ def run(nccl, comm, v: Variant, count: int, side: torch.cuda.Stream | None = Non
     return took
 
 
-def harness(nccl, comm, pg, nbytes: int) -> float:  # noqa: ANN001
+def harness(nccl, comm, pg, nbytes: int, graphs: bool = True) -> float:  # noqa: ANN001
     from netbench.collectives.dtypes import reduce_op
     from netbench.collectives.harness import PointSpec, Settings, measure
     from netbench.collectives.ops import get_collective
 
     coll = get_collective("all_reduce")
     spec = PointSpec(coll, coll.layout(nbytes, 4, 1), torch.float32, False, "sum", reduce_op("sum"), 0)
-    st = Settings(iters=OPS, warmup=10, check=False, device="cuda", cuda_graph=True)
+    st = Settings(iters=OPS, warmup=10, check=False, device="cuda", cuda_graph=graphs)
     native = types.SimpleNamespace(nccl=nccl, comm=comm)
     return measure(spec, pg, 0, 1, st, native=native, reach=1 << 30).time_us
 

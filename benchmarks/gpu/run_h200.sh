@@ -27,6 +27,7 @@
 # bisect   issue 28: graph_probe --harness-only with what a rank does beside measure() (--rank-like parts),
 #          against the sweep itself
 # gather   issue 28: which part of the rank's per-point gather slows the process's later graphs
+# eager    issue 28: small eager sizes, nccl-tests, the sweep and measure() alone in a process, alternated
 # gputests the GPU-only tests (tests/test_engines.py on a GPU, tests/test_gpu_copy_matrix.py); pytest from
 #          third_party/pytest-whl where the machine lacks it
 # pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
@@ -332,6 +333,20 @@ stage_gather() {
   CUDA_MODULE_LOADING=EAGER TAILN=10 step gather_torch_eager $PY benchmarks/gpu/graph_probe.py $S --rank-like=gather
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING TAILN=10 step gather_torch_debug $PY benchmarks/gpu/graph_probe.py $S \
     --rank-like=gather
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_eager() {
+  export CUDA_VISIBLE_DEVICES=0
+  local A="-b 8 -e 1G -f 8 -n 50 -w 10" i
+  mkdir -p "$R/eager"
+  for i in $(seq "${ROUNDS:-4}"); do
+    NTARGS="$A -c 0" TAILN=0 nt "1gpu-r$i" all_reduce 0 -g 1; mv "$R/nt_1gpu-r${i}_all_reduce_g0.txt" "$R/eager/"
+    TAILN=0 step "eager/nb_rot_r$i" $NB --engine nccl -k all_reduce $A --no-check --no-inventory --no-report \
+      --out "$R/eager/nb_rot_r$i"
+    TAILN=7 step "eager/measure_r$i" $PY benchmarks/gpu/graph_probe.py --harness-only --eager --rounds 1 \
+      --sizes 8,64,512,4096,32768,262144,2097152
+  done
   unset CUDA_VISIBLE_DEVICES
 }
 
