@@ -8,8 +8,9 @@ paired with or what its re-test says:
   info band), not re-tested yet; a node shared by several slow links, or at one end of a link its
   re-run confirmed, is a suspect node (``slow_partners``): a node slow now and then shows as slow
   links that share it, and only a re-test against known-good partners says which end it is;
-- ``candidate_links``: beside them, the fleet's worst pairs that no bar flagged, re-run twice: under
-  heavy-tailed noise one sample cannot tell a slow link from the healthy pairs noise puts as low;
+- ``candidate_links``: beside them, the fleet's worst pairs that no bar flagged, one per node, re-run
+  twice or as often as ``candidate_runs`` says: under heavy-tailed noise one sample cannot tell a slow
+  link from the healthy pairs noise puts as low;
 - ``plan_escalation``: perfect matchings, each suspect node with a known-good partner of the hop
   class it was slow in, each suspect link re-run with a control of its own hop class beside it, the
   other good nodes paired among themselves as the phase's controls;
@@ -170,21 +171,31 @@ def find_suspects(
     return nodes, links  # type: ignore[return-value]
 
 
-def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> list[Pair]:
-    """The fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``), as many as
-    ``CANDIDATE_LINKS`` says, to be re-run where a re-test follows: one sample cannot tell a slow
-    link from the healthy pairs heavy-tailed noise puts as low, a re-run can. Left out: pairs with
-    an end in ``taken`` (suspect, excluded), an end the analysis found slow or intermittent, pairs
-    through a slow uplink (those are the node's or the switch's), and those re-tested already
-    (``done``)."""
+@dataclass(frozen=True)
+class Candidates:
+    """The fleet's worst pairs no bar flagged (``candidate_links``) and how often each is re-run."""
+
+    links: list[Pair]
+    runs: int = 2
+
+
+def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
+    """The fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``), every one that is
+    practically slow up to ``CANDIDATE_PER_NODE`` per node (``CANDIDATE_LINKS`` at least), to be
+    re-run where a re-test follows, worst first, as far as the budget goes: one sample cannot tell a
+    slow link from the healthy pairs heavy-tailed noise puts as low, a re-run can. Left out: pairs
+    with an end in ``taken`` (suspect, excluded), an end the analysis found slow or intermittent,
+    pairs through a slow uplink (those are the node's or the switch's), and those re-tested already
+    (``done``). Each is re-run ``candidate_runs`` times for the fleet's own share of slow samples."""
     m = ctx.pair_model
     if m is None:
-        return []
+        return Candidates([])
     nodes = ctx.analyses.nodes
     slow = {v.host for v in nodes.slow}
-    limit = max(CANDIDATE_LINKS, len(m.hosts) // 2)
+    limit = max(CANDIDATE_LINKS, CANDIDATE_PER_NODE * len(m.hosts))
+    tests = link_tests(m, ctx.policy.thresholds)
     out: list[Pair] = []
-    for i, j in link_tests(m, ctx.policy.thresholds).worst_unflagged(4 * limit):
+    for i, j in tests.worst_unflagged(4 * limit):
         a, b = sorted((m.hosts[i], m.hosts[j]))
         if (
             {a, b} & (taken | slow)
@@ -197,7 +208,31 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> list[Pair]:
         out.append((a, b))
         if len(out) == limit:
             break
+    return Candidates(out, candidate_runs(len(out), tests.slow_share()))
+
+
+def rerun_order(candidates: list[Pair], runs: int, per_phase: int) -> list[Pair]:
+    """The candidates' re-runs in the order ``plan_escalation`` fills phases: a phase's worth
+    (``per_phase`` pairs) of the worst, each ``runs`` times, then the next: a budget that ends the
+    phases early leaves the worst candidates re-run in full, not every candidate once. Each copy of
+    a pair lands in a phase of its own (its nodes are busy in the phase that took the first)."""
+    out: list[Pair] = []
+    for k in range(0, len(candidates), per_phase):
+        out += candidates[k : k + per_phase] * runs
     return out
+
+
+def candidate_runs(n: int, share: float) -> int:
+    """Re-runs for each of ``n`` candidate links, each to be slow in every one: the fewest, from
+    ``CANDIDATE_RUNS``, at which the candidates a healthy pair slow in ``share`` of its samples (the
+    fleet's own, ``LinkTests.slow_share``) would confirm by chance stay within
+    ``CANDIDATE_FALSE`` a fabric, at most ``CANDIDATE_RUNS_MAX``. Under 1% congestion bursts at
+    1,024 nodes (share ~0.6%, 1,024 candidates) two re-runs confirm a healthy pair in ~3.5% of
+    fabrics, three in ~0.02%; under normal noise two are plenty."""
+    runs = CANDIDATE_RUNS
+    while runs < CANDIDATE_RUNS_MAX and n * share**runs > CANDIDATE_FALSE:
+        runs += 1
+    return runs
 
 
 def shared_ends(candidates: list[Pair], n_hosts: int) -> list[str]:
@@ -432,7 +467,7 @@ def judge(
     pair model's noise sigma (log space). A pair's rows of one round are one draw (their median).
     A suspect node is confirmed when slow in most of its
     re-test pairs; a link when slow in each of its re-runs (one a round; a candidate link is re-run
-    ``CANDIDATE_RUNS`` times). Otherwise a node is confirmed as intermittent
+    ``candidate_runs`` times). Otherwise a node is confirmed as intermittent
     when its slow partners (these, those of its earlier pairs slow against the earlier references
     but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
     slow links, suspects themselves perhaps) out of the rounds it was measured in pass the count
@@ -790,11 +825,14 @@ CONFIRM_PARTNERS = 2
 SHIFT_MAX_PHASES = 12
 """Re-test phases at most for a node a little slow with every partner (``shift_phases``)."""
 CANDIDATE_LINKS = 32
+CANDIDATE_PER_NODE = 4
 """Pairs re-run beside the suspects as the fleet's worst that no bar flagged (``candidate_links``):
-this many, or one for every two nodes where that is more (a phase's worth of pairs). At 256 nodes
+every practically slow one, up to this many per node (``CANDIDATE_LINKS`` at least). At 256 nodes
 under Student-t noise (3 degrees of freedom) about a dozen healthy pairs sit as low as a link at 0.7
-(one sample each), under 1% congestion bursts of 1.1-1.5x about a hundred: the link ranks among
-them (bench_diagnosis at 256 nodes: 32 candidates found it in 1 fabric of 3 under congestion)."""
+(one sample each), under 1% congestion bursts of 1.1-1.5x about a hundred; at 1,024 nodes under
+those bursts 3,191 pairs were practically slow and a link read at 0.73 ranked 1,684th among them
+(bench_diagnosis: one candidate for every two nodes found it in 0 of 2 fabrics, one a node in 0
+of 4). The phases run worst first as far as the re-test budget goes (``rerun_order``)."""
 CANDIDATE_SHARED_ALPHA = 0.05
 """A node at an end of more of the fleet's worst candidate links than chance puts there (the j-th at
 position k: Binomial(k, 2/N) >= j, Bonferroni over the nodes and j) is a suspect node, not their
@@ -802,9 +840,12 @@ links: a NIC slow in a third of the rounds behind a 2:1 uplink shows in its leaf
 pairs at 0.5 among 15, which heavy-tailed noise keeps below the intermittency test's bar (issue 25's
 grid missed 2-3 such nodes in 10 fabrics), and which are the fleet's very worst pairs."""
 CANDIDATE_RUNS = 2
-"""Re-runs of a candidate link, each in its own phase: confirmed only when slow in every one (a
-healthy pair reads 0.8 or less in 0.1-0.6% of samples under t3 or 1% congestion bursts, twice in a
-row with p ~ 1e-6 to 3e-5; the link at 0.7 nearly every time)."""
+"""Re-runs of a candidate link at least, each in its own phase: confirmed only when slow in every one
+(a healthy pair reads 0.8 or less in 0.1-0.6% of samples under t3 or 1% congestion bursts, twice in
+a row with p ~ 1e-6 to 3e-5; the link at 0.7 nearly every time). ``candidate_runs`` adds more."""
+CANDIDATE_RUNS_MAX = 4
+CANDIDATE_FALSE = 0.01
+"""Healthy pairs a fabric's candidates may confirm by chance, in expectation (``candidate_runs``)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""
@@ -861,8 +902,10 @@ class Suspects:
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Each node's 95% interval of that ratio from its finding: pooled with its re-test's (``judge``)."""
     candidates: list[Pair] = field(default_factory=list)
-    """Links no bar flagged, re-run ``CANDIDATE_RUNS`` times as the fleet's worst (``candidate_links``);
+    """Links no bar flagged, re-run ``runs`` times as the fleet's worst (``candidate_links``);
     their ends are not suspects."""
+    runs: int = CANDIDATE_RUNS
+    """Re-runs of each candidate (``candidate_runs``)."""
 
     @classmethod
     def of(
@@ -873,7 +916,10 @@ class Suspects:
         taken = exclude | set(nodes) | {h for lk in links for h in lk}
         taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
         # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made
-        candidates = candidate_links(ctx, taken, set(retests)) if ctx is not None and not retests else []
+        found = Candidates([])
+        if ctx is not None and not retests:
+            found = candidate_links(ctx, taken, set(retests))
+        candidates = found.links
         now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if candidates else []
         prior = slow_partners(findings, retests)
         for h in now_and_then_too:  # its worst pairs are its evidence, as a flagged node's slow links
@@ -893,7 +939,7 @@ class Suspects:
                 intervals[f.subject] = (float(min(ci)), float(max(ci)))
         decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
         return cls(nodes, links, suspect_classes(findings), prior, now_and_then, decided, measured, intervals,
-                   candidates)
+                   candidates, found.runs)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -1036,7 +1082,7 @@ def _retest_launch(
     if m is not None and nodes:  # a subtle node needs more pairs than a capped one to be told apart
         phases = max(phases, *(shift_phases(suspects.measured.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
                                             ctx.policy.thresholds, family=len(nodes)) for s in nodes))
-    reruns = [c for _ in range(CANDIDATE_RUNS) for c in candidates]  # each run in a phase of its own
+    reruns = rerun_order(candidates, suspects.runs, max(1, len(good) // 2))
     plan = [
         p
         for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends, reruns)
@@ -1093,7 +1139,7 @@ def _retest_launch(
     )
     for a, b in candidates:
         rt = retests[f"{a}|{b}"]
-        if rt.verdict == "confirmed" and len(rt.ratios) < CANDIDATE_RUNS:  # the budget cut its runs short
+        if rt.verdict == "confirmed" and len(rt.ratios) < suspects.runs:  # the budget cut its runs short
             rt = replace(rt, verdict="inconclusive", reason=f"{rt.reason}; re-run {len(rt.ratios)} time only")
         retests[rt.subject] = rt
     quiet = [rt for rt in retests.values() if rt.candidate and rt.verdict != "confirmed"]

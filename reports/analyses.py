@@ -555,6 +555,11 @@ class LinkTests:
         order = np.argsort(self.p[ii, jj], kind="stable")[:limit]
         return [(int(ii[k]), int(jj[k])) for k in order]
 
+    def slow_share(self) -> float:
+        """The share of the fleet's pairs practically slow in their one sample (the pool the worst
+        unflagged come from): how often a healthy pair reads as slow as a link, whatever the law."""
+        return float(np.isfinite(self.p).sum()) / self.n_tests if self.n_tests else 0.0
+
     def bar(self, m: PairModel, klass: str, alpha: float, k: float) -> float:
         """The bar (sigmas of ``klass`` below) the weakest warning had to pass at its Holm step, or
         the first step's when none passed; never below ``k``."""

@@ -21,14 +21,18 @@ from netbench.common.findings import Finding
 from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import hop_class
 from netbench.confirm import (
+    CANDIDATE_FALSE,
     CANDIDATE_RUNS,
+    CANDIDATE_RUNS_MAX,
     SHIFT_MAX_PHASES,
     Suspects,
     candidate_links,
+    candidate_runs,
     find_suspects,
     intermittent_phases,
     judge,
     plan_escalation,
+    rerun_order,
     shared_ends,
     shift_phases,
     slow_partners,
@@ -439,11 +443,13 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
     ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf)
     assert not [f for f in run_rules(ctx) if f.rule == "slow_pair"]
     found = candidate_links(ctx, set(), set())
-    assert found[0] == tuple(sorted((a, b)))  # the worst of the fleet
-    assert tuple(sorted((a, b))) not in candidate_links(ctx, {a}, set())  # an end taken: not a candidate
-    assert tuple(sorted((a, b))) not in candidate_links(ctx, set(), {f"{min(a, b)}|{max(a, b)}"})
+    assert found.links[0] == tuple(sorted((a, b)))  # the worst of the fleet
+    assert found.runs == CANDIDATE_RUNS  # normal noise: two re-runs are plenty
+    assert tuple(sorted((a, b))) not in candidate_links(ctx, {a}, set()).links  # an end taken: not one
+    assert tuple(sorted((a, b))) not in candidate_links(ctx, set(), {f"{min(a, b)}|{max(a, b)}"}).links
     suspects = Suspects.of([], set(), {}, ctx)
-    assert suspects.candidates == found and suspects.names() == [] and "candidate link" in suspects.said()
+    assert suspects.candidates == found.links and suspects.runs == found.runs
+    assert suspects.names() == [] and "candidate link" in suspects.said()
     assert not set(suspects.ends) & {a, b}  # a candidate's ends are not suspect nodes
 
     # the re-runs: within leaf A, a control pair beside it each round
@@ -477,6 +483,33 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
     assert [(f.subject, f.severity) for f in slow_pair.check(ctx)] == [(f"{a}|{b}", "warn")]
     assert RetestEvidence.from_json(json.loads(json.dumps(evidence.to_json()))) == evidence
 
+
+
+def test_candidates_are_re_run_as_often_as_the_fleets_own_slow_share_needs() -> None:
+    """Each candidate must be slow in every re-run: enough re-runs that the fabric's candidates
+    confirm a healthy pair by chance at most CANDIDATE_FALSE times, from the share of the fleet's
+    one-sample pairs as slow as a link (1% congestion bursts at 1,024 nodes: ~0.6%)."""
+    assert candidate_runs(1024, 0.0) == CANDIDATE_RUNS
+    assert candidate_runs(32, 0.0058) == CANDIDATE_RUNS  # 32 x 3.4e-5 = 0.001
+    assert candidate_runs(1024, 0.0058) == 3  # 1,024 x 3.4e-5 = 0.035 > 0.01; x 2e-7 at three
+    assert candidate_runs(1024, 0.3) == CANDIDATE_RUNS_MAX  # a fleet this noisy: the cap, no more
+    for n, share in ((256, 0.002), (1024, 0.0058), (4096, 0.01)):
+        runs = candidate_runs(n, share)
+        assert n * share**runs <= CANDIDATE_FALSE < n * share ** (runs - 1) or runs == CANDIDATE_RUNS
+
+
+def test_the_worst_candidates_are_re_run_in_full_before_the_next_are_started() -> None:
+    """A budget may end the re-test phases early: the worst candidates (a phase's worth) get every
+    re-run first, so what the budget cuts is the least likely, not a run of every candidate."""
+    cands = [("a1", "a2"), ("a3", "a4"), ("b1", "b2"), ("b3", "b4"), ("a1", "b1"), ("a2", "b2")]
+    assert rerun_order(cands, 3, 2) == cands[:2] * 3 + cands[2:4] * 3 + cands[4:] * 3
+    good = sorted(SW)
+    plan = plan_escalation([], [], good, MetPairs(list(SW)), SW, 0, candidates=rerun_order(cands, 3, 2))
+    for ph in plan[:3]:  # the two worst in each of the first three phases, each in every one of them
+        assert {("a1", "a2"), ("a3", "a4")} <= set(ph), plan
+    for link in cands[4:]:  # the last, cross-leaf (never a phase's filler pair), after the first three
+        at = [k for k, ph in enumerate(plan) if link in ph]
+        assert len(at) >= 3 and at[0] >= 3, plan  # (more: as the other's control)
 
 
 def test_candidate_links_take_what_the_suspects_leave_and_run_in_phases_of_their_own() -> None:
