@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from netbench.reports.engine import analyze
 
 from netbench.cli import cli
-from netbench.confirm import intermittent_phases
+from netbench.confirm import CANDIDATE_RUNS, intermittent_phases
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
@@ -172,9 +172,9 @@ def test_a_link_at_0_7_under_heavy_tailed_noise_is_found_by_re_running_the_worst
     """256 nodes, Student-t noise (3 degrees of freedom, 5 %), node0033-node0040 at 0.7 within their
     leaf: one sample a pair, and about a dozen healthy pairs sit as low, so no bar flags the link (it
     was missed in every such fabric, issue 25). The re-test re-runs the fleet's worst unflagged pairs
-    twice: the link is slow both times and becomes the finding; the healthy candidates, fast again,
-    become nothing. Were this seed's draws to flag the link, take another: this test is about a link
-    short of the bars."""
+    three times or more: the link is slow in all of them and becomes the finding; the healthy
+    candidates, fast again, become nothing. Were this seed's draws to flag the link, take another:
+    this test is about a link short of the bars."""
     spec = FabricSpec(nodes=256, leaves=16, oversubscription=2.0, physics="bottleneck")
     opts = SimOptions(spec, (Fault.parse("link:node0033,node0040=0.7"),), seed=2, pair_sizes=(1 << 30,),
                       out=str(tmp_path / "link"), noise=0.05, noise_shape="t3", pair_schedule="auto")
@@ -183,7 +183,7 @@ def test_a_link_at_0_7_under_heavy_tailed_noise_is_found_by_re_running_the_worst
     said: list[str] = []
     done, _ = confirm_on_fabric(opts, res, 60.0, echo=said.append)
     rt = done.retests["node0033|node0040"]
-    assert rt.candidate and rt.verdict == "confirmed" and len(rt.ratios) == 2, rt
+    assert rt.candidate and rt.verdict == "confirmed" and len(rt.ratios) >= CANDIDATE_RUNS, rt
     assert all(r <= 0.8 for r in rt.ratios.values())
     cleared = [k for k, r in done.retests.items() if r.candidate and r.verdict != "confirmed"]
     assert len(cleared) >= 32  # the others re-run: one line for all of them, none a finding
