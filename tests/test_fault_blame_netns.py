@@ -117,7 +117,13 @@ def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path:
     assert run["status"] == "completed"
     assert run["down_hosts"] == [VICTIM], log[-4000:]
     assert {f["host"] for f in run["faults"]} == {VICTIM}
-    assert drained(out) == [VICTIM], log[-4000:]
+    # the victim's death is put on no other host. A host beside it may still be drained for what it
+    # measured itself: under the CI's load (2 cores, 3 xdist workers, cgroups or not) a host was
+    # slow in the sweep and then in 7 of 13 re-test pairs against a known-good partner (2026-12-04,
+    # twice); that host is slow there, confirmed by its own re-test, not blamed for the victim
+    retests = (run.get("retests") or {}).get("results") or {}
+    measured = {h for h, rt in retests.items() if (rt["kind"], rt["verdict"]) == ("node", "confirmed")}
+    assert VICTIM in drained(out) and set(drained(out)) - {VICTIM} <= measured, log[-4000:]
     rs = [r for r in rows(out) if r["pattern"] == "pair"]
     pairs = {frozenset(r["hosts"]) for r in rs}
     assert len(pairs) == 15  # every pair has rows, run or not
@@ -127,8 +133,10 @@ def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path:
     healthy = {p for p in pairs if VICTIM not in p}
     assert healthy <= {frozenset(r["hosts"]) for r in rs if r["status"] == "ok"}
     findings = json.loads((out / "findings.json").read_text())["findings"]
-    blamed = {h for f in findings if f["severity"] in ("warn", "fail") for h in f.get("hosts") or []}
-    assert blamed <= {VICTIM}, [f for f in findings if f["severity"] in ("warn", "fail")]
+    serious = [f for f in findings if f["severity"] in ("warn", "fail")]
+    for f in serious:  # another host only as a node its own re-test confirmed slow, never for a fault
+        others = set(f.get("hosts") or []) - {VICTIM}
+        assert not others or (f["rule"] == "slow_node" and others <= measured), serious
     # no "check link" for a pair that never ran, and no failed row shown "at 0"
     assert not [f for f in findings if f["rule"] in ("error", "timeout") and VICTIM in f["subject"]], findings
     assert " at 0)" not in log
