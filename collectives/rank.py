@@ -252,7 +252,7 @@ def _gather(
     us slower (2 MiB 2.50 -> 2.81-2.86 us, 16 MiB 9.48 -> 9.75-9.86, for the rest of the process),
     while the same points gathered by the group's all-reduce, its barrier or nccl4py's own
     all-gather stayed at 2.46-2.48 and 9.39-9.45 (benchmarks/gpu/graph_probe.py --rank-like gather
-    --gather-how; benchmarks/README.md "Graphs made with CUDA's own API"). x + 0.0 is exact, so the
+    --gather-how; benchmarks/README.md "The per-point gather"). x + 0.0 is exact, so the
     sum hands every figure over unchanged; it moves about twice the bytes, untimed and small."""
     st: IterStamps | None = point.stamps
     head = [point.time_us, float(point.wrong or 0), clock.offset_us, clock.err_us,

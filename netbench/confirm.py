@@ -8,9 +8,10 @@ paired with or what its re-test says:
   info band), not re-tested yet; a node shared by several slow links, or at one end of a link its
   re-run confirmed, is a suspect node (``slow_partners``): a node slow now and then shows as slow
   links that share it, and only a re-test against known-good partners says which end it is;
-- ``candidate_links``: beside them, the fleet's worst pairs that no bar flagged, one per node, re-run
-  twice or as often as ``candidate_runs`` says: under heavy-tailed noise one sample cannot tell a slow
-  link from the healthy pairs noise puts as low;
+- ``candidate_links``: beside them, the fleet's worst pairs that no bar flagged (every practically slow
+  one, up to 4 a node), re-run three times or as often as ``candidate_runs`` says and kept when slow
+  in all but one: under heavy-tailed noise one sample cannot tell a slow link from the healthy pairs
+  noise puts as low;
 - ``plan_escalation``: perfect matchings, each suspect node with a known-good partner of the hop
   class it was slow in, each suspect link re-run with a control of its own hop class beside it, the
   other good nodes paired among themselves as the phase's controls;
@@ -468,8 +469,8 @@ def judge(
     (slow_node_factor for nodes, slow_pair_factor for links) and log(ratio) at most -mad_k times the
     pair model's noise sigma (log space). A pair's rows of one round are one draw (their median).
     A suspect node is confirmed when slow in most of its
-    re-test pairs; a link when slow in each of its re-runs (one a round; a candidate link is re-run
-    ``candidate_runs`` times). Otherwise a node is confirmed as intermittent
+    re-test pairs; a link when slow in each of its re-runs (one a round; a candidate link, re-run
+    ``candidate_runs`` times, in all but one of three or more). Otherwise a node is confirmed as intermittent
     when its slow partners (these, those of its earlier pairs slow against the earlier references
     but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
     slow links, suspects themselves perhaps) out of the rounds it was measured in pass the count
