@@ -20,9 +20,10 @@ node-0.9, node-0.85 and link-0.7 plant the subtle faults of issue 25; link-0.7 b
 of one leaf: across a 2:1 uplink a pair gets at most half a NIC, so a link at 0.7 of one slows no
 measurement there (at 256 nodes every randomly placed one was unobservable).
 
-``--mixed`` (96 nodes and up; how 4,096 nodes fit a session of the GPU host): each fabric carries one
+``--mixed`` (144 nodes and up; how 4,096 nodes fit a session of the GPU host): each fabric carries one
 fault of every class at once, each on leaves no other fault touches (a capped node, a slow node, a
-slow link between two leaves, a slow uplink, an intermittent node), scored per class the same way;
+slow link between two leaves, a slow uplink, an intermittent node, nodes at 0.9 and 0.85, a link at
+0.7 between two nodes of one leaf), scored per class the same way;
 a fabric's false positives are charged to every class. A harder test than one fault at a time: each
 fault's pairs meet the others' in the sweep, and the re-test partners come from the same fleet.
 
@@ -90,17 +91,21 @@ def plant(cls: str, fab: Fabric, rng: np.random.Generator) -> tuple[str, ...]:
 def plant_mixed(fab: Fabric, rng: np.random.Generator) -> list[tuple[str, str]]:
     """One fault of every class (``--mixed``), each on leaves no other fault touches: (class, fault)."""
     leaves = sorted(set(fab.leaf.values()))
-    if len(leaves) < 6:
-        raise SystemExit("--mixed needs 6 leaves at least (96 nodes): each fault on leaves of its own")
+    if len(leaves) < 9:
+        raise SystemExit("--mixed needs 9 leaves at least (144 nodes): each fault on leaves of its own")
     on = {leaf: [h for h in fab.hosts if fab.leaf[h] == leaf] for leaf in leaves}
-    picked = [leaves[int(i)] for i in rng.permutation(len(leaves))[:6]]
+    picked = [leaves[int(i)] for i in rng.permutation(len(leaves))[:9]]
     pick = lambda k: on[picked[k]][int(rng.integers(len(on[picked[k]])))]  # noqa: E731
+    a, b = rng.choice(len(on[picked[8]]), size=2, replace=False)  # link-0.7: two nodes of one leaf
     return [
         ("capped-hidden", f"node:{pick(0)}=0.8"),
         ("slow-node", f"node:{pick(1)}=0.6"),
         ("slow-link", f"link:{pick(2)},{pick(3)}=0.5"),
         ("slow-uplink", f"uplink:{picked[4]}=0.5"),
         ("intermittent", f"intermittent:{pick(5)}=0.5@0.3"),
+        ("node-0.9", f"node:{pick(6)}=0.9"),
+        ("node-0.85", f"node:{pick(7)}=0.85"),
+        ("link-0.7", f"link:{on[picked[8]][a]},{on[picked[8]][b]}=0.7"),
     ]
 
 
@@ -228,7 +233,7 @@ def main() -> None:
     ap.add_argument("--tmp", help="folders the run directories go to while scored, comma-separated, "
                     "taken in turn (--mixed; 7.4 GB each at 4,096 nodes)")
     ap.add_argument("--mixed", action="store_true",
-                    help="each fabric with one fault of every class on leaves of its own (>= 96 nodes)")
+                    help="each fabric with one fault of every class on leaves of its own (>= 144 nodes)")
     args = ap.parse_args()
     unknown = set(args.classes.split(",")) - set(CLASSES)
     if unknown:

@@ -120,6 +120,11 @@ class PhaseGate:
     started: list[tuple[str, float]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     ended: float | None = None
+    near_from: int | None = None
+    """The first phase that re-runs near candidates only (``Candidates.near``): from it on a phase
+    starts only while ``CANDIDATE_NEAR_BUDGET`` of what the budget had left then is not spent, so
+    that a later launch (the ends of a link confirmed slow) still fits."""
+    keep_s: float = 0.0
 
     def durations(self) -> list[float]:
         """Start-to-start times of the phases that ran; the last one up to ``ended`` when set."""
@@ -132,7 +137,9 @@ class PhaseGate:
         return max(measured) if measured else self.prior_s
 
     def __call__(self, phase: Any) -> bool:
-        if self.skipped or not self.budget.fits(self.estimate()):
+        if len(self.started) == self.near_from and not self.skipped:
+            self.keep_s = (1 - CANDIDATE_NEAR_BUDGET) * self.budget.left()
+        if self.skipped or not self.budget.fits(self.estimate() + self.keep_s):
             self.skipped.append(phase.name)
             return False
         self.started.append((phase.name, self.budget.clock()))
@@ -178,6 +185,16 @@ class Candidates:
 
     links: list[Pair]
     runs: int  # each candidate's re-runs (``candidate_runs``); 0 with none
+    near: list[Pair] = field(default_factory=list)
+    """Pairs that read near slow but not slow in their one sample (``LinkTests.near_unflagged``),
+    worst first: re-run ``near_runs`` times where the budget leaves room, kept when slow in each."""
+    near_runs: int = 0
+
+    def spares(self) -> dict[Pair, int]:
+        """Each candidate with the re-runs ``judge`` lets it read not slow: one sample of its may be
+        noise, the sweep's included. The worst were slow in the sweep, so one re-run may not be; the
+        near ones were not, so every re-run must be."""
+        return {p: 1 for p in self.links} | {p: 0 for p in self.near}
 
 
 def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
@@ -195,21 +212,30 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
     slow = {v.host for v in nodes.slow}
     limit = max(CANDIDATE_LINKS, CANDIDATE_PER_NODE * len(m.hosts))
     tests = link_tests(m, ctx.policy.thresholds)
-    out: list[Pair] = []
-    for i, j in tests.worst_unflagged(4 * limit):
-        a, b = sorted((m.hosts[i], m.hosts[j]))
-        if (
-            {a, b} & (taken | slow)
-            or f"{a}|{b}" in done
-            or nodes.uplink_of(a, b) is not None
-            or nodes.intermittent(a)
-            or nodes.intermittent(b)
-        ):
-            continue
-        out.append((a, b))
-        if len(out) == limit:
-            break
-    return Candidates(out, candidate_runs(len(out), tests.slow_share()))
+
+    def usable(found: list[tuple[int, int]], room: int) -> list[Pair]:
+        out: list[Pair] = []
+        for i, j in found:
+            a, b = sorted((m.hosts[i], m.hosts[j]))
+            if (
+                {a, b} & (taken | slow)
+                or f"{a}|{b}" in done
+                or nodes.uplink_of(a, b) is not None
+                or nodes.intermittent(a)
+                or nodes.intermittent(b)
+            ):
+                continue
+            out.append((a, b))
+            if len(out) == room:
+                break
+        return out
+
+    worst = usable(tests.worst_unflagged(4 * limit), limit)
+    share = tests.slow_share()
+    room = limit - len(worst)
+    near = usable(tests.near_unflagged(m, CANDIDATE_NEAR, 4 * room), room) if room else []
+    return Candidates(worst, candidate_runs(len(worst), share), near,
+                      candidate_runs(len(near), share, spare=0) if near else 0)
 
 
 def rerun_order(candidates: list[Pair], runs: int, per_phase: int) -> list[Pair]:
@@ -223,17 +249,19 @@ def rerun_order(candidates: list[Pair], runs: int, per_phase: int) -> list[Pair]
     return out
 
 
-def candidate_runs(n: int, share: float) -> int:
-    """Re-runs for each of ``n`` candidate links, confirmed when slow in all but one (``judge``): the
-    fewest, from ``CANDIDATE_RUNS``, at which the candidates a healthy pair slow in ``share`` of its
-    samples (the fleet's own, ``LinkTests.slow_share``) would confirm by chance stay within
-    ``CANDIDATE_FALSE`` a fabric, at most ``CANDIDATE_RUNS_MAX``. Under 1% congestion bursts at
-    1,024 nodes (share ~0.6%, ~3,200 candidates) three re-runs confirm a healthy pair in a third of
-    the fabrics, four in ~0.3%; under Student-t noise (0.16%, ~840) three are enough."""
+def candidate_runs(n: int, share: float, spare: int = 1) -> int:
+    """Re-runs for each of ``n`` candidate links, confirmed when slow in all but ``spare`` of them
+    (``judge``): the fewest, from ``CANDIDATE_RUNS`` (``CANDIDATE_NEAR_RUNS`` with no spare), at
+    which the candidates a healthy pair slow in ``share`` of its samples (the fleet's own,
+    ``LinkTests.slow_share``) would confirm by chance stay within ``CANDIDATE_FALSE`` a fabric, at
+    most ``CANDIDATE_RUNS_MAX``. Under 1% congestion bursts at 1,024 nodes (share ~0.6%, ~3,200
+    candidates) three re-runs confirm a healthy pair in a third of the fabrics, four in ~0.3%;
+    under Student-t noise (0.16%, ~840) three are enough."""
+    least = CANDIDATE_RUNS if spare else CANDIDATE_NEAR_RUNS
     if share <= 0.0 or share >= 1.0:
-        return CANDIDATE_RUNS if share <= 0.0 else CANDIDATE_RUNS_MAX
-    runs = CANDIDATE_RUNS
-    while runs < CANDIDATE_RUNS_MAX and n * binomial_sf(runs - 1, runs, share) > CANDIDATE_FALSE:
+        return least if share <= 0.0 else CANDIDATE_RUNS_MAX
+    runs = least
+    while runs < CANDIDATE_RUNS_MAX and n * binomial_sf(runs - spare, runs, share) > CANDIDATE_FALSE:
         runs += 1
     return runs
 
@@ -456,7 +484,7 @@ def judge(
     n_tests: int = 1,
     excused: Callable[[str, str], bool] | None = None,
     known: Mapping[str, tuple[float, float]] | None = None,
-    candidates: list[Pair] | None = None,
+    candidates: Mapping[Pair, int] | None = None,
 ) -> dict[str, Retest]:
     """Verdicts from one escalation's rows (pair rows whose round is in ``rounds``) at the largest size.
 
@@ -470,7 +498,8 @@ def judge(
     pair model's noise sigma (log space). A pair's rows of one round are one draw (their median).
     A suspect node is confirmed when slow in most of its
     re-test pairs; a link when slow in each of its re-runs (one a round; a candidate link, re-run
-    ``candidate_runs`` times, in all but one of three or more). Otherwise a node is confirmed as intermittent
+    ``candidate_runs`` times, in all but its spare, ``candidates``' count, of three or more).
+    Otherwise a node is confirmed as intermittent
     when its slow partners (these, those of its earlier pairs slow against the earlier references
     but for pairs ``excused`` puts on something else, and ``prior``'s: the partners of its earlier
     slow links, suspects themselves perhaps) out of the rounds it was measured in pass the count
@@ -490,6 +519,7 @@ def judge(
 
     bad = set(suspects)
     link_keys = {frozenset(p) for p in links}
+    spares = {"|".join(sorted(p)): k for p, k in (candidates or {}).items()}
     out = {s: Retest(s, "node") for s in suspects} | {
         "|".join(sorted(p)): Retest("|".join(sorted(p)), "link", candidate=p in (candidates or []))
         for p in [*links, *(candidates or [])]
@@ -632,10 +662,11 @@ def judge(
         out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason, interval=interval)
     for key, by_round in link_ratios.items():
         # one draw a re-run (its rows of one round: the median); slow only when slow in every re-run,
-        # a candidate re-run three times or more in all but one (heavy-tailed noise reads a link at
-        # 0.7 above 0.8 in a few % of runs; ``candidate_runs`` sizes the runs for that allowance)
+        # a candidate slow in the sweep and re-run three times or more in all but one (heavy-tailed
+        # noise reads a link at 0.7 above 0.8 in a few % of runs; ``candidate_runs`` sizes the runs
+        # for that allowance), a near one in every re-run (its sweep sample was the one not slow)
         runs = [statistics.median(by_round[r]) for r in sorted(by_round)]
-        spare = 1 if out[key].candidate and len(runs) >= CANDIDATE_RUNS else 0
+        spare = spares.get(key, 0) if len(runs) >= CANDIDATE_RUNS else 0
         slow_runs = sum(slow(v, thresholds.slow_pair_factor) for v in runs)
         verdict = "confirmed" if slow_runs >= len(runs) - spare else "cleared"
         out[key] = replace(
@@ -854,7 +885,20 @@ of the time, where "slow in both of two" missed one link in four at 1,024 nodes:
 then 0.80x). ``candidate_runs`` adds more where the fleet is noisier."""
 CANDIDATE_RUNS_MAX = 5
 CANDIDATE_FALSE = 0.01
-"""Healthy pairs a fabric's candidates may confirm by chance, in expectation (``candidate_runs``)."""
+"""Healthy pairs a fabric's candidates may confirm by chance, in expectation (``candidate_runs``),
+the worst and the near ones each."""
+CANDIDATE_NEAR = 0.9
+CANDIDATE_NEAR_RUNS = 2
+"""Pairs that read at 0.9 of their prediction or below, not practically slow, fill the candidates
+the worst left (``Candidates.near``), re-run this often at least, after the worst and while the
+budget lasts, and kept when slow every time. At
+256 nodes under Student-t noise one link at 0.7 in thirty read 0.84 in its one sample, ranked 118th
+of 32,640 pairs, and was never a candidate. A healthy pair is slow in both of two re-runs with p ~
+3e-6 (t3) to 4e-5 (congestion bursts); the link at 0.7 in about 92%."""
+CANDIDATE_NEAR_BUDGET = 0.5
+"""The share of what the budget has left after the suspects and the worst candidates that the near
+ones may take (``PhaseGate.near_from``): the rest stays for a later launch (the ends of a link
+confirmed slow)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""
@@ -910,11 +954,14 @@ class Suspects:
     what its re-test is sized to show (``shift_phases``)."""
     intervals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Each node's 95% interval of that ratio from its finding: pooled with its re-test's (``judge``)."""
-    candidates: list[Pair] = field(default_factory=list)
-    """Links no bar flagged, re-run ``runs`` times as the fleet's worst (``candidate_links``);
+    found: Candidates = field(default_factory=lambda: Candidates([], 0))
+    """Links no bar flagged, re-run as the fleet's worst and as near slow (``candidate_links``);
     their ends are not suspects."""
-    runs: int = CANDIDATE_RUNS
-    """Re-runs of each candidate (``candidate_runs``)."""
+
+    @property
+    def candidates(self) -> list[Pair]:
+        """The fleet's worst links no bar flagged (``Candidates.links``)."""
+        return self.found.links
 
     @classmethod
     def of(
@@ -935,7 +982,8 @@ class Suspects:
             prior[h] = prior.get(h, set()) | {g for lk in candidates if h in lk for g in lk}
             prior[h].discard(h)
         nodes = sorted({*nodes, *now_and_then_too})
-        candidates = [lk for lk in candidates if not set(lk) & set(now_and_then_too)]
+        keep = lambda links: [lk for lk in links if not set(lk) & set(now_and_then_too)]  # noqa: E731
+        found = replace(found, links=keep(candidates), near=keep(found.near))
         now_and_then, measured, intervals = {}, {}, {}
         for f in findings:
             ev = (f.evidence or {}) if f.rule == "slow_node" else {}
@@ -948,7 +996,7 @@ class Suspects:
                 intervals[f.subject] = (float(min(ci)), float(max(ci)))
         decided = frozenset(k for k, rt in retests.items() if rt.kind == "node" and rt.verdict != "not_run")
         return cls(nodes, links, suspect_classes(findings), prior, now_and_then, decided, measured, intervals,
-                   candidates, found.runs)
+                   found)
 
     def slow_share(self, node: str, tested: MetPairs) -> float | None:
         """The share of its rounds a node seemed slow in: its intermittent finding's, else its slow
@@ -964,8 +1012,11 @@ class Suspects:
 
     def said(self) -> str:
         """The suspects for the log: the flagged by name, the candidate links by count."""
-        more = [f"{len(self.candidates)} candidate link(s) (the worst pairs no bar flagged)"]
-        return ", ".join(self.names() + (more if self.candidates else []))
+        worst = f"{len(self.candidates)} candidate link(s) (the worst pairs no bar flagged)"
+        more = [worst] if self.candidates else []
+        if self.found.near:
+            more.append(f"{len(self.found.near)} near-slow pair(s) as the budget allows")
+        return ", ".join(self.names() + more)
 
     @property
     def ends(self) -> list[str]:
@@ -1080,7 +1131,7 @@ def _retest_launch(
     m = ctx.pair_model
     effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
     nodes, links, budget, switches = suspects.nodes, suspects.links, setup.budget, ctx.switches
-    ends, candidates = suspects.ends, suspects.candidates
+    ends, found = suspects.ends, suspects.found
     # a candidate's ends are no suspects: known-good partners and controls where their link is not run
     fine = [h for h in setup.live if h not in nodes and h not in ends and h not in setup.exclude]
     good = sorted(fine, key=lambda h: -effect.get(h, 0.0))
@@ -1091,20 +1142,26 @@ def _retest_launch(
     if m is not None and nodes:  # a subtle node needs more pairs than a capped one to be told apart
         phases = max(phases, *(shift_phases(suspects.measured.get(s, math.exp(effect.get(s, 0.0))), m.sigma,
                                             ctx.policy.thresholds, family=len(nodes)) for s in nodes))
-    reruns = rerun_order(candidates, suspects.runs, max(1, len(good) // 2))
-    plan = [
-        p
-        for p in plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends, reruns)
-        if p
-    ]
+    per_phase = max(1, len(good) // 2)
+
+    def planned(reruns: list[Pair]) -> list[list[Pair]]:
+        made = plan_escalation(nodes, links, good, tested, switches, phases, suspects.classes, ends, reruns)
+        return [p for p in made if p]
+
+    reruns = rerun_order(found.links, found.runs, per_phase)
+    plan = planned(reruns)
+    near_from = len(plan) if found.near else None
+    if found.near:  # after the worst, in phases of their own, as far as ``PhaseGate`` lets them
+        plan = planned(reruns + rerun_order(found.near, found.near_runs, per_phase))
+    spares = found.spares()
     info: dict[str, Any] = {
         "suspects": suspects.names(),
-        "candidate_links": ["|".join(p) for p in candidates],
+        "candidate_links": ["|".join(p) for p in spares],
         "phases_planned": len(plan),
         "phases_run": 0,
         "skipped": None,
     }
-    subjects = set(nodes) | {h for lk in links + candidates for h in lk}
+    subjects = set(nodes) | {h for lk in [*links, *spares] for h in lk}
     if not plan or not any(set(p) & subjects for ph in plan for p in ph):
         info["skipped"] = "no known-good partner to re-test against"
         return {}, info
@@ -1114,7 +1171,7 @@ def _retest_launch(
             f"{max(budget.left(), 0):.0f} s left"
         )
         return {}, info
-    gate = PhaseGate(budget, prior_s=setup.phase_s)
+    gate = PhaseGate(budget, prior_s=setup.phase_s, near_from=near_from)
     setup.echo(
         f"# re-testing {suspects.said()} against known-good partners: up to {len(plan)} "
         f"phase(s), {max(budget.left(), 0):.0f} s left"
@@ -1144,12 +1201,15 @@ def _retest_launch(
 
     retests = judge(
         rows, rounds, nodes + ends, links, switches, thresholds, sigma, suspects.prior, n_tests, excused,
-        known=suspects.intervals, candidates=candidates,
+        known=suspects.intervals, candidates=spares,
     )
-    for a, b in candidates:
+    for (a, b), spare in spares.items():
         rt = retests[f"{a}|{b}"]
-        if rt.verdict == "confirmed" and len(rt.ratios) < suspects.runs:  # the budget cut its runs short
+        runs = found.runs if spare else found.near_runs
+        if rt.verdict == "confirmed" and len(rt.ratios) < runs:  # the budget cut its runs short
             rt = replace(rt, verdict="inconclusive", reason=f"{rt.reason}; re-run {len(rt.ratios)} time only")
+        elif not rt.ratios and gate.skipped:
+            rt = replace(rt, reason="not re-run: the budget ended the re-test first")
         retests[rt.subject] = rt
     quiet = [rt for rt in retests.values() if rt.candidate and rt.verdict != "confirmed"]
     for rt in retests.values():
