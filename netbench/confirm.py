@@ -11,7 +11,8 @@ paired with or what its re-test says:
 - ``candidate_links``: beside them, the fleet's worst pairs that no bar flagged (every practically slow
   one, up to 4 a node), re-run three times or as often as ``candidate_runs`` says and kept when slow
   in all but one: under heavy-tailed noise one sample cannot tell a slow link from the healthy pairs
-  noise puts as low;
+  noise puts as low; then, in half of what the budget leaves, pairs that read near slow (0.9 or
+  below), kept when slow in every re-run;
 - ``plan_escalation``: perfect matchings, each suspect node with a known-good partner of the hop
   class it was slow in, each suspect link re-run with a control of its own hop class beside it, the
   other good nodes paired among themselves as the phase's controls;
