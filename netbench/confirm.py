@@ -234,7 +234,8 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
     worst = usable(tests.worst_unflagged(4 * limit), limit)
     share = tests.slow_share()
     room = limit - len(worst)
-    near = usable(tests.near_unflagged(m, CANDIDATE_NEAR, 4 * room), room) if room else []
+    near_ones = tests.near_unflagged(m, ctx.policy.thresholds, CANDIDATE_NEAR, 4 * room) if room else []
+    near = usable(near_ones, room)
     return Candidates(worst, candidate_runs(len(worst), share), near,
                       candidate_runs(len(near), share, spare=0) if near else 0)
 
@@ -890,7 +891,8 @@ CANDIDATE_FALSE = 0.01
 the worst and the near ones each."""
 CANDIDATE_NEAR = 0.9
 CANDIDATE_NEAR_RUNS = 2
-"""Pairs that read at 0.9 of their prediction or below, not practically slow, fill the candidates
+"""Pairs beyond the noise that read at 0.9 of their prediction or below, not practically slow (the
+half of the slow-link test they miss), fill the candidates
 the worst left (``Candidates.near``), re-run this often at least, after the worst and while the
 budget lasts, and kept when slow every time. At
 256 nodes under Student-t noise one link at 0.7 in thirty read 0.84 in its one sample, ranked 118th

@@ -555,15 +555,21 @@ class LinkTests:
         order = np.argsort(self.p[ii, jj], kind="stable")[:limit]
         return [(int(ii[k]), int(jj[k])) for k in order]
 
-    def near_unflagged(self, m: PairModel, factor: float, limit: int) -> list[tuple[int, int]]:
-        """The ``limit`` pairs that read at ``factor`` of their prediction or below in their one
-        sample but are no test's (not practically slow beyond the noise), most sigmas of their class
-        below first: where a re-test has budget left after the worst, a link at 0.7 that noise lifted
-        to 0.84 (one fabric in thirty under Student-t, 3 degrees of freedom, at 256 nodes) is among
-        them and no healthy pair reads slow in every re-run."""
-        near = np.triu(np.isfinite(m.resid), 1) & np.isnan(self.p) & (m.resid <= np.log(factor))
+    def near_unflagged(self, m: PairModel, t: Thresholds, factor: float, limit: int) -> list[tuple[int, int]]:
+        """The ``limit`` pairs beyond the noise (``mad_k`` sigmas of their class below) that read at
+        ``factor`` of their prediction or below in their one sample but not practically slow (no
+        test's), most sigmas below first: where a re-test has budget left after the worst, a link at
+        0.7 that noise lifted to 0.84, 4.4 sigmas below (one fabric in thirty under Student-t, 3
+        degrees of freedom, at 256 nodes), is among them; a healthy pair is seldom slow in every re-run."""
+        sigma = np.maximum(m.class_sigma(), 1e-12)
+        near = (
+            np.triu(np.isfinite(m.resid), 1)
+            & np.isnan(self.p)
+            & (m.resid <= np.log(factor))
+            & (m.resid <= -t.mad_k * sigma)
+        )
         ii, jj = np.nonzero(near)
-        z = m.resid[ii, jj] / np.maximum(m.class_sigma()[ii, jj], 1e-12)
+        z = m.resid[ii, jj] / sigma[ii, jj]
         order = np.argsort(z, kind="stable")[:limit]
         return [(int(ii[k]), int(jj[k])) for k in order]
 
