@@ -510,7 +510,7 @@ def test_a_link_that_read_near_slow_fills_the_candidates_and_must_be_slow_in_eve
     assert found.near_runs == CANDIDATE_NEAR_RUNS  # normal noise: slow in both of two is plenty
     assert found.spares()[link] == 0 and all(found.spares()[p] == 1 for p in found.links)
     assert "near-slow" in Suspects.of([], set(), {}, ctx).said()
-    within = Policy(thresholds=Thresholds(mad_k=20.0))  # 15 sigmas below: within this noise bar
+    within = Policy(thresholds=Thresholds(mad_k=25.0))  # 20 sigmas below: within this bar
     ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=within)
     assert link not in candidate_links(ctx, set(), set()).near  # low, but not beyond the noise
 
