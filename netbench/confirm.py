@@ -1219,5 +1219,8 @@ def _retest_launch(
         if rt not in quiet:
             setup.echo(f"# re-test {rt.subject}: {rt.verdict} ({rt.reason})")
     if quiet:  # each is in run.json's retests; one line here, as they never were findings
-        setup.echo(f"# re-run {len(quiet)} candidate link(s): not slow in every re-run, not findings")
+        unrun = sum(1 for rt in quiet if not rt.ratios)
+        left = f"; {unrun} not re-run (budget)" if unrun else ""
+        ran = len(quiet) - unrun
+        setup.echo(f"# re-run {ran} candidate link(s): not slow in every re-run, not findings{left}")
     return retests, info
