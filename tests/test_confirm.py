@@ -56,6 +56,19 @@ def judge_of(rows: list[dict], *args: object, **kwargs: object) -> dict[str, Ret
     return judge(PairRows.from_records(rows), *args, **kwargs)  # type: ignore[arg-type]
 
 
+def candidate_verdicts(runs: dict[str, tuple[float, ...]], spare: int) -> dict[str, Retest]:
+    """The verdict on candidate link a1-a2 (its ``spare`` runs allowed not slow) for each named run of
+    busbw draws, one a round, a control pair a3-a4 at 10.0 beside it each round (leaf A)."""
+    out = {}
+    for name, draws in runs.items():
+        rows = []
+        for k, bw in enumerate(draws):
+            rows += [row(("a1", "a2"), 10 + k, bw), row(("a3", "a4"), 10 + k, 10.0)]
+        rounds, spares = range(10, 10 + len(draws)), {("a1", "a2"): spare}
+        out[name] = judge_of(rows, rounds, [], [], SW, Thresholds(), candidates=spares)["a1|a2"]
+    return out
+
+
 def unusable_of(outcome: Outcome, rows: list[dict]) -> set[str]:
     return unusable_hosts(outcome, PairRows.from_records(rows))
 
@@ -456,17 +469,9 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
     assert not set(suspects.ends) & {a, b}  # a candidate's ends are not suspect nodes
 
     # the re-runs: within leaf A, a control pair beside it each round
-    t = Thresholds()
-    link = ("a1", "a2")
     runs = {"slow thrice": (7.0, 7.1, 7.2), "slow in two of three": (7.0, 10.0, 7.1),
             "slow once": (7.0, 10.0, 10.0), "slow in one of two": (7.0, 10.0)}
-    verdicts = {}
-    for name, draws in runs.items():
-        rows = []
-        for k, bw in enumerate(draws):
-            rows += [row(link, 10 + k, bw), row(("a3", "a4"), 10 + k, 10.0)]
-        got = judge_of(rows, range(10, 10 + len(draws)), [], [], SW, t, candidates={link: 1})
-        verdicts[name] = got["a1|a2"]
+    verdicts = candidate_verdicts(runs, spare=1)
     thrice = verdicts["slow thrice"]
     assert thrice.verdict == "confirmed" and thrice.candidate and len(thrice.ratios) == CANDIDATE_RUNS
     assert verdicts["slow in two of three"].verdict == "confirmed"  # all but one: noise may lift one run
@@ -514,16 +519,8 @@ def test_a_link_that_read_near_slow_fills_the_candidates_and_must_be_slow_in_eve
     ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=within)
     assert link not in candidate_links(ctx, set(), set()).near  # low, but not beyond the noise
 
-    t = Thresholds()
-    pair = ("a1", "a2")
     runs = {"slow twice": (7.0, 7.1), "slow in two of three": (7.0, 10.0, 7.1)}
-    verdicts = {}
-    for name, draws in runs.items():
-        rows = []
-        for k, bw in enumerate(draws):
-            rows += [row(pair, 10 + k, bw), row(("a3", "a4"), 10 + k, 10.0)]
-        got = judge_of(rows, range(10, 10 + len(draws)), [], [], SW, t, candidates={pair: 0})
-        verdicts[name] = got["a1|a2"]
+    verdicts = candidate_verdicts(runs, spare=0)
     assert verdicts["slow twice"].verdict == "confirmed" and verdicts["slow twice"].candidate
     assert verdicts["slow in two of three"].verdict == "cleared"  # no spare left: every run
 
