@@ -63,6 +63,7 @@ from netbench.reports.analyses import (
     intermittent_p_value,
     link_tests,
     noise_tail,
+    rerun_share,
 )
 from netbench.reports.stats import binomial_sf, poisson_binomial_sf, pooled_interval
 
@@ -232,7 +233,7 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
         return out
 
     worst = usable(tests.worst_unflagged(4 * limit), limit)
-    share = tests.slow_share()
+    share = max(tests.slow_share(), rerun_share(m, ctx.policy.thresholds))
     room = limit - len(worst)
     near_ones = tests.near_unflagged(m, ctx.policy.thresholds, CANDIDATE_NEAR, 4 * room) if room else []
     near = usable(near_ones, room)
@@ -255,10 +256,10 @@ def candidate_runs(n: int, share: float, spare: int = 1) -> int:
     """Re-runs for each of ``n`` candidate links, confirmed when slow in all but ``spare`` of them
     (``judge``): the fewest, from ``CANDIDATE_RUNS`` (``CANDIDATE_NEAR_RUNS`` with no spare), at
     which the candidates a healthy pair slow in ``share`` of its samples (the fleet's own,
-    ``LinkTests.slow_share``) would confirm by chance stay within ``CANDIDATE_FALSE`` a fabric, at
-    most ``CANDIDATE_RUNS_MAX``. Under 1% congestion bursts at 1,024 nodes (share ~0.6%, ~3,200
-    candidates) three re-runs confirm a healthy pair in a third of the fabrics, four in ~0.3%;
-    under Student-t noise (0.16%, ~840) three are enough."""
+    ``LinkTests.slow_share``, or as a re-run against its control reads slow, ``rerun_share``, the
+    larger) would confirm by chance stay within ``CANDIDATE_FALSE`` a fabric, at most
+    ``CANDIDATE_RUNS_MAX``. Under 1% congestion bursts at 1,024 nodes (share ~0.7%, ~3,200
+    candidates) five re-runs; under Student-t noise (0.55%, ~840) four; at 256 nodes (~55) four."""
     least = CANDIDATE_RUNS if spare else CANDIDATE_NEAR_RUNS
     if share <= 0.0 or share >= 1.0:
         return least if share <= 0.0 else CANDIDATE_RUNS_MAX
@@ -886,9 +887,10 @@ three runs with p ~ 3e-6 to 1e-4; the link at 0.7 in 96% of runs under t3, so in
 of the time, where "slow in both of two" missed one link in four at 1,024 nodes: re-run at 0.74x,
 then 0.80x). ``candidate_runs`` adds more where the fleet is noisier."""
 CANDIDATE_RUNS_MAX = 5
-CANDIDATE_FALSE = 0.01
+CANDIDATE_FALSE = 0.002
 """Healthy pairs a fabric's candidates may confirm by chance, in expectation (``candidate_runs``),
-the worst and the near ones each."""
+the worst and the near ones each. At 0.01 one fabric in a hundred carries a false link: 256-node
+fabrics under Student-t noise gave one in about eighty (a pair re-run at 0.97x, 0.79x, 0.80x)."""
 CANDIDATE_NEAR = 0.9
 CANDIDATE_NEAR_RUNS = 2
 """Pairs beyond the noise that read at 0.9 of their prediction or below, not practically slow (the

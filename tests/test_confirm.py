@@ -5,6 +5,7 @@ class), and that every re-test reaches the findings, the summary and a rebuilt r
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -549,13 +550,30 @@ def test_candidates_are_re_run_as_often_as_the_fleets_own_slow_share_needs() -> 
     confirm a healthy pair by chance at most CANDIDATE_FALSE times, from the share of the fleet's
     one-sample pairs as slow as a link (1% congestion bursts at 1,024 nodes: ~0.6%)."""
     assert candidate_runs(1024, 0.0) == CANDIDATE_RUNS == 3
-    assert candidate_runs(840, 0.0016) == 3  # Student-t at 1,024 nodes: 840 x 7.7e-6 = 0.006
-    assert candidate_runs(3200, 0.006) == 4  # congestion: 3,200 x 1.1e-4 = 0.34 at three; 0.003 at four
+    assert candidate_runs(840, 0.0016) == 4  # 840 x 7.7e-6 = 0.006 at three; 840 x 1.6e-8 at four
+    assert candidate_runs(3200, 0.006) == 5  # congestion: 0.34 at three; 3,200 x 8.6e-7 = 0.003 at four
     assert candidate_runs(1024, 0.3) == CANDIDATE_RUNS_MAX  # a fleet this noisy: the cap, no more
     for n, share in ((256, 0.002), (1024, 0.0058), (4096, 0.01)):
         runs = candidate_runs(n, share)
         chance = [n * binomial_sf(r - 1, r, share) for r in (runs - 1, runs)]  # slow in all but one
         assert chance[1] <= CANDIDATE_FALSE and (runs == CANDIDATE_RUNS or chance[0] > CANDIDATE_FALSE)
+
+
+def test_a_re_run_against_its_control_carries_two_samples_noise() -> None:
+    """A candidate's re-run is judged against a control pair measured beside it, so a healthy pair
+    reads slow there about as often as the difference of two of the fleet's residuals: more often
+    than in its one sweep sample, by what normal noise of sigma*sqrt(2) says."""
+    from statistics import NormalDist
+
+    from netbench.reports.analyses import link_tests, rerun_share
+
+    fleet = make_fleet(64, 4, noise=0.08, seed=1)
+    ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run)
+    m, t = ctx.pair_model, ctx.policy.thresholds
+    bar = min(math.log(t.slow_pair_factor), -t.mad_k * m.sigma)
+    expected = NormalDist(0, math.sqrt(2) * m.sigma).cdf(bar)
+    share = rerun_share(m, t)
+    assert share > link_tests(m, t).slow_share() and expected / 2 < share < 2 * expected, (share, expected)
 
 
 def test_the_worst_candidates_are_re_run_in_full_before_the_next_are_started() -> None:
