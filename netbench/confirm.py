@@ -241,6 +241,22 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
                       candidate_runs(len(near), share, spare=0) if near else 0)
 
 
+def held_back(ctx: Any, taken: set[str], retests: Mapping[str, Retest]) -> Candidates:
+    """The fleet's worst links (``candidate_links``) a first launch held back because an end was a
+    suspect node, now that the node's re-test did not confirm it (cleared or inconclusive), with the
+    re-runs the whole worst set gets: a link at 0.7 whose end was also at the end of another of the
+    fleet's worst pairs by chance looked like a node slow now and then (``shared_ends``), its node
+    re-test was inconclusive, and the link was never re-run (a 256-node fabric with a fault of every
+    class, Student-t noise with 4 degrees of freedom)."""
+    unconfirmed = {rt.subject for rt in retests.values()
+                   if rt.kind == "node" and rt.verdict in ("cleared", "inconclusive")}
+    if not unconfirmed:
+        return Candidates([], 0)
+    found = candidate_links(ctx, taken, set(retests))
+    links = [lk for lk in found.links if set(lk) & unconfirmed]
+    return Candidates(links, found.runs if links else 0)
+
+
 def rerun_order(candidates: list[Pair], runs: int, per_phase: int) -> list[Pair]:
     """The candidates' re-runs in the order ``plan_escalation`` fills phases: a phase's worth
     (``per_phase`` pairs) of the worst, each ``runs`` times, then the next: a budget that ends the
@@ -972,16 +988,21 @@ class Suspects:
     def of(
         cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest], ctx: Any = None
     ) -> Suspects:
-        """What to re-test after the analysis ``ctx``: with it and no re-test yet, candidate links too."""
+        """What to re-test after the analysis ``ctx``: with it and no re-test yet, candidate links too;
+        after a launch, the candidates held back while an end was a suspect node (``held_back``)."""
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
         taken = exclude | set(nodes) | {h for lk in links for h in lk}
         taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
-        # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made
+        # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made,
+        # and for the worst held back while one of their ends was a suspect node
         found = Candidates([], 0)
         if ctx is not None and not retests:
             found = candidate_links(ctx, taken, set(retests))
+        elif ctx is not None:
+            found = held_back(ctx, taken, retests)
         candidates = found.links
-        now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if candidates else []
+        first = candidates and not retests  # a node at the ends of many: once, from the fleet's worst
+        now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if first else []
         prior = slow_partners(findings, retests)
         for h in now_and_then_too:  # its worst pairs are its evidence, as a flagged node's slow links
             prior[h] = prior.get(h, set()) | {g for lk in candidates if h in lk for g in lk}

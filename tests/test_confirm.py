@@ -499,6 +499,28 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
 
 
 
+def test_a_candidate_held_back_for_its_suspect_end_is_re_run_once_the_node_is_not_confirmed() -> None:
+    """A link at 0.7 whose end was also a suspect node (at the ends of two of the fleet's worst pairs)
+    is not re-run beside its node's re-test; when that re-test does not confirm the node, the next
+    launch re-runs the link as a candidate. A confirmed node keeps its links: they are its fault."""
+    from netbench.reports.policy import Policy
+
+    hosts = host_names(24)
+    a, b = hosts[2], hosts[5]
+    fleet = make_fleet(24, 2, slow_links={(a, b): 0.68}, noise=0.05, seed=3)
+    deaf = Policy(thresholds=Thresholds(fwer=1e-30, fdr=1e-30))
+    ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf)
+    link = tuple(sorted((a, b)))
+    cases = (("inconclusive", True), ("cleared", True), ("confirmed", False), ("not_run", False))
+    for verdict, again in cases:
+        later = Suspects.of([], set(), {a: Retest(a, "node", verdict)}, ctx)
+        assert (link in later.candidates) is again, verdict
+        assert not later.found.near and a not in later.nodes  # no near tier, no shared ends again
+    key = "|".join(link)
+    done = {a: Retest(a, "node", "cleared"), key: Retest(key, "link", "confirmed")}
+    assert link not in Suspects.of([], set(), done, ctx).candidates  # re-run already: not again
+
+
 def test_a_link_that_read_near_slow_fills_the_candidates_and_must_be_slow_in_every_re_run() -> None:
     """A link at 0.7 that noise lifted to ~0.85 in its one sample is not practically slow, so not
     among the worst; it is a near candidate, re-run where the budget leaves room and kept only when
