@@ -243,13 +243,21 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
 
 def held_back(ctx: Any, taken: set[str], retests: Mapping[str, Retest]) -> Candidates:
     """The fleet's worst links (``candidate_links``) a first launch held back because an end was a
-    suspect node, now that the node's re-test did not confirm it (cleared or inconclusive), with the
-    re-runs the whole worst set gets: a link at 0.7 whose end was also at the end of another of the
-    fleet's worst pairs by chance looked like a node slow now and then (``shared_ends``), its node
-    re-test was inconclusive, and the link was never re-run (a 256-node fabric with a fault of every
-    class, Student-t noise with 4 degrees of freedom)."""
-    unconfirmed = {rt.subject for rt in retests.values()
-                   if rt.kind == "node" and rt.verdict in ("cleared", "inconclusive")}
+    suspect node, now that the node's re-test cleared it or found it slow with no more pairs than
+    the noise gives (``HELD_BACK_ALPHA``), with the re-runs the whole worst set gets: a link at 0.7
+    whose end was also at the end of another of the fleet's worst pairs by chance looked like a node
+    slow now and then (``shared_ends``), its re-test was slow with 1 of 24 pairs, inconclusive, and
+    the link was never re-run (a 256-node fabric with a fault of every class, Student-t noise with 4
+    degrees of freedom). A node slow now and then (3 of 24) keeps its links: they are its slow rounds."""
+    t = ctx.policy.thresholds
+    share = rerun_share(ctx.pair_model, t, t.slow_node_factor)
+    unconfirmed = {
+        rt.subject
+        for rt in retests.values()
+        if rt.kind == "node"
+        and (rt.verdict == "cleared" or rt.verdict == "inconclusive" and rt.slow_runs is not None
+             and binomial_sf(rt.slow_runs[0], rt.slow_runs[1], share) > HELD_BACK_ALPHA)
+    }
     if not unconfirmed:
         return Candidates([], 0)
     found = candidate_links(ctx, taken, set(retests))
@@ -678,7 +686,8 @@ def judge(
             )
         else:
             verdict, reason = "inconclusive", tally
-        out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason, interval=interval)
+        out[s] = replace(out[s], verdict=verdict, ratios=per, reason=reason, interval=interval,
+                         slow_runs=(slow_runs, len(runs)))
     for key, by_round in link_ratios.items():
         # one draw a re-run (its rows of one round: the median); slow only when slow in every re-run,
         # a candidate slow in the sweep and re-run three times or more in all but one (heavy-tailed
@@ -920,6 +929,10 @@ CANDIDATE_NEAR_BUDGET = 0.5
 """The share of what the budget has left after the suspects and the worst candidates that the near
 ones may take (``PhaseGate.near_from``): the rest stays for a later launch (the ends of a link
 confirmed slow)."""
+HELD_BACK_ALPHA = 0.05
+"""A node re-tested inconclusive whose slow pairs are at least this likely from the noise alone (at
+the fleet's share of residual differences that slow, ``rerun_share``) gives back the candidate links
+held back for it (``held_back``)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""

@@ -139,6 +139,15 @@ class NodeVerdicts:
 RETEST_VERDICTS = ("confirmed", "cleared", "inconclusive", "not_run")
 
 
+def _runs_ok(value: Any) -> bool:
+    """None, or two counts, the first at most the second (run.json is untrusted)."""
+    if value is None:
+        return True
+    return (isinstance(value, list | tuple) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9 for v in value)
+            and value[0] <= value[1])
+
+
 def _interval_ok(value: Any) -> bool:
     """None, or two finite ratios, low before high (run.json is untrusted)."""
     if value is None:
@@ -164,6 +173,9 @@ class Retest:
     candidate: bool = False
     """A link re-run as one of the fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``):
     confirmed, it is a finding; cleared, it never was one (the log and run.json keep its re-run)."""
+    slow_runs: tuple[int, int] | None = None
+    """A node's re-test pairs slow beyond the noise, and those measured: whether "a few" slow ones
+    are more than the noise gives (``netbench.confirm.held_back``)."""
 
 
 @dataclass(frozen=True)
@@ -205,14 +217,17 @@ class RetestEvidence:
                 and all(isinstance(v, int | float) for v in rt.get("ratios", {}).values())
                 and _interval_ok(rt.get("interval"))
                 and isinstance(rt.get("candidate", False), bool)
+                and _runs_ok(rt.get("slow_runs"))
             )
             if not ok:
                 raise ValueError(f"re-test {str(key)[:80]!r} is not a re-test record")
             ratios = {str(k): float(v) for k, v in rt.get("ratios", {}).items()}
             interval = rt.get("interval")
+            runs = rt.get("slow_runs")
             results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"],
                                        None if interval is None else (float(interval[0]), float(interval[1])),
-                                       rt.get("candidate", False))
+                                       rt.get("candidate", False),
+                                       None if runs is None else (runs[0], runs[1]))
         start = data.get("from_round")
         if start is not None and (isinstance(start, bool) or not isinstance(start, int)):
             raise ValueError(f"from_round {str(start)[:40]!r} is not a round number")
@@ -585,7 +600,7 @@ class LinkTests:
         return max(k, m.noise.tail(klass).bar(alpha / step))
 
 
-def rerun_share(m: PairModel, t: Thresholds) -> float:
+def rerun_share(m: PairModel, t: Thresholds, factor: float | None = None) -> float:
     """How often a healthy pair re-run beside a control reads slow against it (``netbench.confirm.
     judge``: at most ``slow_pair_factor`` and ``mad_k`` of the fleet's sigmas below): the share of
     the fleet's residual differences, each pair's against another's, that low. A re-run's ratio
@@ -596,7 +611,8 @@ def rerun_share(m: PairModel, t: Thresholds) -> float:
     if len(r) < 3:
         return 0.0
     d = r - np.roll(r, len(r) // 2)  # each against one half the fleet's list away: independent pairs
-    return float(np.mean((d <= np.log(t.slow_pair_factor)) & (d <= -t.mad_k * m.sigma)))
+    cut = np.log(t.slow_pair_factor if factor is None else factor)  # a node's re-test: slow_node_factor
+    return float(np.mean((d <= cut) & (d <= -t.mad_k * m.sigma)))
 
 
 def link_tests(m: PairModel, t: Thresholds, explained: np.ndarray | None = None) -> LinkTests:

@@ -285,14 +285,18 @@ def test_re_test_rows_stay_out_of_the_pair_model() -> None:
 
 
 def test_retest_evidence_round_trips_through_run_json_and_bad_data_is_named(tmp_path: Path) -> None:
-    ev = RetestEvidence({"a|b": Retest("a|b", "link", "confirmed", {"run1": 0.2}, "why")}, "budget", 12)
+    ev = RetestEvidence({"a|b": Retest("a|b", "link", "confirmed", {"run1": 0.2}, "why"),
+                         "c": Retest("c", "node", "inconclusive", {"d": 0.95}, "a few", slow_runs=(2, 24))},
+                        "budget", 12)
     assert RetestEvidence.from_json(json.loads(json.dumps(ev.to_json()))) == ev
     for bad in ({"results": {"x": {"subject": "x", "kind": "cable", "verdict": "confirmed", "reason": ""}}},
                 {"results": {"x": {"subject": "x", "kind": "node", "verdict": "maybe", "reason": ""}}},
                 {"results": {"x": {"subject": "x", "kind": "node", "verdict": "cleared", "reason": "",
                                    "ratios": {"a": "fast"}}}},
                 {"results": []}, "yes",
-                {"results": {}, "from_round": "12"}, {"results": {}, "from_round": True}):
+                {"results": {}, "from_round": "12"}, {"results": {}, "from_round": True},
+                *({"results": {"x": {"subject": "x", "kind": "node", "verdict": "cleared", "reason": "",
+                                     "slow_runs": runs}}} for runs in ([3, 2], [1], ["1", 2], [True, 4]))):
         with pytest.raises(ValueError):
             RetestEvidence.from_json(bad)
 
@@ -501,8 +505,9 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
 
 def test_a_candidate_held_back_for_its_suspect_end_is_re_run_once_the_node_is_not_confirmed() -> None:
     """A link at 0.7 whose end was also a suspect node (at the ends of two of the fleet's worst pairs)
-    is not re-run beside its node's re-test; when that re-test does not confirm the node, the next
-    launch re-runs the link as a candidate. A confirmed node keeps its links: they are its fault."""
+    is not re-run beside its node's re-test; when that re-test clears the node or finds it slow with
+    no more pairs than the noise gives, the next launch re-runs the link as a candidate. A confirmed
+    node, or one slow with more pairs than noise explains, keeps its links: they are its fault."""
     from netbench.reports.policy import Policy
 
     hosts = host_names(24)
@@ -511,10 +516,13 @@ def test_a_candidate_held_back_for_its_suspect_end_is_re_run_once_the_node_is_no
     deaf = Policy(thresholds=Thresholds(fwer=1e-30, fdr=1e-30))
     ctx = AnalysisContext.from_data(fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf)
     link = tuple(sorted((a, b)))
-    cases = (("inconclusive", True), ("cleared", True), ("confirmed", False), ("not_run", False))
-    for verdict, again in cases:
-        later = Suspects.of([], set(), {a: Retest(a, "node", verdict)}, ctx)
-        assert (link in later.candidates) is again, verdict
+    cases = (("inconclusive", (1, 24), True), ("cleared", (0, 24), True), ("confirmed", (20, 24), False),
+             ("not_run", None, False),
+             ("inconclusive", (6, 24), False),  # slow now and then: 6 of 24 is no noise, the links are its
+             ("inconclusive", None, False))  # an old run.json without the counts: held
+    for verdict, runs, again in cases:
+        later = Suspects.of([], set(), {a: Retest(a, "node", verdict, slow_runs=runs)}, ctx)
+        assert (link in later.candidates) is again, (verdict, runs)
         assert not later.found.near and a not in later.nodes  # no near tier, no shared ends again
     key = "|".join(link)
     done = {a: Retest(a, "node", "cleared"), key: Retest(key, "link", "confirmed")}
