@@ -125,6 +125,7 @@ def test_a_link_cleared_on_retest_is_info_and_says_why():
         "reason": "re-run at 0.98x the controls",
         "interval": None,  # a node's only, where its re-test pairs together confirmed it
         "candidate": False,  # flagged by the analysis, not re-run as one of the worst unflagged
+        "slow_runs": None,  # a node's only: its re-test pairs slow beyond the noise, of those measured
     }
 
 
