@@ -188,8 +188,9 @@ class Candidates:
     links: list[Pair]
     runs: int  # each candidate's re-runs (``candidate_runs``); 0 with none
     near: list[Pair] = field(default_factory=list)
-    """Pairs that read near slow but not slow in their one sample (``LinkTests.near_unflagged``),
-    worst first: re-run ``near_runs`` times where the budget leaves room, kept when slow in each."""
+    """Pairs beyond the noise that read near slow but not practically slow in their one sample
+    (``LinkTests.near_unflagged``), worst first: re-run ``near_runs`` times where the budget leaves
+    room, kept when slow in each."""
     near_runs: int = 0
 
     def spares(self) -> dict[Pair, int]:
@@ -919,12 +920,12 @@ fabrics under Student-t noise gave one in about eighty (a pair re-run at 0.97x, 
 CANDIDATE_NEAR = 0.9
 CANDIDATE_NEAR_RUNS = 2
 """Pairs beyond the noise that read at 0.9 of their prediction or below, not practically slow (the
-half of the slow-link test they miss), fill the candidates
-the worst left (``Candidates.near``), re-run this often at least, after the worst and while the
-budget lasts, and kept when slow every time. At
-256 nodes under Student-t noise one link at 0.7 in thirty read 0.84 in its one sample, ranked 118th
-of 32,640 pairs, and was never a candidate. A healthy pair is slow in both of two re-runs with p ~
-3e-6 (t3) to 4e-5 (congestion bursts); the link at 0.7 in about 92%."""
+half of the slow-link test they miss), fill the candidates the worst left (``Candidates.near``),
+re-run this often at least, after the worst and while the budget lasts, and kept when slow every
+time. At 256 nodes under Student-t noise one link at 0.7 in thirty read 0.84 in its one sample,
+ranked 119th of 32,640 pairs, and was never a candidate. A healthy pair is slow in both of two
+re-runs with p ~ 4e-5 (the re-run share squared under t3 or congestion bursts), in all of three with
+p ~ 2e-7; the link at 0.7 in about 92% and 88%."""
 CANDIDATE_NEAR_BUDGET = 0.5
 """The share of what the budget has left after the suspects and the worst candidates that the near
 ones may take (``PhaseGate.near_from``): the rest stays for a later launch (the ends of a link
