@@ -139,22 +139,23 @@ class NodeVerdicts:
 RETEST_VERDICTS = ("confirmed", "cleared", "inconclusive", "not_run")
 
 
-def _runs_ok(value: Any) -> bool:
-    """None, or two counts, the first at most the second (run.json is untrusted)."""
+def _ordered_two(value: Any, each: Callable[[Any], bool]) -> bool:
+    """None, or two values that each pass ``each``, low before high (run.json is untrusted)."""
     if value is None:
         return True
-    return (isinstance(value, list | tuple) and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9 for v in value)
-            and value[0] <= value[1])
+    two = isinstance(value, list | tuple) and len(value) == 2
+    return two and all(map(each, value)) and value[0] <= value[1]
+
+
+def _runs_ok(value: Any) -> bool:
+    """None, or two counts, the slow ones before those measured."""
+    return _ordered_two(value, lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9)
 
 
 def _interval_ok(value: Any) -> bool:
-    """None, or two finite ratios, low before high (run.json is untrusted)."""
-    if value is None:
-        return True
-    return (isinstance(value, list | tuple) and len(value) == 2
-            and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < 1e6 for v in value)
-            and value[0] <= value[1])
+    """None, or two finite ratios, low before high."""
+    return _ordered_two(value, lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+                        and 0 < v < 1e6)
 
 
 @dataclass(frozen=True)
