@@ -229,7 +229,8 @@ def main() -> None:
     ap.add_argument("--confirm-budget", type=float, default=60.0,
                     help="seconds of fabric time for re-testing the suspects, as sweep --hosts; 0: off")
     ap.add_argument("--jobs", type=int, default=1, help="fabrics simulated at once (processes)")
-    ap.add_argument("--seed0", type=int, default=0, help="first seed (--mixed: a run split in parts)")
+    ap.add_argument("--seed0", type=int, default=0,
+                    help="first seed: a run split in parts, or more seeds beside a run done")
     ap.add_argument("--tmp", help="folders the run directories go to while scored, comma-separated, "
                     "taken in turn (--mixed; 7.4 GB each at 4,096 nodes)")
     ap.add_argument("--mixed", action="store_true",
@@ -244,7 +245,7 @@ def main() -> None:
     healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
     retests = f"within {args.confirm_budget:g} s" if args.confirm_budget > 0 else "off"
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
-          f"({healthy_seeds} healthy), pair schedule {args.pair_schedule}, re-tests {retests}, "
+          f"({healthy_seeds} healthy) from seed {args.seed0}, pair schedule {args.pair_schedule}, re-tests {retests}, "
           f"{args.jobs} job(s)")
     print("| physics | nodes | fault class | noise | seeds | TP | FP | FN | unobservable | precision "
           "| recall | s/run |")
@@ -256,6 +257,9 @@ def main() -> None:
         for cls in args.classes.split(",")
         for shape in shapes
     ]
+    seeds_of = lambda cls: range(  # noqa: E731
+        args.seed0, args.seed0 + (healthy_seeds if cls == "healthy" else args.seeds)
+    )
     tmps = [tempfile.mkdtemp(prefix="bench_diag-", dir=d or None) for d in (args.tmp or "").split(",")]
     tmp = tmps[0]
     if args.mixed:
@@ -270,7 +274,7 @@ def main() -> None:
             futures = {
                 cell: [
                     pool.submit(score, *cell, seed, args.noise, args.pair_schedule, args.confirm_budget, tmp)
-                    for seed in range(healthy_seeds if cell[2] == "healthy" else args.seeds)
+                    for seed in seeds_of(cell[2])
                 ]
                 for cell in cells
             }

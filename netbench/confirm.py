@@ -50,7 +50,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,13 @@ from netbench.reports.analyses import (
     rerun_share,
 )
 from netbench.reports.stats import binomial_sf, poisson_binomial_sf, pooled_interval
+
+if TYPE_CHECKING:
+    from netbench.collectives.plan import Phase
+    from netbench.common.findings import Finding
+    from netbench.coordinator import Outcome
+    from netbench.reports.context import AnalysisContext
+    from netbench.reports.policy import Thresholds
 
 Pair = tuple[str, str]
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
@@ -138,7 +145,7 @@ class PhaseGate:
         measured = [b - a for a, b in pairwise(t for _, t in self.started)]
         return max(measured) if measured else self.prior_s
 
-    def __call__(self, phase: Any) -> bool:
+    def __call__(self, phase: Phase) -> bool:
         if len(self.started) == self.near_from and not self.skipped:
             self.keep_s = (1 - CANDIDATE_NEAR_BUDGET) * self.budget.left()
         if self.skipped or not self.budget.fits(self.estimate() + self.keep_s):
@@ -150,7 +157,7 @@ class PhaseGate:
 
 # -- who, with whom ----------------------------------------------------------------------------------
 def find_suspects(
-    findings: list[Any],
+    findings: list[Finding],
     exclude: set[str],
     done: set[str],
     retests: Mapping[str, Retest] | None = None,
@@ -200,7 +207,7 @@ class Candidates:
         return {p: 1 for p in self.links} | {p: 0 for p in self.near}
 
 
-def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
+def candidate_links(ctx: AnalysisContext, taken: set[str], done: set[str]) -> Candidates:
     """The fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``), every one that is
     practically slow up to ``CANDIDATE_PER_NODE`` per node (``CANDIDATE_LINKS`` at least), to be
     re-run where a re-test follows, worst first, as far as the budget goes: one sample cannot tell a
@@ -242,7 +249,7 @@ def candidate_links(ctx: Any, taken: set[str], done: set[str]) -> Candidates:
                       candidate_runs(len(near), share, spare=0) if near else 0)
 
 
-def held_back(ctx: Any, taken: set[str], retests: Mapping[str, Retest]) -> Candidates:
+def held_back(ctx: AnalysisContext, taken: set[str], retests: Mapping[str, Retest]) -> Candidates:
     """The fleet's worst links (``candidate_links``) a first launch held back because an end was a
     suspect node, now that the node's re-test cleared it or found it slow with no more pairs than
     the noise gives (``HELD_BACK_ALPHA``), with the re-runs the whole worst set gets: a link at 0.7
@@ -312,7 +319,7 @@ def shared_ends(candidates: list[Pair], n_hosts: int) -> list[str]:
     return sorted(out)
 
 
-def slow_partners(findings: list[Any], retests: Mapping[str, Retest]) -> dict[str, set[str]]:
+def slow_partners(findings: list[Finding], retests: Mapping[str, Retest]) -> dict[str, set[str]]:
     """Per node, its partners in the links flagged slow (any severity: the suspect band too) or
     confirmed slow on re-run, less those a re-run cleared: the evidence that a node is slow now and
     then, which ``judge`` adds to its re-test."""
@@ -328,7 +335,7 @@ def slow_partners(findings: list[Any], retests: Mapping[str, Retest]) -> dict[st
     return dict(out)
 
 
-def suspect_classes(findings: list[Any]) -> dict[str, str]:
+def suspect_classes(findings: list[Finding]) -> dict[str, str]:
     """The hop class each suspect node was found slow in (its finding's evidence), so its re-test
     partners are of that class: a node slow with its own leaf is re-tested within its leaf."""
     out: dict[str, str] = {}
@@ -339,7 +346,7 @@ def suspect_classes(findings: list[Any]) -> dict[str, str]:
     return out
 
 
-def unusable_hosts(outcome: Any, rows: PairRows) -> set[str]:
+def unusable_hosts(outcome: Outcome, rows: PairRows) -> set[str]:
     """Hosts not to re-test nor to re-test against: those the launch lost (a fault of theirs: they
     died, hung, never started or broke the protocol), and both ends of a pair that failed with no
     lost host in it and no host named in its error. A pair with a dead or hung host fails for that
@@ -470,7 +477,7 @@ def intermittent_phases(share: float) -> int:
     return min(max(n, INTERMITTENT_PARTNERS), INTERMITTENT_MAX_PHASES)
 
 
-def shift_phases(ratio: float, sigma: float, thresholds: Any, family: int = 1) -> int:
+def shift_phases(ratio: float, sigma: float, thresholds: Thresholds, family: int = 1) -> int:
     """Re-test phases for a node the analysis measured at ``ratio`` of its peers: CONFIRM_PARTNERS where
     that is twice the bar one pair must pass to count as slow (each pair shows it); else enough that,
     were it that slow, its re-test pairs together (``_shift``, at the same family-wise level: fwer over
@@ -506,7 +513,7 @@ def judge(
     suspects: list[str],
     links: list[Pair],
     switches: Mapping[str, str],
-    thresholds: Any,
+    thresholds: Thresholds,
     noise_sigma: float = 0.0,
     prior: Mapping[str, set[str]] | None = None,
     n_tests: int = 1,
@@ -938,7 +945,7 @@ MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""
 
-Measure = Callable[[PhaseList, PhaseGate], Any]
+Measure = Callable[[PhaseList, PhaseGate], "Outcome"]
 """One launch of ranks for the re-test phases, each phase started only if the ``PhaseGate`` lets it;
 returns the launch's ``coordinator.Outcome`` (its ``startup_s`` is recorded)."""
 
@@ -1000,7 +1007,11 @@ class Suspects:
 
     @classmethod
     def of(
-        cls, findings: list[Any], exclude: set[str], retests: Mapping[str, Retest], ctx: Any = None
+        cls,
+        findings: list[Finding],
+        exclude: set[str],
+        retests: Mapping[str, Retest],
+        ctx: AnalysisContext | None = None,
     ) -> Suspects:
         """What to re-test after the analysis ``ctx``: with it and no re-test yet, candidate links too;
         after a launch, the candidates held back while an end was a suspect node (``held_back``)."""
@@ -1071,7 +1082,7 @@ class RetestSetup:
     after its pairwise phase, ``netbench simulate`` after its simulated one); how a launch is made
     is the ``Measure`` handed beside it."""
 
-    analyse: Callable[[], tuple[Any, list[Any]]]
+    analyse: Callable[[], tuple[AnalysisContext, list[Finding]]]
     """The analysis of what was measured before the re-tests: (its ``AnalysisContext``, the findings)."""
     read_rows: Callable[[], PairRows]
     """The run's pair rows, read again after each launch (``common.rundir.GrowingRows``)."""
@@ -1158,7 +1169,7 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
 def _retest_launch(
     setup: RetestSetup,
     measure: Measure,
-    ctx: Any,
+    ctx: AnalysisContext,
     suspects: Suspects,
     tested: MetPairs,
     first_round: int,
