@@ -245,8 +245,8 @@ def main() -> None:
     healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
     retests = f"within {args.confirm_budget:g} s" if args.confirm_budget > 0 else "off"
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
-          f"({healthy_seeds} healthy) from seed {args.seed0}, pair schedule {args.pair_schedule}, re-tests {retests}, "
-          f"{args.jobs} job(s)")
+          f"({healthy_seeds} healthy) from seed {args.seed0}, pair schedule {args.pair_schedule}, "
+          f"re-tests {retests}, {args.jobs} job(s)")
     print("| physics | nodes | fault class | noise | seeds | TP | FP | FN | unobservable | precision "
           "| recall | s/run |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -245,6 +245,27 @@ def test_a_node_slow_now_and_then_within_its_leaf_only_is_judged_on_its_leaf_pai
     assert judge_of(*args, n_tests=10**6)["a1"].verdict == "inconclusive"  # a fleet too large for it
 
 
+def test_the_re_tests_own_slow_pairs_are_judged_over_the_suspects_not_the_fleet() -> None:
+    """Slow with 3 of its 9 re-test pairs: over a fleet of 10^9 node tests the pooled count falls
+    short, but the re-test's pairs were drawn after the node was picked, so they are judged over the
+    suspects re-tested; 2 slow pairs are not enough (INTERMITTENT_MIN_PAIRS)."""
+
+    def verdict(slow_at: tuple[int, ...], t: Thresholds) -> Retest:
+        rows = []
+        for k, g in enumerate(["a2", "a3", "a4"] * 3):
+            rows += [row(("a1", g), 5 + k, 5.0 if k in slow_at else 10.0),
+                     row(("b1", "b2"), 5 + k, 10.0), row(("b3", "b4"), 5 + k, 10.0)]
+        return judge_of(rows, range(5, 14), ["a1"], [], SW, t, 0.05, n_tests=10**9)["a1"]
+
+    three = verdict((0, 3, 6), Thresholds())
+    assert three.verdict == "confirmed", three.reason
+    assert three.reason.startswith("intermittent: slow in 3 of 9 re-test pairs (3 of 9 rounds slow: p = ")
+    assert three.reason.endswith("over the 1 suspects re-tested)")
+    p = float(three.reason.split("p = ")[1].split()[0])
+    assert verdict((0, 3, 6), Thresholds(fwer=p / 2)).verdict == "inconclusive"  # family-wise, at its bar
+    assert verdict((0, 3), Thresholds()).verdict == "inconclusive"
+
+
 def test_re_test_phases_are_enough_to_show_a_node_slow_now_and_then() -> None:
     assert intermittent_phases(0.3) == 9 and 0.7**9 <= 0.05 < 0.7**8
     assert intermittent_phases(0.5) == 6  # never fewer than INTERMITTENT_PARTNERS
