@@ -704,7 +704,7 @@ def judge(
             # over 752 node tests (Student-t noise, 256 nodes with a fault of every class)
             verdict, reason = "confirmed", (
                 f"intermittent: slow in {slow_runs} of {len(runs)} re-test pairs ({said_new} slow: "
-                f"p = {p_new:.1e} over the {len(suspects)} suspects re-tested)"
+                f"p = {p_new:.1e} over the {len(suspects)} suspect(s) re-tested)"
             )
         elif slow_runs == 0:
             verdict, reason = "cleared", (

@@ -260,7 +260,7 @@ def test_the_re_tests_own_slow_pairs_are_judged_over_the_suspects_not_the_fleet(
     three = verdict((0, 3, 6), Thresholds())
     assert three.verdict == "confirmed", three.reason
     assert three.reason.startswith("intermittent: slow in 3 of 9 re-test pairs (3 of 9 rounds slow: p = ")
-    assert three.reason.endswith("over the 1 suspects re-tested)")
+    assert three.reason.endswith("over the 1 suspect(s) re-tested)")
     p = float(three.reason.split("p = ")[1].split()[0])
     assert verdict((0, 3, 6), Thresholds(fwer=p / 2)).verdict == "inconclusive"  # family-wise, at its bar
     assert verdict((0, 3), Thresholds()).verdict == "inconclusive"
