@@ -257,20 +257,30 @@ def held_back(ctx: AnalysisContext, taken: set[str], retests: Mapping[str, Retes
     slow now and then (``shared_ends``), its re-test was slow with 1 of 24 pairs, inconclusive, and
     the link was never re-run (a 256-node fabric with a fault of every class, Student-t noise with 4
     degrees of freedom). A node slow now and then (3 of 24) keeps its links: they are its slow rounds."""
-    t = ctx.policy.thresholds
-    share = rerun_share(ctx.pair_model, t, t.slow_node_factor)
-    unconfirmed = {
-        rt.subject
-        for rt in retests.values()
-        if rt.kind == "node"
-        and (rt.verdict == "cleared" or rt.verdict == "inconclusive" and rt.slow_runs is not None
-             and binomial_sf(rt.slow_runs[0], rt.slow_runs[1], share) > HELD_BACK_ALPHA)
-    }
+    cleared = {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "cleared"}
+    unconfirmed = cleared | split_inconclusive(ctx, retests)[0]
     if not unconfirmed:
         return Candidates([], 0)
     found = candidate_links(ctx, taken, set(retests))
     links = [lk for lk in found.links if set(lk) & unconfirmed]
     return Candidates(links, found.runs if links else 0)
+
+
+def split_inconclusive(ctx: AnalysisContext, retests: Mapping[str, Retest]) -> tuple[set[str], set[str]]:
+    """The nodes re-tested inconclusive, split by whether the noise explains their slow re-test
+    pairs (binomial at ``rerun_share`` with slow_node_factor, above ``HELD_BACK_ALPHA``): those
+    whose links' re-runs decide it (``held_back``), and those slow more often than the noise gives,
+    slow now and then perhaps, re-tested once more (``Suspects.again``). A node slow in 30% of its
+    rounds was slow in 3 of its 24 first re-test pairs; a link's end at 0.7, in 1 of 24."""
+    t = ctx.policy.thresholds
+    share = rerun_share(ctx.pair_model, t, t.slow_node_factor) if ctx.pair_model is not None else 0.0
+    noise: set[str] = set()
+    more: set[str] = set()
+    for rt in retests.values():
+        if rt.kind == "node" and rt.verdict == "inconclusive" and rt.slow_runs is not None:
+            slow, runs = rt.slow_runs
+            (noise if binomial_sf(slow, runs, share) > HELD_BACK_ALPHA else more).add(rt.subject)
+    return noise, more
 
 
 def rerun_order(candidates: list[Pair], runs: int, per_phase: int) -> list[Pair]:
@@ -959,7 +969,7 @@ confirmed slow)."""
 HELD_BACK_ALPHA = 0.05
 """A node re-tested inconclusive whose slow pairs are at least this likely from the noise alone (at
 the fleet's share of residual differences that slow, ``rerun_share``) gives back the candidate links
-held back for it (``held_back``)."""
+held back for it (``held_back``); one less likely is re-tested once more (``split_inconclusive``)."""
 MAX_LAUNCHES = 3
 """Re-test launches at most: again while the verdicts name suspects not re-tested yet (a link
 confirmed slow on re-run makes suspects of its two ends)."""
@@ -1019,8 +1029,8 @@ class Suspects:
     """Links no bar flagged, re-run as the fleet's worst and as near slow (``candidate_links``);
     their ends are not suspects."""
     again: frozenset[str] = frozenset()
-    """Nodes the last launch re-tested inconclusive, re-tested once more on fresh pairs
-    (``INTERMITTENT_MAX_PHASES``): a node slow in 30% of its rounds was slow in 3 of 24."""
+    """Nodes re-tested inconclusive with more slow pairs than the noise gives, re-tested once more on
+    fresh pairs (``INTERMITTENT_MAX_PHASES``, ``split_inconclusive``)."""
 
     @property
     def candidates(self) -> list[Pair]:
@@ -1034,21 +1044,23 @@ class Suspects:
         exclude: set[str],
         retests: Mapping[str, Retest],
         ctx: AnalysisContext | None = None,
-        again: frozenset[str] = frozenset(),
+        looked: frozenset[str] = frozenset(),
     ) -> Suspects:
         """What to re-test after the analysis ``ctx``: with it and no re-test yet, candidate links too;
         after a launch, the candidates held back while an end was a suspect node (``held_back``), and
-        the nodes ``again``, re-tested inconclusive by it."""
+        the nodes re-tested inconclusive by more slow pairs than the noise gives (``split_inconclusive``)
+        once more, unless ``looked`` at again already."""
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
         taken = exclude | set(nodes) | {h for lk in links for h in lk}
         taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
         # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made,
         # and for the worst held back while one of their ends was a suspect node
-        found = Candidates([], 0)
+        found, again = Candidates([], 0), frozenset[str]()
         if ctx is not None and not retests:
             found = candidate_links(ctx, taken, set(retests))
         elif ctx is not None:
             found = held_back(ctx, taken, retests)
+            again = frozenset(split_inconclusive(ctx, retests)[1]) - looked
         candidates = found.links
         first = candidates and not retests  # a node at the ends of many: once, from the fleet's worst
         now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if first else []
@@ -1164,10 +1176,10 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
     t0 = setup.budget.elapsed()
     ctx, findings = setup.analyse()
     out.analysis_s = setup.budget.elapsed() - t0
-    again: frozenset[str] = frozenset()  # inconclusive in the last launch, looked at once more
-    looked: set[str] = set()
+    looked: frozenset[str] = frozenset()  # nodes re-tested inconclusive, then once more
     for _ in range(setup.max_launches):
-        suspects = Suspects.of(findings, setup.exclude, out.retests, ctx, again)
+        suspects = Suspects.of(findings, setup.exclude, out.retests, ctx, looked)
+        looked |= suspects.again
         if setup.words.list_suspects:
             setup.echo(f"# suspects: {suspects.said() or 'none'}")
         elif not suspects.said():
@@ -1185,9 +1197,6 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
         for key, rt in new.items():  # a later launch's "not run" never undoes an earlier verdict
             if rt.verdict != "not_run" or out.retests.get(key, rt).verdict == "not_run":
                 out.retests[key] = rt
-        again = frozenset(k for k, rt in new.items() if rt.kind == "node" and rt.verdict == "inconclusive")
-        again -= looked
-        looked |= again
         tested.add(pairs_in(setup.read_rows(), info["rounds"]))
         first_round = info["rounds"][1] + 1
         if info["skipped"]:
