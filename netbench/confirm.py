@@ -249,16 +249,19 @@ def candidate_links(ctx: AnalysisContext, taken: set[str], done: set[str]) -> Ca
                       candidate_runs(len(near), share, spare=0) if near else 0)
 
 
-def held_back(ctx: AnalysisContext, taken: set[str], retests: Mapping[str, Retest]) -> Candidates:
+def held_back(
+    ctx: AnalysisContext, taken: set[str], retests: Mapping[str, Retest], explained: set[str]
+) -> Candidates:
     """The fleet's worst links (``candidate_links``) a first launch held back because an end was a
     suspect node, now that the node's re-test cleared it or found it slow with no more pairs than
-    the noise gives (``HELD_BACK_ALPHA``), with the re-runs the whole worst set gets: a link at 0.7
-    whose end was also at the end of another of the fleet's worst pairs by chance looked like a node
-    slow now and then (``shared_ends``), its re-test was slow with 1 of 24 pairs, inconclusive, and
-    the link was never re-run (a 256-node fabric with a fault of every class, Student-t noise with 4
-    degrees of freedom). A node slow now and then (3 of 24) keeps its links: they are its slow rounds."""
+    the noise gives (``explained``, ``split_inconclusive``), with the re-runs the whole worst set
+    gets: a link at 0.7 whose end was also at the end of another of the fleet's worst pairs by
+    chance looked like a node slow now and then (``shared_ends``), its re-test was slow with 1 of 24
+    pairs, inconclusive, and the link was never re-run (a 256-node fabric with a fault of every
+    class, Student-t noise with 4 degrees of freedom). A node slow now and then (3 of 24) keeps its
+    links: they are its slow rounds."""
     cleared = {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "cleared"}
-    unconfirmed = cleared | split_inconclusive(ctx, retests)[0]
+    unconfirmed = cleared | explained
     if not unconfirmed:
         return Candidates([], 0)
     found = candidate_links(ctx, taken, set(retests))
@@ -1059,8 +1062,8 @@ class Suspects:
         if ctx is not None and not retests:
             found = candidate_links(ctx, taken, set(retests))
         elif ctx is not None:
-            found = held_back(ctx, taken, retests)
-            again = frozenset(split_inconclusive(ctx, retests)[1]) - looked
+            explained, more = split_inconclusive(ctx, retests)
+            found, again = held_back(ctx, taken, retests, explained), frozenset(more) - looked
         candidates = found.links
         first = candidates and not retests  # a node at the ends of many: once, from the fleet's worst
         now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if first else []
