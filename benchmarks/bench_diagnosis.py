@@ -280,6 +280,9 @@ def main() -> None:
             }
             for (physics, n, cls, shape), runs in futures.items():  # in order, as each cell completes
                 done = [f.result() for f in runs]
+                for seed, d in zip(seeds_of(cls), done, strict=True):  # the fabrics to look into
+                    if d[1] or d[2]:
+                        print(f"# {physics} {n} {cls} {shape} seed {seed}: FP {d[1]}, FN {d[2]}", flush=True)
                 tp, fp, fn, hidden, ms = (sum(col) for col in zip(*done, strict=True))
                 prec = tp / (tp + fp) if tp + fp else 1.0
                 rec = tp / (tp + fn) if tp + fn else 1.0
