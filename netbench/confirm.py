@@ -654,18 +654,15 @@ def judge(
         # the count is of pairs measured, not of partners: a partner met again in a later phase
         # is another draw of a node slow now and then (the re-test meets its few same-class
         # partners several times), and a partner's median would hide it
-        slow_in = Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
-                          if slow(v, thresholds.slow_node_factor))
-        slow_in.update(klass_of(s, g) for g in earlier)
-        measured = _chances_by_class(rows, at_top, s, klass, class_names, chances.of_host(s))
-        p_int, said = _intermittency(slow_in, measured)
+        slow_now = Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
+                           if slow(v, thresholds.slow_node_factor))
+        slow_in = slow_now + Counter(klass_of(s, g) for g in earlier)
+        chance = chances.of_host(s)
+        p_int, said = _intermittency(slow_in, _chances_by_class(rows, at_top, s, klass, class_names, chance))
         # the re-test's pairs alone: drawn after the suspects were picked, so their family is the
         # suspects re-tested, not the fleet's node tests the pooled count above must clear
-        fresh = _chances_by_class(rows, at_top & esc, s, klass, class_names, chances.of_host(s))
         p_new, said_new = _intermittency(
-            Counter(klass_of(s, g) for g, vs in node_ratios.get(s, {}).items() for v in vs
-                    if slow(v, thresholds.slow_node_factor)),
-            fresh,
+            slow_now, _chances_by_class(rows, at_top & esc, s, klass, class_names, chance)
         )
         tally = (
             f"slow with {slow_runs} of {len(per)} known-good partner(s)"
