@@ -98,6 +98,15 @@ def test_every_tenth_iteration_is_periodic():
     assert (v.kind, v.host, v.period) == ("periodic", "n1", 10)
 
 
+def test_the_period_holding_most_far_late_iterations_wins_over_a_chance_one():
+    """n0 far late 5 times (as often as n1, and ordered first), 3 of them 20 apart: every 20th by
+    chance. n1 is late at all 5 of its every-10th iterations: n1 is the periodic one."""
+    st = stamps(iters=50, late={2: 2000.0}, every=10)
+    st.arrive[[4, 24, 44, 7, 31], 0] += 2000.0
+    v = judge_point(record(st))
+    assert (v.kind, v.host, v.period, v.last_count) == ("periodic", "n1", 10, 5)
+
+
 def test_rule_names_the_host_in_most_sizes_and_not_noise():
     recs = [record(stamps(late={6: 200.0}, seed=s), size=1 << (10 + s)) for s in range(5)]
     found = stragglers.check(AnalysisContext.from_data([], arrivals=recs))

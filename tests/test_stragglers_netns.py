@@ -116,7 +116,8 @@ def test_host_late_every_tenth_iteration_is_periodic(net, tmp_path: Path) -> Non
     out = sweep(net, tmp_path, env={"NETBENCH_INJECT": f"delay:@{PERIODIC}:10:30000"})
     group, findings = verdicts(out)
     periodic = [p for p in group.points if p.kind == "periodic"]
-    assert len(periodic) >= 3 and all(p.host == PERIODIC and p.period == 10 for p in periodic)
+    seen = [(p.bytes, p.kind, p.host, p.period, p.last_count) for p in group.points]
+    assert len(periodic) >= 3 and all(p.host == PERIODIC and p.period == 10 for p in periodic), seen
     found = straggler_findings(findings)
     assert [(f["rule"], f["subject"], f["evidence"]["period_iters"]) for f in found] == [
         ("straggler_periodic", PERIODIC, 10)
