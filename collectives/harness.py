@@ -39,8 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from netbench.collectives import native_loop
 from netbench.collectives.clocks import now_us
-from netbench.collectives.ops import Buffers, Call, Collective, Layout, NativeCall, fill_send
+from netbench.collectives.ops import Buffers, Call, Collective, Layout, NativeCall, NativeOp, fill_send
 
 _NO_WORK: list = []  # shared: the native loop allocates nothing per operation
 
@@ -55,8 +56,9 @@ class Issue:
     empty wait around each call cost 0.5-1 us an operation on the H200's host, a tenth of a small
     all_reduce (benchmarks/gpu/launch_probe.py --harness, 2026-12-03)."""
 
-    def __init__(self, calls: list[Callable[[], object]], native: bool):
-        self.calls, self.native, self.next = calls, native, 0
+    def __init__(self, calls: list[Callable[[], object]], ops: list[NativeOp] | None = None):
+        self.calls, self.ops, self.next = calls, ops, 0
+        self.native = ops is not None  # the native engine: ``ops`` are its operations, slot by slot
 
     def __call__(self) -> list:
         call = self.calls[self.next]
@@ -65,9 +67,17 @@ class Issue:
         return _NO_WORK if self.native else works  # type: ignore[return-value]
 
     def sequence(self, n: int) -> list[Callable[[], object]]:
+        return [self.calls[j] for j in self._slots(n)]
+
+    def native_sequence(self, n: int) -> list[NativeOp]:
+        """The next n operations as the native engine's calls (for the compiled loop)."""
+        assert self.ops is not None
+        return [self.ops[j] for j in self._slots(n)]
+
+    def _slots(self, n: int) -> list[int]:
         k, first = len(self.calls), self.next
         self.next = (first + n) % k
-        return [self.calls[(first + j) % k] for j in range(n)]
+        return [(first + j) % k for j in range(n)]
 
 
 GRAPH_LAUNCHES_MAX = 20  # nccl-tests -G 20: replays of the captured loop, launch cost amortised over all
@@ -130,6 +140,7 @@ class Point:
     time_us: float
     wrong: int | None
     stamps: IterStamps | None = None  # None for a CUDA-graph loop
+    loop: str | None = None  # the native engine's eager loop: "c" (native_loop) or "python"; else None
 
 
 class Timer:
@@ -147,14 +158,15 @@ class Timer:
         delay: tuple[int, float] | None = None,
         work: StepWork | None = None,
         gpu_stamps: bool = True,
-    ) -> tuple[float, IterStamps | None]:
-        """(microseconds per operation, per-operation stamps). The stamps cost two clock reads (CPU)
-        or two events (GPU) per operation, which neither serialises the pipelined GPU loop nor adds
-        a measurable share to an operation of gloo (tens of microseconds at least)."""
+    ) -> tuple[float, IterStamps | None, str | None]:
+        """(microseconds per operation, per-operation stamps, the native engine's eager loop: "c" or
+        "python", else None). The stamps cost two clock reads (CPU) or two events (GPU) per
+        operation, which neither serialises the pipelined GPU loop nor adds a measurable share to an
+        operation of gloo (tens of microseconds at least)."""
         every, pause_s = (delay[0], delay[1] / 1e6) if delay else (0, 0.0)
         if self.device == "cuda":
             if graph is not None or not (gpu_stamps or delay or work):
-                return _around(run_once, iters, graph, launches), None
+                return _around(run_once, iters, graph, launches)
             anchor = torch.cuda.Event(enable_timing=True)
             anchor.record()
             anchor.synchronize()  # the stream was idle (_line_up): the event fired just now
@@ -175,7 +187,7 @@ class Timer:
             per_op = (done[-1] - arrive[0]) / iters
             if work is not None:  # the operations alone, not the work between them
                 per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / iters
-            return per_op, IterStamps(start_us, arrive, done)
+            return per_op, IterStamps(start_us, arrive, done), "python" if run_once.native else None
         clock = time.perf_counter_ns
         start_us, t0 = now_us(), clock()
         arrive, done = [0] * iters, [0] * iters
@@ -192,18 +204,27 @@ class Timer:
         if work is not None:  # the operations alone, not the work between them
             per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / 1000.0 / iters
         rel = [(a - t0) / 1000.0 for a in arrive], [(d - t0) / 1000.0 for d in done]
-        return per_op, IterStamps(start_us, *rel)
+        return per_op, IterStamps(start_us, *rel), None
 
 
-def _around(run_once: Issue, iters: int, graph: Graph | None, launches: int) -> float:
-    """Microseconds per operation, timed as nccl-tests times it: the host's clock from just before
-    the loop until the host has seen the stream finish (nccl-tests' ``timer`` around its loop and
-    ``completeColl``), divided by the operations (-G: the graph of ``iters`` operations replayed
-    ``launches`` times, time / (iters x launches)). Not CUDA events: events leave out the first
-    launch's way to the GPU and the last completion's way back, which nccl-tests counts, so an
-    event-timed loop reads a few tenths of a microsecond an operation faster than nccl-tests' at
-    the smallest sizes for no difference in the fabric (src/common.cu, nccl-tests 2.19)."""
-    todo = run_once.sequence(iters) if graph is None else []  # made before the clock starts
+def _around(
+    run_once: Issue, iters: int, graph: Graph | None, launches: int
+) -> tuple[float, None, str | None]:
+    """(microseconds per operation, no stamps, the native engine's eager loop), timed as nccl-tests
+    times it: the host's clock from just before the loop until the host has seen the stream finish
+    (nccl-tests' ``timer`` around its loop and ``completeColl``), divided by the operations (-G: the
+    graph of ``iters`` operations replayed ``launches`` times, time / (iters x launches)). Not CUDA
+    events: events leave out the first launch's way to the GPU and the last completion's way back,
+    which nccl-tests counts, so an event-timed loop reads a few tenths of a microsecond an operation
+    faster than nccl-tests' at the smallest sizes for no difference in the fabric (src/common.cu,
+    nccl-tests 2.19). The native engine's eager operations are made from C where it builds
+    (``native_loop``: one C call an operation, as nccl-tests; the binding's Python call cost more)."""
+    eager_native = run_once.native and graph is None
+    choice = native_loop.choose() if eager_native else None
+    compiled = choice.loop if choice is not None else None
+    # made before the clock starts: the launches, or the C loop's array of calls
+    todo = run_once.sequence(iters) if graph is None and compiled is None else []
+    calls = compiled.prepare(run_once.native_sequence(iters)) if compiled is not None else None
     end = torch.cuda.Event()
     end.record()  # torch makes the CUDA event at its first record: outside the clock, as nccl-tests'
     end.synchronize()
@@ -212,6 +233,8 @@ def _around(run_once: Issue, iters: int, graph: Graph | None, launches: int) -> 
         for _ in range(launches):
             graph.replay()
         iters *= launches
+    elif compiled is not None:
+        compiled.run(calls)
     elif run_once.native:
         for launch in todo:
             launch()
@@ -220,7 +243,7 @@ def _around(run_once: Issue, iters: int, graph: Graph | None, launches: int) -> 
             _wait_all(issue())  # on CUDA this only orders the streams; it does not block the host
     end.record()
     end.synchronize()
-    return (time.perf_counter() - t0) * 1e6 / iters
+    return (time.perf_counter() - t0) * 1e6 / iters, None, choice.name if choice is not None else None
 
 
 class StepWork:
@@ -294,11 +317,10 @@ def measure(
         stream itself; the native call is handed the raw handle and pointers once per slot, so the
         timed loop does no per-call lookup."""
         if native is None:
-            return Issue([functools.partial(coll.issue, call, b) for b in slots], native=False)
+            return Issue([functools.partial(coll.issue, call, b) for b in slots])
         from netbench.collectives.native import NCCL_DTYPES, NCCL_OPS
 
         nc = NativeCall(
-            nccl=native.nccl,
             comm=native.comm,
             stream=stream or 0,
             rank=rank,
@@ -307,7 +329,8 @@ def measure(
             op=NCCL_OPS[op_name or "sum"],
             root=root,
         )
-        return Issue([coll.native(nc, b) for b in slots], native=True)
+        ops = [coll.native(nc, b) for b in slots]
+        return Issue([op.launcher(native.nccl) for op in ops], ops)
 
     run_once = on_stream(torch.cuda.current_stream().cuda_stream if device == "cuda" else None)
 
@@ -337,12 +360,12 @@ def measure(
     _line_up(pg, device)
     work = StepWork(settings.step_work, device) if settings.step_work else None
     with torch.cuda.stream(replay_on) if replay_on is not None else contextlib.nullcontext():
-        time_us, stamps = Timer(device).time_loop(run_once, settings.iters, graph, launches, settings.delay,
-                                                  work, settings.gpu_stamps)
+        time_us, stamps, loop = Timer(device).time_loop(run_once, settings.iters, graph, launches,
+                                                        settings.delay, work, settings.gpu_stamps)
     if graph is not None:
         torch.cuda.current_stream().wait_stream(replay_on)
         graph.reset()  # its executable graph and memory go now, not whenever Python collects it
-    return Point(time_us=time_us, wrong=wrong, stamps=stamps)
+    return Point(time_us=time_us, wrong=wrong, stamps=stamps, loop=loop)
 
 
 def _line_up(pg: object, device: str) -> None:

@@ -60,14 +60,12 @@ class Call:
 
 @dataclass(frozen=True)
 class NativeCall:
-    """Everything a native (NCCL-direct) call needs besides buffers: raw handles, no torch objects.
+    """Everything a native (NCCL-direct) call needs besides buffers: raw handles, no torch objects
+    and nothing of nccl4py (CPU users must not pay for it). ``comm`` the communicator's handle (an
+    ``ncclComm_t`` as an int); ``stream`` the raw ``cudaStream_t`` the operations go to (torch's
+    current stream: torch owns buffers and streams)."""
 
-    ``nccl`` is the ``nccl.bindings.nccl`` module of nccl4py, passed in so that this module never
-    imports it (CPU users must not pay for it); ``comm`` its communicator handle; ``stream`` the raw
-    ``cudaStream_t`` the operations go to (torch's current stream: torch owns buffers and streams)."""
-
-    nccl: object
-    comm: object
+    comm: int
     stream: int
     rank: int
     nranks: int
@@ -198,75 +196,84 @@ def _sendrecv(c: Call, b: Buffers) -> list[Work]:
 
 
 # --- native calls (nccl4py on raw pointers, as nccl-tests issues them) ------------------------------
-# Each prepares one operation on ``c.stream`` and returns a zero-argument launcher: pointers, counts
-# and handles are resolved once per point, so a timed iteration is one call into the binding (the
-# host cost per operation is what separates an eager loop from nccl-tests at small sizes). The
-# harness times the stream with CUDA events. Unlike torch, all_reduce out of place really reads
-# ``send`` and writes ``recv`` (nccl-tests' copy).
+# Each describes one operation on ``c.stream`` as the NCCL calls it makes: pointers, counts and
+# handles are resolved once per point, so a timed iteration is one call into NCCL (the host cost per
+# operation is what separates an eager loop from nccl-tests at small sizes). The timed eager loop
+# makes those calls from C (``native_loop``); everything else calls the binding (``launcher``).
+# Unlike torch, all_reduce out of place really reads ``send`` and writes ``recv`` (nccl-tests' copy).
 Launch = Callable[[], object]
 
 
-def _n_all_reduce(c: NativeCall, b: Buffers) -> Launch:
-    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
-    return functools.partial(c.nccl.all_reduce, s, r, n, c.dtype, c.op, c.comm, c.stream)
+@dataclass(frozen=True)
+class NativeOp:
+    """One operation of the native engine: the calls it makes, in order, each as nccl4py's binding
+    function name and its raw arguments (ints: pointers, counts, enums, handles)."""
+
+    calls: tuple[tuple[str, tuple[int, ...]], ...]
+
+    def launcher(self, nccl: object) -> Launch:
+        """The operation through the binding: one bound call, or the calls one after another."""
+        fns = [functools.partial(getattr(nccl, name), *args) for name, args in self.calls]
+        if len(fns) == 1:
+            return fns[0]
+
+        def launch() -> None:
+            for fn in fns:
+                fn()
+
+        return launch
 
 
-def _n_all_gather(c: NativeCall, b: Buffers) -> Launch:
-    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.send.numel()
-    return functools.partial(c.nccl.all_gather, s, r, n, c.dtype, c.comm, c.stream)
+def _n_all_reduce(c: NativeCall, b: Buffers) -> NativeOp:
+    args = (b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.comm, c.stream)
+    return NativeOp((("all_reduce", args),))
 
 
-def _n_reduce_scatter(c: NativeCall, b: Buffers) -> Launch:
-    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
-    return functools.partial(c.nccl.reduce_scatter, s, r, n, c.dtype, c.op, c.comm, c.stream)
+def _n_all_gather(c: NativeCall, b: Buffers) -> NativeOp:
+    args = (b.send.data_ptr(), b.recv.data_ptr(), b.send.numel(), c.dtype, c.comm, c.stream)
+    return NativeOp((("all_gather", args),))
 
 
-def _n_broadcast(c: NativeCall, b: Buffers) -> Launch:
-    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
-    return functools.partial(c.nccl.broadcast, s, r, n, c.dtype, c.root, c.comm, c.stream)
+def _n_reduce_scatter(c: NativeCall, b: Buffers) -> NativeOp:
+    args = (b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.comm, c.stream)
+    return NativeOp((("reduce_scatter", args),))
 
 
-def _n_reduce(c: NativeCall, b: Buffers) -> Launch:
-    s, r, n = b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel()
-    return functools.partial(c.nccl.reduce, s, r, n, c.dtype, c.op, c.root, c.comm, c.stream)
+def _n_broadcast(c: NativeCall, b: Buffers) -> NativeOp:
+    args = (b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.root, c.comm, c.stream)
+    return NativeOp((("broadcast", args),))
 
 
-def _grouped(c: NativeCall, calls: list[tuple]) -> Launch:
+def _n_reduce(c: NativeCall, b: Buffers) -> NativeOp:
+    args = (b.send.data_ptr(), b.recv.data_ptr(), b.recv.numel(), c.dtype, c.op, c.root, c.comm, c.stream)
+    return NativeOp((("reduce", args),))
+
+
+def _grouped(calls: list[tuple[str, tuple[int, ...]]]) -> NativeOp:
     """Point-to-point calls inside one NCCL group call, as nccl-tests issues them (one fused launch)."""
-    nccl = c.nccl
-
-    def launch() -> None:
-        nccl.group_start()
-        for fn, *args in calls:
-            fn(*args)
-        nccl.group_end()
-
-    return launch
+    return NativeOp((("group_start", ()), *calls, ("group_end", ())))
 
 
-def _n_all_to_all(c: NativeCall, b: Buffers) -> Launch:
+def _n_all_to_all(c: NativeCall, b: Buffers) -> NativeOp:
     """One send and one receive per peer in a group (nccl-tests' alltoall)."""
     chunk = b.send.numel() // c.nranks
     step = chunk * b.send.element_size()
     s, r = b.send.data_ptr(), b.recv.data_ptr()
     calls = []
     for peer in range(c.nranks):
-        calls.append((c.nccl.send, s + peer * step, chunk, c.dtype, peer, c.comm, c.stream))
-        calls.append((c.nccl.recv, r + peer * step, chunk, c.dtype, peer, c.comm, c.stream))
-    return _grouped(c, calls)
+        calls.append(("send", (s + peer * step, chunk, c.dtype, peer, c.comm, c.stream)))
+        calls.append(("recv", (r + peer * step, chunk, c.dtype, peer, c.comm, c.stream)))
+    return _grouped(calls)
 
 
-def _n_sendrecv(c: NativeCall, b: Buffers) -> Launch:
+def _n_sendrecv(c: NativeCall, b: Buffers) -> NativeOp:
     """Send to rank+1 and receive from rank-1 in one group (nccl-tests sendrecv)."""
     n = b.send.numel()
     nxt, prv = (c.rank + 1) % c.nranks, (c.rank - 1) % c.nranks
-    return _grouped(
-        c,
-        [
-            (c.nccl.send, b.send.data_ptr(), n, c.dtype, nxt, c.comm, c.stream),
-            (c.nccl.recv, b.recv.data_ptr(), n, c.dtype, prv, c.comm, c.stream),
-        ],
-    )
+    return _grouped([
+        ("send", (b.send.data_ptr(), n, c.dtype, nxt, c.comm, c.stream)),
+        ("recv", (b.recv.data_ptr(), n, c.dtype, prv, c.comm, c.stream)),
+    ])
 
 
 # --- expected results: value of recv[j] on `rank` ---------------------------------------------------
@@ -310,7 +317,7 @@ class Collective:
     bus_factor: Callable[[int], float]
     issue: Callable[[Call, Buffers], list[Work]]
     expected: Expected
-    native: Callable[[NativeCall, Buffers], Launch]  # the same operation through NCCL directly
+    native: Callable[[NativeCall, Buffers], NativeOp]  # the same operation through NCCL directly
     reduces: bool = False
     rooted: bool = False
     out_of_place: bool = True

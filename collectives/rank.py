@@ -217,6 +217,7 @@ def _run_points(
                         group_made=ctx.made.how if ctx.made else None,
                         setup_s=ctx.made.setup_s if ctx.made else None,
                         setup_wait_s=ctx.made.wait_s if ctx.made else None,
+                        loop=point.loop,
                     )
                     if stamps is not None and timed:
                         record = arrival_record(row, stamps)

@@ -263,6 +263,38 @@ def test_native_engine_on_a_gpu(tmp_path: Path):
     assert {row["engine"] for row in rows} == {"nccl", "torch"}
     assert all(row["status"] == "ok" and row["wrong"] == 0 for row in rows)
     assert {row["collective"] for row in rows if row["engine"] == "nccl"} == set(colls.split(","))
+    # the native engine's eager loops were made from C (native_loop), torch's never
+    assert {(row["engine"], row["loop"]) for row in rows} == {("nccl", "c"), ("torch", None)}
+
+
+def test_the_compiled_loop_runs_nccl_on_every_slot():
+    """Through the C loop, each of 5 slots' out-of-place all_reduce and a sendrecv group really ran:
+    on one rank the receive buffers end up holding their send buffers."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU (measured on the lent H200: benchmarks/README.md)")
+    nccl = pytest.importorskip("nccl.bindings.nccl", reason="needs nccl4py (pip install 'netbench[nccl]')")
+    from netbench.collectives import native_loop
+    from netbench.collectives.ops import Buffers, NativeCall, get_collective
+
+    comm = nccl.comm_init_rank_scalable(1, 0, 1, bytearray(bytes(nccl.get_unique_id())), 0)
+    try:
+        native_loop.choose.cache_clear()
+        choice = native_loop.choose()
+        assert choice.loop is not None, choice.reason
+        nc = NativeCall(comm=comm, stream=torch.cuda.current_stream().cuda_stream, rank=0, nranks=1, dtype=7,
+                        op=0, root=0)
+        bufs = [Buffers(torch.full((1024,), float(i + 1), device="cuda"), torch.zeros(1024, device="cuda"))
+                for i in range(5)]
+        ops = [get_collective("all_reduce").native(nc, b) for b in bufs]
+        pair = Buffers(torch.arange(256.0, device="cuda"), torch.zeros(256, device="cuda"))
+        ops.append(get_collective("sendrecv").native(nc, pair))
+        choice.loop.run(choice.loop.prepare(ops))
+        torch.cuda.synchronize()
+        assert all(torch.equal(b.recv, b.send) for b in [*bufs, pair])
+    finally:
+        native_loop.choose.cache_clear()
+        nccl.comm_destroy(comm)
 
 
 def test_report_shows_the_engines_side_by_side_per_size():

@@ -4,7 +4,8 @@
 
 Reads nccl-tests logs ``nt_1gpu-r<i>_<coll>_g<G>.txt`` and netbench rows ``nb_<variant>_r<i>.jsonl``
 (or ``nb_<variant>_r<i>/results.jsonl``): variant ``rot`` (the default, rotating buffers), ``hot``
-(--hot-buffers) and ``rotG`` (--cuda-graph). For each collective and size: the median over rounds of
+(--hot-buffers), ``py`` (NETBENCH_NATIVE_LOOP=python: the binding's loop in Python, not the C one)
+and ``rotG`` (--cuda-graph). For each collective and size: the median over rounds of
 each tool's out-of-place time, netbench - nccl-tests, each tool's spread (max - min over rounds), and
 issue 28's goals: eager within 1 us or 5 %, 1-16 MiB within 3 %, graphs within 0.2 us or 2 %.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from netbench.importers.nccl_tests import parse_text
 
 _NT = re.compile(r"^nt_1gpu-r(\d+)_(\w+?)_g(\d+)\.txt$")
-_NB = re.compile(r"^nb_(rot|hot|rotG)_r(\d+)(\.jsonl)?$")
+_NB = re.compile(r"^nb_(rot|hot|py|rotG)_r(\d+)(\.jsonl)?$")
 COLLS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 Key = tuple[str, str, int]  # (tool, collective, bytes): out-of-place times only
 
@@ -52,7 +53,8 @@ def table(times: dict[Key, list[float]]) -> list[str]:
     med = {k: statistics.median(v) for k, v in times.items()}
     spread = {k: max(v) - min(v) for k, v in times.items()}
     out = ["| collective | size | nccl-tests us | netbench us | diff | spread nt / nb | goal | hot us "
-           "| graphs nt / nb us (spread) | graph goal |", "|---|---:|---:|---:|---:|---|---|---:|---|---|"]
+           "| python loop us | graphs nt / nb us (spread) | graph goal |",
+           "|---|---:|---:|---:|---:|---|---|---:|---:|---|---|"]
     for coll in COLLS:
         for size in sorted({k[2] for k in med if k[1] == coll and k[0] in ("nt", "ntG")}):
             nt, nb = med.get(("nt", coll, size)), med.get(("rot", coll, size))
@@ -62,7 +64,7 @@ def table(times: dict[Key, list[float]]) -> list[str]:
             eager = nt is not None and nb is not None
             mid = (1 << 20) <= size <= (16 << 20)
             ok = eager and within(nb, nt, 1.0, 5.0) and (not mid or within(nb, nt, 0, 3.0))
-            hot = med.get(("hot", coll, size))
+            hot, py = med.get(("hot", coll, size)), med.get(("py", coll, size))
             graphs = f"{g_nt:.2f} / {g_nb:.2f}" if g_nt is not None and g_nb is not None else "-"
             g_ok = "-" if graphs == "-" else ("yes" if within(g_nb, g_nt, 0.2, 2.0) else "**no**")
             if eager:
@@ -73,7 +75,7 @@ def table(times: dict[Key, list[float]]) -> list[str]:
             g_spread = (f" ({spread[('ntG', coll, size)]:.2f} / {spread[('rotG', coll, size)]:.2f})"
                         if graphs != "-" else "")
             out.append(f"| {coll} | {size} | {cells} | {'-' if hot is None else f'{hot:.2f}'} | "
-                       f"{graphs}{g_spread} | {g_ok} |")
+                       f"{'-' if py is None else f'{py:.2f}'} | {graphs}{g_spread} | {g_ok} |")
     return out
 
 

@@ -28,6 +28,8 @@
 #          against the sweep itself
 # gather   issue 28: which part of the rank's per-point gather slows the process's later graphs
 # eager    issue 28: small eager sizes, nccl-tests, the sweep and measure() alone in a process, alternated
+# cloop    issue 28: the eager loop made from C against the binding's Python loop (loop_probe.py), then
+#          nccl-tests, netbench and netbench NETBENCH_NATIVE_LOOP=python alternated ROUNDS times (into $R/cloop/)
 # gputests the GPU-only tests (tests/test_engines.py on a GPU, tests/test_gpu_copy_matrix.py); pytest from
 #          third_party/pytest-whl where the machine lacks it
 # pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
@@ -347,6 +349,26 @@ stage_eager() {
     TAILN=7 step "eager/measure_r$i" $PY benchmarks/gpu/graph_probe.py --harness-only --eager --rounds 1 \
       --sizes 8,64,512,4096,32768,262144,2097152
   done
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_cloop() {  # issue 28: the native engine's eager loop made from C (collectives/native_loop) against
+  # the binding's loop in Python: loop_probe.py in one process, then nccl-tests, netbench (the C loop, the
+  # default) and netbench with NETBENCH_NATIVE_LOOP=python alternated ROUNDS times, 4 collectives, eager
+  export CUDA_VISIBLE_DEVICES=0
+  local A="-b 8 -e 1G -f 8 -n 50 -w 10" K=all_reduce,all_gather,reduce_scatter,broadcast i c
+  mkdir -p "$R/cloop"
+  TAILN=20 step loop_probe $PY benchmarks/gpu/loop_probe.py --rounds "${PROBE_ROUNDS:-5}"
+  for i in $(seq "${ROUNDS:-3}"); do
+    for c in all_reduce all_gather reduce_scatter broadcast; do
+      NTARGS="$A -c 0" TAILN=0 nt "1gpu-r$i" $c 0 -g 1; mv "$R/nt_1gpu-r${i}_${c}_g0.txt" "$R/cloop/"
+    done
+    TAILN=0 step "cloop/nb_rot_r$i" $NB --engine nccl -k $K $A --no-check --no-inventory --no-report \
+      --out "$R/cloop/nb_rot_r$i"
+    NETBENCH_NATIVE_LOOP=python TAILN=0 step "cloop/nb_py_r$i" $NB --engine nccl -k $K $A --no-check \
+      --no-inventory --no-report --out "$R/cloop/nb_py_r$i"
+  done
+  $PY benchmarks/gpu/rounds.py "$R/cloop" --markdown "$R/cloop/rounds.md"
   unset CUDA_VISIBLE_DEVICES
 }
 

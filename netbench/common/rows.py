@@ -94,6 +94,10 @@ class ResultRow:
     # and in rows of runs from before they were recorded
     blame: list[str] | None = None
     ran: bool | None = None
+    # how the native engine's eager loop made its calls: "c" (collectives/native_loop.py, one C call
+    # an operation, as nccl-tests) or "python" (nccl4py's binding from Python, where the C loop could
+    # not be built: small sizes read up to ~1.5 us an operation high); None for every other row
+    loop: str | None = None
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
 

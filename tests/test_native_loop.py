@@ -1,0 +1,101 @@
+"""The native engine's compiled loop (collectives/native_loop.c) on a CPU: built with the host's
+compiler, it makes each prepared call through its function pointer with its arguments, in order,
+and stops at the first failure. The functions here are ctypes callbacks with NCCL's signatures that
+record what they were given; on a GPU the same loop calls libnccl (tests/test_engines.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+
+import pytest
+import torch
+from netbench.collectives import native_loop
+from netbench.collectives.ops import Buffers, NativeCall, get_collective
+
+pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="needs a C compiler")
+
+P, S, N = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+SIGNATURES = {  # nccl.h, as native_loop.c declares them
+    native_loop.SRC_DST_OP: (P, P, S, N, N, P, P),
+    native_loop.SRC_DST: (P, P, S, N, P, P),
+    native_loop.REDUCE: (P, P, S, N, N, N, P, P),
+    native_loop.PEER: (P, S, N, N, P, P),
+    native_loop.GROUP: (),
+}
+
+
+class Recorder:
+    """A C-callable stand-in for each of libnccl's functions: records (name, args); the call
+    numbered ``fail_at`` returns ``rc``."""
+
+    def __init__(self, fail_at: int = -1, rc: int = 3):
+        self.seen: list[tuple[str, tuple]] = []
+        self.keep = []  # the callbacks must outlive the loop
+        self.functions: dict[str, int] = {}
+        for name, (_, kind) in native_loop.SYMBOLS.items():
+            proto = ctypes.CFUNCTYPE(ctypes.c_int, *SIGNATURES[kind])
+
+            def fn(*args, name=name):  # noqa: ANN002, ANN202
+                self.seen.append((name, tuple(a or 0 for a in args)))
+                return rc if len(self.seen) - 1 == fail_at else 0
+
+            cb = proto(fn)
+            self.keep.append(cb)
+            self.functions[name] = ctypes.cast(cb, ctypes.c_void_p).value
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    return ctypes.CDLL(str(native_loop.build(into=tmp_path_factory.mktemp("cache"))))
+
+
+def native_ops(name: str, slots: int = 3, nranks: int = 4) -> list:
+    coll = get_collective(name)
+    nc = NativeCall(comm=0xC0FFEE, stream=0x5EA, rank=1, nranks=nranks, dtype=7, op=0, root=2)
+    bufs = [Buffers(torch.zeros(64), torch.zeros(64 * nranks)) for _ in range(slots)]
+    return [coll.native(nc, b) for b in bufs]
+
+
+@pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                                  "sendrecv", "all_to_all"])
+def test_each_call_is_made_with_its_arguments_in_order(lib: ctypes.CDLL, name: str) -> None:
+    rec = Recorder()
+    loop = native_loop.CompiledLoop(lib, rec.functions)
+    ops = native_ops(name)
+    order = [ops[i % 3] for i in (1, 2, 0, 1, 2)]  # as a timed loop's slots come
+    loop.run(loop.prepare(order))
+    assert rec.seen == [call for op in order for call in op.calls]
+    first = next(args for _, args in rec.seen if args)  # a group starts with group_start()
+    assert first[-2:] == (0xC0FFEE, 0x5EA)  # the communicator and stream, NCCL's last two arguments
+
+
+def test_the_first_failed_call_is_named_and_the_rest_are_not_made(lib: ctypes.CDLL) -> None:
+    rec = Recorder(fail_at=5)  # sendrecv: group_start, send, recv, group_end, group_start, send <- fails
+    loop = native_loop.CompiledLoop(lib, rec.functions)
+    ops = native_ops("sendrecv", slots=2)
+    with pytest.raises(RuntimeError, match=r"ncclSend returned 3 at call 5 of the timed loop"):
+        loop.run(loop.prepare(ops * 3))
+    assert len(rec.seen) == 6
+
+
+def test_the_build_is_cached_and_a_broken_source_says_why(tmp_path) -> None:  # noqa: ANN001
+    first = native_loop.build(into=tmp_path)
+    assert native_loop.build(into=tmp_path) == first and first.stat().st_size > 0
+    bad = tmp_path / "bad.c"
+    bad.write_text("int nb_run(void) { return }\n")
+    with pytest.raises(RuntimeError, match=r"failed on bad\.c: .*error"):
+        native_loop.build(bad, into=tmp_path / "out")
+    assert not list((tmp_path / "out").glob("*"))  # no half-written library left behind
+
+
+def test_without_nccl4py_the_loop_stays_in_python_and_says_why(monkeypatch) -> None:  # noqa: ANN001
+    native_loop.choose.cache_clear()
+    try:
+        choice = native_loop.choose()  # this machine has no nccl4py (a CPU torch)
+        assert (choice.name, choice.loop) == ("python", None) and "nccl" in choice.reason
+        native_loop.choose.cache_clear()
+        monkeypatch.setenv(native_loop.ENV, "python")
+        assert native_loop.choose().reason == "NETBENCH_NATIVE_LOOP=python"
+    finally:
+        native_loop.choose.cache_clear()
