@@ -7,13 +7,16 @@ A rank's setting: a one-rank torch ProcessGroupNCCL and a native communicator be
 size, all_reduce out of place (and in place at the first size: one rank, NCCL does no work, so the
 time is the call's own), netbench's ``harness.measure`` (50 iterations, rotating slots, timed as the
 sweep times them), ``--loops`` times with the C loop (``collectives/native_loop``) and as many with
-the binding's Python loop, the two interleaved loop by loop, ``--rounds`` rounds. Prints the median
+the binding's Python loop, the two interleaved loop by loop, ``--rounds`` rounds; with
+``--streams current,side`` each also on a non-blocking stream of its own (nccl-tests' kind of stream)
+where the sweep uses torch's current one, the legacy default stream. Prints the median
 over all loops, each round's median in brackets.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import tempfile
@@ -28,6 +31,11 @@ def main() -> None:
     ap.add_argument("--loops", type=int, default=20)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--sizes", default="8,64,512,4096,32768,262144,2097152")
+    ap.add_argument("--streams", default="current",
+                    help="current (torch's, the legacy default stream, as the sweep) and/or side (a "
+                         "non-blocking stream of its own, as nccl-tests'), comma-separated")
+    ap.add_argument("--no-pg", action="store_true",
+                    help="no torch ProcessGroupNCCL in the process (the line-up is a host sync alone)")
     args = ap.parse_args()
     import nccl.bindings.nccl as nccl
     import torch.distributed as dist
@@ -35,17 +43,26 @@ def main() -> None:
     from netbench.collectives.dtypes import reduce_op
     from netbench.collectives.ops import get_collective
 
-    store = dist.FileStore(os.path.join(tempfile.mkdtemp(), "store"), 1)
-    dist.init_process_group("nccl", store=store, rank=0, world_size=1, device_id=torch.device("cuda:0"))
-    pg = dist.group.WORLD
-    pg.allreduce([torch.ones(1, device="cuda")]).wait()
+    if args.no_pg:  # _line_up's all-reduce on one rank only orders the stream: a no-op will do
+        torch.cuda.init()
+        pg = types.SimpleNamespace(allreduce=lambda tensors: types.SimpleNamespace(wait=lambda: None))
+    else:
+        store = dist.FileStore(os.path.join(tempfile.mkdtemp(), "store"), 1)
+        dist.init_process_group("nccl", store=store, rank=0, world_size=1, device_id=torch.device("cuda:0"))
+        pg = dist.group.WORLD
+        pg.allreduce([torch.ones(1, device="cuda")]).wait()
     comm = nccl.comm_init_rank_scalable(1, 0, 1, bytearray(bytes(nccl.get_unique_id())), 0)
     native = types.SimpleNamespace(nccl=nccl, comm=comm)
     c_loop = native_loop.choose()
     print(f"C loop: {c_loop.name} ({c_loop.reason or 'built'})")
     if c_loop.loop is None:
         raise SystemExit(1)
-    loops = {"c": c_loop, "python": native_loop.LoopChoice(None, "probe")}
+    side = torch.cuda.Stream()  # torch's pool streams are cudaStreamNonBlocking, as nccl-tests' stream
+    loops = {}
+    for where in args.streams.split(","):
+        stream = side if where == "side" else None
+        loops[f"c/{where}"] = (c_loop, stream)
+        loops[f"python/{where}"] = (native_loop.LoopChoice(None, "probe"), stream)
     coll = get_collective("all_reduce")
     sizes = [int(s) for s in args.sizes.split(",")]
     points = [(sizes[0], True)] + [(s, False) for s in sizes]
@@ -58,22 +75,24 @@ def main() -> None:
             spec = harness.PointSpec(coll, lay, torch.float32, in_place, "sum", reduce_op("sum"), 0)
             this = {name: [] for name in loops}
             for _ in range(args.loops):
-                for name, choice in loops.items():
+                for name, (choice, stream) in loops.items():
                     native_loop.choose = lambda choice=choice: choice  # noqa: E731 - the loop under test
-                    point = harness.measure(spec, pg, 0, 1, settings, native=native, reach=reach)
-                    assert point.loop == name, (point.loop, name)
+                    with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                        point = harness.measure(spec, pg, 0, 1, settings, native=native, reach=reach)
+                    assert point.loop == choice.name, (point.loop, name)
                     this[name].append(point.time_us)
             for name, vals in this.items():
                 got.setdefault((nbytes, in_place, name), []).append(vals)
     print(f"all_reduce, one rank, {args.iters} iterations a loop, {args.loops} loops x {args.rounds} rounds, "
           "us an operation: median of all loops [each round's median]")
-    print(f"{'bytes':>9} {'place':>5} {'loop':>6} {'median':>8}  rounds")
+    print(f"{'bytes':>9} {'place':>5} {'loop/stream':>14} {'median':>8}  rounds")
     for (nbytes, in_place, name), rounds in got.items():
         flat = [v for r in rounds for v in r]
         per = " ".join(f"{statistics.median(r):.2f}" for r in rounds)
         place = "in" if in_place else "out"
-        print(f"{nbytes:>9} {place:>5} {name:>6} {statistics.median(flat):8.3f}  [{per}]")
-    dist.destroy_process_group()
+        print(f"{nbytes:>9} {place:>5} {name:>14} {statistics.median(flat):8.3f}  [{per}]")
+    if not args.no_pg:
+        dist.destroy_process_group()
     nccl.comm_destroy(comm)
 
 

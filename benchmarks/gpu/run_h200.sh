@@ -30,6 +30,8 @@
 # eager    issue 28: small eager sizes, nccl-tests, the sweep and measure() alone in a process, alternated
 # cloop    issue 28: the eager loop made from C against the binding's Python loop (loop_probe.py), then
 #          nccl-tests, netbench and netbench NETBENCH_NATIVE_LOOP=python alternated ROUNDS times (into $R/cloop/)
+# cstate   issue 28: loop_probe.py on torch's stream and a non-blocking one, with and without the process
+#          group, 50 and 1,000 operations a loop, alternated with nccl-tests (into $R/cstate/)
 # gputests the GPU-only tests (tests/test_engines.py on a GPU, tests/test_gpu_copy_matrix.py); pytest from
 #          third_party/pytest-whl where the machine lacks it
 # pin      issue 28: small eager sizes, nccl-tests and netbench alternated ROUNDS times, free and
@@ -369,6 +371,24 @@ stage_cloop() {  # issue 28: the native engine's eager loop made from C (collect
       --no-inventory --no-report --out "$R/cloop/nb_py_r$i"
   done
   $PY benchmarks/gpu/rounds.py "$R/cloop" --markdown "$R/cloop/rounds.md"
+  unset CUDA_VISIBLE_DEVICES
+}
+
+stage_cstate() {  # issue 28: what else separates a small eager op from nccl-tests': torch's legacy default
+  # stream against a non-blocking one, the process group beside, 50 against 1,000 operations a loop;
+  # loop_probe.py processes alternated with nccl-tests ROUNDS times (into $R/cstate/)
+  export CUDA_VISIBLE_DEVICES=0
+  local A="-b 8 -e 2M -f 8 -w 10 -c 0 -G 0 -g 1" i
+  mkdir -p "$R/cstate"
+  for i in $(seq "${ROUNDS:-3}"); do
+    LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-} TAILN=0 step "cstate/nt50_r$i" $NT/all_reduce_perf $A -n 50
+    TAILN=24 step "cstate/probe50_r$i" $PY benchmarks/gpu/loop_probe.py --rounds 2 --loops 10 --streams current,side
+    TAILN=24 step "cstate/probe50nopg_r$i" $PY benchmarks/gpu/loop_probe.py --rounds 2 --loops 10 \
+      --streams current,side --no-pg
+    LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-} TAILN=0 step "cstate/nt1000_r$i" $NT/all_reduce_perf $A -n 1000
+    TAILN=24 step "cstate/probe1000_r$i" $PY benchmarks/gpu/loop_probe.py --rounds 2 --loops 2 --iters 1000 \
+      --streams current,side --sizes 8,4096,2097152
+  done
   unset CUDA_VISIBLE_DEVICES
 }
 
