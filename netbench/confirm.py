@@ -132,8 +132,14 @@ class PhaseGate:
     near_from: int | None = None
     """The first phase that re-runs near candidates only (``Candidates.near``): from it on a phase
     starts only while ``CANDIDATE_NEAR_BUDGET`` of what the budget had left then is not spent, so
-    that a later launch (the ends of a link confirmed slow) still fits."""
+    that a later launch (the ends of a link confirmed slow, a node slow in its links' re-runs)
+    still fits. At 1,024 nodes half of what was left (14 s) held less than a launch's start-up and a
+    phase: it was kept, and the loop stopped there anyway, the budget "run out"."""
     keep_s: float = 0.0
+    startup_s: float = 0.0
+    """A launch's start-up: a reserve (``keep_s``) that cannot hold it and a phase is not kept."""
+    kept: bool = False
+    """The phases stopped to keep ``keep_s`` for a later launch, not because the budget ran out."""
 
     def durations(self) -> list[float]:
         """Start-to-start times of the phases that ran; the last one up to ``ended`` when set."""
@@ -147,8 +153,12 @@ class PhaseGate:
 
     def __call__(self, phase: Phase) -> bool:
         if len(self.started) == self.near_from and not self.skipped:
-            self.keep_s = (1 - CANDIDATE_NEAR_BUDGET) * self.budget.left()
+            keep = (1 - CANDIDATE_NEAR_BUDGET) * self.budget.left()
+            # a reserve too small for a launch (its start-up and a phase) buys nothing: spend it here
+            self.keep_s = keep if keep >= self.startup_s + self.estimate() else 0.0
         if self.skipped or not self.budget.fits(self.estimate() + self.keep_s):
+            if not self.skipped:
+                self.kept = self.budget.fits(self.estimate())
             self.skipped.append(phase.name)
             return False
         self.started.append((phase.name, self.budget.clock()))
@@ -284,6 +294,33 @@ def split_inconclusive(ctx: AnalysisContext, retests: Mapping[str, Retest]) -> t
             slow, runs = rt.slow_runs
             (noise if binomial_sf(slow, runs, share) > HELD_BACK_ALPHA else more).add(rt.subject)
     return noise, more
+
+
+def slow_link_ends(ctx: AnalysisContext, retests: Mapping[str, Retest]) -> dict[str, str]:
+    """The nodes (and what they showed) at the ends of re-run links that were cleared, slow in
+    re-runs of two of them or more (one link's slow re-runs are as much the link's as either end's),
+    whose re-runs together were slow more often than the noise gives (binomial at ``rerun_share``, at least
+    one in the fleet's pairs; family-wise over the nodes at such ends, ``CANDIDATE_SHARED_ALPHA``):
+    a node slow now and then, seen through its links. A node slow in 30% of its rounds (1,024 nodes,
+    2:1 uplinks, Student-t noise with 3 degrees of freedom, seed 9) was at the ends of 4 of the
+    fleet's 872 worst pairs, its same-leaf ones (behind the uplinks its other pairs read as every
+    pair does), no more than chance puts at a node (``shared_ends``); each link was slow in one or
+    two of its 4 re-runs and cleared, and the node was never re-tested."""
+    m = ctx.pair_model
+    if m is None:
+        return {}
+    pairs = int(np.triu(np.isfinite(m.resid), 1).sum())
+    share = max(rerun_share(m, ctx.policy.thresholds), 1.0 / max(pairs, 1))
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # slow re-runs, re-runs, links slow
+    for rt in retests.values():
+        if rt.kind == "link" and rt.verdict == "cleared" and rt.slow_runs is not None:
+            for h in rt.subject.split("|"):
+                tally[h][0] += rt.slow_runs[0]
+                tally[h][1] += rt.slow_runs[1]
+                tally[h][2] += rt.slow_runs[0] > 0
+    family = len(tally)
+    return {h: f"slow in {k} of {n} re-runs of its links" for h, (k, n, links) in tally.items()
+            if links >= 2 and family * binomial_sf(k, n, share) <= CANDIDATE_SHARED_ALPHA}
 
 
 def rerun_order(candidates: list[Pair], runs: int, per_phase: int) -> list[Pair]:
@@ -739,6 +776,7 @@ def judge(
             verdict=verdict,
             ratios={f"run{i + 1}": round(v, 3) for i, v in enumerate(runs)},
             reason=f"re-run at {', '.join(f'{v:.2f}x' for v in runs)} the controls of its class and load",
+            slow_runs=(slow_runs, len(runs)),
         )
     unjudged = "not re-run: no control pair of its class"
     return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
@@ -1028,9 +1066,10 @@ class Suspects:
     found: Candidates = field(default_factory=lambda: Candidates([], 0))
     """Links no bar flagged, re-run as the fleet's worst and as near slow (``candidate_links``);
     their ends are not suspects."""
-    again: frozenset[str] = frozenset()
-    """Nodes re-tested inconclusive with more slow pairs than the noise gives, re-tested once more on
-    fresh pairs (``INTERMITTENT_MAX_PHASES``, ``split_inconclusive``)."""
+    again: Mapping[str, str] = field(default_factory=dict)
+    """Nodes re-tested with as many fresh pairs as a node slow now and then gets at most, and why:
+    re-tested inconclusive by more slow pairs than the noise gives (``split_inconclusive``), or
+    slow in more of their links' re-runs than the noise gives (``slow_link_ends``)."""
 
     @property
     def candidates(self) -> list[Pair]:
@@ -1048,19 +1087,24 @@ class Suspects:
     ) -> Suspects:
         """What to re-test after the analysis ``ctx``: with it and no re-test yet, candidate links too;
         after a launch, the candidates held back while an end was a suspect node (``held_back``), and
-        the nodes re-tested inconclusive by more slow pairs than the noise gives (``split_inconclusive``)
-        once more, unless ``looked`` at again already."""
+        once more, unless ``looked`` at again already, the nodes re-tested inconclusive by more slow
+        pairs than the noise gives (``split_inconclusive``) and those whose links' re-runs were
+        (``slow_link_ends``)."""
         nodes, links = find_suspects(findings, exclude, set(retests), retests)
         taken = exclude | set(nodes) | {h for lk in links for h in lk}
         taken |= {rt.subject for rt in retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
         # the fleet's worst, once: a later launch is for the suspects the first one's verdicts made,
         # and for the worst held back while one of their ends was a suspect node
-        found, again = Candidates([], 0), frozenset[str]()
+        found, again = Candidates([], 0), dict[str, str]()
         if ctx is not None and not retests:
             found = candidate_links(ctx, taken, set(retests))
         elif ctx is not None:
             explained, more = split_inconclusive(ctx, retests)
-            found, again = held_back(ctx, taken, retests, explained), frozenset(more) - looked
+            retested = {rt.subject for rt in retests.values() if rt.kind == "node"}
+            ends = {h: why for h, why in slow_link_ends(ctx, retests).items() if h not in retested | exclude}
+            why_again = {h: "inconclusive" for h in more} | ends
+            again = {h: why for h, why in why_again.items() if h not in looked}
+            found = held_back(ctx, taken, retests, explained)
         candidates = found.links
         first = candidates and not retests  # a node at the ends of many: once, from the fleet's worst
         now_and_then_too = shared_ends(candidates, len(ctx.pair_model.hosts)) if first else []
@@ -1102,8 +1146,7 @@ class Suspects:
         re-tested ``again`` apart."""
         worst = f"{len(self.candidates)} candidate link(s) (the worst pairs no bar flagged)"
         more = [worst] if self.candidates else []
-        if self.again:
-            more.append(f"{', '.join(sorted(self.again))} again (inconclusive)")
+        more += [f"{h} again ({why})" for h, why in sorted(self.again.items())]
         if self.found.near:
             more.append(f"{len(self.found.near)} near-slow pair(s) as the budget allows")
         return ", ".join([n for n in self.names() if n not in self.again] + more)
@@ -1179,7 +1222,7 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
     looked: frozenset[str] = frozenset()  # nodes re-tested inconclusive, then once more
     for _ in range(setup.max_launches):
         suspects = Suspects.of(findings, setup.exclude, out.retests, ctx, looked)
-        looked |= suspects.again
+        looked |= set(suspects.again)
         if setup.words.list_suspects:
             setup.echo(f"# suspects: {suspects.said() or 'none'}")
         elif not suspects.said():
@@ -1265,7 +1308,7 @@ def _retest_launch(
             f"{max(budget.left(), 0):.0f} s left"
         )
         return {}, info
-    gate = PhaseGate(budget, prior_s=setup.phase_s, near_from=near_from)
+    gate = PhaseGate(budget, prior_s=setup.phase_s, near_from=near_from, startup_s=setup.startup_s)
     setup.echo(
         f"# re-testing {suspects.said()} against known-good partners: up to {len(plan)} "
         f"phase(s), {max(budget.left(), 0):.0f} s left"
@@ -1279,7 +1322,8 @@ def _retest_launch(
         startup_s=outcome.startup_s,
         launch_s=round(budget.elapsed() - t0, 3),
         rounds=[rounds.start, rounds.stop - 1],
-        skipped="budget" if gate.skipped else None,
+        skipped="budget" if gate.skipped and not gate.kept else None,
+        kept=len(gate.skipped) if gate.kept else 0,  # near candidates' phases left for a later launch
     )
     sigma = m.sigma if m is not None else 0.0
     n_tests = max(ctx.analyses.nodes.tests, len(setup.live))  # the analysis' family of node tests

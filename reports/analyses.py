@@ -176,7 +176,8 @@ class Retest:
     confirmed, it is a finding; cleared, it never was one (the log and run.json keep its re-run)."""
     slow_runs: tuple[int, int] | None = None
     """A node's re-test pairs slow beyond the noise, and those measured: whether "a few" slow ones
-    are more than the noise gives (``netbench.confirm.held_back``)."""
+    are more than the noise gives (``netbench.confirm.split_inconclusive``); a link's re-runs slow,
+    and those made (``netbench.confirm.slow_link_ends``)."""
 
 
 @dataclass(frozen=True)
