@@ -217,24 +217,24 @@ def _around(
     events: events leave out the first launch's way to the GPU and the last completion's way back,
     which nccl-tests counts, so an event-timed loop reads a few tenths of a microsecond an operation
     faster than nccl-tests' at the smallest sizes for no difference in the fabric (src/common.cu,
-    nccl-tests 2.19). The native engine's eager operations are made from C where it builds
-    (``native_loop``: one C call an operation, as nccl-tests; the binding's Python call cost more)."""
+    nccl-tests 2.19). The native engine's eager loop runs in C where it builds (``native_loop``: one C
+    call an operation and the stream polled to its end, as nccl-tests; Python's call and wait cost
+    more), its clock from its first call to the stream seen finished."""
     eager_native = run_once.native and graph is None
-    choice = native_loop.choose() if eager_native else None
-    compiled = choice.loop if choice is not None else None
+    compiled = native_loop.choose().loop if eager_native else None
     # made before the clock starts: the launches, or the C loop's array of calls
     todo = run_once.sequence(iters) if graph is None and compiled is None else []
     calls = compiled.prepare(run_once.native_sequence(iters)) if compiled is not None else None
     end = torch.cuda.Event()
     end.record()  # torch makes the CUDA event at its first record: outside the clock, as nccl-tests'
     end.synchronize()
+    if compiled is not None:  # the calls and the wait for the stream, both in C (native_loop)
+        return compiled.timed(calls, torch.cuda.current_stream().cuda_stream) / iters, None, "c"
     t0 = time.perf_counter()
     if graph is not None:
         for _ in range(launches):
             graph.replay()
         iters *= launches
-    elif compiled is not None:
-        compiled.run(calls)
     elif run_once.native:
         for launch in todo:
             launch()
@@ -243,7 +243,7 @@ def _around(
             _wait_all(issue())  # on CUDA this only orders the streams; it does not block the host
     end.record()
     end.synchronize()
-    return (time.perf_counter() - t0) * 1e6 / iters, None, choice.name if choice is not None else None
+    return (time.perf_counter() - t0) * 1e6 / iters, None, "python" if eager_native else None
 
 
 class StepWork:

@@ -4,8 +4,10 @@
  * It needs no CUDA or NCCL header: the few NCCL signatures it calls are declared below (nccl.h;
  * ncclComm_t and cudaStream_t are pointers, ncclDataType_t and ncclRedOp_t are ints), and the
  * functions are the ones of the libnccl already in the process, handed in as pointers. */
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 enum {
   NB_SRC_DST_OP = 0, /* (send, recv, count, datatype, int, comm, stream): all_reduce, reduce_scatter,
@@ -63,4 +65,32 @@ int nb_run(const nb_call *calls, int64_t n, int64_t *at) {
     }
   }
   return 0;
+}
+
+typedef int (*query_t)(void *);
+
+/* nb_run timed as nccl-tests times its loop: the clock from before the first call until the
+ * stream is seen finished, polling query(stream) (the driver's cuStreamQuery: 0 done, not_ready
+ * while work is left; another thread may run between polls, as nccl-tests' sched_yield lets it).
+ * *us: the microseconds. Returns 0, a call's non-zero result (*at its index, the rest not made,
+ * the stream not waited for) or the query's (*at = -1). */
+int nb_timed(const nb_call *calls, int64_t n, int64_t *at, void *query, void *stream, int not_ready,
+             double *us) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = nb_run(calls, n, at);
+  while (rc == 0) {
+    int q = ((query_t)query)(stream);
+    if (q == 0)
+      break;
+    if (q != not_ready) {
+      *at = -1;
+      rc = q;
+      break;
+    }
+    sched_yield();
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+  return rc;
 }

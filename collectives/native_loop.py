@@ -7,7 +7,8 @@ call cost netbench 0.75-1.8 us against nccl-tests' 0.28-0.74 (benchmarks/README.
 gather"), and the eager medians were 0.6-1.6 us above nccl-tests' from 8 B to 2 MiB. So the timed
 loop over a point's prepared operations runs in C (``native_loop.c``): Python calls it once a loop,
 and it calls libnccl's functions through their addresses in the libnccl nccl4py loaded, with the
-arguments the binding would have been given. Warm-up, the correctness pass, graph capture and the
+arguments the binding would have been given, and then waits for the stream as nccl-tests does
+(polling ``cuStreamQuery``), both inside its clock. Warm-up, the correctness pass, graph capture and the
 per-operation stamps (--per-iter) still go through the binding: none of them is timed per call.
 
 How it is built: ``native_loop.c`` with the host's C compiler (``$CC``, else ``cc`` or ``gcc``) into a
@@ -41,6 +42,7 @@ ENV = "NETBENCH_NATIVE_LOOP"  # "python": the binding's loop even where the C on
 
 # nccl4py's binding function -> (libnccl's symbol, its kind in native_loop.c's nb_run)
 SRC_DST_OP, SRC_DST, REDUCE, PEER, GROUP = range(5)
+CUDA_ERROR_NOT_READY = 600  # cuda.h: the stream still has work
 SYMBOLS: dict[str, tuple[str, int]] = {
     "all_reduce": ("ncclAllReduce", SRC_DST_OP),
     "reduce_scatter": ("ncclReduceScatter", SRC_DST_OP),
@@ -73,13 +75,16 @@ class LoopChoice:
 
 
 class CompiledLoop:
-    """``nb_run`` of the built library, with the addresses of libnccl's functions it calls."""
+    """``nb_timed`` of the built library, with the addresses of libnccl's functions it calls and of
+    the CUDA driver's ``cuStreamQuery`` it waits with."""
 
-    def __init__(self, lib: ctypes.CDLL, functions: dict[str, int]):
-        self.run_calls = lib.nb_run
-        self.run_calls.argtypes = [ctypes.POINTER(_Call), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
-        self.run_calls.restype = ctypes.c_int
-        self.functions = functions
+    def __init__(self, lib: ctypes.CDLL, functions: dict[str, int], query: int):
+        self.timed_calls = lib.nb_timed
+        self.timed_calls.argtypes = [ctypes.POINTER(_Call), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                                     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                     ctypes.POINTER(ctypes.c_double)]
+        self.timed_calls.restype = ctypes.c_int
+        self.functions, self.query = functions, query
 
     def prepare(self, ops: Sequence[NativeOp]) -> ctypes.Array:
         """The C array of every call of ``ops``, in order (made before a loop's clock starts)."""
@@ -91,13 +96,19 @@ class CompiledLoop:
             slot.a[: len(args)] = args
         return arr
 
-    def run(self, calls: ctypes.Array) -> None:
-        """Make the prepared calls; RuntimeError naming the first that failed (the rest are not made)."""
-        at = ctypes.c_int64(-1)
-        rc = self.run_calls(calls, len(calls), ctypes.byref(at))
+    def timed(self, calls: ctypes.Array, stream: int) -> float:
+        """Make the prepared calls and wait for ``stream`` to finish them, as nccl-tests times its
+        loop: the microseconds from before the first call until the stream was seen finished.
+        RuntimeError naming the first call that failed (the rest are not made) or the wait's error."""
+        at, us = ctypes.c_int64(-1), ctypes.c_double(0.0)
+        rc = self.timed_calls(calls, len(calls), ctypes.byref(at), self.query, stream or None,
+                              CUDA_ERROR_NOT_READY, ctypes.byref(us))
+        if rc != 0 and at.value < 0:
+            raise RuntimeError(f"cuStreamQuery returned {rc} after the timed loop")
         if rc != 0:
-            fn = next(n for n, (sym, _) in SYMBOLS.items() if self.functions[n] == calls[at.value].fn)
+            fn = next(n for n in SYMBOLS if self.functions[n] == calls[at.value].fn)
             raise RuntimeError(f"{SYMBOLS[fn][0]} returned {rc} at call {at.value} of the timed loop")
+        return us.value
 
 
 def cache_dir() -> Path:
@@ -146,6 +157,13 @@ def _libnccl_functions() -> dict[str, int]:
     return {name: ctypes.cast(getattr(lib, sym), ctypes.c_void_p).value for name, (sym, _) in SYMBOLS.items()}
 
 
+def _stream_query() -> int:
+    """The address of the CUDA driver's ``cuStreamQuery`` (libcuda, in the process already: torch
+    made its context; a runtime stream handle is the driver's)."""
+    lib = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+    return ctypes.cast(lib.cuStreamQuery, ctypes.c_void_p).value
+
+
 @functools.cache
 def choose() -> LoopChoice:
     """The loop for this process (decided once; nccl4py is loaded by then: a native communicator
@@ -153,9 +171,9 @@ def choose() -> LoopChoice:
     if os.environ.get(ENV, "c") == "python":
         return LoopChoice(None, f"{ENV}=python")
     try:
-        functions = _libnccl_functions()
+        functions, query = _libnccl_functions(), _stream_query()
         lib = ctypes.CDLL(str(build()))
     except Exception as exc:  # noqa: BLE001 - any failure leaves the binding's loop, said in the rows
         first = str(exc).splitlines()[0] if str(exc) else ""
         return LoopChoice(None, f"{type(exc).__name__}: {first}"[:300])
-    return LoopChoice(CompiledLoop(lib, functions), None)
+    return LoopChoice(CompiledLoop(lib, functions, query), None)

@@ -268,8 +268,8 @@ def test_native_engine_on_a_gpu(tmp_path: Path):
 
 
 def test_the_compiled_loop_runs_nccl_on_every_slot():
-    """Through the C loop, each of 5 slots' out-of-place all_reduce and a sendrecv group really ran:
-    on one rank the receive buffers end up holding their send buffers."""
+    """Through the C loop, each of 5 slots' out-of-place all_reduce and a sendrecv group really ran
+    before it returned: on one rank the receive buffers end up holding their send buffers."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU (measured on the lent H200: benchmarks/README.md)")
@@ -289,8 +289,9 @@ def test_the_compiled_loop_runs_nccl_on_every_slot():
         ops = [get_collective("all_reduce").native(nc, b) for b in bufs]
         pair = Buffers(torch.arange(256.0, device="cuda"), torch.zeros(256, device="cuda"))
         ops.append(get_collective("sendrecv").native(nc, pair))
-        choice.loop.run(choice.loop.prepare(ops))
-        torch.cuda.synchronize()
+        stream = torch.cuda.current_stream()
+        assert choice.loop.timed(choice.loop.prepare(ops), stream.cuda_stream) > 0
+        assert stream.query()  # the loop returned once the stream had finished
         assert all(torch.equal(b.recv, b.send) for b in [*bufs, pair])
     finally:
         native_loop.choose.cache_clear()

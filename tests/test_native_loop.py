@@ -27,10 +27,12 @@ SIGNATURES = {  # nccl.h, as native_loop.c declares them
 
 class Recorder:
     """A C-callable stand-in for each of libnccl's functions: records (name, args); the call
-    numbered ``fail_at`` returns ``rc``."""
+    numbered ``fail_at`` returns ``rc``. And for cuStreamQuery: "not ready" ``busy`` times, then
+    ``done`` (0: finished), each poll recorded."""
 
-    def __init__(self, fail_at: int = -1, rc: int = 3):
+    def __init__(self, fail_at: int = -1, rc: int = 3, busy: int = 2, done: int = 0):
         self.seen: list[tuple[str, tuple]] = []
+        self.polls: list[int] = []
         self.keep = []  # the callbacks must outlive the loop
         self.functions: dict[str, int] = {}
         for name, (_, kind) in native_loop.SYMBOLS.items():
@@ -43,6 +45,16 @@ class Recorder:
             cb = proto(fn)
             self.keep.append(cb)
             self.functions[name] = ctypes.cast(cb, ctypes.c_void_p).value
+
+        def query(stream):  # noqa: ANN001, ANN202
+            self.polls.append(stream or 0)
+            return native_loop.CUDA_ERROR_NOT_READY if len(self.polls) <= busy else done
+
+        self.keep.append(ctypes.CFUNCTYPE(ctypes.c_int, P)(query))
+        self.query = ctypes.cast(self.keep[-1], ctypes.c_void_p).value
+
+    def loop(self, lib: ctypes.CDLL) -> native_loop.CompiledLoop:
+        return native_loop.CompiledLoop(lib, self.functions, self.query)
 
 
 @pytest.fixture(scope="module")
@@ -61,22 +73,31 @@ def native_ops(name: str, slots: int = 3, nranks: int = 4) -> list:
                                   "sendrecv", "all_to_all"])
 def test_each_call_is_made_with_its_arguments_in_order(lib: ctypes.CDLL, name: str) -> None:
     rec = Recorder()
-    loop = native_loop.CompiledLoop(lib, rec.functions)
+    loop = rec.loop(lib)
     ops = native_ops(name)
     order = [ops[i % 3] for i in (1, 2, 0, 1, 2)]  # as a timed loop's slots come
-    loop.run(loop.prepare(order))
+    assert loop.timed(loop.prepare(order), 0x5EA) > 0
     assert rec.seen == [call for op in order for call in op.calls]
+    assert rec.polls == [0x5EA] * 3  # the stream polled until it said done, after the last call
     first = next(args for _, args in rec.seen if args)  # a group starts with group_start()
     assert first[-2:] == (0xC0FFEE, 0x5EA)  # the communicator and stream, NCCL's last two arguments
 
 
 def test_the_first_failed_call_is_named_and_the_rest_are_not_made(lib: ctypes.CDLL) -> None:
     rec = Recorder(fail_at=5)  # sendrecv: group_start, send, recv, group_end, group_start, send <- fails
-    loop = native_loop.CompiledLoop(lib, rec.functions)
+    loop = rec.loop(lib)
     ops = native_ops("sendrecv", slots=2)
     with pytest.raises(RuntimeError, match=r"ncclSend returned 3 at call 5 of the timed loop"):
-        loop.run(loop.prepare(ops * 3))
-    assert len(rec.seen) == 6
+        loop.timed(loop.prepare(ops * 3), 0x5EA)
+    assert len(rec.seen) == 6 and rec.polls == []  # nothing waited for after a failed call
+
+
+def test_a_failed_wait_for_the_stream_is_named(lib: ctypes.CDLL) -> None:
+    rec = Recorder(busy=1, done=700)  # cudaErrorIllegalAddress, say, once the stream has run
+    loop = rec.loop(lib)
+    with pytest.raises(RuntimeError, match=r"cuStreamQuery returned 700 after the timed loop"):
+        loop.timed(loop.prepare(native_ops("all_reduce")), 0)
+    assert len(rec.seen) == 3 and rec.polls == [0, 0]
 
 
 def test_the_build_is_cached_and_a_broken_source_says_why(tmp_path) -> None:  # noqa: ANN001
