@@ -140,7 +140,7 @@ class Point:
     time_us: float
     wrong: int | None
     stamps: IterStamps | None = None  # None for a CUDA-graph loop
-    loop: str | None = None  # the native engine's eager loop: "c" (native_loop) or "python"; else None
+    loop: str | None = None  # the native engine's loop timed as nccl-tests: "c" (native_loop), "python"
 
 
 class Timer:
@@ -159,10 +159,10 @@ class Timer:
         work: StepWork | None = None,
         gpu_stamps: bool = True,
     ) -> tuple[float, IterStamps | None, str | None]:
-        """(microseconds per operation, per-operation stamps, the native engine's eager loop: "c" or
-        "python", else None). The stamps cost two clock reads (CPU) or two events (GPU) per
-        operation, which neither serialises the pipelined GPU loop nor adds a measurable share to an
-        operation of gloo (tens of microseconds at least)."""
+        """(microseconds per operation, per-operation stamps, how the native engine's loop timed as
+        nccl-tests times it made its calls: "c" or "python", else None). The stamps cost two clock
+        reads (CPU) or two events (GPU) per operation, which neither serialises the pipelined GPU
+        loop nor adds a measurable share to an operation of gloo (tens of microseconds at least)."""
         every, pause_s = (delay[0], delay[1] / 1e6) if delay else (0, 0.0)
         if self.device == "cuda":
             if graph is not None or not (gpu_stamps or delay or work):
@@ -187,7 +187,7 @@ class Timer:
             per_op = (done[-1] - arrive[0]) / iters
             if work is not None:  # the operations alone, not the work between them
                 per_op = sum(d - a for a, d in zip(arrive, done, strict=True)) / iters
-            return per_op, IterStamps(start_us, arrive, done), "python" if run_once.native else None
+            return per_op, IterStamps(start_us, arrive, done), None
         clock = time.perf_counter_ns
         start_us, t0 = now_us(), clock()
         arrive, done = [0] * iters, [0] * iters

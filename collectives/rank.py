@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from netbench.collectives import clocks, groups, messages
+from netbench.collectives import clocks, groups, messages, native_loop
 from netbench.collectives.ahead import FILLS, Ahead
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.groups import MadeGroup
@@ -219,6 +219,8 @@ def _run_points(
                         setup_wait_s=ctx.made.wait_s if ctx.made else None,
                         loop=point.loop,
                     )
+                    if point.loop == "python":  # the C loop could not be had: say why (native_loop)
+                        row.extra["loop_reason"] = native_loop.choose().reason
                     if stamps is not None and timed:
                         record = arrival_record(row, stamps)
                         if spec.per_iter:  # --per-iter: every sample, iteration x rank, 0.1 us

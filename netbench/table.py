@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from netbench.common.text import quote_untrusted
+
 HEADER = (  # nccl-tests prints these lines exactly so
 
     "#                                                              out-of-place                       in-place\n"  # noqa: E501
@@ -62,6 +64,17 @@ def format_line(oop: dict[str, Any] | None, ip: dict[str, Any] | None) -> str:
     )
 
 
+def _loop_note(row: dict[str, Any]) -> str:
+    """Under a section's title, when the NCCL engine's eager loop ran in Python, not in C
+    (``collectives/native_loop``): its small sizes read high, and why it did (the rank's words,
+    untrusted: quoted)."""
+    if row.get("loop") != "python":
+        return ""
+    why = (row.get("extra") or {}).get("loop_reason")
+    return ("\n# loop: python, not C: small sizes read 1-2 us an operation high"
+            + (f" ({quote_untrusted(why, 160)})" if why else ""))
+
+
 @dataclass
 class TablePrinter:
     """Prints rows as they stream in, one line per size once both variants are in (or skipped)."""
@@ -89,6 +102,7 @@ class TablePrinter:
                 f"#\n# {row['collective']}  pattern={row['pattern']}  ranks={row['ranks']}  "
                 f"backend={row['backend']}  engine={engine}  hosts={where}\n#"
                 + "".join(f"\n# N/A: {note}" for note in notes or ())
+                + _loop_note(row)
                 + f"\n{HEADER}"
             )
         key = (row.get("group"), row["collective"], engine, row["bytes"])

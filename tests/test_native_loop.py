@@ -120,3 +120,32 @@ def test_without_nccl4py_the_loop_stays_in_python_and_says_why(monkeypatch) -> N
         assert native_loop.choose().reason == "NETBENCH_NATIVE_LOOP=python"
     finally:
         native_loop.choose.cache_clear()
+
+
+def test_a_table_section_timed_by_the_python_loop_says_so_and_why() -> None:
+    """The NCCL engine's rows say which loop timed them; where it was Python's, the table says so
+    under the section's title, once, with the rank's reason quoted (a remote rank's words)."""
+    from netbench.table import TablePrinter
+
+    def row(size: int, in_place: bool, loop: str, why: str | None) -> dict:
+        return {"run_id": "r", "collective": "all_reduce", "backend": "nccl", "pattern": "world",
+                "hosts": ["a"], "ranks": 1, "round": None, "bytes": size, "count": size // 4,
+                "dtype": "float", "op": "sum", "in_place": in_place, "iters": 20, "warmup": 5, "time_us": 6.0,
+                "time_us_min": 6.0, "time_us_max": 6.0, "rank_time_us": [6.0], "algbw_GBps": 0.1,
+                "busbw_GBps": 0.1, "wrong": 0, "status": "ok", "error": None, "group": "world",
+                "engine": "nccl", "cuda_graph": False, "loop": loop,
+                "extra": {"loop_reason": why} if why else {}}
+
+    out: list[str] = []
+    table = TablePrinter(out.append)
+    why = "RuntimeError: no C compiler (cc, gcc or $CC) on this host\x1b[31m"
+    for size in (8, 64):
+        for in_place in (False, True):
+            table.add(row(size, in_place, "python", why), True, True)
+    text = "\n".join(out)
+    assert text.count("# loop: python, not C: small sizes read 1-2 us an operation high") == 1
+    assert "no C compiler (cc, gcc or $CC) on this host" in text and "\x1b" not in text
+    quiet: list[str] = []
+    table = TablePrinter(quiet.append)
+    table.add(row(8, False, "c", None), True, False)
+    assert "# loop" not in "\n".join(quiet)
