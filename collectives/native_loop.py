@@ -27,6 +27,7 @@ import functools
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,7 @@ class CompiledLoop:
 
 
 def cache_dir() -> Path:
+    """Where the built library is kept: per user, as other build caches."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "netbench"
 
@@ -125,18 +127,20 @@ def build(source: Path = SOURCE, into: Path | None = None) -> Path:
     lib = into / f"native_loop-{tag}.so"
     if lib.exists():
         return lib
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    found = shutil.which("cc") or shutil.which("gcc")
+    cc = shlex.split(os.environ.get("CC", "")) or ([found] if found else [])
     if not cc:
         raise RuntimeError("no C compiler (cc, gcc or $CC) on this host")
     into.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=lib.name + ".", dir=into)
     os.close(fd)
     try:
-        res = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp, str(source)], capture_output=True,
+        # $CC may carry flags (CC="gcc -m64"): split as a shell would, never run through one
+        res = subprocess.run([*cc, "-O2", "-shared", "-fPIC", "-o", tmp, str(source)], capture_output=True,
                              text=True, timeout=120)
         if res.returncode != 0:
             first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
-            raise RuntimeError(f"{Path(cc).name} failed on {source.name}: {first}")
+            raise RuntimeError(f"{Path(cc[0]).name} failed on {source.name}: {first}")
         os.replace(tmp, lib)
     finally:
         if os.path.exists(tmp):

@@ -6,6 +6,7 @@ record what they were given; on a GPU the same loop calls libnccl (tests/test_en
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 
 import pytest
@@ -108,6 +109,17 @@ def test_the_build_is_cached_and_a_broken_source_says_why(tmp_path) -> None:  # 
     with pytest.raises(RuntimeError, match=r"failed on bad\.c: .*error"):
         native_loop.build(bad, into=tmp_path / "out")
     assert not list((tmp_path / "out").glob("*"))  # no half-written library left behind
+
+
+def test_no_compiler_is_said_and_cc_may_carry_flags(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    gcc, path = shutil.which("gcc") or shutil.which("cc"), os.environ["PATH"]
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(RuntimeError, match=r"no C compiler \(cc, gcc or \$CC\) on this host"):
+        native_loop.build(into=tmp_path / "a")
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.setenv("CC", f"{gcc} -m64 -Wall")
+    assert native_loop.build(into=tmp_path / "b").stat().st_size > 0
 
 
 def test_without_nccl4py_the_loop_stays_in_python_and_says_why(monkeypatch) -> None:  # noqa: ANN001
