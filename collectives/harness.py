@@ -51,10 +51,11 @@ class Issue:
 
     Called, it issues one operation and returns the torch work handles to wait for (none for the
     native engine). ``sequence(n)`` hands out the next n operations' launches at once, so the timed
-    loop (``_around``) is a plain ``for`` over a list: on the native engine an operation then costs
-    the binding's call and nothing of Python's beside it. The closure, the cycle's ``next()`` and an
+    loop (``_around``) is a plain ``for`` over a list: the closure, the cycle's ``next()`` and an
     empty wait around each call cost 0.5-1 us an operation on the H200's host, a tenth of a small
-    all_reduce (benchmarks/gpu/launch_probe.py --harness, 2026-12-03)."""
+    all_reduce (benchmarks/gpu/launch_probe.py --harness, 2026-12-03). The native engine's next n
+    operations as NCCL calls (``native_sequence``) are what its loop in C makes (``native_loop``):
+    there even the binding's call is gone."""
 
     def __init__(self, calls: list[Callable[[], object]], ops: list[NativeOp] | None = None):
         self.calls, self.ops, self.next = calls, ops, 0
