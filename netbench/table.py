@@ -71,7 +71,7 @@ def _loop_note(row: dict[str, Any]) -> str:
     if row.get("loop") != "python":
         return ""
     why = (row.get("extra") or {}).get("loop_reason")
-    return ("\n# loop: python, not C: small sizes read 1-2 us an operation high"
+    return ("\n# loop: python, not C: small sizes read up to 2 us an operation high"
             + (f" ({quote_untrusted(why, 160)})" if why else ""))
 
 

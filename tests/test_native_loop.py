@@ -155,7 +155,7 @@ def test_a_table_section_timed_by_the_python_loop_says_so_and_why() -> None:
         for in_place in (False, True):
             table.add(row(size, in_place, "python", why), True, True)
     text = "\n".join(out)
-    assert text.count("# loop: python, not C: small sizes read 1-2 us an operation high") == 1
+    assert text.count("# loop: python, not C: small sizes read up to 2 us an operation high") == 1
     assert "no C compiler (cc, gcc or $CC) on this host" in text and "\x1b" not in text
     quiet: list[str] = []
     table = TablePrinter(quiet.append)

@@ -96,7 +96,7 @@ class ResultRow:
     ran: bool | None = None
     # how the native engine's eager loop made its calls: "c" (collectives/native_loop.py, one C call
     # an operation, as nccl-tests) or "python" (nccl4py's binding from Python, where the C loop could
-    # not be built: small sizes read up to ~1.5 us an operation high); None for every other row
+    # not be built: small sizes read up to ~2 us an operation high); None for every other row
     loop: str | None = None
     schema: str = SCHEMA
     extra: dict[str, Any] = field(default_factory=dict)
