@@ -169,15 +169,15 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
     # iterations. Not the first with any period: three of a few scattered far-late iterations fit
     # some k by chance (4, 24, 44: every 20th), and on a loaded machine (CI, 2026-12-05) a healthy
     # host far late as often as the periodic one, and ordered before it, was named every 20th
-    periods = []
+    periods = []  # (in-class hits, score, k, host, its far-late iterations), most often far late first
     for h in np.argsort(-far_counts, kind="stable")[: min(nh, 4)]:
         mine = far & (host_of == int(h))
         found = _period(np.flatnonzero(mine), rec.iters)
         if found is not None:
-            periods.append((found[0], found[1], -int(h), found[2], mine))
-    if periods:
-        _, _, h, k, mine = max(periods, key=lambda c: c[:3])
-        return describe(-h, "periodic", None, k, mine)
+            periods.append((*found, int(h), mine))
+    if periods:  # max keeps the first of equals: the host most often far late
+        _, _, k, h, mine = max(periods, key=lambda c: c[:2])
+        return describe(h, "periodic", None, k, mine)
     if nh > 1:
         top = int(order[0])
         p = binomial_sf(int(counts[top]), nd, chance)
