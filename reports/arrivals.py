@@ -14,7 +14,9 @@ iteration, who arrived last and how long after the second-last). For one point:
 - A host last by far (``OUTLIER`` times the point's median gap between last and second-last, and
   beyond the clock bound) in almost every k-th iteration and seldom otherwise is *periodic* (every
   k-th: a timer, a checkpoint, a periodic daemon); the smallest k from 2 whose one residue class
-  holds most of those iterations, is nearly all of them, and has few outside it.
+  holds most of that host's far lateness (summed, not counted: a loaded machine's hiccups of a few
+  ms are "far" too, and as many of them as periodic 30 ms delays hide nothing of the delays), is
+  nearly all of them, and has few outside it.
 - Decisive last arrivals spread over many hosts, none beyond chance: *moving* (system noise): no
   one to drain, reported in the point's summary, never a finding.
 - The wait it imposes: over its decisive iterations, how long after the second-last it arrived,
@@ -40,7 +42,7 @@ from netbench.common.arrivals import ArrivalRecord
 ALPHA = 0.01
 MIN_DECISIVE = 5  # fewer decisive iterations than this decide nothing
 MIN_SHARE = 1.5  # a persistent straggler: last in 1.5x its chance share of decisive iterations (<= half)
-PERIOD_CLASS_SHARE = 0.6  # of its far-late iterations in one residue class ...
+PERIOD_CLASS_SHARE = 0.6  # of its far lateness (summed) in one residue class ...
 PERIOD_HIT_RATE = 0.6  # ... which it is far late in at least this often
 PERIOD_MIN_HITS = 3
 MAX_PERIOD = 64
@@ -104,29 +106,33 @@ MIN_POINTS = 3
 last in 2 of 2 sizes (CI, preflight's quick pass at 256K and 1M), which chance does often enough."""
 
 
-def _period(idx: np.ndarray, iters: int) -> tuple[int, float, int] | None:
-    """(in-class hits, score, k) for the k whose one residue class best separates ``idx`` (the
-    iterations a host was far late in) from the rest: at least ``PERIOD_CLASS_SHARE`` of them in the
-    class, at least ``PERIOD_HIT_RATE`` of the class among them, and at most half that rate outside
-    it; of those, the largest difference of the two rates, the score (the smallest k on a tie: every
-    10th is also every 20th's half). None when none."""
+def _period(idx: np.ndarray, late: np.ndarray, iters: int) -> tuple[int, float, int, int] | None:
+    """(in-class hits, score, k, the class) for the k whose one residue class best separates ``idx`` (the
+    iterations a host was far late in, by ``late`` us each) from the rest: at least
+    ``PERIOD_CLASS_SHARE`` of their summed lateness in the class, at least ``PERIOD_HIT_RATE`` of the
+    class among them, and at most half that rate outside it; of those, the largest difference of the
+    two rates, the score (the smallest k on a tie: every 10th is also every 20th's half). None when
+    none. The share is of lateness, not of iterations: under load (CI, 2026-12-05) a host sleeping
+    30 ms every 10th iteration was also 1-4 ms late in 4-6 other iterations of 50, five times the
+    median gap, and by count its 5 delays were under 60% of its far-late iterations."""
     hits = len(idx)
     if hits < PERIOD_MIN_HITS:
         return None
-    best: tuple[int, float, int] | None = None
+    total = float(late.sum())
+    best: tuple[int, float, int, int] | None = None
     for k in range(2, min(MAX_PERIOD, iters // PERIOD_MIN_HITS) + 1):
-        counts = np.bincount(idx % k, minlength=k)
-        rho = int(counts.argmax())
-        in_class = int(counts[rho])
+        mass = np.bincount(idx % k, weights=late, minlength=k)
+        rho = int(mass.argmax())
+        in_class = int(np.count_nonzero(idx % k == rho))
         size = len(range(rho, iters, k))
-        if in_class < PERIOD_MIN_HITS or in_class < PERIOD_CLASS_SHARE * hits:
+        if in_class < PERIOD_MIN_HITS or mass[rho] < PERIOD_CLASS_SHARE * total:
             continue
         rate_in = in_class / size
         rate_out = (hits - in_class) / max(1, iters - size)
         if rate_in >= PERIOD_HIT_RATE and rate_out <= 0.5 * rate_in:
             score = rate_in - rate_out
             if best is None or score > best[1] + 1e-9:
-                best = (in_class, score, k)
+                best = (in_class, score, k, rho)
     return best
 
 
@@ -169,12 +175,14 @@ def judge_point(rec: ArrivalRecord) -> PointVerdict:
     # iterations. Not the first with any period: three of a few scattered far-late iterations fit
     # some k by chance (4, 24, 44: every 20th), and on a loaded machine (CI, 2026-12-05) a healthy
     # host far late as often as the periodic one, and ordered before it, was named every 20th
-    periods = []  # (in-class hits, score, k, host, its far-late iterations), most often far late first
+    # (in-class hits, score, k, host, its far-late iterations in the class), most often far late first
+    periods = []
     for h in np.argsort(-far_counts, kind="stable")[: min(nh, 4)]:
         mine = far & (host_of == int(h))
-        found = _period(np.flatnonzero(mine), rec.iters)
+        found = _period(np.flatnonzero(mine), by[mine], rec.iters)
         if found is not None:
-            periods.append((*found, int(h), mine))
+            hits, score, k, rho = found
+            periods.append((hits, score, k, int(h), mine & (np.arange(len(mine)) % k == rho)))
     if periods:  # max keeps the first of equals: the host most often far late
         _, _, k, h, mine = max(periods, key=lambda c: c[:2])
         return describe(h, "periodic", None, k, mine)

@@ -107,6 +107,17 @@ def test_the_period_holding_most_far_late_iterations_wins_over_a_chance_one():
     assert (v.kind, v.host, v.period, v.last_count) == ("periodic", "n1", 10, 5)
 
 
+def test_a_periodic_delay_is_found_among_a_loaded_machines_hiccups():
+    """As on a loaded CI machine: n1 sleeps 30 ms every 10th iteration of 50 and is also 1.5-4 ms
+    late (far beyond the median gap) at 6 other iterations, more than its 5 delays by count. Most of
+    its lateness is in the every-10th class: periodic, with the 5 delays as its late iterations."""
+    st = stamps(iters=50, late={2: 30_000.0}, every=10)
+    st.arrive[[0, 3, 7, 17, 26, 33], 2] += [3300.0, 1500.0, 2000.0, 4000.0, 3100.0, 1800.0]
+    v = judge_point(record(st))
+    assert (v.kind, v.host, v.period, v.last_count) == ("periodic", "n1", 10, 5)
+    assert v.late_us > 29_000  # the delays', not diluted by the hiccups
+
+
 def test_rule_names_the_host_in_most_sizes_and_not_noise():
     recs = [record(stamps(late={6: 200.0}, seed=s), size=1 << (10 + s)) for s in range(5)]
     found = stragglers.check(AnalysisContext.from_data([], arrivals=recs))

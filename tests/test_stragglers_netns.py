@@ -28,13 +28,15 @@ PERIODIC = "h3"
 COMMON = ["--pattern", "ring", "-k", "all_reduce", "-b", "1K", "-e", "64K", "-f", "4", "-n", "50",
           "-w", "2", "--no-check", "--in-place", "out", "--timeout", "60", "--confirm-budget", "0",
           "--fail-on", "never"]
-# Each rank's work before a timed operation: 400 64x64 matmuls, 1.8 ms of a core on this VM
-# (2026-12-04), more than the throttled host's 1 ms quota a 10 ms period, so that host waits for a
-# later period at every iteration on a machine up to ~1.8x faster than this one. With 200 (0.9 ms
-# here) the work often fit in one period's quota: that host was late in some iterations only and read
-# as "moving" (it passed on a machine twice as slow). More work or a smaller share costs time: the
+# Each rank's work before a timed operation: 1,000 64x64 matmuls, 4.5 ms of a core on this VM
+# (2026-12-05), more than twice the throttled host's 1 ms quota a 10 ms period. Work of at most two
+# quotas can finish unthrottled when it starts near a period's end (it runs on into the next period's
+# quota): with 400 (1.8 ms) the host was not late at all in 25-50% of iterations, phase-locked to the
+# periods, and under load one size read "moving" in 2 of 5 runs. Three quotas always span two period
+# ends: late by >= 5 ms at every iteration, on a machine up to ~2x faster than this one (last in
+# 39-49 of 50 iterations under two busy loops beside it). More work or a smaller share costs time: the
 # throttled host's agent imports torch at that share too.
-STEP_WORK = "400"
+STEP_WORK = "1000"
 
 
 HOSTS = ["h0", "h1", "h2", "h3"]
@@ -87,7 +89,7 @@ def test_cgroup_throttled_host_is_named_with_its_rank(net, tmp_path: Path) -> No
     named = [p for p in judged if p.host == SLOW]
     # the bar: named in >= 95% of the sizes where the delay beats the clock error, so in
     # every judged size of these four (the hosts' equal cgroups keep the others' shares fair)
-    seen = [(p.bytes, p.kind, p.host) for p in group.points]
+    seen = [(p.bytes, p.kind, p.host, p.decisive, p.last_count, round(p.clock_err_us)) for p in group.points]
     assert len(named) == len(judged) >= 3, seen
     rank = group.hosts.index(SLOW)  # one rank per host, in host order
     assert all(p.rank == rank for p in named), seen
