@@ -29,15 +29,16 @@ fault's pairs meet the others' in the sweep, and the re-test partners come from 
 
 What is scored is the verdict a user of ``sweep --hosts`` gets: the sweep's suspects re-tested
 against known-good partners within ``--confirm-budget`` seconds of fabric time (``netbench
-simulate``'s confirm step, default 60 s as the sweep's), so a finding the re-test cleared is info,
-not a warn/fail; ``--confirm-budget 0`` scores the analysis of the sweep alone.
+simulate``'s confirm step; default ``auto`` as the sweep's: 60 s up to 256 nodes, 120 s at 1,024),
+so a finding the re-test cleared is info, not a warn/fail; ``--confirm-budget 0`` scores the analysis
+of the sweep alone.
 
     python benchmarks/bench_diagnosis.py [--sizes 16,64,256] [--seeds 5] [--physics bottleneck,multiplicative]
         [--pair-schedule auto|circle|topology]
         [--classes capped-hidden,slow-node,slow-link,slow-uplink,intermittent,healthy,
                    node-0.9,node-0.85,link-0.7]
         [--noise-shapes normal,lognormal,skewed,t3,t4,t5,congestion]
-        [--healthy-seeds 20] [--confirm-budget 60] [--jobs 16] [--mixed] [--tmp DIR,DIR]
+        [--healthy-seeds 20] [--confirm-budget auto|60] [--jobs 16] [--mixed] [--tmp DIR,DIR]
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ import numpy as np
 from netbench.reports.engine import analyze
 
 from netbench.common.findings import Finding
+from netbench.defaults import confirm_budget
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
@@ -119,11 +121,11 @@ def claim(finding: Finding, truth: set[tuple[str, str]]) -> tuple[str, str]:
 
 
 def score(
-    physics: str, n: int, cls: str, shape: str, seed: int, noise: float, schedule: str, confirm_s: float,
-    tmp: str,
+    physics: str, n: int, cls: str, shape: str, seed: int, noise: float, schedule: str,
+    confirm_s: float | None, tmp: str,
 ) -> tuple[int, ...]:
-    """One simulated fabric with one fault of ``cls``, its suspects re-tested within ``confirm_s``:
-    (TP, FP, FN, unobservable, milliseconds)."""
+    """One simulated fabric with one fault of ``cls``, its suspects re-tested within ``confirm_s``
+    (None: ``auto``, as the sweep's): (TP, FP, FN, unobservable, milliseconds)."""
     t0 = time.perf_counter()
     spec = FabricSpec(nodes=n, leaves=max(2, n // 16), oversubscription=2.0, physics=physics)
     rng = np.random.default_rng(1000 * seed + n)
@@ -134,8 +136,8 @@ def score(
         pair_schedule=schedule,
     )
     res = simulate(opts)
-    if confirm_s > 0:
-        confirm_on_fabric(opts, res, confirm_s)
+    if confirm_budget(confirm_s, n) > 0:
+        confirm_on_fabric(opts, res, confirm_budget(confirm_s, n))
     truth, hidden = set(), 0
     for f in res.truth["faults"]:
         if f["observable"]:
@@ -150,7 +152,8 @@ def score(
 
 
 def score_mixed(
-    physics: str, n: int, shape: str, seed: int, noise: float, schedule: str, confirm_s: float, tmp: str
+    physics: str, n: int, shape: str, seed: int, noise: float, schedule: str, confirm_s: float | None,
+    tmp: str,
 ) -> tuple[dict[str, tuple[int, int, int]], int, int]:
     """One fabric with a fault of every class (``plant_mixed``): per class (TP, FN, unobservable),
     the false positives of the fabric, milliseconds."""
@@ -164,8 +167,8 @@ def score_mixed(
     )
     res = simulate(opts)
     (out / "plan.json").unlink()  # 2 GB at 4,096 nodes that nothing reads after the launch
-    if confirm_s > 0:
-        confirm_on_fabric(opts, res, confirm_s)
+    if confirm_budget(confirm_s, n) > 0:
+        confirm_on_fabric(opts, res, confirm_budget(confirm_s, n))
     faults = res.truth["faults"]  # in the order planted
     truth = {(f["finding_kind"], f["subject"]) for f in faults if f["observable"]}
     findings = analyze(res.rundir.path)
@@ -226,8 +229,9 @@ def main() -> None:
                     help=f"noise laws to run, comma-separated, of {', '.join(NOISE_SHAPES)}")
     ap.add_argument("--classes", default=",".join(CLASSES), help="fault classes to run, comma-separated")
     ap.add_argument("--pair-schedule", default="auto", choices=("auto", "circle", "topology"))
-    ap.add_argument("--confirm-budget", type=float, default=60.0,
-                    help="seconds of fabric time for re-testing the suspects, as sweep --hosts; 0: off")
+    ap.add_argument("--confirm-budget", type=lambda v: None if v == "auto" else float(v), default=None,
+                    help="seconds of fabric time for re-testing the suspects, as sweep --hosts; 0: off; "
+                    "auto (default): the sweep's, 60 s up to 256 nodes, 120 s at 1,024")
     ap.add_argument("--jobs", type=int, default=1, help="fabrics simulated at once (processes)")
     ap.add_argument("--seed0", type=int, default=0,
                     help="first seed: a run split in parts, or more seeds beside a run done")
@@ -243,7 +247,8 @@ def main() -> None:
     if set(shapes) - set(NOISE_SHAPES):
         ap.error(f"unknown --noise-shapes {', '.join(sorted(set(shapes) - set(NOISE_SHAPES)))}")
     healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
-    retests = f"within {args.confirm_budget:g} s" if args.confirm_budget > 0 else "off"
+    budgets = sorted({confirm_budget(args.confirm_budget, int(n)) for n in args.sizes.split(",")})
+    retests = f"within {'/'.join(f'{b:g}' for b in budgets)} s" if budgets[-1] > 0 else "off"
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
           f"({healthy_seeds} healthy) from seed {args.seed0}, pair schedule {args.pair_schedule}, "
           f"re-tests {retests}, {args.jobs} job(s)")

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field, fields
 
 from netbench.collectives.ops import DEFAULT_COLLECTIVES
-from netbench.defaults import CONFIRM_BUDGET_S, OP_TIMEOUT_S, START_TIMEOUT_S
+from netbench.defaults import OP_TIMEOUT_S, START_TIMEOUT_S
 
 
 @dataclass
@@ -61,7 +61,8 @@ class ClusterOptions(SweepOptions):
     pair_batch: int | None = None  # None: whole rounds at once
     pair_schedule: str = "auto"  # auto | circle | topology (planner.PAIR_SCHEDULES)
     uplink_pairs: int | None = None  # topology schedule: most pairs of a round through one uplink
-    confirm_budget_s: float = CONFIRM_BUDGET_S  # re-testing the pairwise phase's suspects; 0: not at all
+    # re-testing the pairwise phase's suspects; 0: not at all; None (auto): by the hosts (confirm_budget)
+    confirm_budget_s: float | None = None
     start_timeout_s: float = START_TIMEOUT_S
     quiet: bool = False  # --quiet: stdout is the verdict only (pipeline.verdict_only)
     pair_sizes: list[int] | None = None

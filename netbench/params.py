@@ -57,22 +57,26 @@ class CsvList(click.ParamType):
 class Duration(click.ParamType):
     """``90``, ``90s``, ``2m``, ``1h`` -> seconds (float), more than zero: a duration netbench takes
     is a limit (a timeout, a budget), and a limit of 0 s would fail everything at once. ``off``:
-    0 is also taken, for a budget whose 0 turns a step off (``--confirm-budget 0``)."""
+    0 is also taken, for a budget whose 0 turns a step off (``--confirm-budget 0``); ``auto``: the
+    word ``auto`` is None, a budget the run sizes itself (``defaults.confirm_budget``)."""
 
     name = "DURATION"
     _RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
     MAX_S = 7 * 24 * 3600.0  # a week: beyond it a typo, not a limit (and timedelta stays in range)
 
-    def __init__(self, off: bool = False) -> None:
-        self.off = off
+    def __init__(self, off: bool = False, auto: bool = False) -> None:
+        self.off, self.auto = off, auto
 
     def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
+        if value is None or (self.auto and str(value).strip().lower() == "auto"):
+            return None
         if isinstance(value, int | float) and not isinstance(value, bool):
             seconds = float(value)
         else:
             m = self._RE.match(str(value))
             if not m:
-                self.fail(f"bad duration {value!r}: use e.g. 30, 30s, 2m, 1h", param, ctx)
+                auto = ", or auto" if self.auto else ""
+                self.fail(f"bad duration {value!r}: use e.g. 30, 30s, 2m, 1h{auto}", param, ctx)
             mult = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
             seconds = float(m.group(1)) * mult
         if self.off and seconds == 0:
@@ -147,4 +151,4 @@ PAIR_SIZE_LIST = CsvList(_pair_size)
 """``--pair-sizes``: sizes a pair is measured at, none of them 0 (a pair phase that measures nothing
 must not pass)."""
 DURATION = Duration()
-BUDGET = Duration(off=True)  # a budget whose 0 turns its step off
+BUDGET = Duration(off=True, auto=True)  # a budget whose 0 turns its step off, auto sized by the run

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from netbench import __version__
@@ -40,7 +40,7 @@ from netbench.common.interrupts import (
 from netbench.common.rundir import GrowingRows, RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
-from netbench.defaults import START_TIMEOUT_S
+from netbench.defaults import START_TIMEOUT_S, confirm_budget
 from netbench.engine import RunSettings, execute, exit_status, finish_report
 from netbench.inventory.model import NodeInventory, shared_runs
 from netbench.launch import HostSlot, Launcher
@@ -241,6 +241,9 @@ def _measure_and_judge(
     echo: Callable[[str], None], progress: Progress | None,
 ) -> int:
     """The run directory made: launch, re-tests, report, exit status (``stage`` follows)."""
+    # --confirm-budget auto becomes seconds here, where the hosts are known: run.json's options say them
+    retest_s = confirm_budget(opts.confirm_budget_s, len(planned.slots))
+    opts = replace(opts, confirm_budget_s=retest_s)
     for name, text in switches.saved.items():
         (rundir.path / name).write_text(text)
     if records:
@@ -265,11 +268,11 @@ def _measure_and_judge(
     try:
         launcher = site.launcher([s.host for s in planned.slots])
         outcome = execute(planned.plan, planned.slots, launcher, rundir, settings, echo, progress)
-        if "pairwise" in opts.patterns and opts.confirm_budget_s > 0 and outcome.status == "completed":
+        if "pairwise" in opts.patterns and retest_s > 0 and outcome.status == "completed":
             stage.enter("re-tests")
             launch = RetestLaunch(planned.request, planned.slots, planned.backend, rundir, site.launcher,
                                   echo, progress, start_timeout_s=opts.start_timeout_s)
-            confirm(launch, outcome, opts.confirm_budget_s, opts.policy, rows)
+            confirm(launch, outcome, retest_s, opts.policy, rows)
     finally:  # an interrupted run keeps what its links did until then (a full disk has no room)
         if counted and not isinstance(stopped(), DiskFull):
             site.counters("after", counted, rundir)
@@ -305,8 +308,6 @@ class RetestLaunch:
     """How long the re-test launch's agents may take to start (``--start-timeout``)."""
 
     def __call__(self, phases: PhaseList, gate: PhaseGate) -> Outcome:
-        from dataclasses import replace
-
         from netbench.planner import PairRound
 
         by_host = {s.host: s for s in self.slots}

@@ -18,6 +18,7 @@ from netbench.commands._options import NCCL_TESTS_INSTEAD
 from netbench.common.findings import Finding
 from netbench.common.rundir import DEFAULT_ROOT, LATEST, RunDir
 from netbench.common.slurm import REASON_MAX, drain_command, drain_reason
+from netbench.defaults import confirm_budget
 
 COMMANDS = LazyGroup(name="x").list_commands(None)  # type: ignore[arg-type]
 
@@ -64,6 +65,8 @@ def _params(*args: str) -> dict:
     (["-k", "all_reduce,sendrecv"], "collectives", ["all_reduce", "sendrecv"]),
     (["--confirm-budget", "2m"], "confirm_budget_s", 120.0),
     (["--confirm-budget", "0"], "confirm_budget_s", 0.0),
+    ([], "confirm_budget_s", None),  # auto: sized by the hosts once they are known (confirm_budget)
+    (["--confirm-budget", "auto"], "confirm_budget_s", None),
     (["--fail-on", "warn"], "fail_on", "warn"),
 ])
 def test_nccl_tests_flags_mean_what_they_mean_there(args: list[str], field: str, value: object) -> None:
@@ -76,6 +79,19 @@ def _one_line(capsys, argv: list[str]) -> str:  # noqa: ANN001
     err = capsys.readouterr().err
     assert ex.value.code == 2 and len(err.strip().splitlines()) == 1, err
     return err
+
+
+def test_confirm_budget_auto_grows_with_the_fleet_and_a_given_one_is_kept() -> None:
+    """auto: 60 s up to 256 hosts, then the square root of the growth (the two measured points, 60 s
+    enough at 256 nodes and 120 s at 1,024); a budget given, 0 included, is the one used."""
+    auto = [confirm_budget(None, n) for n in (1, 16, 256, 512, 1024, 4096)]
+    assert auto[:3] == [60.0] * 3 and auto[4] == 120.0 and auto[5] == 240.0
+    assert 60.0 < auto[3] < 120.0
+    assert confirm_budget(0.0, 1024) == 0.0 and confirm_budget(30.0, 4096) == 30.0
+
+
+def test_a_bad_confirm_budget_says_auto_is_a_choice(capsys) -> None:  # noqa: ANN001
+    assert "1h, or auto" in _one_line(capsys, ["sweep", "--confirm-budget", "soon"])
 
 
 def test_old_c_for_collectives_says_where_they_went(capsys) -> None:  # noqa: ANN001

@@ -8,7 +8,6 @@ import click
 
 from netbench.commands._options import FAIL_ON
 from netbench.defaults import (
-    CONFIRM_BUDGET_S,
     MAX_AHEAD,
     MAX_COUNT,
     SIM_MAX_NIC_GBPS,
@@ -16,6 +15,7 @@ from netbench.defaults import (
     SIM_MAX_OVERSUBSCRIPTION,
     SIM_MAX_RAILS,
     SIM_NOISE_SHAPES,
+    confirm_budget,
 )
 from netbench.params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 
@@ -101,10 +101,11 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
               help="Groups each rank makes ahead of their turn (default as sweep: 7 for NCCL across nodes).")
 @click.option("-e", "--max-bytes", type=SIZE, default="1G", show_default=True, help="Largest ring size.")
 @click.option(
-    "--confirm-budget", "confirm_budget_s", type=BUDGET, default=CONFIRM_BUDGET_S,
+    "--confirm-budget", "confirm_budget_s", type=BUDGET, default="auto",
     show_default=True,
     help="As sweep --hosts: fabric time (90, 2m) for re-testing the pairwise phase's suspects against "
-    "known-good partners; the report says confirmed or cleared. 0: off.",
+    "known-good partners; the report says confirmed or cleared. auto: 60 s up to 256 nodes, growing with "
+    "the square root of the node count beyond (120 s at 1,024). 0: off.",
 )
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory.")
 @click.option("--report/--no-report", default=True, show_default=True,
@@ -121,7 +122,7 @@ def command(
     core_oversubscription: float,
     nic_gbps: float, physics: str, faults: tuple[str, ...], noise: float, noise_shape: str, seed: int,
     patterns: tuple[str, ...], pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str,
-    groups_ahead: int | None, max_bytes: int, confirm_budget_s: float, out: str | None, report: bool,
+    groups_ahead: int | None, max_bytes: int, confirm_budget_s: float | None, out: str | None, report: bool,
     fail_on: str,
     preflight: bool, budget_s: float, rounds: int | None, confirm: int,
 ) -> None:
@@ -152,10 +153,11 @@ def command(
         _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
-    if confirm_budget_s > 0:
+    retest_s = confirm_budget(confirm_budget_s, nodes)
+    if retest_s > 0:
         from netbench.sim.confirm import confirm_on_fabric
 
-        _, spent = confirm_on_fabric(opts, res, confirm_budget_s, click.echo)
+        _, spent = confirm_on_fabric(opts, res, retest_s, click.echo)
         click.echo(f"# confirm: {spent:.1f} s of fabric time (the re-test launch, start-up included)")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
     findings = finish_report(res.rundir, click.echo) if report else None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from netbench.commands._options import k8s_options, measurement_options, pair_options
-from netbench.defaults import CONFIRM_BUDGET_S, START_TIMEOUT_S
+from netbench.defaults import START_TIMEOUT_S
 from netbench.params import BUDGET, DURATION, HOSTS_FILE, POLICY_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 from netbench.sites import SITES
 
@@ -27,7 +27,7 @@ Examples:
   netbench sweep --out runs/today --no-check
   netbench sweep --hosts hosts.txt                # ring over all sizes + every pair at 3 large sizes
   netbench sweep --hosts hosts.txt --pattern pairwise --pair-batch 1 --pair-sizes 64M,256M
-  netbench sweep --hosts hosts.txt --topology topology.conf --confirm-budget 120
+  netbench sweep --hosts hosts.txt --topology topology.conf --confirm-budget 5m
   netbench sweep --hosts hosts.txt --topology topology.conf --pair-schedule circle --confirm-budget 0
   netbench sweep --hosts hosts.txt --procs-per-host 2 --python /opt/venv/bin/python
   netbench sweep --hosts hosts.txt --pattern rail   # GPU k with GPU k of every pair: one NIC each
@@ -42,7 +42,8 @@ Cost with --hosts: the ring sweeps the full size range once; pairwise runs N-1 r
 N/2 pairs at once, each pair measuring the pair sizes (3 by default) -- about N-1 times the time of
 one pair at those sizes, or N(N-1)/2 times with --pair-batch 1. With a topology the rounds go leaf
 against leaf (N-1 rounds for an even number of equal leaves, N for an odd one). Then the suspects of
-the analysis are re-tested within --confirm-budget (one more launch on the hosts involved).
+the analysis are re-tested within --confirm-budget (one more launch on the hosts involved; auto: 60 s
+up to 256 hosts, 120 s at 1,024, growing as the square root of the host count).
 
 --out DIR must not hold a run already; --out 'runs/{id}' makes a fresh directory per run.
 
@@ -85,11 +86,12 @@ ends at once).
     "--confirm-budget",
     "confirm_budget_s",
     type=BUDGET,
-    default=CONFIRM_BUDGET_S,
+    default="auto",
     show_default=True,
     help="Time (90, 90s, 2m) for re-testing the pairwise phase's suspects (slow or borderline nodes and "
     "links) against known-good partners of the same hop class, one more launch on every --launcher; the "
-    "report says confirmed or cleared. 0: off.",
+    "report says confirmed or cleared. auto: 60 s up to 256 hosts, growing with the square root of the "
+    "host count beyond (120 s at 1,024). 0: off.",
 )
 @click.option(
     "--start-timeout",
