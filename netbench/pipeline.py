@@ -350,6 +350,7 @@ def confirm(
     from netbench.reports.engine import load_context, run_rules
 
     rundir = launch.rundir
+    launch.echo(f"# re-tests within {budget_s:g} s (--confirm-budget)")
     size = rundir.results_path.stat().st_size if rundir.results_path.is_file() else -1
     ctx = load_context(rundir.path, policy=policy)  # before the budget: all of it is for measuring
     findings = run_rules(ctx)

@@ -116,7 +116,8 @@ def test_cli_re_tests_by_default_and_not_with_a_zero_budget(tmp_path):
     assert on.exit_code == 0, on.output  # the false suspect cleared: nothing to check
     assert ": cleared (re-run at" in on.output and "re-tests: " in on.output
     assert serious(tmp_path / "on") == []  # (2:1 uplinks may warn as cross_spine_penalty: by design)
-    assert json.loads((tmp_path / "on" / "run.json").read_text())["confirm"]["budget_s"] == 60.0  # auto, 16
+    assert "# re-tests within 60 s (--confirm-budget)" in on.output  # auto at 16 nodes
+    assert json.loads((tmp_path / "on" / "run.json").read_text())["confirm"]["budget_s"] == 60.0
     off = runner.invoke(cli, [*fabric, "--confirm-budget", "0", "--out", str(tmp_path / "off")])
     assert off.exit_code == 1, off.output  # the sweep's analysis alone: a link to check
     assert [rule for rule, _ in serious(tmp_path / "off")] == ["slow_pair"]
