@@ -136,8 +136,9 @@ def score(
         pair_schedule=schedule,
     )
     res = simulate(opts)
-    if confirm_budget(confirm_s, n) > 0:
-        confirm_on_fabric(opts, res, confirm_budget(confirm_s, n))
+    retest_s = confirm_budget(confirm_s, n)  # None: auto, as the sweep's
+    if retest_s > 0:
+        confirm_on_fabric(opts, res, retest_s)
     truth, hidden = set(), 0
     for f in res.truth["faults"]:
         if f["observable"]:
@@ -167,8 +168,9 @@ def score_mixed(
     )
     res = simulate(opts)
     (out / "plan.json").unlink()  # 2 GB at 4,096 nodes that nothing reads after the launch
-    if confirm_budget(confirm_s, n) > 0:
-        confirm_on_fabric(opts, res, confirm_budget(confirm_s, n))
+    retest_s = confirm_budget(confirm_s, n)  # None: auto, as the sweep's
+    if retest_s > 0:
+        confirm_on_fabric(opts, res, retest_s)
     faults = res.truth["faults"]  # in the order planted
     truth = {(f["finding_kind"], f["subject"]) for f in faults if f["observable"]}
     findings = analyze(res.rundir.path)

@@ -68,7 +68,7 @@ class Duration(click.ParamType):
         self.off, self.auto = off, auto
 
     def convert(self, value, param, ctx):  # noqa: ANN001, ANN201
-        if value is None or (self.auto and str(value).strip().lower() == "auto"):
+        if self.auto and (value is None or str(value).strip().lower() == "auto"):
             return None
         if isinstance(value, int | float) and not isinstance(value, bool):
             seconds = float(value)
