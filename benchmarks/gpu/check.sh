@@ -79,11 +79,11 @@ print('imports ok; netbench from', netbench.cli.__file__)") || rc=$?
 }
 
 nccl_dir() {  # the NCCL torch loads: pip's nvidia-nccl-cu13 when present, else the system one
-  python3 -c "import nvidia.nccl as m, os; d=list(m.__path__)[0]; print(d if os.path.isdir(d+'/lib') else '')" \
-    2>/dev/null
+  python3 -c "import nvidia.nccl as m, os
+d = list(m.__path__)[0]; print(d if os.path.isdir(d + '/lib') else '')" 2>/dev/null
 }
 
-build_start() {  # nccl-tests against the NCCL torch loads (both tools then run one libnccl), in the background
+build_start() {  # nccl-tests in the background, against the NCCL torch loads (both tools run one libnccl)
   BUILD_PID=
   [ -x $NT/all_reduce_perf ] || [ -f third_party/ntb/ntb.tgz ] || [ -d third_party/nccl-tests/src ] || return
   local pipd nvcc; pipd=$(nccl_dir); nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
@@ -98,7 +98,8 @@ build_start() {  # nccl-tests against the NCCL torch loads (both tools then run 
   if [ -f third_party/ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf third_party/ntb/ntb.tgz -C $NT; return; fi
   # niced, 6 jobs: the GPU tests run beside it (the group test's lanes are threads of the rank)
   nice -n 19 timeout 400 make -C third_party/nccl-tests/src -j 6 MPI=0 NCCL_HOME=/tmp/nccl \
-    CUDA_HOME="$(dirname "$(dirname "$nvcc")")" BUILDDIR=$NT NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
+    CUDA_HOME="$(dirname "$(dirname "$nvcc")")" BUILDDIR=$NT \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
     $NT/all_reduce_perf $NT/all_gather_perf > "$W/logs/build.txt" 2>&1 &
   BUILD_PID=$!
 }
@@ -109,8 +110,8 @@ step_gputests() {
     printf '%s\n' "${GPU_TESTS[@]}" | grep -q "^$f::" || missing="$missing $f"
   done
   # addopts cleared: no xdist workers (the group test reads the whole GPU's memory, nothing may run beside it)
-  (cd tests && bounded 420 "$log" python3 -m pytest -o addopts="" -p no:cacheprovider -v -rA "${GPU_TESTS[@]}") \
-    || rc=$?
+  (cd tests && bounded 420 "$log" python3 -m pytest -o addopts="" -p no:cacheprovider -v -rA \
+    "${GPU_TESTS[@]}") || rc=$?
   grep -E "^test_.*::.* (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)" "$log" | sed 's/ *\[ *[0-9]*%\]//' \
     > "$W/logs/gputests-verdicts.txt"
   local ran skipped; ran=$(wc -l < "$W/logs/gputests-verdicts.txt")
@@ -118,7 +119,8 @@ step_gputests() {
   [ "$rc" = 0 ] && [ "$skipped" != 0 ] && rc=1   # a GPU-only test that skips on a GPU is a failure
   [ "$rc" = 0 ] && [ -n "$missing" ] && rc=1
   [ "$rc" = 0 ] && [ "$ran" = 0 ] && rc=1
-  verdict gputests "$rc" "$t0" "$ran GPU-only tests, $skipped not passed${missing:+; ask for a GPU but not in GPU_TESTS:$missing}"
+  verdict gputests "$rc" "$t0" \
+    "$ran GPU-only tests, $skipped not passed${missing:+; ask for a GPU, not in GPU_TESTS:$missing}"
   { cat "$W/logs/gputests-verdicts.txt"; grep -E "GPU memory above|made ahead|^(SKIPPED|FAILED|ERROR) " "$log"
     tail -n 1 "$log"; } | tee -a "$SUMMARY"
   cp "$log" "$OUT/gputests.txt"
@@ -142,23 +144,25 @@ step_smoke() {
   local ok="assert rows and all(r['status'] == 'ok' and not r.get('wrong') for r in rows), rows[:1]"
   # no arguments at all, as a user types it (its rows are the comparison's below)
   sweep plain 150 "$ok; print('check:', len(rows), 'rows ok')" sweep
-  sweep both 90 "$ok; e = {r['engine'] for r in rows}; assert e == {'nccl', 'torch'}, e; print('check: engines', e)" \
-    sweep --engine both -b 1M -e 64M -n 10 -w 3 --no-report --out both-run
+  sweep both 90 "$ok; e = {r['engine'] for r in rows}; assert e == {'nccl', 'torch'}, e
+print('check: engines', e)" sweep --engine both -b 1M -e 64M -n 10 -w 3 --no-report --out both-run
   sweep graph 90 "$ok; assert all(r['cuda_graph'] for r in rows); print('check: every row a CUDA graph')" \
     sweep -G 1 -c 0 -k all_reduce -b 1M -e 64M -n 10 -w 3 --fail-on warn --out graph-run
   local t0=$SECONDS rc=0
   (cd "$W" && bounded 90 "$W/logs/inventory.txt" python3 -m netbench inventory --json --out inv-run) || rc=$?
   local inv="import json, sys
 r = [json.loads(x) for x in open(sys.argv[1])][0]
-print(r['status'], len(r['gpus'] or []), 'GPU(s), driver', r['driver_version'], 'nccl4py', r['nccl4py_version'])"
-  verdict smoke:inventory "$rc" "$t0" "netbench inventory ($(python3 -c "$inv" "$W/inv-run/inventory.jsonl" 2>&1 \
-    | tail -n 1))"
+print(r['status'], len(r['gpus'] or []), 'GPU(s), driver', r['driver_version'],
+      'nccl4py', r['nccl4py_version'])"
+  local got; got=$(python3 -c "$inv" "$W/inv-run/inventory.jsonl" 2>&1 | tail -n 1)
+  verdict smoke:inventory "$rc" "$t0" "netbench inventory ($got)"
 }
 
 step_compare() {
   local t0=$SECONDS rc=0 log=$W/logs/compare.txt c run
   if [ ! -x $NT/all_reduce_perf ] && [ -z "${BUILD_PID:-}" ]; then
-    verdict compare skip "$t0" "no nccl-tests carried (third_party/nccl-tests or third_party/ntb/ntb.tgz)"; return
+    verdict compare skip "$t0" "no nccl-tests carried (third_party/nccl-tests, third_party/ntb/ntb.tgz)"
+    return
   fi
   if [ -n "${BUILD_PID:-}" ]; then
     wait "$BUILD_PID" || rc=$?
@@ -173,10 +177,13 @@ step_compare() {
     LD_LIBRARY_PATH=/tmp/nccl/lib:${LD_LIBRARY_PATH:-} bounded 90 "$W/compare/nt_plain_${c}_g0.txt" \
       $NT/${c}_perf -b 8 -e 8G -f 2 -n 20 -w 5 -c 1 -g 1 -G 0 || rc=$?
   done
-  [ "$rc" = 0 ] && { bounded 60 "$log" python3 benchmarks/gpu/compare.py "$W/compare" --markdown "$OUT/compare.md" \
-    || rc=$?; }
-  local all misses; all=$(grep -c "^- " "$OUT/compare.md" 2>/dev/null); misses=$(grep -c "^- .*MISS" "$OUT/compare.md" 2>/dev/null)
-  verdict compare "$rc" "$t0" "nccl-tests vs the no-argument sweep: ${all:-0} verdicts, ${misses:-0} with a MISS"
+  if [ "$rc" = 0 ]; then
+    bounded 60 "$log" python3 benchmarks/gpu/compare.py "$W/compare" --markdown "$OUT/compare.md" || rc=$?
+  fi
+  local all misses
+  all=$(grep -c "^- " "$OUT/compare.md" 2>/dev/null)
+  misses=$(grep -c "^- .*MISS" "$OUT/compare.md" 2>/dev/null)
+  verdict compare "$rc" "$t0" "nccl-tests vs the no-argument sweep: ${all:-0} verdicts, ${misses:-0} MISS"
   grep "^- " "$OUT/compare.md" 2>/dev/null | tee -a "$SUMMARY"
   [ "$rc" = 0 ] || tail -n 5 "$log" | tee -a "$SUMMARY"
 }
