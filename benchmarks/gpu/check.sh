@@ -83,10 +83,18 @@ nccl_dir() {  # the NCCL torch loads: pip's nvidia-nccl-cu13 when present, else 
 d = list(m.__path__)[0]; print(d if os.path.isdir(d + '/lib') else '')" 2>/dev/null
 }
 
+cuda_home() {  # the toolkit's folder: an nvcc on PATH may be a wrapper script (/usr/local/bin/nvcc)
+  local d
+  for d in "${CUDA_HOME:-}" /usr/local/cuda $(ls -d /usr/local/cuda-* 2>/dev/null | sort -V -r); do
+    [ -n "$d" ] && [ -x "$d/bin/nvcc" ] && { echo "$d"; return; }
+  done
+  d=$(command -v nvcc) && dirname "$(dirname "$(readlink -f "$d")")"
+}
+
 build_start() {  # nccl-tests in the background, against the NCCL torch loads (both tools run one libnccl)
   BUILD_PID=
   [ -x $NT/all_reduce_perf ] || [ -f third_party/ntb/ntb.tgz ] || [ -d third_party/nccl-tests/src ] || return
-  local pipd nvcc; pipd=$(nccl_dir); nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  local pipd; pipd=$(nccl_dir)
   mkdir -p /tmp/nccl/lib; rm -rf /tmp/nccl/include
   # nccl.h includes nccl_device.h, which includes nccl_device/...: link the whole folder, never copy files
   if [ -n "$pipd" ] && [ -d "$pipd/include/nccl_device" ]; then ln -sfn "$pipd/include" /tmp/nccl/include
@@ -98,7 +106,7 @@ build_start() {  # nccl-tests in the background, against the NCCL torch loads (b
   if [ -f third_party/ntb/ntb.tgz ]; then mkdir -p $NT && tar xzf third_party/ntb/ntb.tgz -C $NT; return; fi
   # niced, 6 jobs: the GPU tests run beside it (the group test's lanes are threads of the rank)
   nice -n 19 timeout 400 make -C third_party/nccl-tests/src -j 6 MPI=0 NCCL_HOME=/tmp/nccl \
-    CUDA_HOME="$(dirname "$(dirname "$nvcc")")" BUILDDIR=$NT \
+    CUDA_HOME="$(cuda_home)" BUILDDIR=$NT \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" \
     $NT/all_reduce_perf $NT/all_gather_perf > "$W/logs/build.txt" 2>&1 &
   BUILD_PID=$!
