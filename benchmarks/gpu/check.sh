@@ -2,7 +2,7 @@
 # The GPU check: everything netbench can only show on a GPU, in one command on a lent GPU machine (one
 # H100 or H200, its python3 3.12 with torch, CUDA's nvcc, no package index). From the repo root there:
 #     benchmarks/gpu/check.sh          (the device call carries .whl and third_party)
-# Steps, each bounded by `timeout`, the whole within 9 minutes (DEADLINE_S):
+# Steps, each bounded by `timeout`, the whole within 9 minutes (DEADLINE_S=535 s: what is cut by it fails):
 #   setup     the carried wheels (.whl/) and this tree into /tmp/site; versions; the imports the rest needs;
 #             nccl-tests' build starts in the background (CPU only) if its sources are carried
 #   gputests  every GPU-only test (GPU_TESTS), pytest without xdist, each test's verdict printed; a GPU-only
