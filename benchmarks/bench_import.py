@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from child_cost import measured  # noqa: E402 - beside this file
 from fixtures_path import fixture  # noqa: E402
 
 LOG = "nccl-tests-public/lessizzmore-create-a3mega-ztan-fork__ztan-NCCL-test-result.txt"
@@ -55,14 +54,6 @@ def make_log(path: Path, mb: int, shape: str) -> int:
     out += [line for line in run[first:] if line.startswith("#")]
     path.write_text("\n".join(out) + "\n")
     return k
-
-
-def measured(cmd: list[str]) -> dict[str, float]:
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    return {"wall": time.perf_counter() - t, "cpu": usage.ru_utime + usage.ru_stime,
-            "rss_mb": usage.ru_maxrss / 1e3, "rc": os.waitstatus_to_exitcode(status)}
 
 
 def main() -> None:

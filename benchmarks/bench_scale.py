@@ -16,31 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from child_cost import measured
+
 NETBENCH = [sys.executable, "-m", "netbench"]
-
-
-def measured(cmd: list[str]) -> dict[str, float]:
-    """Run ``cmd``; its wall, CPU (user + sys) seconds, peak RSS (MB) and exit status."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    return {
-        "wall": wall,
-        "cpu": usage.ru_utime + usage.ru_stime,
-        "rss_mb": usage.ru_maxrss / 1e3,  # Linux: kB
-        "rc": os.waitstatus_to_exitcode(status),
-        "stderr": err[-400:],
-    }
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """One real rank (``netbench.worker.run_rank``) that follows a synthetic plan of many groups of the
 same ranks, one after another, as a rank of a long pairwise sweep does: the load of
-tests/test_group_resources.py and benchmarks/gpu/check_groups.sh.
+tests/test_group_resources.py (on a GPU: benchmarks/gpu/check.sh).
 
 python group_churn.py BACKEND RANK WORLD STORE_PORT GROUPS [AHEAD]   (the store's master is the caller;
 AHEAD: groups made ahead on lanes, collectives/ahead.py, default 0)
@@ -20,7 +20,10 @@ def plan(backend: str, world: int, groups: int, ahead: int = 0):  # noqa: ANN201
     from netbench.collectives.plan import GroupSpec, Phase, SweepSpec, WorkerPlan
 
     hosts = [f"h{r}" for r in range(world)]
-    spec = SweepSpec(collectives=["all_reduce"], sizes=[1024], iters=2, warmup=1, in_place=[False])
+    # all_gather, which torch measures out of place on any number of ranks: a one-rank group (the
+    # GPU test's) has no out-of-place all_reduce through torch (ops.Collective.unmeasured: N/A since
+    # 2026-12-03), so with all_reduce it ran every group and reported no row
+    spec = SweepSpec(collectives=["all_gather"], sizes=[1024], iters=2, warmup=1, in_place=[False])
     specs = [GroupSpec(id=group_id(k), pattern="pair", ranks=list(range(world)), hosts=hosts, round=k)
              for k in range(groups)]
     return WorkerPlan(run_id="churn", backend=backend, device="cuda" if backend == "nccl" else "cpu",

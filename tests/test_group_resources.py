@@ -72,16 +72,18 @@ class Churned:
     rc: int
 
 
-def churn(backend: str, world: int, env: dict[str, str], tmp: Path, ahead: int = 0) -> list[Churned]:
-    """Run ``world`` ranks through GROUPS groups (``ahead`` made ahead on lanes); each rank's samples,
-    messages and exit."""
+def churn(
+    backend: str, world: int, env: dict[str, str], tmp: Path, ahead: int = 0, groups: int = GROUPS
+) -> list[Churned]:
+    """Run ``world`` ranks through ``groups`` groups (``ahead`` made ahead on lanes); each rank's
+    samples, messages and exit."""
     import torch.distributed as dist
 
     errs = [(tmp / f"rank{r}.err").open("w+") for r in range(world)]
     store = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
                           timeout=_dt.timedelta(seconds=300))
     procs = [subprocess.Popen([sys.executable, str(HELPER), backend, str(r), str(world), str(store.port),
-                               str(GROUPS), str(ahead)], stdout=subprocess.PIPE, stderr=errs[r], text=True,
+                               str(groups), str(ahead)], stdout=subprocess.PIPE, stderr=errs[r], text=True,
                               env=env) for r in range(world)]
     out = [Churned([], [], "", 0) for _ in procs]
 
@@ -95,14 +97,14 @@ def churn(backend: str, world: int, env: dict[str, str], tmp: Path, ahead: int =
             got.messages.append(msg)
             if msg["type"] == "group_done":
                 done = sum(m["type"] == "group_done" for m in got.messages)
-                if done % EVERY == 0 and done < GROUPS:  # after its last group the rank may be gone
+                if done % EVERY == 0 and done < groups:  # after its last group the rank may be gone
                     got.samples.append(proc_sample(proc.pid, done, backend == "nccl"))
 
     readers = [threading.Thread(target=read, args=(k,), daemon=True) for k in range(world)]
     for t in readers:
         t.start()
     store.set(AGAIN, "[]")
-    store.set(GO, json.dumps([group_id(k) for k in range(GROUPS)]))
+    store.set(GO, json.dumps([group_id(k) for k in range(groups)]))
     for k, (proc, t) in enumerate(zip(procs, readers, strict=True)):
         try:
             proc.wait(timeout=900)
@@ -114,15 +116,15 @@ def churn(backend: str, world: int, env: dict[str, str], tmp: Path, ahead: int =
     return out
 
 
-def assert_ran_every_group(runs: list[Churned], ahead: int = 0) -> None:
+def assert_ran_every_group(runs: list[Churned], ahead: int = 0, groups: int = GROUPS) -> None:
     for r in runs:
         assert r.rc == 0, r.stderr[-2000:]
         kinds = [m["type"] for m in r.messages]
         assert "group_error" not in kinds, [m for m in r.messages if m["type"] == "group_error"][:3]
-        assert kinds.count("group_done") == GROUPS
+        assert kinds.count("group_done") == groups
         assert "destroy_process_group" not in r.stderr  # torch's warning of a group never shut down
     rows = [m["row"] for m in runs[0].messages if m["type"] == "row"]
-    assert len(rows) == GROUPS
+    assert len(rows) == groups
     assert all(r["setup_s"] > 0 for r in rows)
     assert all(0 <= r["setup_wait_s"] <= r["setup_s"] + 0.05 for r in rows)
     made = [r["group_made"] for r in rows]
@@ -132,9 +134,9 @@ def assert_ran_every_group(runs: list[Churned], ahead: int = 0) -> None:
         return
     # made ahead: all but the first few (a lane that had not started one when its turn came hands it
     # back), and the rank waited for less than their making took
-    assert made.count("ahead") >= 0.9 * GROUPS, made.count("ahead")
+    assert made.count("ahead") >= 0.9 * groups, made.count("ahead")
     early = [r for r in rows if r["group_made"] == "ahead"]
-    print(f"made ahead: {len(early)} of {GROUPS}; set-up {sum(r['setup_s'] for r in early):.2f} s, "
+    print(f"made ahead: {len(early)} of {groups}; set-up {sum(r['setup_s'] for r in early):.2f} s, "
           f"waited for {sum(r['setup_wait_s'] for r in early):.2f} s")
     assert sum(r["setup_wait_s"] for r in early) < 0.5 * sum(r["setup_s"] for r in early)
 
@@ -159,6 +161,14 @@ def test_a_thousand_gloo_groups_leave_fds_threads_and_rss_flat(tmp_path: Path, a
         assert_flat(r.samples)
 
 
+def test_a_one_rank_group_reports_a_row_per_group(tmp_path: Path) -> None:
+    """The GPU test's shape (one rank, a 1-rank group each) on gloo: every group reports its row. The
+    churn once measured an out-of-place all_reduce, which a 1-rank torch group leaves unmeasured
+    (N/A), so on the GPU all 1,000 groups ran and no row came; only the GPU test had one rank."""
+    runs = churn("gloo", 1, {**os.environ, "CUDA_VISIBLE_DEVICES": ""}, tmp_path, groups=20)
+    assert_ran_every_group(runs, groups=20)
+
+
 def _gpu() -> bool:
     try:
         import torch
@@ -168,7 +178,7 @@ def _gpu() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU and nvidia-smi (benchmarks/gpu/check_groups.sh)")
+@pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU and nvidia-smi (benchmarks/gpu/check.sh)")
 @pytest.mark.parametrize("ahead", [0, 2])
 def test_a_thousand_nccl_groups_on_one_gpu_keep_nccl_memory_within_2_gib(tmp_path: Path, ahead: int) -> None:
     """1-rank NCCL groups, as on the lent H200 (issue 29: ~390 MiB a communicator kept, out of
