@@ -111,8 +111,8 @@ def judge(
 
 @dataclass(frozen=True)
 class SlowBar:
-    """"Slow" as the rules mean it: both practical and beyond noise, a ratio at most the policy's
-    factor and log(ratio) at most -mad_k times the pair model's noise sigma (log space)."""
+    """What "slow" means, as in the rules: both practical and beyond noise, a ratio at most the
+    policy's factor and log(ratio) at most -mad_k times the pair model's noise sigma (log space)."""
 
     thresholds: Thresholds
     noise_sigma: float
@@ -207,6 +207,8 @@ class Draws:
 
     @classmethod
     def of(cls, frame: RetestFrame, excused: Callable[[str, str], bool] | None) -> Draws:
+        """The draws of the re-test's rows at its largest size, and of the suspects' earlier rows but
+        those ``excused`` puts on something else."""
         rows, names, bad = frame.rows, frame.rows.names, frame.bad
         seen: dict[Pair, str] = {}
         nodes: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -281,6 +283,9 @@ class NodeShown:
         switches: Mapping[str, str],
         n_suspects: int,
     ) -> NodeShown:
+        """What suspect ``s``'s draws show: ``chance`` is each round's noise chance for it
+        (``RoundChances.of_host``), ``prior`` its partners of earlier slow links, ``n_suspects`` the
+        suspects re-tested (the family of the tests of the re-test's pairs alone)."""
         factor = bar.thresholds.slow_node_factor
         mine = draws.nodes.get(s, {})
         per = {g: round(statistics.median(v), 3) for g, v in mine.items()}
