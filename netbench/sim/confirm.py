@@ -4,11 +4,11 @@ partners within ``--confirm-budget`` of fabric time, as ``sweep --hosts`` does a
 Nothing of it is re-implemented: ``netbench.pipeline.confirm`` runs the one re-test loop
 (``netbench.confirm.retest_suspects``: the analysis of the run directory, suspects, partners, the
 budget gate, verdicts into run.json's ``retests``), and its launch is the sweep's own follow-up launch
-(``cluster.RetestLaunch``: the plan builder, the real coordinator) with a ``launcher.SimLauncher`` for
-hosts, so the re-test phases run on the fabric the sweep measured (same faults; a GPU that dropped
-out stays out). The budget runs on the fabric's clock (``launcher.SimClock``): the launch costs the
-SSH fan-out and rank start-up of ``launcher.LaunchCosts``, each phase its simulated time, as
-``simulate --preflight`` counts them.
+(``netbench.pipeline.RetestLaunch``: the plan builder, the real coordinator) with a
+``launcher.SimLauncher`` for hosts, so the re-test phases run on the fabric the sweep measured (same
+faults; a GPU that dropped out stays out). The budget runs on the fabric's clock
+(``launcher.SimClock``): the launch costs the SSH fan-out and rank start-up of
+``launcher.LaunchCosts``, each phase its simulated time, as ``simulate --preflight`` counts them.
 """
 
 from __future__ import annotations
