@@ -6,7 +6,7 @@ For one (collective, size, in-place) point on one rank:
      slots = largest size / this size (at most one per operation), laid out as nccl-tests' offsets
      (one send and one receive allocation, slot i at i x the size). On the H200 a 16 MiB all_reduce
      with one buffer pair, which stays in the 60 MB L2, ran in 7.0 us against nccl-tests' 11.1 us,
-     and in 11.4 us rotating (benchmarks/gpu/results/2026-12-03-rotation).
+     and in 11.4 us rotating (benchmarks/README.md, 2026-12-03 rotation figures).
      ``Settings.hot_buffers`` (--hot-buffers) keeps one slot: the cache-resident figure, by choice;
   2. optionally the untimed correctness pass: run once, count wrong elements;
   3. ``warmup`` untimed iterations;
@@ -53,7 +53,7 @@ class Issue:
     native engine). ``sequence(n)`` hands out the next n operations' launches at once, so the timed
     loop (``_around``) is a plain ``for`` over a list: the closure, the cycle's ``next()`` and an
     empty wait around each call cost 0.5-1 us an operation on the H200's host, a tenth of a small
-    all_reduce (benchmarks/gpu/launch_probe.py --harness, 2026-12-03). The native engine's next n
+    all_reduce (a launch probe, 2026-12-03: benchmarks/README.md). The native engine's next n
     operations as NCCL calls (``native_sequence``) are what its loop in C makes (``native_loop``):
     there even the binding's call is gone."""
 
@@ -399,7 +399,7 @@ class RawGraph:
     MiB, but the next size was slow from its second graph); the same graphs
     made through CUDA's own API (CuPy, nccl-tests) stayed at 9.46 and 2.52 over twelve graphs each,
     and ``measure()`` with this class at 2.48-2.50 and 9.47-9.49 over 22 graphs of a sweep's sizes
-    (benchmarks/gpu/graph_probe.py, graph_raw.py; benchmarks/README.md "Graphs made with CUDA's own
+    (graph probes of 2026-12-04; benchmarks/README.md "Graphs made with CUDA's own
     API"). The native engine's operations allocate nothing inside the capture, so torch's graph
     memory pool has nothing to do; the torch engine's graphs (torch operations) stay torch's."""
 

@@ -254,7 +254,7 @@ def _gather(
     ``_allgather_base`` made every later graph-captured NCCL operation of the native engine 0.17-0.35
     us slower (2 MiB 2.50 -> 2.81-2.86 us, 16 MiB 9.48 -> 9.75-9.86, for the rest of the process),
     while the same points gathered by the group's all-reduce, its barrier or nccl4py's own
-    all-gather stayed at 2.46-2.48 and 9.39-9.45 (benchmarks/gpu/graph_probe.py --rank-like gather
+    all-gather stayed at 2.46-2.48 and 9.39-9.45 (a graph probe of 2026-12-04, --rank-like gather
     --gather-how; benchmarks/README.md "The per-point gather"). x + 0.0 is exact, so the
     sum hands every figure over unchanged; it moves about twice the bytes, untimed and small."""
     st: IterStamps | None = point.stamps

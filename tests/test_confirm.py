@@ -1,4 +1,4 @@
-"""The re-test machinery preflight and `sweep --hosts --confirm-budget` share (netbench/confirm.py),
+"""The re-test machinery preflight and `sweep --hosts --confirm-budget` share (netbench/confirm/),
 without hosts: whom a suspect is re-tested with, what a re-test says (never against another hop
 class), and that every re-test reaches the findings, the summary and a rebuilt report."""
 

@@ -1,5 +1,5 @@
 """`netbench simulate`'s confirm step: the sweep's suspects re-tested on the simulated fabric as
-`sweep --hosts` re-tests them (one loop, netbench.confirm; one follow-up launch, cluster.RetestLaunch,
+`sweep --hosts` re-tests them (one loop, netbench.confirm; one follow-up launch, pipeline.RetestLaunch,
 through the simulated launcher), within a budget of fabric time."""
 
 from __future__ import annotations
