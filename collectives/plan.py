@@ -6,11 +6,11 @@ ranks only execute it. A phase is a world sweep, one round of pairwise tests, or
 groups; its groups run concurrently and the coordinator releases the next phase only when the
 current one has finished (or timed out), so "the pairs of a round run at the same time" holds.
 
-A pairwise round's groups are ``PairGroups`` (``collectives.plangroups``, with ``GroupSpec``):
-positions of the two hosts in a host table every round shares, read as ``GroupSpec``s one at a time;
-a 4,096-host plan has 8M pair groups, which as objects would cost gigabytes (callers may import the
-three from here too). ``WorkerPlan.json_chunks``
-writes a plan in pieces (a group a line), never as one string.
+A pairwise round's groups are ``PairGroups``: positions of the two hosts in a host table every round
+shares, read as ``GroupSpec``s one at a time; a 4,096-host plan has 8M pair groups, which as
+objects would cost gigabytes. Those group records live in ``collectives.plangroups`` (importable
+from here too). ``WorkerPlan.json_chunks`` writes a plan in pieces (a group a line), never as one
+string.
 """
 
 from __future__ import annotations
