@@ -8,13 +8,16 @@ typed, frozen results. Rules format findings from these; they never read another
 - re-test evidence: re-runs of the suspects against known-good partners (preflight's escalation,
   ``sweep --hosts --confirm-budget``; ``netbench.confirm``), an *input* of the analysis
   (``AnalysisContext.retests``, else run.json's ``retests``), so the findings already carry it.
+
+The re-test records are ``reports.retests``' and the uplink verdicts ``reports.uplinks``'; both are
+importable from here as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from netbench.reports.arrivals import GroupStragglers
@@ -23,6 +26,8 @@ from netbench.reports.ceilings import Headline, headlines, references
 from netbench.reports.counters import CounterDeltas, counter_deltas
 from netbench.reports.noise import MIN_LEARN
 from netbench.reports.pairmodel import PairModel, fit_pair_model, nanmedian_rows
+from netbench.reports.retests import Retest as Retest  # re-exported: callers import it from here
+from netbench.reports.retests import RetestEvidence
 from netbench.reports.stats import (
     SIGMA_FLOOR,
     bh_mask,
@@ -33,9 +38,7 @@ from netbench.reports.stats import (
     holm_mask,
     robust_sigma,
 )
-
-from netbench.common.naming import natural_key
-from netbench.common.topology import LEAF, switch_path
+from netbench.reports.uplinks import SwitchVerdict, UplinkPairVerdict, switch_verdicts, uplink_pairs
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -62,41 +65,6 @@ class NodeVerdict:
     slow_rounds: tuple[int, ...] = ()  # intermittent: the rounds of its slow pairs
     p_value: float | None = None  # intermittent: chance of this many slow pairs from noise alone
     effect_ci: tuple[float, float] | None = None  # 95% interval of effect_ratio (its estimate's error)
-
-
-@dataclass(frozen=True)
-class SwitchVerdict:
-    """A switch whose uplink explains its hosts: slow across it, fine below it."""
-
-    switch: str
-    hosts: tuple[str, ...]  # its hosts slow only through its uplink
-    hosts_below: int
-    classes: tuple[str, ...]  # the hop classes that cross the uplink
-    effect_ratio: float  # median effect of those hosts in those classes
-    below: frozenset[str] = frozenset()  # every host under the switch
-
-    def crossed_by(self, a: str, b: str) -> bool:
-        """Whether a pair's path goes through this uplink (one end below the switch, one not)."""
-        return (a in self.below) != (b in self.below)
-
-
-@dataclass(frozen=True)
-class UplinkPairVerdict:
-    """The only two switches under one parent, whose pairs with each other carried less than uplinks
-    at the policy's oversubscription do: one of their uplinks is slow, and pairs cannot tell which
-    (every pair between them crosses both; with a third sibling the node effects name it,
-    ``SwitchVerdict``). Capacities are in NICs' worth: the busbw of a pair within a leaf."""
-
-    switches: tuple[str, str]
-    parent: str
-    tier: int  # the two switches' tier (1: leaves), each tier below as oversubscribed as the policy allows
-    hosts_below: tuple[int, int]
-    capacity_nics: float  # the most their pairs carried together in one round
-    expected_nics: float  # what the smaller side's uplinks carry at the policy's oversubscription
-    round: int  # the round that carried the most
-    pairs: int  # its pairs between the two
-    pair_busbw_GBps: float  # their median busbw in that round
-    nic_busbw_GBps: float  # the median busbw of pairs within a leaf
 
 
 @dataclass(frozen=True)
@@ -134,112 +102,6 @@ class NodeVerdicts:
     def uplink_of(self, a: str, b: str) -> str | None:
         """The slow uplink a pair crosses, if any (its slowness is the switch's)."""
         return next((sv.switch for sv in self.switches if sv.crossed_by(a, b)), None)
-
-
-RETEST_VERDICTS = ("confirmed", "cleared", "inconclusive", "not_run")
-
-
-def _ordered_two(value: Any, each: Callable[[Any], bool]) -> bool:
-    """None, or two values that each pass ``each``, low before high (run.json is untrusted)."""
-    if value is None:
-        return True
-    two = isinstance(value, list | tuple) and len(value) == 2
-    return two and all(map(each, value)) and value[0] <= value[1]
-
-
-def _runs_ok(value: Any) -> bool:
-    """None, or two counts, the slow ones before those measured."""
-    return _ordered_two(value, lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9)
-
-
-def _interval_ok(value: Any) -> bool:
-    """None, or two finite ratios, low before high."""
-    return _ordered_two(value, lambda v: isinstance(v, int | float) and not isinstance(v, bool)
-                        and 0 < v < 1e6)
-
-
-@dataclass(frozen=True)
-class Retest:
-    """A suspect's re-test: confirmed, cleared, inconclusive or not_run (with the reason)."""
-
-    subject: str  # a host, or "a|b" for a link
-    kind: str  # node | link
-    verdict: str = "not_run"
-    ratios: Mapping[str, float] = field(default_factory=dict)  # partner -> busbw / the phase's reference
-    reason: str = ""
-    interval: tuple[float, float] | None = None
-    """A node's re-test ratios together (their median's 95% interval, low and high), where they
-    confirmed it as a node a little slow with every partner: pooled with the analysis' own
-    interval, the size its finding's severity goes by (``rules.base.size_severity``)."""
-    candidate: bool = False
-    """A link re-run as one of the fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``):
-    confirmed, it is a finding; cleared, it never was one (the log and run.json keep its re-run)."""
-    slow_runs: tuple[int, int] | None = None
-    """A node's re-test pairs slow beyond the noise, and those measured: whether "a few" slow ones
-    are more than the noise gives (``netbench.confirm.split_inconclusive``); a link's re-runs slow,
-    and those made (``netbench.confirm.slow_link_ends``)."""
-
-
-@dataclass(frozen=True)
-class RetestEvidence:
-    """Re-tests (preflight's escalation, ``sweep --hosts --confirm-budget``), by subject (host or
-    "a|b"); ``untested_reason`` says why a suspect without a result was not re-tested (no budget
-    left, not a suspect after the quick pass ...)."""
-
-    results: Mapping[str, Retest]
-    untested_reason: str
-    from_round: int | None = None
-    """Pair rows of this round and later are the re-tests' (judged by ``netbench.confirm.judge``,
-    against controls measured beside them), kept out of the pair model: their schedule (suspects
-    with chosen partners, many rounds of the same few nodes) is not the sweep's, and fitted with it
-    they would make suspects of their own."""
-
-    def of(self, subject: str, kind: str) -> Retest:
-        return self.results.get(subject) or Retest(subject, kind, reason=self.untested_reason)
-
-    def to_json(self) -> dict[str, Any]:
-        """As run.json's ``retests`` (``from_json`` reads it back, so ``netbench report`` rebuilds
-        the same findings)."""
-        results = {k: asdict(v) for k, v in self.results.items()}
-        return {"results": results, "untested_reason": self.untested_reason, "from_round": self.from_round}
-
-    @classmethod
-    def from_json(cls, data: Any) -> RetestEvidence:
-        """run.json's ``retests``, validated (a file is untrusted): ValueError naming what is wrong."""
-        if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-            raise ValueError("expected {results: {subject: re-test}, untested_reason}")
-        results = {}
-        for key, rt in data["results"].items():
-            ok = (
-                isinstance(rt, dict)
-                and all(isinstance(rt.get(f), str) for f in ("subject", "kind", "verdict", "reason"))
-                and rt["kind"] in ("node", "link")
-                and rt["verdict"] in RETEST_VERDICTS
-                and isinstance(rt.get("ratios", {}), dict)
-                and all(isinstance(v, int | float) for v in rt.get("ratios", {}).values())
-                and _interval_ok(rt.get("interval"))
-                and isinstance(rt.get("candidate", False), bool)
-                and _runs_ok(rt.get("slow_runs"))
-            )
-            if not ok:
-                raise ValueError(f"re-test {str(key)[:80]!r} is not a re-test record")
-            ratios = {str(k): float(v) for k, v in rt.get("ratios", {}).items()}
-            interval = rt.get("interval")
-            runs = rt.get("slow_runs")
-            results[str(key)] = Retest(rt["subject"], rt["kind"], rt["verdict"], ratios, rt["reason"],
-                                       None if interval is None else (float(interval[0]), float(interval[1])),
-                                       rt.get("candidate", False),
-                                       None if runs is None else (runs[0], runs[1]))
-        start = data.get("from_round")
-        if start is not None and (isinstance(start, bool) or not isinstance(start, int)):
-            raise ValueError(f"from_round {str(start)[:40]!r} is not a round number")
-        return cls(results, str(data.get("untested_reason") or "not re-tested"), start)
-
-    @property
-    def confirmed_nodes(self) -> frozenset[str]:
-        return frozenset(
-            rt.subject for rt in self.results.values() if rt.kind == "node" and rt.verdict == "confirmed"
-        )
 
 
 @dataclass(frozen=True)
@@ -364,7 +226,7 @@ def judge_nodes(
         v = _verdict(m, i, worst, float(z[worst, i]), cap, hop_class, t)
         v = replace(v, effect_ci=_interval(float(m.class_effect[worst, i]), float(se_k[worst, i])))
         (slow if capped[:, i].any() else suspects)[i] = v
-    uplinks = _switch_verdicts(m, slow, switches or {}, t.slow_node_factor)
+    uplinks = switch_verdicts(m, slow, switches or {}, t.slow_node_factor)
     crossing = np.zeros((n, n), dtype=bool)  # pairs through a slow uplink: the switch explains them
     for sv in uplinks:
         under = np.array([h in sv.below for h in m.hosts])
@@ -396,7 +258,7 @@ def judge_nodes(
         effect_spread=float(max(spreads, default=0.0)),
         suspects=tuple(sorted(suspects.values(), key=lambda v: v.effect_ratio)),
         switches=tuple(uplinks),
-        uplink_pairs=tuple(_uplink_pairs(m, switches or {}, t)),
+        uplink_pairs=tuple(uplink_pairs(m, switches or {}, t)),
         tests=n_tests,
     )
 
@@ -649,130 +511,3 @@ def _class_binomial(
               for k in range(n_classes)]
     tested = [(c, n, k) for c, n, k in tested if n]
     return min(1.0, len(tested) * min(binomial_sf(c, n, float(p0[k])) for c, n, k in tested))
-
-
-def _tier(klass: str) -> int:
-    """The tier of a hop class: leaf 1, spine 2, core 3, tier-N N (0 for intra/unknown)."""
-    named = {"leaf": 1, "spine": 2, "core": 3}
-    if klass in named:
-        return named[klass]
-    return int(klass[5:]) if klass.startswith("tier-") and klass[5:].isdigit() else 0
-
-
-def _subtrees(hosts: list[str], switches: Mapping[str, str]) -> tuple[dict[str, list[int]], dict[str, int]]:
-    """Per switch, the indices of the hosts below it, and its tier (1: a leaf)."""
-    below: dict[str, list[int]] = {}
-    tier: dict[str, int] = {}
-    for i, h in enumerate(hosts):
-        for k, sw in enumerate(switch_path(h, switches), 1):
-            below.setdefault(sw, []).append(i)
-            tier[sw] = max(tier.get(sw, 0), k)
-    return below, tier
-
-
-def _switch_verdicts(
-    m: PairModel, slow: dict[int, NodeVerdict], switches: Mapping[str, str], slow_factor: float
-) -> list[SwitchVerdict]:
-    """Switches whose hosts are slow only in the classes that cross the switch's uplink and fine
-    below it: the uplink is the fault, not the hosts (half of them or more, at least 3)."""
-    assert m.class_judged is not None and m.class_effect is not None
-    below, tier_of = _subtrees(m.hosts, switches)
-    flagged: dict[str, SwitchVerdict] = {}
-    for sw, members in below.items():
-        tier = tier_of[sw]
-        above = [k for k, c in enumerate(m.classes) if _tier(c) > tier]
-        within = [k for k, c in enumerate(m.classes) if 0 < _tier(c) <= tier]
-        if not above or not within:
-            continue
-        hits = []
-        for i in members:
-            v = slow.get(i)
-            if v is None or v.kind != "capped" or v.hop_class not in [m.classes[k] for k in above]:
-                continue
-            fine_below = any(m.class_judged[k, i] for k in within) and all(
-                m.classes[k] not in v.class_effect_ratio or v.class_effect_ratio[m.classes[k]] > slow_factor
-                for k in within
-            )
-            if fine_below:
-                hits.append(i)
-        if len(hits) >= 3 and len(hits) >= 0.5 * len(members):
-            effects = [m.class_effect[k, i] for i in hits for k in above if m.class_judged[k, i]]
-            flagged[sw] = SwitchVerdict(
-                switch=sw,
-                hosts=tuple(m.hosts[i] for i in hits),
-                hosts_below=len(members),
-                classes=tuple(m.classes[k] for k in above),
-                effect_ratio=float(np.exp(np.median(effects))),
-                below=frozenset(m.hosts[i] for i in members),
-            )
-    # the highest flagged switch explains its flagged descendants
-    return [
-        sv
-        for sw, sv in flagged.items()
-        if not any(up in flagged for up in switch_path_up(sw, switches))
-    ]
-
-
-def _uplink_pairs(m: PairModel, switches: Mapping[str, str], t: Thresholds) -> list[UplinkPairVerdict]:
-    """Parents with exactly two child switches whose pairs with each other carried, in their best
-    round, less than slow_node_factor x what uplinks at the policy's oversubscription carry
-    (``cross_spine_warn_ratio`` of the smaller side's NICs, per tier below), while running well
-    below a NIC each (slow_pair_factor: the path was full, so their sum is its capacity, not a lower
-    bound of it).
-
-    Why the round's sum and not the pairs' ratio to same-leaf pairs: that ratio is the load of the
-    round (how many pairs shared the uplink), the sum is what the uplink carries whatever the
-    schedule. The best round, so noise and lightly loaded rounds can only make the fabric look better."""
-    nic = (m.class_median_bw.get(LEAF) or [None])[-1]
-    if not nic or m.rounds is None:
-        return []
-    below, tier = _subtrees(m.hosts, switches)
-    children: dict[str, list[str]] = {}
-    for sw in below:  # a switch listed without a parent hangs off "" (the fabric that joins them)
-        children.setdefault(switches.get(sw, ""), []).append(sw)
-    bw, out = m.bw[-1], []
-    for parent, kids in children.items():
-        kids.sort(key=natural_key)
-        hosts = len(below[parent]) if parent else len(m.hosts)
-        if len(kids) != 2 or len(below[kids[0]]) + len(below[kids[1]]) != hosts:
-            continue
-        x, y = (np.array(below[k]) for k in kids)
-        block, rnd = bw[np.ix_(x, y)], m.rounds[np.ix_(x, y)]
-        ok = np.isfinite(block) & (rnd >= 0)
-        if not ok.any():
-            continue
-        r_u, inv = np.unique(rnd[ok], return_inverse=True)
-        carried = np.bincount(inv, weights=block[ok])
-        best = int(np.argmax(carried))
-        in_best = block[ok][inv == best]
-        capacity = float(carried[best]) / nic
-        # each tier below may be oversubscribed as the policy allows: a pod's uplinks carry its
-        # hosts' NICs x ratio (its leaves') x ratio (its own)
-        expected = t.cross_spine_warn_ratio ** tier[kids[0]] * min(len(x), len(y))
-        full = float(np.median(in_best)) <= t.slow_pair_factor * nic
-        if full and capacity < t.slow_node_factor * expected:
-            out.append(
-                UplinkPairVerdict(
-                    switches=(kids[0], kids[1]),
-                    parent=parent,
-                    tier=tier[kids[0]],
-                    hosts_below=(len(x), len(y)),
-                    capacity_nics=capacity,
-                    expected_nics=expected,
-                    round=int(r_u[best]),
-                    pairs=int(in_best.size),
-                    pair_busbw_GBps=float(np.median(in_best)),
-                    nic_busbw_GBps=float(nic),
-                )
-            )
-    return out
-
-
-def switch_path_up(switch: str, switches: Mapping[str, str]) -> list[str]:
-    """The switches above ``switch`` (its parent, the parent's parent ...)."""
-    out: list[str] = []
-    cur = switches.get(switch)
-    while cur is not None and cur not in out:
-        out.append(cur)
-        cur = switches.get(cur)
-    return out

@@ -206,31 +206,37 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     rounds = _round_matrix(rnd, ia, ib, n)
     load, classes, cls = _fact_matrices(ctx, np.flatnonzero(keep), hosts, ia, ib, rnd)
     del bus, nbytes, keep, rnd  # a number per row of the run: gone before the N x N work starts
-
-    # median over repeats of the same pair and size (rounds re-run, or both directions listed)
-    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
-    del ia, ib
-    key = (ks * n + lo) * n + hi
-    del ks, lo, hi
+    key = (ks * n + np.minimum(ia, ib)) * n + np.maximum(ia, ib)  # size and pair (lower index first)
+    del ks, ia, ib
     order = np.argsort(key, kind="stable")
     key, bwv = key[order], bwv[order]
     del order
+    bw = _busbw_matrix(key, bwv, n, len(sizes))
+    del key, bwv
+    return _Matrices(coll, sizes, hosts, bw, _log_levels(bw), rounds, classes, cls, load)
+
+
+def _busbw_matrix(key: np.ndarray, bwv: np.ndarray, n: int, n_sizes: int) -> np.ndarray:
+    """(n_sizes, N, N) busbw from the rows' busbw ``bwv`` sorted by ``key`` (size x pair): the median
+    over repeats of the same pair and size (rounds re-run, or both directions listed), both ways."""
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
     if len(start) == len(key):
         med = bwv
     else:
         med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
         key = key[start]
-    del bwv, start
     k_u, rem = np.divmod(key, n * n)
-    del key
     lo_u, hi_u = np.divmod(rem, n)
     del rem
-    bw = np.full((len(sizes), n, n), np.nan)
+    bw = np.full((n_sizes, n, n), np.nan)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
-    del k_u, lo_u, hi_u, med
+    return bw
 
+
+def _log_levels(bw: np.ndarray) -> np.ndarray:
+    """(N, N) y: each pair's log busbw relative to its size's median over pairs, the median over sizes."""
+    n_sizes, n = bw.shape[0], bw.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         rel = np.log(bw)
     # each size's median over its pairs: the upper triangle holds each pair once, the matrix twice,
@@ -239,13 +245,11 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     centre = np.array([_finite_median(v[top]) for v in rel], dtype=float)
     del top
     rel -= centre[:, None, None]
-    if len(sizes) == 1:
-        y = rel[0]
-    else:  # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks)
-        per_pair = rel.reshape(len(sizes), -1).T
-        y = np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
-
-    return _Matrices(coll, sizes, hosts, bw, y, rounds, classes, cls, load)
+    if n_sizes == 1:
+        return rel[0]
+    # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks)
+    per_pair = rel.reshape(n_sizes, -1).T
+    return np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
 
 
 def fit_pair_model(

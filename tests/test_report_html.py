@@ -173,11 +173,11 @@ def test_sorting_filter_and_csv_download(tmp_path, page_of):
 def test_rows_left_out_of_the_report_say_where_they_are(tmp_path, page_of, monkeypatch, embed):
     """--embed-rows no, or auto past its size: no second copy of results.jsonl in the file, no row
     buttons, a note saying where the rows are; the page works and findings still download."""
-    import netbench.reports.html as html
+    from netbench.reports.html import rows
 
     run = _hostile_run(tmp_path)
     embedded = report_run(run).html.stat().st_size
-    monkeypatch.setattr(html, "EMBED_AUTO_BYTES", 1000)  # this run's rows are more than that
+    monkeypatch.setattr(rows, "EMBED_AUTO_BYTES", 1000)  # this run's rows are more than that
     path = report_run(run, embed_rows=embed).html
     assert path.stat().st_size < embedded
     assert 'id="nb-rows-csv-gz"' not in path.read_text()
@@ -262,9 +262,9 @@ def test_past_the_full_size_the_switch_view_drills_down_to_the_findings_switches
                                                                                  monkeypatch):
     """Past HEATMAP_FULL_MAX hosts (1,024; 8 here) the heatmap is hosts x switches and a second plot
     holds switch pairs at host resolution, the findings' first: a menu picks one."""
-    from netbench.reports import html
+    from netbench.reports.html import heatmap
 
-    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 8)
+    monkeypatch.setattr(heatmap, "HEATMAP_FULL_MAX", 8)
     run = _hostile_run(tmp_path)
     done = report_run(run)
     pg, problems = page_of(done.html)

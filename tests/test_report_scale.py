@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from netbench.reports import html
 from netbench.reports.ceilings import large_message_summary
 from netbench.reports.engine import analyze, load_context, run_rules
+from netbench.reports.html import heatmap
 
 from netbench.common.naming import natural_key
 from netbench.common.rowtable import listed_hosts, read_rows_frame
@@ -154,9 +154,9 @@ def test_natural_order_of_switches_and_hosts():
 
 
 def test_heatmap_past_the_full_size_is_hosts_by_switch(sim_run, monkeypatch):
-    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 10)
+    monkeypatch.setattr(heatmap, "HEATMAP_FULL_MAX", 10)
     ctx = load_context(sim_run)
-    fig, matrices = html._heatmap_figure(ctx, [])
+    fig, matrices = heatmap._heatmap_figure(ctx, [])
     assert fig is not None and list(matrices) == ["__NB_Z__"]
     trace = fig["data"][0]
     assert trace["x"] == ["leaf01", "leaf02", "leaf03"] and len(trace["y"]) == 24
@@ -175,7 +175,7 @@ def test_ratio_view_shows_a_slow_node_whatever_the_oversubscription(sim_run):
     each pair's class and load predict, its pairs are the one dark row; findings' cells are marked."""
     ctx = load_context(sim_run)
     findings = run_rules(ctx)
-    fig, matrices = html._heatmap_figure(ctx, findings)
+    fig, matrices = heatmap._heatmap_figure(ctx, findings)
     assert [t.get("z") for t in fig["data"][:2]] == ["__NB_Z__", "__NB_R__"] and not fig["data"][1]["visible"]
     labels = [b["label"] for b in fig["layout"]["updatemenus"][0]["buttons"]]
     assert labels == ["busbw", "ratio to expected"]
@@ -257,8 +257,8 @@ def test_a_512_node_report_stays_attachable(tmp_path):
 def test_past_the_both_views_size_the_heatmap_carries_the_ratio_alone(sim_run, monkeypatch):
     """Each matrix is ~4 MB of JSON at 1,024 hosts: past HEATMAP_BOTH_MAX only the view that shows
     faults whatever the oversubscription goes into the report."""
-    monkeypatch.setattr(html, "HEATMAP_BOTH_MAX", 10)
-    fig, matrices = html._heatmap_figure(load_context(sim_run), [])
+    monkeypatch.setattr(heatmap, "HEATMAP_BOTH_MAX", 10)
+    fig, matrices = heatmap._heatmap_figure(load_context(sim_run), [])
     assert list(matrices) == ["__NB_R__"] and fig["data"][0]["z"] == "__NB_R__"
     assert "updatemenus" not in fig["layout"]
     assert "what its hop class and load predict" in fig["layout"]["title"]["text"]
@@ -268,10 +268,10 @@ def test_past_the_full_size_the_switch_view_is_a_ratio_and_the_drill_down_starts
         sim_run, monkeypatch):
     """node0005 is 0.6x: in the hosts x switches aggregate its row is the red one at its own switch,
     marked; the drill-down's first switch pair is its switch with itself, at host resolution."""
-    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 10)
+    monkeypatch.setattr(heatmap, "HEATMAP_FULL_MAX", 10)
     ctx = load_context(sim_run)
     findings = run_rules(ctx)
-    fig, matrices = html._heatmap_figure(ctx, findings)
+    fig, matrices = heatmap._heatmap_figure(ctx, findings)
     agg = np.array(json.loads(matrices["__NB_Z__"]), dtype=float)
     hosts = fig["data"][0]["y"]
     assert agg.shape == (24, 3) and "x what hop class and load predict" in fig["layout"]["title"]["text"]
@@ -279,12 +279,12 @@ def test_past_the_full_size_the_switch_view_is_a_ratio_and_the_drill_down_starts
     assert agg[slow, 0] < 0.7 < np.nanmin(np.delete(agg[:, 0], slow))
     marks = fig["data"][-1]
     assert (fig["data"][0]["x"][0], "node0005") in set(zip(marks["x"], marks["y"], strict=True))
-    drill = html._drill_figure(ctx, findings)
-    assert drill is not None and 1 <= len(drill["data"]) <= html.DRILL_MAX
+    drill = heatmap._drill_figure(ctx, findings)
+    assert drill is not None and 1 <= len(drill["data"]) <= heatmap.DRILL_MAX
     first = drill["data"][0]
     assert "slow_node node0005" in drill["layout"]["updatemenus"][0]["buttons"][0]["label"]
     assert first["y"] == first["x"] == hosts[:8]
     row = np.array([np.nan if v is None else v for v in first["z"][slow]], dtype=float)
     assert np.nanmedian(row) < 0.7
-    monkeypatch.setattr(html, "HEATMAP_FULL_MAX", 1024)
-    assert html._drill_figure(ctx, findings) is None  # whole matrix on the page: nothing to drill
+    monkeypatch.setattr(heatmap, "HEATMAP_FULL_MAX", 1024)
+    assert heatmap._drill_figure(ctx, findings) is None  # whole matrix on the page: nothing to drill

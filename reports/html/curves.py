@@ -1,0 +1,97 @@
+"""Busbw against message size: one plotly figure per collective, the baseline dashed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from netbench.collectives.sizes import format_size
+from netbench.reports.html.text import e
+
+if TYPE_CHECKING:
+    from netbench.reports.context import AnalysisContext
+
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
+
+
+def _size_axis(sizes: list[int]) -> dict[str, Any]:
+    sizes = sorted(set(sizes))
+    step = max(1, len(sizes) // 12)
+    shown = sizes[::step]
+    return {
+        "type": "log",
+        "title": {"text": "message size (bytes, log)"},
+        "tickvals": shown,
+        "ticktext": [format_size(s) for s in shown],
+    }
+
+
+def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
+    figs: list[dict[str, Any]] = []
+    cols = ["collective", "pattern", "bytes", "busbw_GBps"]  # filtered copies of these only, not every column
+    df = ctx.ok_rows[cols]
+    df = df[df["busbw_GBps"].notna()]
+    base = None
+    if ctx.baseline is not None:
+        b = ctx.baseline.rows
+        base = b.loc[(b["status"] == "ok") & b["busbw_GBps"].notna(), cols]
+    for ci, coll in enumerate(sorted(df["collective"].dropna().unique())):
+        traces = []
+        sub = df[df["collective"] == coll]
+        all_sizes: list[int] = []
+        for pi, pattern in enumerate(sorted(sub["pattern"].dropna().unique())):
+            color = COLORS[pi % len(COLORS)]
+            for label, src, dash in (("", sub, "solid"), ("baseline ", base, "dash")):
+                if src is None:
+                    continue
+                part = src[(src["collective"] == coll) & (src["pattern"] == pattern)]
+                if part.empty:
+                    continue
+                g = part.groupby(part["bytes"].astype(int))["busbw_GBps"]
+                med = g.median()
+                all_sizes += med.index.tolist()
+                n = int(g.size().max())
+                name = f"{label}{pattern} median" + (f" of {n}" if pattern == "pair" and n > 1 else "")
+                traces.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines+markers",
+                        "name": e(name),
+                        "x": med.index.tolist(),
+                        "y": [round(float(v), 3) for v in med.values],
+                        "line": {"color": color, "dash": dash, "width": 2 if not label else 1.5},
+                        "marker": {"size": 5},
+                        "hovertemplate": "%{x} B: %{y:.3g} GB/s",
+                    }
+                )
+                if pattern == "pair" and n > 1 and not label:
+                    lo = g.min()
+                    traces.append(
+                        {
+                            "type": "scatter",
+                            "mode": "lines",
+                            "name": "pair slowest",
+                            "x": lo.index.tolist(),
+                            "y": [round(float(v), 3) for v in lo.values],
+                            "line": {"color": color, "dash": "dot", "width": 1},
+                            "hovertemplate": "%{x} B: %{y:.3g} GB/s (slowest pair)",
+                        }
+                    )
+        if not traces:
+            continue
+        figs.append(
+            {
+                "id": f"curve-{ci}",
+                "title": coll,
+                "data": traces,
+                "layout": {
+                    "title": {"text": e(f"{coll}: busbw vs message size")},
+                    "xaxis": _size_axis(all_sizes),
+                    "yaxis": {"title": {"text": "busbw (GB/s)"}, "rangemode": "tozero"},
+                    "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+                    "height": 380,
+                    "legend": {"orientation": "h", "y": -0.25},
+                },
+            }
+        )
+    return figs
