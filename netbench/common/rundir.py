@@ -425,9 +425,6 @@ class RunDir:
     def write_env(self, hosts: dict[str, dict[str, Any]]) -> None:
         _write_json(self.path / ENV_JSON, {"schema": ENV_SCHEMA, "hosts": hosts})
 
-    def read_env(self) -> dict[str, Any]:
-        return self.load_env().data
-
     def load_env(self) -> JsonRead:
         """env.json as ``{"hosts": {host: {...}}}``; a host whose entry is not an object is left out
         and named."""

@@ -747,15 +747,6 @@ def _collective_from_filename(source: str) -> str | None:
 
 # -- JSON (-J) ----------------------------------------------------------------------------------------
 
-def _json_bool(value: Any) -> bool | None:
-    """nccl-tests writes booleans as the strings "true"/"false" (jsonBool in src/util.cu)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value in ("true", "false"):
-        return value == "true"
-    return None
-
-
 def _json_num(value: Any) -> float | None:
     """A finite number, else None ("nan", null, Infinity and 1e999 are not measurements)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
