@@ -65,7 +65,6 @@ _KILL_SESSION = (
 )
 
 
-
 # -- running commands ------------------------------------------------------------------------------
 def remote_command(
     argv: Sequence[str], env: Mapping[str, str] | None = None, watchdog: bool = False, secret: bool = False

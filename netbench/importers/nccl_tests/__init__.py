@@ -87,7 +87,6 @@ def parse_file(path: str | Path, progress: Callable[[int, int], None] | None = N
     return tests
 
 
-
 def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> Iterator[ResultRow]:
     """ResultRows (the results.jsonl contract) for one parsed run, one at a time (a table of a
     million rows is not held twice); ``group`` keeps it apart from the other runs imported with it

@@ -128,7 +128,6 @@ def collective_from_filename(source: str) -> str | None:
     return None
 
 
-
 def to_int(value: Any) -> int | None:
     try:
         return int(value)
