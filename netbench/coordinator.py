@@ -8,29 +8,28 @@ what was measured: every row is fsync'd as it arrives. Faults are judged here:
   that never reported are named;
 - with ``fail_fast`` (one local run) the first fault ends the run; otherwise (a cluster sweep) the
   fault costs only the groups of the host concerned and the next phase goes on without it.
+
+Its parts, each a module: ``outcome`` (what it hears besides messages, and what a launch ends with),
+``planview`` (the agents' rows checked against the plan, the failed rows it writes) and
+``heartbeats`` (who a stall is pinned on).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from netbench.collectives import messages
-from netbench.collectives.dtypes import get_dtype
-from netbench.collectives.native import engine_unmet, engines_of
-from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.common.errors import NetbenchError
 from netbench.common.interrupts import checkpoint
-from netbench.common.rows import failed_row
 from netbench.common.text import quote_untrusted, terminal_safe
 from netbench.defaults import START_TIMEOUT_S
+from netbench.heartbeats import Heartbeats
 from netbench.launch import (
     AgentProcess,
     HostSlot,
@@ -41,6 +40,8 @@ from netbench.launch import (
     secured,
     without_torch_noise,
 )
+from netbench.outcome import ChannelLost, Event, Fault, Invalid, Outcome  # Fault, Outcome: read by callers
+from netbench.planview import PlanView, count_points
 
 THREAD_STACK_BYTES = 1 << 20
 """The stack of a thread that starts an agent or reads one (a thread per host): at 4,096 hosts the
@@ -48,58 +49,6 @@ default 8 MiB stacks reserved 32 GiB, and thread starts failed on a busy machine
 GRACE_S = 3.0  # after some ranks of a group report failure, how long the silent ones get
 START_CONCURRENCY = 64  # agents started at once
 MAX_BATCH = 4096  # messages handled between two scans of the pending groups (hangs still seen each 0.2 s)
-AGENT_SILENT_S = 5 * messages.HEARTBEAT_S
-"""An agent not heard from for this long, when one of its groups stalls, has stopped answering (the
-host froze, or its agent was stopped): the stall is that host's. Five beats: a loaded host's agent
-can miss one or two."""
-
-
-@dataclass
-class Fault:
-    kind: str  # exit | hang | error | timeout | start | protocol | capability
-    message: str
-    host: str | None = None
-    rank: int | None = None
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """A line from an agent that broke the protocol: the host's fault, never the run's."""
-
-    reason: str
-    line: str
-
-
-@dataclass(frozen=True)
-class ChannelLost:
-    """The channel to an agent failed (SSH dropped, a read error)."""
-
-    error: str
-
-
-Event = dict[str, Any] | Invalid | ChannelLost | None  # None: the agent's output ended
-
-
-@dataclass
-class Outcome:
-    status: str  # completed | failed | interrupted
-    faults: list[Fault] = field(default_factory=list)
-    rows: int = 0
-    env: dict[str, dict[str, Any]] = field(default_factory=dict)
-    down_hosts: set[str] = field(default_factory=set)
-    startup_s: float | None = None  # launch until every rank joined (imports, rendezvous)
-    phases: list[dict[str, Any]] = field(default_factory=list)  # name, groups, seconds of each phase
-
-
-def count_points(phase: Phase, group: GroupSpec) -> int:
-    """How many rows a group of a phase will produce (for progress and for nothing else)."""
-    n, esize, total = len(group.ranks), get_dtype(phase.spec.dtype).size, 0
-    for cname, engine in itertools.product(phase.spec.collectives, engines_of(phase.spec.engine)):
-        coll = get_collective(cname)
-        sizes = {coll.layout(s, esize, n).nbytes for s in phase.spec.sizes} - {0}
-        modes = [ip for ip in phase.spec.in_place if coll.runs(ip, engine, n)]
-        total += len(sizes) * len(modes)
-    return total
 
 
 class Coordinator:
@@ -144,12 +93,8 @@ class Coordinator:
         self.done_points = 0
         self.finished_ranks: set[int] = set()
         self.rejected: set[str] = set()  # hosts that broke the protocol
-        self._phase_groups: tuple[int, dict[Any, GroupSpec]] = (-1, {})
-        # the agents' heartbeats (messages.HEARTBEAT_S): when each host's was last heard, and which of
-        # its ranks it saw stopped; a host never heard from (ranks an external launcher started) is
-        # judged by silence alone, as before heartbeats
-        self.alive_at: dict[str, float] = {}
-        self.stopped: dict[str, set[int]] = {}
+        self.view = PlanView(plan)  # what an agent's word is checked against
+        self.beats = Heartbeats()
         # ranks given up on in a stalled group, to be restarted from a later phase: rank -> that
         # phase; ``restart_acked``: their agents have restarted them (a hello from them closes it)
         self.restarts: dict[int, int] = {}
@@ -198,15 +143,7 @@ class Coordinator:
         rank is this host's, the row's group is in the plan and has this host) is checked here, and
         a message that fails is that host's fault."""
         if msg is None:  # the agent's stdout closed
-            if not state.get("finishing") and host not in self.outcome.down_hosts:
-                ranks = [r for r in self._slot(host).ranks if r not in self.finished_ranks]
-                if ranks:
-                    agent = self.agents.get(host)
-                    said = agent.end_reason() if agent is not None else None
-                    why = f": {terminal_safe(said[:200], keep_newlines=False)}" if said else ""
-                    self._host_down(
-                        host, f"host {host}: agent ended before its ranks finished (ranks {ranks}){why}"
-                    )
+            self._agent_ended(host, state)
             return
         if isinstance(msg, ChannelLost):
             if state.get("stopping") or state.get("finishing"):
@@ -226,21 +163,7 @@ class Coordinator:
             return
         now = time.monotonic()
         if kind == "row":
-            row = msg["row"]
-            wrong = self._row_mismatch(host, msg["phase"], row)
-            if wrong:
-                self._reject(host, wrong)
-                return
-            self._record_plan_facts(msg["phase"], row)
-            self.on_row(row)
-            self.outcome.rows += 1
-            self.done_points += 1
-            state.setdefault("activity", {})[row.get("group")] = now
-            self.on_progress(
-                self.done_points,
-                self.total,
-                f"{row.get('collective')} {row.get('bytes')} B {row.get('pattern')}",
-            )
+            self._on_row(host, msg, state, now)
         elif kind == "step":
             state.setdefault("activity", {})[msg["group"]] = now
         elif kind == "env":
@@ -252,29 +175,65 @@ class Coordinator:
                 self.restart_acked.discard(msg["rank"])
             self._check_caps(host, msg)
         elif kind == "alive":
-            self.alive_at[host] = now
-            self.stopped[host] = set(msg.get("stopped") or ())
+            self.beats.heard(host, msg.get("stopped") or (), now)
         elif kind == "restarted":
             if self.restarts.get(msg["rank"]) == msg["phase"]:
                 self.restart_acked.add(msg["rank"])
         elif kind in ("group_done", "group_error"):
-            if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
-                state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
-            if msg.get("wait_s") is not None:  # what of it the round waited for (groups made ahead)
-                state["wait_s"] = max(state.get("wait_s", 0.0), float(msg["wait_s"]))
-                state["group_s"] = max(state.get("group_s", 0.0), float(msg.get("seconds") or 0.0))
-            gid, rank = msg["group"], msg["rank"]
-            state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
-            state.setdefault("activity", {})[gid] = now
+            self._on_group_end(msg, state, now)
         elif kind == "bye":
             self.finished_ranks.add(msg["rank"])
         elif kind == "exit":
-            rank, rc = msg["rank"], msg["rc"]
-            if state.get("stopping"):
-                return  # ranks this run stopped (a signal, a full disk): netbench's doing, not the host's
-            if rc != 0 or rank not in self.finished_ranks:
-                how = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
-                self._host_down(host, f"rank {rank} on host {host} {how} before the sweep ended", rank)
+            self._on_exit(host, msg, state)
+
+    def _agent_ended(self, host: str, state: dict[str, Any]) -> None:
+        """An agent's stdout closed: its host is down when some of its ranks had not finished."""
+        if state.get("finishing") or host in self.outcome.down_hosts:
+            return
+        ranks = [r for r in self._slot(host).ranks if r not in self.finished_ranks]
+        if ranks:
+            agent = self.agents.get(host)
+            said = agent.end_reason() if agent is not None else None
+            why = f": {terminal_safe(said[:200], keep_newlines=False)}" if said else ""
+            self._host_down(host, f"host {host}: agent ended before its ranks finished (ranks {ranks}){why}")
+
+    def _on_row(self, host: str, msg: dict[str, Any], state: dict[str, Any], now: float) -> None:
+        """A row checked against the plan, given the plan's facts and stored."""
+        row = msg["row"]
+        wrong = self.view.row_mismatch(host, msg["phase"], row)
+        if wrong:
+            self._reject(host, wrong)
+            return
+        self.view.record_plan_facts(msg["phase"], row)
+        self.on_row(row)
+        self.outcome.rows += 1
+        self.done_points += 1
+        state.setdefault("activity", {})[row.get("group")] = now
+        self.on_progress(
+            self.done_points,
+            self.total,
+            f"{row.get('collective')} {row.get('bytes')} B {row.get('pattern')}",
+        )
+
+    @staticmethod
+    def _on_group_end(msg: dict[str, Any], state: dict[str, Any], now: float) -> None:
+        """A rank's word that a group ended (done or failed), and its times for run.json."""
+        if msg.get("setup_s") is not None:  # group creation (rendezvous + connections), for run.json
+            state["setup_s"] = max(state.get("setup_s", 0.0), float(msg["setup_s"]))
+        if msg.get("wait_s") is not None:  # what of it the round waited for (groups made ahead)
+            state["wait_s"] = max(state.get("wait_s", 0.0), float(msg["wait_s"]))
+            state["group_s"] = max(state.get("group_s", 0.0), float(msg.get("seconds") or 0.0))
+        gid, rank = msg["group"], msg["rank"]
+        state.setdefault("reported", {}).setdefault(gid, {})[rank] = msg
+        state.setdefault("activity", {})[gid] = now
+
+    def _on_exit(self, host: str, msg: dict[str, Any], state: dict[str, Any]) -> None:
+        rank, rc = msg["rank"], msg["rc"]
+        if state.get("stopping"):
+            return  # ranks this run stopped (a signal, a full disk): netbench's doing, not the host's
+        if rc != 0 or rank not in self.finished_ranks:
+            how = f"was killed by signal {-rc}" if rc < 0 else f"exited with code {rc}"
+            self._host_down(host, f"rank {rank} on host {host} {how} before the sweep ended", rank)
 
     def _reject(self, host: str, reason: str, line: str | None = None) -> None:
         """A host that sent an invalid message is treated like a dead one: its agent is stopped,
@@ -287,65 +246,10 @@ class Coordinator:
             kind="protocol",
         )
 
-    def _groups_of(self, phase: Phase) -> dict[Any, GroupSpec]:
-        """The phase's groups by id, kept for the phase whose rows are coming in (a row was looked up
-        by scanning the groups: a 2,048-pair round's rows scanned 4M groups)."""
-        if self._phase_groups[0] != phase.index:
-            self._phase_groups = (phase.index, {g.id: g for g in phase.groups})
-        return self._phase_groups[1]
-
-    def _row_mismatch(self, host: str, phase_index: int, row: dict[str, Any]) -> str | None:
-        """Why a type-correct row cannot be a measurement of this plan from ``host``, or None."""
-        if phase_index >= len(self.plan.phases):
-            return f"row for phase {phase_index}, which the plan does not have"
-        phase = self.plan.phases[phase_index]
-        group = self._groups_of(phase).get(row.get("group"))
-        if group is None:
-            return f"row for group {row.get('group')!r}, not in {phase.name}"
-        if host not in group.hosts:
-            return f"row for group {group.id}, which {host} is not part of"
-        expected = {
-            "run_id": self.plan.run_id,
-            "backend": self.plan.backend,
-            "pattern": group.pattern,
-            "hosts": group.hosts,
-            "ranks": len(group.ranks),
-            "round": group.round,
-            "dtype": get_dtype(phase.spec.dtype).name,
-        }
-        for key, value in expected.items():
-            if row.get(key) != value:
-                return f"row's {key} is not the plan's"
-        if row["collective"] not in phase.spec.collectives:
-            return f"row for {row['collective']}, which {phase.name} does not measure"
-        return None
-
-    def _record_plan_facts(self, phase_index: int, row: dict[str, Any]) -> None:
-        """The row's pair facts as the plan recorded them (``GroupSpec.load`` and ``hop_class``).
-        Written here, by the one process that stores rows, rather than by the rank: the coordinator
-        holds the whole plan and has just looked the row's group up, a rank's word on them would
-        need checking anyway, and the failed rows it writes itself get the same."""
-        group = self._groups_of(self.plan.phases[phase_index])[row["group"]]
-        row["load"], row["hop_class"] = group.load, group.hop_class
-
     def _check_caps(self, host: str, hello: dict[str, Any]) -> None:
-        """A rank that cannot use the plan's device says so in its hello (its capabilities): that is
-        the host's environment, not a dead host, and is named as such."""
-        caps = hello.get("caps") or {}
-        unmet = engine_unmet(self.plan, caps)
-        if unmet:  # the plan's engine, which the rank does not switch (planner.choose_engine)
-            self._host_down(host, f"host {host}: {unmet}", hello["rank"], kind="capability")
-            return
-        if self.plan.device != "cuda" or caps.get("cuda_available") is not False:
-            return
-        torch_v = quote_untrusted(caps.get("torch"), 40)
-        self._host_down(
-            host,
-            f"host {host}: torch {torch_v} there cannot use CUDA (a CPU build, or no usable GPU), but "
-            f"the run uses {self.plan.backend}; install a CUDA build of torch there or use --backend gloo",
-            hello["rank"],
-            kind="capability",
-        )
+        why = self.view.caps_unmet(host, hello)
+        if why:
+            self._host_down(host, why, hello["rank"], kind="capability")
 
     def _slot(self, host: str) -> HostSlot:
         return self.by_host[host]
@@ -571,9 +475,7 @@ class Coordinator:
         culprits, waiting = [], []
         for r in silent:
             host = self.rank_host[r]
-            seen = self.alive_at.get(host)
-            unheard = seen is None or now - seen > AGENT_SILENT_S
-            if self.fail_fast or unheard or r in self.stopped.get(host, ()):
+            if self.fail_fast or self.beats.stalls(host, r, now):
                 culprits.append(r)
             else:
                 waiting.append(r)
@@ -588,7 +490,7 @@ class Coordinator:
                 culprits[0],
             )
             for h in hosts:
-                self._host_down(h, f"host {h}: {self._hang_cause(h, now)} in {phase.name} (group {gid})",
+                self._host_down(h, f"host {h}: {self.beats.hang_cause(h, now)} in {phase.name} (group {gid})",
                                 kind="hang")
             why, blame = f"hung: rank(s) {sorted(culprits)} on {', '.join(hosts)}", hosts
         elif dead:
@@ -606,15 +508,6 @@ class Coordinator:
                          "(alive, waiting: not a host fault)")
             self._restart(waiting, phase.index + 1)
         self._close_group(phase, g, reported, dead + silent, why=why, blame=blame)
-
-    def _hang_cause(self, host: str, now: float) -> str:
-        seen = self.alive_at.get(host)
-        if seen is None:
-            return "hung"
-        if now - seen > AGENT_SILENT_S:
-            return f"stopped answering (no word from its agent for {now - seen:.0f} s)"
-        stopped = sorted(self.stopped.get(host, ()))
-        return f"rank(s) {stopped} stopped (process state T)" if stopped else "hung"
 
     def _restart(self, ranks: list[int], first_phase: int) -> None:
         """Ask the agents of ``ranks`` to restart them from ``first_phase``: one store key a host,
@@ -694,26 +587,5 @@ class Coordinator:
     def _failed_group(
         self, phase: Phase, g: GroupSpec, status: str, why: str, blame: list[str], ran: bool = True
     ) -> None:
-        """One row per collective that says a group's measurements did not happen (status
-        timeout/error), why, and which of its hosts caused it (``rows.blamed_hosts`` reads them)."""
-        for cname in phase.spec.collectives:
-            row = failed_row(
-                run_id=self.plan.run_id,
-                collective=cname,
-                backend=self.plan.backend,
-                pattern=g.pattern,
-                hosts=g.hosts,
-                ranks=len(g.ranks),
-                round=g.round,
-                status=status,
-                error=why,
-                group=g.id,
-                dtype=phase.spec.dtype,
-                rail=g.rail,
-                load=g.load,
-                hop_class=g.hop_class,
-                blame=blame,
-                ran=ran,
-            )
-            row.ts = time.time()
-            self.on_row(row.to_dict())
+        for row in self.view.failed_rows(phase, g, status, why, blame, ran):
+            self.on_row(row)

@@ -243,10 +243,6 @@ class AnalysisContext:
         return _row_hosts(self.rows)
 
     @cached_property
-    def inventory_by_host(self) -> dict[str, dict[str, Any]]:
-        return {n["host"]: n for n in self.inventory if n.get("host")}
-
-    @cached_property
     def all_ok_rows(self) -> pd.DataFrame:
         """Every measured row, of every engine (``--engine both`` measures each point twice)."""
         return _where(self.rows, (self.rows["status"] == "ok").to_numpy())

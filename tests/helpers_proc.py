@@ -40,7 +40,7 @@ def cmdline(pid: int) -> list[str]:
 
 def rank_of(pid: int) -> int | None:
     """The global rank process ``pid`` runs, None for any other process: ``nb-rank-N`` (its name,
-    a rank its agent forked: ``netbench.worker._Zygote``) or ``netbench.worker rank --rank N`` (a
+    a rank its agent forked: ``netbench.zygote.Zygote``) or ``netbench.worker rank --rank N`` (a
     rank a launcher started)."""
     try:
         name = Path(f"/proc/{pid}/comm").read_text().strip()

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from synthetic import make_fleet, write_run_dir
 
 from netbench.cli import cli
-from netbench.common import rundir
+from netbench.common import jsonread, rundir
 from netbench.common.pairrows import PairRows
 from netbench.common.rows import row_problem
 from netbench.common.rundir import RunDir, read_jsonl
@@ -181,7 +181,7 @@ def test_dev_zero_as_inventory_is_refused(good, tmp_path):
 
 
 def test_an_endless_line_is_skipped_with_bounded_memory(tmp_path, monkeypatch):
-    monkeypatch.setattr(rundir, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(jsonread, "MAX_LINE_BYTES", 1000)  # the reader lives there
     path = tmp_path / "results.jsonl"
     path.write_bytes(b'{"a": 1}\n' + b"x" * 5000 + b"\n" + b'{"b": 2}\n' + b"y" * 3000)
     got = read_jsonl(path)

@@ -84,11 +84,6 @@ def nvlink_count(code: str | None) -> int:
     return int(m.group(1)) if m else 0
 
 
-def is_relation(code: str) -> bool:
-    """Whether ``code`` is a legend code (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)."""
-    return bool(_RELATION.match(code))
-
-
 def parse_topo_p2p(text: str) -> dict[str, dict[str, str]]:
     """``nvidia-smi topo -p2p r`` (or w, n, a): the same matrix layout with OK / NS / CNS ... codes."""
     return parse_topo_matrix(text).relations

@@ -233,9 +233,6 @@ class Kube:
             manifest,
         )
 
-    def read_pod(self, name: str) -> dict[str, Any]:
-        return self.call(f"reading pod {name}", self.core.read_namespaced_pod, name, self.namespace)
-
     def delete_pod(self, name: str, grace_s: int | None = None) -> None:
         body: dict[str, Any] = {"propagationPolicy": "Background"}
         if grace_s is not None:

@@ -36,9 +36,6 @@ class SSHAgent:
     def end_reason(self) -> str | None:
         return None  # a lost channel is reported as such (coordinator.ChannelLost)
 
-    def stderr_tail(self, lines: int = 5) -> str:
-        return "\n".join(self.proc.stderr.strip().splitlines()[-lines:])
-
 
 class SSHLauncher:
     name = "ssh"
