@@ -124,7 +124,9 @@ def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], t
     def echo(line: str) -> None:
         click.echo(line, err=True)
 
-    if where.launcher != "k8s":  # given, never dropped: refused by name
+    # given, never dropped: refused by name, in words that name the launcher they need (the site's
+    # own check would name the ssh site's, or "local" for this machine alone)
+    if where.launcher != "k8s":
         for name, default in vars(ClusterOptions()).items():
             if (name.startswith("k8s_") or name == "kubeconfig") and getattr(where, name) != default:
                 raise UsageError(f"--{name.replace('_', '-')} is for --launcher k8s")
