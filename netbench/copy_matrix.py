@@ -22,7 +22,10 @@ from typing import Any
 from netbench import __version__
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
+from netbench.common.interrupts import Interrupted, as_interrupted
 from netbench.common.rundir import RunDir, utc_now
+from netbench.coordinator import Outcome
+from netbench.engine import summarize
 from netbench.options import SweepOptions
 
 COPY_SIZES = [64 << 20, 256 << 20, 1 << 30]
@@ -125,15 +128,22 @@ def _time_copy(src_t: Any, dst_t: Any, src: int, iters: int, warmup: int) -> flo
         return start.elapsed_time(end) * 1000.0 / iters
 
 
+def visible_gpus() -> int:
+    """This machine's CUDA GPUs; a UsageError without one."""
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        raise UsageError("--pattern copy-matrix measures this machine's GPUs; no CUDA GPU is visible here")
+    return torch.cuda.device_count()
+
+
 def measure_copy_matrix(
     opts: SweepOptions, rundir: RunDir, echo: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
     """Measure every (src, dst) GPU pair of this machine at a few large sizes; write and return rows."""
     import torch
 
-    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        raise UsageError("--pattern copy-matrix measures this machine's GPUs; no CUDA GPU is visible here")
-    n = torch.cuda.device_count()
+    n = visible_gpus()
     for i in range(n):  # peer access where the hardware allows it; torch falls back to staging otherwise
         for j in range(n):
             if i != j and torch.cuda.can_device_access_peer(i, j):
@@ -167,26 +177,43 @@ def measure_copy_matrix(
             del srcs, dsts
             torch.cuda.empty_cache()
     echo(format_matrix(*matrix_of(rows)))
-    wrong = sum(r["wrong"] or 0 for r in rows)
-    echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
     return rows
 
 
-def run_copy_matrix(
-    opts: SweepOptions, echo: Callable[[str], None] = print
-) -> tuple[RunDir, list[dict[str, Any]]]:
-    """The copy matrix as a run: run.json (running, then completed), results.jsonl, the matrix."""
+def run_copy_matrix(opts: SweepOptions, echo: Callable[[str], None] = print) -> tuple[RunDir, Outcome]:
+    """The copy matrix as a run, recorded as ``engine.execute`` records a launch: run.json (running,
+    then how it ended: status, rows, the phase's time, the stop that ended it), env.json,
+    results.jsonl; then the engine's closing lines (``engine.summarize``). The ``Outcome`` is what
+    happened, for ``engine.exit_status``: one phase, ``PATTERN``, of a group per (source,
+    destination) cell, with the seconds it took. A stop (a signal, a full disk) is recorded, said and
+    raised, as the pipeline does."""
+    from netbench.collectives.envinfo import collect_env
+
+    gpus = visible_gpus()  # no GPU: bad input, before a run directory is made
+    host = os.uname().nodename
     rundir = RunDir.create(opts.out)
-    rundir.write_run(
-        status="running",
-        started=utc_now(),
-        netbench_version=__version__,
-        launcher="local",
-        backend="nccl",
-        device="cuda",
-        hosts=[os.uname().nodename],
-        options=asdict(opts),
-    )
-    rows = measure_copy_matrix(opts, rundir, echo)
-    rundir.write_run(status="completed", ended=utc_now(), rows=len(rows))
-    return rundir, rows
+    rundir.write_run(status="running", started=utc_now(), netbench_version=__version__, launcher="local",
+                     backend="nccl", device="cuda", hosts=[host], world_size=1, options=asdict(opts))
+    t0 = time.time()
+    stop: Interrupted | None = None
+    try:
+        measure_copy_matrix(opts, rundir, echo)
+    except KeyboardInterrupt as exc:  # what was measured stays, and run.json says how it ended
+        stop = as_interrupted(exc)
+    except BaseException:
+        rundir.write_run(status="failed", ended=utc_now())
+        raise
+    rows = rundir.read_rows() if rundir.results_path.is_file() else []
+    phase = {"name": PATTERN, "groups": gpus * gpus, "seconds": round(time.time() - t0, 3)}
+    outcome = Outcome("interrupted" if stop else "completed", rows=len(rows), env={host: collect_env("cuda")},
+                      phases=[phase])
+    said = {"signal": stop.signal, "error": stop.what} if stop is not None else {}
+    rundir.write_run(status=outcome.status, ended=utc_now(), seconds=phase["seconds"], rows=len(rows),
+                     rows_failed=sum(1 for r in rows if r.get("status") != "ok"), phases=outcome.phases,
+                     down_hosts=[], faults=[], **said)
+    if stop is not None:
+        echo(f"# {stop.what} (measuring); what was measured stays in {rundir.path}")
+        raise stop
+    rundir.write_env(outcome.env)
+    summarize(rows, outcome, echo)
+    return rundir, outcome

@@ -16,16 +16,36 @@ from dataclasses import asdict
 from typing import Any
 
 from netbench.collectives import messages
-from netbench.common.hosts import HostEntry
-from netbench.common.rundir import RunDir
+from netbench.common.rundir import RunDir, new_run_id
 from netbench.engine import RunSettings, execute, exit_status, finish_report
-from netbench.launch.external import ExternalLauncher, client, detect, gather_slots, open_store
+from netbench.launch.external import client, detect, gather_slots, open_store
 from netbench.options import WorkerOptions
-from netbench.planner import HostCaps, PlanRequest, build_plan, choose_backend, choose_engine
+from netbench.pipeline import Planned, plan_run
+from netbench.planner import HostCaps
+from netbench.sites.external import ExternalSite
+
+
+def plan_here(
+    opts: WorkerOptions, site: ExternalSite, world: int, echo: Callable[[str], None]
+) -> tuple[Planned, RunDir]:
+    """The sweep's stages before the launch, on the ranks that exist: the switches, then backend,
+    engine, slots and plan (``pipeline.plan_run``); then the run directory and the opening lines."""
+    entries = site.hosts()
+    switches = site.switches(entries, echo)
+    run_id = new_run_id()
+    planned = plan_run(opts, site, entries, {}, switches, run_id)
+    rundir = RunDir.create(opts.out, run_id=run_id)
+    rundir.write_run(command="worker", topology=switches.uplinks)
+    echo(
+        f"# netbench worker ({site.name}): {world} rank(s) on {len(planned.slots)} host(s), "
+        f"{planned.backend}; run directory {rundir.path}"
+    )
+    if planned.engine_note:
+        echo(f"# {planned.engine_note}")
+    return planned, rundir
 
 
 def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
-    from netbench.sites.ssh import file_switches
     from netbench.worker import run_rank
 
     env = detect()
@@ -36,32 +56,18 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
     coord: threading.Thread | None = None
     result: dict[str, Any] = {}
     if env.rank == 0:
-        # Rank 0 sees its own GPUs only; the launcher gave every host the same shape of allocation.
-        here = [HostCaps.here(host)]  # the other hosts' ranks report a capability fault if they differ
-        backend = choose_backend(opts.backend, here)
-        engine = choose_engine(opts.engine, backend, here)
-        rundir = RunDir.create(opts.out)
-        hosts = [HostEntry(name=s.host) for s in slots]
-        switches = file_switches(hosts, opts.topology, echo).uplinks
-        request = PlanRequest.of(opts, switches=switches, engine=engine.engine)
-        plan = build_plan(request, rundir.run_id, slots, backend)
-        rundir.write_run(command="worker", topology=switches)
-        echo(
-            f"# netbench worker ({env.source}): {env.world} rank(s) on {len(slots)} host(s), {backend}; "
-            f"run directory {rundir.path}"
-        )
-        if engine.note:
-            echo(f"# {engine.note}")
+        site = ExternalSite(opts, env.source, slots, HostCaps.here(host), client(addr, port, secret))
+        planned, rundir = plan_here(opts, site, env.world, echo)
         settings = RunSettings(
-            launcher_name=env.source,
+            launcher_name=site.name,
             options=asdict(opts),
             fail_fast=opts.patterns == ["world"],  # one group: its first fault is the run's end
-            store=client(addr, port, secret),
+            store=site.store,
         )
 
         def coordinate() -> None:
-            launcher = ExternalLauncher(settings.store, env.source)
-            result["outcome"] = execute(plan, slots, launcher, rundir, settings, echo)
+            launcher = site.launcher([s.host for s in planned.slots])
+            result["outcome"] = execute(planned.plan, planned.slots, launcher, rundir, settings, echo)
             result["rundir"] = rundir
 
         coord = threading.Thread(target=coordinate, daemon=True)

@@ -114,3 +114,55 @@ def test_intra_on_one_machine_is_the_host_group_of_every_local_rank(tmp_path: Pa
     assert {r["collective"] for r in rows} == {"all_reduce"}
     assert {(r["pattern"], r["group"], r["ranks"]) for r in rows} == {("intra", rows[0]["group"], 3)}
     assert rows[0]["group"].startswith("intra:")
+
+
+def _fake_gpus(monkeypatch: pytest.MonkeyPatch, cells: int, stop_after: int | None = None) -> None:
+    """Two GPUs whose copies are recorded as measured (the rows a GPU gives), on any machine: the run
+    around the measurement is what is tested; ``stop_after`` rows, then a Ctrl-C."""
+    import netbench.copy_matrix as cm
+
+    def measure(opts: SweepOptions, rundir: RunDir, echo) -> list:  # noqa: ANN001
+        rows = []
+        with rundir.writer() as writer:
+            for k in range(cells):
+                if stop_after is not None and k == stop_after:
+                    raise KeyboardInterrupt
+                rows.append(copy_row(rundir.run_id, "h", k // 2, k % 2, 1 << 20, 50.0, 3, 1, 0))
+                writer.write(rows[-1])
+        return rows
+
+    monkeypatch.setattr(cm, "visible_gpus", lambda: 2)
+    monkeypatch.setattr(cm, "measure_copy_matrix", measure)
+
+
+def test_the_copy_matrix_run_says_what_it_did(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """run.json ends as every launch's does (status, rows, the phase and its time), env.json is
+    written, the closing lines are the engine's, and the outcome is the run's own."""
+    from netbench.copy_matrix import run_copy_matrix
+    from netbench.engine import exit_status
+
+    _fake_gpus(monkeypatch, 4)
+    said: list[str] = []
+    rundir, outcome = run_copy_matrix(SweepOptions(out=str(tmp_path / "run")), said.append)
+    run = rundir.read_run()
+    assert (outcome.status, outcome.rows) == ("completed", 4) and outcome.phases[0]["groups"] == 4
+    assert run["status"] == "completed" and run["rows"] == 4 and run["rows_failed"] == 0
+    assert run["phases"][0]["name"] == "copy-matrix" and run["world_size"] == 1
+    import os
+
+    assert rundir.read_env()["hosts"][os.uname().nodename]["torch"] == torch.__version__
+    assert "# Out of bounds values : 0 OK" in said and any("status completed" in s for s in said)
+    assert exit_status(outcome, rundir, None, judged=False) == 0
+
+
+def test_a_stopped_copy_matrix_is_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from netbench.common.interrupts import Interrupted
+    from netbench.copy_matrix import run_copy_matrix
+
+    _fake_gpus(monkeypatch, 4, stop_after=3)
+    said: list[str] = []
+    with pytest.raises(Interrupted):
+        run_copy_matrix(SweepOptions(out=str(tmp_path / "run")), said.append)
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["status"] == "interrupted" and run["signal"] == "SIGINT" and run["rows"] == 3
+    assert said[-1].startswith("# interrupted by SIGINT (measuring)")

@@ -12,7 +12,7 @@ from netbench.reports.policy import Policy, PolicyError, Thresholds
 from netbench.reports.rules.base import pct_ci, retest_said
 from netbench.reports.stats import residual_sigma
 
-from netbench.sim.run import NOISE_SHAPES, noise_factor
+from netbench.sim.measure import NOISE_SHAPES, noise_factor
 
 PAIRS = 32_640  # a 256-node fleet's pairs
 FLEETS = 30

@@ -9,6 +9,7 @@ import click
 
 from netbench.commands._options import k8s_pod_options
 from netbench.params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
+from netbench.sites import INVENTORY
 
 if TYPE_CHECKING:
     from netbench.common.rundir import RunDir
@@ -38,7 +39,7 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
 @click.option("--accept-new-host-keys", is_flag=True, help="Trust unknown host keys and record them.")
 @click.option(
     "--launcher",
-    type=click.Choice(["ssh", "k8s"]),
+    type=click.Choice(list(INVENTORY)),
     default="ssh",
     show_default=True,
     help="ssh: the hosts of --hosts (without it, this machine); k8s: the probe as a pod on each node of "
@@ -94,7 +95,9 @@ def command(
     )
     options = {"hosts": hosts_file, "topology": topology, "concurrency": concurrency, "timeout_s": timeout,
                "python": python}
-    run, nodes = (_on_k8s if launcher == "k8s" else _over_ssh)(where, out, options, timeout)
+    if launcher == "k8s":
+        options.update(k8s_nodes=where.k8s_nodes, k8s_namespace=where.k8s_namespace)
+    run, nodes = _probe(where, out, options, timeout)
     run.write_inventory(nodes)
     failed = [n.host for n in nodes if not n.ok]
     run.write_run(
@@ -105,60 +108,35 @@ def command(
     ctx.exit(1 if failed else 0)
 
 
-def _started(out: str | None, launcher: str, options: dict[str, object], run_id: str | None = None) -> RunDir:
-    from netbench.common.rundir import RunDir, utc_now
-
-    run = RunDir.create(out, run_id=run_id)
-    run.write_run(command="inventory", started_at=utc_now(), status="running", launcher=launcher,
-                  options=options)
-    return run
-
-
-def _over_ssh(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:
-    """The hosts file's hosts over SSH (or this machine alone), leaves from ``--topology``."""
+def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:
+    """The site of ``--launcher`` (``netbench.sites.INVENTORY``, through the registry sweep chooses
+    with): its hosts, its switches (a bad ``--topology`` is bad input before the run directory), the
+    run directory, the probe, and each node's leaf; whatever the site made is gone at the end
+    (Kubernetes' pods), as after a sweep."""
     from netbench.common.errors import UsageError
-    from netbench.common.hosts import parse_hosts_file
-    from netbench.common.ssh import SSHOptions
-    from netbench.common.topology import load_topology
-    from netbench.inventory.collect import apply_leaves, collect_inventory, progress_printer
-    from netbench.inventory.local import probe_local
-    from netbench.options import ClusterOptions
-
-    for name, default in vars(ClusterOptions()).items():  # given, never dropped: refused by name
-        if (name.startswith("k8s_") or name == "kubeconfig") and getattr(where, name) != default:
-            raise UsageError(f"--{name.replace('_', '-')} is for --launcher k8s")
-    entries = parse_hosts_file(where.hosts_file) if where.hosts_file else None
-    topo = load_topology(where.topology) if where.topology else None
-    unplaced = topo.unplaced_warning([e.name for e in entries]) if topo and entries else None
-    for warning in [*(topo.warnings if topo else []), *([unplaced] if unplaced else [])]:
-        click.echo(f"netbench: warning: {warning}", err=True)
-    run = _started(out, "ssh" if entries else "local", options)
-    if entries is None:
-        nodes = [probe_local(python=where.python, timeout=timeout)]
-    else:
-        ssh = SSHOptions(ssh_config=where.ssh_config, accept_new_host_keys=where.accept_new_host_keys)
-        progress = progress_printer(sys.stderr) if sys.stderr.isatty() else None
-        nodes = collect_inventory(entries, ssh, concurrency=where.concurrency, probe_timeout=timeout,
-                                  python=where.python, progress=progress)
-    apply_leaves(nodes, topo.uplinks(n.host for n in nodes) if topo else {})
-    return run, nodes
-
-
-def _on_k8s(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:
-    """The cluster's nodes, the probe as a pod on each (``sites.k8s``), leaves from ``--topology`` or
-    the nodes' topology labels; every pod gone at the end, as after a sweep."""
+    from netbench.common.rundir import RunDir, utc_now
     from netbench.inventory.collect import apply_leaves
+    from netbench.options import ClusterOptions
+    from netbench.sites import INVENTORY
     from netbench.sites.base import finished
     from netbench.sites.registry import choose_site
 
     def echo(line: str) -> None:
         click.echo(line, err=True)
 
-    site = choose_site(where)  # the options the site cannot honour are refused here, by name
+    # given, never dropped: refused by name, in words that name the launcher they need (the site's
+    # own check would name the ssh site's, or "local" for this machine alone)
+    if where.launcher != "k8s":
+        for name, default in vars(ClusterOptions()).items():
+            if (name.startswith("k8s_") or name == "kubeconfig") and getattr(where, name) != default:
+                raise UsageError(f"--{name.replace('_', '-')} is for --launcher k8s")
+    site = choose_site(where, INVENTORY)  # the options the site cannot honour are refused here, by name
     with finished(site):
         entries = site.hosts()
-        run = _started(out, site.name, {**options, "k8s_nodes": where.k8s_nodes,
-                                        "k8s_namespace": where.k8s_namespace}, run_id=site.run_id)
+        switches = site.switches(entries, echo)
+        run = RunDir.create(out, run_id=getattr(site, "run_id", None))  # a site may label what it makes
+        run.write_run(command="inventory", started_at=utc_now(), status="running", launcher=site.name,
+                      options=options)
         nodes = site.inventory(entries, echo, timeout_s=timeout)
-        apply_leaves(nodes, site.switches(entries, echo).uplinks)
+        apply_leaves(nodes, switches.uplinks)
     return run, nodes

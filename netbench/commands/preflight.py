@@ -17,6 +17,7 @@ from netbench.params import (
     TOPOLOGY_FILE,
     Count,
 )
+from netbench.sites import PREFLIGHT
 
 
 class _Command(click.Command):
@@ -146,7 +147,7 @@ with the drain list of what the inventory had established only. Progress and the
 @click.option("--advertise", help="Address the hosts use to reach this machine.")
 @click.option(
     "--launcher",
-    type=click.Choice(["ssh", "slurm", "k8s"]),
+    type=click.Choice(PREFLIGHT),
     default=None,
     help="ssh (default with --hosts), slurm (default inside an allocation), or k8s: a pod per Kubernetes "
     "node (the --k8s-* options, as sweep's).",

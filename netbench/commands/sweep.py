@@ -190,22 +190,6 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
     """The site (``netbench.sites.choose_site``), then the one pipeline (``netbench.pipeline``)."""
     from netbench.common.errors import UsageError
 
-    if "copy-matrix" in asked:
-        if asked != ["copy-matrix"] or opts.hosts_file or opts.launcher in ("mpi", "slurm"):
-            raise UsageError(
-                "--pattern copy-matrix measures this machine's GPUs alone: no --hosts, no other pattern"
-            )
-        from netbench.coordinator import Outcome
-        from netbench.copy_matrix import run_copy_matrix
-        from netbench.engine import exit_status, finish_report
-        from netbench.pipeline import verdict_only
-
-        echo = verdict_only(echo) if opts.quiet else echo
-        rundir, _ = run_copy_matrix(opts.local(), echo)
-        findings = finish_report(rundir, echo) if opts.report else None
-        return exit_status(
-            Outcome(status="completed"), rundir, findings, judged=opts.report, fail_on=opts.fail_on
-        )
     if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
         from netbench.reports.policy import PolicyError, load_policy
 
@@ -213,6 +197,8 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             load_policy(opts.policy)
         except PolicyError as exc:
             raise UsageError(str(exc)) from None
+    if "copy-matrix" in asked:
+        return copy_matrix(opts, asked, echo)
     from netbench.pipeline import run_pipeline
     from netbench.sites.base import finished
     from netbench.sites.registry import choose_site
@@ -224,3 +210,21 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
         opts.patterns = asked or ["world"]
     with finished(site):  # what the site made (Kubernetes' pods) goes, however the run ends
         return run_pipeline(opts, site, echo)
+
+
+def copy_matrix(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
+    """``--pattern copy-matrix``: this machine's GPU-to-GPU copies as a run (``netbench.copy_matrix``),
+    then the report and the exit status every run gets, from what the run did (its ``Outcome``)."""
+    from netbench.common.errors import UsageError
+    from netbench.copy_matrix import run_copy_matrix
+    from netbench.engine import exit_status, finish_report
+    from netbench.pipeline import verdict_only
+
+    if asked != ["copy-matrix"] or opts.hosts_file or opts.launcher in ("mpi", "slurm"):
+        raise UsageError(
+            "--pattern copy-matrix measures this machine's GPUs alone: no --hosts, no other pattern"
+        )
+    echo = verdict_only(echo) if opts.quiet else echo
+    rundir, outcome = run_copy_matrix(opts.local(), echo)
+    findings = finish_report(rundir, echo, policy=opts.policy) if opts.report else None
+    return exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)

@@ -7,7 +7,7 @@ group_done, group_error, bye, exit). One driver thread per launch plays every ra
 host's part of the plan (the keys of ``launch.fetch_host_plan``) and each phase's release (``go/N``)
 from the store as agents and ranks do, runs the released groups at once on the fabric
 (``fabric.Fabric.flow_rates``: the flows of a phase share links max-min fairly) and turns each
-group's rate into rows with ``sim.run._measure``, the same rows ``netbench simulate`` writes. So the
+group's rate into rows with ``sim.measure._measure``, the same rows ``netbench simulate`` writes. So the
 phase gate, the down-host bookkeeping and the failed-group rows are the coordinator's own.
 
 Time is the fabric's, on a ``SimClock``: a launch costs the SSH fan-out and rank start-up of
@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,9 +37,12 @@ from netbench.collectives.messages import PREFIX
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 from netbench.launch import PLAN_KEY, HostSlot, get_text, host_plan_key
 from netbench.sim.fabric import Fabric
+from netbench.sim.measure import _flows, _measure, _note_effects, _rates
 from netbench.sim.rails import RailFabric
-from netbench.sim.run import SimOptions, _flows, _measure, _note_effects, _rates
 from netbench.sim.setup import Lanes
+
+if TYPE_CHECKING:
+    from netbench.sim.run import SimOptions
 
 CHUNK = 64  # groups whose lines are handed over together (SimLauncher._handed_over)
 HANDOVER_S = 30.0  # a reader that stopped (the coordinator rejected a host) is not waited for longer

@@ -19,24 +19,20 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.common.rundir import TRUTH_JSON
-from netbench.inventory.model import GPU, NodeInventory
-from netbench.planner import HostCaps
 from netbench.preflight import PreflightOptions, PreflightResult, run_preflight
 from netbench.sim.fabric import Fabric
-from netbench.sim.launcher import MIN_TIMEOUT_S, LaunchCosts, SimClock, SimHosts, SimLauncher
+from netbench.sim.launcher import MIN_TIMEOUT_S, LaunchCosts, SimClock, SimHosts
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
-from netbench.sites.base import Echo, Switches
-from netbench.sites.ssh import file_switches
+from netbench.sites.sim import SimSite
 
 DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
 
@@ -90,55 +86,6 @@ class SimPreflight:
     truth: dict[str, Any]
 
 
-class SimSite:
-    """A ``netbench.sites.base.Site`` for a simulated fabric: the hosts file and topology written for
-    it (``write_inputs``), healthy inventory records, simulated launches, no port counters."""
-
-    name = "simulated"
-    uses = frozenset({"hosts_file", "topology"})
-    one_machine = False
-    job_id = None
-
-    def __init__(self, hosts: SimHosts, hosts_file: Path, topology: Path) -> None:
-        self.sim = hosts
-        self.hosts_file, self.topology = hosts_file, topology
-
-    def hosts(self) -> list[HostEntry]:
-        return parse_hosts_file(str(self.hosts_file))
-
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
-        """What a probe of a healthy node gives, after the probe's time (a GPU that will drop out
-        is still there: it fails later, under load)."""
-        self.sim.clock.advance(self.sim.costs.inventory_s(len(entries)))
-        gpus = self.sim.fabric.spec.gpus
-        return [
-            NodeInventory(
-                host=e.name,
-                hostname=e.name,
-                gpus=[GPU(index=i, name="Simulated GPU") for i in range(gpus)],
-                torch_version="simulated",
-                torch_cuda_build="simulated",
-                torch_cuda_available=True,
-                torch_gpus=gpus,
-                nccl4py=True,  # a healthy node has the NCCL engine: the plan's engine is nccl
-                nccl4py_version="simulated",
-            )
-            for e in entries
-        ]
-
-    def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        return file_switches(entries, str(self.topology), echo)
-
-    def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
-        return [HostCaps.of(e.name, nodes.get(e.name)) for e in entries]
-
-    def launcher(self, hosts: list[str]) -> SimLauncher:
-        return self.sim.launcher(hosts)
-
-    def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
-        return None  # a simulated fabric has no port counters
-
-
 def write_inputs(fab: Fabric | RailFabric, where: Path) -> tuple[Path, Path]:
     """The hosts file and the Slurm topology.conf of the fabric (what an operator would hand preflight)."""
     hosts = where / "hosts.txt"
@@ -172,7 +119,7 @@ def simulate_preflight(
             preflight, hosts_file=str(hosts_file), topology=str(topology), out=sim.out,
             timeout_s=max(preflight.timeout_s, MIN_TIMEOUT_S),
         )
-        result = run_preflight(opts, echo, clock=hosts.clock, site=SimSite(hosts, hosts_file, topology))
+        result = run_preflight(opts, echo, clock=hosts.clock, site=SimSite(hosts, (hosts_file, topology)))
         for f in (hosts_file, topology):  # the inputs stay with the run, as a real run's would be at hand
             shutil.copy(f, result.rundir.path / f.name)
     analysis_s = time.monotonic() - t0

@@ -1,93 +1,51 @@
-"""Run the real plan on a simulated fabric into a real run directory, with the truth beside it.
+"""``netbench simulate``'s sweep: the real plan on a simulated fabric, into a real run directory, with
+the truth beside it.
 
-The plan comes from ``netbench.planner.build_plan`` exactly as for ``sweep --hosts`` (ring, then the
-pairwise rounds leaf against leaf, or the circle method's, or ``--pair-batch``; rail rounds); each
-phase's groups run at once on the fabric (``fabric.Fabric.flow_rates``, a rail group on its GPU's
-rail), and every point becomes a ``ResultRow`` as a rank would report it: time = latency + bytes x
-busbw factor / rate, times multiplicative noise, per-rank times around it. Fabric time is the
-simulated duration of the phases (warm-up, timed iterations and the check pass of every point; a
-phase lasts as long as its slowest group).
-
-At scale (4,096 nodes: 4,095 rounds of 2,048 pairs, 8.4M rows) a phase is measured at once with
-numpy (``Flows``, ``Measured``) and its rows are written as columns (``common.rowjson``): the same
-lines ``json.dumps`` of each ``ResultRow`` gives. ``sim.launcher`` measures its phases with the
-same functions and sends the rows as ``ResultRow``s (``Measured.rows_of``).
+The fabric is a ``Site`` (``netbench.sites.sim.SimSite``) and the plan comes from the sweep's own
+stage, ``pipeline.plan_run`` (backend, engine, slots, ``planner.build_plan``): exactly the plan of
+``sweep --hosts --topology`` (ring, then the pairwise rounds leaf against leaf, or the circle
+method's, or ``--pair-batch``; rail rounds). Its phases are measured on the fabric directly, the
+fast path (``sim.measure``: every group of a phase at once with numpy, no coordinator, rows written
+as columns), not through the site's launcher, whose per-host agents and store round trips would cost
+this machine minutes at 4,096 nodes. Fabric time is the simulated duration of the phases. The steps
+after it are the sweep's: the re-tests (``sim.confirm``: ``pipeline.confirm`` through the site's
+launcher), the report and the exit status (``engine``).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from netbench import __version__
-from netbench.collectives.ahead import FILLS
-from netbench.collectives.dtypes import get_dtype
-from netbench.collectives.ops import Collective, Layout, get_collective
-from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
-from netbench.common.jsontext import dumps, strings
-from netbench.common.rowjson import Column, rows_jsonl
-from netbench.common.rows import ResultRow
-from netbench.common.rundir import TRUTH_JSON, RunDir, utc_now
+from netbench.collectives.plan import WorkerPlan
+from netbench.common.jsontext import dumps
+from netbench.common.rundir import TRUTH_JSON, RunDir, new_run_id, utc_now
 from netbench.coordinator import Fault as RankFault
 from netbench.coordinator import Outcome
-from netbench.defaults import SIM_NOISE_SHAPES
 from netbench.launch import HostSlot
-from netbench.options import SweepOptions
-from netbench.planner import PlanRequest, build_plan
+from netbench.options import ClusterOptions
+from netbench.pipeline import Planned, plan_run
+from netbench.planner import PlanRequest
 from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.launcher import SimHosts
+from netbench.sim.measure import NOISE_SHAPES, _flows, _measure, _note_effects, _rates
 from netbench.sim.rails import RailFabric, build_fabric
-from netbench.sim.setup import GroupSetup, Lanes
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from netbench.sim.setup import Lanes
+from netbench.sites.sim import SimSite
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
-RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
 #: the subject kind of the finding each fault should produce (what a score compares against)
 FINDING_KIND = {
     "node": "node", "intermittent": "node", "link": "pair", "uplink": "switch", "gpu": "node", "nic": "node"
 }
 OBSERVABLE = 0.9  # a fault that never slows a measurement below 90% of healthy cannot be seen
 
-
-NOISE_SHAPES = SIM_NOISE_SHAPES
-"""What multiplies each measured time, all with the CV ``noise``: normal 1 + cv z (bandwidth skewed a
-little toward slow), lognormal exp(cv z) (symmetric in log bandwidth), skewed a skew-normal of
-shape 5 with its long side slow (delays add, they never subtract), t3/t4/t5 a Student-t of 3-5
-degrees of freedom scaled to the CV (rare large excursions both ways), congestion the normal plus,
-in CONGESTED_SHARE of the measurements, a slowdown drawn from CONGESTED_SLOWDOWN (a burst of
-congestion beside the pair)."""
-CONGESTED_SHARE = 0.01
-CONGESTED_SLOWDOWN = (1.1, 1.5)
-SKEW = 5.0
-
-
-def noise_factor(shape: str, cv: float, z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The factor each time is multiplied by, from standard normal draws ``z`` (the normal shape
-    draws nothing more, so its runs keep their seeds' numbers)."""
-    if shape == "lognormal":
-        return np.exp(cv * z)
-    if shape == "skewed":
-        d = SKEW / np.sqrt(1 + SKEW**2)
-        x = d * np.abs(rng.standard_normal(z.shape)) + np.sqrt(1 - d**2) * z
-        mean, sd = d * np.sqrt(2 / np.pi), np.sqrt(1 - 2 * d**2 / np.pi)
-        return np.maximum(0.05, 1 + cv * (x - mean) / sd)
-    if shape in ("t3", "t4", "t5"):
-        nu = int(shape[1])
-        t = z / np.sqrt(rng.chisquare(nu, z.shape) / nu)
-        return np.maximum(0.05, 1 + cv * t * np.sqrt((nu - 2) / nu))
-    out = np.maximum(0.05, 1 + cv * z)
-    if shape == "congestion":
-        hit = rng.random(z.shape) < CONGESTED_SHARE
-        out[hit] *= rng.uniform(*CONGESTED_SLOWDOWN, size=int(hit.sum()))
-    return out
 
 
 @dataclass(frozen=True)
@@ -132,6 +90,15 @@ class SimOptions:
         if self.noise_shape not in NOISE_SHAPES:
             raise UsageError(f"--noise-shape must be one of {', '.join(NOISE_SHAPES)}")
 
+    def sweep_options(self) -> ClusterOptions:
+        """What ``sweep --hosts`` would be asked for this measurement: NCCL, out-of-place only."""
+        return ClusterOptions(
+            collectives=list(self.collectives), max_bytes=self.max_bytes, iters=self.iters,
+            warmup=self.warmup, in_place="out", backend="nccl", groups_ahead=self.groups_ahead,
+            patterns=list(self.patterns), pair_sizes=list(self.pair_sizes) if self.pair_sizes else None,
+            pair_batch=self.pair_batch, pair_schedule=self.pair_schedule,
+        )
+
 
 @dataclass(frozen=True)
 class SimResult:
@@ -147,29 +114,14 @@ class SimResult:
 
 
 def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> SimResult:
-    """Build the fabric and the plan, measure every phase on the fabric, write the run directory."""
+    """Build the fabric, plan on it as a sweep plans (``plan_fabric``), measure every phase on the
+    fabric, write the run directory."""
     fab = build_fabric(opts.fabric, opts.faults)
     rng = np.random.default_rng(opts.seed)
-    req = PlanRequest(
-        measure=SweepOptions(
-            collectives=list(opts.collectives),
-            max_bytes=opts.max_bytes,
-            iters=opts.iters,
-            warmup=opts.warmup,
-            in_place="out",
-            backend="nccl",
-            groups_ahead=opts.groups_ahead,
-        ),
-        patterns=list(opts.patterns),
-        pair_sizes=list(opts.pair_sizes) if opts.pair_sizes else None,
-        pair_batch=opts.pair_batch,
-        pair_schedule=opts.pair_schedule,
-        switches=fab.uplinks(),  # as sweep --hosts --topology: the schedule and the loads use it
-    )
-    g = opts.fabric.gpus
-    slots = [HostSlot(host=h, nprocs=g, rank_base=i * g) for i, h in enumerate(fab.hosts)]
-    rundir = RunDir.create(opts.out)
-    plan = build_plan(req, rundir.run_id, slots, "nccl")
+    run_id = new_run_id()
+    planned = plan_fabric(opts, SimSite(SimHosts(fab, opts)), run_id, echo)
+    plan, slots = planned.plan, planned.slots
+    rundir = RunDir.create(opts.out, run_id=run_id)
     pair_rounds = sorted({p.groups[0].round for p in plan.phases if p.groups[0].round is not None})
     slow_rounds = _intermittent_rounds(opts.faults, pair_rounds, rng)
     rundir.write_run(
@@ -182,16 +134,44 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         device=plan.device,
         hosts=list(fab.hosts),
         world_size=plan.world_size,
-        topology=fab.uplinks(),
+        topology=planned.request.switches,
         options={"simulate": _jsonable(opts)},
     )
     rundir.write_plan(plan.json_chunks())
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
+    gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
+    n_rows, phases = _measure_phases(opts, fab, plan, gpus, slow_rounds, rng, worst, rundir)
+    fabric_s = sum(p["seconds"] for p in phases)
+    truth = _truth(opts, fab, slow_rounds, worst)
+    rundir.write_json(TRUTH_JSON, truth)
+    lost = [RankFault("exit", why, host=h) for h, why in gpus.down.items()]  # the coordinator's record
+    rundir.write_run(  # the fields engine.execute writes, so every site's run.json reads alike
+        status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
+        down_hosts=sorted(gpus.down), phases=phases, faults=[asdict(f) for f in lost], startup_s=0.0,
+    )
+    swept = Outcome("completed", lost, n_rows, down_hosts=set(gpus.down), phases=phases)
+    return SimResult(rundir, fabric_s, n_rows, planned.request, tuple(slots), swept, truth)
+
+
+def plan_fabric(opts: SimOptions, site: SimSite, run_id: str, echo: Callable[[str], None]) -> Planned:
+    """The sweep's planning stage on the fabric's site: its hosts (every GPU a rank), its switches
+    (as ``sweep --hosts --topology``: the schedule and the loads use them), NCCL, the engine for
+    hosts of no inventory, the plan."""
+    entries = site.hosts()
+    return plan_run(opts.sweep_options(), site, entries, {}, site.switches(entries, echo), run_id)
+
+
+def _measure_phases(
+    opts: SimOptions, fab: Fabric | RailFabric, plan: WorkerPlan, gpus: LostGpus,
+    slow_rounds: dict[str, set[int]], rng: np.random.Generator, worst: dict[int, float], rundir: RunDir,
+) -> tuple[int, list[dict[str, Any]]]:
+    """Every phase of ``plan`` measured on the fabric, one after another, its rows appended to
+    results.jsonl (a lost GPU's groups as the coordinator writes them, ``sim.dropout``); the rows
+    written and each phase's name, groups and fabric seconds. ``worst`` gathers each fault's effect."""
     fabric_s, n_rows = 0.0, 0
     phases: list[dict[str, Any]] = []
     lanes = Lanes(plan.ahead, opts.ahead_slowdown)
-    gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     # one fsync at the end, not one per row as a real run needs: nothing here can die half way
     with rundir.results_path.open("ab") as fh:
         for phase in plan.phases:
@@ -201,7 +181,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
                 rows = gpus.rows(plan, phase, grp)
                 fh.write("".join(dumps(r.to_dict()) + "\n" for r in rows).encode())
                 n_rows += len(rows)
-            flows = _flows(groups, fab, g)
+            flows = _flows(groups, fab, opts.fabric.gpus)
             rate = _rates(fab, flows, slow_now)
             if flows.a.size and any(f.kind != "gpu" for f in fab.faults):
                 _note_effects(fab, flows, rate / _rates(fab, flows, slow_now, faults=False), slow_now, worst)
@@ -214,287 +194,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
             phases.append({"name": phase.name, "groups": len(phase.groups), "seconds": phase_s})
         fh.flush()
         os.fsync(fh.fileno())
-    truth = _truth(opts, fab, slow_rounds, worst)
-    rundir.write_json(TRUTH_JSON, truth)
-    lost = [RankFault("exit", why, host=h) for h, why in gpus.down.items()]  # the coordinator's record
-    rundir.write_run(  # the fields engine.execute writes, so every site's run.json reads alike
-        status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
-        down_hosts=sorted(gpus.down), phases=phases, faults=[asdict(f) for f in lost], startup_s=0.0,
-    )
-    swept = Outcome("completed", lost, n_rows, down_hosts=set(gpus.down), phases=phases)
-    return SimResult(rundir, fabric_s, n_rows, req, tuple(slots), swept, truth)
-
-
-@dataclass(frozen=True)
-class Flows:
-    """The host-to-host flows of a phase's groups (host positions on the fabric): one per pair,
-    one per hop of a ring; ``owner``: each flow's group; ``rail``: the rail a flow runs on (1..R),
-    0 for every rail at once (a pair of NCCL ranks uses every NIC of its hosts)."""
-
-    a: np.ndarray
-    b: np.ndarray
-    owner: np.ndarray
-    rail: np.ndarray
-
-    def group_rates(self, rate: np.ndarray, groups: int) -> np.ndarray:
-        """A group moves at its slowest flow (a ring at its slowest hop)."""
-        if len(self.owner) == groups and (self.owner == np.arange(groups)).all():
-            return rate
-        out = np.full(groups, np.inf)
-        np.minimum.at(out, self.owner, rate)
-        return out
-
-    def subset(self, keep: np.ndarray) -> Flows:
-        return Flows(self.a[keep], self.b[keep], self.owner[keep], self.rail[keep])
-
-
-def _flows(groups: Sequence[GroupSpec], fab: Fabric | RailFabric, gpus: int) -> Flows:
-    """The flows of ``groups``. A rail group (rank k of both hosts) runs on the rail of GPU k's NIC."""
-    if isinstance(groups, PairGroups) and list(groups.table.hosts) == fab.hosts:  # positions as they are
-        n = len(groups)
-        return Flows(groups.index[:, 0], groups.index[:, 1], np.arange(n), np.zeros(n, dtype=np.int64))
-    a, b, owner, rail = [], [], [], []
-    for gi, grp in enumerate(groups):
-        hs = grp.hosts
-        hops = [(hs[0], hs[1])] if len(hs) == 2 else [(hs[k], hs[(k + 1) % len(hs)]) for k in range(len(hs))]
-        a += [fab.pos[x] for x, _ in hops]
-        b += [fab.pos[y] for _, y in hops]
-        owner += [gi] * len(hops)
-        rail += [0 if grp.rail is None else fab.rail_of(grp.rail, gpus)] * len(hops)
-    return Flows(*(np.array(x, dtype=np.int64) for x in (a, b, owner, rail)))
-
-
-def _rates(
-    fab: Fabric | RailFabric, flows: Flows, slow_now: frozenset[str], faults: bool = True
-) -> np.ndarray:
-    """Each flow's rate when all of them run at once, each on its rail (``Flows.rail``)."""
-    rails = np.unique(flows.rail)
-    if len(rails) <= 1:
-        rail = int(rails[0]) if len(rails) else 0
-        return fab.flow_rates(flows.a, flows.b, slow_now, faults, rail=rail or None)
-    out = np.empty(len(flows.a))
-    for r in rails.tolist():
-        on = flows.rail == r
-        out[on] = fab.flow_rates(flows.a[on], flows.b[on], slow_now, faults, rail=r or None)
-    return out
-
-
-@dataclass(frozen=True)
-class _Point:
-    collective: Collective
-    layout: Layout
-    bus: float
-    in_place: bool
-
-
-@dataclass
-class Measured:
-    """A phase's groups measured on the fabric, as columns: ``time_us[g, p]`` of group g at point p
-    (a collective, size and mode), ``rank_us[g, p, r]`` per rank. ``rows_of`` gives them as the
-    ``ResultRow``s each group's rank 0 reports; ``jsonl`` as the same rows' results.jsonl lines."""
-
-    plan: WorkerPlan
-    phase: Phase
-    groups: Sequence[GroupSpec]
-    points: list[_Point]
-    rank_us: np.ndarray
-    seconds: np.ndarray
-    """Each group's time on the fabric: its set-up, then warm-up, timed iterations and check of
-    every point."""
-    ts: float
-    made: str = "fresh"
-    setup_s: float = 0.0
-    """What making each group cost (``sim.setup``): the same for every group of a phase."""
-    wait_s: float = 0.0
-    """What of it the phase waited for (all of it, unless its groups were made ahead)."""
-
-    @property
-    def rows(self) -> int:
-        return len(self.groups) * len(self.points)
-
-    @property
-    def time_us(self) -> np.ndarray:
-        return self.rank_us.mean(axis=-1)
-
-    def _columns(self) -> dict[str, np.ndarray]:
-        avg = self.time_us
-        algbw = np.array([p.layout.nbytes for p in self.points]) / 1e3 / avg
-        return {
-            "time_us": avg,
-            "time_us_min": self.rank_us.min(axis=-1),
-            "time_us_max": self.rank_us.max(axis=-1),
-            "rank_time_us": np.round(self.rank_us, 3),
-            "algbw_GBps": algbw,
-            "busbw_GBps": algbw * np.array([p.bus for p in self.points]),
-        }
-
-    def _point_fields(self, p: _Point) -> dict[str, Any]:
-        spec = self.phase.spec
-        return {
-            "run_id": self.plan.run_id,
-            "collective": p.collective.name,
-            "backend": self.plan.backend,
-            "bytes": p.layout.nbytes,
-            "count": p.layout.count,
-            "dtype": spec.dtype,
-            "op": spec.op if p.collective.reduces else None,
-            "in_place": p.in_place,
-            "iters": spec.iters,
-            "warmup": spec.warmup,
-            "wrong": 0 if spec.check else None,
-            "device": self.plan.device,
-            "ts": self.ts,
-            "group_made": self.made,
-            "setup_s": self.setup_s,
-            "setup_wait_s": self.wait_s,
-        }
-
-    def rows_of(self) -> list[list[ResultRow]]:
-        """Each group's rows, in point order."""
-        if not self.rows:
-            return [[] for _ in self.groups]
-        cols = {k: v.tolist() for k, v in self._columns().items()}
-        points = [self._point_fields(p) for p in self.points]
-        n = self.rank_us.shape[-1]
-        return [
-            [
-                ResultRow(
-                    **points[q], pattern=grp.pattern, hosts=list(grp.hosts), ranks=n, round=grp.round,
-                    group=grp.id, rail=grp.rail, load=grp.load, hop_class=grp.hop_class,
-                    **{k: v[gi][q] for k, v in cols.items()},
-                )
-                for q in range(len(self.points))
-            ]
-            for gi, grp in enumerate(self.groups)
-        ]
-
-    def jsonl(self) -> bytes:
-        """The rows as results.jsonl lines, group after group (``rows_of``'s order), each exactly
-        ``json.dumps(row.to_dict())`` (``netbench.common.rowjson``)."""
-        if not self.rows:
-            return b""
-        g, q = len(self.groups), len(self.points)
-        values: dict[str, Any] = {k: Column(numbers=v.reshape(g * q, *v.shape[2:]))
-                                  for k, v in self._columns().items()}
-        points = [self._point_fields(p) for p in self.points]
-        for name in points[0]:  # one value for every row, or each point's repeated for every group
-            texts = [json.dumps(pf[name]) for pf in points]
-            values[name] = points[0][name] if len(set(texts)) == 1 else Column(json=[strings(texts * g)])
-        values["ranks"] = self.rank_us.shape[-1]
-        each = np.repeat(np.arange(g), q)  # a group's text repeated for its points
-        for name, value in _group_fields(self.groups).items():
-            values[name] = value if not isinstance(value, Texts) else Column(
-                json=[p if isinstance(p, str) or q == 1 else p.take(each) for p in value.pieces]
-            )
-        return rows_jsonl(self.rows, values)
-
-
-@dataclass(frozen=True)
-class Texts:
-    """A field's value in each group as JSON text, in pieces (``common.jsontext.join``)."""
-
-    pieces: list[str | pa.Array]
-
-
-def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
-    """The row fields that come from the group: pattern, hosts, round, group (its id), rail, and the
-    plan's load and hop class (what the coordinator writes into a real run's rows), each one value
-    for every group or ``Texts``."""
-    if isinstance(groups, PairGroups):
-        hosts, ids = groups.json_hosts_and_ids()
-        return {
-            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids),
-            "rail": None,
-            **{name: None if isinstance(text, str) else Texts([text])  # a str: "null" for every group
-               for name, text in zip(("load", "hop_class"), groups.json_load_and_hop_class(), strict=True)},
-        }
-    out: dict[str, Any] = {}
-    for name, attr in (("pattern", "pattern"), ("hosts", "hosts"), ("round", "round"), ("group", "id"),
-                       ("rail", "rail"), ("load", "load"), ("hop_class", "hop_class")):
-        values = [getattr(g, attr) for g in groups]
-        texts = [json.dumps(v) for v in values]
-        out[name] = values[0] if len(set(texts)) == 1 else Texts([strings(texts)])
-    return out
-
-
-def _points(spec: SweepSpec, ranks: int) -> list[_Point]:
-    """What a group of ``ranks`` measures: each collective at each size (once per distinct byte
-    count it rounds to, none of 0 bytes), in each mode."""
-    dt = get_dtype(spec.dtype)
-    out = []
-    for cname in spec.collectives:
-        coll = get_collective(cname)
-        seen: set[int] = set()
-        for size in spec.sizes:
-            lay = coll.layout(size, dt.size, ranks)
-            if lay.nbytes == 0 or lay.nbytes in seen:
-                continue
-            seen.add(lay.nbytes)
-            out += [_Point(coll, lay, coll.bus_factor(ranks), in_place) for in_place in spec.in_place]
-    return out
-
-
-CONTENDED_SLOWDOWN = (1.7, 3.5)
-"""How much longer a contended group takes (``SimOptions.contention``): this 2-core test machine's
-concurrent gloo pairs ran from 0.3x to 0.6x of their usual busbw beside each other."""
-
-
-def _measure(
-    plan: WorkerPlan,
-    phase: Phase,
-    groups: Sequence[GroupSpec],
-    rate_GBps: np.ndarray,
-    opts: SimOptions,
-    rng: np.random.Generator,
-    lanes: Lanes | None = None,
-    now: float = 0.0,
-) -> Measured:
-    """What every group of the phase measures at its rate (``rate_GBps[g]``): at each point, time =
-    latency + bytes x busbw factor / rate, times multiplicative noise, each rank around it. The
-    random draws are a group's points in order, each the noise then the ranks' jitter. ``lanes``:
-    the groups made ahead so far (the phase starts at ``now``), which decide what of the groups'
-    set-up the phase waits for; None: all of it."""
-    sizes = _group_sizes(groups)
-    if len(sizes) > 1:
-        raise ValueError(f"{phase.name}: groups of different sizes ({sorted(sizes)}) in one phase")
-    if not sizes:  # every group of the phase failed (a lost GPU): nothing measured
-        return Measured(plan, phase, groups, [], np.zeros((0, 0, 0)), np.zeros(0), time.time())
-    n = sizes.pop()
-    points = _points(phase.spec, n)
-    nbytes = np.array([p.layout.nbytes for p in points], dtype=np.int64)
-    bus = np.array([p.bus for p in points])
-    t = opts.latency_us + (nbytes * bus) / (rate_GBps[:, None] * 1e3)
-    z = rng.standard_normal((len(groups), len(points), 1 + n))
-    t = t * noise_factor(opts.noise_shape, opts.noise, z[..., 0], rng)
-    if opts.contention and rng.random() < opts.contention:  # drawn only when asked: seeds keep their draws
-        hit = rng.random(len(groups)) < 0.5
-        t[hit] *= rng.uniform(*CONTENDED_SLOWDOWN, size=(int(hit.sum()), 1))
-    rank_us = t[..., None] * (1 + RANK_JITTER * z[..., 1:])
-    spec = phase.spec
-    per_point = spec.warmup + spec.iters + (1 if spec.check else 0)
-    avg = rank_us.mean(axis=-1)
-    setup_s = GroupSetup(opts.group_made).seconds(plan.backend, n, _group_nodes(groups))
-    fills = bool(len(groups)) and groups[0].pattern in FILLS
-    wait_s = lanes.wait(now, setup_s, fills) if lanes is not None else setup_s
-    made = "ahead" if lanes is not None and lanes.ahead else opts.group_made
-    seconds = np.full(len(groups), wait_s)  # a group measures once its communicator is made
-    for q in range(len(points)):
-        seconds += per_point * avg[:, q] / 1e6
-    return Measured(plan, phase, groups, points, rank_us, seconds, time.time(), made, setup_s, wait_s)
-
-
-def _group_nodes(groups: Sequence[GroupSpec]) -> int:
-    """The hosts of a phase's groups (the most of any group): 2 for pairs, every host for a ring."""
-    if isinstance(groups, PairGroups):
-        return 2
-    return max(len(set(grp.hosts)) for grp in groups)
-
-
-def _group_sizes(groups: Sequence[GroupSpec]) -> set[int]:
-    """The sizes (ranks) of a phase's groups."""
-    if isinstance(groups, PairGroups):
-        return set(np.unique(groups.table.sizes[groups.index].sum(axis=1)).tolist())
-    return {len(grp.ranks) for grp in groups}
+    return n_rows, phases
 
 
 def _intermittent_rounds(
@@ -507,33 +207,6 @@ def _intermittent_rounds(
             k = max(1, round(f.fraction * len(rounds)))
             out[f.subject] = {int(r) for r in rng.choice(rounds, size=k, replace=False)}
     return out
-
-
-def _note_effects(
-    fab: Fabric | RailFabric,
-    flows: Flows,
-    ratio: np.ndarray,
-    slow_now: frozenset[str],
-    worst: dict[int, float],
-) -> None:
-    """Record, per fault, the lowest faulty/healthy rate of a flow it touches: a fault that never
-    slows any measurement is invisible, and truth.json says so rather than count it as missed."""
-    a, b = flows.a, flows.b
-    for k, f in enumerate(fab.faults):
-        if f.kind == "node" or (f.kind == "intermittent" and f.subject in slow_now):
-            hit = (a == fab.pos[f.subject]) | (b == fab.pos[f.subject])
-        elif f.kind == "link":
-            x, y = (fab.pos[h] for h in f.subject.split("|"))
-            hit = ((a == x) & (b == y)) | ((a == y) & (b == x))
-        elif f.kind == "uplink":
-            hit = fab.crosses(a, b, f.subject) & np.isin(flows.rail, (0, fab.switch_rail(f.subject)))
-        elif f.kind == "nic":  # one NIC of a rail-optimised node: the node's flows on that rail
-            host, _, rail = f.subject.partition("/")
-            hit = ((a == fab.pos[host]) | (b == fab.pos[host])) & np.isin(flows.rail, (0, int(rail)))
-        else:
-            continue
-        if hit.any():
-            worst[k] = min(worst.get(k, 1.0), float(ratio[hit].min()))
 
 
 def _truth(

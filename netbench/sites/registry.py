@@ -1,8 +1,10 @@
-"""The one place the site is chosen: ``--launcher`` (or its default) -> ``netbench.sites.SITES``."""
+"""The one place the site is chosen: ``--launcher`` (or its default) -> ``netbench.sites.SITES`` (or
+another table of ``netbench.sites``: ``INVENTORY``)."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 
 from netbench.options import ClusterOptions
 from netbench.sites import SITES
@@ -21,8 +23,9 @@ def default_launcher(hosts_file: str | None) -> str:
     return "slurm" if alloc is not None and not alloc.in_step and len(alloc.nodes) > 1 else "ssh"
 
 
-def choose_site(opts: ClusterOptions) -> Site:
-    """``--launcher`` (or its default)'s site, with every option it cannot honour refused."""
-    site: Site = importlib.import_module(SITES[opts.launcher]).make(opts)
+def choose_site(opts: ClusterOptions, sites: Mapping[str, str] = SITES) -> Site:
+    """``--launcher`` (or its default)'s site in ``sites`` (sweep's, or the command's own table),
+    with every option it cannot honour refused."""
+    site: Site = importlib.import_module(sites[opts.launcher]).make(opts)
     check(site, opts)
     return site

@@ -1,0 +1,52 @@
+"""``netbench inventory --launcher ssh``: sweep's ssh site (a hosts file over SSH, or this machine
+without one) for an inventory that no run follows.
+
+The hosts, the SSH settings and the switches are the sweep site's own (``sites.ssh``, ``sites.here``);
+only the probe differs, because nothing is judged for a rank that will not run: the probe asks
+``--python`` (a host's ``python=`` label wins) and no host is marked ``cannot_run`` for a torch that
+cannot run a rank (``collect.probe_host``'s ``ranks_python`` None, no ``leave_out_unusable``). This
+machine is probed whether or not it has a GPU (a sweep of CPU ranks skips it), and its ``--python``
+and ``--topology`` are honoured."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from netbench.common.hosts import HostEntry
+from netbench.inventory.model import NodeInventory
+from netbench.options import ClusterOptions
+from netbench.sites.base import Echo, Site, Switches
+from netbench.sites.here import HereSite
+from netbench.sites.ssh import SshSite, file_switches
+
+
+@dataclass
+class ProbedHosts(SshSite):
+    """The hosts of ``--hosts`` over SSH, inventoried alone."""
+
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+        from netbench.inventory.collect import collect_inventory, progress_printer
+
+        progress = progress_printer(sys.stderr) if sys.stderr.isatty() else None
+        return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
+                                 probe_timeout=timeout_s, python=self.opts.python, progress=progress)
+
+
+@dataclass
+class ProbedHere(HereSite):
+    """This machine alone, inventoried alone: its probe, whatever its devices."""
+
+    uses: frozenset[str] = frozenset({"python", "topology", "launcher"})
+
+    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+        from netbench.inventory.local import probe_local
+
+        return [probe_local(python=self.opts.python, timeout=timeout_s, host=entries[0].name)]
+
+    def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
+        return file_switches(entries, self.opts.topology, echo)
+
+
+def make(opts: ClusterOptions) -> Site:
+    return ProbedHosts(opts) if opts.hosts_file else ProbedHere(opts)
