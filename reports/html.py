@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from netbench.collectives.sizes import format_size
-from netbench.reports.summary import headline, to_check, to_drain
+from netbench.reports.summary import headline
+from netbench.reports.verdict import judge
 
 from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
 from netbench.common.jsontext import finite
@@ -104,9 +105,9 @@ def _json_default(o: Any) -> Any:
 # -- sections -----------------------------------------------------------------------------------
 
 
-def _verdict(findings: list[Finding]) -> str:
-    v = verdict(findings)
-    drain, links = to_drain(findings), to_check(findings)
+def _verdict(findings: list[Finding], n_hosts: int) -> str:
+    judged = judge(findings, n_hosts)  # the drain rule of every output (reports.verdict)
+    v, drain, links = judged.word, list(judged.drain), list(judged.check)
     todo = [f for f in findings if f.severity != "info"][:5]
     items = "".join(
         f'<li><span class="sev {e(f.severity)}">{e(f.severity)}</span> {e(f.title)}'
@@ -123,7 +124,8 @@ def _verdict(findings: list[Finding]) -> str:
     if links:
         shown = ", ".join(s.replace("|", " - ") for s in links[:20])
         extra += (
-            f'<div><strong>Check links:</strong> <span class="mono">{e(shown)}</span>'
+            f'<div><strong>Check {"links" if all("|" in s for s in links) else "links, switches"}:</strong> '
+            f'<span class="mono">{e(shown)}</span>'
             + (f" and {len(links) - 20} more" if len(links) > 20 else "")
             + "</div>"
         )
@@ -132,7 +134,7 @@ def _verdict(findings: list[Finding]) -> str:
     return f"""
 <section id="verdict" class="verdict {v.lower()}" aria-label="verdict">
   <div class="word">{v}</div>
-  <div class="headline">{e(headline(findings, with_verdict=False))}</div>
+  <div class="headline">{e(headline(findings, judged, with_verdict=False))}</div>
   <div class="detail">{extra}</div>
 </section>
 {"<h3>First steps</h3><ol class='todo'>" + items + "</ol>" if items else ""}"""
@@ -1181,7 +1183,7 @@ def render_html(
 <a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
 <a href="#environment">Environment</a>
 <a href="#data">Raw data</a><a href="#glossary">Glossary</a></nav></header>
-{_verdict(findings)}
+{_verdict(findings, len(ctx.hosts))}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
 <section id="ceilings"><h2>Against the hardware's ceiling</h2>{_ceilings(ctx)}</section>
 <section id="curves"><h2>Bus bandwidth vs message size</h2>
