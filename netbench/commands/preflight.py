@@ -19,8 +19,23 @@ from netbench.params import (
 )
 
 
+class _Command(click.Command):
+    """A bad option said as preflight's other could-not-run errors are, one ``netbench: error:`` line
+    (what scheduler scripts read); its exit status is the one table's (``reports.verdict``: bad input
+    is 3 here, never 2, which means "nodes to drain")."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            from netbench.common.errors import UsageError
+
+            raise UsageError(f"preflight: {exc.format_message()} (see --help)") from None
+
+
 @click.command(
     "preflight",
+    cls=_Command,
     short_help="Yes/no before a large job, and the nodes to drain.",
     epilog="""\b
 Examples:
