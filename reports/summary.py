@@ -48,30 +48,13 @@ def _few(items: list[str], n: int = 6) -> str:
 def summary_dict(
     findings: list[Finding], run: dict[str, Any] | None = None, top: int = 10, verdict: Verdict | None = None
 ) -> dict[str, Any]:
-    """The one JSON shape (schema ``netbench.report/1``, docs/output-json.md): ``json_out.to_report``'s
-    fields, plus the headline, the ``top`` findings in short and the re-tests' verdicts."""
+    """The one JSON shape (schema ``netbench.report/1``, docs/output-json.md), of a run's findings."""
     from netbench.reports.export.json_out import CHECKS, to_report
 
     run = run or {}
-    v = verdict or verdict_of(findings, run)
     hosts = run.get("hosts")
-    doc = to_report(findings, run, checks=list(CHECKS), hosts=hosts if isinstance(hosts, list) else None,
-                    verdict=v)
-    doc.update(
-        headline=headline(findings, v),
-        top=[
-            {
-                "severity": f.severity,
-                "rule": f.rule,
-                "subject": f.subject,
-                "title": f.title,
-                "action": f.action,
-            }
-            for f in findings[:top]
-        ],
-        retests=retests(findings),
-    )
-    return doc
+    return to_report(findings, run, checks=list(CHECKS), hosts=hosts if isinstance(hosts, list) else None,
+                     verdict=verdict or verdict_of(findings, run), top=top)
 
 
 def retests(findings: list[Finding]) -> dict[str, str]:

@@ -53,12 +53,14 @@ _JUDGING = {PASS: 0, WARN: 1, FAIL: 2, ERROR: 3, BAD_INPUT: 2, NAMED_ERROR: 1, I
 # preflight, for scheduler scripts: 2 is only ever "the checks ran and nodes failed", so whatever kept
 # the checks from running, a typo or a bug included, is 3 and never reads as "drain nothing"
 _PREFLIGHT = {**_JUDGING, BAD_INPUT: 3, NAMED_ERROR: 3, INTERNAL_ERROR: 3}
+_PLAIN = {PASS: 0, BAD_INPUT: 2, NAMED_ERROR: 1, INTERNAL_ERROR: 1, DISK_FULL: 3}
 # compare: a regression is its warning (1); inventory: a host it could not inventory is (1)
-_OTHERS = {PASS: 0, WARN: 1, BAD_INPUT: 2, NAMED_ERROR: 1, INTERNAL_ERROR: 1, DISK_FULL: 3}
+_WARNING = {**_PLAIN, WARN: 1}
 TABLE: dict[str, dict[str, int]] = {
     **dict.fromkeys(JUDGING, _JUDGING),
     "preflight": _PREFLIGHT,
-    **dict.fromkeys(("compare", "inventory", "baseline", "export"), _OTHERS),
+    **dict.fromkeys(("compare", "inventory"), _WARNING),
+    **dict.fromkeys(("baseline", "export"), _PLAIN),
 }
 """command -> situation -> exit status (at ``--fail-on fail``; signals: ``exit_code``)."""
 

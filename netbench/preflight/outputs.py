@@ -48,7 +48,8 @@ def json_report(result: PreflightResult) -> dict[str, Any]:
     doc.update(preflight=result.info)
     stop = result.info.get("interrupted")
     if stop:  # no verdict, and no check passed, on what was not measured; the drain list: established
-        doc.update(verdict="interrupted", exit_code=result.exit_code, error=stop["error"], interrupted=stop)
+        doc.update(verdict="interrupted", exit_code=result.exit_code, error=stop["error"], interrupted=stop,
+                   headline=f"INTERRUPTED: {stop['error']}")
         doc["checks"]["passed"] = []
     return doc
 

@@ -17,6 +17,7 @@ from netbench.common.findings import Finding
 
 SCHEMA = "netbench.report/1"
 _RUN_KEYS = ("run_id", "started", "finished", "netbench_version", "launcher", "status")
+_TOP_KEYS = ("severity", "rule", "subject", "title", "action")
 CHECKS = tuple(r for r in FINDING_IDS if r not in ("analysis_error", "findings_truncated"))
 """The checks every analysis runs (``checks.run``): each finding id, less the engine's own."""
 
@@ -30,9 +31,13 @@ def to_report(
     could_run: bool = True,
     error: str | None = None,
     verdict: Verdict | None = None,
+    top: int = 10,
 ) -> dict[str, Any]:
     """The report as a dict (see docs/output-json.md for every field). ``verdict``: the one the
-    command judged with; else judged here over ``hosts`` (the fleet the drain rule weighs)."""
+    command judged with; else judged here over ``hosts`` (the fleet the drain rule weighs).
+    ``top``: the findings the ``top`` list shows in short."""
+    from netbench.reports.summary import headline, retests
+
     items = [as_finding(f) for f in findings]
     v = verdict or judge(items, len(hosts or []), could_run=could_run)
     return {
@@ -47,6 +52,9 @@ def to_report(
         "check": list(v.check),
         "checks": {"run": list(dict.fromkeys(checks or [])), "passed": passed_checks(items, checks)},
         "findings": [f.to_dict() for f in items],
+        "headline": headline(items, v),
+        "top": [{k: getattr(f, k) for k in _TOP_KEYS} for f in items[:top]],
+        "retests": retests(items),
     }
 
 
