@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from netbench.collectives.sizes import format_size
-from netbench.reports.summary import headline
-from netbench.reports.verdict import judge
+from netbench.reports.verdict import headline, judge
 
 from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
 from netbench.common.jsontext import finite
@@ -134,7 +133,7 @@ def _verdict(findings: list[Finding], n_hosts: int) -> str:
     return f"""
 <section id="verdict" class="verdict {v.lower()}" aria-label="verdict">
   <div class="word">{v}</div>
-  <div class="headline">{e(headline(findings, judged, with_verdict=False))}</div>
+  <div class="headline">{e(headline(judged, with_verdict=False))}</div>
   <div class="detail">{extra}</div>
 </section>
 {"<h3>First steps</h3><ol class='todo'>" + items + "</ol>" if items else ""}"""

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from netbench.reports.verdict import Verdict, judge
+from netbench.reports.verdict import Verdict, headline, judge, retests
 
-from netbench.common.findings import Finding, counts
+from netbench.common.findings import Finding
 from netbench.common.jsontext import dumps
 
 
@@ -19,30 +19,6 @@ def verdict_of(findings: list[Finding], run: dict[str, Any] | None = None) -> Ve
     hosts. Commands pass the verdict they judged with (``reports.report.Reported.verdict``)."""
     hosts = (run or {}).get("hosts")
     return judge(findings, len(hosts) if isinstance(hosts, list) else 0)
-
-
-def headline(findings: list[Finding], verdict: Verdict, with_verdict: bool = True) -> str:
-    """One sentence: the verdict and what to do first (its drain and check lists)."""
-    c = counts(findings)
-    parts = [
-        f"{c['fail']} failure{'s' * (c['fail'] != 1)}",
-        f"{c['warn']} warning{'s' * (c['warn'] != 1)}",
-        f"{c['info']} info",
-    ]
-    text = f"{verdict.word}: {', '.join(parts)}" if with_verdict else ", ".join(parts).capitalize()
-    if verdict.drain:
-        text += f". Drain {_few(list(verdict.drain))}"
-    if verdict.check:
-        shown = _few([s.replace("|", "-") for s in verdict.check])
-        if all("|" in s for s in verdict.check):
-            text += f". Check link{'s' * (len(verdict.check) > 1)} {shown}"
-        else:  # a switch among them
-            text += f". Check {shown}"
-    return text + "."
-
-
-def _few(items: list[str], n: int = 6) -> str:
-    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def summary_dict(
@@ -57,17 +33,6 @@ def summary_dict(
                      verdict=verdict or verdict_of(findings, run), top=top)
 
 
-def retests(findings: list[Finding]) -> dict[str, str]:
-    """Subject -> re-test verdict, from the findings that carry one (every re-tested node and link
-    has one), so the summary says what the report says, whatever the cut of ``top``."""
-    out: dict[str, str] = {}
-    for f in findings:
-        rt = (f.evidence or {}).get("retest")
-        if isinstance(rt, dict) and isinstance(rt.get("verdict"), str) and rt["verdict"] != "not_run":
-            out.setdefault(f.subject, rt["verdict"])
-    return out
-
-
 def _term(text: str) -> str:
     """Host-reported text on a terminal: control characters (ANSI escapes, CR) shown, not obeyed."""
     return "".join(ch if ch.isprintable() or ch == " " else f"\\x{ord(ch):02x}" for ch in text)
@@ -78,7 +43,7 @@ def summary_text(
 ) -> str:
     run = run or {}
     v = verdict or verdict_of(findings, run)
-    lines = [_term(headline(findings, v))]
+    lines = [_term(headline(v))]
     if run.get("run_id"):
         lines[0] += f"  (run {_term(str(run['run_id']))})"
     for f in findings[:top]:
@@ -117,7 +82,7 @@ def summary_markdown(
         "",
         " · ".join(w for w in who if w),
         "",
-        _md(headline(findings, v)),
+        _md(headline(v)),
         "",
         f"fail: {c['fail']} · warn: {c['warn']} · info: {c['info']}",
         "",

@@ -11,7 +11,13 @@ Two decisions live here and nowhere else:
   ``check``: a switch fault must never drain the healthy hosts behind it, and a link is a cable or a
   port, not either node. Fleet-wide and run-level failures drain nobody (exit 2 with an empty drain).
 - **the exit status** (``exit_code``): one table, command x situation, the verdicts' codes and the
-  others (bad input, could not run, a stop by a signal), with ``--fail-on`` moving the verdicts' bar.
+  others (bad input, could not run, a stop by a signal), with ``--fail-on`` moving the verdicts' bar;
+  ``error_situation`` is the one map from an exception to its situation, ``run_situation`` the one
+  reading of a run that measured (its stop, its counts, its findings).
+
+The verdict's words (``headline``) are here too, so the terminal, the JSON and report.html's banner
+say the same sentence. This module reads findings only: it sits at the bottom of ``reports`` and
+imports nothing above ``netbench.common``.
 """
 
 from __future__ import annotations
@@ -185,6 +191,42 @@ def drain_reasons(findings: Sequence[Any], drain: Sequence[str]) -> dict[str, st
             if h in wanted:
                 reasons.setdefault(h, f"{f.rule}: {f.title}")
     return {h: reasons.get(h, "failed") for h in drain}
+
+
+# -- the verdict in words ------------------------------------------------------------------------------
+def headline(verdict: Verdict, with_verdict: bool = True) -> str:
+    """One sentence: the verdict and what to do first (its drain and check lists)."""
+    c = verdict.counts
+    parts = [
+        f"{c['fail']} failure{'s' * (c['fail'] != 1)}",
+        f"{c['warn']} warning{'s' * (c['warn'] != 1)}",
+        f"{c['info']} info",
+    ]
+    text = f"{verdict.word}: {', '.join(parts)}" if with_verdict else ", ".join(parts).capitalize()
+    if verdict.drain:
+        text += f". Drain {_few(list(verdict.drain))}"
+    if verdict.check:
+        shown = _few([s.replace("|", "-") for s in verdict.check])
+        if all("|" in s for s in verdict.check):
+            text += f". Check link{'s' * (len(verdict.check) > 1)} {shown}"
+        else:  # a switch among them
+            text += f". Check {shown}"
+    return text + "."
+
+
+def _few(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+def retests(findings: list[Finding]) -> dict[str, str]:
+    """Subject -> re-test verdict, from the findings that carry one (every re-tested node and link
+    has one), so the summary says what the report says, whatever the cut of ``top``."""
+    out: dict[str, str] = {}
+    for f in findings:
+        rt = (f.evidence or {}).get("retest")
+        if isinstance(rt, dict) and isinstance(rt.get("verdict"), str) and rt["verdict"] != "not_run":
+            out.setdefault(f.subject, rt["verdict"])
+    return out
 
 
 # -- the verdict of a run that measured ----------------------------------------------------------------

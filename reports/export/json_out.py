@@ -10,7 +10,7 @@ from typing import Any
 
 from netbench.reports.export._common import as_finding, passed_checks, severity_counts
 from netbench.reports.rule_ids import FINDING_IDS
-from netbench.reports.verdict import Verdict, judge
+from netbench.reports.verdict import Verdict, headline, judge, retests
 
 from netbench.common import jsontext
 from netbench.common.findings import Finding
@@ -36,8 +36,6 @@ def to_report(
     """The report as a dict (see docs/output-json.md for every field). ``verdict``: the one the
     command judged with; else judged here over ``hosts`` (the fleet the drain rule weighs).
     ``top``: the findings the ``top`` list shows in short."""
-    from netbench.reports.summary import headline, retests
-
     items = [as_finding(f) for f in findings]
     v = verdict or judge(items, len(hosts or []), could_run=could_run)
     return {
@@ -52,7 +50,7 @@ def to_report(
         "check": list(v.check),
         "checks": {"run": list(dict.fromkeys(checks or [])), "passed": passed_checks(items, checks)},
         "findings": [f.to_dict() for f in items],
-        "headline": headline(items, v),
+        "headline": headline(v),
         "top": [{k: getattr(f, k) for k in _TOP_KEYS} for f in items[:top]],
         "retests": retests(items),
     }
