@@ -6,7 +6,7 @@ Two decisions live here and nowhere else:
 
 - **the drain rule** (``drain_and_check``): a node is drained for a ``fail`` finding about the node
   itself (a slow node, a lost host, wrong results), or for a failing ``component`` (a NIC firmware, a
-  rail, a driver) that fewer than half of the hosts share: those hosts are the odd ones out, a
+  driver, a library version) that fewer than half of the hosts share: those hosts are the odd ones out, a
   majority on it is a fleet-wide fix, not a drain. A failing switch and a slow or failing link go to
   ``check``: a switch fault must never drain the healthy hosts behind it, and a link is a cable or a
   port, not either node. Fleet-wide and run-level failures drain nobody (exit 2 with an empty drain).
