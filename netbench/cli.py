@@ -84,9 +84,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def _status(command: str | None, exc: BaseException) -> int:
     """The exit status ``exc`` ends ``command`` with: the one table (``reports.verdict``,
     docs/exit-status.md); a command it does not list (a typo'd name) has the judging commands'."""
-    from netbench.reports.verdict import TABLE, error_situation, exit_code
+    from netbench.reports.verdict import BAD_INPUT, TABLE, error_situation, exit_code
 
-    return exit_code(command if command in TABLE else "sweep", error_situation(exc))
+    situation = BAD_INPUT if isinstance(exc, click.UsageError) else error_situation(exc)
+    return exit_code(command if command in TABLE else "sweep", situation)
 
 
 def _command(argv: list[str] | None) -> str | None:

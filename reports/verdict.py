@@ -94,9 +94,7 @@ def exit_code(command: str, situation: str, fail_on: str = "fail") -> int:
 
 def error_situation(exc: BaseException) -> str:
     """The situation an exception ends a command in: the one map from errors to exit statuses
-    (``cli.py`` and preflight's command use it)."""
-    import click
-
+    (``cli.py``'s; the command line's own parser errors are ``BAD_INPUT`` there)."""
     from netbench.common.errors import NetbenchError, UsageError
     from netbench.common.interrupts import DiskFull, Interrupted
 
@@ -104,9 +102,9 @@ def error_situation(exc: BaseException) -> str:
         return DISK_FULL
     if isinstance(exc, Interrupted):
         return exc.signal or "SIGINT"
-    if isinstance(exc, KeyboardInterrupt | click.Abort):
+    if isinstance(exc, KeyboardInterrupt):
         return "SIGINT"
-    if isinstance(exc, UsageError | click.UsageError):
+    if isinstance(exc, UsageError):
         return BAD_INPUT
     if isinstance(exc, NetbenchError):  # a code the raiser chose: 2 bad input, 3 could not run
         return {2: BAD_INPUT, 3: ERROR}.get(exc.exit_code, NAMED_ERROR)

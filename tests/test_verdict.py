@@ -83,6 +83,25 @@ def test_an_unknown_command_or_bar_is_a_bug_never_a_silent_0() -> None:
         exit_code("report", "pass", "sometimes")
 
 
+def test_every_error_has_one_situation() -> None:
+    from netbench.common.errors import NetbenchError, UsageError
+    from netbench.common.interrupts import DiskFull, Interrupted
+
+    said = {
+        DiskFull("/runs/x/results.jsonl"): ("disk-full", 3, 3),
+        Interrupted("SIGTERM"): ("SIGTERM", 143, 143),
+        KeyboardInterrupt(): ("SIGINT", 130, 130),
+        UsageError("bad"): ("bad-input", 2, 3),
+        NetbenchError("cannot listen", 2): ("bad-input", 2, 3),
+        NetbenchError("no store"): ("named-error", 1, 3),
+        NetbenchError("could not run", 3): ("error", 3, 3),
+        ZeroDivisionError(): ("internal-error", 1, 3),
+    }
+    for exc, (situation, sweep, preflight) in said.items():
+        assert V.error_situation(exc) == situation, exc
+        assert (exit_code("sweep", situation), exit_code("preflight", situation)) == (sweep, preflight)
+
+
 def test_a_run_that_measured_is_never_better_than_its_counts() -> None:
     warn = [Finding("slow_pair", "warn", "pair", "a|b", "slow", hosts=["a", "b"])]
     said = {
