@@ -247,6 +247,16 @@ def test_compare_exits_by_regression(tmp_path: Path, monkeypatch) -> None:  # no
         "compare", "warn")
 
 
+def test_inventory_of_a_host_it_cannot_reach_is_its_warning(tmp_path: Path) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text("Host *\n    HostName 127.0.0.1\n    Port 1\n    ConnectTimeout 2\n")
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("down1\n")
+    res = CliRunner().invoke(cli, ["inventory", "--hosts", str(hosts), "--ssh-config", str(cfg),
+                                   "--out", str(tmp_path / "run"), "--json"])
+    assert res.exit_code == exit_code("inventory", "warn") == 1, res.output
+
+
 # -- the same nodes in every output --------------------------------------------------------------------
 class _Kube:
     """What ``k8s_remedy`` asks of the Kubernetes API: the nodes it changes, recorded."""
