@@ -55,9 +55,9 @@ class LazyGroup(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"netbench: error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            ctx.exit(_status(ctx.invoked_subcommand, exc))
         except KeyboardInterrupt as exc:
-            ctx.exit(_interrupted(exc))
+            ctx.exit(_interrupted(exc, ctx.invoked_subcommand))
 
 
 @click.group(
@@ -81,14 +81,29 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-def _interrupted(exc: KeyboardInterrupt) -> int:
+def _status(command: str | None, exc: BaseException) -> int:
+    """The exit status ``exc`` ends ``command`` with: the one table (``reports.verdict``,
+    docs/exit-status.md); a command it does not list (a typo'd name) has the judging commands'."""
+    from netbench.reports.verdict import BAD_INPUT, TABLE, error_situation, exit_code
+
+    situation = BAD_INPUT if isinstance(exc, click.UsageError) else error_situation(exc)
+    return exit_code(command if command in TABLE else "sweep", situation)
+
+
+def _command(argv: list[str] | None) -> str | None:
+    """The command named on the command line: the first word after the group's own options."""
+    words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    return words[0] if words else None
+
+
+def _interrupted(exc: KeyboardInterrupt, command: str | None) -> int:
     """The one line of a stopped command and its exit status: 128 + the signal (130 Ctrl-C, 143
     SIGTERM, 129 SIGHUP), 3 for a full disk (docs/exit-status.md)."""
     from netbench.common.interrupts import DiskFull, as_interrupted
 
     stop = as_interrupted(exc)
     click.echo(f"netbench: {'error: ' if isinstance(stop, DiskFull) else ''}{stop.what}", err=True)
-    return stop.exit_code
+    return _status(command, stop)
 
 
 def _instead(exc: click.UsageError) -> str:
@@ -111,21 +126,22 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None) -> None:
+    command = _command(argv)
     try:
         rv = cli.main(args=argv, prog_name="netbench", standalone_mode=False)
-    except click.UsageError as exc:  # bad option value, unknown option: exit 2, one line
+    except click.UsageError as exc:  # bad option value, unknown option: bad input, one line
         where = f" {exc.ctx.info_name}" if exc.ctx and exc.ctx.parent else ""
         click.echo(f"netbench{where}: error: {exc.format_message()}{_instead(exc)} (see --help)", err=True)
-        sys.exit(2)
+        sys.exit(_status(command, exc))
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:  # click's own prompt, Ctrl-C'd
-        sys.exit(_interrupted(KeyboardInterrupt()))
+        sys.exit(_interrupted(KeyboardInterrupt(), command))
     except NetbenchError as exc:  # raised outside a command's invoke
         click.echo(f"netbench: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(_status(command, exc))
     except KeyboardInterrupt as exc:
-        sys.exit(_interrupted(exc))
+        sys.exit(_interrupted(exc, command))
     except Exception as exc:  # a bug: still one line, unless the user asked for the traceback
         if os.environ.get("NETBENCH_DEBUG") or "--debug" in (argv or sys.argv):
             raise
@@ -133,7 +149,7 @@ def _main(argv: list[str] | None) -> None:
             f"netbench: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
             err=True,
         )
-        sys.exit(1)
+        sys.exit(_status(command, exc))
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

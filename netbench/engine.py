@@ -250,7 +250,8 @@ def finish_report(
 
         done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology)
         findings, html = done.findings, done.html
-        echo(coloured(terminal_safe(format_summary(findings, "text", rundir.read_run(), 10))))
+        said = format_summary(findings, "text", rundir.read_run(), 10, verdict=done.verdict())
+        echo(coloured(terminal_safe(said)))
         if html is not None:
             echo(f"report: {html}")
         return findings
@@ -260,33 +261,27 @@ def finish_report(
 
 
 def exit_status(
-    outcome: Outcome, rundir: RunDir, findings: list[Any] | None, judged: bool = True, fail_on: str = "fail"
+    outcome: Outcome, rundir: RunDir, findings: list[Any] | None, judged: bool = True, fail_on: str = "fail",
+    command: str = "sweep",
 ) -> int:
-    """The exit status of a run that measured, the same on every site (docs/exit-status.md):
+    """The exit status of a run that measured, the same on every site (docs/exit-status.md): what
+    the run says of itself is read here (a stop, a capability fault, the rows and the coordinator's
+    counts), the status is ``reports.verdict``'s (``run_situation`` then ``exit_code``).
+    ``judged``: False with --no-report, where the counts alone decide. ``fail_on``: ``--fail-on``."""
+    from netbench.reports.verdict import RunFacts, error_situation, exit_code, run_situation
 
-    interrupted: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 3 when its disk was full
-    (what was measured stays); 2 a host's torch cannot do what the run needs (its
-    environment: bad input); 3 no verdict: not a row came back, or the report could not be made;
-    else the verdict of the findings (0 pass, 1 warnings, 2 failures), never better than what the
-    coordinator counted: a fault, a lost host, a failed or wrong row or an unfinished run is at
-    least 2. ``judged``: False with --no-report, where the counts alone decide (0 or 2).
-    ``fail_on`` (``--fail-on``, reports.summary.FAIL_ON): ``warn`` makes warnings 2; ``never`` makes
-    every verdict and count 0, leaving 3, the stops and bad input as they are."""
-    from netbench.reports.summary import exit_code
-
-    if outcome.status == "interrupted":
-        return as_interrupted(KeyboardInterrupt()).exit_code
-    if any(f.kind == "capability" for f in outcome.faults):
-        return 2
-    ok, bad = _row_counts(rundir)
-    if not ok + bad:
-        return 3
-    counted = 2 if outcome.faults or outcome.down_hosts or outcome.status != "completed" or bad else 0
-    if judged and findings is None:
-        return 3
-    if fail_on == "never":
-        return 0
-    return counted if not judged else max(counted, exit_code(findings or [], fail_on))
+    interrupted = outcome.status == "interrupted"
+    stopped = error_situation(as_interrupted(KeyboardInterrupt())) if interrupted else None
+    bad_input = any(f.kind == "capability" for f in outcome.faults)
+    ok, bad = (0, 0) if stopped or bad_input else _row_counts(rundir)
+    facts = RunFacts(
+        stopped=stopped,
+        bad_input=bad_input,
+        rows=ok + bad,
+        counted_failure=bool(outcome.faults or outcome.down_hosts or outcome.status != "completed" or bad),
+        judged=judged,
+    )
+    return exit_code(command, run_situation(facts, findings), fail_on)
 
 
 def _row_counts(rundir: RunDir) -> tuple[int, int]:

@@ -77,16 +77,19 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         run_rank(store, addr, env.rank, env.local_rank, host, open_store=lambda: client(addr, port, secret))
     except Exception as exc:  # noqa: BLE001 - reported to the coordinator, which names the rank
         messages.emit("group_error", rank=env.rank, phase=-1, group="?", kind="error", error=str(exc))
-    code = 0
+    code = 0  # a rank other than 0 judges nothing: its part is done
     if coord is not None:
+        from netbench.reports.verdict import ERROR, exit_code
+
         coord.join()
         outcome, rundir = result.get("outcome"), result.get("rundir")
         if outcome is None or rundir is None:  # the coordinator broke off: no verdict
-            code = 3
+            code = exit_code("worker", ERROR)
         else:
             judge = opts.report and outcome.status != "interrupted"
             findings = finish_report(rundir, echo) if judge else None
-            code = exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)
+            code = exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on,
+                               command="worker")
     sys.stdout.flush()
     if env.source == "mpi":  # mpirun treats an exit without MPI_Finalize as a crash of the job
         from mpi4py import MPI

@@ -42,7 +42,7 @@ class SweepOptions:
     groups_ahead: int | None = None  # groups a rank makes ahead of their turn; None: planner.groups_ahead
     out: str | None = None
     report: bool = True
-    fail_on: str = "fail"  # which verdict exits 2 (reports.summary.FAIL_ON)
+    fail_on: str = "fail"  # which verdict exits 2 (reports.verdict.FAIL_ON)
 
     def modes(self) -> list[bool]:
         return {"both": [False, True], "out": [False], "in": [True]}[self.in_place]

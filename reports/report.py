@@ -12,6 +12,7 @@ from typing import Any
 
 from netbench.reports.engine import load_context, run_rules
 from netbench.reports.policy import Policy
+from netbench.reports.verdict import Verdict, judge
 
 from netbench.common.findings import Finding, write_findings
 from netbench.common.rundir import REPORT_HTML, atomic_write
@@ -35,12 +36,18 @@ def write_outputs(
 
 @dataclass(frozen=True)
 class Reported:
-    """What ``report_run`` made: the findings worst first, report.html (None without it), and the
-    headlines (large-message busbw against ceiling and reference) the terminal prints."""
+    """What ``report_run`` made: the findings worst first, report.html (None without it), the
+    headlines (large-message busbw against ceiling and reference) the terminal prints, and the
+    fleet's size (every host the inventory or the rows name: report.html's drain rule weighs it)."""
 
     findings: list[Finding]
     html: Path | None
     headlines: tuple[Any, ...]
+    n_hosts: int = 0
+
+    def verdict(self, fail_on: str = "fail", command: str = "report") -> Verdict:
+        """The verdict of these findings over this fleet, as report.html shows it (``reports.verdict``)."""
+        return judge(self.findings, self.n_hosts, fail_on=fail_on, command=command)
 
 
 def report_run(
@@ -60,4 +67,4 @@ def report_run(
         ctx = load_context(run_dir, baseline, policy, topology)
         findings = run_rules(ctx)
         path = write_outputs(Path(run_dir), ctx, findings, html, plotlyjs, embed_rows)
-    return Reported(findings, path, tuple(ctx.analyses.headlines))
+    return Reported(findings, path, tuple(ctx.analyses.headlines), len(ctx.hosts))

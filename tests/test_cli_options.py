@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 import pytest
-from netbench.reports.summary import exit_code, verdict_status
+from netbench.reports.verdict import exit_code, judge
 
 from netbench.cli import LazyGroup, main
 from netbench.commands._options import NCCL_TESTS_INSTEAD
@@ -127,7 +127,7 @@ def _finding(severity: str) -> Finding:
     ("info", "never", 0), ("warn", "never", 0), ("fail", "never", 0),
 ])
 def test_fail_on_moves_the_bar(severity: str, fail_on: str, code: int) -> None:
-    assert exit_code([_finding(severity)], fail_on) == code
+    assert judge([_finding(severity)], 2, fail_on=fail_on).code == code
 
 
 def test_fail_on_leaves_what_is_no_verdict_alone(tmp_path: Path) -> None:
@@ -140,8 +140,9 @@ def test_fail_on_leaves_what_is_no_verdict_alone(tmp_path: Path) -> None:
                         str(cfg), "--out", str(tmp_path / "run"), "--fail-on", "never"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 3 and r.stdout == "", r.stderr
-    assert [verdict_status(c, "never") for c in (0, 1, 2, 3, 130, 143)] == [0, 0, 0, 3, 130, 143]
-    assert [verdict_status(c, "warn") for c in (0, 1, 2, 3)] == [0, 2, 2, 3]
+    statuses = ("pass", "warn", "fail", "error", "SIGINT", "SIGTERM")
+    assert [exit_code("preflight", s, "never") for s in statuses] == [0, 0, 0, 3, 130, 143]
+    assert [exit_code("preflight", s, "warn") for s in statuses[:4]] == [0, 2, 2, 3]
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +178,7 @@ def test_report_baseline_takes_a_saved_name(failing_run: Path, tmp_path: Path, m
                             "--name", "good"], capture_output=True, text=True, timeout=60)
     assert saved.returncode == 0, saved.stderr
     r = _report(failing_run, "--baseline", "good", "--format", "json")
-    assert r.returncode == 2 and json.loads(r.stdout)["verdict"] == "FAIL", r.stderr
+    assert r.returncode == 2 and json.loads(r.stdout)["verdict"] == "fail", r.stderr
     missing = _report(failing_run, "--baseline", "nosuch")
     assert missing.returncode == 2 and "no baseline or run directory 'nosuch'" in missing.stderr
 

@@ -8,7 +8,8 @@ import json
 
 import pytest
 from netbench.reports.export.csv import rows_to_csv
-from netbench.reports.export.json_out import dumps, to_report, verdict
+from netbench.reports.export.json_out import dumps, to_report
+from netbench.reports.verdict import judge
 
 from netbench.common.findings import Finding
 from netbench.common.rows import ResultRow
@@ -39,6 +40,10 @@ def test_verdict_and_report():
     fail = Finding(rule="r", severity="fail", subject_kind="node", subject="n1", title="t", hosts=["n1"])
     warn = Finding(rule="w", severity="warn", subject_kind="node", subject="n2", title="t", hosts=["n2"])
     info = Finding(rule="i", severity="info", subject_kind="run", subject="run", title="t")
+    def verdict(findings: list[Finding], could_run: bool = True) -> tuple[str, int]:
+        said = judge(findings, 2, could_run=could_run)
+        return said.status, said.code
+
     assert verdict([]) == ("pass", 0) and verdict([info]) == ("pass", 0)
     assert verdict([info, warn]) == ("warn", 1) and verdict([warn, fail]) == ("fail", 2)
     assert verdict([], could_run=False) == ("error", 3)

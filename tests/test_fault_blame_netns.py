@@ -63,12 +63,12 @@ def rows(out: Path) -> list[dict]:
 
 def drained(out: Path) -> list[str]:
     """The verdict's drain list (``netbench report --format json``'s "drain")."""
-    from netbench.reports.summary import to_drain
+    from netbench.reports.verdict import judge
 
     from netbench.common.findings import Finding
 
     findings = json.loads((out / "findings.json").read_text())["findings"]
-    return sorted(to_drain([Finding.from_dict(f) for f in findings]))
+    return list(judge([Finding.from_dict(f) for f in findings], len(HOSTS)).drain)
 
 
 def kill_sshds(net, host: str) -> list[int]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from netbench.reports import verdict as one_verdict
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import load_context, run_rules
 from netbench.reports.policy import Thresholds
 from netbench.reports.rules import errors
 from netbench.reports.stats import binomial_sf, poisson_binomial_sf
-from netbench.reports.summary import to_check, to_drain
 from synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.common.pairrows import PairRows
@@ -125,8 +125,9 @@ def test_a_lost_host_is_named_and_drained_its_partners_are_not_and_no_link_is_to
            "faults": [{"kind": "exit", "message": "host a2: agent ended", "host": "a2", "rank": None}]}
     ctx = AnalysisContext.from_data(rows, run=run)
     found = errors.check(ctx)
-    assert to_drain(found) == ["a2"], [f.title for f in found]
-    assert to_check(found) == []  # no "check link" for pairs that never ran, or failed for a2
+    assert list(one_verdict.judge(found, 6).drain) == ["a2"], [f.title for f in found]
+    # no "check link" for pairs that never ran, or failed for a2
+    assert list(one_verdict.judge(found, 6).check) == []
     assert not any(" at 0" in f.title for f in found)
 
 
@@ -136,7 +137,7 @@ def test_a_host_lost_in_a_later_launch_is_named_even_without_failed_rows() -> No
     run = {"status": "completed", "hosts": HOSTS6, "down_hosts": ["b3"],
            "faults": [{"kind": "hang", "message": "host b3: hung in re-test 1/2", "host": "b3", "rank": 5}]}
     found = errors.check(AnalysisContext.from_data(rows, run=run))
-    assert to_drain(found) == ["b3"] and "hung in re-test" in found[0].title
+    assert list(one_verdict.judge(found, 6).drain) == ["b3"] and "hung in re-test" in found[0].title
 
 
 def test_failed_pairs_naming_one_host_are_no_evidence_against_its_partner() -> None:
@@ -145,7 +146,7 @@ def test_failed_pairs_naming_one_host_are_no_evidence_against_its_partner() -> N
     rows = [row(("b1", h), r, 10.0) for r, h in ((1, "b2"), (2, "b3"))]
     rows += [failed(("b1", "a2"), r, "hung: rank(s) [2] on a2", ("a2",)) for r in (3, 4, 5)]
     found = errors.check(AnalysisContext.from_data(rows, run={"status": "completed", "hosts": HOSTS6}))
-    assert to_drain(found) == ["a2"], [f.title for f in found]
+    assert list(one_verdict.judge(found, 6).drain) == ["a2"], [f.title for f in found]
 
 
 def test_blame_is_the_rows_own_field_naming_its_own_hosts_only() -> None:
@@ -162,7 +163,8 @@ def test_a_timeout_naming_no_host_is_still_a_link_to_check() -> None:
     rows = [row(("b1", h), 1, 10.0) for h in ("b2", "b3")]
     rows += [failed(("b1", "a1"), 2, "timed out: no progress for 12 s, every rank alive")]
     found = errors.check(AnalysisContext.from_data(rows, run={"status": "completed", "hosts": HOSTS6}))
-    assert to_check(found) == ["b1|a1"] and to_drain(found) == []
+    said = one_verdict.judge(found, 6)
+    assert list(said.check) == ["b1|a1"] and list(said.drain) == []
     assert "(all_reduce)" in found[0].title  # a failed row's bytes 0 is no size
 
 
@@ -201,7 +203,7 @@ def test_leaf_peers_of_a_host_lost_mid_round_are_not_judged_by_that_round() -> N
 
     found = run_rules(AnalysisContext.from_data(rows, run=run, topology=topo))
     serious = [f for f in found if f.severity in ("warn", "fail")]
-    assert to_drain(serious) == ["a2"], [f.title for f in serious]
+    assert list(one_verdict.judge(serious, 8).drain) == ["a2"], [f.title for f in serious]
     assert not {"a1", "a3"} & {h for f in serious for h in f.hosts or [f.subject]}, [f.title for f in serious]
 
 

@@ -13,6 +13,7 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import run_rules
 from netbench.reports.policy import Policy, Thresholds
 from netbench.reports.rules import slow_node
+from netbench.reports.verdict import drain_and_check
 
 from netbench.cli import main
 from netbench.common.findings import Finding
@@ -24,7 +25,6 @@ from netbench.preflight import (
     PreflightOptions,
     Retest,
     RetestEvidence,
-    drain_and_check,
     judge,
     plan_escalation,
     quick_rounds,

@@ -6,7 +6,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from netbench.reports.summary import exit_code, summary_text
+from netbench.reports.summary import summary_text
+from netbench.reports.verdict import judge
 from synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.cli import cli, main
@@ -37,7 +38,7 @@ def test_warnings_exit_1(tmp_path):
     res = run(str(write_run_dir(fleet, tmp_path / "r")), "--format", "json", "--no-html")
     assert res.exit_code == 1, res.output
     out = json.loads(res.output)
-    assert out["verdict"] == "WARN" and out["counts"]["warn"] == 1 and out["exit_code"] == 1
+    assert out["verdict"] == "warn" and out["counts"]["warn"] == 1 and out["exit_code"] == 1
     assert not (tmp_path / "r" / "report.html").exists()
 
 
@@ -117,4 +118,4 @@ def test_terminal_summary_does_not_obey_host_control_characters(tmp_path):
     )
     text = summary_text([f])
     assert "\x1b" not in text and "\r" not in text and "\\x1b[2J" in text
-    assert exit_code([f]) == 2 and exit_code([]) == 0
+    assert judge([f], 1).code == 2 and judge([], 1).code == 0

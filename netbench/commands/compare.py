@@ -43,13 +43,12 @@ Examples:
 )
 def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     """Compare RUN_DIR with a saved baseline (or another run directory) size by size."""
-    import sys
-
     from netbench.baselines import BaselineStore
     from netbench.common.errors import UsageError
     from netbench.common.rundir import RESULTS_JSONL, resolve_run
     from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
     from netbench.reports.context import load_baseline
+    from netbench.reports.verdict import PASS, WARN, exit_code
 
     cur_dir = resolve_run(run_dir)
     if not cur_dir.is_dir():
@@ -63,8 +62,8 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
         raise UsageError(f"{run_dir} and baseline {baseline!r} have no measured size in common")
     fps = (fingerprint(base.env, base.inventory), fingerprint(cur.env, cur.inventory))
     click.echo(render(comparisons, fps, env_diff(cur.env, base.env), threshold, fmt), nl=False)
-    if any(is_regression(c, threshold) for c in comparisons):
-        sys.exit(1)
+    regressed = any(is_regression(c, threshold) for c in comparisons)
+    raise SystemExit(exit_code("compare", WARN if regressed else PASS))  # a regression: its warning
 
 
 def _say_doubts(side: Baseline) -> None:

@@ -105,7 +105,9 @@ def command(
     )
     click.echo(render_json(nodes) if as_json else render_table(nodes, color=sys.stdout.isatty()))
     click.echo(f"inventory: {run.inventory_path}", err=True)
-    ctx.exit(1 if failed else 0)
+    from netbench.reports.verdict import PASS, WARN, exit_code
+
+    ctx.exit(exit_code("inventory", WARN if failed else PASS))  # a host not inventoried: a warning
 
 
 def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:

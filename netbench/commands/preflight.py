@@ -21,34 +21,17 @@ from netbench.sites import PREFLIGHT
 
 
 class _Command(click.Command):
-    """Bad options exit 3 like every could-not-run case: for preflight, 2 means "nodes to drain" and
-    1 "warnings", so an internal error (a bug) exits 3 too, with the one line every command prints
-    (docs/exit-status.md); --debug shows its traceback."""
+    """A bad option said as preflight's other could-not-run errors are, one ``netbench: error:`` line
+    (what scheduler scripts read); its exit status is the one table's (``reports.verdict``: bad input
+    is 3 here, never 2, which means "nodes to drain")."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            from netbench.preflight import PreflightError
+            from netbench.common.errors import UsageError
 
-            raise PreflightError(f"preflight: {exc.format_message()} (see --help)") from None
-
-    def invoke(self, ctx: click.Context):  # noqa: ANN201 - click's signature
-        from netbench.common.errors import NetbenchError, UsageError
-        from netbench.preflight import PreflightError
-
-        try:
-            return super().invoke(ctx)
-        except UsageError as exc:  # bad input wherever it is found (a topology file): 3, never 2
-            raise PreflightError(str(exc)) from exc
-        except (NetbenchError, click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except Exception as exc:
-            if (ctx.find_root().obj or {}).get("debug"):
-                raise
-            raise PreflightError(
-                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
-            ) from exc
+            raise UsageError(f"preflight: {exc.format_message()} (see --help)") from None
 
 
 @click.command(
@@ -78,7 +61,8 @@ Exit codes: 0 pass, 1 warnings, 2 failures (drain; --fail-on warn: warnings too,
 verdict exits non-zero, the drain list still prints), 3 could not run (bad input, nothing reachable,
 budget too small for the quick pass, --out holding a run already, hosts whose torch cannot use their
 GPUs, a full run directory, an internal error); interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP,
-with the drain list of what the inventory had established only. Progress and the verdict go to stderr.""",
+with the drain list of what the inventory had established only (docs/exit-status.md). Progress and
+the verdict go to stderr.""",
 )
 @click.option(
     "--hosts",
@@ -234,6 +218,7 @@ def command(
             click.echo(line, err=True)
     for host in result.drain:
         click.echo(host)
-    from netbench.reports.summary import verdict_status
+    from netbench.preflight.outputs import situation
+    from netbench.reports.verdict import exit_code
 
-    raise SystemExit(verdict_status(result.exit_code, fail_on))
+    raise SystemExit(exit_code("preflight", situation(result), fail_on))

@@ -12,8 +12,8 @@ from netbench.params import POLICY_FILE, TOPOLOGY_FILE, Count
 @click.command(
     short_help="Diagnose a run: findings.json, report.html and a summary.",
     epilog="""\b
-Exit status: 0 no warnings or failures, 1 warnings only, 2 failures (--fail-on moves the bar;
-bad input, e.g. a broken policy file, also exits 2 with one error line).
+Exit status (docs/exit-status.md): 0 no warnings or failures, 1 warnings only, 2 failures
+(--fail-on moves the bar; bad input, e.g. a broken policy file, also exits 2 with one error line).
 \b
 Examples:
   netbench report latest                  # the newest run under netbench-runs/
@@ -90,7 +90,7 @@ def command(
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import report_run
-    from netbench.reports.summary import exit_code, format_summary
+    from netbench.reports.summary import format_summary
 
     run_dir = str(resolve_run(run_dir))
     if not Path(run_dir).is_dir():
@@ -123,15 +123,16 @@ def command(
     from netbench.common.text import coloured, terminal_safe
 
     findings = done.findings
+    verdict = done.verdict(fail_on, "report")  # the exit status, the summary and report.html's drain list
     for f in findings:  # said on the terminal whatever --top and --format: the verdict lacks this data
         if f.rule in ("unreadable_rows", "unreadable_file", *KINDS):
             click.echo(f"netbench: warning: {f.title}", err=True)
     heads = tuple(headline_lines(done.headlines, TERMINAL_PATTERNS))
-    said = format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top, heads)
+    said = format_summary(findings, fmt, RunDir.open(run_dir).read_run(), top, heads, verdict)
     click.echo(coloured(said) if fmt == "text" else said)
     if fmt == "text":  # the headline busbw, against its ceiling and the published figure, as sweep ends
         for line in heads:
             click.echo(terminal_safe(line))
     if done.html is not None and fmt == "text":
         click.echo(f"report: {done.html}")
-    raise SystemExit(exit_code(findings, fail_on))
+    raise SystemExit(verdict.code)

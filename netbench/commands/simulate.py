@@ -184,6 +184,7 @@ def _preflight(
     )
     for host in res.result.drain:
         click.echo(host)
-    from netbench.reports.summary import verdict_status
+    from netbench.preflight.outputs import situation
+    from netbench.reports.verdict import exit_code
 
-    raise SystemExit(verdict_status(res.result.exit_code, fail_on))
+    raise SystemExit(exit_code("preflight", situation(res.result), fail_on))

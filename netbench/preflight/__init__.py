@@ -42,7 +42,7 @@ reachable, budget too small for the quick pass), always with one error line.
 """
 
 from netbench.confirm import Budget, PhaseGate, find_suspects, judge, plan_escalation, unusable_hosts
-from netbench.preflight.judging import drain_and_check, quick_rounds
+from netbench.preflight.judging import quick_rounds
 from netbench.preflight.options import (
     EXIT_COULD_NOT_RUN,
     PreflightError,
@@ -76,7 +76,6 @@ __all__ = [
     "RetestEvidence",
     "_write_report",
     "analyse",
-    "drain_and_check",
     "find_suspects",
     "format_summary",
     "judge",

@@ -1,31 +1,14 @@
-"""Preflight's own decisions, pure functions: which pairs the quick pass runs, whom to drain. Who
-is a suspect, whom it is re-tested with and what the re-test says are ``netbench.confirm``'s, shared
-with ``sweep --hosts``. Tested without any host (tests/test_preflight_plan.py)."""
+"""Preflight's own decisions, pure functions: which pairs the quick pass runs (whom to drain is
+``reports.verdict.drain_and_check``'s, the rule of every output). Who is a suspect, whom it is
+re-tested with and what the re-test says are ``netbench.confirm``'s, shared with ``sweep --hosts``.
+Tested without any host (tests/test_preflight_plan.py)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
 
 from netbench.confirm import Pair
-
-
-def drain_and_check(findings: list[Any], n_hosts: int) -> tuple[list[str], list[str]]:
-    """The drain rule (module docstring): nodes to drain, and links/switches to check."""
-    drain: dict[str, None] = {}
-    check: dict[str, None] = {}
-    for f in findings:
-        if f.subject_kind == "pair" and f.severity in ("warn", "fail"):
-            check.setdefault(f.subject, None)
-        if f.severity != "fail":
-            continue
-        if f.subject_kind == "node" or (f.subject_kind == "component" and 0 < 2 * len(f.hosts) < n_hosts):
-            for h in f.hosts or [f.subject]:
-                drain.setdefault(h, None)
-        elif f.subject_kind == "switch":
-            check.setdefault(f.subject, None)
-    return sorted(drain), sorted(check)
 
 
 # -- stages 2 and 4: measuring -----------------------------------------------------------------------

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netbench.common.errors import NetbenchError
+from netbench.reports.verdict import ERROR, exit_code
 
 if TYPE_CHECKING:
     from netbench.planner import PlanRequest
     from netbench.sites.base import Site
 
-EXIT_COULD_NOT_RUN = 3
+EXIT_COULD_NOT_RUN = exit_code("preflight", ERROR)  # the one table (docs/exit-status.md)
 MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
 
 

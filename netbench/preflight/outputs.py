@@ -24,21 +24,32 @@ def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool) -> Pat
 
 
 def _checks() -> list[str]:
-    from netbench.reports.rules import RULE_IDS
+    from netbench.reports.export.json_out import CHECKS
 
-    return [r for r in RULE_IDS if r not in ("analysis_error", "findings_truncated")]
+    return list(CHECKS)
+
+
+def situation(result: PreflightResult) -> str:
+    """How the preflight ended, for the one exit-status table (``reports.verdict.exit_code``): its
+    verdict, or the stop (the signal; a full disk) that left it without one."""
+    from netbench.reports.verdict import DISK_FULL
+
+    stop = result.info.get("interrupted")
+    return (stop.get("signal") or DISK_FULL) if stop else result.verdict
 
 
 def json_report(result: PreflightResult) -> dict[str, Any]:
-    """``netbench.report/1`` (docs/output-json.md) with preflight's drain rule and a ``check`` list
-    of links/switches, plus a ``preflight`` block (budget, stage times, suspects, re-tests)."""
+    """``netbench.report/1`` (docs/output-json.md): the one JSON shape, its drain and check lists the
+    one drain rule's over the hosts checked, plus a ``preflight`` block (budget, stage times,
+    suspects, re-tests)."""
     from netbench.reports.export.json_out import to_report
 
     doc = to_report(result.findings, result.rundir.read_run(), checks=_checks(), hosts=result.hosts)
-    doc.update(drain=result.drain, check=result.check, preflight=result.info)
+    doc.update(preflight=result.info)
     stop = result.info.get("interrupted")
     if stop:  # no verdict, and no check passed, on what was not measured; the drain list: established
-        doc.update(verdict="interrupted", exit_code=result.exit_code, error=stop["error"], interrupted=stop)
+        doc.update(verdict="interrupted", exit_code=result.exit_code, error=stop["error"], interrupted=stop,
+                   headline=f"INTERRUPTED: {stop['error']}")
         doc["checks"]["passed"] = []
     return doc
 
@@ -160,14 +171,9 @@ def _summary(result: PreflightResult) -> str:
 
 def drain_reasons(result: PreflightResult) -> dict[str, str]:
     """Each node to drain -> the title of the first failing finding that drains it (worst first)."""
-    reasons: dict[str, str] = {}
-    for f in result.findings:
-        if f.severity != "fail":
-            continue
-        for h in f.hosts or [f.subject]:
-            if h in result.drain:
-                reasons.setdefault(h, f"{f.rule}: {f.title}")
-    return {h: reasons.get(h, "preflight failed") for h in result.drain}
+    from netbench.reports.verdict import drain_reasons as reasons
+
+    return reasons(result.findings, result.drain)
 
 
 def drain_in_slurm(result: PreflightResult, dry_run: bool = False) -> list[str]:

@@ -34,7 +34,7 @@ cross B, else undecided; the evidence strength is the likelihood ratio reached.
 What this assumes of the analysis: nothing of its noise model. Its verdicts arrive as re-test
 records (``reports.analyses.Retest``): a node drained here is "confirmed" (the slow_node rule makes
 it a failure), one cleared here is "cleared" where it was a suspect; the rules turn those into the
-findings, and the drain rule (``judging.drain_and_check``) reads the findings as before.
+findings, and the drain rule (``reports.verdict.drain_and_check``) reads the findings as before.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from netbench.confirm import (
 )
 from netbench.defaults import PREFLIGHT_PAIR_SIZES
 from netbench.inventory.model import shared_runs
-from netbench.preflight.judging import drain_and_check, quick_rounds
+from netbench.preflight.judging import quick_rounds
 from netbench.preflight.options import (
     MIN_QUICK_PASS_S,
     PreflightError,
@@ -35,6 +35,7 @@ from netbench.preflight.options import (
 from netbench.preflight.outputs import _size, _write_report
 from netbench.preflight.sequential import SequentialSetup, run_sequential
 from netbench.reports.analyses import RetestEvidence
+from netbench.reports.verdict import drain_and_check
 from netbench.sites.base import Site, check_distinct, judged
 
 
@@ -320,7 +321,7 @@ def _stages(
     from netbench.common.findings import worst
     from netbench.common.pairrows import MetPairs
     from netbench.common.rundir import GrowingRows, utc_now
-    from netbench.reports.export.json_out import verdict
+    from netbench.reports.verdict import judge
 
     stages: dict[str, float] = info["stages_s"]
 
@@ -477,7 +478,7 @@ def _stages(
     judged(site, rundir, findings, drain, echo)  # Kubernetes' --k8s-label / --k8s-taint
     mark("report", t)
     info.update(elapsed_s=round(budget.elapsed(), 3), drain=drain, check=check)
-    v, code = verdict(findings)
+    v, code = (said := judge(findings, len(entries), command="preflight")).status, said.code
     rundir.write_run(
         status="completed",
         started=started,

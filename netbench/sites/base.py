@@ -87,7 +87,7 @@ class Site(Protocol):
 
 def judged(site: Site, rundir: RunDir, findings: list, drain: list[str] | None, echo: Echo) -> None:
     """The site's ``judged`` hook, where it has one (``drain``: preflight's drain list; None: the
-    findings' own, ``preflight.drain_and_check``)."""
+    findings' own, ``reports.verdict.judge``)."""
     hook = getattr(site, "judged", None)
     if hook is not None:
         hook(rundir, findings, drain, echo)

@@ -1,11 +1,12 @@
 """``--k8s-label`` and ``--k8s-taint``: the verdict written back onto the nodes, only when asked.
 
-A node's verdict: ``fail`` when the drain rule drains it (``preflight.drain_and_check``: a failure
-of its own; preflight hands its own drain list), ``suspect`` when a warning or failure names it
-otherwise (a slow link it is part of, a borderline re-test), else ``pass``. Its busbw class: the
-1-2-5 bucket of its mean large-message busbw over its pairs (``kubepods.busbw_class``). The taint
-goes on the nodes to drain. Each node is changed by read-modify-write with its resourceVersion
-(``Kube.update_node``): a conflict reads it again, so a label another controller set meanwhile stays.
+A node's verdict: ``fail`` when the drain rule drains it (``reports.verdict.judge``, the rule of every
+output: a failure of its own; preflight hands its drain list, the same rule's), ``suspect`` when a
+warning or failure names it otherwise (a slow link it is part of, a borderline re-test), else
+``pass``. Its busbw class: the 1-2-5 bucket of its mean large-message busbw over its pairs
+(``kubepods.busbw_class``). The taint goes on the nodes to drain. Each node is changed by
+read-modify-write with its resourceVersion (``Kube.update_node``): a conflict reads it again, so a
+label another controller set meanwhile stays.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ from netbench.common.kubepods import (
     with_taint,
 )
 from netbench.common.rundir import RunDir
+from netbench.reports.verdict import drain_reasons, judge
+
+
+def to_drain(findings: list[Any], hosts: list[str]) -> list[str]:
+    """The nodes to taint: the one drain rule's over the cluster's nodes (a sweep hands none)."""
+    return list(judge(findings, len(hosts)).drain)
 
 
 def node_verdicts(findings: list[Any], hosts: list[str], drain: list[str] | None) -> dict[str, str]:
-    from netbench.preflight.judging import drain_and_check
-
     if drain is None:
-        drain, _ = drain_and_check(findings, len(hosts))
+        drain = to_drain(findings, hosts)
     out = {h: "pass" for h in hosts}
     for f in findings:
         if f.severity in ("warn", "fail"):
@@ -63,18 +68,6 @@ def node_busbw(rundir: RunDir) -> dict[str, float]:
     return {h: sum(v) / len(v) for h, v in per.items() if v}
 
 
-def reasons(findings: list[Any], drain: list[str]) -> dict[str, str]:
-    """Each node to drain -> the title of the worst failing finding that names it."""
-    out: dict[str, str] = {}
-    for f in findings:
-        if f.severity != "fail":
-            continue
-        for h in list(getattr(f, "hosts", None) or []) + [f.subject]:
-            if h in drain and h not in out:
-                out[h] = f"{f.rule}: {f.title}"
-    return {h: out.get(h, "netbench: failed") for h in drain}
-
-
 def remediate(
     kube: Kube,
     rundir: RunDir,
@@ -85,10 +78,8 @@ def remediate(
     taint: bool,
 ) -> list[str]:
     """Label and/or taint the nodes; one line a node changed (or that could not be)."""
-    from netbench.preflight.judging import drain_and_check
-
     if drain is None:
-        drain, _ = drain_and_check(findings, len(hosts))
+        drain = to_drain(findings, hosts)
     verdicts = node_verdicts(findings, hosts, drain)
     lines = []
     if label:
@@ -110,7 +101,7 @@ def remediate(
                 + (f" {BUSBW_LABEL}={cls}" if cls else "")
             )
     if taint:
-        why = reasons(findings, drain)
+        why = drain_reasons(findings, drain)
         for host in drain:
             reason = f"{why[host]} [run {rundir.run_id}, report {rundir.path / 'report.html'}]"[:1000]
             try:

@@ -1,7 +1,7 @@
-"""The machine-readable report (schema ``netbench.report/1``, described in docs/output-json.md):
-the verdict, exit code and findings of a preflight or report, for CI and schedulers.
-
-The verdict follows preflight's exit codes: 0 pass, 1 warnings, 2 failures, 3 could not run.
+"""The machine-readable report (schema ``netbench.report/1``, described in docs/output-json.md): the
+verdict, exit code, drain list and findings of a preflight, a report or a sweep, for CI and
+schedulers. One shape for all of them; the verdict, its exit code and drain list are
+``reports.verdict``'s, as every other output's.
 """
 
 from __future__ import annotations
@@ -9,22 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from netbench.reports.export._common import as_finding, passed_checks, severity_counts
+from netbench.reports.rule_ids import FINDING_IDS
+from netbench.reports.verdict import Verdict, headline, judge, retests
 
 from netbench.common import jsontext
 from netbench.common.findings import Finding
 
 SCHEMA = "netbench.report/1"
 _RUN_KEYS = ("run_id", "started", "finished", "netbench_version", "launcher", "status")
-EXIT_CODES = {"pass": 0, "warn": 1, "fail": 2, "error": 3}
-
-
-def verdict(findings: list[Finding | dict[str, Any]], could_run: bool = True) -> tuple[str, int]:
-    """``("pass"|"warn"|"fail"|"error", exit code)``: the worst severity decides; info never fails."""
-    if not could_run:
-        return "error", EXIT_CODES["error"]
-    sevs = {as_finding(f).severity for f in findings}
-    v = "fail" if "fail" in sevs else "warn" if "warn" in sevs else "pass"
-    return v, EXIT_CODES[v]
+_TOP_KEYS = ("severity", "rule", "subject", "title", "action")
+CHECKS = tuple(r for r in FINDING_IDS if r not in ("analysis_error", "findings_truncated"))
+"""The checks every analysis runs (``checks.run``): each finding id, less the engine's own."""
 
 
 def to_report(
@@ -35,22 +30,29 @@ def to_report(
     hosts: list[str] | None = None,
     could_run: bool = True,
     error: str | None = None,
+    verdict: Verdict | None = None,
+    top: int = 10,
 ) -> dict[str, Any]:
-    """The report as a dict (see docs/output-json.md for every field)."""
+    """The report as a dict (see docs/output-json.md for every field). ``verdict``: the one the
+    command judged with; else judged here over ``hosts`` (the fleet the drain rule weighs).
+    ``top``: the findings the ``top`` list shows in short."""
     items = [as_finding(f) for f in findings]
-    v, code = verdict(items, could_run)
-    drain = sorted({h for f in items if f.severity == "fail" for h in f.hosts})
+    v = verdict or judge(items, len(hosts or []), could_run=could_run)
     return {
         "schema": SCHEMA,
-        "verdict": v,
-        "exit_code": code,
+        "verdict": v.status,
+        "exit_code": v.code,
         "error": error,
         "run": {k: run.get(k) for k in _RUN_KEYS},
         "hosts": sorted(hosts) if hosts is not None else None,
         "counts": severity_counts(items),
-        "drain": drain,
+        "drain": list(v.drain),
+        "check": list(v.check),
         "checks": {"run": list(dict.fromkeys(checks or [])), "passed": passed_checks(items, checks)},
         "findings": [f.to_dict() for f in items],
+        "headline": headline(v),
+        "top": [{k: getattr(f, k) for k in _TOP_KEYS} for f in items[:top]],
+        "retests": retests(items),
     }
 
 

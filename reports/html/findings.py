@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.sizes import format_size
 from netbench.reports.html.text import e
-from netbench.reports.summary import headline, to_check, to_drain
+from netbench.reports.verdict import headline, judge
 
-from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord, verdict
+from netbench.common.findings import SEVERITY_RANK, Finding, FindingsRecord
 from netbench.common.jsontext import finite
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
 
 
-def _verdict(findings: list[Finding]) -> str:
-    v = verdict(findings)
-    drain, links = to_drain(findings), to_check(findings)
+def _verdict(findings: list[Finding], n_hosts: int) -> str:
+    judged = judge(findings, n_hosts)  # the drain rule of every output (reports.verdict)
+    v, drain, links = judged.word, list(judged.drain), list(judged.check)
     todo = [f for f in findings if f.severity != "info"][:5]
     items = "".join(
         f'<li><span class="sev {e(f.severity)}">{e(f.severity)}</span> {e(f.title)}'
@@ -36,7 +36,8 @@ def _verdict(findings: list[Finding]) -> str:
     if links:
         shown = ", ".join(s.replace("|", " - ") for s in links[:20])
         extra += (
-            f'<div><strong>Check links:</strong> <span class="mono">{e(shown)}</span>'
+            f'<div><strong>Check {"links" if all("|" in s for s in links) else "links, switches"}:</strong> '
+            f'<span class="mono">{e(shown)}</span>'
             + (f" and {len(links) - 20} more" if len(links) > 20 else "")
             + "</div>"
         )
@@ -45,7 +46,7 @@ def _verdict(findings: list[Finding]) -> str:
     return f"""
 <section id="verdict" class="verdict {v.lower()}" aria-label="verdict">
   <div class="word">{v}</div>
-  <div class="headline">{e(headline(findings, with_verdict=False))}</div>
+  <div class="headline">{e(headline(judged, with_verdict=False))}</div>
   <div class="detail">{extra}</div>
 </section>
 {"<h3>First steps</h3><ol class='todo'>" + items + "</ol>" if items else ""}"""

@@ -109,7 +109,7 @@ def render_html(
 <a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
 <a href="#environment">Environment</a>
 <a href="#data">Raw data</a><a href="#glossary">Glossary</a></nav></header>
-{_verdict(findings)}
+{_verdict(findings, len(ctx.hosts))}
 <section id="findings"><h2>Findings ({len(findings)})</h2>{_findings_table(findings)}</section>
 <section id="ceilings"><h2>Against the hardware's ceiling</h2>{_ceilings(ctx)}</section>
 <section id="curves"><h2>Bus bandwidth vs message size</h2>
