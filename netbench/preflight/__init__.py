@@ -58,8 +58,6 @@ from netbench.preflight.outputs import (
 )
 from netbench.preflight.stages import (
     analyse,
-    make_setup,
-    measure,
     run_preflight,
     stage_inventory,
 )
@@ -81,8 +79,6 @@ __all__ = [
     "format_summary",
     "judge",
     "json_report",
-    "make_setup",
-    "measure",
     "plan_escalation",
     "quick_rounds",
     "run_preflight",
