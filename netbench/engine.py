@@ -1,8 +1,8 @@
 """Running a plan: the coordinator, the run directory, nccl-tests' table, the summary, the report.
 
-Every path that measures ends here with a plan and started-or-startable ranks: the local sweep,
-the cluster sweep, ``netbench worker`` (rank 0) and preflight. This module imports none of them,
-so they can all import it.
+Every path that measures ends here with a plan and started-or-startable ranks: each launch of a
+run (``netbench.run.launch.Launch``: sweep on every site, its re-tests, preflight's launches) and
+``netbench worker`` (rank 0). This module imports none of them, so they can all import it.
 """
 
 from __future__ import annotations

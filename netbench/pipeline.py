@@ -1,4 +1,5 @@
-"""One sweep, every site: the stages of ``netbench sweep`` written once, in this order
+"""One sweep, every site: ``netbench sweep`` as a policy (``SweepStages``) over the run's stages,
+which every command that measures shares (``netbench.run.stages.run_stages``), in this order
 
   inventory -> switches -> backend and engine -> slots -> plan -> execute -> confirm -> report -> exit status
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from netbench import __version__
 from netbench.collectives.sizes import format_size
@@ -242,7 +243,7 @@ class SweepStages:
             judged(run.site, run.rundir, findings, None, run.echo)  # Kubernetes' --k8s-label / --k8s-taint
         return exit_status(outcome, run.rundir, findings, judged=self.opts.report, fail_on=self.opts.fail_on)
 
-    def stopped(self, run: Opened, stop: Interrupted) -> int:
+    def stopped(self, run: Opened, stop: Interrupted) -> NoReturn:
         """run.json says where the stop came (``Stage``), and the stop goes on up."""
         assert isinstance(run.mark, Stage)
         raise run.mark.stopped(stop, run.echo) from None
