@@ -1,8 +1,8 @@
 """Running a plan: the coordinator, the run directory, nccl-tests' table, the summary, the report.
 
-Every path that measures ends here with a plan and started-or-startable ranks: the local sweep,
-the cluster sweep, ``netbench worker`` (rank 0) and preflight. This module imports none of them,
-so they can all import it.
+Every path that measures ends here with a plan and started-or-startable ranks: each launch of a
+run (``netbench.run.launch.Launch``: sweep on every site, its re-tests, preflight's launches) and
+``netbench worker`` (rank 0). This module imports none of them, so they can all import it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ class RunSettings:
 
 
 
-
 def execute(
     plan: WorkerPlan,
     slots: list[HostSlot],
@@ -65,7 +64,9 @@ def execute(
     progress: Progress | None = None,
 ) -> Outcome:
     """Run a plan and keep the run directory true at every moment (run.json says 'running' first).
-    Everything echoed goes through the terminal sanitiser: rows, notes and faults carry hosts' text."""
+    Everything echoed goes through the terminal sanitiser: rows, notes and faults carry hosts' text.
+    Called by ``netbench.run.launch.Launch`` alone: the one engine every command that measures shares
+    (tests/test_one_engine.py)."""
     raw_echo = echo
 
     def echo(text: str) -> None:
@@ -73,61 +74,13 @@ def execute(
 
     progress = progress or Progress()
     t0 = time.time()
-    if settings.follow_up:
-        rundir.write_plan(plan.json_chunks(), FOLLOW_UP_PLAN)
-    else:
-        rundir.write_run(
-            status="running",
-            started=utc_now(),
-            netbench_version=__version__,
-            launcher=settings.launcher_name,
-            backend=plan.backend,
-            device=plan.device,
-            hosts=[s.host for s in slots],
-            world_size=plan.world_size,
-            options=settings.options,
-        )
-        rundir.write_plan(plan.json_chunks())
-    table = TablePrinter(write=lambda s: (progress.clear(), echo(s)))
-    modes = {m for p in plan.phases for m in p.spec.in_place}
-    writer = rundir.writer()
-    arrivals: list[Any] = []  # arrivals.jsonl's writer, opened with the first record
-    rows: list[dict[str, Any]] = []
-    full: list[DiskFull] = []  # the run directory's disk is full: the rows still coming are lost
-
-    def on_row(row: dict[str, Any]) -> None:
-        if full:
-            return
-        extra = row.get("extra")
-        # a point's arrivals travel in its row and are kept beside it (arrivals.jsonl), not in it:
-        # results.jsonl stays one flat measurement a line; the reader checks every record
-        record = extra.pop("arrivals", None) if isinstance(extra, dict) else None
-        try:
-            writer.write(row)
-            if isinstance(record, dict):
-                if not arrivals:
-                    arrivals.append(rundir.arrivals_writer())
-                extra = record.get("extra")
-                samples = extra.pop("samples", None) if isinstance(extra, dict) else None
-                arrivals[0].write(record)
-                if samples is not None:  # --per-iter: every sample, beside the summary, compressed
-                    rundir.append_samples(record, samples)
-        except DiskFull as exc:
-            full.append(exc)
-            raise
-        rows.append(row)
-        if settings.print_table is None or settings.print_table(row):
-            coll = get_collective(row["collective"])
-            engine = row.get("engine") or "torch"
-            n = int(row.get("ranks") or 2)
-            oop, ip = (coll.runs(m, engine, n) and m in modes for m in (False, True))
-            table.add(row, oop, ip, notes=[why for m in modes if (why := coll.unmeasured(m, engine, n))])
-
+    _record_start(plan, slots, rundir, settings)
+    sink = _RowSink(plan, rundir, settings, TablePrinter(write=lambda s: (progress.clear(), echo(s))))
     coord = Coordinator(
         plan,
         slots,
         launcher,
-        on_row=on_row,
+        on_row=sink,
         on_progress=progress.update,
         on_note=lambda s: progress.note(f"netbench: {terminal_safe(s)}"),
         fail_fast=settings.fail_fast,
@@ -149,24 +102,100 @@ def execute(
         raise
     finally:
         progress.clear()
-        writer.close()
-        for w in arrivals:
-            w.close()
+        sink.close()
         out = outcome or coord.outcome
-        # a run's hosts lost in any of its launches (a re-test, preflight's escalation) stay named:
-        # a later launch adds to what an earlier one recorded, never replaces it
-        earlier = rundir.read_run()
-        lost = {"down_hosts": sorted(set(earlier.get("down_hosts") or []) | out.down_hosts),
-                "faults": list(earlier.get("faults") or []) + [asdict(f) for f in out.faults]}
-        if settings.follow_up:
-            rundir.write_run(**lost)
-        else:
-            _record_end(rundir, out, stop, round(time.time() - t0, 3), rows, lost)
+        _record_launch(rundir, settings, out, stop, round(time.time() - t0, 3), sink.rows)
     if stop is not None and settings.follow_up:  # a later launch's caller records where it stopped
         raise stop
     if not settings.follow_up:
-        summarize(rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
+        summarize(sink.rows, out, echo, rundir.read_inventory() if rundir.inventory_path.exists() else [])
     return out
+
+
+def _record_start(plan: WorkerPlan, slots: list[HostSlot], rundir: RunDir, settings: RunSettings) -> None:
+    """run.json says 'running' and plan.json holds the plan before any rank starts; a follow-up
+    launch leaves the run's own and writes its plan beside them (``FOLLOW_UP_PLAN``)."""
+    if settings.follow_up:
+        rundir.write_plan(plan.json_chunks(), FOLLOW_UP_PLAN)
+        return
+    rundir.write_run(
+        status="running",
+        started=utc_now(),
+        netbench_version=__version__,
+        launcher=settings.launcher_name,
+        backend=plan.backend,
+        device=plan.device,
+        hosts=[s.host for s in slots],
+        world_size=plan.world_size,
+        options=settings.options,
+    )
+    rundir.write_plan(plan.json_chunks())
+
+
+class _RowSink:
+    """The coordinator's ``on_row``: each row to results.jsonl as it comes (its arrivals beside it),
+    and to nccl-tests' table when the settings ask for it."""
+
+    def __init__(self, plan: WorkerPlan, rundir: RunDir, settings: RunSettings, table: TablePrinter) -> None:
+        self.rundir, self.settings, self.table = rundir, settings, table
+        self.modes = {m for p in plan.phases for m in p.spec.in_place}
+        self.writer = rundir.writer()
+        self.arrivals: list[Any] = []  # arrivals.jsonl's writer, opened with the first record
+        self.rows: list[dict[str, Any]] = []
+        self.full: list[DiskFull] = []  # the run directory's disk is full: the rows still coming are lost
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        if self.full:
+            return
+        extra = row.get("extra")
+        # a point's arrivals travel in its row and are kept beside it (arrivals.jsonl), not in it:
+        # results.jsonl stays one flat measurement a line; the reader checks every record
+        record = extra.pop("arrivals", None) if isinstance(extra, dict) else None
+        try:
+            self.writer.write(row)
+            if isinstance(record, dict):
+                self._keep_arrivals(record)
+        except DiskFull as exc:
+            self.full.append(exc)
+            raise
+        self.rows.append(row)
+        if self.settings.print_table is None or self.settings.print_table(row):
+            coll = get_collective(row["collective"])
+            engine = row.get("engine") or "torch"
+            n = int(row.get("ranks") or 2)
+            oop, ip = (coll.runs(m, engine, n) and m in self.modes for m in (False, True))
+            notes = [why for m in self.modes if (why := coll.unmeasured(m, engine, n))]
+            self.table.add(row, oop, ip, notes=notes)
+
+    def _keep_arrivals(self, record: dict[str, Any]) -> None:
+        if not self.arrivals:
+            self.arrivals.append(self.rundir.arrivals_writer())
+        extra = record.get("extra")
+        samples = extra.pop("samples", None) if isinstance(extra, dict) else None
+        self.arrivals[0].write(record)
+        if samples is not None:  # --per-iter: every sample, beside the summary, compressed
+            self.rundir.append_samples(record, samples)
+
+    def close(self) -> None:
+        self.writer.close()
+        for w in self.arrivals:
+            w.close()
+
+
+def _record_launch(
+    rundir: RunDir, settings: RunSettings, out: Outcome, stop: Interrupted | None, seconds: float,
+    rows: list[dict[str, Any]],
+) -> None:
+    """run.json after a launch, however it ended. A run's hosts lost in any of its launches (a
+    re-test, preflight's escalation) stay named: a later launch adds to what an earlier one
+    recorded, never replaces it."""
+    earlier = rundir.read_run()
+    lost = {"down_hosts": sorted(set(earlier.get("down_hosts") or []) | out.down_hosts),
+            "faults": list(earlier.get("faults") or []) + [asdict(f) for f in out.faults]}
+    if settings.follow_up:
+        rundir.write_run(**lost)
+    else:
+        _record_end(rundir, out, stop, seconds, rows, lost)
 
 
 def _record_end(

@@ -1,4 +1,5 @@
-"""One sweep, every site: the stages of ``netbench sweep`` written once, in this order
+"""One sweep, every site: ``netbench sweep`` as a policy (``SweepStages``) over the run's stages,
+which every command that measures shares (``netbench.run.stages.run_stages``), in this order
 
   inventory -> switches -> backend and engine -> slots -> plan -> execute -> confirm -> report -> exit status
 
@@ -19,31 +20,21 @@ goes on with the others and ends with a summary, the report and one exit status 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from netbench import __version__
-from netbench.collectives.plan import WorkerPlan
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
-from netbench.common.interrupts import (
-    DiskFull,
-    Interrupted,
-    StageMark,
-    as_interrupted,
-    on_exit_now,
-    stopped,
-)
+from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.common.rundir import GrowingRows, RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
 from netbench.coordinator import Outcome
-from netbench.defaults import START_TIMEOUT_S, confirm_budget
-from netbench.engine import RunSettings, execute, exit_status, finish_report
+from netbench.defaults import confirm_budget
+from netbench.engine import exit_status, finish_report
 from netbench.inventory.model import NodeInventory, shared_runs
-from netbench.launch import HostSlot, Launcher
 from netbench.options import ClusterOptions
 from netbench.planner import (
     PlanRequest,
@@ -56,24 +47,14 @@ from netbench.planner import (
     sweep_spec,
 )
 from netbench.progress import Progress
+from netbench.run.launch import Launch
+from netbench.run.stages import Opened, Planned, run_stages
 from netbench.sites.base import Site, Switches, check_distinct, judged
 from netbench.table import in_table
 
 if TYPE_CHECKING:
     from netbench.common.pairrows import PairRows
     from netbench.confirm import PhaseGate, PhaseList, Retested
-
-
-@dataclass(frozen=True)
-class Planned:
-    """What the stages before the launch decided, for the launch and the re-tests."""
-
-    backend: str
-    slots: list[HostSlot]
-    request: PlanRequest
-    plan: WorkerPlan
-    engine_note: str | None = None
-    """Said once at the start when ``--engine auto`` gave torch for some host (planner.choose_engine)."""
 
 
 def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dict[str, NodeInventory],
@@ -146,20 +127,137 @@ def verdict_only(echo: Callable[[str], None]) -> Callable[[str], None]:
 
 def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] = print,
                  progress: Progress | None = None) -> int:
-    """The whole sweep on ``site``; its exit status (``engine.exit_status``). A signal or a full
-    disk at any stage (``netbench.common.interrupts``) ends it with run.json saying so."""
+    """The whole sweep on ``site``: the run's stages (``netbench.run.stages``) with sweep's policy;
+    its exit status (``engine.exit_status``). A signal or a full disk at any stage
+    (``netbench.common.interrupts``) ends it with run.json saying so."""
     echo = verdict_only(echo) if opts.quiet else echo
-    entries = site.hosts()
-    run_id = getattr(site, "run_id", None) or new_run_id()  # a site may label what it makes with it
-    RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
-    if not site.one_machine:
-        where = opts.hosts_file or getattr(site, "source", None) or f"the {site.name} allocation"
-        echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
-             + ("; inventory first" if opts.inventory else ""))
+    return run_stages(SweepStages(opts, progress), site, echo)
+
+
+@dataclass
+class SweepStages:
+    """Sweep's policy over the run's stages (``netbench.run.stages.StagePolicy``): the inventory and
+    the plan before the run directory (bad input leaves none, what the inventory found stays), the
+    whole plan in one launch, its suspects re-tested within ``--confirm-budget``, the report and
+    ``engine.exit_status``."""
+
+    opts: ClusterOptions
+    progress: Progress | None = None
+    entries: list[HostEntry] = field(default_factory=list)
+    records: list[NodeInventory] = field(default_factory=list)
+    switches: Switches = field(default_factory=Switches)
+    planned: Planned | None = None
+    rows: GrowingRows | None = None
+    """The run's pair rows, read once, by the confirm step and the pair table after it."""
+
+    def open(self, site: Site, echo: Callable[[str], None]) -> Opened:
+        """Hosts, inventory, switches and the plan, then the run directory."""
+        opts = self.opts
+        self.entries = entries = site.hosts()
+        run_id = getattr(site, "run_id", None) or new_run_id()  # a site may label what it makes with it
+        RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
+        if not site.one_machine:
+            where = opts.hosts_file or getattr(site, "source", None) or f"the {site.name} allocation"
+            echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
+                 + ("; inventory first" if opts.inventory else ""))
+        self.records, self.switches = _inventory_first(opts, site, entries, run_id, echo)
+        live = self._live(echo)
+        try:
+            check_distinct(entries, self.records)  # one machine under two names: refused before any rank
+            if not live:
+                first = self.records[0]
+                raise UsageError(f"no host could be reached or run a rank ({len(entries)} tried; "
+                                 f"{first.host}: {first.status}: {first.error}): nothing to measure")
+            nodes = {n.host: n for n in self.records}
+            self.planned = plan_run(opts, site, live, nodes, self.switches, run_id)
+        except UsageError as exc:
+            if self.records:  # what the inventory found stays, with why nothing was measured
+                rundir = RunDir.create(opts.out, run_id=run_id)
+                rundir.write_inventory(self.records)
+                rundir.write_run(command="sweep", launcher=site.name, status="failed", error=str(exc))
+            raise
+        rundir = RunDir.create(opts.out, run_id=run_id)
+        counted = live if self.records else []  # the counters go where the inventory went
+        return Opened(site, rundir, Stage("measuring", rundir), echo, progress=self.progress, counted=counted)
+
+    def _live(self, echo: Callable[[str], None]) -> list[HostEntry]:
+        """The hosts the inventory found able to run ranks (all of them without one), the others said."""
+        nodes = {n.host: n for n in self.records}
+        for n in [n for n in self.records if not n.ok][:20]:
+            said = f"# {n.host}: {n.status}: {n.error} (left out of the sweep)"
+            echo(terminal_safe(said, keep_newlines=False))
+        for other in shared_runs(self.records):  # another netbench run on these hosts (launch/marker.py)
+            echo(f"# {other.line()}")
+        return [e for e in self.entries if e.name not in nodes or nodes[e.name].ok]
+
+    def inventory(self, run: Opened) -> None:
+        """What the inventory and the switches found, and the run so far, into the run directory."""
+        assert self.planned is not None
+        # --confirm-budget auto becomes seconds here, where the hosts are known: run.json's options say them
+        self.opts = replace(self.opts, confirm_budget_s=confirm_budget(self.opts.confirm_budget_s,
+                                                                       len(self.planned.slots)))
+        rundir, records = run.rundir, self.records
+        for name, text in self.switches.saved.items():
+            (rundir.path / name).write_text(text)
+        if records:
+            rundir.write_inventory(records)
+        rundir.write_run(
+            command="sweep", topology=self.switches.uplinks,
+            host_labels={e.name: e.labels for e in self.entries}, hosts_file=self.opts.hosts_file,
+            scheduler_job=run.site.job_id,
+            left_out={n.host: f"{n.status}: {n.error}" for n in records if not n.ok} or None,
+        )
+
+    def plan(self, run: Opened) -> Planned:
+        """The plan made before the run directory, said."""
+        assert self.planned is not None
+        announce(self.opts, run.site, self.planned, run.rundir, run.echo)
+        return replace(self.planned, options=asdict(self.opts), start_timeout_s=self.opts.start_timeout_s)
+
+    def measure(self, run: Opened, planned: Planned, launch: Launch) -> Outcome:
+        """The whole plan in one launch."""
+        assert planned.plan is not None
+        self.rows = GrowingRows(run.rundir)
+        return launch.run(planned.plan, planned.slots, launcher_name=run.site.name, print_table=in_table,
+                          fail_fast=self.opts.patterns == ["world"])  # one group: its first fault ends it
+
+    def confirm(self, run: Opened, planned: Planned, launch: Launch, outcome: Outcome) -> None:
+        """The pairwise phase's suspects re-tested (``confirm``), each launch a follow-up of the run."""
+        retest_s = self.opts.confirm_budget_s
+        assert retest_s is not None and self.rows is not None
+        if "pairwise" in self.opts.patterns and retest_s > 0 and outcome.status == "completed":
+            run.mark.enter("re-tests")
+            confirm(replace(launch, follow_up=True), outcome, retest_s, self.opts.policy, self.rows)
+
+    def report(self, run: Opened, outcome: Outcome | None, confirmed: None) -> int:
+        """The closing lines, the report, and the exit status."""
+        assert outcome is not None and self.rows is not None
+        if outcome.status == "completed":
+            run.mark.enter("report")  # every measurement is in: the closing lines and the report
+        print_pairs(self.rows(), run.echo)
+        if outcome.status == "interrupted":  # execute recorded the stop; ``stopped`` says where it came
+            raise as_interrupted(KeyboardInterrupt())
+        findings = None
+        if self.opts.report:
+            findings = finish_report(run.rundir, run.echo, policy=self.opts.policy)
+            judged(run.site, run.rundir, findings, None, run.echo)  # Kubernetes' --k8s-label / --k8s-taint
+        return exit_status(outcome, run.rundir, findings, judged=self.opts.report, fail_on=self.opts.fail_on)
+
+    def stopped(self, run: Opened, stop: Interrupted) -> NoReturn:
+        """run.json says where the stop came (``Stage``), and the stop goes on up."""
+        assert isinstance(run.mark, Stage)
+        raise run.mark.stopped(stop, run.echo) from None
+
+
+def _inventory_first(
+    opts: ClusterOptions, site: Site, entries: list[HostEntry], run_id: str, echo: Callable[[str], None]
+) -> tuple[list[NodeInventory], Switches]:
+    """The inventory (``--inventory``) and the switches, before the run directory: stopped here, a
+    run directory still says how the run ended."""
     try:
         records = site.inventory(entries, echo, timeout_s=opts.inventory_timeout_s) if opts.inventory else []
-        switches = site.switches(entries, echo)
-    except KeyboardInterrupt as exc:  # the run directory still says how the run ended
+        return records, site.switches(entries, echo)
+    except KeyboardInterrupt as exc:
         rundir = RunDir.create(opts.out, run_id=run_id)
         rundir.write_inventory([])  # none came back: a run directory, with nothing judged
         stop = as_interrupted(exc)
@@ -168,37 +266,6 @@ def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] =
                          error=f"{stop.what} during the inventory", stopped_in="inventory", ended=utc_now())
         echo(f"# {stop.what} during the inventory; run directory {rundir.path}")
         raise stop from None
-    nodes = {n.host: n for n in records}
-    for n in [n for n in records if not n.ok][:20]:
-        echo(terminal_safe(f"# {n.host}: {n.status}: {n.error} (left out of the sweep)", keep_newlines=False))
-    for other in shared_runs(records):  # another netbench run on these hosts (launch/marker.py)
-        echo(f"# {other.line()}")
-    live = [e for e in entries if e.name not in nodes or nodes[e.name].ok]
-    try:
-        check_distinct(entries, records)  # one machine under two names: refused before any rank
-        if not live:
-            first = records[0]
-            raise UsageError(f"no host could be reached or run a rank ({len(entries)} tried; {first.host}: "
-                             f"{first.status}: {first.error}): nothing to measure")
-        planned = plan_run(opts, site, live, nodes, switches, run_id)
-    except UsageError as exc:
-        if records:  # what the inventory found stays, with why nothing was measured
-            rundir = RunDir.create(opts.out, run_id=run_id)
-            rundir.write_inventory(records)
-            rundir.write_run(command="sweep", launcher=site.name, status="failed", error=str(exc))
-        raise
-    rundir = RunDir.create(opts.out, run_id=run_id)
-    rundir.hold_reserve()  # run.json's last words on a full disk
-    stage = Stage("measuring", rundir)
-    on_exit_now(stage.last_words)
-    try:
-        return _measure_and_judge(opts, site, planned, rundir, switches, entries, records, live,
-                                  stage, echo, progress)
-    except KeyboardInterrupt as exc:
-        raise stage.stopped(as_interrupted(exc), echo) from None
-    finally:
-        on_exit_now(None)
-        rundir.release_reserve()
 
 
 @dataclass
@@ -235,110 +302,12 @@ class Stage(StageMark):
         self.rundir.write_run(**fields)
 
 
-def _measure_and_judge(
-    opts: ClusterOptions, site: Site, planned: Planned, rundir: RunDir, switches: Switches,
-    entries: list[HostEntry], records: list[NodeInventory], live: list[HostEntry], stage: Stage,
-    echo: Callable[[str], None], progress: Progress | None,
-) -> int:
-    """The run directory made: launch, re-tests, report, exit status (``stage`` follows)."""
-    # --confirm-budget auto becomes seconds here, where the hosts are known: run.json's options say them
-    retest_s = confirm_budget(opts.confirm_budget_s, len(planned.slots))
-    opts = replace(opts, confirm_budget_s=retest_s)
-    for name, text in switches.saved.items():
-        (rundir.path / name).write_text(text)
-    if records:
-        rundir.write_inventory(records)
-    rundir.write_run(
-        command="sweep", topology=switches.uplinks, host_labels={e.name: e.labels for e in entries},
-        hosts_file=opts.hosts_file, scheduler_job=site.job_id,
-        left_out={n.host: f"{n.status}: {n.error}" for n in records if not n.ok} or None,
-    )
-    announce(opts, site, planned, rundir, echo)
-    settings = RunSettings(
-        launcher_name=site.name,
-        options=asdict(opts),
-        fail_fast=opts.patterns == ["world"],  # one group: its first fault is the run's end
-        print_table=in_table,
-        start_timeout_s=opts.start_timeout_s,
-    )
-    counted = live if records else []  # the counters go where the inventory went
-    if counted:
-        site.counters("before", counted, rundir)
-    rows = GrowingRows(rundir)  # read once, by the confirm step and the pair table after it
-    try:
-        launcher = site.launcher([s.host for s in planned.slots])
-        outcome = execute(planned.plan, planned.slots, launcher, rundir, settings, echo, progress)
-        if "pairwise" in opts.patterns and retest_s > 0 and outcome.status == "completed":
-            stage.enter("re-tests")
-            launch = RetestLaunch(planned.request, planned.slots, planned.backend, rundir, site.launcher,
-                                  echo, progress, start_timeout_s=opts.start_timeout_s)
-            confirm(launch, outcome, retest_s, opts.policy, rows)
-    finally:  # an interrupted run keeps what its links did until then (a full disk has no room)
-        if counted and not isinstance(stopped(), DiskFull):
-            site.counters("after", counted, rundir)
-    if outcome.status == "completed":
-        stage.enter("report")  # every measurement is in: the closing lines and the report
-    print_pairs(rows(), echo)
-    if outcome.status == "interrupted":  # execute recorded the stop; run_pipeline says where it came
-        raise as_interrupted(KeyboardInterrupt())
-    findings = None
-    if opts.report:
-        findings = finish_report(rundir, echo, policy=opts.policy)
-        judged(site, rundir, findings, None, echo)  # Kubernetes' --k8s-label / --k8s-taint
-    return exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)
-
-
-@dataclass(frozen=True)
-class RetestLaunch:
-    """The ``Measure`` of a sweep's re-tests (``netbench.confirm``): one more launch of ranks on the
-    hosts of the re-test phases, as a follow-up of the run (its run.json and plan.json stay its own,
-    the rows go to its results.jsonl). ``sweep --hosts`` launches over SSH or locally, ``netbench
-    simulate`` on its fabric (``make_launcher``)."""
-
-    request: PlanRequest
-    slots: list[HostSlot]
-    backend: str
-    rundir: RunDir
-    make_launcher: Callable[[list[str]], Launcher]
-    echo: Callable[[str], None]
-    progress: Progress | None = None
-    clock: Callable[[], float] = time.monotonic
-    """The hosts' time, which the budget and the phase times are read from (a fabric's own)."""
-    start_timeout_s: float = START_TIMEOUT_S
-    """How long the re-test launch's agents may take to start (``--start-timeout``)."""
-
-    def __call__(self, phases: PhaseList, gate: PhaseGate) -> Outcome:
-        from netbench.planner import PairRound
-
-        by_host = {s.host: s for s in self.slots}
-        used = [h for h in by_host if any(h in p for _, _, pairs in phases for p in pairs)]
-        base, mine = 0, []
-        for h in used:  # the re-test launch numbers its own ranks
-            mine.append(HostSlot(host=h, nprocs=by_host[h].nprocs, rank_base=base, labels=by_host[h].labels))
-            base += by_host[h].nprocs
-        req = replace(self.request, patterns=["pairwise"], pair_rounds=[PairRound(*ph) for ph in phases])
-
-        def before(phase: Any) -> bool:
-            go = gate(phase)
-            self.echo(f"# {phase.name}: " + (f"{len(phase.groups)} pair(s)" if go else "no budget left"))
-            return go
-
-        launcher = self.make_launcher(used)
-        settings = RunSettings(
-            launcher_name=launcher.name,
-            fail_fast=False,
-            start_timeout_s=self.start_timeout_s,
-            print_table=lambda row: False,
-            before_phase=before,
-            follow_up=True,
-            clock=self.clock,
-        )
-        plan = build_plan(req, self.rundir.run_id, mine, self.backend)
-        return execute(plan, mine, launcher, self.rundir, settings, self.echo, self.progress)
+RetestLaunch = Launch
+"""A run's re-test launch (``netbench simulate``'s confirm step makes one): the run's one ``Launch``."""
 
 
 def confirm(
-    launch: RetestLaunch, outcome: Outcome, budget_s: float, policy: str | None, read_rows: GrowingRows
+    launch: Launch, outcome: Outcome, budget_s: float, policy: str | None, read_rows: GrowingRows
 ) -> Retested:
     """Re-test the suspects of the pairwise phase (``outcome``: how its launch went) against
     known-good partners within ``budget_s`` (``--confirm-budget``, all of it for measuring: the report
@@ -377,7 +346,16 @@ def confirm(
         budget=budget,
         words=SWEEP_WORDS,
     )
-    done = retest_suspects(setup, launch)
+
+    def measure(phases: PhaseList, gate: PhaseGate) -> Outcome:
+        def before(phase: Any) -> bool:  # each re-test phase said as it starts, or why not
+            go = gate(phase)
+            launch.echo(f"# {phase.name}: " + (f"{len(phase.groups)} pair(s)" if go else "no budget left"))
+            return go
+
+        return launch(phases, before)
+
+    done = retest_suspects(setup, measure)
     rundir.write_run(
         retests=done.evidence.to_json(),
         confirm={

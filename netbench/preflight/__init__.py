@@ -1,6 +1,8 @@
 """``netbench preflight``: a yes/no before a large job, and the nodes to drain, within a time budget.
 
-Stages, one function each; the budget covers all of them, inventory included:
+Stages, one method each of ``stages.PreflightStages``, preflight's policy over the run's stages
+(``netbench.run.stages``: the launches, counters and stops are sweep's); the budget covers all of
+them, inventory included:
   1. inventory + policy  every host probed over SSH; the rules that need no traffic (versions and
                          firmware against the policy and the fleet, GPU count, ports, PCIe) run at once.
                          Nodes that already fail are left out of the measurement (``fail_fast``:
@@ -58,8 +60,6 @@ from netbench.preflight.outputs import (
 )
 from netbench.preflight.stages import (
     analyse,
-    make_setup,
-    measure,
     run_preflight,
     stage_inventory,
 )
@@ -80,8 +80,6 @@ __all__ = [
     "format_summary",
     "judge",
     "json_report",
-    "make_setup",
-    "measure",
     "plan_escalation",
     "quick_rounds",
     "run_preflight",

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from netbench.common.errors import NetbenchError
 from netbench.reports.verdict import ERROR, exit_code
-
-if TYPE_CHECKING:
-    from netbench.planner import PlanRequest
-    from netbench.sites.base import Site
 
 EXIT_COULD_NOT_RUN = exit_code("preflight", ERROR)  # the one table (docs/exit-status.md)
 MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
@@ -110,17 +105,3 @@ class PreflightResult:
     info: dict[str, Any]  # budget, stage times, suspects, re-tests: run.json's and the JSON's "preflight"
     report_html: Path | None = None
 
-
-@dataclass
-class _Setup:
-    """What both launches share: hosts, ranks per host, what to measure, how to reach the hosts."""
-
-    opts: PreflightOptions
-    entries: dict[str, Any]
-    site: Site
-    """Where the hosts are and how each launch reaches them (``netbench.sites``)."""
-    rundir: Any
-    backend: str
-    nprocs: dict[str, int]
-    request: PlanRequest
-    echo: Callable[[str], None]

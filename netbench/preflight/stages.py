@@ -1,17 +1,18 @@
-"""Preflight's stages (inventory + policy, quick pass, escalation, report) and ``run_preflight``."""
+"""Preflight's stages (inventory + policy, quick pass, escalation, sequential tests, report) as a
+policy over the run's stages (``PreflightStages``, ``netbench.run.stages``), and ``run_preflight``."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netbench.common.hosts import HostEntry
-from netbench.common.interrupts import Interrupted, StageMark, as_interrupted, on_exit_now
+from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.confirm import (
     MAX_LAUNCHES,
     PREFLIGHT_WORDS,
@@ -30,13 +31,20 @@ from netbench.preflight.options import (
     PreflightError,
     PreflightOptions,
     PreflightResult,
-    _Setup,
 )
 from netbench.preflight.outputs import _size, _write_report
 from netbench.preflight.sequential import SequentialSetup, run_sequential
 from netbench.reports.analyses import RetestEvidence
 from netbench.reports.verdict import drain_and_check
 from netbench.sites.base import Site, check_distinct, judged
+
+if TYPE_CHECKING:
+    from netbench.confirm import PhaseList
+    from netbench.coordinator import Outcome
+    from netbench.inventory.model import NodeInventory
+    from netbench.reports.analyses import Retest
+    from netbench.run.launch import Launch
+    from netbench.run.stages import Opened, Planned
 
 
 # -- stage 1: inputs and inventory -------------------------------------------------------------------
@@ -134,89 +142,6 @@ def stage_inventory(
     return {n.host: n for n in nodes}
 
 
-def make_setup(
-    opts: PreflightOptions,
-    entries: dict[str, Any],
-    nodes: dict[str, Any],
-    live: list[str],
-    site: Site,
-    rundir: Any,
-    echo: Callable[[str], None],
-) -> _Setup:
-    """Backend (NCCL when every node has GPUs), ranks per host, and the request every launch plans
-    from: one collective at the pair sizes, for the pairs and the ring alike."""
-    from netbench.common.errors import UsageError
-    from netbench.options import SweepOptions
-    from netbench.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
-
-    caps = site.caps([entries[h] for h in live], nodes)
-    gpus = {c.host: c.gpus for c in caps}
-    try:
-        backend = choose_backend(opts.backend, caps)
-        engine = choose_engine("auto", backend, caps)  # preflight has no --engine: the run's rule
-        sizes = sorted(opts.pair_sizes or PREFLIGHT_PAIR_SIZES[backend])
-        measure = SweepOptions(
-            collectives=[opts.collective],
-            iters=opts.iters,
-            warmup=opts.warmup,
-            in_place="out",
-            timeout_s=opts.timeout_s,
-            backend=backend,
-        )
-        request = PlanRequest(measure=measure, sizes=sizes, pair_sizes=sizes, engine=engine.engine)
-        sweep_spec(request, backend)  # bad input (a dtype gloo lacks, ...) before anything starts
-    except UsageError as exc:
-        raise PreflightError(str(exc)) from None
-    if engine.note:
-        echo(f"# {engine.note}")
-    slots = host_slots([entries[h] for h in live], backend, gpus, opts.procs_per_host)
-    nprocs = {s.host: s.nprocs for s in slots}
-    return _Setup(opts, entries, site, rundir, backend, nprocs, request, echo)
-
-
-def measure(
-    setup: _Setup, pair_phases: list[tuple[str, int, list[Pair]]], ring: list[str], gate: PhaseGate
-) -> Any:
-    """One launch of ranks on the hosts involved: the pair phases, then the ring (if any hosts)."""
-    from dataclasses import replace
-
-    from netbench.engine import RunSettings, execute
-    from netbench.launch import HostSlot
-    from netbench.planner import PairRound, build_plan
-
-    involved = {h for _, _, pairs in pair_phases for p in pairs for h in p} | set(ring)
-    used = [h for h in setup.entries if h in involved]  # hosts-file order: the ring's order
-    slots, base = [], 0
-    for h in used:
-        slots.append(HostSlot(host=h, nprocs=setup.nprocs[h], rank_base=base, labels=setup.entries[h].labels))
-        base += setup.nprocs[h]
-    request = replace(
-        setup.request,
-        patterns=["pairwise"] * bool(pair_phases) + ["ring"] * (len(ring) >= 2),
-        pair_rounds=[PairRound(name, rnd, pairs) for name, rnd, pairs in pair_phases],
-    )
-    plan = build_plan(request, setup.rundir.run_id, slots, setup.backend)
-    launcher = setup.site.launcher(used)
-    settings = RunSettings(
-        launcher_name=launcher.name,
-        options=asdict(setup.opts),
-        fail_fast=False,
-        print_table=lambda row: False,
-        before_phase=gate,
-        clock=gate.budget.clock,
-    )
-    outcome = execute(plan, slots, launcher, setup.rundir, settings, setup.echo)
-    gate.ended = gate.budget.clock()
-    if outcome.status == "interrupted":  # execute recorded it; run_preflight says what was established
-        raise as_interrupted(KeyboardInterrupt())
-    incapable = [f for f in outcome.faults if f.kind == "capability"]
-    if incapable:  # the ranks' own report (the probe asks python3, not --python): not nodes to drain
-        hosts = sorted({f.host or "?" for f in incapable})
-        raise PreflightError(f"{len(hosts)} host(s) cannot run {plan.backend} ({', '.join(hosts)}): "
-                             + incapable[0].message)
-    return outcome
-
-
 # -- the procedure -----------------------------------------------------------------------------------
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
@@ -234,37 +159,15 @@ def run_preflight(
     Escalation repeats (at most ``max_escalations`` launches) while the analysis of everything
     measured names suspects not re-tested yet and the budget allows. ``site``: where the hosts are
     (``netbench.sites``; default: over SSH with a hosts file, else the Slurm allocation), a simulated
-    fabric's with ``clock`` its own."""
+    fabric's with ``clock`` its own. The stages are the run's (``netbench.run.stages``), with
+    preflight's policy (``PreflightStages``)."""
+    from netbench.run.stages import run_stages
     from netbench.sites.base import finished
 
     budget = Budget(opts.budget_s, clock=clock)
     info: dict[str, Any] = {"budget_s": opts.budget_s, "stages_s": {}, "escalations": [], "retests": {}}
     with finished(site or preflight_site(opts)) as where:  # what the site made goes, however it ends
-        return _run(opts, where, budget, info, echo, max_escalations)
-
-
-def _run(opts: PreflightOptions, site: Site, budget: Budget, info: dict[str, Any],
-         echo: Callable[[str], None], max_escalations: int) -> PreflightResult:
-    from netbench.common.errors import UsageError
-    from netbench.common.rundir import RunDir, utc_now
-
-    entries, policy, baseline = load_inputs(opts, site)
-    by_name = {e.name: e for e in entries}
-    try:  # a site may label what it makes with the run id (Kubernetes' pods)
-        rundir = RunDir.create(opts.out, run_id=getattr(site, "run_id", None))
-    except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
-        raise PreflightError(str(exc)) from None
-    rundir.hold_reserve()  # run.json's last words on a full disk
-    sofar = SoFar("inventory", started=utc_now())
-    on_exit_now(lambda stop: rundir.write_run(**sofar.run_fields(stop, ended=utc_now(), at_once=True)))
-    try:
-        return _stages(opts, site, entries, policy, baseline, rundir, budget, info, sofar, echo,
-                       max_escalations)
-    except KeyboardInterrupt as exc:
-        return _interrupted(as_interrupted(exc), sofar, rundir, list(by_name), budget, info, echo)
-    finally:
-        on_exit_now(None)
-        rundir.release_reserve()
+        return run_stages(PreflightStages(opts, budget, info, max_escalations), where, echo)
 
 
 @dataclass
@@ -277,6 +180,13 @@ class SoFar(StageMark):
     """Nodes established as failing: the inventory's checks (no traffic needed), nothing measured."""
     findings: list[Any] = field(default_factory=list)
     """The findings those rest on (the inventory's)."""
+    rundir: Any = None
+
+    def last_words(self, stop: Interrupted) -> None:
+        """A second signal: the one write it waits for (``interrupts.on_exit_now``)."""
+        from netbench.common.rundir import utc_now
+
+        self.rundir.write_run(**self.run_fields(stop, ended=utc_now(), at_once=True))
 
     def run_fields(self, stop: Interrupted, ended: str, at_once: bool = False) -> dict[str, Any]:
         said = f"{stop.what} during the {self.name}"
@@ -311,104 +221,174 @@ def _interrupted(
                            findings=sofar.findings, rundir=rundir, hosts=hosts, info=info)
 
 
-def _stages(
-    opts: PreflightOptions, site: Site, entries: list[HostEntry], policy: Any, baseline: Path | None,
-    rundir: Any, budget: Budget, info: dict[str, Any], sofar: SoFar, echo: Callable[[str], None],
-    max_escalations: int,
-) -> PreflightResult:
-    """The stages once the run directory is made (``run_preflight``); ``sofar`` follows them."""
-    from netbench import __version__
-    from netbench.common.findings import worst
-    from netbench.common.pairrows import MetPairs
-    from netbench.common.rundir import GrowingRows, utc_now
-    from netbench.reports.verdict import judge
 
-    stages: dict[str, float] = info["stages_s"]
 
-    def spent(name: str, seconds: float) -> None:
+@dataclass
+class PreflightStages:
+    """Preflight's policy over the run's stages (``netbench.run.stages.StagePolicy``): the run
+    directory first, the inventory within the budget and its rules at once, the quick pass
+    (``judging.quick_rounds``), escalations (``netbench.confirm``) and sequential rounds
+    (``preflight.sequential``) while the budget lasts, then the report and the drain rule
+    (``reports.verdict.drain_and_check``). ``info`` is run.json's ``preflight`` as it grows."""
+
+    opts: PreflightOptions
+    budget: Budget
+    info: dict[str, Any]
+    max_escalations: int = MAX_LAUNCHES
+    sofar: SoFar = field(default_factory=lambda: SoFar("inventory"))
+    entries: list[HostEntry] = field(default_factory=list)
+    policy: Any = None
+    baseline: Path | None = None
+    topology: dict[str, str] = field(default_factory=dict)
+    live: list[str] = field(default_factory=list)
+    """Hosts to measure: reachable, not failing the inventory's rules."""
+    rounds: list[list[Pair]] = field(default_factory=list)
+    """The quick pass's rounds of pairs."""
+    stop_early: bool = False
+    """``--fail-fast`` and the inventory fails: nothing is measured."""
+    nodes: dict[str, NodeInventory] = field(default_factory=dict)
+    t: float = 0.0
+    """The budget's elapsed time at the end of the last stage timed (``_mark``)."""
+    phase_s: float = 0.0
+    """A quick-pass phase's time: what a re-test phase will take, until one is measured."""
+
+    def _spent(self, name: str, seconds: float) -> None:
+        stages = self.info["stages_s"]
         stages[name] = round(stages.get(name, 0.0) + seconds, 3)
 
-    def mark(name: str, since: float) -> float:
-        now = budget.elapsed()
-        spent(name, now - since)
-        return now
+    def _mark(self, name: str) -> None:
+        now = self.budget.elapsed()
+        self._spent(name, now - self.t)
+        self.t = now
 
-    by_name = {e.name: e for e in entries}
-    started = sofar.started
-    switches = site.switches(entries, echo)
-    for name, text in switches.saved.items():
-        (rundir.path / name).write_text(text)
-    topology = switches.uplinks
-    rundir.write_run(
-        command="preflight",
-        status="running",
-        started=started,
-        netbench_version=__version__,
-        launcher=site.name,
-        scheduler_job=site.job_id,
-        hosts=list(by_name),
-        hosts_file=str(opts.hosts_file),
-        topology=topology,
-        host_labels={e.name: e.labels for e in entries},
-        budget_s=opts.budget_s,
-    )
-    echo(
-        f"# netbench preflight: {len(entries)} host(s) from "
-        f"{opts.hosts_file or ('the cluster' if site.name == 'k8s' else 'the Slurm allocation')}, "
-        f"budget {opts.budget_s:g} s; "
-        f"run directory {rundir.path}"
-    )
+    def open(self, site: Site, echo: Callable[[str], None]) -> Opened:
+        """The hosts, the policy and the baseline (bad input: exit 3), then the run directory, so that
+        the inventory's time is the budget's and its failures are recorded."""
+        from netbench.common.errors import UsageError
+        from netbench.common.rundir import RunDir, utc_now
+        from netbench.run.stages import Opened
 
-    # 1. inventory and policy
-    nodes = stage_inventory(entries, site, rundir, budget, echo)
-    _, inv_findings = analyse(rundir, policy, topology)
-    inv_findings = [f for f in inv_findings if f.rule != "run_incomplete"]  # this run: under way
-    failing, _ = drain_and_check(inv_findings, len(entries))
-    sofar.drain, sofar.findings = failing, inv_findings
-    live = [h for h in by_name if nodes[h].ok and h not in failing]
-    t = mark("inventory", 0.0)
-    echo(
-        f"# inventory: {sum(n.ok for n in nodes.values())} of {len(nodes)} reachable in {t:.1f} s; "
-        + (f"failing before any traffic: {', '.join(failing)}" if failing else "no node fails it")
-    )
-    stop = opts.fail_fast and worst(inv_findings) == "fail"
-    if stop:
-        echo("# --fail-fast: the inventory already fails; nothing measured")
-    elif len(live) < 2:
-        echo(f"# {len(live)} node(s) left to measure: inventory checks only")
+        self.entries, self.policy, self.baseline = load_inputs(self.opts, site)
+        try:  # a site may label what it makes with the run id (Kubernetes' pods)
+            rundir = RunDir.create(self.opts.out, run_id=getattr(site, "run_id", None))
+        except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
+            raise PreflightError(str(exc)) from None
+        self.sofar = SoFar("inventory", started=utc_now(), rundir=rundir)
+        return Opened(site, rundir, self.sofar, echo, clock=self.budget.clock)
 
-    evidence = RetestEvidence({}, PREFLIGHT_WORDS.not_suspect)
-    if not stop and len(live) >= 2:
-        # 2. quick pass
+    def inventory(self, run: Opened) -> None:
+        """Switches, run.json, then every host probed and the rules that need no traffic: the nodes
+        already failing, and the hosts left to measure."""
+        from netbench import __version__
+        from netbench.common.findings import worst
+
+        opts, site, rundir, echo, entries = self.opts, run.site, run.rundir, run.echo, self.entries
+        switches = site.switches(entries, echo)
+        for name, text in switches.saved.items():
+            (rundir.path / name).write_text(text)
+        self.topology = switches.uplinks
+        rundir.write_run(
+            command="preflight", status="running", started=self.sofar.started, netbench_version=__version__,
+            launcher=site.name, scheduler_job=site.job_id, hosts=[e.name for e in entries],
+            hosts_file=str(opts.hosts_file), topology=self.topology,
+            host_labels={e.name: e.labels for e in entries}, budget_s=opts.budget_s,
+        )
+        echo(
+            f"# netbench preflight: {len(entries)} host(s) from "
+            f"{opts.hosts_file or ('the cluster' if site.name == 'k8s' else 'the Slurm allocation')}, "
+            f"budget {opts.budget_s:g} s; "
+            f"run directory {rundir.path}"
+        )
+        self.nodes = nodes = stage_inventory(entries, site, rundir, self.budget, echo)
+        _, found = analyse(rundir, self.policy, self.topology)
+        found = [f for f in found if f.rule != "run_incomplete"]  # this run: under way
+        failing, _ = drain_and_check(found, len(entries))
+        self.sofar.drain, self.sofar.findings = failing, found
+        self.live = [e.name for e in entries if nodes[e.name].ok and e.name not in failing]
+        self._mark("inventory")
+        echo(
+            f"# inventory: {sum(n.ok for n in nodes.values())} of {len(nodes)} reachable in {self.t:.1f} s; "
+            + (f"failing before any traffic: {', '.join(failing)}" if failing else "no node fails it")
+        )
+        self.stop_early = opts.fail_fast and worst(found) == "fail"
+        if self.stop_early:
+            echo("# --fail-fast: the inventory already fails; nothing measured")
+        elif len(self.live) < 2:
+            echo(f"# {len(self.live)} node(s) left to measure: inventory checks only")
+
+    def plan(self, run: Opened) -> Planned | None:
+        """Backend (NCCL when every node has GPUs), ranks per host, and the request every launch plans
+        from: one collective at the pair sizes, for the pairs and the ring alike; None when the
+        inventory decided (``--fail-fast``) or fewer than two nodes are left."""
+        from netbench.common.errors import UsageError
+        from netbench.options import SweepOptions
+        from netbench.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
+        from netbench.run.stages import Planned
+
+        opts, budget = self.opts, self.budget
+        if self.stop_early or len(self.live) < 2:
+            return None
         if budget.left() < MIN_QUICK_PASS_S:
             raise PreflightError(
-                f"budget {opts.budget_s:g} s is too small: the inventory took {t:.1f} s and the quick pass "
-                f"needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory {rundir.path}"
+                f"budget {opts.budget_s:g} s is too small: the inventory took {self.t:.1f} s and the quick "
+                f"pass needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory "
+                f"{run.rundir.path}"
             )
-        sofar.enter("quick pass")
-        setup = make_setup(opts, by_name, nodes, live, site, rundir, echo)
-        measured = [by_name[h] for h in live]
-        site.counters("before", measured, rundir)  # where the site can read them (SSH)
-        rounds = quick_rounds(live, opts.rounds or policy.thresholds.min_partners, topology)
-        gate = PhaseGate(budget)
-        echo(
+        self.sofar.enter("quick pass")
+        measured = [e for e in self.entries if e.name in self.live]
+        caps = run.site.caps(measured, self.nodes)
+        try:
+            backend = choose_backend(opts.backend, caps)
+            engine = choose_engine("auto", backend, caps)  # preflight has no --engine: the run's rule
+            sizes = sorted(opts.pair_sizes or PREFLIGHT_PAIR_SIZES[backend])
+            measure = SweepOptions(collectives=[opts.collective], iters=opts.iters, warmup=opts.warmup,
+                                   in_place="out", timeout_s=opts.timeout_s, backend=backend)
+            request = PlanRequest(measure=measure, sizes=sizes, pair_sizes=sizes, engine=engine.engine)
+            sweep_spec(request, backend)  # bad input (a dtype gloo lacks, ...) before anything starts
+        except UsageError as exc:
+            raise PreflightError(str(exc)) from None
+        if engine.note:
+            run.echo(f"# {engine.note}")
+        run.counted = measured  # where the site can read them (SSH)
+        slots = host_slots(measured, backend, {c.host: c.gpus for c in caps}, opts.procs_per_host)
+        return Planned(backend, slots, request, engine_note=engine.note, options=asdict(opts))
+
+    def _launch(
+        self, launch: Launch, phases: PhaseList, gate: PhaseGate, ring: Sequence[str] = ()
+    ) -> Outcome:
+        """One launch (``launch``): the pair phases, then the ring (if any hosts); a stop or hosts that
+        cannot run the backend end the preflight."""
+        outcome = launch(phases, gate, ring)
+        gate.ended = gate.budget.clock()
+        if outcome.status == "interrupted":  # execute recorded it; ``stopped`` says what was established
+            raise as_interrupted(KeyboardInterrupt())
+        incapable = [f for f in outcome.faults if f.kind == "capability"]
+        if incapable:  # the ranks' own report (the probe asks python3, not --python): not nodes to drain
+            hosts = sorted({f.host or "?" for f in incapable})
+            raise PreflightError(f"{len(hosts)} host(s) cannot run {launch.backend} ({', '.join(hosts)}): "
+                                 + incapable[0].message)
+        return outcome
+
+    def measure(self, run: Opened, planned: Planned, launch: Launch) -> Outcome:
+        """The quick pass: a few rounds of pairs and the ring, in one launch."""
+        from netbench.common.rundir import utc_now
+
+        opts, rundir = self.opts, run.rundir
+        live = self.live
+        self.rounds = rounds = quick_rounds(live, opts.rounds or self.policy.thresholds.min_partners,
+                                            self.topology)
+        gate = PhaseGate(self.budget)
+        run.echo(
             f"# quick pass: {len(rounds)} round(s) of pairs{' + the ring' if opts.ring else ''} over "
-            f"{len(live)} node(s), {setup.backend}, {opts.collective} at "
-            + ", ".join(_size(s) for s in setup.request.pair_sizes or [])
+            f"{len(live)} node(s), {planned.backend}, {opts.collective} at "
+            + ", ".join(_size(s) for s in planned.request.pair_sizes or [])
         )
-        quick = measure(
-            setup,
-            [(f"pairs {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)],
-            live if opts.ring else [],
-            gate,
-        )
-        t = mark("quick_pass", t)
-        # the hosts and ranks of the run are the quick pass's: later launches (the re-tests) rewrite
-        # run.json with theirs, fewer when nodes were drained or lost, and are put back before the report
-        quick_run = {k: rundir.read_run().get(k) for k in ("hosts", "world_size")}
+        phases = [(f"pairs {i + 1}/{len(rounds)}", i + 1, rnd) for i, rnd in enumerate(rounds)]
+        quick = self._launch(launch, phases, gate, live if opts.ring else [])
+        self._mark("quick_pass")
         startup_s = quick.startup_s or 0.0
-        phase_s = max(gate.durations()[: len(rounds)] or [gate.estimate()])
-        info.update(
+        self.phase_s = max(gate.durations()[: len(rounds)] or [gate.estimate()])
+        self.info.update(
             startup_s=startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()], rounds=len(rounds)
         )
         if gate.skipped:
@@ -418,88 +398,102 @@ def _stages(
                 f"phases did not fit (start-up {startup_s:.1f} s, {gate.estimate():.1f} s a phase); what was "
                 f"measured is in {rundir.path}"
             )
+        return quick
 
-        # 3. suspects, 4. escalation (again while new suspects appear and the budget allows)
-        sofar.enter("escalation")
+    def confirm(self, run: Opened, planned: Planned, launch: Launch, quick: Outcome) -> RetestEvidence:
+        """3. suspects, 4. escalation (again while new suspects appear and the budget allows), 5. the
+        sequential tests; every launch is ``launch``'s, each recording itself as the run's."""
+        from netbench.common.pairrows import MetPairs
+        from netbench.common.rundir import GrowingRows
+
+        # the hosts and ranks of the run are the quick pass's: later launches (the re-tests) rewrite
+        # run.json with theirs, fewer when nodes were drained or lost, and are put back before the report
+        rundir, live, rounds = run.rundir, self.live, self.rounds
+        quick_run = {k: rundir.read_run().get(k) for k in ("hosts", "world_size")}
+        self.sofar.enter("escalation")
         read_rows = GrowingRows(rundir)
         retesting = RetestSetup(
-            analyse=lambda: analyse(rundir, policy, topology),
+            analyse=lambda: analyse(rundir, self.policy, self.topology),
             read_rows=read_rows,
-            echo=echo,
+            echo=run.echo,
             live=live,
             exclude=unusable_hosts(quick, read_rows()),
             tested=MetPairs(live, (p for rnd in rounds for p in rnd)),
             first_round=len(rounds) + 1,
-            phase_s=phase_s, startup_s=startup_s,  # the quick pass's: what a re-test launch will take
-            budget=budget, words=PREFLIGHT_WORDS, partners=opts.confirm, max_launches=max_escalations,
+            phase_s=self.phase_s, startup_s=quick.startup_s or 0.0,  # what a re-test launch will take
+            budget=self.budget, words=PREFLIGHT_WORDS, partners=self.opts.confirm,
+            max_launches=self.max_escalations,
         )
-        done = retest_suspects(retesting, lambda phases, gate: measure(setup, phases, [], gate))
-        spent("analysis", done.analysis_s)
+        done = retest_suspects(retesting, lambda phases, gate: self._launch(launch, phases, gate))
+        self._spent("analysis", done.analysis_s)
         if done.launches:
-            spent("escalation", done.launch_s)
-        info["escalations"] = done.launches
-
-        # 5. sequential tests: the budget left decides every node it can
+            self._spent("escalation", done.launch_s)
+        self.info["escalations"] = done.launches
         retests = done.retests
-        if opts.sequential:
-            sofar.enter("sequential tests")
-            measured_rows = read_rows()
-            seq = run_sequential(
-                SequentialSetup(
-                    hosts=[h for h in live if h not in retesting.exclude],
-                    switches=topology or {},
-                    factor=policy.thresholds.slow_node_factor,
-                    fwer=policy.thresholds.fwer,
-                    read_rows=read_rows,
-                    budget=budget,
-                    first_round=max(retesting.first_round, int(measured_rows.round.max(initial=0)) + 1),
-                    phase_s=phase_s,
-                    startup_s=startup_s,
-                    echo=echo,
-                ),
-                lambda phases, gate: measure(setup, phases, [], gate),
-            )
-            if seq.launches:
-                spent("sequential", seq.launch_s)
-            retests = retests | seq.decisions.retests(done.retests)
-            info["sequential"] = seq.to_json()
-        t = budget.elapsed()
-        info["retests"] = {k: asdict(v) for k, v in retests.items()}
-        evidence = RetestEvidence(retests, done.untested_reason, done.from_round)
+        if self.opts.sequential:
+            retests = retests | self._sequential(run, launch, retesting, done.retests)
+        self.t = self.budget.elapsed()
+        self.info["retests"] = {k: asdict(v) for k, v in retests.items()}
         rundir.write_run(**quick_run)
-        site.counters("after", measured, rundir)
+        return RetestEvidence(retests, done.untested_reason, done.from_round)
 
-    # 6. report: every measurement is in
-    sofar.enter("report")
-    rundir.write_run(status="completed")
-    ctx, findings = analyse(rundir, policy, topology, baseline, evidence)
-    drain, check = drain_and_check(findings, len(entries))
-    html = _write_report(rundir, ctx, findings, opts.html)
-    judged(site, rundir, findings, drain, echo)  # Kubernetes' --k8s-label / --k8s-taint
-    mark("report", t)
-    info.update(elapsed_s=round(budget.elapsed(), 3), drain=drain, check=check)
-    v, code = (said := judge(findings, len(entries), command="preflight")).status, said.code
-    rundir.write_run(
-        status="completed",
-        started=started,
-        ended=utc_now(),
-        finished=utc_now(),
-        seconds=info["elapsed_s"],
-        rows=len(loaded := rundir.read_rows()),
-        rows_failed=sum(r.get("status") != "ok" for r in loaded),
-        preflight=info,
-        retests=evidence.to_json(),  # `netbench report` of this run weighs the same re-tests
-        options=asdict(opts),
-        verdict=v,
-    )
-    return PreflightResult(
-        exit_code=code,
-        verdict=v,
-        drain=drain,
-        check=check,
-        findings=findings,
-        rundir=rundir,
-        hosts=list(by_name),
-        info=info,
-        report_html=html,
-    )
+    def _sequential(
+        self, run: Opened, launch: Launch, retesting: RetestSetup, earlier: dict[str, Retest]
+    ) -> dict[str, Retest]:
+        """5. sequential tests: the budget left decides every node it can; its verdicts."""
+        self.sofar.enter("sequential tests")
+        measured_rows = retesting.read_rows()
+        seq = run_sequential(
+            SequentialSetup(
+                hosts=[h for h in self.live if h not in retesting.exclude],
+                switches=self.topology or {},
+                factor=self.policy.thresholds.slow_node_factor,
+                fwer=self.policy.thresholds.fwer,
+                read_rows=retesting.read_rows,
+                budget=self.budget,
+                first_round=max(retesting.first_round, int(measured_rows.round.max(initial=0)) + 1),
+                phase_s=retesting.phase_s,
+                startup_s=retesting.startup_s,
+                echo=run.echo,
+            ),
+            lambda phases, gate: self._launch(launch, phases, gate),
+        )
+        if seq.launches:
+            self._spent("sequential", seq.launch_s)
+        self.info["sequential"] = seq.to_json()
+        return seq.decisions.retests(earlier)
+
+    def report(
+        self, run: Opened, outcome: Outcome | None, evidence: RetestEvidence | None
+    ) -> PreflightResult:
+        """6. report: every measurement is in; the drain list and the verdict."""
+        from netbench.common.rundir import utc_now
+        from netbench.reports.verdict import judge
+
+        rundir, info = run.rundir, self.info
+        evidence = evidence or RetestEvidence({}, PREFLIGHT_WORDS.not_suspect)
+        self.sofar.enter("report")
+        rundir.write_run(status="completed")
+        ctx, findings = analyse(rundir, self.policy, self.topology, self.baseline, evidence)
+        said = judge(findings, len(self.entries), command="preflight")  # the one rule (reports.verdict)
+        drain, check = list(said.drain), list(said.check)
+        html = _write_report(rundir, ctx, findings, self.opts.html)
+        judged(run.site, rundir, findings, drain, run.echo)  # Kubernetes' --k8s-label / --k8s-taint
+        self._mark("report")
+        info.update(elapsed_s=round(self.budget.elapsed(), 3), drain=drain, check=check)
+        v, code = said.status, said.code
+        rundir.write_run(
+            status="completed", started=self.sofar.started, ended=utc_now(), finished=utc_now(),
+            seconds=info["elapsed_s"], rows=len(loaded := rundir.read_rows()),
+            rows_failed=sum(r.get("status") != "ok" for r in loaded), preflight=info,
+            retests=evidence.to_json(),  # `netbench report` of this run weighs the same re-tests
+            options=asdict(self.opts), verdict=v,
+        )
+        hosts = [e.name for e in self.entries]
+        return PreflightResult(exit_code=code, verdict=v, drain=drain, check=check, findings=findings,
+                               rundir=rundir, hosts=hosts, info=info, report_html=html)
+
+    def stopped(self, run: Opened, stop: Interrupted) -> PreflightResult:
+        """A stop at any stage: the drain list established so far, no verdict (``_interrupted``)."""
+        return _interrupted(stop, self.sofar, run.rundir, [e.name for e in self.entries], self.budget,
+                            self.info, run.echo)
