@@ -130,7 +130,7 @@ def efficiency() -> None:
     """
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", "import netbench.pipeline, torch; torch.cuda.is_available()"], check=True
+        [sys.executable, "-c", "import netbench.run.pipeline, torch; torch.cuda.is_available()"], check=True
     )
     import_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as d:

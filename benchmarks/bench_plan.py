@@ -13,9 +13,9 @@ import argparse
 import resource
 import time
 
-from netbench.launch import HostSlot
-from netbench.options import SweepOptions
-from netbench.planner import PlanRequest, build_plan
+from netbench.agents.launchers import HostSlot
+from netbench.run.options import SweepOptions
+from netbench.run.planner import PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec
 
 

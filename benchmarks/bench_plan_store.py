@@ -65,7 +65,7 @@ def client_main() -> None:
     from netbench.collectives.messages import PREFIX
     from netbench.collectives.plan import WorkerPlan
 
-    from netbench.launch import fetch_host_plan, get_text, secured
+    from netbench.agents.launchers import fetch_host_plan, get_text, secured
 
     setup = json.loads(sys.stdin.readline())
     lock = threading.Lock()
@@ -201,11 +201,11 @@ class BenchLauncher:
 
 
 def run(hosts: int, leaves: int, ranks: int, mode: str, procs: int) -> dict[str, Any]:
-    import netbench.coordinator as coordinator
-    from netbench.coordinator import Coordinator
-    from netbench.launch import HostSlot, put_text
-    from netbench.options import SweepOptions
-    from netbench.planner import PlanRequest, build_plan
+    import netbench.agents.coordinator as coordinator
+    from netbench.agents.coordinator import Coordinator
+    from netbench.agents.launchers import HostSlot, put_text
+    from netbench.run.options import SweepOptions
+    from netbench.run.planner import PlanRequest, build_plan
     from netbench.sim.fabric import Fabric, FabricSpec
 
     fab = Fabric.build(FabricSpec(nodes=hosts, leaves=leaves))

@@ -112,10 +112,9 @@ def ring_hop_latency_us(net, tmp: Path, n: int) -> float:
 
 
 def measure_inventory(net, tmp: Path) -> dict:
-    from netbench.inventory.collect import collect_inventory
-
     from netbench.common.hosts import parse_hosts_file
-    from netbench.common.ssh import SSHOptions
+    from netbench.sites.ssh.inventory import collect_inventory
+    from netbench.sites.ssh.transport import SSHOptions
 
     entries = parse_hosts_file(net.hosts_file(tmp / "hosts.txt"))
     opts = SSHOptions(ssh_config=str(net.write_ssh_config(tmp / "ssh_config")))
@@ -129,7 +128,7 @@ def measure_inventory(net, tmp: Path) -> dict:
 
 def measure_handshake(net, tmp: Path) -> dict:
     from netbench.common.hosts import parse_hosts_file
-    from netbench.common.ssh import SSHOptions, connect_entry
+    from netbench.sites.ssh.transport import SSHOptions, connect_entry
 
     entries = parse_hosts_file(net.hosts_file(tmp / "hosts.txt"))
     opts = SSHOptions(ssh_config=str(net.write_ssh_config(tmp / "ssh_config")))

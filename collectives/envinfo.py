@@ -89,7 +89,7 @@ def collect_env(device: str) -> dict[str, Any]:
 
 def capabilities(nccl4py: bool = False) -> dict[str, Any]:
     """What this process's torch can do, as a rank reports it before it needs any of it: the
-    backend is chosen from these (netbench.planner.choose_backend), not from what nvidia-smi
+    backend is chosen from these (netbench.run.planner.choose_backend), not from what nvidia-smi
     shows, since a CPU build of torch on a GPU node sees GPUs it cannot use.
 
     ``nccl4py``: also ask whether nccl4py's bindings import (the NCCL engine; ``nccl4py`` its

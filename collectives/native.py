@@ -12,7 +12,7 @@ current stream with CUDA events, graphs capture it as before); the group's torch
 lines ranks up and gathers their times; only the timed operations go through the NCCL communicator
 made here. Nothing of nccl4py is imported unless a GPU rank's plan asks for this engine.
 
-Which engine a run uses is decided once, by the planner (``netbench.planner.choose_engine``), and
+Which engine a run uses is decided once, by the planner (``netbench.run.planner.choose_engine``), and
 written into the plan; a rank follows it or, when it cannot (``engine_unmet``), says so in its hello.
 """
 
@@ -70,7 +70,7 @@ def nccl4py_status() -> tuple[str | None, str | None]:
 
 # The engines of a plan's phase (``SweepSpec.engine``), in the order a group measures them. The
 # plan always names one of these: ``auto`` is resolved once for the whole run by the planner
-# (``netbench.planner.choose_engine``, from every host's inventory), never on a rank, so the ranks
+# (``netbench.run.planner.choose_engine``, from every host's inventory), never on a rank, so the ranks
 # of one group can never time with different engines.
 PLAN_ENGINES: dict[str, tuple[str, ...]] = {"nccl": ("nccl",), "torch": ("torch",), "both": ("nccl", "torch")}
 
@@ -82,7 +82,7 @@ def engines_of(engine: str) -> list[str]:
     except KeyError:
         raise ValueError(
             f"the plan's engine is {engine!r}, not one of {', '.join(PLAN_ENGINES)}: the planner decides "
-            "the engine (netbench.planner.choose_engine), a rank never does"
+            "the engine (netbench.run.planner.choose_engine), a rank never does"
         ) from None
 
 

@@ -26,7 +26,7 @@ from netbench.collectives.dtypes import GLOO_UNSUPPORTED, get_dtype, get_op
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plangroups import GroupSpec, PairGroups, PairHosts
 
-# how the timed operations are issued: decided once for the run by netbench.planner.choose_engine
+# how the timed operations are issued: decided once for the run by netbench.run.planner.choose_engine
 # (--engine auto never reaches a plan), done by every rank as written (collectives.native.engines_of)
 ENGINES = ("nccl", "torch", "both")
 
@@ -45,7 +45,7 @@ class SweepSpec:
     in_place: list[bool] = field(default_factory=lambda: [False, True])
     root: int = 0
     cuda_graph: bool = False
-    engine: str = "torch"  # nccl | torch | both: the run's (netbench.planner.choose_engine)
+    engine: str = "torch"  # nccl | torch | both: the run's (netbench.run.planner.choose_engine)
     step_work: int = 0  # units of work each rank does before each timed operation (harness.step_work)
     per_iter: bool = False  # every rank's per-operation samples go to per_iter.jsonl.gz
     hot_buffers: bool = False  # one buffer pair per point, cache-resident (harness.Settings.hot_buffers)

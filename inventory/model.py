@@ -142,7 +142,7 @@ class NcclView:
 @dataclass
 class OtherRun:
     """Another netbench run live on a host when it was probed: the marker its agent holds there
-    (``netbench/launch/marker.py``). Its traffic shares the host's links with this run's."""
+    (``netbench/agents/marker.py``). Its traffic shares the host's links with this run's."""
 
     run_id: str | None = None  # None: its agent had not learnt its run id yet
     coordinator: str | None = None  # the address:port of that run's store, where its front runs

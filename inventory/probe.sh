@@ -28,7 +28,7 @@ T=${NETBENCH_PROBE_TIMEOUT:-10}
 IB_T=${NETBENCH_IB_TIMEOUT:-20}
 PY_T=${NETBENCH_PY_TIMEOUT:-60}
 # The NCCL init gets less than python: the whole probe runs under a per-host limit (60 s by default,
-# inventory/collect.py), and a hung init must cost its own section, not the node's record.
+# netbench/sites/ssh/inventory.py), and a hung init must cost its own section, not the node's record.
 NCCL_T=${NETBENCH_NCCL_TIMEOUT:-20}
 IB_SYS=${NETBENCH_IB_SYSFS:-/sys/class/infiniband}
 NET_SYS=${NETBENCH_NET_SYSFS:-/sys/class/net}
@@ -312,7 +312,7 @@ dist.destroy_process_group()
 '
 
 # Other netbench runs live on this node: each run's agent holds an flock on a marker file named after
-# the node's hostname and network namespace (netbench/launch/marker.py, which this mirrors: same folders, same names). A
+# the node's hostname and network namespace (netbench/agents/marker.py, which this mirrors: same folders, same names). A
 # marker we can lock is a run that ended (stale); one we cannot is live, and its one-line JSON
 # (run id, coordinator, pid) is printed as it is, for the assembler to check.
 RUNS_CODE='

@@ -1,5 +1,5 @@
 """Each default once: the command line (``netbench/commands``), the option records
-(``netbench.options``) and the coordinator read these names. Imports nothing, so ``--help`` stays
+(``netbench.run.options``) and the coordinator read these names. Imports nothing, so ``--help`` stays
 instant."""
 
 OP_TIMEOUT_S = 60.0

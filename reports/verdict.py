@@ -230,7 +230,7 @@ def retests(findings: list[Finding]) -> dict[str, str]:
 # -- the verdict of a run that measured ----------------------------------------------------------------
 @dataclass(frozen=True)
 class RunFacts:
-    """What the application read of a run that measured (``netbench.engine.exit_status``), the
+    """What the application read of a run that measured (``netbench.run.execute.exit_status``), the
     findings aside."""
 
     stopped: str | None = None

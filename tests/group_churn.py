@@ -1,4 +1,4 @@
-"""One real rank (``netbench.worker.run_rank``) that follows a synthetic plan of many groups of the
+"""One real rank (``netbench.agents.worker.run_rank``) that follows a synthetic plan of many groups of the
 same ranks, one after another, as a rank of a long pairwise sweep does: the load of
 tests/test_group_resources.py (on a GPU: benchmarks/gpu/check.sh).
 
@@ -38,7 +38,7 @@ def group_id(k: int) -> str:
 def main() -> None:
     import torch.distributed as dist
 
-    from netbench.worker import run_rank
+    from netbench.agents.worker import run_rank
 
     backend, rank, world, port, groups = sys.argv[1], *map(int, sys.argv[2:6])
     ahead = int(sys.argv[6]) if len(sys.argv) > 6 else 0

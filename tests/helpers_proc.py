@@ -40,7 +40,7 @@ def cmdline(pid: int) -> list[str]:
 
 def rank_of(pid: int) -> int | None:
     """The global rank process ``pid`` runs, None for any other process: ``nb-rank-N`` (its name,
-    a rank its agent forked: ``netbench.zygote.Zygote``) or ``netbench.worker rank --rank N`` (a
+    a rank its agent forked: ``netbench.agents.zygote.Zygote``) or ``netbench.agents.worker rank --rank N`` (a
     rank a launcher started)."""
     try:
         name = Path(f"/proc/{pid}/comm").read_text().strip()
@@ -49,7 +49,7 @@ def rank_of(pid: int) -> int | None:
     if name.startswith("nb-rank-") and name[len("nb-rank-"):].isdigit():
         return int(name[len("nb-rank-"):])
     cmd = cmdline(pid)
-    if "netbench.worker" in cmd and "rank" in cmd and "--rank" in cmd:
+    if "netbench.agents.worker" in cmd and "rank" in cmd and "--rank" in cmd:
         return int(cmd[cmd.index("--rank") + 1])
     return None
 

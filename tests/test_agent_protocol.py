@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netbench.collectives import messages
 
-from netbench.coordinator import Coordinator
-from netbench.launch import HostSlot
-from netbench.options import SweepOptions
-from netbench.planner import PlanRequest, build_plan
+from netbench.agents.coordinator import Coordinator
+from netbench.agents.launchers import HostSlot
+from netbench.run.options import SweepOptions
+from netbench.run.planner import PlanRequest, build_plan
 
 SLOTS = [HostSlot(host="h0", nprocs=1, rank_base=0), HostSlot(host="h1", nprocs=1, rank_base=1)]
 
@@ -208,8 +208,8 @@ def test_a_client_without_the_secret_cannot_inject_a_row_or_release_a_phase() ->
 
     import torch.distributed as dist
 
-    from netbench.launch import PLAN_KEY, host_plan_key, new_secret, open_server, secured
-    from netbench.launch.external import StoreAgent
+    from netbench.agents.launchers import PLAN_KEY, host_plan_key, new_secret, open_server, secured
+    from netbench.sites.external.store import StoreAgent
 
     raw, sock = open_server("127.0.0.1")
     try:
@@ -243,10 +243,10 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
 
     import torch.distributed as dist
 
+    from netbench.agents.launchers import PLAN_KEY, host_plan_key
     from netbench.common.rundir import RunDir
-    from netbench.engine import RunSettings, execute
-    from netbench.launch import PLAN_KEY, host_plan_key
-    from netbench.launch.local import LocalLauncher
+    from netbench.run.execute import RunSettings, execute
+    from netbench.sites.local.launcher import LocalLauncher
 
     seen: dict[str, Any] = {}
 
@@ -275,7 +275,7 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
             except OSError:
                 pass
 
-    from netbench.progress import Progress
+    from netbench.run.progress import Progress
 
     progress = Progress()
     progress.update = on_progress  # type: ignore[method-assign]
@@ -295,7 +295,14 @@ def test_a_text_past_the_stores_message_limit_reaches_the_reader_whole() -> None
     import torch.distributed as dist
     from netbench.collectives.plan import WorkerPlan
 
-    from netbench.launch import STORE_VALUE_BYTES, get_text, new_secret, open_server, put_text, secured
+    from netbench.agents.launchers import (
+        STORE_VALUE_BYTES,
+        get_text,
+        new_secret,
+        open_server,
+        put_text,
+        secured,
+    )
 
     slots = [HostSlot(host=f"n{i:03d}", nprocs=8, rank_base=8 * i) for i in range(300)]
     req = PlanRequest(

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 from fixtures_path import fixture
 
-from netbench.baselines import BaselineStore, default_root
 from netbench.cli import cli
 from netbench.common.errors import UsageError
 from netbench.importers.nccl_tests import import_logs
+from netbench.run.baselines import BaselineStore, default_root
 
 H200 = fixture("nccl-tests-h200-1gpu")
 

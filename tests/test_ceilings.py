@@ -16,8 +16,8 @@ from netbench.reports.engine import run_rules
 from netbench.reports.policy import PolicyError, Thresholds, policy_from_dict
 from netbench.reports.rules import ceiling
 
-from netbench.coordinator import Outcome
-from netbench.engine import summarize
+from netbench.agents.coordinator import Outcome
+from netbench.run.execute import summarize
 
 # 8 x NDR InfiniBand and a 200G Ethernet bond
 IBSTAT_8X400 = "public/ibstat/leptonai-gpud__ibstat.47.0.h100.all.active.2"

@@ -17,8 +17,8 @@ from netbench.cli import LazyGroup, main
 from netbench.commands._options import NCCL_TESTS_INSTEAD
 from netbench.common.findings import Finding
 from netbench.common.rundir import DEFAULT_ROOT, LATEST, RunDir
-from netbench.common.slurm import REASON_MAX, drain_command, drain_reason
 from netbench.defaults import confirm_budget
+from netbench.sites.slurm.scontrol import REASON_MAX, drain_command, drain_reason
 
 COMMANDS = LazyGroup(name="x").list_commands(None)  # type: ignore[arg-type]
 

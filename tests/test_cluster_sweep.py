@@ -155,7 +155,8 @@ def test_killed_host_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "completed" and "h3" in run["down_hosts"]
     for h in ("h0", "h1", "h2"):  # no worker left behind on any host
-        leftovers = [p for p in net.pids(h) if "netbench.worker" in Path(f"/proc/{p}/cmdline").read_text()]
+        leftovers = [p for p in net.pids(h)
+                     if "netbench.agents.worker" in Path(f"/proc/{p}/cmdline").read_text()]
         assert not leftovers, (h, leftovers)
 
 
@@ -195,5 +196,6 @@ def test_ctrl_c_keeps_rows_and_leaves_nothing_behind(netns_factory, tmp_path: Pa
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
     time.sleep(1.0)
     for h in net.names:
-        leftovers = [p for p in net.pids(h) if "netbench.worker" in Path(f"/proc/{p}/cmdline").read_text()]
+        leftovers = [p for p in net.pids(h)
+                     if "netbench.agents.worker" in Path(f"/proc/{p}/cmdline").read_text()]
         assert not leftovers, (h, leftovers)

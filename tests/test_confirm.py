@@ -18,6 +18,7 @@ from netbench.reports.stats import binomial_sf, pooled_interval
 from netbench.reports.summary import format_summary
 from synthetic import host_names, make_fleet
 
+from netbench.agents.coordinator import Fault, Outcome
 from netbench.common.findings import Finding
 from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import hop_class
@@ -42,7 +43,6 @@ from netbench.confirm import (
     slow_partners,
     unusable_hosts,
 )
-from netbench.coordinator import Fault, Outcome
 
 SW = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B", "b3": "B", "b4": "B"}
 
@@ -386,7 +386,7 @@ def test_earlier_slow_pairs_the_analysis_put_on_something_else_are_not_the_suspe
 def test_the_sweep_prints_the_slowest_pairs_and_the_failures_not_every_pair() -> None:
     """A 1,024-node sweep has 523,776 pairs: it prints the PAIRS_SHOWN slowest at their largest
     size and as many failures, names escaped (a host name is the hosts file's or a remote's)."""
-    from netbench.pipeline import PAIRS_SHOWN, print_pairs
+    from netbench.run.pipeline import PAIRS_SHOWN, print_pairs
 
     hosts = [f"h{i:02d}" for i in range(12)]
     rows = [row((a, b), 1, 10.0 + i + j + (0.0 if size > 1 << 20 else 100.0), size)

@@ -23,11 +23,11 @@ from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import run_rules
 from test_agent_protocol import feed, line
 
+from netbench.agents.coordinator import Coordinator
+from netbench.agents.launchers import HostSlot
 from netbench.common.errors import UsageError
-from netbench.coordinator import Coordinator
-from netbench.launch import HostSlot
-from netbench.options import ClusterOptions, SweepOptions
-from netbench.planner import CapabilityError, HostCaps, PlanRequest, build_plan, choose_engine
+from netbench.run.options import ClusterOptions, SweepOptions
+from netbench.run.planner import CapabilityError, HostCaps, PlanRequest, build_plan, choose_engine
 
 
 def _netbench(*args: str) -> subprocess.CompletedProcess:

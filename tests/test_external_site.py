@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netbench.launch import HostSlot
-from netbench.options import WorkerOptions
-from netbench.pipeline import plan_run
-from netbench.planner import HostCaps
-from netbench.sites.external import ExternalSite
+from netbench.agents.launchers import HostSlot
+from netbench.run.options import WorkerOptions
+from netbench.run.pipeline import plan_run
+from netbench.run.planner import HostCaps
+from netbench.sites.external.site import ExternalSite
 
 GATHERED = [HostSlot(host="h0", nprocs=2, rank_base=0), HostSlot(host="h1", nprocs=2, rank_base=2)]
 

@@ -16,10 +16,10 @@ from netbench.reports.rules import errors
 from netbench.reports.stats import binomial_sf, poisson_binomial_sf
 from synthetic import host_names, make_fleet, write_run_dir
 
+from netbench.agents.coordinator import Fault, Outcome
 from netbench.common.pairrows import PairRows
 from netbench.common.rows import blamed_hosts, never_ran
 from netbench.confirm import judge, unusable_hosts
-from netbench.coordinator import Fault, Outcome
 
 SW = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B", "b3": "B", "b4": "B"}
 PARTNERS = ["a2", "a3", "a4"]

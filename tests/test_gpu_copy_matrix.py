@@ -1,4 +1,4 @@
-"""netbench.copy_matrix: the GPU copy-bandwidth matrix (``sweep --pattern copy-matrix``).
+"""netbench.run.copy_matrix: the GPU copy-bandwidth matrix (``sweep --pattern copy-matrix``).
 
 The row building and the matrix text are plain functions and are tested everywhere; measuring needs CUDA
 GPUs and is skipped without them (it ran on an H200: benchmarks/gpu/results/).
@@ -17,7 +17,7 @@ import torch
 from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import RunDir
-from netbench.copy_matrix import (
+from netbench.run.copy_matrix import (
     COPY_SIZES,
     copy_row,
     copy_sizes,
@@ -25,7 +25,7 @@ from netbench.copy_matrix import (
     matrix_of,
     measure_copy_matrix,
 )
-from netbench.options import SweepOptions
+from netbench.run.options import SweepOptions
 
 HAS_GPU = torch.cuda.is_available() and torch.cuda.device_count() > 0
 
@@ -119,7 +119,7 @@ def test_intra_on_one_machine_is_the_host_group_of_every_local_rank(tmp_path: Pa
 def _fake_gpus(monkeypatch: pytest.MonkeyPatch, cells: int, stop_after: int | None = None) -> None:
     """Two GPUs whose copies are recorded as measured (the rows a GPU gives), on any machine: the run
     around the measurement is what is tested; ``stop_after`` rows, then a Ctrl-C."""
-    import netbench.copy_matrix as cm
+    import netbench.run.copy_matrix as cm
 
     def measure(opts: SweepOptions, rundir: RunDir, echo) -> list:  # noqa: ANN001
         rows = []
@@ -138,8 +138,8 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch, cells: int, stop_after: int | No
 def test_the_copy_matrix_run_says_what_it_did(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """run.json ends as every launch's does (status, rows, the phase and its time), env.json is
     written, the closing lines are the engine's, and the outcome is the run's own."""
-    from netbench.copy_matrix import run_copy_matrix
-    from netbench.engine import exit_status
+    from netbench.run.copy_matrix import run_copy_matrix
+    from netbench.run.execute import exit_status
 
     _fake_gpus(monkeypatch, 4)
     said: list[str] = []
@@ -150,14 +150,14 @@ def test_the_copy_matrix_run_says_what_it_did(monkeypatch: pytest.MonkeyPatch, t
     assert run["phases"][0]["name"] == "copy-matrix" and run["world_size"] == 1
     import os
 
-    assert rundir.read_env()["hosts"][os.uname().nodename]["torch"] == torch.__version__
+    assert rundir.load_env().data["hosts"][os.uname().nodename]["torch"] == torch.__version__
     assert "# Out of bounds values : 0 OK" in said and any("status completed" in s for s in said)
     assert exit_status(outcome, rundir, None, judged=False) == 0
 
 
 def test_a_stopped_copy_matrix_is_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from netbench.common.interrupts import Interrupted
-    from netbench.copy_matrix import run_copy_matrix
+    from netbench.run.copy_matrix import run_copy_matrix
 
     _fake_gpus(monkeypatch, 4, stop_after=3)
     said: list[str] = []

@@ -2,7 +2,7 @@
 (collectives/groups.py), so a rank that joins 1,000 groups holds what it held after 50, with its
 groups made when their turn comes or ahead of it on lanes (collectives/ahead.py).
 
-Real ranks (``netbench.worker.run_rank`` in their own processes, tests/group_churn.py) over a real
+Real ranks (``netbench.agents.worker.run_rank`` in their own processes, tests/group_churn.py) over a real
 TCPStore follow a synthetic plan of 1,000 groups of the same ranks; the test samples each rank's
 open file descriptors, threads and RSS from /proc (and, on a GPU, the GPU's memory from nvidia-smi)
 every 50 groups as the ranks report them done.

@@ -205,7 +205,7 @@ def test_a_hung_probe_is_killed_on_its_host(netns_factory, tmp_path: Path) -> No
 
 
 def _markers(net: TestNetwork, host: str) -> list[Path]:
-    """``host``'s run markers (netbench/launch/marker.py: named by hostname and network namespace)."""
+    """``host``'s run markers (netbench/agents/marker.py: named by hostname and network namespace)."""
     netns = net.run(host, ["stat", "-L", "-c", "%i", "/proc/self/ns/net"]).stdout.strip()
     name = f"netbench-run.{host}.{netns}.*.lock"
     return [p for folder in ("/run/lock", "/tmp") for p in Path(folder).glob(name)]

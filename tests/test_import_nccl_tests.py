@@ -621,7 +621,7 @@ def test_progress_on_a_terminal(tmp_path):
     """A log read and written with a bar on a terminal (Progress: never in logs or CI)."""
     import io
 
-    from netbench.progress import Progress
+    from netbench.run.progress import Progress
 
     stream = io.StringIO()
     big = write_log(tmp_path, AR_LINES * 3000)  # 3,000 whole runs, 150k lines

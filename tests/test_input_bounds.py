@@ -18,13 +18,13 @@ from netbench.collectives.names import MEASURED, ROW_PATTERNS
 from netbench.reports.policy import PolicyError, load_policy
 
 from netbench.cli import LazyGroup, main
+from netbench.commands._params import Count, Number
 from netbench.common.errors import UsageError
 from netbench.common.files import read_user_text
 from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.common.jsontext import dumps, number_texts
 from netbench.common.rundir import RunDirError, open_regular
 from netbench.common.topology import MAX_TIERS, TopologyError, depth, parse_topology
-from netbench.params import Count, Number
 
 GROUP = LazyGroup(name="netbench")
 
@@ -257,7 +257,7 @@ def test_a_policy_takes_the_other_spellings_of_a_collective(tmp_path: Path) -> N
 def test_the_policy_vocabulary_is_what_rows_carry() -> None:
     from netbench.collectives.ops import COLLECTIVES
 
-    from netbench.planner import PATTERNS
+    from netbench.run.planner import PATTERNS
 
     assert set(COLLECTIVES) == set(MEASURED)
     assert set(ROW_PATTERNS) == {"pair" if p == "pairwise" else p for p in PATTERNS}
@@ -377,7 +377,7 @@ def test_names_in_a_topology_are_checked_as_in_hosts_files(text: str, says: str)
 
 
 def test_hosts_the_topology_does_not_place_are_counted_and_named(tmp_path: Path) -> None:
-    from netbench.sites.ssh import file_switches
+    from netbench.sites.ssh.site import file_switches
 
     (tmp_path / "half.conf").write_text("SwitchName=s1 Nodes=node[0001-0008]\n")
     entries = [HostEntry(f"node{i:04d}") for i in range(1, 17)]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netbench.inventory.collect import collect_inventory
-
 from netbench.common.hosts import parse_hosts_text
-from netbench.common.ssh import SSHOptions
+from netbench.sites.ssh.inventory import collect_inventory
+from netbench.sites.ssh.transport import SSHOptions
 
 
 def test_refused_host_becomes_a_record_and_split_node_is_probed_once(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from netbench.cli import cli
 from netbench.common.errors import UsageError
-from netbench.options import ClusterOptions
+from netbench.run.options import ClusterOptions
 from netbench.sites import INVENTORY, PREFLIGHT, SITES
 from netbench.sites.registry import choose_site
 
@@ -61,7 +61,7 @@ def test_the_fabric_site_reads_its_written_inputs_as_its_own_tree(tmp_path: Path
     from netbench.sim.preflight import write_inputs
     from netbench.sim.rails import build_fabric
     from netbench.sim.run import SimOptions
-    from netbench.sites.sim import SimSite
+    from netbench.sites.sim.site import SimSite
 
     opts = SimOptions(FabricSpec(**spec))
     fab = build_fabric(opts.fabric, ())

@@ -20,7 +20,7 @@ from kube_cluster import IMAGE, ThisMachine, fake_cluster, netbench_argv  # noqa
 from kube_fake import FakeApiServer  # noqa: E402
 
 from netbench.common.errors import UsageError  # noqa: E402
-from netbench.common.kubepods import (  # noqa: E402
+from netbench.sites.k8s.pods import (  # noqa: E402
     TAINT_KEY,
     TAINT_REASON,
     NodeChoice,
@@ -91,7 +91,7 @@ def _template(**kw) -> PodTemplate:
 # -- the manifests, against the API schema --------------------------------------------------------------
 @pytest.mark.parametrize("role", ["agent", "probe"])
 def test_every_pod_manifest_is_valid_against_the_api_schema(role: str) -> None:
-    pod = pod_manifest(_template(), _node(), role, 3, ["python3", "-m", "netbench.worker", "agent"])
+    pod = pod_manifest(_template(), _node(), role, 3, ["python3", "-m", "netbench.agents.worker", "agent"])
     kubernetes_validate.validate(pod, "1.31", strict=True)
     spec, c = pod["spec"], pod["spec"]["containers"][0]
     assert spec["nodeName"] == "g0" and spec["hostNetwork"] and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
@@ -357,8 +357,8 @@ def test_k8s_options_are_refused_by_other_launchers(tmp_path: Path) -> None:
 
 
 def test_default_nodes_are_the_ready_schedulable_gpu_nodes(api: FakeApiServer) -> None:
-    from netbench.options import ClusterOptions
-    from netbench.sites.k8s import K8sSite
+    from netbench.run.options import ClusterOptions
+    from netbench.sites.k8s.site import K8sSite
 
     cfg = api.kubeconfig(Path(api.__class__.__module__).with_suffix(".kc").absolute())
     try:
@@ -448,10 +448,10 @@ def test_inventory_refuses_what_its_launcher_cannot_honour(tmp_path: Path) -> No
 SECOND_SIGNAL = r"""
 import os, signal, sys, time
 from netbench.common.interrupts import Interrupted, handling
-from netbench.common.kubepods import pod_manifest
-from netbench.options import ClusterOptions
+from netbench.sites.k8s.pods import pod_manifest
+from netbench.run.options import ClusterOptions
 from netbench.sites.base import finished
-from netbench.sites.k8s import K8sSite
+from netbench.sites.k8s.site import K8sSite
 
 site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=sys.argv[1], k8s_image="registry.test/nb:1"))
 with handling(restore=False), finished(site):
@@ -493,7 +493,7 @@ def test_a_second_signal_in_the_teardown_still_leaves_no_pod(tmp_path: Path) -> 
 def test_label_and_taint_read_modify_write_survive_a_concurrent_writer(
     api: FakeApiServer, tmp_path: Path
 ) -> None:
-    from netbench.common.kube import KubeTarget, connect
+    from netbench.sites.k8s.client import KubeTarget, connect
 
     kube = connect(KubeTarget(str(api.kubeconfig(tmp_path / "kc"))))
     api.conflict_once = {"g1"}  # another controller writes g1 between our read and our write
@@ -514,9 +514,10 @@ def test_nothing_of_kubernetes_is_imported_unless_asked(tmp_path: Path) -> None:
         "        runpy.run_module('netbench', run_name='__main__', alter_sys=True)\n"
         "    except SystemExit as exc:\n"
         "        assert exc.code in (0, None), exc.code\n"
-        "import netbench.pipeline, netbench.sites.registry, netbench.preflight.stages\n"
+        "import netbench.run.pipeline, netbench.sites.registry, netbench.preflight.stages\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'kubernetes_validate') "
-        "or m in ('netbench.common.kube', 'netbench.sites.k8s', 'netbench.launch.k8s')), file=sys.stderr)"
+        "or m in ('netbench.sites.k8s.client', 'netbench.sites.k8s.site', 'netbench.sites.k8s.launcher')), "
+        "file=sys.stderr)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stderr.strip().splitlines()[-1] == "[]", r.stderr[-2000:]
@@ -529,9 +530,9 @@ def test_an_agent_stopped_while_its_log_is_read_ends_quietly(api: FakeApiServer,
     import threading
     from types import SimpleNamespace
 
-    from netbench.common.kube import KubeTarget, connect
-    from netbench.common.kubepods import RUN_LABEL
-    from netbench.launch.k8s import K8sAgent, PodWatch
+    from netbench.sites.k8s.client import KubeTarget, connect
+    from netbench.sites.k8s.launcher import K8sAgent, PodWatch
+    from netbench.sites.k8s.pods import RUN_LABEL
 
     log = tmp_path / "agent.log"
     log.write_bytes(b'{"type": "hello"}\n')

@@ -6,7 +6,7 @@ from __future__ import annotations
 import paramiko
 import pytest
 
-from netbench.common.ssh import SSHError, SSHTarget, check_host_key, known_keys
+from netbench.sites.ssh.transport import SSHError, SSHTarget, check_host_key, known_keys
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from pathlib import Path
 from fake_tools import make_fake_tools, probe_env
 from netbench.inventory.local import probe_local
 
+from netbench.agents.coordinator import Outcome
 from netbench.common.rundir import RunDir
-from netbench.coordinator import Outcome
-from netbench.engine import summarize
+from netbench.run.execute import summarize
 
 A100_XML = "public/nvidia-smi-q-x/influxdata-telegraf__a100-sxm4-v12.xml"
 A100_NVLINK = "public/nvidia-smi-nvlink-status/leptonai-gpud__nvidia-smi.nvlink.status.a100"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from netbench.common.errors import UsageError
-from netbench.launch.mpirun import MpirunEvents, ssh_args
+from netbench.sites.mpi.launcher import MpirunEvents, ssh_args
 
 BIN = Path(sys.executable).parent
 MPIRUN = str(BIN / "mpirun") if (BIN / "mpirun").exists() else shutil.which("mpirun")

@@ -137,7 +137,7 @@ def test_without_nccl4py_the_loop_stays_in_python_and_says_why(monkeypatch) -> N
 def test_a_table_section_timed_by_the_python_loop_says_so_and_why() -> None:
     """The NCCL engine's rows say which loop timed them; where it was Python's, the table says so
     under the section's title, once, with the rank's reason quoted (a remote rank's words)."""
-    from netbench.table import TablePrinter
+    from netbench.run.table import TablePrinter
 
     def row(size: int, in_place: bool, loop: str, why: str | None) -> dict:
         return {"run_id": "r", "collective": "all_reduce", "backend": "nccl", "pattern": "world",

@@ -17,27 +17,23 @@ import numpy as np
 import pytest
 
 import netbench
-from netbench.coordinator import Coordinator
+from netbench.agents.coordinator import Coordinator
 
 PACKAGE = Path(netbench.__file__).parent
-ENGINE_MODULE = "netbench.engine"
+ENGINE_MODULE = "netbench.run.execute"
 THE_CALLER = ("run/launch.py", "Launch.run")
-NOT_YET = {"external_run.py": "ranks a user's launcher started: issue 43's external_run part moves it"}
-"""Modules still calling ``engine.execute`` themselves, each with the change that takes it through
-``run_stages`` (another part of issue 43, merged separately)."""
-
 
 def _execute_calls(tree: ast.Module) -> list[str]:
     """The functions (``Class.method`` or ``function``) of a module that call ``engine.execute``,
-    however it was imported (``from netbench.engine import execute [as x]``, ``netbench.engine``
-    or ``engine`` as a module)."""
+    however it was imported (``from netbench.run.execute import execute [as x]``, ``netbench.run.execute``
+    or the module itself, ``from netbench.run import execute as engine``)."""
     names: set[str] = set()  # local names bound to engine.execute
     modules: set[str] = set()  # local names bound to the engine module
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == ENGINE_MODULE:
             names |= {a.asname or a.name for a in node.names if a.name == "execute"}
-        elif isinstance(node, ast.ImportFrom) and node.module == "netbench":
-            modules |= {a.asname or a.name for a in node.names if a.name == "engine"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "netbench.run":
+            modules |= {a.asname or a.name for a in node.names if a.name == "execute"}
         elif isinstance(node, ast.Import):
             modules |= {a.asname or a.name for a in node.names if a.name == ENGINE_MODULE}
 
@@ -72,17 +68,15 @@ def test_only_launch_run_calls_the_execute_step() -> None:
         if found:
             callers[rel] = found
     assert callers.pop(THE_CALLER[0], None) == [THE_CALLER[1]]
-    for rel in NOT_YET:
-        callers.pop(rel, None)
     assert callers == {}, f"engine.execute is Launch.run's alone (netbench.run.launch): {callers}"
 
 
 def test_the_check_finds_every_way_of_calling_execute() -> None:
     """The AST check above is not blind: each import style is found, with the function calling it."""
     source = """
-from netbench.engine import execute as run_it
-from netbench import engine
-import netbench.engine
+from netbench.run.execute import execute as run_it
+from netbench.run import execute as engine
+import netbench.run.execute
 
 def a():
     run_it(1)
@@ -90,7 +84,7 @@ def a():
 class B:
     def c(self):
         engine.execute(2)
-        netbench.engine.execute(3)
+        netbench.run.execute.execute(3)
 """
     assert _execute_calls(ast.parse(source)) == ["a", "B.c", "B.c"]
     assert _execute_calls(ast.parse("from x import execute\nexecute()")) == []
@@ -137,16 +131,16 @@ def _through_the_one_engine(launch: dict[str, object]) -> bool:
 def test_a_sweep_and_its_re_tests_launch_through_the_one_engine(
     tmp_path: Path, launches: list[dict[str, object]]
 ) -> None:
-    from netbench.options import ClusterOptions
-    from netbench.pipeline import run_pipeline
+    from netbench.run.options import ClusterOptions
+    from netbench.run.pipeline import run_pipeline
     from netbench.sim.launcher import MIN_TIMEOUT_S
-    from netbench.sim.preflight import SimSite
+    from netbench.sites.sim.site import SimSite
 
     _, hosts, hosts_file, topology = _fabric(tmp_path, ("node:node0003=0.5",))
     opts = ClusterOptions(hosts_file=str(hosts_file), topology=str(topology), patterns=["pairwise"],
                           timeout_s=MIN_TIMEOUT_S, confirm_budget_s=60.0, out=str(tmp_path / "sweep"),
                           launcher="ssh")
-    code = run_pipeline(opts, SimSite(hosts, hosts_file, topology), echo=lambda s: None)
+    code = run_pipeline(opts, SimSite(hosts, (hosts_file, topology)), echo=lambda s: None)
     run = json.loads((tmp_path / "sweep" / "run.json").read_text())
     assert run["retests"]["results"]["node0003"]["verdict"] == "confirmed" and code == 2
     assert len(launches) == 1 + len(run["confirm"]["launches"]) >= 2
@@ -161,12 +155,13 @@ def test_preflight_its_quick_pass_and_escalation_launch_through_the_one_engine(
 ) -> None:
     from netbench.preflight import PreflightOptions, run_preflight
     from netbench.sim.launcher import MIN_TIMEOUT_S
-    from netbench.sim.preflight import SimSite
+    from netbench.sites.sim.site import SimSite
 
     _, hosts, hosts_file, topology = _fabric(tmp_path, ("node:node0003=0.5",))
     opts = PreflightOptions(hosts_file=str(hosts_file), topology=str(topology), budget_s=120.0, html=False,
                             timeout_s=MIN_TIMEOUT_S, out=str(tmp_path / "preflight"))
-    result = run_preflight(opts, lambda s: None, clock=hosts.clock, site=SimSite(hosts, hosts_file, topology))
+    site = SimSite(hosts, (hosts_file, topology))
+    result = run_preflight(opts, lambda s: None, clock=hosts.clock, site=site)
     assert result.drain == ["node0003"] and result.info["retests"]["node0003"]["verdict"] == "confirmed"
     assert len(launches) >= 2 and all(_through_the_one_engine(launch) for launch in launches)
     quick, *later = launches

@@ -16,9 +16,16 @@ from typing import Any
 import pytest
 from netbench.collectives.plan import GroupSpec, PairGroups, WorkerPlan
 
-from netbench.launch import HostSlot, fetch_host_plan, host_plan_key, open_server, publish_plan, secured
-from netbench.options import SweepOptions
-from netbench.planner import PlanRequest, build_plan
+from netbench.agents.launchers import (
+    HostSlot,
+    fetch_host_plan,
+    host_plan_key,
+    open_server,
+    publish_plan,
+    secured,
+)
+from netbench.run.options import SweepOptions
+from netbench.run.planner import PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec
 
 WAIT = _dt.timedelta(seconds=30)
@@ -124,7 +131,7 @@ def test_through_a_real_store_each_host_reads_its_part_and_all_hosts_at_most_twi
     ranks): each gets exactly its host's groups, and the store serves at most 2x the plan in all."""
     import torch.distributed as dist
 
-    from netbench.launch import new_secret
+    from netbench.agents.launchers import new_secret
 
     plan = _plan(48, 8, ["ring", "pairwise", "intra"], leaves=4)
     whole = len(plan.to_json().encode())
@@ -153,8 +160,8 @@ def test_ranks_of_several_hosts_run_their_parts_through_real_agents(tmp_path: Pa
     fetches its host's part and hands it to its rank; every group the plan has is measured, and a
     host sitting out a round passes its phase gate."""
     from netbench.common.rundir import RunDir
-    from netbench.engine import RunSettings, execute
-    from netbench.launch.local import LocalLauncher
+    from netbench.run.execute import RunSettings, execute
+    from netbench.sites.local.launcher import LocalLauncher
 
     slots = [HostSlot(host=f"h{i}", nprocs=1, rank_base=i) for i in range(3)]
     req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=1024,
@@ -176,7 +183,7 @@ def test_a_rank_whose_agent_found_no_plan_exits_and_says_so() -> None:
 
     raw, sock = open_server("127.0.0.1")
     try:
-        cmd = [sys.executable, "-m", "netbench.worker", "rank", "--store-addr", "127.0.0.1",
+        cmd = [sys.executable, "-m", "netbench.agents.worker", "rank", "--store-addr", "127.0.0.1",
                "--store-port", str(sock.getsockname()[1]), "--rank", "0", "--host", "h0"]
         done = subprocess.run(cmd, input=b"0123456789abcdef\n", capture_output=True, timeout=120)
     finally:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from netbench.agents.coordinator import Outcome
 from netbench.common.pairrows import PairRows
 from netbench.confirm import Budget
-from netbench.coordinator import Outcome
 from netbench.preflight.sequential import (
     CLEARED,
     DRAINED,

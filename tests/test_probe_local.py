@@ -115,7 +115,7 @@ def _package(root: Path, version: str, body: str) -> Path:
 
 def test_probe_reports_nccl4py(tmp_path: Path) -> None:
     """The real probe, the real assembler: nccl4py importable, installed but broken, and absent."""
-    from netbench.planner import HostCaps
+    from netbench.run.planner import HostCaps
 
     ok = _package(tmp_path / "ok", "0.6.0", "def get_version():\n    return 22809\n")
     fails = "raise ImportError('libnccl.so.2: cannot open shared object')\n"

@@ -16,10 +16,10 @@ from netbench.inventory.rails import gpu_nics, rail_ports
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rules import slow_rail
 
+from netbench.agents.launchers import HostSlot
 from netbench.cli import main
-from netbench.launch import HostSlot
-from netbench.options import SweepOptions
-from netbench.planner import PlanRequest, build_plan
+from netbench.run.options import SweepOptions
+from netbench.run.planner import PlanRequest, build_plan
 
 B300_TOPO = "public/nvidia-smi-topo-m/sgl-project-sglang__issue-26039_B300-SXM6_topo.txt"
 SHARED_TOPO = ("public/nvidia-smi-topo-m/"

@@ -312,8 +312,8 @@ def test_the_exit_status_sees_a_failed_or_wrong_row(good, tmp_path, edits, code)
     """``sweep``'s exit status reads the rows column by column where it can (4,096 nodes: 8.4M rows),
     line by line otherwise, and says 2 (a failure) for a row that failed or came out wrong either way,
     whatever the findings (here none: the counts alone, as with --no-report)."""
-    from netbench.coordinator import Outcome
-    from netbench.engine import exit_status
+    from netbench.agents.coordinator import Outcome
+    from netbench.run.execute import exit_status
 
     run = copy(good, tmp_path / "r")
     edit_rows(run, edits)

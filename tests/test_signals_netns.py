@@ -119,7 +119,8 @@ def no_rank_left(net) -> None:
     """No agent or rank of netbench on any host once netbench has ended (given a moment to go)."""
     deadline = time.monotonic() + 15
     while True:
-        left = [(h, p) for h in HOSTS for p in net.pids(h) if "netbench.worker" in " ".join(cmdline(p))]
+        left = [(h, p) for h in HOSTS for p in net.pids(h)
+                if "netbench.agents.worker" in " ".join(cmdline(p))]
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -1,4 +1,4 @@
-"""One pipeline, every site (``netbench.sites``, ``netbench.pipeline``).
+"""One pipeline, every site (``netbench.sites``, ``netbench.run.pipeline``).
 
 First the options against the sites, from the click definitions, so that an option added later is
 honoured on every site or refused there by name, never dropped. Then one scenario through the sites
@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 from netbench.common.errors import UsageError
-from netbench.options import ClusterOptions, SweepOptions
+from netbench.run.options import ClusterOptions, SweepOptions
 from netbench.sites.base import NEEDS_HOSTS, SITE_OPTIONS, check
 
 BIN = Path(sys.executable).parent
 MPIRUN = str(BIN / "mpirun") if (BIN / "mpirun").exists() else shutil.which("mpirun")
 ENV = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
-PIPELINE = Path(__file__).resolve().parents[1] / "netbench" / "pipeline.py"
+PIPELINE = Path(__file__).resolve().parents[1] / "netbench" / "run" / "pipeline.py"
 
 # a value other than the default for every site option (the hosts file is the site's own choice)
 GIVEN = {"procs": 3, "procs_per_host": 2, "python": "/opt/py/bin/python", "ssh_config": "cfg",
@@ -55,11 +55,14 @@ def test_every_sweep_option_reaches_the_pipeline_or_is_a_site_option() -> None:
         assert name in record, f"{flag} is not a ClusterOptions field: the pipeline never sees it"
         if name in SITE_OPTIONS or name in measurement or name in NEEDS_HOSTS:
             continue
-        assert re.search(rf"\bopts\.{name}\b", source), f"{flag}: not read by netbench/pipeline.py"
+        assert re.search(rf"\bopts\.{name}\b", source), f"{flag}: not read by netbench/run/pipeline.py"
 
 
 def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
-    from netbench.sites import local, mpi, slurm, ssh
+    from netbench.sites.local import site as local
+    from netbench.sites.mpi import site as mpi
+    from netbench.sites.slurm import site as slurm
+    from netbench.sites.ssh import site as ssh
 
     hosts_file = tmp_path / "hosts.txt"
     hosts_file.write_text("h0\nh1\n")
@@ -74,7 +77,7 @@ def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
     if launcher == "k8s":  # the options alone: the cluster is first asked for its nodes (tests/test_k8s.py)
         from dataclasses import replace
 
-        from netbench.sites import k8s
+        from netbench.sites.k8s import site as k8s
 
         return k8s.make(replace(opts, k8s_image=GIVEN["k8s_image"]))  # needed: no image of ours is published
     return {"ssh": ssh, "local": local}[launcher].make(opts)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from netbench.inventory.slurm_step import split_tasks
 
-from netbench.common.slurm import (
+from netbench.common.topology import parse_topology
+from netbench.sites.registry import default_launcher as _default_launcher
+from netbench.sites.slurm.launcher import StepEvents
+from netbench.sites.slurm.scontrol import (
     Allocation,
     SlurmError,
     drain_node,
@@ -13,9 +15,7 @@ from netbench.common.slurm import (
     is_down,
     parse_node_states,
 )
-from netbench.common.topology import parse_topology
-from netbench.launch.srun import StepEvents
-from netbench.sites.registry import default_launcher as _default_launcher
+from netbench.sites.slurm.step import split_tasks
 
 # `scontrol show topology` of tests/slurm.py's cluster (Slurm 22.05.8): an upper switch lists every
 # node below it, and each line carries Level=
@@ -134,7 +134,7 @@ def test_node_states_from_sinfo_keep_only_the_steps_nodes_and_plain_states() -> 
 
 
 def test_step_events_ask_slurm_when_srun_named_no_cause(monkeypatch) -> None:
-    import netbench.common.slurm as slurm
+    import netbench.sites.slurm.scontrol as slurm
 
     monkeypatch.setattr(slurm, "nodes_down", lambda nodes: {"h2": "down*"} if "h2" in nodes else {})
     ev = StepEvents()
@@ -158,7 +158,7 @@ def test_torch_noise_never_reaches_stderr_while_the_store_lives() -> None:
     import sys
 
     code = ("import os, sys\n"
-            "from netbench.launch import without_torch_noise\n"
+            "from netbench.agents.launchers import without_torch_noise\n"
             "with without_torch_noise():\n"
             "    os.write(2, b'[W1201 socket.cpp:207] [c10d] The hostname of the client socket cannot be "
             "retrieved. err=-3\\n')\n"

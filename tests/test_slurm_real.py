@@ -167,7 +167,8 @@ def _kill_a_slurmd(cluster, tmp_path: Path) -> None:
     assert "h2" in run["down_hosts"] and _rows(out)
     assert cluster.node_states()["h2"].startswith("down")
     # the fallback when srun's stderr names no node: Slurm itself, through sinfo, names h2 alone
-    ask = "from netbench.common.slurm import nodes_down; print(sorted(nodes_down(['h0', 'h1', 'h2'])))"
+    ask = ("from netbench.sites.slurm.scontrol import nodes_down; "
+           "print(sorted(nodes_down(['h0', 'h1', 'h2'])))")
     said = cluster.run([sys.executable, "-c", ask])
     assert said.returncode == 0 and said.stdout.strip() == "['h2']", said.stderr[-2000:]
 

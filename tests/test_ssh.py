@@ -1,4 +1,5 @@
-"""netbench.common.ssh: config resolution and quoting (no network), then real sshd hosts (marked netns)."""
+"""netbench.sites.ssh.transport: config resolution and quoting (no network), then real sshd hosts
+(marked netns)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from netns import TestNetwork, generate_ed25519
 
 from netbench.common.hosts import HostEntry
-from netbench.common.ssh import SSHError, SSHOptions, connect, remote_command, resolve
+from netbench.sites.ssh.transport import SSHError, SSHOptions, connect, remote_command, resolve
 
 
 # -- no network ------------------------------------------------------------------------------------

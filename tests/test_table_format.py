@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from netbench.table import format_line, in_table
+from netbench.run.table import format_line, in_table
 
 
 def row(time_us: float, bw: float, in_place: bool = False) -> dict:

@@ -27,7 +27,7 @@ from netbench.common.topology import (
     parse_topology,
     tier_name,
 )
-from netbench.sites.ssh import file_switches
+from netbench.sites.ssh.site import file_switches
 
 FILES = {p.name: p for p in fixture_files("public/slurm-topology.conf")}
 

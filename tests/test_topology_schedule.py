@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from netbench.collectives.pairs import circle_rounds, cross_leaf_rounds, topology_rounds
 
+from netbench.agents.launchers import HostSlot
 from netbench.common.errors import UsageError
 from netbench.common.topology import hop_class, round_load
-from netbench.launch import HostSlot
-from netbench.options import SweepOptions
-from netbench.planner import PlanRequest, build_plan
+from netbench.run.options import SweepOptions
+from netbench.run.planner import PlanRequest, build_plan
 
 
 def fabric(sizes: list[int], pods: int = 0) -> tuple[list[str], dict[str, str]]:

@@ -302,7 +302,7 @@ def test_every_output_names_the_same_nodes(tmp_path: Path, monkeypatch, name: st
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.preflight import simulate_preflight
     from netbench.sim.run import SimOptions
-    from netbench.sites.k8s_remedy import remediate
+    from netbench.sites.k8s.remedy import remediate
 
     faults, fabric, want = RUNS[name]
     policy = tmp_path / "policy.toml"

@@ -1,5 +1,5 @@
 """The probe's netbench-runs section: one ``live {json}`` line per marker of another netbench run
-that its agent still holds on the node (``netbench/launch/marker.py`` writes the JSON:
+that its agent still holds on the node (``netbench/agents/marker.py`` writes the JSON:
 ``{"run_id": "...", "coordinator": "10.0.0.1:29500", "pid": 1234}``). Whoever can write the
 marker folder writes these lines, so every value is checked and a bad one becomes None."""
 

@@ -17,8 +17,8 @@ import click
 # by name, without torch (collectives/names.py): a typo is refused in a tenth of a second, not
 # after the 2.5 s of importing torch that collectives.ops needs
 from netbench.collectives.names import measured
+from netbench.commands._params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
-from netbench.params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 
 #: nccl-tests' short flags that netbench has no counterpart for, and what it does instead: the
 #: command line's "No such option" line carries this (netbench/cli.py)

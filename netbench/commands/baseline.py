@@ -32,8 +32,8 @@ def command() -> None:
 )
 def save(run_dir: str, name: str, overwrite: bool, force: bool) -> None:
     """Copy RUN_DIR's data files (``latest``: the newest run under netbench-runs/) as NAME."""
-    from netbench.baselines import BaselineStore
     from netbench.common.rundir import resolve_run
+    from netbench.run.baselines import BaselineStore
 
     saved = BaselineStore().save(resolve_run(run_dir), name, overwrite=overwrite, force=force)
     for problem in saved.forced:
@@ -47,7 +47,7 @@ def save(run_dir: str, name: str, overwrite: bool, force: bool) -> None:
 
 @command.command("list", short_help="List saved baselines.")
 def list_() -> None:
-    from netbench.baselines import BaselineStore
+    from netbench.run.baselines import BaselineStore
 
     store = BaselineStore()
     items = store.list()
@@ -61,7 +61,7 @@ def list_() -> None:
 @command.command("delete", short_help="Delete a saved baseline.")
 @click.argument("name")
 def delete(name: str) -> None:
-    from netbench.baselines import BaselineStore
+    from netbench.run.baselines import BaselineStore
 
     BaselineStore().delete(name)
     click.echo(f"deleted baseline {name!r}")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from netbench.params import Number
+from netbench.commands._params import Number
 
 if TYPE_CHECKING:
     from netbench.reports.context import Baseline
@@ -43,12 +43,12 @@ Examples:
 )
 def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     """Compare RUN_DIR with a saved baseline (or another run directory) size by size."""
-    from netbench.baselines import BaselineStore
     from netbench.common.errors import UsageError
     from netbench.common.rundir import RESULTS_JSONL, resolve_run
     from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
     from netbench.reports.context import load_baseline
     from netbench.reports.verdict import PASS, WARN, exit_code
+    from netbench.run.baselines import BaselineStore
 
     cur_dir = resolve_run(run_dir)
     if not cur_dir.is_dir():

@@ -71,7 +71,7 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
     from netbench.common.errors import UsageError
     from netbench.common.text import terminal_safe
     from netbench.importers.nccl_tests import NicSpec, import_logs
-    from netbench.progress import Progress
+    from netbench.run.progress import Progress
 
     try:
         given = NicSpec.parse(nics) if nics else None

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 import click
 
 from netbench.commands._options import k8s_pod_options
-from netbench.params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
+from netbench.commands._params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 from netbench.sites import INVENTORY
 
 if TYPE_CHECKING:
     from netbench.common.rundir import RunDir
     from netbench.inventory.model import NodeInventory
-    from netbench.options import ClusterOptions
+    from netbench.run.options import ClusterOptions
 
 Found = tuple["RunDir", "list[NodeInventory]"]
 
@@ -86,7 +86,7 @@ def command(
     run.json into a run directory and prints a table that marks values differing from the fleet."""
     from netbench.common.rundir import utc_now
     from netbench.inventory.table import render_json, render_table
-    from netbench.options import ClusterOptions
+    from netbench.run.options import ClusterOptions
 
     where = ClusterOptions(
         launcher=launcher, hosts_file=hosts_file, ssh_config=ssh_config,
@@ -117,8 +117,8 @@ def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], t
     (Kubernetes' pods), as after a sweep."""
     from netbench.common.errors import UsageError
     from netbench.common.rundir import RunDir, utc_now
-    from netbench.inventory.collect import apply_leaves
-    from netbench.options import ClusterOptions
+    from netbench.inventory.fleet import apply_leaves
+    from netbench.run.options import ClusterOptions
     from netbench.sites import INVENTORY
     from netbench.sites.base import finished
     from netbench.sites.registry import choose_site

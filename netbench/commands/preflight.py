@@ -7,8 +7,7 @@ import sys
 import click
 
 from netbench.commands._options import FAIL_ON, k8s_options
-from netbench.defaults import MAX_COUNT
-from netbench.params import (
+from netbench.commands._params import (
     DURATION,
     HOSTS_FILE,
     PAIR_SIZE_LIST,
@@ -17,6 +16,7 @@ from netbench.params import (
     TOPOLOGY_FILE,
     Count,
 )
+from netbench.defaults import MAX_COUNT
 from netbench.sites import PREFLIGHT
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from netbench.commands._options import FAIL_ON
+from netbench.commands._params import POLICY_FILE, TOPOLOGY_FILE, Count
 from netbench.defaults import MAX_COUNT
-from netbench.params import POLICY_FILE, TOPOLOGY_FILE, Count
 
 
 @click.command(
@@ -82,7 +82,6 @@ def command(
     firmware, link health, stragglers, errors, regressions."""
     from pathlib import Path
 
-    from netbench.baselines import BaselineStore
     from netbench.common.errors import NetbenchError, UsageError
     from netbench.common.runcheck import KINDS
     from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
@@ -91,6 +90,7 @@ def command(
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import report_run
     from netbench.reports.summary import format_summary
+    from netbench.run.baselines import BaselineStore
 
     run_dir = str(resolve_run(run_dir))
     if not Path(run_dir).is_dir():

@@ -7,6 +7,7 @@ import sys
 import click
 
 from netbench.commands._options import FAIL_ON
+from netbench.commands._params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 from netbench.defaults import (
     MAX_AHEAD,
     MAX_COUNT,
@@ -17,7 +18,6 @@ from netbench.defaults import (
     SIM_NOISE_SHAPES,
     confirm_budget,
 )
-from netbench.params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 
 
 @click.command(
@@ -130,7 +130,7 @@ def command(
     from click.core import ParameterSource
 
     from netbench.common.errors import UsageError
-    from netbench.engine import exit_status, finish_report
+    from netbench.run.execute import exit_status, finish_report
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.run import SimOptions, simulate
 

@@ -8,12 +8,20 @@ from typing import TYPE_CHECKING
 import click
 
 from netbench.commands._options import k8s_options, measurement_options, pair_options
+from netbench.commands._params import (
+    BUDGET,
+    DURATION,
+    HOSTS_FILE,
+    POLICY_FILE,
+    SSH_CONFIG,
+    TOPOLOGY_FILE,
+    Count,
+)
 from netbench.defaults import START_TIMEOUT_S
-from netbench.params import BUDGET, DURATION, HOSTS_FILE, POLICY_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
 from netbench.sites import SITES
 
 if TYPE_CHECKING:
-    from netbench.options import ClusterOptions
+    from netbench.run.options import ClusterOptions
 
 
 @click.command(
@@ -174,7 +182,7 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     With no arguments it runs on this machine: every local GPU with NCCL when CUDA is available,
     otherwise CPU ranks with gloo. Every row is saved to the run directory as it is measured.
     """
-    from netbench.options import ClusterOptions
+    from netbench.run.options import ClusterOptions
     from netbench.sites.registry import default_launcher
 
     asked = list(patterns)
@@ -187,7 +195,7 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
 
 
 def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
-    """The site (``netbench.sites.choose_site``), then the one pipeline (``netbench.pipeline``)."""
+    """The site (``netbench.sites.choose_site``), then the one pipeline (``netbench.run.pipeline``)."""
     from netbench.common.errors import UsageError
 
     if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
@@ -199,7 +207,7 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
             raise UsageError(str(exc)) from None
     if "copy-matrix" in asked:
         return copy_matrix(opts, asked, echo)
-    from netbench.pipeline import run_pipeline
+    from netbench.run.pipeline import run_pipeline
     from netbench.sites.base import finished
     from netbench.sites.registry import choose_site
 
@@ -213,12 +221,12 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
 
 
 def copy_matrix(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
-    """``--pattern copy-matrix``: this machine's GPU-to-GPU copies as a run (``netbench.copy_matrix``),
+    """``--pattern copy-matrix``: this machine's GPU-to-GPU copies as a run (``netbench.run.copy_matrix``),
     then the report and the exit status every run gets, from what the run did (its ``Outcome``)."""
     from netbench.common.errors import UsageError
-    from netbench.copy_matrix import run_copy_matrix
-    from netbench.engine import exit_status, finish_report
-    from netbench.pipeline import verdict_only
+    from netbench.run.copy_matrix import run_copy_matrix
+    from netbench.run.execute import exit_status, finish_report
+    from netbench.run.pipeline import verdict_only
 
     if asked != ["copy-matrix"] or opts.hosts_file or opts.launcher in ("mpi", "slurm"):
         raise UsageError(

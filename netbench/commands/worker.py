@@ -41,8 +41,8 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
 
     torchrun: RANK/WORLD_SIZE/MASTER_ADDR; mpirun: OMPI_COMM_WORLD_RANK; srun: SLURM_PROCID.
     """
-    from netbench.external_run import run_worker
-    from netbench.options import WorkerOptions
+    from netbench.run.external import run_worker
+    from netbench.run.options import WorkerOptions
 
     pats = list(patterns) or ["world"]
     if "world" in pats and len(pats) > 1:

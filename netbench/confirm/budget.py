@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from netbench.confirm.records import PhaseList
 
 if TYPE_CHECKING:
+    from netbench.agents.coordinator import Outcome
     from netbench.collectives.plan import Phase
-    from netbench.coordinator import Outcome
 
 REPORT_RESERVE_S = 3.0  # kept back from the budget for the final analysis and report.html
 FIRST_PHASE_PRIOR_S = 1.0  # estimate for a launch's first phase, before anything was measured

@@ -32,8 +32,8 @@ from netbench.reports.analyses import Retest, link_tests, rerun_share
 from netbench.reports.stats import binomial_sf
 
 if TYPE_CHECKING:
+    from netbench.agents.coordinator import Outcome
     from netbench.common.findings import Finding
-    from netbench.coordinator import Outcome
     from netbench.reports.context import AnalysisContext
 
 CANDIDATE_LINKS = 32

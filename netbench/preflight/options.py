@@ -71,7 +71,7 @@ class PreflightOptions:
     k8s_keep: bool = False
     k8s_label: bool = False
     k8s_taint: bool = False
-    """The --k8s-* options of ``--launcher k8s`` (``netbench.options.ClusterOptions``' own)."""
+    """The --k8s-* options of ``--launcher k8s`` (``netbench.run.options.ClusterOptions``' own)."""
 
     def __post_init__(self) -> None:
         if self.budget_s <= 0:

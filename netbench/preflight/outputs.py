@@ -183,7 +183,7 @@ def drain_in_slurm(result: PreflightResult, dry_run: bool = False) -> list[str]:
     (``--drain --dry-run``): the ``scontrol`` command lines instead, run nothing."""
     import shlex
 
-    from netbench.common.slurm import SlurmError, drain_command, drain_node
+    from netbench.sites.slurm.scontrol import SlurmError, drain_command, drain_node
 
     html = result.report_html
     where = f"run {result.rundir.run_id}" + (f" report {Path(html).resolve()}" if html else "")

@@ -39,8 +39,8 @@ from netbench.reports.verdict import drain_and_check
 from netbench.sites.base import Site, check_distinct, judged
 
 if TYPE_CHECKING:
+    from netbench.agents.coordinator import Outcome
     from netbench.confirm import PhaseList
-    from netbench.coordinator import Outcome
     from netbench.inventory.model import NodeInventory
     from netbench.reports.analyses import Retest
     from netbench.run.launch import Launch
@@ -52,11 +52,11 @@ def preflight_site(opts: PreflightOptions) -> Site:
     """Sweep's site for these hosts (``netbench.sites``): over SSH with a hosts file, else the Slurm
     allocation this runs in, over srun; PreflightError (exit 3) for what cannot run."""
     from netbench.common.errors import UsageError
-    from netbench.common.slurm import Allocation
-    from netbench.options import ClusterOptions
+    from netbench.run.options import ClusterOptions
     from netbench.sites.base import SITE_OPTIONS
     from netbench.sites.registry import choose_site
-    from netbench.sites.ssh import SshSite
+    from netbench.sites.slurm.scontrol import Allocation
+    from netbench.sites.ssh.site import SshSite
 
     if opts.launcher != "k8s" and opts.hosts_file is None and Allocation.from_env() is None:
         raise PreflightError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
@@ -77,9 +77,9 @@ def preflight_site(opts: PreflightOptions) -> Site:
 
 def load_inputs(opts: PreflightOptions, site: Site) -> tuple[list[HostEntry], Any, Path | None]:
     """The site's hosts, the policy and the baseline, or PreflightError (exit 3) naming what is wrong."""
-    from netbench.baselines import BaselineStore
     from netbench.common.errors import UsageError
     from netbench.reports.policy import PolicyError, load_policy
+    from netbench.run.baselines import BaselineStore
 
     try:
         entries = site.hosts()
@@ -321,8 +321,8 @@ class PreflightStages:
         from: one collective at the pair sizes, for the pairs and the ring alike; None when the
         inventory decided (``--fail-fast``) or fewer than two nodes are left."""
         from netbench.common.errors import UsageError
-        from netbench.options import SweepOptions
-        from netbench.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
+        from netbench.run.options import SweepOptions
+        from netbench.run.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
         from netbench.run.stages import Planned
 
         opts, budget = self.opts, self.budget

@@ -15,16 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from netbench.agents.launchers import HostSlot, Launcher
 from netbench.defaults import START_TIMEOUT_S
-from netbench.engine import RunSettings, execute
-from netbench.launch import HostSlot, Launcher
-from netbench.planner import PairRound, PlanRequest, build_plan
+from netbench.run.execute import RunSettings, execute
+from netbench.run.planner import PairRound, PlanRequest, build_plan
 
 if TYPE_CHECKING:
+    from netbench.agents.coordinator import Outcome
     from netbench.collectives.plan import Phase, WorkerPlan
     from netbench.common.rundir import RunDir
-    from netbench.coordinator import Outcome
-    from netbench.progress import Progress
+    from netbench.run.progress import Progress
 
 PhaseList = list[tuple[str, int, list[tuple[str, str]]]]
 """(phase name, the rows' round, its pairs) of one launch (``netbench.confirm.PhaseList``)."""
@@ -56,6 +56,8 @@ class Launch:
     closing summary), as sweep's first launch and every launch of preflight do."""
     options: dict[str, Any] = field(default_factory=dict)
     """The options as asked, which a launch that records itself writes to run.json."""
+    store: Any = None
+    """The rendezvous store when a user's torchrun, srun or mpirun started the ranks (``netbench worker``)."""
 
     def run(
         self,
@@ -64,10 +66,11 @@ class Launch:
         *,
         before_phase: Callable[[Phase], bool] | None = None,
         fail_fast: bool = False,
-        print_table: Callable[[dict[str, Any]], bool] = _no_table,
+        print_table: Callable[[dict[str, Any]], bool] | None = _no_table,
         launcher_name: str | None = None,
     ) -> Outcome:
-        """Launch ``plan`` on ``slots``: the one call of ``engine.execute`` in netbench/."""
+        """Launch ``plan`` on ``slots``: the one call of ``engine.execute`` in netbench/.
+        ``print_table``: which rows go to nccl-tests' table (None: all of them)."""
         launcher = self.make_launcher([s.host for s in slots])
         settings = RunSettings(
             launcher_name=launcher_name or launcher.name,
@@ -78,6 +81,7 @@ class Launch:
             follow_up=self.follow_up,
             clock=self.clock,
             start_timeout_s=self.start_timeout_s,
+            store=self.store,
         )
         return execute(plan, slots, launcher, self.rundir, settings, self.echo, self.progress)
 

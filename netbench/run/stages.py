@@ -25,13 +25,13 @@ from netbench.defaults import START_TIMEOUT_S
 from netbench.run.launch import Launch
 
 if TYPE_CHECKING:
+    from netbench.agents.coordinator import Outcome
+    from netbench.agents.launchers import HostSlot
     from netbench.collectives.plan import WorkerPlan
     from netbench.common.hosts import HostEntry
     from netbench.common.rundir import RunDir
-    from netbench.coordinator import Outcome
-    from netbench.launch import HostSlot
-    from netbench.planner import PlanRequest
-    from netbench.progress import Progress
+    from netbench.run.planner import PlanRequest
+    from netbench.run.progress import Progress
     from netbench.sites.base import Site
 
 R = TypeVar("R")

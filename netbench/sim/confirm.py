@@ -1,10 +1,10 @@
 """``netbench simulate``'s confirm step: the simulated sweep's suspects re-tested against known-good
 partners within ``--confirm-budget`` of fabric time, as ``sweep --hosts`` does after its pairwise phase.
 
-Nothing of it is re-implemented: ``netbench.pipeline.confirm`` runs the one re-test loop
+Nothing of it is re-implemented: ``netbench.run.pipeline.confirm`` runs the one re-test loop
 (``netbench.confirm.retest_suspects``: the analysis of the run directory, suspects, partners, the
 budget gate, verdicts into run.json's ``retests``), and its launch is the sweep's own follow-up launch
-(``netbench.pipeline.RetestLaunch``: the plan builder, the real coordinator) with a
+(``netbench.run.pipeline.RetestLaunch``: the plan builder, the real coordinator) with a
 ``launcher.SimLauncher`` for hosts, so the re-test phases run on the fabric the sweep measured (same
 faults; a GPU that dropped out stays out). The budget runs on the fabric's clock
 (``launcher.SimClock``): the launch costs the SSH fan-out and rank start-up of
@@ -20,7 +20,7 @@ import numpy as np
 
 from netbench.common.rundir import GrowingRows
 from netbench.confirm import Retested
-from netbench.pipeline import RetestLaunch, confirm
+from netbench.run.pipeline import RetestLaunch, confirm
 from netbench.sim.launcher import MIN_TIMEOUT_S, SimHosts
 from netbench.sim.rails import build_fabric
 from netbench.sim.run import SimOptions, SimResult

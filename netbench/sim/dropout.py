@@ -1,6 +1,6 @@
 """GPUs that drop out in a sweep simulated without the coordinator (``sim.run``).
 
-A real run records a rank that died the coordinator's way (``netbench.coordinator``): the group it
+A real run records a rank that died the coordinator's way (``netbench.agents.coordinator``): the group it
 died in fails with "lost: rank(s) [...] on HOST (rank R on host HOST exited with code 1 ...)", and
 every later group of that host is not run, "not run: host HOST is down (...)". ``sim.run`` measures
 phases directly for speed, so it writes those rows here in the same words; the report then reads
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from netbench.agents.launchers import HostSlot
 from netbench.collectives.plan import GroupSpec, PairGroups, Phase, WorkerPlan
 from netbench.common.rows import ResultRow, failed_row
-from netbench.launch import HostSlot
 
 
 @dataclass

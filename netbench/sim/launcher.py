@@ -1,6 +1,6 @@
 """A launcher whose hosts are a simulated fabric: the real coordinator, the real plan, simulated ranks.
 
-``SimLauncher`` implements ``netbench.launch.Launcher``. The coordinator opens its rendezvous store,
+``SimLauncher`` implements ``netbench.agents.launchers.Launcher``. The coordinator opens its rendezvous store,
 publishes the plan and releases the phases exactly as for SSH hosts; each host's "agent" is a
 ``SimAgent`` whose stdout lines are the protocol lines real ranks print (hello, env, row,
 group_done, group_error, bye, exit). One driver thread per launch plays every rank: it reads every
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from netbench import __version__
+from netbench.agents.launchers import PLAN_KEY, HostSlot, get_text, host_plan_key
 from netbench.collectives.messages import PREFIX
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
-from netbench.launch import PLAN_KEY, HostSlot, get_text, host_plan_key
 from netbench.sim.fabric import Fabric
 from netbench.sim.measure import _flows, _measure, _note_effects, _rates
 from netbench.sim.rails import RailFabric
@@ -131,7 +131,7 @@ class SimHosts:
 
 
 class SimAgent:
-    """One host's agent (``netbench.launch.AgentProcess``): the lines its ranks would print."""
+    """One host's agent (``netbench.agents.launchers.AgentProcess``): the lines its ranks would print."""
 
     def __init__(self, slot: HostSlot) -> None:
         self.host = slot.host
@@ -177,7 +177,7 @@ class SimAgent:
 
 
 class SimLauncher:
-    """``netbench.launch.Launcher`` for simulated hosts: see the module docstring."""
+    """``netbench.agents.launchers.Launcher`` for simulated hosts: see the module docstring."""
 
     name = "simulated"
 
@@ -232,7 +232,7 @@ class SimLauncher:
     def _connect(addr: str, port: int, secret: str) -> Any:
         import torch.distributed as dist
 
-        from netbench.launch import secured
+        from netbench.agents.launchers import secured
 
         try:
             return secured(dist.TCPStore(addr, port, is_master=False, timeout=STORE_TIMEOUT), secret)

@@ -32,7 +32,7 @@ from netbench.sim.fabric import Fabric
 from netbench.sim.launcher import MIN_TIMEOUT_S, LaunchCosts, SimClock, SimHosts
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
-from netbench.sites.sim import SimSite
+from netbench.sites.sim.site import SimSite
 
 DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
 

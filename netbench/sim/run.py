@@ -1,7 +1,7 @@
 """``netbench simulate``'s sweep: the real plan on a simulated fabric, into a real run directory, with
 the truth beside it.
 
-The fabric is a ``Site`` (``netbench.sites.sim.SimSite``) and the plan comes from the sweep's own
+The fabric is a ``Site`` (``netbench.sites.sim.site.SimSite``) and the plan comes from the sweep's own
 stage, ``pipeline.plan_run`` (backend, engine, slots, ``planner.build_plan``): exactly the plan of
 ``sweep --hosts --topology`` (ring, then the pairwise rounds leaf against leaf, or the circle
 method's, or ``--pair-batch``; rail rounds). Its phases are measured on the fabric directly, the
@@ -22,22 +22,22 @@ from typing import Any
 import numpy as np
 
 from netbench import __version__
+from netbench.agents.coordinator import Fault as RankFault
+from netbench.agents.coordinator import Outcome
+from netbench.agents.launchers import HostSlot
 from netbench.collectives.plan import WorkerPlan
 from netbench.common.jsontext import dumps
 from netbench.common.rundir import TRUTH_JSON, RunDir, new_run_id, utc_now
-from netbench.coordinator import Fault as RankFault
-from netbench.coordinator import Outcome
-from netbench.launch import HostSlot
-from netbench.options import ClusterOptions
-from netbench.pipeline import Planned, plan_run
-from netbench.planner import PlanRequest
+from netbench.run.options import ClusterOptions
+from netbench.run.pipeline import Planned, plan_run
+from netbench.run.planner import PlanRequest
 from netbench.sim.dropout import LostGpus
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.launcher import SimHosts
 from netbench.sim.measure import NOISE_SHAPES, _flows, _measure, _note_effects, _rates
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.setup import Lanes
-from netbench.sites.sim import SimSite
+from netbench.sites.sim.site import SimSite
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 #: the subject kind of the finding each fault should produce (what a score compares against)

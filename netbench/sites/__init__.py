@@ -1,4 +1,4 @@
-"""Where a sweep runs. The pipeline (``netbench.pipeline``) is written once; a ``Site`` says only
+"""Where a sweep runs. The pipeline (``netbench.run.pipeline``) is written once; a ``Site`` says only
 *where*: the hosts, how to inventory them, their switches, how to start an agent on each, how to read
 their port counters. SSH, one machine, a hosts file on this machine, a Slurm allocation and mpirun
 (over a hosts file or on this machine) and a Kubernetes cluster (a pod per node) are one module
@@ -15,11 +15,11 @@ added later cannot be dropped silently on some site.
 """
 
 SITES = {
-    "ssh": "netbench.sites.ssh",
-    "local": "netbench.sites.local",
-    "mpi": "netbench.sites.mpi",
-    "slurm": "netbench.sites.slurm",
-    "k8s": "netbench.sites.k8s",
+    "ssh": "netbench.sites.ssh.site",
+    "local": "netbench.sites.local.site",
+    "mpi": "netbench.sites.mpi.site",
+    "slurm": "netbench.sites.slurm.site",
+    "k8s": "netbench.sites.k8s.site",
 }
 """``--launcher`` value -> the module whose ``make(opts)`` gives its site (with or without --hosts).
 Module names, not imports: ``--help`` lists the launchers without importing torch."""
@@ -30,7 +30,7 @@ checked before it starts (``preflight.stages.preflight_site`` chooses through ``
 
 INVENTORY = {
     "ssh": "netbench.sites.probe",
-    "k8s": "netbench.sites.k8s",
+    "k8s": "netbench.sites.k8s.site",
 }
 """``netbench inventory --launcher`` value -> the module whose ``make(opts)`` gives the site it probes:
 ssh's hosts (or this machine) with the probe alone (``sites.probe``: no rank follows, so none is

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Protocol
 from netbench.common.errors import UsageError
 
 if TYPE_CHECKING:
+    from netbench.agents.launchers import Launcher
     from netbench.common.hosts import HostEntry
     from netbench.common.rundir import RunDir
     from netbench.inventory.model import NodeInventory
-    from netbench.launch import Launcher
-    from netbench.options import ClusterOptions
-    from netbench.planner import HostCaps
+    from netbench.run.options import ClusterOptions
+    from netbench.run.planner import HostCaps
 
 Echo = Callable[[str], None]
 
@@ -122,7 +122,7 @@ def finished(site: Site) -> Iterator[Site]:
 def check(site: Site, opts: ClusterOptions) -> None:
     """Refuse, by name, every site option given that ``site`` does not use, and the pairs' options
     on one machine: an option is honoured or refused, never dropped."""
-    from netbench.options import ClusterOptions
+    from netbench.run.options import ClusterOptions
 
     defaults = {f.name: f.default for f in fields(ClusterOptions) if f.name in SITE_OPTIONS + NEEDS_HOSTS}
     given = [n for n, d in defaults.items() if n != "launcher" and getattr(opts, n) != d]

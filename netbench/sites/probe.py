@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from netbench.common.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
-from netbench.options import ClusterOptions
+from netbench.run.options import ClusterOptions
 from netbench.sites.base import Echo, Site, Switches
-from netbench.sites.here import HereSite
-from netbench.sites.ssh import SshSite, file_switches
+from netbench.sites.local.here import HereSite
+from netbench.sites.ssh.site import SshSite, file_switches
 
 
 @dataclass
@@ -26,7 +26,8 @@ class ProbedHosts(SshSite):
     """The hosts of ``--hosts`` over SSH, inventoried alone."""
 
     def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
-        from netbench.inventory.collect import collect_inventory, progress_printer
+        from netbench.inventory.fleet import progress_printer
+        from netbench.sites.ssh.inventory import collect_inventory
 
         progress = progress_printer(sys.stderr) if sys.stderr.isatty() else None
         return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from netbench.options import ClusterOptions
+from netbench.run.options import ClusterOptions
 from netbench.sites import SITES
 from netbench.sites.base import Site, check
 
@@ -17,7 +17,7 @@ def default_launcher(hosts_file: str | None) -> str:
     netbench is a rank, never the launcher."""
     if hosts_file:
         return "ssh"
-    from netbench.common.slurm import Allocation
+    from netbench.sites.slurm.scontrol import Allocation
 
     alloc = Allocation.from_env()
     return "slurm" if alloc is not None and not alloc.in_step and len(alloc.nodes) > 1 else "ssh"

@@ -5,7 +5,7 @@
   launch (inventory.jsonl's status ``cannot_run``, the cause in its error). The job the check is
   for would fail there too, so it fails the verdict, with the cause rather than a rank's exit code.
 - ``fabric_shared``: another netbench run was live on some of the hosts (the marker its agents
-  hold, netbench/launch/marker.py), seen by the inventory at the start or by the port counters'
+  hold, netbench/agents/marker.py), seen by the inventory at the start or by the port counters'
   snapshots. Each run then measures the other's traffic as its own: slow pairs and cross-spine
   penalties of this run may be that run's, not the fabric's, so judge the fabric from a run alone.
 """

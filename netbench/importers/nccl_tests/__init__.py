@@ -49,7 +49,7 @@ from netbench.importers.nccl_tests.table import check_sizes
 from netbench.importers.nccl_tests.text import parse_text
 
 if TYPE_CHECKING:
-    from netbench.progress import Progress
+    from netbench.run.progress import Progress
 
 __all__ = [
     "DTYPE_BYTES", "MAX_LINES_LISTED", "MAX_LOG_BYTES", "NICS_UNKNOWN", "REDOPS", "NcclTest", "NicSpec",

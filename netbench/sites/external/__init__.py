@@ -1,0 +1,1 @@
+"""The external site: its site, launcher, transport and checks together."""

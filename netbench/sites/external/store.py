@@ -1,0 +1,244 @@
+"""Ranks started by someone else: torchrun, srun (inside a Slurm allocation) or mpirun.
+
+Each process is one rank; its identity comes from the launcher's environment. They meet at one store:
+torchrun's own (MASTER_ADDR:MASTER_PORT, kept by its agent), or one that rank 0 opens (its address sent
+to everyone through MPI under mpirun; MASTER_ADDR/MASTER_PORT or the allocation's first node under
+srun). stdout belongs to the launcher there, so ranks post protocol lines to the store and rank 0 runs
+the coordinator in a thread, reading them back (``StoreAgent``): same coordinator, same rows, same
+run directory as every other launcher.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from netbench.agents.launchers import HostSlot
+from netbench.collectives import messages
+from netbench.common.errors import UsageError
+
+
+@dataclass
+class RankEnv:
+    rank: int
+    world: int
+    local_rank: int
+    source: str  # torchrun | slurm | mpi
+    master_addr: str | None = None
+    master_port: int | None = None
+
+
+def detect() -> RankEnv:
+    """Who am I? torchrun's variables first (they are the most specific), then Open MPI/PMI, then Slurm."""
+    e = os.environ
+    port = int(e["MASTER_PORT"]) if e.get("MASTER_PORT", "").isdigit() else None
+    if "RANK" in e and "WORLD_SIZE" in e and ("TORCHELASTIC_RUN_ID" in e or "MASTER_ADDR" in e):
+        return RankEnv(
+            int(e["RANK"]),
+            int(e["WORLD_SIZE"]),
+            int(e.get("LOCAL_RANK", 0)),
+            "torchrun",
+            e.get("MASTER_ADDR"),
+            port,
+        )
+    if "OMPI_COMM_WORLD_RANK" in e or ("SLURM_PROCID" not in e and ("PMI_RANK" in e or "PMIX_RANK" in e)):
+        rank = int(e.get("OMPI_COMM_WORLD_RANK") or e.get("PMI_RANK") or e["PMIX_RANK"])
+        world = int(e.get("OMPI_COMM_WORLD_SIZE") or e.get("PMI_SIZE") or 0)
+        local = int(e.get("OMPI_COMM_WORLD_LOCAL_RANK") or e.get("MPI_LOCALRANKID") or 0)
+        return RankEnv(rank, world, local, "mpi")
+    if "SLURM_PROCID" in e and "SLURM_NTASKS" in e:
+        addr = e.get("MASTER_ADDR")
+        if not addr and e.get("SLURM_JOB_NODELIST"):
+            from netbench.common.hostlist import expand_hostlist
+
+            addr = expand_hostlist(e["SLURM_JOB_NODELIST"])[0]
+        if port is None:
+            port = 20000 + int(e.get("SLURM_JOB_ID", "0")) % 20000
+        return RankEnv(
+            int(e["SLURM_PROCID"]),
+            int(e["SLURM_NTASKS"]),
+            int(e.get("SLURM_LOCALID", 0)),
+            "slurm",
+            addr,
+            port,
+        )
+    raise UsageError(
+        "netbench worker: no launcher environment found (expected torchrun's RANK/WORLD_SIZE, "
+        "mpirun's OMPI_COMM_WORLD_RANK or srun's SLURM_PROCID)"
+    )
+
+
+def open_store(env: RankEnv, connect_timeout_s: float = 60.0) -> tuple[Any, str, int, str, Any]:
+    """(the run's store, its address, its port, its secret, the server to keep alive or None).
+
+    The store is a PrefixStore under the run's secret (netbench.agents.launchers's threat model): under mpirun
+    rank 0 makes the secret and sends it with the address through MPI; under srun and torchrun it
+    is NETBENCH_STORE_SECRET from the environment (``netbench sweep --launcher slurm`` sets it), and
+    without it our keys are only namespaced, not secret. torchrun's own store is torchrun's: it
+    listens where torchrun put it. A rank that cannot reach the store (rank 0's node does not
+    resolve, or never listens) gives up after ``connect_timeout_s`` (the worker's --timeout) with
+    a NetbenchError naming the address."""
+    from netbench.agents.launchers import SECRET_ENV, new_secret, open_server
+
+    secret = os.environ.pop(SECRET_ENV, "")
+    if env.source == "mpi":
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        env.world = comm.Get_size()
+        server = None
+        info = None
+        if env.rank == 0:
+            addr = _my_address()
+            server = open_server(addr, 0, timeout_s=60)
+            info = (addr, server[1].getsockname()[1], new_secret())
+        addr, port, secret = comm.bcast(info, root=0)
+    elif env.source == "torchrun":
+        if not env.master_addr or not env.master_port:
+            raise UsageError("torchrun environment without MASTER_ADDR/MASTER_PORT")
+        addr, port, server = env.master_addr, env.master_port, None
+    else:
+        addr, port = env.master_addr or "127.0.0.1", int(env.master_port or 0)
+        server = None
+        if env.rank == 0:
+            try:
+                server = open_server(socket.gethostbyname(addr), port, timeout_s=60)
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+                raise UsageError(f"rank 0 cannot listen on {addr}:{port}: {why}") from None
+    return client(addr, port, secret, connect_timeout_s), addr, port, secret, server
+
+
+def client(addr: str, port: int, secret: str, connect_timeout_s: float = 60.0) -> Any:
+    """A client connection of its own: a TCPStore client is used by one thread at a time (a rank's
+    blocking wait would stall the coordinator's writes if they shared one).
+
+    TCPStore retries its connection until its timeout, and our waits need days (a rank waits for
+    the coordinator as long as it lives): connect under ``connect_timeout_s``, then lengthen it."""
+    import datetime as _dt
+
+    import torch.distributed as dist
+
+    from netbench.agents.launchers import secured
+    from netbench.collectives.rank import STORE_WAIT
+    from netbench.common.errors import NetbenchError
+
+    wait_listening(addr, port, connect_timeout_s)
+    try:
+        raw = dist.TCPStore(addr, port, is_master=False, wait_for_workers=False,
+                            timeout=_dt.timedelta(seconds=connect_timeout_s))
+    except (RuntimeError, OSError) as exc:  # DistStoreError / DistNetworkError are RuntimeErrors
+        first = str(exc).strip().splitlines()[:1]
+        raise NetbenchError(
+            f"cannot reach the run's store on {addr}:{port} (rank 0's node) within {connect_timeout_s:g} s"
+            + (f": {first[0][:160]}" if first else "")
+        ) from None
+    raw.set_timeout(STORE_WAIT)
+    return secured(raw, secret) if secret else dist.PrefixStore("netbench/", raw)
+
+
+def wait_listening(addr: str, port: int, timeout_s: float) -> None:
+    """Until something listens on ``addr:port``, at most ``timeout_s``: a NetbenchError naming the
+    node otherwise. Checked here because TCPStore's own retries run to two or three times its
+    timeout and print a C++ warning per try; a name that does not resolve fails at once."""
+    from netbench.common.errors import NetbenchError
+
+    try:
+        socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise NetbenchError(f"rank 0's node {addr!r} does not resolve ({exc.strerror}): "
+                            "cannot reach the run's store") from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((addr, port), timeout=min(2.0, timeout_s)):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise NetbenchError(
+                    f"nothing listens on {addr}:{port} (rank 0's node) after {timeout_s:g} s "
+                    f"({exc.strerror or exc}): cannot reach the run's store"
+                ) from None
+            time.sleep(0.2)
+
+
+def _my_address() -> str:
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def gather_slots(store: Any, env: RankEnv, host: str) -> list[HostSlot]:
+    """Every rank posts its host; rank 0 turns them into host slots (ranks of a host must be contiguous,
+    as torchrun, srun's block distribution and mpirun --map-by node:... all give)."""
+    from netbench.collectives.rank import STORE_WAIT
+
+    store.set(f"host/{env.rank}", host)
+    if env.rank != 0:
+        return []
+    keys = [f"host/{r}" for r in range(env.world)]
+    store.wait(keys, STORE_WAIT)
+    hosts = [store.get(k).decode() for k in keys]
+    slots: list[HostSlot] = []
+    for r, h in enumerate(hosts):
+        if slots and slots[-1].host == h:
+            slots[-1].nprocs += 1
+        elif any(s.host == h for s in slots):
+            raise UsageError(f"ranks of host {h} are not contiguous; launch with a block distribution")
+        else:
+            slots.append(HostSlot(host=h, nprocs=1, rank_base=r))
+    return slots
+
+
+class StoreAgent:
+    """Reads one host's ranks' lines from the store, for the coordinator's pump."""
+
+    def __init__(self, host: str, store: Any, ranks: list[int]):
+        self.host, self.store, self.ranks = host, store, ranks
+        self._stop = threading.Event()
+        self._bye: set[int] = set()
+
+    def lines(self) -> Iterator[str]:
+        seen = dict.fromkeys(self.ranks, 0)
+        while not self._stop.is_set():
+            got = False
+            for r in self.ranks:
+                new, seen[r] = messages.store_lines(self.store, r, seen[r])
+                for line in new:
+                    got = True
+                    msg = messages.parse(line)
+                    if msg and msg.get("type") == "bye":
+                        self._bye.add(r)
+                    yield line
+            if len(self._bye) == len(self.ranks):
+                return
+            if not got:
+                time.sleep(0.02)
+
+    def terminate(self) -> None:
+        self._stop.set()
+
+    def returncode(self) -> int | None:
+        return 0 if len(self._bye) == len(self.ranks) or self._stop.is_set() else None
+
+    def end_reason(self) -> str | None:
+        return None  # the user's scheduler started these ranks: it says why they ended, not us
+
+
+class ExternalLauncher:
+    """Nothing to start: the ranks exist. Hands the coordinator one StoreAgent per host."""
+
+    def __init__(self, store: Any, name: str):
+        self.store, self.name = store, name
+
+    def store_host(self) -> tuple[str, str]:  # pragma: no cover - the store is given
+        return "", ""
+
+    def start(self, slot: HostSlot, store_addr: str, store_port: int, secret: str) -> StoreAgent:
+        return StoreAgent(slot.host, self.store, slot.ranks)

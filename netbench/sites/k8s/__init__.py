@@ -1,0 +1,1 @@
+"""The k8s site: its site, launcher, transport and checks together."""

@@ -1,0 +1,1 @@
+"""The local site: its site, launcher, transport and checks together."""

@@ -1,0 +1,1 @@
+"""The mpi site: its site, launcher, transport and checks together."""

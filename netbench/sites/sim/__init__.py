@@ -1,0 +1,1 @@
+"""The sim site: its site, launcher, transport and checks together."""

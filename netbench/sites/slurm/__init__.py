@@ -1,0 +1,1 @@
+"""The slurm site: its site, launcher, transport and checks together."""

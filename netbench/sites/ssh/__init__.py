@@ -1,0 +1,1 @@
+"""The ssh site: its site, launcher, transport and checks together."""

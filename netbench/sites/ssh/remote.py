@@ -1,0 +1,390 @@
+"""Commands over an SSH connection: ``remote_command`` (argv shlex-quoted, run under ``setsid`` in
+the wrapper that prints its process group and arms the stdin watchdog), ``SSHConnection.run`` (to
+completion, output bounded) and ``start`` (a ``RemoteProcess`` read line by line), and the kill of
+a remote process group and its session. ``netbench.sites.ssh.transport`` re-exports every name here."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import select
+import shlex
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from netbench.sites.ssh.config import SSHError, SSHTarget
+
+if TYPE_CHECKING:  # paramiko is imported lazily: `netbench --help` must stay instant
+    import paramiko
+
+log = logging.getLogger("netbench.sites.ssh.transport")
+
+PGID_MARKER = "__NETBENCH_PGID__"
+#: the most stdout (and stderr) one ``run`` keeps; the inventory probe writes a few hundred KB
+MAX_OUTPUT_BYTES = 64 << 20
+#: the longest line a RemoteProcess queues; a longer one is cut there (an agent's lines are short)
+MAX_LINE_BYTES = 16 << 20
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# The remote wrapper, run by `sh -c`. $1 says whether to arm the stdin watchdog; the rest is argv.
+# It prints the process-group id (this shell is the group leader after setsid), then execs argv.
+# The id is also the session id: tools that make their own process group (GNU `timeout` does) stay
+# in the session, so kills go to the group AND to the whole session (_KILL_SESSION; the watchdog,
+# itself in the session, uses procps' pkill, which never signals itself).
+# The watchdog (start() without stdin) waits for EOF on the channel's stdin, i.e. for the SSH
+# session to go away, and then kills the group: a launcher that dies without calling terminate()
+# still leaves nothing behind. It keeps a dup of stdin on fd 3 because a background job's own
+# stdin is /dev/null in a non-interactive shell.
+# $1 = 2 is the watchdog plus a secret: the first line of stdin is read by the shell's own `read`
+# (no process, so no command line for `ps` to show) into NETBENCH_STORE_SECRET, which only the
+# command's environment carries (readable by its owner alone).
+_WRAPPER = (
+    f'echo "{PGID_MARKER} $$"; w=$1; shift; '
+    'if [ "$w" = 2 ]; then IFS= read -r NETBENCH_STORE_SECRET || exit 1; '
+    "export NETBENCH_STORE_SECRET; w=1; fi; "
+    'if [ "$w" = 1 ]; then exec 3<&0; '
+    '( while read -r _ <&3; do :; done; pkill -KILL -s $$; kill -s KILL -- -$$ ) >/dev/null 2>&1 & '
+    'exec 3<&- </dev/null; fi; exec "$@"'
+)
+
+
+# Signal a remote process group and every process of its session (the wrapper's setsid made them
+# one number). Tools under `timeout` (the probe runs every tool so) are in a group of their own but
+# in the session; the session's members are found in /proc rather than with procps' pkill, which
+# minimal images lack: there `kill -- -PG` alone left a hung probe's tool running after its timeout.
+# Field 4 after the command name's closing parenthesis in /proc/PID/stat is the session id.
+_KILL_SESSION = (
+    "kill -s {sig} -- -{pg} 2>/dev/null; "
+    "for f in /proc/[0-9]*/stat; do "
+    'read -r l 2>/dev/null < "$f" || continue; set -- ${{l##*) }}; '
+    'if [ "$4" = {pg} ]; then p=${{f#/proc/}}; kill -s {sig} "${{p%/stat}}" 2>/dev/null; fi; '
+    "done; exit 0"
+)
+
+
+# -- running commands ------------------------------------------------------------------------------
+def remote_command(
+    argv: Sequence[str], env: Mapping[str, str] | None = None, watchdog: bool = False, secret: bool = False
+) -> str:
+    """The command line sent to the remote login shell: every argument is shlex-quoted.
+
+    ``setsid -w`` puts the command in a new process group (so it can be killed as a tree) and
+    still reports its exit status; hosts without setsid fall back to the group sshd gave the session.
+    """
+    if not argv:
+        raise ValueError("empty argv")
+    parts: list[str] = []
+    if env:
+        bad = [k for k in env if not _ENV_NAME.match(k)]
+        if bad:
+            raise ValueError(f"bad environment variable name(s): {bad}")
+        parts = ["env"] + [f"{k}={v}" for k, v in env.items()]
+    mode = "2" if secret else "1" if watchdog else "0"
+    inner = shlex.join([*parts, "sh", "-c", _WRAPPER, "netbench", mode, *map(str, argv)])
+    return f"if command -v setsid >/dev/null 2>&1; then exec setsid -w {inner}; else exec {inner}; fi"
+
+
+class SSHConnection:
+    """One authenticated SSH connection to a host; many commands can run over it (one channel each)."""
+
+    def __init__(self, target: SSHTarget, chain: list[paramiko.Transport]):
+        self.target = target
+        self._chain = chain
+        self.transport = chain[-1]
+        self._inflight: dict[int, int] = {}  # channel id -> remote process group of a run() in progress
+
+    @property
+    def is_active(self) -> bool:
+        return self.transport.is_active()
+
+    def _open(self, timeout: float | None = None) -> paramiko.Channel:
+        import paramiko
+
+        try:
+            return self.transport.open_session(timeout=timeout or 30)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise SSHError("error", f"cannot open a session channel: {exc}", self.target.name) from None
+
+    def run(
+        self, argv: Sequence[str], stdin: bytes | None = None, timeout: float = 60.0,
+        env: Mapping[str, str] | None = None, max_output: int = MAX_OUTPUT_BYTES,
+    ) -> tuple[int, bytes, bytes]:
+        """Run argv to completion; return (exit status, stdout, stderr). Exit status -1: killed by a signal.
+
+        On timeout the remote process group is killed and SSHError(kind="timeout") is raised; so it is
+        when stdout or stderr grows past ``max_output`` bytes (a host must not fill our memory).
+        """
+        chan = self._open(timeout)
+        chan.setblocking(False)
+        try:
+            chan.exec_command(remote_command(argv, env))
+        except Exception as exc:  # noqa: BLE001
+            chan.close()
+            raise SSHError("error", f"exec failed: {exc}", self.target.name) from None
+        out, err = bytearray(), bytearray()
+        data = stdin or b""
+        sent = 0
+        if not data:
+            chan.shutdown_write()
+        deadline = time.monotonic() + timeout
+        pgid: int | None = None
+        try:
+            while True:
+                sending = sent < len(data)
+                if sending and chan.send_ready():
+                    try:
+                        sent += chan.send(data[sent : sent + 32768])
+                    except OSError:  # remote closed its stdin early: keep reading its output
+                        sent = len(data)
+                    if sent >= len(data):
+                        chan.shutdown_write()
+                _drain(chan, out, err)
+                if pgid is None:
+                    pgid = _take_marker(out)
+                    if pgid:
+                        self._inflight[chan.get_id()] = pgid
+                if len(out) > max_output or len(err) > max_output:
+                    self._kill_group(pgid if pgid and pgid > 0 else None, chan, grace=1.0)
+                    raise SSHError("error", f"{shlex.join(map(str, argv))[:80]} wrote more than "
+                                   f"{max_output} bytes of output; killed", self.target.name)
+                if chan.exit_status_ready() and _eof(chan):
+                    _drain(chan, out, err)
+                    break
+                if chan.closed:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._kill_group(pgid if pgid and pgid > 0 else None, chan, grace=1.0)
+                    raise SSHError("timeout", f"{shlex.join(map(str, argv))[:80]} did not finish within "
+                                   f"{timeout:g} s; killed", self.target.name)
+                select.select([chan], [], [], min(left, 0.01 if sending else 0.2))
+            if pgid is None:
+                _take_marker(out)
+            rc = chan.recv_exit_status() if chan.exit_status_ready() else -1
+            if rc == -1 and not self.transport.is_active():
+                raise SSHError("error", "connection lost before the command finished", self.target.name)
+            return rc, bytes(out), bytes(err)
+        finally:
+            self._inflight.pop(chan.get_id(), None)
+            chan.close()
+
+    def start(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
+              stdin: bytes | None = None, secret: str | None = None) -> RemoteProcess:
+        """Start a long-running command (e.g. a worker streaming JSON lines); see :class:`RemoteProcess`.
+
+        Without ``stdin`` the command's stdin is /dev/null and a watchdog kills its process group when
+        the SSH session ends, so a launcher that dies abruptly leaves nothing behind. ``secret`` (one
+        line) travels inside the encrypted channel and reaches the command as NETBENCH_STORE_SECRET
+        in its environment, never on a command line.
+        """
+        if secret is not None and ("\n" in secret or stdin is not None):
+            raise ValueError("a secret is one line, and excludes stdin")
+        chan = self._open()
+        try:
+            chan.exec_command(remote_command(argv, env, watchdog=stdin is None, secret=secret is not None))
+            if secret is not None:
+                chan.sendall((secret + "\n").encode())
+            if stdin:
+                chan.sendall(stdin)
+                chan.shutdown_write()
+        except Exception as exc:  # noqa: BLE001
+            chan.close()
+            raise SSHError("error", f"exec failed: {exc}", self.target.name) from None
+        return RemoteProcess(self, chan, list(map(str, argv)))
+
+    def _kill_group(self, pgid: int | None, chan: paramiko.Channel | None, grace: float = 5.0) -> None:
+        """TERM the remote process group through a second channel, KILL it after ``grace`` seconds."""
+        if pgid is None or pgid <= 1 or not self.transport.is_active():
+            return
+        self._signal(pgid, "TERM")
+        end = time.monotonic() + grace
+        while chan is not None and time.monotonic() < end:
+            if chan.exit_status_ready() or chan.closed:
+                break
+            time.sleep(0.02)
+        self._signal(pgid, "KILL")  # also reaps children that ignored TERM or outlived the leader
+
+    def _signal(self, pgid: int, sig: str) -> None:
+        import paramiko
+
+        try:
+            chan = self.transport.open_session(timeout=10)
+            pg = int(pgid)
+            chan.exec_command(shlex.join(["sh", "-c", _KILL_SESSION.format(sig=sig, pg=pg)]))
+            end = time.monotonic() + 10
+            while not chan.exit_status_ready() and time.monotonic() < end:
+                time.sleep(0.005)
+            chan.close()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            log.debug("%s: kill -%s -%s failed: %s", self.target.name, sig, pgid, exc)
+
+    def abort(self) -> None:
+        """KILL the remote process group of every run() in progress, then close (for Ctrl-C)."""
+        for pgid in list(self._inflight.values()):
+            self._signal(pgid, "KILL")
+        self.close()
+
+    def close(self) -> None:
+        for tr in reversed(self._chain):
+            tr.close()
+
+    def __enter__(self) -> SSHConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _drain(chan: paramiko.Channel, out: bytearray, err: bytearray) -> None:
+    while chan.recv_ready():
+        out += chan.recv(65536)
+    while chan.recv_stderr_ready():
+        err += chan.recv_stderr(65536)
+
+
+def _eof(chan: paramiko.Channel) -> bool:
+    return bool(chan.eof_received) and not chan.recv_ready() and not chan.recv_stderr_ready()
+
+
+def _take_marker(out: bytearray) -> int | None:
+    """Remove the wrapper's ``__NETBENCH_PGID__ N`` first line from ``out``; return N (0: absent)."""
+    nl = out.find(b"\n")
+    if nl < 0:
+        return None if len(out) < 64 else 0
+    head = bytes(out[:nl]).decode(errors="replace")
+    if head.startswith(PGID_MARKER + " "):
+        del out[: nl + 1]
+        try:
+            return int(head.split()[1])
+        except (IndexError, ValueError):
+            return 0
+    return 0
+
+
+class RemoteProcess:
+    """A command running on a remote host, read line by line.
+
+    ``readline(timeout)`` returns the next stdout line (without newline), ``None`` at end of output,
+    and raises ``TimeoutError`` when no complete line arrived in time. ``stderr`` is kept (the last
+    256 KiB) for error messages. ``terminate()`` kills the remote process group: TERM, then KILL.
+    """
+
+    STDERR_KEEP = 256 * 1024
+
+    def __init__(self, conn: SSHConnection, chan: paramiko.Channel, argv: list[str]):
+        self.conn = conn
+        self.argv = argv
+        self.pgid: int | None = None
+        self._chan = chan
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr = bytearray()
+        self._pgid_event = threading.Event()
+        self._done = threading.Event()
+        self._terminated = False
+        self._eof = False
+        self._reader = threading.Thread(target=self._read, name=f"ssh-{conn.target.name}", daemon=True)
+        self._reader.start()
+
+    @property
+    def host(self) -> str:
+        return self.conn.target.name
+
+    def _read(self) -> None:
+        chan, buf, first = self._chan, bytearray(), True
+        try:
+            while True:
+                select.select([chan], [], [], 0.5)
+                got = False
+                while chan.recv_ready():
+                    buf += chan.recv(65536)
+                    got = True
+                while chan.recv_stderr_ready():
+                    self._stderr += chan.recv_stderr(65536)
+                    if len(self._stderr) > self.STDERR_KEEP:
+                        del self._stderr[: len(self._stderr) - self.STDERR_KEEP]
+                if got:
+                    *lines, rest = bytes(buf).split(b"\n")
+                    if len(rest) > MAX_LINE_BYTES:  # no newline for 16 MiB: cut, do not buffer forever
+                        lines.append(rest[:MAX_LINE_BYTES])
+                        rest = b""
+                    buf = bytearray(rest)
+                    for raw in lines:
+                        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+                        if first:
+                            first = False
+                            if line.startswith(PGID_MARKER + " "):
+                                try:
+                                    self.pgid = int(line.split()[1])
+                                except (IndexError, ValueError):
+                                    pass
+                                self._pgid_event.set()
+                                continue
+                            self._pgid_event.set()
+                        self._lines.put(line)
+                if _eof(chan) or chan.closed or not self.conn.transport.is_active():
+                    break
+        except (OSError, EOFError) as exc:
+            log.debug("%s: reader stopped: %s", self.host, exc)
+        finally:
+            if buf:
+                self._lines.put(bytes(buf).decode("utf-8", errors="replace"))
+            self._pgid_event.set()
+            self._lines.put(None)
+            self._done.set()
+
+    def readline(self, timeout: float | None = None) -> str | None:
+        """Next stdout line; None once the output has ended; TimeoutError if none within ``timeout``."""
+        if self._eof:
+            return None
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"{self.host}: no output line within {timeout} s") from None
+        if line is None:
+            self._eof = True
+        return line
+
+    def __iter__(self) -> Iterator[str]:
+        while (line := self.readline()) is not None:
+            yield line
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit status once the remote command ended (-1: killed by a signal or connection lost)."""
+        chan = self._chan
+        if chan.exit_status_ready():
+            return chan.recv_exit_status()
+        if chan.closed or not self.conn.transport.is_active():
+            return -1
+        return None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for the command to end; its exit status, or None if still running after ``timeout``."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while (rc := self.returncode) is None:
+            if end is not None and time.monotonic() >= end:
+                return None
+            self._chan.status_event.wait(0.1)
+        return rc
+
+    @property
+    def stderr(self) -> str:
+        return bytes(self._stderr).decode("utf-8", errors="replace")
+
+    def terminate(self, grace: float = 5.0) -> int | None:
+        """Kill the remote process tree: TERM to its process group, KILL after ``grace`` s; close."""
+        self._terminated = True
+        self._pgid_event.wait(min(grace, 5.0))
+        if self.returncode is None or self.pgid:
+            self.conn._kill_group(self.pgid, self._chan, grace)
+        rc = self.wait(2.0)
+        self.close()
+        return rc
+
+    def close(self) -> None:
+        """Close the channel (the watchdog then kills whatever is left of the remote group)."""
+        self._chan.close()
+        self._reader.join(2.0)
