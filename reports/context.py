@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netbench.reports.policy import Policy
+from netbench.reports.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
+from netbench.reports.siteadvice import SiteAdvice, advice_for
 
 from netbench.common.arrivals import ArrivalRecord
 from netbench.common.naming import natural_key
-from netbench.common.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
 from netbench.common.rundir import (
     COUNTERS_JSONL,
     ENV_JSON,
@@ -28,7 +29,6 @@ from netbench.common.rundir import (
     RunDir,
     Unreadable,
 )
-from netbench.common.siteadvice import SiteAdvice, advice_for
 from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ def _read_rows(rd: RunDir) -> Rows:
     """Column by column when every line is plainly a good row (``common.rowtable``: 1.6 M rows in
     seconds), else line by line, which names each line left out. Only a regular file is opened
     directly (a FIFO would block); anything else goes to the line reader, which refuses it."""
-    from netbench.common.rowtable import read_rows_frame
+    from netbench.reports.rowtable import read_rows_frame
 
     if rd.results_path.is_file():
         frame = read_rows_frame(rd.results_path)
@@ -387,7 +387,7 @@ def _doubts(
 
 def _row_hosts(rows: pd.DataFrame) -> frozenset[str]:
     """The hosts ``rows`` name (every row's ``hosts`` list), read once: at 8 M rows this is seconds."""
-    from netbench.common.rowtable import listed_hosts
+    from netbench.reports.rowtable import listed_hosts
 
     return frozenset(listed_hosts(rows["hosts"])[0]) if len(rows) else frozenset()
 

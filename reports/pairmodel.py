@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from netbench.reports.noise import NoiseModel, learn
+from netbench.reports.pairrows import NO_ROUND, NOT_RECORDED, codes_of, pair_facts
 from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
 
 from netbench.common.naming import natural_key
-from netbench.common.pairrows import NO_ROUND, NOT_RECORDED, codes_of, pair_facts
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -95,7 +95,7 @@ def _two_hosts(col) -> tuple[list[str], np.ndarray, np.ndarray]:  # noqa: ANN001
     """The hosts named by the rows whose hosts are a list of two, in order of appearance, and per
     row the index of its first and second host among them (-1 for a row of another kind), without
     a Python step per row (8 M pair rows at 4,096 nodes)."""
-    from netbench.common.rowtable import listed_hosts
+    from netbench.reports.rowtable import listed_hosts
 
     names, rows, codes = listed_hosts(col, length=2)
     a = np.full(len(col), -1, dtype=np.int64)

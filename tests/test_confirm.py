@@ -12,6 +12,7 @@ import pytest
 from netbench.reports.analyses import Retest, RetestEvidence
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import load_context, run_rules
+from netbench.reports.pairrows import MetPairs, PairRows
 from netbench.reports.policy import Thresholds
 from netbench.reports.rules import slow_node, slow_pair
 from netbench.reports.stats import binomial_sf, pooled_interval
@@ -20,7 +21,6 @@ from synthetic import host_names, make_fleet
 
 from netbench.agents.coordinator import Fault, Outcome
 from netbench.common.findings import Finding
-from netbench.common.pairrows import MetPairs, PairRows
 from netbench.common.topology import hop_class
 from netbench.confirm import (
     CANDIDATE_FALSE,

@@ -11,13 +11,13 @@ import pytest
 from netbench.reports import verdict as one_verdict
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import load_context, run_rules
+from netbench.reports.pairrows import PairRows
 from netbench.reports.policy import Thresholds
 from netbench.reports.rules import errors
 from netbench.reports.stats import binomial_sf, poisson_binomial_sf
 from synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.agents.coordinator import Fault, Outcome
-from netbench.common.pairrows import PairRows
 from netbench.common.rows import blamed_hosts, never_ran
 from netbench.confirm import judge, unusable_hosts
 

@@ -11,13 +11,13 @@ import pytest
 from netbench.reports.analyses import Analyses, NodeVerdict, NodeVerdicts
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import run_rules
+from netbench.reports.pairrows import MetPairs, PairRows
 from netbench.reports.policy import Policy, Thresholds
 from netbench.reports.rules import slow_node
 from netbench.reports.verdict import drain_and_check
 
 from netbench.cli import main
 from netbench.common.findings import Finding
-from netbench.common.pairrows import MetPairs, PairRows
 from netbench.confirm import PREFLIGHT_WORDS, RetestSetup, retest_suspects
 from netbench.preflight import (
     Budget,

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from netbench.reports.pairrows import PairRows
 
 from netbench.agents.coordinator import Outcome
-from netbench.common.pairrows import PairRows
 from netbench.confirm import Budget
 from netbench.preflight.sequential import (
     CLEARED,

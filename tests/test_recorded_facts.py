@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 from netbench.reports.engine import load_context
+from netbench.reports.pairrows import NOT_RECORDED, PairRows
 
-from netbench.common.pairrows import NOT_RECORDED, PairRows
 from netbench.common.rows import ResultRow
 from netbench.common.topology import hop_class
 from netbench.sim.confirm import confirm_on_fabric

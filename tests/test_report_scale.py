@@ -16,9 +16,9 @@ import pytest
 from netbench.reports.ceilings import large_message_summary
 from netbench.reports.engine import analyze, load_context, run_rules
 from netbench.reports.html import heatmap
+from netbench.reports.rowtable import listed_hosts, read_rows_frame
 
 from netbench.common.naming import natural_key
-from netbench.common.rowtable import listed_hosts, read_rows_frame
 from netbench.common.rundir import RunDir
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.run import SimOptions, simulate
@@ -62,7 +62,7 @@ def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, tmp_path, 
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps({**r, "error": f"message {i}"}) + "\n" for i, r in enumerate(rows)))
     whole = read_rows_frame(path)
-    monkeypatch.setattr("netbench.common.rowtable.BLOCK_BYTES", 128 << 10)
+    monkeypatch.setattr("netbench.reports.rowtable.BLOCK_BYTES", 128 << 10)
     parts = read_rows_frame(path)
     assert whole is not None and parts is not None
     assert isinstance(parts["error"].dtype, pd.CategoricalDtype) and parts["error"].nunique() == len(rows)
@@ -111,7 +111,7 @@ def test_columnar_reader_gives_up_on_a_field_outside_the_contract(sim_run, tmp_p
 
 def test_report_findings_are_the_same_through_either_reader(sim_run, monkeypatch):
     fast = [(f.rule, f.severity, f.subject, f.title) for f in analyze(sim_run)]
-    monkeypatch.setattr("netbench.common.rowtable.read_rows_frame", lambda path: None)
+    monkeypatch.setattr("netbench.reports.rowtable.read_rows_frame", lambda path: None)
     slow = [(f.rule, f.severity, f.subject, f.title) for f in analyze(sim_run)]
     assert any(f[0] == "slow_node" and f[2] == "node0005" for f in fast)
     assert fast == slow
@@ -227,7 +227,7 @@ def test_refit_from_a_model_s_matrices_equals_one_from_the_rows(sim_run):
 
 @pytest.mark.parametrize("block", [1 << 20, 1, 2])
 def test_listed_hosts_numbers_the_hosts_of_list_rows_only(monkeypatch, block):
-    monkeypatch.setattr("netbench.common.rowtable.ROWS_BLOCK", block)  # rows numbered a block at a time
+    monkeypatch.setattr("netbench.reports.rowtable.ROWS_BLOCK", block)  # rows numbered a block at a time
     col = pd.Series([["b", "a"], None, ("c", "d"), ["a", "e", "b"], ["e", "b"], "f"])
     names, rows, codes = listed_hosts(col)
     assert names == ["b", "a", "e"] and rows.tolist() == [0, 3, 4]

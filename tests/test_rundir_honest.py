@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netbench.reports.rowtable import read_rows_frame
 
 from netbench.cli import cli
 from netbench.common.rows import ResultRow
-from netbench.common.rowtable import read_rows_frame
 from netbench.common.rundir import RunDir
 
 DROP = object()

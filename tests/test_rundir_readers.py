@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netbench.reports.pairrows import GrowingRows, PairRows
 from synthetic import make_fleet, write_run_dir
 
 from netbench.cli import cli
-from netbench.common import jsonread, rundir
-from netbench.common.pairrows import PairRows
+from netbench.common import jsonread
 from netbench.common.rows import row_problem
 from netbench.common.rundir import RunDir, read_jsonl
 
@@ -285,7 +285,7 @@ def test_growing_rows_read_only_what_was_appended(good, tmp_path):
     def by_line_reader():  # noqa: ANN202
         return pair_columns(PairRows.from_records(read_jsonl(path, row_problem).records))
 
-    grow = rundir.GrowingRows(RunDir.open(run))
+    grow = GrowingRows(RunDir.open(run))
     first = grow()
     assert grow.lines == 12 and grow.end == path.stat().st_size
     n_first = len(first)

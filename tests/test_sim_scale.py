@@ -19,13 +19,13 @@ from netbench.collectives.plan import PairGroups, WorkerPlan
 from netbench.agents.launchers import HostSlot
 from netbench.cli import cli
 from netbench.common.jsontext import list_texts, number_texts, strings
-from netbench.common.rowjson import Column, rows_jsonl
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import PLAN_SCHEMA, RunDir
 from netbench.run.options import SweepOptions
 from netbench.run.planner import PairRound, PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.rails import build_fabric
+from netbench.sim.rowjson import Column, rows_jsonl
 from netbench.sim.run import SimOptions, _flows, _measure, _rates, simulate
 
 

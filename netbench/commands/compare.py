@@ -71,7 +71,7 @@ def _say_doubts(side: Baseline) -> None:
     one and with the other); rows of several runs are refused: compared as one run they would show
     differences between the runs as regressions."""
     from netbench.common.errors import UsageError
-    from netbench.common.runcheck import MIXED_RUNS
+    from netbench.reports.runcheck import MIXED_RUNS
 
     for d in side.doubts:
         if d.kind == MIXED_RUNS:

@@ -108,8 +108,8 @@ def nccl_tests(ctx: click.Context, logs: tuple[str, ...], out: str | None, nics:
                 args=[str(run.path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj
             )
         return
-    from netbench.common.rowtable import read_rows_frame
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
+    from netbench.reports.rowtable import read_rows_frame
 
     # the headline busbw, as the report would print it (the log's own hosts: escaped)
     # read back column by column (a 50 MB log's half million rows: seconds, not a minute of dicts)

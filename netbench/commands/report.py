@@ -83,12 +83,12 @@ def command(
     from pathlib import Path
 
     from netbench.common.errors import NetbenchError, UsageError
-    from netbench.common.runcheck import KINDS
     from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
     from netbench.common.topology import load_topology
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import report_run
+    from netbench.reports.runcheck import KINDS
     from netbench.reports.summary import format_summary
     from netbench.run.baselines import BaselineStore
 

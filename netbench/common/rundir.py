@@ -42,7 +42,6 @@ from netbench.common.jsontext import dumps
 if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
     import pandas as pd
 
-    from netbench.common.pairrows import PairRows
 
 RUN_SCHEMA = "netbench.run/1"
 ENV_SCHEMA = "netbench.env/1"
@@ -441,53 +440,6 @@ class RunDir:
         return read_jsonl(self.arrivals_path, check)
 
 
-class GrowingRows:
-    """A run's pair rows as results.jsonl grows (``common.pairrows.PairRows``): each call reads only
-    the lines appended since the last, and returns all of them (the same table, grown; not to be
-    changed by the caller). The re-test loop reads the run after each launch; the first read goes
-    column by column when every line is plainly a good row (``common.rowtable``; else line by line,
-    as always when something is wrong): at 1,024 nodes the line reader takes 86 s of a core for it."""
-
-    def __init__(self, rundir: RunDir):
-        from netbench.common.pairrows import PairRows
-
-        self.path = rundir.results_path
-        self.rows = PairRows.empty()
-        self.end = 0
-        self.lines = 0
-
-    def __call__(self) -> PairRows:
-        from netbench.common.pairrows import PairRows
-
-        if not self.lines and self.path.is_file() and self._columns():
-            return self.rows
-        from netbench.common.rows import row_problem
-
-        got = read_jsonl(self.path, row_problem, self.end, self.lines)
-        self.rows.extend(PairRows.from_records(got.records))
-        self.end, self.lines = got.end, got.lines
-        return self.rows
-
-    def start_from(self, frame: pd.DataFrame, size: int) -> None:
-        """Take ``frame``, the rows of the file's first ``size`` bytes as a reader gave them already
-        (the analysis' own: at 4,096 nodes each read of the file is a minute), as the first read;
-        later calls read what was appended after them."""
-        from netbench.common.pairrows import PairRows
-
-        self.rows = PairRows.from_frame(frame)
-        self.end, self.lines = size, len(frame)
-
-    def _columns(self) -> bool:
-        from netbench.common.pairrows import PairRows
-        from netbench.common.rowtable import read_rows_frame
-
-        size = self.path.stat().st_size
-        frame = read_rows_frame(self.path)
-        if frame is None or self.path.stat().st_size != size:
-            return False
-        self.rows = PairRows.from_frame(frame)
-        self.end, self.lines = size, len(frame)
-        return True
 
 
 class ResultWriter:

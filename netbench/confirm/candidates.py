@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netbench.common.pairrows import MetPairs, PairRows
 from netbench.confirm.records import Pair
 from netbench.reports.analyses import Retest, link_tests, rerun_share
+from netbench.reports.pairrows import MetPairs, PairRows
 from netbench.reports.stats import binomial_sf
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netbench.common.pairrows import PairRows
 from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS, intermittent_p_value, noise_tail
+from netbench.reports.pairrows import PairRows
 from netbench.reports.stats import poisson_binomial_sf
 
 BEFORE, AFTER, RETESTS = -2, -3, -4

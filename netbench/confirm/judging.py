@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netbench.common.pairrows import PairRows
 from netbench.common.topology import hop_class
 from netbench.confirm.candidates import CANDIDATE_RUNS
 from netbench.confirm.chances import (
@@ -34,6 +33,7 @@ from netbench.confirm.chances import (
 )
 from netbench.confirm.records import Pair
 from netbench.reports.analyses import Retest
+from netbench.reports.pairrows import PairRows
 from netbench.reports.stats import pooled_interval
 
 if TYPE_CHECKING:

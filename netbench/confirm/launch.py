@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from netbench.common.pairrows import MetPairs, PairRows
 from netbench.confirm.budget import Budget, Measure, PhaseGate
 from netbench.confirm.candidates import Suspects, pairs_in
 from netbench.confirm.judging import judge
@@ -25,6 +24,7 @@ from netbench.confirm.schedule import (
     shift_phases,
 )
 from netbench.reports.analyses import Retest, RetestEvidence
+from netbench.reports.pairrows import MetPairs, PairRows
 
 if TYPE_CHECKING:
     from netbench.common.findings import Finding
@@ -70,7 +70,7 @@ class RetestSetup:
     analyse: Callable[[], tuple[AnalysisContext, list[Finding]]]
     """The analysis of what was measured before the re-tests: (its ``AnalysisContext``, the findings)."""
     read_rows: Callable[[], PairRows]
-    """The run's pair rows, read again after each launch (``common.rundir.GrowingRows``)."""
+    """The run's pair rows, read again after each launch (``reports.pairrows.GrowingRows``)."""
     echo: Callable[[str], None]
     live: list[str]
     """Hosts that may be re-tested or partner a re-test."""

@@ -11,10 +11,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from netbench.common.pairrows import MetPairs
 from netbench.common.topology import LEAF, hop_class
 from netbench.confirm.records import Pair
 from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS
+from netbench.reports.pairrows import MetPairs
 
 if TYPE_CHECKING:
     from netbench.reports.policy import Thresholds

@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from netbench.common.pairrows import PairRows
 from netbench.common.topology import LEAF, leaf_of
 from netbench.confirm import Budget, Measure, Pair, PhaseGate
 from netbench.reports.analyses import Retest
+from netbench.reports.pairrows import PairRows
 
 SHARE = 0.25
 """H1 of the count test: slow in this share of its rounds (a node slow in 30% is caught)."""

@@ -403,8 +403,7 @@ class PreflightStages:
     def confirm(self, run: Opened, planned: Planned, launch: Launch, quick: Outcome) -> RetestEvidence:
         """3. suspects, 4. escalation (again while new suspects appear and the budget allows), 5. the
         sequential tests; every launch is ``launch``'s, each recording itself as the run's."""
-        from netbench.common.pairrows import MetPairs
-        from netbench.common.rundir import GrowingRows
+        from netbench.reports.pairrows import GrowingRows, MetPairs
 
         # the hosts and ranks of the run are the quick pass's: later launches (the re-tests) rewrite
         # run.json with theirs, fewer when nodes were drained or lost, and are put back before the report

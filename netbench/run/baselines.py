@@ -64,8 +64,8 @@ def run_problems(run_dir: Path) -> tuple[BaselineInfo, list[str]]:
     ended early or never recorded its end, lines or files the reader could not read, and what it
     read but cannot vouch for (``common.runcheck``: mixed runs, unknown schemas, run.json against
     the rows). A baseline is what later runs are judged against: it must be whole."""
-    from netbench.common.runcheck import ENDED_EARLY
     from netbench.reports.context import load_baseline
+    from netbench.reports.runcheck import ENDED_EARLY
 
     read = load_baseline(run_dir)
     rows = read.rows

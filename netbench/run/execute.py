@@ -316,7 +316,7 @@ def exit_status(
 def _row_counts(rundir: RunDir) -> tuple[int, int]:
     """(rows measured ok and right, rows failed or wrong): read column by column when the file
     allows (4,096 nodes: 8.4M rows, minutes and GBs of memory as dicts), else line by line."""
-    from netbench.common.rowtable import read_rows_frame
+    from netbench.reports.rowtable import read_rows_frame
 
     path = rundir.results_path
     if not path.is_file():

@@ -30,10 +30,11 @@ from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
-from netbench.common.rundir import GrowingRows, RunDir, new_run_id, utc_now
+from netbench.common.rundir import RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
 from netbench.defaults import confirm_budget
 from netbench.inventory.model import NodeInventory, shared_runs
+from netbench.reports.pairrows import GrowingRows
 from netbench.run.execute import exit_status, finish_report
 from netbench.run.launch import Launch
 from netbench.run.options import ClusterOptions
@@ -53,8 +54,8 @@ from netbench.run.table import in_table
 from netbench.sites.base import Site, Switches, check_distinct, judged
 
 if TYPE_CHECKING:
-    from netbench.common.pairrows import PairRows
     from netbench.confirm import PhaseGate, PhaseList, Retested
+    from netbench.reports.pairrows import PairRows
 
 
 def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dict[str, NodeInventory],
@@ -314,9 +315,9 @@ def confirm(
     comes after) with ``netbench.confirm``'s loop, preflight's, and record the verdicts in run.json's
     ``retests``, which the report reads as its re-test evidence, and what ran in its ``confirm``.
     ``read_rows``: the run's rows, not read yet (its first read is the analysis' own)."""
-    from netbench.common.pairrows import NO_ROUND, MetPairs
     from netbench.confirm import SWEEP_WORDS, Budget, RetestSetup, retest_suspects, unusable_hosts
     from netbench.reports.engine import load_context, run_rules
+    from netbench.reports.pairrows import NO_ROUND, MetPairs
 
     rundir = launch.rundir
     launch.echo(f"# re-tests within {budget_s:g} s (--confirm-budget)")

@@ -18,8 +18,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from netbench.common.rundir import GrowingRows
 from netbench.confirm import Retested
+from netbench.reports.pairrows import GrowingRows
 from netbench.run.pipeline import RetestLaunch, confirm
 from netbench.sim.launcher import MIN_TIMEOUT_S, SimHosts
 from netbench.sim.rails import build_fabric

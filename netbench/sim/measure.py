@@ -28,11 +28,11 @@ from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import Collective, Layout, get_collective
 from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
 from netbench.common.jsontext import strings
-from netbench.common.rowjson import Column, rows_jsonl
 from netbench.common.rows import ResultRow
 from netbench.defaults import SIM_NOISE_SHAPES
 from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
+from netbench.sim.rowjson import Column, rows_jsonl
 from netbench.sim.setup import GroupSetup, Lanes
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class Measured:
 
     def jsonl(self) -> bytes:
         """The rows as results.jsonl lines, group after group (``rows_of``'s order), each exactly
-        ``json.dumps(row.to_dict())`` (``netbench.common.rowjson``)."""
+        ``json.dumps(row.to_dict())`` (``netbench.sim.rowjson``)."""
         if not self.rows:
             return b""
         g, q = len(self.groups), len(self.points)

@@ -13,10 +13,10 @@ from typing import Any
 from netbench.reports.context import AnalysisContext, records
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
+from netbench.reports.runcheck import ENDED_EARLY
 
 from netbench.common.findings import Finding
 from netbench.common.rows import blamed_hosts, never_ran
-from netbench.common.runcheck import ENDED_EARLY
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 

@@ -1,4 +1,4 @@
-"""What the run directory's reader read but cannot vouch for (``netbench.common.runcheck``): rows
+"""What the run directory's reader read but cannot vouch for (``netbench.reports.runcheck``): rows
 of more than one run (``mixed_runs``), files of a schema this netbench does not write
 (``schema_unknown``), and run.json disagreeing with the rows: fewer rows than it counts, hosts it
 does not list or far fewer than it lists, groups larger than its world (``run_mismatch``). One
@@ -13,9 +13,9 @@ from __future__ import annotations
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, policy_severity
+from netbench.reports.runcheck import KINDS, MIXED_RUNS, SCHEMA_UNKNOWN
 
 from netbench.common.findings import Finding
-from netbench.common.runcheck import KINDS, MIXED_RUNS, SCHEMA_UNKNOWN
 
 _ACTION = {
     MIXED_RUNS: "Give each run its own directory (a new --out, or {id} in it) and report them apart; "

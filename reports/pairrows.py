@@ -20,6 +20,8 @@ from netbench.common.rows import blamed_hosts, never_ran
 if TYPE_CHECKING:
     import pandas as pd
 
+    from netbench.common.rundir import RunDir
+
 NO_ROUND = -1
 """``round`` of a pair row that has none (a pair measured outside the pairwise rounds)."""
 NOT_RECORDED = -1
@@ -100,7 +102,7 @@ class PairRows:
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> PairRows:
         """From the frame ``common.rowtable.read_rows_frame`` reads (hosts as lists)."""
-        from netbench.common.rowtable import listed_hosts
+        from netbench.reports.rowtable import listed_hosts
 
         if frame.empty or "hosts" not in frame.columns:
             return cls.empty()
@@ -285,3 +287,46 @@ class MetPairs:
         """How many hosts ``host`` has met."""
         i = self.pos.get(host)
         return 0 if i is None else int(self.met[i].sum())
+
+
+class GrowingRows:
+    """A run's pair rows as results.jsonl grows (``PairRows``): each call reads only
+    the lines appended since the last, and returns all of them (the same table, grown; not to be
+    changed by the caller). The re-test loop reads the run after each launch; the first read goes
+    column by column when every line is plainly a good row (``reports.rowtable``; else line by line,
+    as always when something is wrong): at 1,024 nodes the line reader takes 86 s of a core for it."""
+
+    def __init__(self, rundir: RunDir):
+        self.path = rundir.results_path
+        self.rows = PairRows.empty()
+        self.end = 0
+        self.lines = 0
+
+    def __call__(self) -> PairRows:
+        if not self.lines and self.path.is_file() and self._columns():
+            return self.rows
+        from netbench.common.jsonread import read_jsonl
+        from netbench.common.rows import row_problem
+
+        got = read_jsonl(self.path, row_problem, self.end, self.lines)
+        self.rows.extend(PairRows.from_records(got.records))
+        self.end, self.lines = got.end, got.lines
+        return self.rows
+
+    def start_from(self, frame: pd.DataFrame, size: int) -> None:
+        """Take ``frame``, the rows of the file's first ``size`` bytes as a reader gave them already
+        (the analysis' own: at 4,096 nodes each read of the file is a minute), as the first read;
+        later calls read what was appended after them."""
+        self.rows = PairRows.from_frame(frame)
+        self.end, self.lines = size, len(frame)
+
+    def _columns(self) -> bool:
+        from netbench.reports.rowtable import read_rows_frame
+
+        size = self.path.stat().st_size
+        frame = read_rows_frame(self.path)
+        if frame is None or self.path.stat().st_size != size:
+            return False
+        self.rows = PairRows.from_frame(frame)
+        self.end, self.lines = size, len(frame)
+        return True
