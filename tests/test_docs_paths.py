@@ -7,6 +7,10 @@ dotted name ``netbench.x.y`` must be a module, or a module and a name it defines
 class's own attribute after that: ``netbench.run.stages.Opened.site``). Paths after a commit
 (``5616ffe:netbench/engine.py``) name history and are left alone; ``benchmarks/README.md``, which is
 history too, is not read. Static (``ast``): nothing is imported.
+
+And the picture of docs/architecture.md is the code's: each row of the application names, in its
+"imports" column, exactly the application packages that package imports (read as
+tests/test_layers.py reads imports), so a module that moves makes the picture fail here, not lie.
 """
 
 from __future__ import annotations
@@ -159,3 +163,103 @@ def test_the_patterns_skip_history_and_labels() -> None:
     assert _file_path_exists("reports/rules/*.py") and not _file_path_exists("netbench/engine.py")
     assert _file_path_exists("collectives/pairs.topology_rounds")
     assert not _file_path_exists("collectives/pairs.no_such_rounds")
+
+
+# -- the picture of docs/architecture.md: each application package and what of the application it imports
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+IMPORTS_HEADER = "imports (of the application)"
+UNIT = re.compile(r"(?<![\w./])(?:[a-z_]+/(?:[a-z_]+\.py)?|__[a-z]+__\.py|[a-z_]+\.py)(?=\s|$|,)")
+
+
+def _unit(module: str) -> str | None:
+    """The picture's row of an application module: its package (``run/``), or its own file where the
+    picture names one (``cli.py``, ``run/planner.py``); None for a library or ``netbench/common``."""
+    parts = module.split(".")
+    if parts[0] != "netbench" or (len(parts) > 1 and parts[1] in ("collectives", "inventory", "reports",
+                                                                  "common")):
+        return None
+    if len(parts) == 1:
+        return "__init__.py"
+    if parts[1] == "run" and len(parts) > 2 and parts[2] in ("options", "planner"):
+        return f"run/{parts[2]}.py"
+    path = _file(".".join(parts[:2]))
+    return f"{parts[1]}.py" if path is not None and path.name != "__init__.py" else f"{parts[1]}/"
+
+
+def _code_graph() -> dict[str, set[str]]:
+    """Row -> the rows it imports, from every module of netbench/ (lazy imports too; ``if
+    TYPE_CHECKING:`` blocks left out, as tests/test_layers.py reads them)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "netbench").rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        module = ".".join(parts)
+        mine = _unit(module)
+        if mine is None:
+            continue
+        graph.setdefault(mine, set())
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                names = [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                target = _importable(name)
+                row = _unit(target) if target is not None else None
+                if row is not None and row != mine:
+                    graph[mine].add(row)
+    return graph
+
+
+def _importable(name: str) -> str | None:
+    """The longest prefix of ``name`` that is a module of ours."""
+    parts = name.split(".")
+    while parts:
+        if _file(".".join(parts)) is not None:
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def _picture_graph() -> dict[str, set[str]]:
+    """Row -> the rows its "imports" column names, read from the picture's code block."""
+    lines = ARCHITECTURE.read_text(encoding="utf-8").splitlines()
+    top = next(i for i, line in enumerate(lines) if IMPORTS_HEADER in line)
+    column = lines[top].index(IMPORTS_HEADER)
+    graph: dict[str, set[str]] = {}
+    row = None
+    for line in lines[top + 1:]:
+        if "libraries" in line and line.lstrip().startswith("─"):
+            break
+        left, right = line[:column], line[column:]
+        names = UNIT.findall(left.split("  ", 2)[1] if left.startswith("  ") and left[2:3].strip() else "")
+        if names:
+            row = names[-1]  # "__main__.py ──► cli.py": the row is cli.py's
+            graph[row] = set()
+        if row is not None and right.strip() and not right.lstrip().startswith("(none"):
+            graph[row] |= set(UNIT.findall(right))
+    return graph
+
+
+def test_the_architecture_picture_lists_what_each_package_imports() -> None:
+    """docs/architecture.md's picture: a row for every package of the application, and its "imports"
+    column is what that package imports of the application, no more and no less."""
+    code, picture = _code_graph(), _picture_graph()
+    code.pop("__main__.py", None)  # drawn as its arrow to cli.py
+    wrong = [f"{row}: the code imports {sorted(code.get(row, set()))}, the picture says "
+             f"{sorted(picture.get(row, set()))}"
+             for row in sorted(set(code) | set(picture)) if code.get(row) != picture.get(row)]
+    assert not wrong, "docs/architecture.md's picture is not the code's:\n" + "\n".join(wrong)
