@@ -33,6 +33,11 @@ _BEFORE = r"(?<![\w./:@~$-])"
 FILE_PATH = re.compile(_BEFORE + r"(?:netbench|collectives|inventory|reports)/[\w./*-]*")
 # ``netbench.io/verdict`` (a Kubernetes label) is no module: a name followed by ``/`` is left out
 MODULE_PATH = re.compile(_BEFORE + r"netbench(?:\.[A-Za-z_]\w*)+(?![\w/])")
+# the same names without ``netbench.`` (``reports.verdict.exit_code``), file names (``inventory.jsonl``) aside
+SHORT_MODULE_PATH = re.compile(
+    _BEFORE + r"(?:common|collectives|inventory|reports)(?:\.(?!(?:jsonl?|toml|html|md|py|sh|gz|txt)\b)"
+    r"[A-Za-z_]\w*)+(?![\w/])"
+)
 
 
 def _paths(pattern: re.Pattern[str]) -> list[tuple[str, str]]:
@@ -138,6 +143,14 @@ def test_every_module_path_in_the_docs_exists() -> None:
     assert not missing, "modules the docs name that the tree lacks:\n" + "\n".join(missing)
 
 
+def test_every_short_module_path_in_the_docs_exists() -> None:
+    """``reports.pairrows.pair_facts`` is ``netbench.reports.pairrows.pair_facts``; ``common.x`` is
+    ``netbench.common.x``."""
+    missing = [f"{where}: {name}" for where, name in _paths(SHORT_MODULE_PATH)
+               if not _module_path_exists(f"netbench.{name}")]
+    assert not missing, "modules the docs name that the tree lacks:\n" + "\n".join(missing)
+
+
 @pytest.mark.parametrize(
     ("text", "exists"),
     [
@@ -160,6 +173,9 @@ def test_the_patterns_skip_history_and_labels() -> None:
     line = "5616ffe:netbench/engine.py, netbench.io/verdict, ~/x/netbench/y, `netbench/run/stages.py:29`."
     assert [m.group(0) for m in FILE_PATH.finditer(line)] == ["netbench/run/stages.py"]
     assert not MODULE_PATH.findall(line)
+    assert SHORT_MODULE_PATH.findall("`inventory.jsonl`, reports.verdict.judge, run.json") == [
+        "reports.verdict.judge"
+    ]
     assert _file_path_exists("reports/rules/*.py") and not _file_path_exists("netbench/engine.py")
     assert _file_path_exists("collectives/pairs.topology_rounds")
     assert not _file_path_exists("collectives/pairs.no_such_rounds")
