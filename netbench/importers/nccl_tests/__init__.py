@@ -56,8 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DTYPE_BYTES", "IMPORTER", "MAX_LINES_LISTED", "MAX_LOG_BYTES", "NICS_UNKNOWN", "PER_ITER_NOTE", "REDOPS",
-    "NcclTest", "NicSpec", "Problem", "RankLine", "check_sizes", "collective_name", "env_hosts", "import_logs", "infer_collective",
-    "inventory_nodes", "nccl_version_from_code", "parse_file", "parse_json", "parse_text", "to_rows",
+    "NcclTest", "NicSpec", "Problem", "RankLine", "check_sizes", "collective_name", "env_hosts",
+    "import_logs", "infer_collective", "inventory_nodes", "nccl_version_from_code", "parse_file",
+    "parse_json", "parse_text", "to_rows",
 ]
 
 # -- files and run directories ---------------------------------------------------------------------------
@@ -267,7 +268,8 @@ def load(paths: list[str], out: str | None, nics: str | None = None) -> Imported
     run, tests = import_logs(list(paths), out, given, Progress())
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
-    said = [f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) into {run.path}"]
+    said = [f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) "
+            f"into {run.path}"]
     if any("per_iter" in r for t in tests for r in t.rows):
         said.append(PER_ITER_NOTE)
     # the log did not name the collective: say what was concluded, and from what
