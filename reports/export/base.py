@@ -6,6 +6,7 @@ asks the exporter for its files and writes every one through ``netbench.common.f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -55,15 +56,14 @@ class RunData:
         """findings.json's findings; a run never analysed is bad input (one line, exit 2), not an
         empty list that would export as a PASS."""
         from netbench.common.errors import UsageError
-        from netbench.common.findings import read_findings
+        from netbench.common.findings import FILE_NAME, read_findings
 
-        try:
+        if not os.path.lexists(self.run.path / FILE_NAME):
+            raise UsageError(f"{self.run.path}: no {FILE_NAME}; run `netbench report {self.run.path}` first")
+        try:  # one that is not a regular file: RunDirError, one line already
             return list(read_findings(self.run.path).findings)
-        except FileNotFoundError:
-            raise UsageError(f"{self.run.path}: no findings.json; run `netbench report {self.run.path}` "
-                             "first") from None
         except ValueError as exc:
-            raise UsageError(f"{self.run.path}/findings.json: {exc}") from None
+            raise UsageError(f"{self.run.path / FILE_NAME}: {exc}") from None
 
     @cached_property
     def arrivals(self) -> list[ArrivalRecord]:
