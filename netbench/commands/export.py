@@ -1,51 +1,73 @@
-"""``netbench export RUN_DIR``: a run in another tool's format (today nccl-tests' -J JSON)."""
+"""``netbench export RUN_DIR``: a run in another tool's format. The formats are the exporter
+registry's (``netbench.reports.export.EXPORTERS``), read when click asks, so adding one never touches
+this file; every file is written through ``netbench.common.files.write_files``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+
+DEFAULT_FORMAT = "nccl-tests-json"
+
+
+def _registry() -> dict[str, Any]:
+    from netbench.reports.export import EXPORTERS  # numpy, through findings: only when export runs
+
+    return EXPORTERS
+
+
+class ExportCommand(click.Command):
+    """``--format``'s choices and the help's list of formats and examples, from the registry."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        for p in params:
+            if p.name == "fmt":
+                p.type = click.Choice(list(_registry()))
+        return params
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        exporters = list(_registry().values())
+        formatter.write_paragraph()
+        with formatter.indentation():
+            formatter.write_text("Formats (--format NAME), and the files each writes into --out:")
+            with formatter.indentation():
+                formatter.write_dl([(e.name, f"{e.files}. {e.help}") for e in exporters])
+            formatter.write_paragraph()
+            formatter.write_text("Each file is written whole (a temporary file, renamed over it). A name in "
+                                 "--out that is a symbolic link is refused (exit 2), never written through.")
+            formatter.write_paragraph()
+            formatter.write_text("Examples:")
+            with formatter.indentation():
+                for e in exporters:  # as written: click would rewrap a command line and its comment
+                    formatter.write(f"{' ' * formatter.current_indent}{e.example}\n")
 
 
 @click.command(
-    short_help="Write a run as nccl-tests -J JSON (per-iteration keys included).",
-    epilog="""\b
-One file per group, collective and engine (an nccl-tests run is one binary on one communicator),
-JSON format v3 with -I's out_of_place_per_iter / in_place_per_iter; per_process_max_times_us only
-for runs swept with --per-iter. NVIDIA's tools/analyze_perf_json.py reads them.
-Examples:
-  netbench export latest --out nccl-json/
-  python3 analyze_perf_json.py nccl-json/ring-all_reduce-torch.json --straggler
-""",
+    cls=ExportCommand,
+    short_help="Write a run as nccl-tests -J JSON, CSV, a JSON report, JUnit or Prometheus text.",
 )
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--out", "out", type=click.Path(file_okay=False), required=True,
               help="Folder to write the files into (made if missing).")
-def command(run_dir: str, out: str) -> None:
-    """Write RUN_DIR's rows as nccl-tests -J JSON files, one per group, collective and engine."""
-    import json
-    import re
-    from pathlib import Path
-
-    from netbench.common.arrivals import PER_ITER_GZ, ArrivalRecord, read_samples
+@click.option("--format", "fmt", type=click.Choice([DEFAULT_FORMAT]), default=DEFAULT_FORMAT,
+              show_default=True, help="What to write (see Formats below).")
+def command(run_dir: str, out: str, fmt: str) -> None:
+    """Write RUN_DIR (``latest``: the newest run under netbench-runs/) in another tool's format; by
+    default nccl-tests -J JSON files, one per group, collective and engine."""
     from netbench.common.errors import UsageError
+    from netbench.common.files import write_files
     from netbench.common.rundir import RunDir, resolve_run
-    from netbench.reports.export.nccl_tests_json import documents
+    from netbench.reports.export.base import RunData
 
     try:
         run = RunDir.open(resolve_run(run_dir))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    rows = run.read_rows()
-    arrivals = [ArrivalRecord.from_dict(r) for r in run.load_arrivals().records]
-    samples = {}
-    for key, arrive, done in read_samples(run.path / PER_ITER_GZ):
-        samples[(key.get("group"), key.get("collective"), key.get("bytes"), key.get("in_place"),
-                 key.get("engine"))] = (arrive, done)
-    docs = documents(rows, arrivals, samples)
-    if not docs:
+    files = _registry()[fmt].render(RunData(run))
+    if not files:
         raise UsageError(f"{run_dir}: no measured rows to export")
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    for (group, coll, engine), doc in docs.items():
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{group}-{coll}-{engine}")[:120] + ".json"
-        (folder / name).write_text(json.dumps(doc, indent=1) + "\n")
-        click.echo(f"{folder / name}: {len(doc['results'])} size(s)")
+    about = {f.name: f.about for f in files}
+    for path in write_files(out, {f.name: f.text for f in files}):
+        click.echo(f"{path}: {about[path.name]}" if about[path.name] else str(path))

@@ -1,4 +1,5 @@
-"""Reading a file the user named on the command line (hosts file, policy, topology, logs).
+"""Reading a file the user named on the command line (hosts file, policy, topology, logs), and writing
+files into a folder the user named (``write_files``: every exporter's files).
 
 One place for every way such a file can be unusable, each one line (and exit 2 at the CLI): missing,
 a directory, a FIFO, a device or a socket (refused at once: reading one would wait for ever or never
@@ -9,13 +10,15 @@ a named FIFO on disk may have no writer at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
 import tomllib
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from netbench.common.errors import UsageError
+from netbench.common.errors import NetbenchError, UsageError
 
 MAX_USER_FILE_BYTES = 64 << 20  # far above any real hosts file, policy or topology
 
@@ -92,3 +95,69 @@ def parse_toml(text: str, where: str, error: type[Exception] = UsageError) -> di
         raise error(f"{where}: not valid TOML: {exc}") from None
     except RecursionError:
         raise error(f"{where}: not valid TOML: nested too deeply") from None
+
+
+def write_files(folder: str | Path, texts: dict[str, str], option: str = "--out") -> list[Path]:
+    """Write each ``name -> text`` into ``folder`` (made if missing; the user's ``option``), each
+    atomically (a reader never sees half a file), and return the paths written.
+
+    Never through a link: a name that is a symbolic link in the folder, dangling or not, was put
+    there by someone else; writing through it would write outside the folder, and replacing it would
+    silently undo what it was made for. So any such name (or a directory, a FIFO ...) is refused
+    before anything is written: ``UsageError``, one line, exit 2. Each file is first written to a
+    fresh temporary name opened with O_EXCL | O_NOFOLLOW (a link planted at that name fails the open,
+    never redirects it), then renamed over its name; a link planted in between is replaced by the
+    rename, not followed. The folder is held open (``dir_fd``) so every step acts on the one folder."""
+    where = Path(folder)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        dfd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"{option} {where}: cannot write into it: {exc.strerror or exc}") from None
+    try:
+        for name in texts:
+            _check_target(dfd, where, name, option)
+        for name, text in texts.items():
+            _write_at(dfd, where, name, text)
+    finally:
+        os.close(dfd)
+    return [where / name for name in texts]
+
+
+def _check_target(dfd: int, where: Path, name: str, option: str) -> None:
+    from netbench.common.text import terminal_safe
+
+    if not name or name in (".", "..") or "/" in name:  # the exporters' own names: a bug, not input
+        raise ValueError(f"not a file name: {name!r}")
+    try:
+        mode = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        target = terminal_safe(os.readlink(name, dir_fd=dfd), keep_newlines=False)
+        raise UsageError(f"{option} {where}: {name} is a symbolic link (to {target}); refusing to write "
+                         "through it or replace it, nothing written: remove it or give another folder")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{option} {where}: {name} is {file_kind(mode)}; refusing to replace it, nothing "
+                         "written")
+
+
+def _write_at(dfd: int, where: Path, name: str, text: str) -> None:
+    tmp = f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                     dir_fd=dfd)
+    except OSError as exc:
+        raise NetbenchError(f"cannot write {where / name}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())  # the data is on disk before the name points at it
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException as exc:  # the old file stays whole, no temporary one is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        if isinstance(exc, OSError):
+            raise NetbenchError(f"cannot write {where / name}: {exc.strerror or exc}") from None
+        raise

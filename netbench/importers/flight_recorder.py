@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from netbench.common.errors import UsageError
+from netbench.importers.base import Imported, Importer
 
 MAX_DUMP_BYTES = 256 << 20
 MAX_DUMPS = 65536
@@ -247,3 +248,39 @@ def import_dumps(
                          "never_entered": [v.to_dict() for v in verdicts]}},
     )
     return run, dumps, verdicts
+
+
+def load(paths: list[str], out: str | None) -> Imported:
+    """``netbench import flight-recorder``: the dumps into a run directory, and which rank(s) of each
+    process group never entered its last collective."""
+    run, read, verdicts = import_dumps(list(paths), out)
+    said = [f"imported {len(read)} Flight Recorder dump(s) into {run.path}"]
+    for v in verdicts:
+        who = ", ".join(f"rank {r}" + (f" on {h}" if h else "")
+                        for r, h in zip(v.missing, v.missing_hosts, strict=True))
+        line = (f"process group {v.group!r}: collective {v.seq} ({v.collective}) entered by "
+                f"{len(v.entered)} rank(s); never entered by {who or 'no dumped rank'}")
+        if v.no_dump:
+            line += f"; no dump from rank(s) {', '.join(map(str, v.no_dump[:20]))}"
+        said.append(line)
+    if not verdicts:
+        said.append("every dumped rank entered the same last collective of each process group")
+    return Imported(run.path, tuple(said))
+
+
+IMPORTER = Importer(
+    name="flight-recorder",
+    reads="Flight Recorder dumps",
+    summary="Import a hung job's PyTorch Flight Recorder dumps: who never entered collective N.",
+    help="""\
+One dump per rank, pickled (what the NCCL watchdog writes to TORCH_FR_DUMP_TEMP_FILE<rank> on a
+timeout) or JSON (_dump_fr_trace_json); the file name ends with the rank. Dumps gathered a folder
+per host (DIR/<host>/<prefix><rank>) name each rank's host; the dumps themselves do not.
+Pickles are read as plain data only (nothing in them is run).""",
+    examples=(
+        "netbench import flight-recorder dumps/ --out runs/hang-0412   # dumps/<host>/fr_trace_<rank>",
+        "netbench import flight-recorder node1/fr_trace_0 node2/fr_trace_1 --no-report",
+    ),
+    load=load,
+    paths="dumps",
+)

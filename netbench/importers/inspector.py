@@ -35,6 +35,7 @@ from statistics import median
 from typing import Any
 
 from netbench.common.errors import UsageError
+from netbench.importers.base import Imported, Importer
 
 MAX_LOG_BYTES = 1 << 30
 MAX_LINE = 1 << 16
@@ -232,3 +233,33 @@ def import_logs(
             "slow_ranks": [s.to_dict() for s in slow]}},
     )
     return run, log, slow
+
+
+def load(paths: list[str], out: str | None) -> Imported:
+    """``netbench import inspector``: the logs into a run directory, and the ranks that arrived last."""
+    run, log, slow = import_logs(list(paths), out)
+    said = [f"imported {len(log.records)} collective record(s) from {len(log.sources)} Inspector log(s) "
+            f"into {run.path}" + (f"; {log.left_out} line(s) left out" if log.left_out else "")]
+    for s in slow:
+        where = f"rank {s.rank}" + (f" on {s.host}" if s.host else "")
+        said.append(f"slow rank: {where}, shortest kernel (arrived last) in {s.collectives_slow} of "
+                    f"{s.collectives} collectives of communicator {s.comm}")
+    if not slow:
+        said.append("no rank arrived last more often than chance")
+    return Imported(run.path, tuple(said))
+
+
+IMPORTER = Importer(
+    name="inspector",
+    reads="NCCL Inspector logs",
+    summary="Import NCCL Inspector logs: per-rank duration and busbw, the rank the others wait for.",
+    help="""\
+The JSON lines the NCCL Inspector profiler plugin writes (NVIDIA/nccl plugins/profiler/inspector,
+NCCL_INSPECTOR_DUMP_DIR): one line per rank and collective. Files or folders (read recursively).
+The rank whose kernel is the shortest again and again arrived last: the others' kernels were waiting.""",
+    examples=(
+        "netbench import inspector /logs/nccl-inspector-4711/ --out runs/job-4711",
+        "netbench import inspector node*.log --no-report",
+    ),
+    load=load,
+)

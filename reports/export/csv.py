@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any
 
+from netbench.reports.export.base import Exporter, ExportFile, RunData
+
 from netbench.common.rows import ResultRow
 
 _FIELDS = [f.name for f in dataclasses.fields(ResultRow)]
@@ -65,3 +67,17 @@ def rows_to_csv(rows: list[dict[str, Any]]) -> str:
     for r in dicts:
         writer.writerow([_cell(r.get(c)) for c in columns])
     return buf.getvalue()
+
+
+def export(data: RunData) -> list[ExportFile]:
+    rows = data.rows
+    return [ExportFile("results.csv", rows_to_csv(rows), f"{len(rows)} row(s)")] if rows else []
+
+
+EXPORTER = Exporter(
+    name="csv",
+    files="results.csv",
+    help="Every result row, one a line, for spreadsheets (text that would be a formula is quoted).",
+    example="netbench export latest --format csv --out sheets/",
+    render=export,
+)

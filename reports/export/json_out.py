@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from netbench.reports.export._common import as_finding, passed_checks, severity_counts
+from netbench.reports.export.base import Exporter, ExportFile, RunData
 from netbench.reports.rule_ids import FINDING_IDS
 from netbench.reports.verdict import Verdict, headline, judge, retests
 
@@ -58,3 +59,19 @@ def to_report(
 
 def dumps(report: dict[str, Any]) -> str:
     return jsontext.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def export(data: RunData) -> list[ExportFile]:
+    """The analysed run's report (findings.json's findings, judged over run.json's hosts)."""
+    doc = to_report(data.findings, data.meta, checks=list(CHECKS), hosts=data.hosts)
+    return [ExportFile("report.json", dumps(doc), doc["verdict"])]
+
+
+EXPORTER = Exporter(
+    name="json",
+    files="report.json",
+    help="The verdict, exit code, drain list and findings as netbench.report/1 (docs/output-json.md), "
+    "for CI and schedulers; of an analysed run (netbench report).",
+    example="netbench export latest --format json --out ci/",
+    render=export,
+)

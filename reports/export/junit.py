@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from netbench.reports.export._common import as_finding, passed_checks
+from netbench.reports.export.base import Exporter, ExportFile, RunData
 
 from netbench.common.findings import Finding
 
@@ -83,3 +84,20 @@ def to_junit(
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def export(data: RunData) -> list[ExportFile]:
+    from netbench.reports.export.json_out import CHECKS
+
+    return [ExportFile("junit.xml", to_junit(data.findings, list(CHECKS), data.meta),
+                       f"{len(data.findings)} finding(s)")]
+
+
+EXPORTER = Exporter(
+    name="junit",
+    files="junit.xml",
+    help="JUnit XML, a test case per finding and per passing check, for CI test reporters; of an "
+    "analysed run (netbench report).",
+    example="netbench export latest --format junit --out ci/",
+    render=export,
+)

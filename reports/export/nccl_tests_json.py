@@ -13,10 +13,12 @@ not rooted, ``nwrong`` null when not checked.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
+from netbench.reports.export.base import Exporter, ExportFile, RunData, file_name
 
 from netbench.common.arrivals import PER_ITER_KEYS, ArrivalRecord, per_iter_summary
 
@@ -89,3 +91,20 @@ def _rank_hosts(row: dict[str, Any]) -> list[str]:
         return []
     per = n // len(hosts)
     return [hosts[r // per] for r in range(n)]
+
+
+def export(data: RunData) -> list[ExportFile]:
+    """A file per (group, collective, engine), named after them."""
+    docs = documents(data.rows, data.arrivals, data.samples)
+    return [ExportFile(file_name(group, coll, engine, suffix=".json"), json.dumps(doc, indent=1) + "\n",
+                       f"{len(doc['results'])} size(s)") for (group, coll, engine), doc in docs.items()]
+
+
+EXPORTER = Exporter(
+    name="nccl-tests-json",
+    files="<group>-<collective>-<engine>.json, one per group, collective and engine",
+    help="nccl-tests -J JSON v3 (-I's out_of_place_per_iter / in_place_per_iter; per_process_max_times_us "
+    "only for runs swept with --per-iter): NVIDIA's tools/analyze_perf_json.py reads them.",
+    example="netbench export latest --out nccl-json/",
+    render=export,
+)

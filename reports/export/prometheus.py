@@ -24,6 +24,7 @@ from collections import defaultdict
 from typing import Any
 
 from netbench.reports.export._common import as_finding, iso_to_epoch, severity_counts
+from netbench.reports.export.base import Exporter, ExportFile, RunData
 
 from netbench.common.findings import Finding
 
@@ -117,3 +118,18 @@ def to_prometheus(
     _family(out, "netbench_run_info", "The latest run's id and netbench version (value 1).")
     out.append(f"netbench_run_info{_labels(info) if info else ''} 1")
     return "\n".join(out) + "\n"
+
+
+def export(data: RunData) -> list[ExportFile]:
+    return [ExportFile("netbench.prom", to_prometheus(data.rows, data.findings, data.meta),
+                       f"{len(data.findings)} finding(s)")]
+
+
+EXPORTER = Exporter(
+    name="prometheus",
+    files="netbench.prom",
+    help="Prometheus text for node_exporter's textfile collector (busbw gauges, findings); of an "
+    "analysed run (netbench report).",
+    example="netbench export latest --format prometheus --out /var/lib/node_exporter/textfile/",
+    render=export,
+)

@@ -29,8 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
+
 from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
+from netbench.importers.base import Imported, Importer
 from netbench.importers.nccl_tests.infer import infer_collective
 from netbench.importers.nccl_tests.jsonfile import parse_json
 from netbench.importers.nccl_tests.model import (
@@ -52,9 +55,10 @@ if TYPE_CHECKING:
     from netbench.run.progress import Progress
 
 __all__ = [
-    "DTYPE_BYTES", "MAX_LINES_LISTED", "MAX_LOG_BYTES", "NICS_UNKNOWN", "REDOPS", "NcclTest", "NicSpec",
-    "Problem", "RankLine", "check_sizes", "collective_name", "env_hosts", "import_logs", "infer_collective",
-    "inventory_nodes", "nccl_version_from_code", "parse_file", "parse_json", "parse_text", "to_rows",
+    "DTYPE_BYTES", "IMPORTER", "MAX_LINES_LISTED", "MAX_LOG_BYTES", "NICS_UNKNOWN", "PER_ITER_NOTE", "REDOPS",
+    "NcclTest", "NicSpec", "Problem", "RankLine", "check_sizes", "collective_name", "env_hosts",
+    "import_logs", "infer_collective", "inventory_nodes", "nccl_version_from_code", "parse_file",
+    "parse_json", "parse_text", "to_rows",
 ]
 
 # -- files and run directories ---------------------------------------------------------------------------
@@ -241,3 +245,80 @@ def import_logs(
         } for t in tests],
     )
     return run, tests
+
+
+# -- the command's importer (netbench import nccl-tests) ----------------------------------------------------
+
+#: what nccl-tests -I's per-iteration times are, said with every import of them (issue 27)
+PER_ITER_NOTE = (
+    "note: nccl-tests -I per-iteration times are per-process maxima (each process's slowest GPU, often "
+    "one that waited for the straggler): they bound a straggler's delay but cannot name it; "
+    "`netbench sweep` records who arrives last (arrivals.jsonl)"
+)
+
+
+def load(paths: list[str], out: str | None, nics: str | None = None) -> Imported:
+    """``netbench import nccl-tests``: every file into one run directory, and what to say about it."""
+    from netbench.run.progress import Progress
+
+    try:
+        given = NicSpec.parse(nics) if nics else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    run, tests = import_logs(list(paths), out, given, Progress())
+    rows = sum(len(t.rows) for t in tests)
+    hosts = sorted({h for t in tests for h in t.hosts})
+    said = [f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) "
+            f"into {run.path}"]
+    if any("per_iter" in r for t in tests for r in t.rows):
+        said.append(PER_ITER_NOTE)
+    # the log did not name the collective: say what was concluded, and from what
+    said += [f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}"
+             for t in tests if t.collective_inferred]
+    # the report's import_incomplete / imported_run_failed findings say these again
+    warnings = [f"{t.source}: {p.summary()}" for t in tests for p in t.problems]
+    return Imported(run.path, tuple(said), tuple(warnings))
+
+
+def headline_busbw(path: Path) -> list[str]:
+    """The headline busbw as the report would print it, for ``--no-report``; read back column by
+    column (a 50 MB log's half million rows: seconds, not a minute of dicts)."""
+    from netbench.common.rundir import RunDir
+    from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
+    from netbench.reports.rowtable import read_rows_frame
+
+    run = RunDir.open(path)
+    frame = read_rows_frame(run.results_path)
+    rows = frame if frame is not None else run.read_rows()
+    heads = headlines(rows, run.read_inventory(), references(), TERMINAL_PATTERNS)
+    return list(headline_lines(heads, TERMINAL_PATTERNS))
+
+
+IMPORTER = Importer(
+    name="nccl-tests",
+    reads="nccl-tests logs/JSON",
+    summary="Import nccl-tests stdout logs or -J JSON files.",
+    help="""\
+Reads every layout nccl-tests has printed since 2018 (old 'error' column, '#wrong', per-iteration
+columns, mpirun/srun line prefixes) and its -J JSON. All files go into one run directory.
+Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, glued ranks, a cut
+row), a failure line, a table printed again or cut short, a file name the table contradicts: each
+is a warning line here and a finding (import_incomplete, imported_run_failed), never a PASS.""",
+    examples=(
+        "netbench import nccl-tests all_reduce.log all_gather.log --out runs/nccl-2024-05",
+        "netbench import nccl-tests node*/all_reduce_perf.out --out runs/imported",
+        "netbench import nccl-tests h100-2node.log --nics 8x400   # judged against 8 x 400 Gb/s a node",
+        "netbench import nccl-tests results.json --no-report",
+    ),
+    load=load,
+    folders=False,
+    options=(click.option(
+        "--nics",
+        help="What the log cannot say: each node's data ports x Gb/s (8x400). The report then judges the "
+        "busbw against that ceiling and the published references; without it the ceiling is unknown.",
+    ),),
+    out_help="Run directory to write (default: netbench-runs/<timestamp>-<id>); refused if it holds a run "
+    "already; {id} in it becomes the run id.",
+    report_help="Build findings.json and report.html after importing (needs `netbench report`).",
+    unreported=headline_busbw,
+)
