@@ -86,3 +86,19 @@ def test_out_that_is_a_dangling_link_is_one_line(run: Path, tmp_path: Path) -> N
                                    "--out", str(tmp_path / "dangling")])
     assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, res.output
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_link_planted_at_the_run_files_temporary_name_is_not_followed(tmp_path: Path) -> None:
+    """report.html, findings.json, run.json go through ``rundir.atomic_write``: its temporary name is
+    predictable (the pid), so a link planted there must fail the open, not carry the text elsewhere."""
+    from netbench.common.rundir import atomic_write
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / f".report.html.tmp-{os.getpid()}").symlink_to(victim)
+    atomic_write(run / "report.html", "new")
+    assert victim.read_text() == "keep"
+    assert (run / "report.html").read_text() == "new" and not (run / "report.html").is_symlink()
+    assert sorted(p.name for p in run.iterdir()) == ["report.html"]

@@ -146,12 +146,16 @@ def utc_now() -> str:
 
 def atomic_write(path: str | Path, text: str | Iterable[str]) -> None:
     """Write then rename: a reader (a browser, node_exporter, a CI step) never sees half a file. The
-    temporary name carries the pid, so two writers of one path never share a temporary file.
-    ``text`` in pieces: written as they come (a large plan is never one string)."""
+    temporary name carries the pid, so two writers of one path never share a temporary file, and it
+    is made fresh (O_EXCL | O_NOFOLLOW): a link planted at that predictable name fails the open
+    instead of sending the text through it; a stale temporary of a dead writer is removed first, as a
+    name (never followed). ``text`` in pieces: written as they come (a large plan is never one string)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             if isinstance(text, str):
                 fh.write(text)
             else:
