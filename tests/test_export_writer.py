@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixtures_path import fixture
 from netbench.reports.export import EXPORTERS
 from synthetic import make_fleet, write_run_dir
 
@@ -102,3 +103,17 @@ def test_a_link_planted_at_the_run_files_temporary_name_is_not_followed(tmp_path
     assert victim.read_text() == "keep"
     assert (run / "report.html").read_text() == "new" and not (run / "report.html").is_symlink()
     assert sorted(p.name for p in run.iterdir()) == ["report.html"]
+
+
+@pytest.mark.parametrize("name", ["results.jsonl", "run.json"])
+def test_an_out_holding_a_dangling_link_is_not_a_free_run_directory(tmp_path: Path, name: str) -> None:
+    """``sweep``/``import`` --out with only a dangling link of a run file in it: refused before anything
+    is written (the rows would have gone through the link, outside --out)."""
+    out, elsewhere = tmp_path / "d", tmp_path / "elsewhere" / "new.txt"
+    out.mkdir()
+    elsewhere.parent.mkdir()
+    (out / name).symlink_to(elsewhere)
+    log = fixture("nccl-tests-h200-1gpu") / "all_reduce.txt"  # a real log: the refusal is the link's
+    r = CliRunner().invoke(cli, ["import", "nccl-tests", str(log), "--out", str(out)])
+    assert r.exit_code == 2 and "symbolic link" in r.output, r.output
+    assert not elsewhere.exists() and sorted(p.name for p in out.iterdir()) == [name]

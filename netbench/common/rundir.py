@@ -240,6 +240,10 @@ class RunDir:
         a run: asked before minutes of inventory, not after (``create`` claims it for good)."""
         path = Path(str(out).replace(RUN_ID_PLACEHOLDER, run_id)) if out else DEFAULT_ROOT / run_id
         _check_directory(path)
+        links = [name for name in RUN_FILES if (path / name).is_symlink()]
+        if links:  # dangling or not, someone else's: the run's rows would go wherever it points
+            raise UsageError(f"--out {path}: {links[0]} is a symbolic link; a run never writes through a "
+                             "link it did not make: give a new directory")
         held = [name for name in RUN_FILES if (path / name).exists()]
         if held:
             raise RunDirTaken(path, held[0])
