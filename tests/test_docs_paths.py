@@ -203,51 +203,18 @@ def _unit(module: str) -> str | None:
 
 
 def _code_graph() -> dict[str, set[str]]:
-    """Row -> the rows it imports, from every module of netbench/ (lazy imports too; ``if
-    TYPE_CHECKING:`` blocks left out, as tests/test_layers.py reads them)."""
+    """Row -> the rows it imports: tests/test_layers.py's module graph (lazy imports too, ``if
+    TYPE_CHECKING:`` blocks left out), read per row of the picture."""
+    from test_layers import GRAPH
+
     graph: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "netbench").rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        module = ".".join(parts)
+    for module, targets in GRAPH.items():
         mine = _unit(module)
         if mine is None:
             continue
-        graph.setdefault(mine, set())
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
-                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*up, base] if base else up)
-                names = [f"{base}.{a.name}" for a in node.names]
-            else:
-                continue
-            for name in names:
-                target = _importable(name)
-                row = _unit(target) if target is not None else None
-                if row is not None and row != mine:
-                    graph[mine].add(row)
+        rows = graph.setdefault(mine, set())
+        rows |= {row for t in targets if not t.startswith("<") and (row := _unit(t)) not in (None, mine)}
     return graph
-
-
-def _importable(name: str) -> str | None:
-    """The longest prefix of ``name`` that is a module of ours."""
-    parts = name.split(".")
-    while parts:
-        if _file(".".join(parts)) is not None:
-            return ".".join(parts)
-        parts.pop()
-    return None
 
 
 def _picture_graph() -> dict[str, set[str]]:
