@@ -16,7 +16,6 @@ from netbench.defaults import (
     SIM_MAX_OVERSUBSCRIPTION,
     SIM_MAX_RAILS,
     SIM_NOISE_SHAPES,
-    confirm_budget,
 )
 
 
@@ -131,6 +130,7 @@ def command(
 
     from netbench.common.errors import UsageError
     from netbench.run.execute import exit_status, finish_report
+    from netbench.run.options import RetestOptions
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.run import SimOptions, simulate
 
@@ -153,7 +153,7 @@ def command(
         _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
-    retest_s = confirm_budget(confirm_budget_s, nodes)
+    retest_s = RetestOptions(confirm_budget_s).seconds(nodes)
     if retest_s > 0:
         from netbench.sim.confirm import confirm_on_fabric
 
@@ -172,7 +172,7 @@ def _preflight(
     from netbench.sim.preflight import simulate_preflight
 
     pf = PreflightOptions(
-        hosts_file=None, budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
+        budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
     )
     res = simulate_preflight(opts, pf, echo=lambda s: click.echo(s, err=True))  # type: ignore[arg-type]
     click.echo(format_summary(res.result, sys.stderr), err=True)

@@ -28,7 +28,7 @@ from netbench.agents.launchers import HostSlot
 from netbench.collectives.plan import WorkerPlan
 from netbench.common.jsontext import dumps
 from netbench.common.rundir import TRUTH_JSON, RunDir, new_run_id, utc_now
-from netbench.run.options import ClusterOptions
+from netbench.run.options import MeasureOptions, Options, PairOptions
 from netbench.run.pipeline import Planned, plan_run
 from netbench.run.planner import PlanRequest
 from netbench.sim.dropout import LostGpus
@@ -90,13 +90,15 @@ class SimOptions:
         if self.noise_shape not in NOISE_SHAPES:
             raise UsageError(f"--noise-shape must be one of {', '.join(NOISE_SHAPES)}")
 
-    def sweep_options(self) -> ClusterOptions:
+    def sweep_options(self) -> Options:
         """What ``sweep --hosts`` would be asked for this measurement: NCCL, out-of-place only."""
-        return ClusterOptions(
-            collectives=list(self.collectives), max_bytes=self.max_bytes, iters=self.iters,
-            warmup=self.warmup, in_place="out", backend="nccl", groups_ahead=self.groups_ahead,
-            patterns=list(self.patterns), pair_sizes=list(self.pair_sizes) if self.pair_sizes else None,
-            pair_batch=self.pair_batch, pair_schedule=self.pair_schedule,
+        return Options(
+            measure=MeasureOptions(collectives=list(self.collectives), max_bytes=self.max_bytes,
+                                   iters=self.iters, warmup=self.warmup, in_place="out", backend="nccl",
+                                   groups_ahead=self.groups_ahead),
+            pairs=PairOptions(patterns=list(self.patterns), pair_batch=self.pair_batch,
+                              pair_sizes=list(self.pair_sizes) if self.pair_sizes else None,
+                              pair_schedule=self.pair_schedule),
         )
 
 
