@@ -54,7 +54,7 @@ import numpy as np
 from netbench.reports.engine import analyze
 
 from netbench.common.findings import Finding
-from netbench.run.options import RetestOptions
+from netbench.run.options import PairOptions, RetestOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
@@ -132,8 +132,8 @@ def score(
     faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
     out = Path(tmp) / f"{physics}-{n}-{cls}-{shape}-{seed}"
     opts = SimOptions(
-        spec, faults, noise=noise, noise_shape=shape, seed=seed, pair_sizes=(1 << 30,), out=str(out),
-        pair_schedule=schedule,
+        spec, faults, noise=noise, noise_shape=shape, seed=seed, out=str(out),
+        pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule=schedule),
     )
     res = simulate(opts)
     retest_s = RetestOptions(confirm_s).seconds(n)  # None: auto, as the sweep's
@@ -164,7 +164,7 @@ def score_mixed(
     out = Path(tmp) / f"{physics}-{n}-{shape}-mixed-{seed}"
     opts = SimOptions(
         spec, tuple(Fault.parse(f) for _, f in planted), noise=noise, noise_shape=shape, seed=seed,
-        pair_sizes=(1 << 30,), out=str(out), pair_schedule=schedule,
+        pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule=schedule), out=str(out),
     )
     res = simulate(opts)
     (out / "plan.json").unlink()  # 2 GB at 4,096 nodes that nothing reads after the launch

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from netbench.cli import cli
 from netbench.preflight import PreflightOptions
+from netbench.run.options import PairOptions
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
 from netbench.sim.preflight import simulate_preflight
@@ -130,7 +131,7 @@ def test_gpu_dropout_in_a_simulated_sweep_is_recorded_as_the_coordinator_records
     from netbench.sim.run import simulate
 
     res = simulate(SimOptions(FabricSpec(nodes=16, leaves=2), (Fault.parse("gpu:node0004"),),
-                              pair_sizes=(1 << 30,), out=str(tmp_path / "sweep")))
+                              pairs=PairOptions(pair_sizes=[1 << 30]), out=str(tmp_path / "sweep")))
     found = analyze(res.rundir.path)
     assert [f.subject for f in found if f.rule == "host_failing"] == ["node0004"]
     failed = [r for r in rows(res) if r["status"] != "ok"]

@@ -21,8 +21,8 @@ fields; a simulation's measurement is ``MeasureOptions`` and ``PairOptions`` (``
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import MISSING, Field, dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from netbench.collectives.ops import DEFAULT_COLLECTIVES
@@ -255,16 +255,19 @@ def from_command_line(record: type[T], given: Mapping[str, Any]) -> T:
     return built
 
 
-def _fill(record: type[T], left: dict[str, Any]) -> T:
+def _fill(record: type[T], left: dict[str, Any], start: Callable[[], T] | None = None) -> T:
+    """``record`` with the leaves ``left`` names taken out of it; ``start``: the record its parent
+    declares as the branch's default (a simulation's measurement is NCCL's), else ``record``'s own."""
     args: dict[str, Any] = {}
     for f in fields(record):  # type: ignore[arg-type]
         if not f.init:
             continue
         if _branch(f):
-            args[f.name] = _fill(BRANCHES[f.name], left)
+            own = f.default_factory is BRANCHES[f.name]
+            args[f.name] = _fill(BRANCHES[f.name], left, None if own else f.default_factory)  # type: ignore[arg-type]
         elif f.name in left:
             args[f.name] = left.pop(f.name)
-    return record(**args)
+    return record(**args) if start is None else replace(start(), **args)
 
 
 def flat(record: Any) -> dict[str, Any]:
