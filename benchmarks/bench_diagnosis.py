@@ -54,7 +54,7 @@ import numpy as np
 from netbench.reports.engine import analyze
 
 from netbench.common.findings import Finding
-from netbench.defaults import confirm_budget
+from netbench.run.options import PairOptions, RetestOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
@@ -132,11 +132,11 @@ def score(
     faults = tuple(Fault.parse(f) for f in plant(cls, Fabric.build(spec), rng))
     out = Path(tmp) / f"{physics}-{n}-{cls}-{shape}-{seed}"
     opts = SimOptions(
-        spec, faults, noise=noise, noise_shape=shape, seed=seed, pair_sizes=(1 << 30,), out=str(out),
-        pair_schedule=schedule,
+        spec, faults, noise=noise, noise_shape=shape, seed=seed, out=str(out),
+        pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule=schedule),
     )
     res = simulate(opts)
-    retest_s = confirm_budget(confirm_s, n)  # None: auto, as the sweep's
+    retest_s = RetestOptions(confirm_s).seconds(n)  # None: auto, as the sweep's
     if retest_s > 0:
         confirm_on_fabric(opts, res, retest_s)
     truth, hidden = set(), 0
@@ -164,11 +164,11 @@ def score_mixed(
     out = Path(tmp) / f"{physics}-{n}-{shape}-mixed-{seed}"
     opts = SimOptions(
         spec, tuple(Fault.parse(f) for _, f in planted), noise=noise, noise_shape=shape, seed=seed,
-        pair_sizes=(1 << 30,), out=str(out), pair_schedule=schedule,
+        pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule=schedule), out=str(out),
     )
     res = simulate(opts)
     (out / "plan.json").unlink()  # 2 GB at 4,096 nodes that nothing reads after the launch
-    retest_s = confirm_budget(confirm_s, n)  # None: auto, as the sweep's
+    retest_s = RetestOptions(confirm_s).seconds(n)  # None: auto, as the sweep's
     if retest_s > 0:
         confirm_on_fabric(opts, res, retest_s)
     faults = res.truth["faults"]  # in the order planted
@@ -249,7 +249,7 @@ def main() -> None:
     if set(shapes) - set(NOISE_SHAPES):
         ap.error(f"unknown --noise-shapes {', '.join(sorted(set(shapes) - set(NOISE_SHAPES)))}")
     healthy_seeds = args.healthy_seeds if args.healthy_seeds is not None else args.seeds
-    budgets = sorted({confirm_budget(args.confirm_budget, int(n)) for n in args.sizes.split(",")})
+    budgets = sorted({RetestOptions(args.confirm_budget).seconds(int(n)) for n in args.sizes.split(",")})
     retests = f"within {'/'.join(f'{b:g}' for b in budgets)} s" if budgets[-1] > 0 else "off"
     print(f"noise {args.noise:.0%}, 16 nodes a leaf, leaf uplinks 2:1, pairs at 1G, {args.seeds} seeds each "
           f"({healthy_seeds} healthy) from seed {args.seed0}, pair schedule {args.pair_schedule}, "

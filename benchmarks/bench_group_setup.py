@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 
+from netbench.run.options import from_command_line
 from netbench.sim.fabric import FabricSpec
 from netbench.sim.run import SimOptions, simulate
 from netbench.sim.setup import GroupSetup
@@ -38,9 +39,9 @@ WAYS = [("fresh", "fresh", 0, 1.0), ("split", "split", 0, 1.0), ("ahead 7", "fre
 def simulated(nodes: int, made: str, ahead: int, slowdown: float) -> dict:
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        opts = SimOptions(fabric=FabricSpec(nodes=nodes, leaves=max(1, nodes // 32), gpus=GPUS),
-                          patterns=("pairwise",), group_made=made, groups_ahead=ahead,
-                          ahead_slowdown=slowdown, out=f"{out}/run")
+        opts = from_command_line(SimOptions, dict(
+            fabric=FabricSpec(nodes=nodes, leaves=max(1, nodes // 32), gpus=GPUS), patterns=["pairwise"],
+            group_made=made, groups_ahead=ahead, ahead_slowdown=slowdown, out=f"{out}/run"))
         res = simulate(opts)
         waits: dict[int, float] = {}
         with open(f"{out}/run/results.jsonl") as fh:

@@ -21,6 +21,7 @@ import numpy as np
 from netbench.reports.analyses import link_tests
 from netbench.reports.engine import load_context
 
+from netbench.run.options import PairOptions
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
 
@@ -47,7 +48,7 @@ def main() -> None:
         out = tempfile.mkdtemp(prefix="bench_link_rank-")
         try:
             opts = SimOptions(spec, faults, noise=0.05, noise_shape=args.noise_shape, seed=seed,
-                              pair_sizes=(1 << 30,), out=f"{out}/run")
+                              pairs=PairOptions(pair_sizes=[1 << 30]), out=f"{out}/run")
             ctx = load_context(simulate(opts).rundir.path)
             m, t = ctx.pair_model, ctx.policy.thresholds
             a, b = faults[0].subject.split("|")

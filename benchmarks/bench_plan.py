@@ -14,7 +14,7 @@ import resource
 import time
 
 from netbench.agents.launchers import HostSlot
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions
 from netbench.run.planner import PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec
 
@@ -30,7 +30,7 @@ def main() -> None:
         fab = Fabric.build(FabricSpec(nodes=n, leaves=leaves))
         slots = [HostSlot(host=h, nprocs=8, rank_base=8 * i) for i, h in enumerate(fab.hosts)]
         for schedule in ("circle", "topology"):
-            req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"]), patterns=["pairwise"],
+            req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"]), patterns=["pairwise"],
                               pair_schedule=schedule, switches=fab.uplinks())
             t0 = time.process_time()
             plan = build_plan(req, "bench", slots, "nccl")

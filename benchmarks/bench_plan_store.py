@@ -204,13 +204,13 @@ def run(hosts: int, leaves: int, ranks: int, mode: str, procs: int) -> dict[str,
     import netbench.agents.coordinator as coordinator
     from netbench.agents.coordinator import Coordinator
     from netbench.agents.launchers import HostSlot, put_text
-    from netbench.run.options import SweepOptions
+    from netbench.run.options import MeasureOptions
     from netbench.run.planner import PlanRequest, build_plan
     from netbench.sim.fabric import Fabric, FabricSpec
 
     fab = Fabric.build(FabricSpec(nodes=hosts, leaves=leaves))
     slots = [HostSlot(host=h, nprocs=ranks, rank_base=ranks * i) for i, h in enumerate(fab.hosts)]
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"]), patterns=["ring", "pairwise"],
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"]), patterns=["ring", "pairwise"],
                       switches=fab.uplinks())
     t0 = time.monotonic()
     plan = build_plan(req, "bench", slots, "nccl")

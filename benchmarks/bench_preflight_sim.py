@@ -93,7 +93,7 @@ def one(nodes: int, over: float, k: int, seed: int, tmp: Path, uplinks: int = 0,
     t0 = time.monotonic()
     res = simulate_preflight(
         SimOptions(spec, faults, seed=seed, out=str(out)),
-        PreflightOptions(hosts_file=None, budget_s=300.0, html=False),
+        PreflightOptions(budget_s=300.0, html=False),
     )
     wall = time.monotonic() - t0
     shutil.rmtree(out, ignore_errors=True)

@@ -8,21 +8,13 @@ START_TIMEOUT_S = 120.0
 """``--start-timeout``: every host's agent and ranks must have started (said hello) within this."""
 CONFIRM_BUDGET_S = 60.0
 """``--confirm-budget auto``'s seconds of re-testing the pairwise phase's suspects after a sweep, up
-to ``CONFIRM_BUDGET_HOSTS`` hosts (``confirm_budget``)."""
+to ``CONFIRM_BUDGET_HOSTS`` hosts (``netbench.run.options.RetestOptions.seconds``, the one place
+auto becomes seconds)."""
 CONFIRM_BUDGET_HOSTS = 256
-
-
-def confirm_budget(given: float | None, hosts: int) -> float:
-    """``--confirm-budget``: the seconds ``given``, or for ``auto`` (None) ``CONFIRM_BUDGET_S`` up to
-    ``CONFIRM_BUDGET_HOSTS`` hosts and that times the square root of how many times more beyond: 120 s
-    at 1,024 hosts, 240 at 4,096. A re-test launch's start-up and the fleet's worst pairs (re-run 3-5
-    times each, beside controls) both grow with the fleet: on simulated fabrics 60 s decided every
-    planted fault at 256 nodes, and at 1,024 a node slow now and then or a link at 0.7 was missed in
-    one fabric of ten at 60 s and in none at 120 (benchmarks/README.md, "The misses at 1,024
-    nodes"). The square root is the law through those two; 4,096 is not measured."""
-    if given is not None:
-        return given
-    return CONFIRM_BUDGET_S * max(1.0, hosts / CONFIRM_BUDGET_HOSTS) ** 0.5
+INVENTORY_TIMEOUT_S = 60.0
+"""``--inventory-timeout`` (and ``inventory --timeout``): a host's inventory probe may take this long,
+then the host is left out as unreachable; every site's ``inventory()`` defaults to it and preflight
+caps its probe at it."""
 PAIR_SIZES = {"gloo": [1 << 20, 4 << 20, 16 << 20], "nccl": [64 << 20, 256 << 20, 1 << 30]}
 """``--pair-sizes`` of a sweep: a few large sizes a pair (N-1 rounds of them, not a full sweep each)."""
 PREFLIGHT_PAIR_SIZES = {"gloo": [1 << 20, 4 << 20], "nccl": [256 << 20, 1 << 30]}

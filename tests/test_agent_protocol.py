@@ -18,7 +18,7 @@ from netbench.collectives import messages
 
 from netbench.agents.coordinator import Coordinator
 from netbench.agents.launchers import HostSlot
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions
 from netbench.run.planner import PlanRequest, build_plan
 
 SLOTS = [HostSlot(host="h0", nprocs=1, rank_base=0), HostSlot(host="h1", nprocs=1, rank_base=1)]
@@ -42,7 +42,7 @@ class LinesAgent:
 
 
 def make_coordinator() -> tuple[Coordinator, list[dict[str, Any]]]:
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=2048))
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=2048))
     plan = build_plan(req, "run-1", SLOTS, "gloo")
     stored: list[dict[str, Any]] = []
     return Coordinator(plan, SLOTS, launcher=None, on_row=stored.append), stored  # type: ignore[arg-type]
@@ -263,7 +263,7 @@ def test_a_local_run_keeps_its_secret_off_every_command_line(tmp_path: Path) -> 
             seen["cmdlines"] = []
             return agent
 
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=4096))
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=4096))
     slots = [HostSlot(host="local", nprocs=2, rank_base=0)]
     rundir = RunDir.create(tmp_path / "run")
     plan = build_plan(req, rundir.run_id, slots, "gloo")
@@ -306,7 +306,7 @@ def test_a_text_past_the_stores_message_limit_reaches_the_reader_whole() -> None
 
     slots = [HostSlot(host=f"n{i:03d}", nprocs=8, rank_base=8 * i) for i in range(300)]
     req = PlanRequest(
-        measure=SweepOptions(collectives=["all_reduce"]), patterns=["pairwise"], pair_sizes=[1 << 30]
+        measure=MeasureOptions(collectives=["all_reduce"]), patterns=["pairwise"], pair_sizes=[1 << 30]
     )
     plan = build_plan(req, "run-big", slots, "nccl")
     text = plan.to_json()

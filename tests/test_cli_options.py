@@ -17,7 +17,7 @@ from netbench.cli import LazyGroup, main
 from netbench.commands._options import NCCL_TESTS_INSTEAD
 from netbench.common.findings import Finding
 from netbench.common.rundir import DEFAULT_ROOT, LATEST, RunDir
-from netbench.defaults import confirm_budget
+from netbench.run.options import RetestOptions
 from netbench.sites.slurm.scontrol import REASON_MAX, drain_command, drain_reason
 
 COMMANDS = LazyGroup(name="x").list_commands(None)  # type: ignore[arg-type]
@@ -84,10 +84,10 @@ def _one_line(capsys, argv: list[str]) -> str:  # noqa: ANN001
 def test_confirm_budget_auto_grows_with_the_fleet_and_a_given_one_is_kept() -> None:
     """auto: 60 s up to 256 hosts, then the square root of the growth (the two measured points, 60 s
     enough at 256 nodes and 120 s at 1,024); a budget given, 0 included, is the one used."""
-    auto = [confirm_budget(None, n) for n in (1, 16, 256, 512, 1024, 4096)]
+    auto = [RetestOptions(None).seconds(n) for n in (1, 16, 256, 512, 1024, 4096)]
     assert auto[:3] == [60.0] * 3 and auto[4] == 120.0 and auto[5] == 240.0
     assert 60.0 < auto[3] < 120.0
-    assert confirm_budget(0.0, 1024) == 0.0 and confirm_budget(30.0, 4096) == 30.0
+    assert RetestOptions(0.0).seconds(1024) == 0.0 and RetestOptions(30.0).seconds(4096) == 30.0
 
 
 def test_a_bad_confirm_budget_says_auto_is_a_choice(capsys) -> None:  # noqa: ANN001

@@ -26,7 +26,7 @@ from test_agent_protocol import feed, line
 from netbench.agents.coordinator import Coordinator
 from netbench.agents.launchers import HostSlot
 from netbench.common.errors import UsageError
-from netbench.run.options import ClusterOptions, SweepOptions
+from netbench.run.options import MeasureOptions, Options, PairOptions
 from netbench.run.planner import CapabilityError, HostCaps, PlanRequest, build_plan, choose_engine
 
 
@@ -103,8 +103,9 @@ def _hosts(n: int) -> list[HostSlot]:
 
 
 def test_the_plan_carries_the_concrete_engine_to_every_phase():
-    opts = ClusterOptions(collectives=["all_reduce"], patterns=["ring", "pairwise", "rail", "intra"])
-    engine = choose_engine(opts.engine, "nccl", [_caps(f"h{i}", True) for i in range(4)]).engine
+    opts = Options(measure=MeasureOptions(collectives=["all_reduce"]),
+                   pairs=PairOptions(patterns=["ring", "pairwise", "rail", "intra"]))
+    engine = choose_engine(opts.measure.engine, "nccl", [_caps(f"h{i}", True) for i in range(4)]).engine
     plan = build_plan(PlanRequest.of(opts, engine=engine), "r", _hosts(4), "nccl")
     assert {p.spec.engine for p in plan.phases} == {"nccl"} and len(plan.phases) > 4
     assert plan_uses_native(plan)
@@ -119,7 +120,7 @@ def test_the_plan_carries_the_concrete_engine_to_every_phase():
     with pytest.raises(ValueError, match="unknown engine 'auto'"):
         SweepSpec(collectives=["all_reduce"], sizes=[8], engine="auto")
     with pytest.raises(UsageError, match="one of nccl, torch, both"):
-        PlanRequest(measure=SweepOptions(), engine="auto")
+        PlanRequest(measure=MeasureOptions(), engine="auto")
     assert set(PLAN_ENGINES) == set(ENGINES)
 
 
@@ -142,7 +143,7 @@ def test_inventory_drives_the_choice_and_old_records_are_not_known():
 
 def _coordinator(engine: str) -> Coordinator:
     slots = [HostSlot(host="h0", nprocs=1, rank_base=0), HostSlot(host="h1", nprocs=1, rank_base=1)]
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], max_bytes=1024), engine=engine)
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"], max_bytes=1024), engine=engine)
     plan = build_plan(req, "run-1", slots, "nccl")
     return Coordinator(plan, slots, launcher=None, on_row=lambda row: None)  # type: ignore[arg-type]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from netbench.agents.launchers import HostSlot
-from netbench.run.options import WorkerOptions
+from netbench.run.options import Options, from_command_line
 from netbench.run.pipeline import plan_run
 from netbench.run.planner import HostCaps
 from netbench.sites.external.site import ExternalSite
@@ -15,7 +15,7 @@ GATHERED = [HostSlot(host="h0", nprocs=2, rank_base=0), HostSlot(host="h1", npro
 
 
 def _planned(here: HostCaps, topology: str | None = None, **kw: object):  # noqa: ANN202
-    opts = WorkerOptions(patterns=["ring", "pairwise"], topology=topology, **kw)  # type: ignore[arg-type]
+    opts = from_command_line(Options, {"patterns": ["ring", "pairwise"], "topology": topology, **kw})
     site = ExternalSite(opts, "torchrun", [HostSlot(s.host, s.nprocs, s.rank_base) for s in GATHERED], here,
                         store=None)
     entries = site.hosts()

@@ -25,7 +25,7 @@ from netbench.run.copy_matrix import (
     matrix_of,
     measure_copy_matrix,
 )
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions, ReportOptions
 
 HAS_GPU = torch.cuda.is_available() and torch.cuda.device_count() > 0
 
@@ -70,14 +70,14 @@ def test_failed_rows_are_left_out_of_the_matrix() -> None:
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU error; this machine has a GPU")
 def test_no_gpu_is_a_usage_error(tmp_path) -> None:  # noqa: ANN001
     with pytest.raises(UsageError, match="no CUDA GPU"):
-        measure_copy_matrix(SweepOptions(), RunDir.create(tmp_path / "run"), echo=lambda s: None)
+        measure_copy_matrix(MeasureOptions(), RunDir.create(tmp_path / "run"), echo=lambda s: None)
 
 
 @pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
 def test_copy_matrix_on_local_gpus(tmp_path) -> None:  # noqa: ANN001
     out: list[str] = []
     rundir = RunDir.create(tmp_path / "run")
-    rows = measure_copy_matrix(SweepOptions(iters=3, warmup=1, max_bytes=64 << 20), rundir, echo=out.append)
+    rows = measure_copy_matrix(MeasureOptions(iters=3, warmup=1, max_bytes=64 << 20), rundir, echo=out.append)
     n = torch.cuda.device_count()
     assert len(rows) == n * n and all(r["wrong"] == 0 and r["algbw_GBps"] > 0 for r in rows)
     assert len(rundir.read_rows()) == n * n
@@ -121,7 +121,7 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch, cells: int, stop_after: int | No
     around the measurement is what is tested; ``stop_after`` rows, then a Ctrl-C."""
     import netbench.run.copy_matrix as cm
 
-    def measure(opts: SweepOptions, rundir: RunDir, echo) -> list:  # noqa: ANN001
+    def measure(opts: MeasureOptions, rundir: RunDir, echo) -> list:  # noqa: ANN001
         rows = []
         with rundir.writer() as writer:
             for k in range(cells):
@@ -143,7 +143,7 @@ def test_the_copy_matrix_run_says_what_it_did(monkeypatch: pytest.MonkeyPatch, t
 
     _fake_gpus(monkeypatch, 4)
     said: list[str] = []
-    rundir, outcome = run_copy_matrix(SweepOptions(out=str(tmp_path / "run")), said.append)
+    rundir, outcome = run_copy_matrix(MeasureOptions(), ReportOptions(out=str(tmp_path / "run")), said.append)
     run = rundir.read_run()
     assert (outcome.status, outcome.rows) == ("completed", 4) and outcome.phases[0]["groups"] == 4
     assert run["status"] == "completed" and run["rows"] == 4 and run["rows_failed"] == 0
@@ -162,7 +162,7 @@ def test_a_stopped_copy_matrix_is_recorded(monkeypatch: pytest.MonkeyPatch, tmp_
     _fake_gpus(monkeypatch, 4, stop_after=3)
     said: list[str] = []
     with pytest.raises(Interrupted):
-        run_copy_matrix(SweepOptions(out=str(tmp_path / "run")), said.append)
+        run_copy_matrix(MeasureOptions(), ReportOptions(out=str(tmp_path / "run")), said.append)
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "interrupted" and run["signal"] == "SIGINT" and run["rows"] == 3
     assert said[-1].startswith("# interrupted by SIGINT (measuring)")

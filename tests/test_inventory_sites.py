@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from netbench.cli import cli
 from netbench.common.errors import UsageError
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options, SiteOptions
 from netbench.sites import INVENTORY, PREFLIGHT, SITES
 from netbench.sites.registry import choose_site
 
@@ -43,12 +43,12 @@ def test_this_machine_alone_honours_python_and_topology_and_refuses_ssh_options(
 def test_hosts_are_the_ssh_sites_own(tmp_path: Path) -> None:
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("h1\nh2 switch=leafB\n")
-    site = choose_site(ClusterOptions(hosts_file=str(hosts), python="/usr/bin/python3"), INVENTORY)
+    site = choose_site(Options(site=SiteOptions(hosts_file=str(hosts), python="/usr/bin/python3")), INVENTORY)
     assert [e.name for e in site.hosts()] == ["h1", "h2"] and site.name == "ssh"
     assert site.switches(site.hosts(), print).uplinks == {"h2": "leafB"}
     hosts.write_text("h1\nh1\n")
     with pytest.raises(UsageError, match="duplicate host h1"):
-        choose_site(ClusterOptions(hosts_file=str(hosts)), INVENTORY)
+        choose_site(Options(site=SiteOptions(hosts_file=str(hosts))), INVENTORY)
 
 
 @pytest.mark.parametrize("spec", [dict(nodes=12, leaves=3), dict(nodes=16, leaves=4, tiers=3, pods=2),

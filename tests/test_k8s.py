@@ -357,15 +357,17 @@ def test_k8s_options_are_refused_by_other_launchers(tmp_path: Path) -> None:
 
 
 def test_default_nodes_are_the_ready_schedulable_gpu_nodes(api: FakeApiServer) -> None:
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import K8sOptions, Options, SiteOptions
     from netbench.sites.k8s.site import K8sSite
 
     cfg = api.kubeconfig(Path(api.__class__.__module__).with_suffix(".kc").absolute())
     try:
-        site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=str(cfg), k8s_image=IMAGE))
+        k8s = K8sOptions(kubeconfig=str(cfg), k8s_image=IMAGE)
+        site = K8sSite(Options(site=SiteOptions(launcher="k8s", k8s=k8s)))
         assert [e.name for e in site.hosts()] == ["g0", "g1", "g2"]  # not cpu0 (no GPU), not down0 (NotReady)
         picked = K8sSite(
-            ClusterOptions(launcher="k8s", kubeconfig=str(cfg), k8s_image=IMAGE, k8s_nodes="g2,cpu0")
+            Options(site=SiteOptions(launcher="k8s", k8s=K8sOptions(kubeconfig=str(cfg), k8s_image=IMAGE,
+                                                                    k8s_nodes="g2,cpu0")))
         )
         assert [e.name for e in picked.hosts()] == ["g2", "cpu0"]  # named: as given
         sw = site.switches(site.hosts(), lambda line: None)
@@ -449,11 +451,12 @@ SECOND_SIGNAL = r"""
 import os, signal, sys, time
 from netbench.common.interrupts import Interrupted, handling
 from netbench.sites.k8s.pods import pod_manifest
-from netbench.run.options import ClusterOptions
+from netbench.run.options import K8sOptions, Options, SiteOptions
 from netbench.sites.base import finished
 from netbench.sites.k8s.site import K8sSite
 
-site = K8sSite(ClusterOptions(launcher="k8s", kubeconfig=sys.argv[1], k8s_image="registry.test/nb:1"))
+k8s = K8sOptions(kubeconfig=sys.argv[1], k8s_image="registry.test/nb:1")
+site = K8sSite(Options(site=SiteOptions(launcher="k8s", k8s=k8s)))
 with handling(restore=False), finished(site):
     site.hosts()
     template = site._template()  # the run's parent object, made once

@@ -131,15 +131,22 @@ def _through_the_one_engine(launch: dict[str, object]) -> bool:
 def test_a_sweep_and_its_re_tests_launch_through_the_one_engine(
     tmp_path: Path, launches: list[dict[str, object]]
 ) -> None:
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import (
+        MeasureOptions,
+        Options,
+        PairOptions,
+        ReportOptions,
+        RetestOptions,
+        SiteOptions,
+    )
     from netbench.run.pipeline import run_pipeline
     from netbench.sim.launcher import MIN_TIMEOUT_S
     from netbench.sites.sim.site import SimSite
 
     _, hosts, hosts_file, topology = _fabric(tmp_path, ("node:node0003=0.5",))
-    opts = ClusterOptions(hosts_file=str(hosts_file), topology=str(topology), patterns=["pairwise"],
-                          timeout_s=MIN_TIMEOUT_S, confirm_budget_s=60.0, out=str(tmp_path / "sweep"),
-                          launcher="ssh")
+    opts = Options(site=SiteOptions(hosts_file=str(hosts_file), topology=str(topology), launcher="ssh"),
+                   pairs=PairOptions(patterns=["pairwise"]), measure=MeasureOptions(timeout_s=MIN_TIMEOUT_S),
+                   retest=RetestOptions(60.0), report=ReportOptions(out=str(tmp_path / "sweep")))
     code = run_pipeline(opts, SimSite(hosts, (hosts_file, topology)), echo=lambda s: None)
     run = json.loads((tmp_path / "sweep" / "run.json").read_text())
     assert run["retests"]["results"]["node0003"]["verdict"] == "confirmed" and code == 2
@@ -154,12 +161,14 @@ def test_preflight_its_quick_pass_and_escalation_launch_through_the_one_engine(
     tmp_path: Path, launches: list[dict[str, object]]
 ) -> None:
     from netbench.preflight import PreflightOptions, run_preflight
+    from netbench.run.options import ReportOptions, SiteOptions
     from netbench.sim.launcher import MIN_TIMEOUT_S
     from netbench.sites.sim.site import SimSite
 
     _, hosts, hosts_file, topology = _fabric(tmp_path, ("node:node0003=0.5",))
-    opts = PreflightOptions(hosts_file=str(hosts_file), topology=str(topology), budget_s=120.0, html=False,
-                            timeout_s=MIN_TIMEOUT_S, out=str(tmp_path / "preflight"))
+    opts = PreflightOptions(SiteOptions(hosts_file=str(hosts_file), topology=str(topology)),
+                            ReportOptions(out=str(tmp_path / "preflight")), budget_s=120.0, html=False,
+                            timeout_s=MIN_TIMEOUT_S)
     site = SimSite(hosts, (hosts_file, topology))
     result = run_preflight(opts, lambda s: None, clock=hosts.clock, site=site)
     assert result.drain == ["node0003"] and result.info["retests"]["node0003"]["verdict"] == "confirmed"

@@ -24,7 +24,7 @@ from netbench.agents.launchers import (
     publish_plan,
     secured,
 )
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions
 from netbench.run.planner import PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec
 
@@ -34,7 +34,7 @@ WAIT = _dt.timedelta(seconds=30)
 def _plan(nodes: int, nprocs: int, patterns: list[str], leaves: int = 3) -> WorkerPlan:
     fab = Fabric.build(FabricSpec(nodes=nodes, leaves=leaves))
     slots = [HostSlot(host=h, nprocs=nprocs, rank_base=nprocs * i) for i, h in enumerate(fab.hosts)]
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=4096),
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=4096),
                       patterns=patterns, switches=fab.uplinks(), pair_sizes=[1 << 20])
     if "rail" in patterns:
         req = dataclasses.replace(req, rail_ifaces={h: [f"ib{k}" for k in range(nprocs)] for h in fab.hosts})
@@ -164,7 +164,7 @@ def test_ranks_of_several_hosts_run_their_parts_through_real_agents(tmp_path: Pa
     from netbench.sites.local.launcher import LocalLauncher
 
     slots = [HostSlot(host=f"h{i}", nprocs=1, rank_base=i) for i in range(3)]
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=1024,
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"], min_bytes=1024, max_bytes=1024,
                                            iters=2, warmup=0), patterns=["ring", "pairwise"])
     rundir = RunDir.create(tmp_path / "run")
     plan = build_plan(req, rundir.run_id, slots, "gloo")

@@ -29,6 +29,7 @@ from netbench.preflight import (
     plan_escalation,
     quick_rounds,
 )
+from netbench.run.options import SiteOptions
 
 
 def cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -406,7 +407,7 @@ def test_nothing_reachable_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_options_are_validated() -> None:
     with pytest.raises(Exception, match="rounds"):
-        PreflightOptions(hosts_file="h", rounds=0)
+        PreflightOptions(SiteOptions(hosts_file="h"), rounds=0)
     assert math.isclose(Budget(8.0).reserve_s, 2.0)  # a small budget keeps back at most a quarter
 
 

@@ -18,7 +18,7 @@ from netbench.reports.rules import slow_rail
 
 from netbench.agents.launchers import HostSlot
 from netbench.cli import main
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions
 from netbench.run.planner import PlanRequest, build_plan
 
 B300_TOPO = "public/nvidia-smi-topo-m/sgl-project-sglang__issue-26039_B300-SXM6_topo.txt"
@@ -78,7 +78,7 @@ def test_without_affinity_the_nic_is_unknown_and_says_why() -> None:
 def test_rail_plan_pairs_rank_k_with_rank_k_and_binds_the_rail_netdevs(tmp_path: Path) -> None:
     slots = [HostSlot("a", 2, 0), HostSlot("b", 2, 2), HostSlot("c", 1, 4)]
     nodes = {"a": b300("a", tmp_path), "b": b300("b", tmp_path)}  # c: not inventoried
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce"]), patterns=["rail"])
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce"]), patterns=["rail"])
     plan = build_plan(req.with_rails(nodes, slots), "r", slots, "gloo")
     groups = sorted((g.id, g.ranks, g.rail, g.pattern) for p in plan.phases for g in p.groups)
     assert groups == [("rail0:a|b", [0, 2], 0, "rail"), ("rail0:a|c", [0, 4], 0, "rail"),

@@ -17,6 +17,7 @@ from netbench.reports.pairrows import NOT_RECORDED, PairRows
 
 from netbench.common.rows import ResultRow
 from netbench.common.topology import hop_class
+from netbench.run.options import PairOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.run import SimOptions, simulate
@@ -42,8 +43,8 @@ def test_a_sweeps_pair_rows_and_its_retests_carry_what_the_plan_recorded(tmp_pat
     coordinator, ``RetestLaunch`` through the simulated launcher, whose ranks send no facts) carry
     each pair group's load and hop class exactly as plan.json / confirm-plan.json hold them."""
     spec = FabricSpec(nodes=16, leaves=2, oversubscription=2.0)
-    opts = SimOptions(spec, (Fault.parse("node:node0005=0.6"),), seed=1, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / "run"), noise=0.05)
+    opts = SimOptions(spec, (Fault.parse("node:node0005=0.6"),), seed=1, out=str(tmp_path / "run"),
+                      noise=0.05, pairs=PairOptions(pair_sizes=[1 << 30]))
     res = simulate(opts)
     run = res.rundir.path
     planned = _planned(run / "plan.json")
@@ -73,7 +74,8 @@ def test_the_pair_model_and_the_retest_loop_use_the_recorded_facts(tmp_path: Pat
     works them out the planner's way); a row whose recorded load or hop class differs from what the
     switches say is modelled with the recorded one."""
     spec = FabricSpec(nodes=32, leaves=4, tiers=3, pods=2, oversubscription=2.0)
-    res = simulate(SimOptions(spec, (), seed=3, pair_schedule="circle", out=str(tmp_path / "run")))
+    res = simulate(SimOptions(spec, (), seed=3, pairs=PairOptions(pair_schedule="circle"),
+                              out=str(tmp_path / "run")))
     run = res.rundir.path
     rows = _rows(run)
     recorded = load_context(run).pair_model

@@ -11,6 +11,7 @@ from netbench.reports.engine import analyze
 
 from netbench.cli import cli
 from netbench.confirm import CANDIDATE_RUNS, intermittent_phases
+from netbench.run.options import PairOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
@@ -21,8 +22,8 @@ SLOW = {"slow_node", "slow_pair", "slow_switch"}
 
 def sweep(tmp_path, name, faults=(), seed=1, noise=0.05):  # noqa: ANN001, ANN201
     spec = FabricSpec(nodes=16, leaves=2, oversubscription=2.0)
-    opts = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=seed, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / name), noise=noise)
+    opts = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=seed, out=str(tmp_path / name),
+                      noise=noise, pairs=PairOptions(pair_sizes=[1 << 30]))
     return opts, simulate(opts)
 
 
@@ -135,8 +136,8 @@ def test_a_node_ten_percent_slow_short_of_the_bar_is_a_suspect_and_its_re_test_c
     failure with its interval. Were this seed's draws to move it past the bar, take another: this
     test is about the node short of it."""
     spec = FabricSpec(nodes=256, leaves=16, oversubscription=2.0, physics="bottleneck")
-    opts = SimOptions(spec, (Fault.parse("node:node0122=0.9"),), seed=1, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / "subtle"), noise=0.05, pair_schedule="auto")
+    opts = SimOptions(spec, (Fault.parse("node:node0122=0.9"),), seed=1, out=str(tmp_path / "subtle"),
+                      noise=0.05, pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule="auto"))
     res = simulate(opts)
     before = [f for f in analyze(res.rundir.path) if f.rule == "slow_node"]
     assert [(f.subject, f.severity) for f in before] == [("node0122", "info")], before
@@ -155,8 +156,8 @@ def test_a_small_but_certain_node_is_info_to_watch_and_its_re_test_does_not_make
     re-test (12 pairs) cannot show it certainly past the floor either, so it is not confirmed: still
     info, the re-test's words first, nothing to drain, and no warning anywhere."""
     spec = FabricSpec(nodes=64, leaves=4, oversubscription=2.0, physics="bottleneck")
-    opts = SimOptions(spec, (Fault.parse("node:node0010=0.94"),), seed=2, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / "small"), noise=0.03, pair_schedule="auto")
+    opts = SimOptions(spec, (Fault.parse("node:node0010=0.94"),), seed=2, out=str(tmp_path / "small"),
+                      noise=0.03, pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule="auto"))
     res = simulate(opts)
     [before] = [f for f in analyze(res.rundir.path) if f.rule == "slow_node"]
     assert (before.subject, before.severity) == ("node0010", "info")
@@ -178,8 +179,9 @@ def test_a_link_at_0_7_under_heavy_tailed_noise_is_found_by_re_running_the_worst
     candidates, fast again, become nothing. Were this seed's draws to flag the link, take another:
     this test is about a link short of the bars."""
     spec = FabricSpec(nodes=256, leaves=16, oversubscription=2.0, physics="bottleneck")
-    opts = SimOptions(spec, (Fault.parse("link:node0033,node0040=0.7"),), seed=2, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / "link"), noise=0.05, noise_shape="t3", pair_schedule="auto")
+    opts = SimOptions(spec, (Fault.parse("link:node0033,node0040=0.7"),), seed=2, out=str(tmp_path / "link"),
+                      noise=0.05, noise_shape="t3",
+                      pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule="auto"))
     res = simulate(opts)
     assert not [f for f in analyze(res.rundir.path) if f.rule in SLOW and f.severity != "info"]
     said: list[str] = []
@@ -204,8 +206,9 @@ def test_a_node_inconclusive_once_is_re_tested_again_on_fresh_pairs(tmp_path):
     faults = ("node:node0127=0.8", "node:node0175=0.6", "link:node0079,node0107=0.5", "uplink:leaf13=0.5",
               "intermittent:node0006=0.5@0.3", "node:node0244=0.9", "node:node0036=0.85",
               "link:node0224,node0215=0.7")
-    opts = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=9, pair_sizes=(1 << 30,),
-                      out=str(tmp_path / "mixed"), noise=0.05, noise_shape="t3", pair_schedule="auto")
+    opts = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=9, out=str(tmp_path / "mixed"),
+                      noise=0.05, noise_shape="t3",
+                      pairs=PairOptions(pair_sizes=[1 << 30], pair_schedule="auto"))
     res = simulate(opts)
     said: list[str] = []
     done, fabric_s = confirm_on_fabric(opts, res, 60.0, echo=said.append)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from netbench.cli import cli
 from netbench.preflight import PreflightOptions
+from netbench.run.options import PairOptions
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
 from netbench.sim.preflight import simulate_preflight
@@ -21,7 +22,7 @@ from netbench.sim.setup import GroupSetup
 def preflight(tmp_path, name, faults=(), seed=1, budget_s=120.0, **fabric):  # noqa: ANN001, ANN201
     spec = FabricSpec(**({"nodes": 16, "leaves": 2} | fabric))
     sim = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=seed, out=str(tmp_path / name))
-    return simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=budget_s, html=False))
+    return simulate_preflight(sim, PreflightOptions(budget_s=budget_s, html=False))
 
 
 def rows(res):  # noqa: ANN001, ANN201 - a SimPreflight or a SimResult
@@ -130,7 +131,7 @@ def test_gpu_dropout_in_a_simulated_sweep_is_recorded_as_the_coordinator_records
     from netbench.sim.run import simulate
 
     res = simulate(SimOptions(FabricSpec(nodes=16, leaves=2), (Fault.parse("gpu:node0004"),),
-                              pair_sizes=(1 << 30,), out=str(tmp_path / "sweep")))
+                              pairs=PairOptions(pair_sizes=[1 << 30]), out=str(tmp_path / "sweep")))
     found = analyze(res.rundir.path)
     assert [f.subject for f in found if f.rule == "host_failing"] == ["node0004"]
     failed = [r for r in rows(res) if r["status"] != "ok"]
@@ -196,7 +197,7 @@ def test_sequential_rounds_catch_an_intermittent_node_the_quick_pass_missed(tmp_
     said: list[str] = []
     sim = SimOptions(FabricSpec(nodes=64, leaves=2, oversubscription=2.0),
                      (Fault.parse("intermittent:node0010=0.5@0.3"),), seed=5, out=str(tmp_path / "flaky"))
-    res = simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=120.0, html=False), said.append)
+    res = simulate_preflight(sim, PreflightOptions(budget_s=120.0, html=False), said.append)
     assert res.result.drain == ["node0010"] and res.score.precision == 1.0
     assert "# suspects: none" in said and res.result.info["escalations"] == []
     retest = res.result.info["retests"]["node0010"]
@@ -219,7 +220,7 @@ def test_a_node_ten_percent_slow_is_drained_by_the_sequential_tests(tmp_path):
     said: list[str] = []
     sim = SimOptions(FabricSpec(nodes=64, leaves=2, oversubscription=2.0),
                      (Fault.parse("node:node0040=0.9"),), seed=2, out=str(tmp_path / "ten"))
-    res = simulate_preflight(sim, PreflightOptions(hosts_file=None, budget_s=120.0, html=False), said.append)
+    res = simulate_preflight(sim, PreflightOptions(budget_s=120.0, html=False), said.append)
     assert "# suspects: none" in said
     assert res.result.drain == ["node0040"] and res.result.info["sequential"]["counts"]["drained"] == 1
     [finding] = [f for f in res.result.findings if f.subject == "node0040"]

@@ -21,7 +21,7 @@ from netbench.cli import cli
 from netbench.common.jsontext import list_texts, number_texts, strings
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import PLAN_SCHEMA, RunDir
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions, PairOptions, from_command_line
 from netbench.run.planner import PairRound, PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.rails import build_fabric
@@ -36,7 +36,7 @@ def plan_of(nodes: int, leaves: int, patterns: list[str], switches: bool = True,
         del up[fab.hosts[-1]]  # one host the topology does not place: its pairs' load is None
     slots = [HostSlot(host=h, nprocs=2, rank_base=2 * i) for i, h in enumerate(fab.hosts)]
     req = PlanRequest(
-        measure=SweepOptions(collectives=["all_reduce"], max_bytes=1 << 20),
+        measure=MeasureOptions(collectives=["all_reduce"], max_bytes=1 << 20),
         patterns=patterns,
         switches=up if switches else None,
         **kw,  # type: ignore[arg-type]
@@ -156,7 +156,9 @@ def test_row_writer_writes_each_row_as_json_dumps_of_its_result_row():
 
 def sim(tmp_path, name, faults=(), **kw):  # noqa: ANN001, ANN201
     spec = FabricSpec(**({"nodes": 16, "leaves": 2, "oversubscription": 2.0} | kw.pop("fabric", {})))
-    opts = SimOptions(spec, tuple(Fault.parse(f) for f in faults), out=str(tmp_path / name), **kw)
+    faults = tuple(Fault.parse(f) for f in faults)
+    opts = from_command_line(SimOptions, {"fabric": spec, "faults": faults, "out": str(tmp_path / name),
+                                          **kw})
     return simulate(opts)
 
 
@@ -176,10 +178,10 @@ def test_a_phases_lines_are_its_rows_as_the_launcher_reports_them(tmp_path, patt
     """``Measured.jsonl`` (the simulator's file) and ``Measured.rows_of`` (the simulated ranks' row
     messages) are one measurement: the same rows."""
     spec = FabricSpec(nodes=6, leaves=2, rails=2)
-    opts = SimOptions(spec, pair_sizes=(1 << 20, 1 << 26), patterns=patterns)
+    opts = SimOptions(spec, pairs=PairOptions(pair_sizes=[1 << 20, 1 << 26], patterns=patterns))
     fab = build_fabric(opts.fabric)
     slots = [HostSlot(host=h, nprocs=8, rank_base=8 * i) for i, h in enumerate(fab.hosts)]
-    req = PlanRequest(measure=SweepOptions(collectives=["all_reduce", "all_gather"], max_bytes=1 << 16),
+    req = PlanRequest(measure=MeasureOptions(collectives=["all_reduce", "all_gather"], max_bytes=1 << 16),
                       patterns=list(patterns), pair_sizes=[1 << 20, 1 << 26], switches=fab.uplinks())
     plan = build_plan(req, "r1", slots, "nccl")
     rng = np.random.default_rng(3)

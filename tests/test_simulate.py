@@ -11,6 +11,7 @@ from netbench.reports.engine import analyze
 
 from netbench.cli import cli
 from netbench.common.rows import CONTRACT_FIELDS
+from netbench.run.options import PairOptions
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.run import SimOptions, simulate
 
@@ -20,7 +21,8 @@ WARN = ("warn", "fail")
 def run(tmp_path, name, faults=(), seed=1, pair_sizes=None, **fabric):  # noqa: ANN001, ANN201
     spec = FabricSpec(**({"nodes": 64, "leaves": 4, "oversubscription": 2.0} | fabric))
     planted = tuple(Fault.parse(f) for f in faults)
-    res = simulate(SimOptions(spec, planted, seed=seed, pair_sizes=pair_sizes, out=str(tmp_path / name)))
+    res = simulate(SimOptions(spec, planted, seed=seed, pairs=PairOptions(pair_sizes=pair_sizes),
+                              out=str(tmp_path / name)))
     return res, analyze(res.rundir.path)
 
 
@@ -238,7 +240,8 @@ def test_plan_records_the_load_the_pair_model_compares_under(tmp_path, schedule)
     from netbench.reports.engine import load_context
 
     spec = FabricSpec(nodes=32, leaves=4, tiers=3, pods=2, oversubscription=2.0)
-    res = simulate(SimOptions(spec, (), seed=3, pair_schedule=schedule, out=str(tmp_path / schedule)))
+    res = simulate(SimOptions(spec, (), seed=3, pairs=PairOptions(pair_schedule=schedule),
+                              out=str(tmp_path / schedule)))
     plan = json.loads((res.rundir.path / "plan.json").read_text())
     groups = [g for p in plan["phases"] for g in p["groups"] if g["pattern"] == "pair"]
     planned = {frozenset(g["hosts"]): g["load"] for g in groups}

@@ -16,13 +16,12 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from netbench.common.errors import UsageError
-from netbench.run.options import ClusterOptions, SweepOptions
+from netbench.run.options import MeasureOptions, Options, from_command_line, leaf_names
 from netbench.sites.base import NEEDS_HOSTS, SITE_OPTIONS, check
 
 BIN = Path(sys.executable).parent
@@ -46,16 +45,23 @@ def _sweep_params() -> dict[str, str]:
 
 def test_every_sweep_option_reaches_the_pipeline_or_is_a_site_option() -> None:
     """Each click option is a field of the options record the pipeline gets; a site option is in
-    the sites' table; every other one is the measurement (the plan builder reads SweepOptions) or is
+    the sites' table; every other one is the measurement (the plan builder reads MeasureOptions) or is
     read by the pipeline itself."""
-    record = {f.name for f in fields(ClusterOptions)}
-    measurement = {f.name for f in fields(SweepOptions)}
+    record = leaf_names(Options)
+    measurement = leaf_names(MeasureOptions)
     source = PIPELINE.read_text()
     for name, flag in _sweep_params().items():
-        assert name in record, f"{flag} is not a ClusterOptions field: the pipeline never sees it"
+        assert name in record, f"{flag} is not a leaf of the Options tree: the pipeline never sees it"
         if name in SITE_OPTIONS or name in measurement or name in NEEDS_HOSTS:
             continue
-        assert re.search(rf"\bopts\.{name}\b", source), f"{flag}: not read by netbench/run/pipeline.py"
+        read = {"policy": "rules"}.get(name, name)  # the policy file is read parsed (ReportOptions.rules)
+        said = f"{flag}: not read by netbench/run/pipeline.py"
+        assert re.search(rf"\bopts(\.\w+)*\.{read}\b", source), said
+
+
+def _options(launcher: str, hosts_file: str | None, **given: object) -> Options:
+    """The tree as the command line builds it, with ``given`` leaves."""
+    return from_command_line(Options, {"launcher": launcher, "hosts_file": hosts_file, **given})
 
 
 def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
@@ -66,7 +72,7 @@ def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
 
     hosts_file = tmp_path / "hosts.txt"
     hosts_file.write_text("h0\nh1\n")
-    opts = ClusterOptions(launcher=launcher, hosts_file=str(hosts_file) if hosts else None)
+    opts = _options(launcher, str(hosts_file) if hosts else None)
     if launcher == "slurm":
         monkeypatch.setenv("SLURM_JOB_ID", "7")
         monkeypatch.setenv("SLURM_JOB_NODELIST", "h[0-1]")
@@ -75,11 +81,10 @@ def _site(launcher: str, hosts: bool, tmp_path: Path, monkeypatch) -> object:
     if launcher == "mpi":
         return mpi.MpiSite(opts) if hosts else mpi.MpiHereSite(opts)
     if launcher == "k8s":  # the options alone: the cluster is first asked for its nodes (tests/test_k8s.py)
-        from dataclasses import replace
-
         from netbench.sites.k8s import site as k8s
 
-        return k8s.make(replace(opts, k8s_image=GIVEN["k8s_image"]))  # needed: no image of ours is published
+        # needed: no image of ours is published
+        return k8s.make(_options(launcher, None, k8s_image=GIVEN["k8s_image"]))
     return {"ssh": ssh, "local": local}[launcher].make(opts)
 
 
@@ -90,13 +95,11 @@ SITES = [("ssh", True), ("ssh", False), ("local", True), ("mpi", True), ("mpi", 
 @pytest.mark.parametrize(("launcher", "hosts"), SITES)
 def test_every_site_option_is_honoured_or_refused_by_name(launcher: str, hosts: bool, tmp_path: Path,
                                                            monkeypatch) -> None:
-    from dataclasses import replace
-
     site = _site(launcher, hosts, tmp_path, monkeypatch)
-    base = ClusterOptions(launcher=launcher, hosts_file=str(tmp_path / "hosts.txt") if hosts else None)
-    check(site, base)  # the defaults: nothing to refuse
+    hosts_file = str(tmp_path / "hosts.txt") if hosts else None
+    check(site, _options(launcher, hosts_file))  # the defaults: nothing to refuse
     for name, value in GIVEN.items():
-        opts = replace(base, **{name: value})
+        opts = _options(launcher, hosts_file, **{name: value})
         if name in site.uses:
             check(site, opts)
             continue
@@ -106,7 +109,7 @@ def test_every_site_option_is_honoured_or_refused_by_name(launcher: str, hosts: 
         assert f"--launcher {site.name}" in said and "--" + name.replace("_", "-") in said, said
     for name in NEEDS_HOSTS:  # the pairs' options: only where there are pairs
         value = {"pair_schedule": "circle", "pair_sizes": [1 << 20], "pair_collectives": ["all_reduce"]}
-        opts = replace(base, **{name: value.get(name, 2)})
+        opts = _options(launcher, hosts_file, **{name: value.get(name, 2)})
         if site.one_machine:
             with pytest.raises(UsageError, match="--hosts"):
                 check(site, opts)

@@ -14,7 +14,7 @@ from netbench.collectives.pairs import circle_rounds, cross_leaf_rounds, topolog
 from netbench.agents.launchers import HostSlot
 from netbench.common.errors import UsageError
 from netbench.common.topology import hop_class, round_load
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions
 from netbench.run.planner import PlanRequest, build_plan
 
 
@@ -125,7 +125,7 @@ def test_unplaced_host_is_an_error() -> None:
 def plan(hosts: list[str], switches: dict[str, str] | None, **kw: object):  # noqa: ANN201 - a WorkerPlan
     slots = [HostSlot(host=h, nprocs=1, rank_base=i) for i, h in enumerate(hosts)]
     req = PlanRequest(
-        measure=SweepOptions(collectives=["all_reduce"]), patterns=["pairwise"], switches=switches, **kw
+        measure=MeasureOptions(collectives=["all_reduce"]), patterns=["pairwise"], switches=switches, **kw
     )
     return build_plan(req, "r1", slots, "gloo")
 

@@ -299,6 +299,7 @@ RUNS = {  # what is planted -> the nodes every output must name
 def test_every_output_names_the_same_nodes(tmp_path: Path, monkeypatch, name: str) -> None:  # noqa: ANN001
     from netbench.preflight import PreflightOptions, json_report
     from netbench.preflight.outputs import drain_in_slurm
+    from netbench.run.options import ReportOptions
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.preflight import simulate_preflight
     from netbench.sim.run import SimOptions
@@ -311,7 +312,7 @@ def test_every_output_names_the_same_nodes(tmp_path: Path, monkeypatch, name: st
         _old_driver_on_two(monkeypatch)
     spec = FabricSpec(**({"nodes": 16, "leaves": 2} | fabric))
     sim = SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=1, out=str(tmp_path / "run"))
-    result = simulate_preflight(sim, PreflightOptions(hosts_file=None, policy=str(policy))).result
+    result = simulate_preflight(sim, PreflightOptions(report=ReportOptions(policy=str(policy)))).result
     run = result.rundir.path
 
     stdout = list(result.drain)  # what `netbench preflight` prints, one node a line

@@ -19,6 +19,7 @@ import click
 from netbench.collectives.names import measured
 from netbench.commands._params import DURATION, PAIR_SIZE_LIST, SIZE, Count, CsvList
 from netbench.defaults import MAX_AHEAD, MAX_COUNT, NET_DEPTH, OP_TIMEOUT_S
+from netbench.reports.verdict import FAIL_ON as VERDICTS_THAT_FAIL
 
 #: nccl-tests' short flags that netbench has no counterpart for, and what it does instead: the
 #: command line's "No such option" line carries this (netbench/cli.py)
@@ -81,8 +82,8 @@ def _known_coll(name: str) -> bool:
 
 FAIL_ON = click.option(
     "--fail-on",
-    type=click.Choice(["fail", "warn", "never"]),
-    default="fail",
+    type=click.Choice(VERDICTS_THAT_FAIL),
+    default=VERDICTS_THAT_FAIL[0],
     show_default=True,
     help="Which verdict exits 2: fail (warnings exit 1), warn (warnings too), never (exit 0 whatever "
     "the findings; 3, bad input and stops keep their status). docs/exit-status.md.",

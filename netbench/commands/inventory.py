@@ -9,12 +9,13 @@ import click
 
 from netbench.commands._options import k8s_pod_options
 from netbench.commands._params import DURATION, HOSTS_FILE, SSH_CONFIG, TOPOLOGY_FILE, Count
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.sites import INVENTORY
 
 if TYPE_CHECKING:
     from netbench.common.rundir import RunDir
     from netbench.inventory.model import NodeInventory
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import Options
 
 Found = tuple["RunDir", "list[NodeInventory]"]
 
@@ -61,43 +62,28 @@ Exit status: 0 every host inventoried, 1 some failed, 2 bad input.""",
     "--timeout",
     "-T",
     type=DURATION,
-    default="60s",
-    show_default=True,
+    default=INVENTORY_TIMEOUT_S,
+    show_default=f"{INVENTORY_TIMEOUT_S:g}s",
     help="Time per host for the probe (60, 60s, 2m); on k8s, for its pod to start and again for the "
     "probe to run.",
 )
 @click.pass_context
-def command(
-    ctx: click.Context,
-    hosts_file: str | None,
-    ssh_config: str | None,
-    accept_new_host_keys: bool,
-    launcher: str,
-    python: str | None,
-    topology: str | None,
-    out: str | None,
-    as_json: bool,
-    concurrency: int,
-    timeout: float,
-    **k8s: object,
-) -> None:
+def command(ctx: click.Context, out: str | None, as_json: bool, timeout: float, **kw: object) -> None:
     """Collect what netbench knows about each node: GPUs, driver, CUDA, NICs and their firmware,
     OFED, NCCL, python/torch, and the switch each node is cabled to. Writes inventory.jsonl and
     run.json into a run directory and prints a table that marks values differing from the fleet."""
     from netbench.common.rundir import utc_now
     from netbench.inventory.table import render_json, render_table
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import Options, from_command_line
 
-    where = ClusterOptions(
-        launcher=launcher, hosts_file=hosts_file, ssh_config=ssh_config,
-        accept_new_host_keys=accept_new_host_keys, python=python, topology=topology,
-        concurrency=concurrency, start_timeout_s=timeout, **k8s,  # type: ignore[arg-type]
-    )
-    options = {"hosts": hosts_file, "topology": topology, "concurrency": concurrency, "timeout_s": timeout,
-               "python": python}
-    if launcher == "k8s":
-        options.update(k8s_nodes=where.k8s_nodes, k8s_namespace=where.k8s_namespace)
-    run, nodes = _probe(where, out, options, timeout)
+    # --timeout bounds a host's probe and, on k8s, its pod's start as well
+    where = from_command_line(Options, {**kw, "inventory_timeout_s": timeout, "start_timeout_s": timeout})
+    asked = where.site
+    options = {"hosts": asked.hosts_file, "topology": asked.topology, "concurrency": asked.concurrency,
+               "timeout_s": timeout, "python": asked.python}
+    if asked.launcher == "k8s":
+        options.update(k8s_nodes=asked.k8s.k8s_nodes, k8s_namespace=asked.k8s.k8s_namespace)
+    run, nodes = _probe(where, out, options)
     run.write_inventory(nodes)
     failed = [n.host for n in nodes if not n.ok]
     run.write_run(
@@ -110,7 +96,7 @@ def command(
     ctx.exit(exit_code("inventory", WARN if failed else PASS))  # a host not inventoried: a warning
 
 
-def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], timeout: float) -> Found:
+def _probe(where: Options, out: str | None, options: dict[str, object]) -> Found:
     """The site of ``--launcher`` (``netbench.sites.INVENTORY``, through the registry sweep chooses
     with): its hosts, its switches (a bad ``--topology`` is bad input before the run directory), the
     run directory, the probe, and each node's leaf; whatever the site made is gone at the end
@@ -118,7 +104,7 @@ def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], t
     from netbench.common.errors import UsageError
     from netbench.common.rundir import RunDir, utc_now
     from netbench.inventory.fleet import apply_leaves
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import K8sOptions, flat
     from netbench.sites import INVENTORY
     from netbench.sites.base import finished
     from netbench.sites.registry import choose_site
@@ -128,9 +114,10 @@ def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], t
 
     # given, never dropped: refused by name, in words that name the launcher they need (the site's
     # own check would name the ssh site's, or "local" for this machine alone)
-    if where.launcher != "k8s":
-        for name, default in vars(ClusterOptions()).items():
-            if (name.startswith("k8s_") or name == "kubeconfig") and getattr(where, name) != default:
+    if where.site.launcher != "k8s":
+        asked = flat(where.site.k8s)
+        for name, default in flat(K8sOptions()).items():
+            if asked[name] != default:
                 raise UsageError(f"--{name.replace('_', '-')} is for --launcher k8s")
     site = choose_site(where, INVENTORY)  # the options the site cannot honour are refused here, by name
     with finished(site):
@@ -139,6 +126,6 @@ def _probe(where: ClusterOptions, out: str | None, options: dict[str, object], t
         run = RunDir.create(out, run_id=getattr(site, "run_id", None))  # a site may label what it makes
         run.write_run(command="inventory", started_at=utc_now(), status="running", launcher=site.name,
                       options=options)
-        nodes = site.inventory(entries, echo, timeout_s=timeout)
+        nodes = site.inventory(entries, echo, timeout_s=where.site.inventory_timeout_s)
         apply_leaves(nodes, switches.uplinks)
     return run, nodes

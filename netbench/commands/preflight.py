@@ -188,6 +188,7 @@ def command(
         write_outputs,
     )
     from netbench.preflight.outputs import check_output_paths
+    from netbench.run.options import from_command_line
 
     if dry_run and not drain_in_slurm:
         raise PreflightError("--dry-run shows what --drain would run: give both")
@@ -197,7 +198,11 @@ def command(
         "--prometheus": prometheus_path, "--csv": csv_path,
     })
     try:
-        result = run_preflight(PreflightOptions(**kw))  # type: ignore[arg-type]
+        try:  # the one tree, built once (the policy parsed in it): bad input is preflight's exit 3
+            opts = from_command_line(PreflightOptions, kw)
+        except UsageError as exc:
+            raise PreflightError(str(exc)) from None
+        result = run_preflight(opts)
     except (PreflightError, UsageError) as exc:  # bad input found on the way (a topology file) too
         write_error_outputs(str(exc), json_path=json_path, junit_path=junit_path, drain_list=drain_list)
         raise

@@ -16,7 +16,6 @@ from netbench.defaults import (
     SIM_MAX_OVERSUBSCRIPTION,
     SIM_MAX_RAILS,
     SIM_NOISE_SHAPES,
-    confirm_budget,
 )
 
 
@@ -131,19 +130,19 @@ def command(
 
     from netbench.common.errors import UsageError
     from netbench.run.execute import exit_status, finish_report
+    from netbench.run.options import RetestOptions, from_command_line
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.run import SimOptions, simulate
 
-    opts = SimOptions(
+    opts = from_command_line(SimOptions, dict(  # the tree sweep's options are, with the fabric's own
         fabric=FabricSpec(nodes=nodes, leaves=leaves, tiers=int(tiers), pods=pods,
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
                           nic_GBps=nic_gbps, physics=physics, rails=rails),
         faults=tuple(Fault.parse(f) for f in faults),
-        noise=noise, noise_shape=noise_shape, seed=seed, patterns=patterns or ("ring", "pairwise"),
-        pair_sizes=tuple(pair_sizes) if pair_sizes else None,
-        pair_batch=pair_batch, pair_schedule=pair_schedule, max_bytes=max_bytes, out=out,
-        groups_ahead=groups_ahead,
-    )
+        noise=noise, noise_shape=noise_shape, seed=seed, patterns=list(patterns or ("ring", "pairwise")),
+        pair_sizes=pair_sizes, pair_batch=pair_batch, pair_schedule=pair_schedule, out=out,
+        max_bytes=max_bytes, groups_ahead=groups_ahead,
+    ))
     if preflight:
         given = click.get_current_context().get_parameter_source("confirm_budget_s")
         if pair_batch is not None or not report or patterns or given != ParameterSource.DEFAULT:
@@ -153,7 +152,7 @@ def command(
         _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
     res = simulate(opts)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
-    retest_s = confirm_budget(confirm_budget_s, nodes)
+    retest_s = RetestOptions(confirm_budget_s).seconds(nodes)
     if retest_s > 0:
         from netbench.sim.confirm import confirm_on_fabric
 
@@ -172,7 +171,7 @@ def _preflight(
     from netbench.sim.preflight import simulate_preflight
 
     pf = PreflightOptions(
-        hosts_file=None, budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
+        budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
     )
     res = simulate_preflight(opts, pf, echo=lambda s: click.echo(s, err=True))  # type: ignore[arg-type]
     click.echo(format_summary(res.result, sys.stderr), err=True)

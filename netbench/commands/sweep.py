@@ -17,11 +17,11 @@ from netbench.commands._params import (
     TOPOLOGY_FILE,
     Count,
 )
-from netbench.defaults import START_TIMEOUT_S
+from netbench.defaults import INVENTORY_TIMEOUT_S, START_TIMEOUT_S
 from netbench.sites import SITES
 
 if TYPE_CHECKING:
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import Options
 
 
 @click.command(
@@ -127,8 +127,8 @@ ends at once).
     "--inventory-timeout",
     "inventory_timeout_s",
     type=DURATION,
-    default="60s",
-    show_default=True,
+    default=INVENTORY_TIMEOUT_S,
+    show_default=f"{INVENTORY_TIMEOUT_S:g}s",
     help="How long a host's inventory probe may take (30, 2m) before the host is left out of the "
     "sweep as unreachable: on a large fleet one hung host holds the start up this long.",
 )
@@ -182,29 +182,22 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     With no arguments it runs on this machine: every local GPU with NCCL when CUDA is available,
     otherwise CPU ranks with gloo. Every row is saved to the run directory as it is measured.
     """
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import Options, from_command_line
     from netbench.sites.registry import default_launcher
 
     asked = list(patterns)
     if kw["launcher"] is None:
         kw["launcher"] = default_launcher(kw.get("hosts_file"))  # type: ignore[arg-type]
-    opts = ClusterOptions(**kw)  # type: ignore[arg-type]
     if asked:
-        opts.patterns = asked
-    raise SystemExit(dispatch(opts, asked, click.echo))
+        kw["patterns"] = asked
+    # the one tree, built once; the policy is parsed here (ReportOptions), so a broken one is bad input
+    raise SystemExit(dispatch(from_command_line(Options, kw), asked, click.echo))
 
 
-def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
+def dispatch(opts: Options, asked: list[str], echo: Callable[[str], None]) -> int:
     """The site (``netbench.sites.choose_site``), then the one pipeline (``netbench.run.pipeline``)."""
     from netbench.common.errors import UsageError
 
-    if opts.policy:  # a broken policy is bad input before anything runs, not a report that failed
-        from netbench.reports.policy import PolicyError, load_policy
-
-        try:
-            load_policy(opts.policy)
-        except PolicyError as exc:
-            raise UsageError(str(exc)) from None
     if "copy-matrix" in asked:
         return copy_matrix(opts, asked, echo)
     from netbench.run.pipeline import run_pipeline
@@ -215,12 +208,12 @@ def dispatch(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]
     if site.one_machine:
         if set(asked) - {"intra"}:
             raise UsageError("--pattern ring/pairwise/rail need --hosts (one machine runs the world pattern)")
-        opts.patterns = asked or ["world"]
+        opts.pairs.patterns = asked or ["world"]
     with finished(site):  # what the site made (Kubernetes' pods) goes, however the run ends
         return run_pipeline(opts, site, echo)
 
 
-def copy_matrix(opts: ClusterOptions, asked: list[str], echo: Callable[[str], None]) -> int:
+def copy_matrix(opts: Options, asked: list[str], echo: Callable[[str], None]) -> int:
     """``--pattern copy-matrix``: this machine's GPU-to-GPU copies as a run (``netbench.run.copy_matrix``),
     then the report and the exit status every run gets, from what the run did (its ``Outcome``)."""
     from netbench.common.errors import UsageError
@@ -228,11 +221,12 @@ def copy_matrix(opts: ClusterOptions, asked: list[str], echo: Callable[[str], No
     from netbench.run.execute import exit_status, finish_report
     from netbench.run.pipeline import verdict_only
 
-    if asked != ["copy-matrix"] or opts.hosts_file or opts.launcher in ("mpi", "slurm"):
+    if asked != ["copy-matrix"] or opts.site.hosts_file or opts.site.launcher in ("mpi", "slurm"):
         raise UsageError(
             "--pattern copy-matrix measures this machine's GPUs alone: no --hosts, no other pattern"
         )
-    echo = verdict_only(echo) if opts.quiet else echo
-    rundir, outcome = run_copy_matrix(opts.local(), echo)
-    findings = finish_report(rundir, echo, policy=opts.policy) if opts.report else None
-    return exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on)
+    report = opts.report
+    echo = verdict_only(echo) if report.quiet else echo
+    rundir, outcome = run_copy_matrix(opts.measure, report, echo)
+    findings = finish_report(rundir, echo, policy=report.rules) if report.report else None
+    return exit_status(outcome, rundir, findings, judged=report.report, fail_on=report.fail_on)

@@ -42,9 +42,9 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     torchrun: RANK/WORLD_SIZE/MASTER_ADDR; mpirun: OMPI_COMM_WORLD_RANK; srun: SLURM_PROCID.
     """
     from netbench.run.external import run_worker
-    from netbench.run.options import WorkerOptions
+    from netbench.run.options import Options, from_command_line
 
     pats = list(patterns) or ["world"]
     if "world" in pats and len(pats) > 1:
         raise click.BadParameter("world cannot be combined with other patterns", param_hint="--pattern")
-    run_worker(WorkerOptions(patterns=pats, **kw), echo=click.echo)  # type: ignore[arg-type]
+    run_worker(from_command_line(Options, {**kw, "patterns": pats}), echo=click.echo)

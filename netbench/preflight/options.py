@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netbench.common.errors import NetbenchError
 from netbench.reports.verdict import ERROR, exit_code
+from netbench.run.options import ReportOptions, SiteOptions, flat
 
 EXIT_COULD_NOT_RUN = exit_code("preflight", ERROR)  # the one table (docs/exit-status.md)
 MIN_QUICK_PASS_S = 5.0  # less than this left after inventory: the quick pass cannot fit (start-up alone)
@@ -22,12 +23,15 @@ class PreflightError(NetbenchError):
 
 @dataclass
 class PreflightOptions:
-    """What ``netbench preflight`` can be asked; the CLI fills it, tests and benchmarks build it."""
+    """What ``netbench preflight`` can be asked: sweep's site and report records
+    (``netbench.run.options``) and preflight's own few fields; the CLI fills it
+    (``from_command_line``), tests and benchmarks build it."""
 
-    hosts_file: str | None
-    """Hosts file; None inside a Slurm allocation: its nodes, over srun (no SSH)."""
-    policy: str | None = None
-    """Policy TOML (minimum versions, thresholds, per-rule severities)."""
+    site: SiteOptions = field(default_factory=lambda: SiteOptions(launcher=None))
+    """Where: the hosts file (None inside a Slurm allocation: its nodes, over srun, no SSH), ssh, the
+    --k8s-* options; ``launcher`` None: ssh with --hosts, else the Slurm allocation."""
+    report: ReportOptions = field(default_factory=ReportOptions)
+    """--out and the policy TOML (minimum versions, thresholds, per-rule severities), parsed once."""
     baseline: str | None = None
     """A saved baseline's name or a run directory: regressions against it are findings too."""
     budget_s: float = 120.0
@@ -48,30 +52,9 @@ class PreflightOptions:
     """A collective silent this long has failed (a hang costs this, not the budget)."""
     ring: bool = True
     backend: str | None = None
-    procs_per_host: int = 1
-    python: str | None = None
-    ssh_config: str | None = None
-    accept_new_host_keys: bool = False
-    topology: str | None = None
-    advertise: str | None = None
-    concurrency: int = 64
-    out: str | None = None
     fail_fast: bool = False
     """Stop after the inventory when it already fails (no traffic; the drain list may be incomplete)."""
     html: bool = True
-    launcher: str | None = None
-    """ssh | slurm | k8s; None: ssh with --hosts, else the Slurm allocation."""
-    kubeconfig: str | None = None
-    k8s_context: str | None = None
-    k8s_namespace: str = "default"
-    k8s_nodes: str | None = None
-    k8s_image: str | None = None
-    k8s_resources: tuple[str, ...] = ()
-    k8s_tolerations: tuple[str, ...] = ()
-    k8s_keep: bool = False
-    k8s_label: bool = False
-    k8s_taint: bool = False
-    """The --k8s-* options of ``--launcher k8s`` (``netbench.run.options.ClusterOptions``' own)."""
 
     def __post_init__(self) -> None:
         if self.budget_s <= 0:
@@ -79,8 +62,9 @@ class PreflightOptions:
         for name in ("confirm", "warmup"):
             if getattr(self, name) < 0:
                 raise PreflightError(f"--{name} must be >= 0")
-        for name in ("iters", "procs_per_host", "concurrency"):
-            if getattr(self, name) < 1:
+        for name, value in (("iters", self.iters), ("procs_per_host", self.site.procs_per_host),
+                            ("concurrency", self.site.concurrency)):
+            if value < 1:
                 raise PreflightError(f"--{name.replace('_', '-')} must be >= 1")
         if self.rounds is not None and self.rounds < 1:
             raise PreflightError("--rounds must be >= 1")
@@ -90,6 +74,16 @@ class PreflightOptions:
             self.collective = get_collective(self.collective).name
         except ValueError as exc:
             raise PreflightError(f"--collective: {exc}") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """run.json's ``options``: preflight's command line by name, one flat dict as ever."""
+        return {k: v for k, v in flat(self).items() if k not in NOT_PREFLIGHTS}
+
+
+NOT_PREFLIGHTS = frozenset({"procs", "inventory", "inventory_timeout_s", "start_timeout_s", "report",
+                            "fail_on", "quiet"})
+"""Leaves of sweep's records that preflight has no option for (its budget bounds the inventory and
+the start; --fail-on is the command's): left out of its run.json, which never had them."""
 
 
 # -- results -----------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from netbench.confirm import (
     retest_suspects,
     unusable_hosts,
 )
-from netbench.defaults import PREFLIGHT_PAIR_SIZES
+from netbench.defaults import INVENTORY_TIMEOUT_S, PREFLIGHT_PAIR_SIZES
 from netbench.inventory.model import shared_runs
 from netbench.preflight.judging import quick_rounds
 from netbench.preflight.options import (
@@ -52,20 +52,18 @@ def preflight_site(opts: PreflightOptions) -> Site:
     """Sweep's site for these hosts (``netbench.sites``): over SSH with a hosts file, else the Slurm
     allocation this runs in, over srun; PreflightError (exit 3) for what cannot run."""
     from netbench.common.errors import UsageError
-    from netbench.run.options import ClusterOptions
-    from netbench.sites.base import SITE_OPTIONS
+    from netbench.run.options import MeasureOptions, Options
     from netbench.sites.registry import choose_site
     from netbench.sites.slurm.scontrol import Allocation
     from netbench.sites.ssh.site import SshSite
 
-    if opts.launcher != "k8s" and opts.hosts_file is None and Allocation.from_env() is None:
+    if opts.site.launcher != "k8s" and opts.site.hosts_file is None and Allocation.from_env() is None:
         raise PreflightError("--hosts is needed outside a Slurm allocation (inside salloc/sbatch the "
                              "allocation's nodes are checked, over srun; --launcher k8s: a cluster's nodes)")
-    given = {k: getattr(opts, k) for k in SITE_OPTIONS if hasattr(opts, k) and k != "launcher"}
-    where = ClusterOptions(
-        launcher=opts.launcher or ("ssh" if opts.hosts_file else "slurm"), **given,
-        concurrency=opts.concurrency, timeout_s=opts.timeout_s, backend=opts.backend,
-    )
+    # the same records, composed: preflight's site as sweep's, its one launcher decided here
+    launcher = opts.site.launcher or ("ssh" if opts.site.hosts_file else "slurm")
+    where = Options(site=replace(opts.site, launcher=launcher), report=opts.report,
+                    measure=MeasureOptions(timeout_s=opts.timeout_s, backend=opts.backend))
     try:
         site = choose_site(where)
     except UsageError as exc:
@@ -78,19 +76,18 @@ def preflight_site(opts: PreflightOptions) -> Site:
 def load_inputs(opts: PreflightOptions, site: Site) -> tuple[list[HostEntry], Any, Path | None]:
     """The site's hosts, the policy and the baseline, or PreflightError (exit 3) naming what is wrong."""
     from netbench.common.errors import UsageError
-    from netbench.reports.policy import PolicyError, load_policy
     from netbench.run.baselines import BaselineStore
 
     try:
         entries = site.hosts()
-        policy = load_policy(opts.policy)
+        policy = opts.report.rules  # parsed once, as the options were built
         baseline = BaselineStore().resolve(opts.baseline) if opts.baseline else None
-    except (UsageError, PolicyError) as exc:
+    except UsageError as exc:
         raise PreflightError(str(exc)) from None
     dup = [h for h, n in Counter(e.name for e in entries).items() if n > 1]
     if dup:
         raise PreflightError(
-            f"{opts.hosts_file}: host {dup[0]} appears twice (preflight measures whole nodes: "
+            f"{opts.site.hosts_file}: host {dup[0]} appears twice (preflight measures whole nodes: "
             "no gpus= splits)"
         )
     # A node preflight could not reach cannot be vouched for: a failure unless the policy says otherwise.
@@ -119,7 +116,7 @@ def stage_inventory(
     """Probe every host (the probe's timeout bounded by the budget); unreachable hosts are records."""
     from netbench.common.errors import UsageError
 
-    timeout = max(1.0, min(60.0, budget.left()))
+    timeout = max(1.0, min(INVENTORY_TIMEOUT_S, budget.left()))
     nodes = site.inventory(entries, echo, timeout_s=timeout)
     rundir.write_inventory(nodes)
     down = [n for n in nodes if not n.ok]
@@ -270,7 +267,7 @@ class PreflightStages:
 
         self.entries, self.policy, self.baseline = load_inputs(self.opts, site)
         try:  # a site may label what it makes with the run id (Kubernetes' pods)
-            rundir = RunDir.create(self.opts.out, run_id=getattr(site, "run_id", None))
+            rundir = RunDir.create(self.opts.report.out, run_id=getattr(site, "run_id", None))
         except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
             raise PreflightError(str(exc)) from None
         self.sofar = SoFar("inventory", started=utc_now(), rundir=rundir)
@@ -290,12 +287,12 @@ class PreflightStages:
         rundir.write_run(
             command="preflight", status="running", started=self.sofar.started, netbench_version=__version__,
             launcher=site.name, scheduler_job=site.job_id, hosts=[e.name for e in entries],
-            hosts_file=str(opts.hosts_file), topology=self.topology,
+            hosts_file=str(opts.site.hosts_file), topology=self.topology,
             host_labels={e.name: e.labels for e in entries}, budget_s=opts.budget_s,
         )
         echo(
             f"# netbench preflight: {len(entries)} host(s) from "
-            f"{opts.hosts_file or ('the cluster' if site.name == 'k8s' else 'the Slurm allocation')}, "
+            f"{opts.site.hosts_file or ('the cluster' if site.name == 'k8s' else 'the Slurm allocation')}, "
             f"budget {opts.budget_s:g} s; "
             f"run directory {rundir.path}"
         )
@@ -321,7 +318,7 @@ class PreflightStages:
         from: one collective at the pair sizes, for the pairs and the ring alike; None when the
         inventory decided (``--fail-fast``) or fewer than two nodes are left."""
         from netbench.common.errors import UsageError
-        from netbench.run.options import SweepOptions
+        from netbench.run.options import MeasureOptions
         from netbench.run.planner import PlanRequest, choose_backend, choose_engine, host_slots, sweep_spec
         from netbench.run.stages import Planned
 
@@ -341,8 +338,8 @@ class PreflightStages:
             backend = choose_backend(opts.backend, caps)
             engine = choose_engine("auto", backend, caps)  # preflight has no --engine: the run's rule
             sizes = sorted(opts.pair_sizes or PREFLIGHT_PAIR_SIZES[backend])
-            measure = SweepOptions(collectives=[opts.collective], iters=opts.iters, warmup=opts.warmup,
-                                   in_place="out", timeout_s=opts.timeout_s, backend=backend)
+            measure = MeasureOptions(collectives=[opts.collective], iters=opts.iters, warmup=opts.warmup,
+                                     in_place="out", timeout_s=opts.timeout_s, backend=backend)
             request = PlanRequest(measure=measure, sizes=sizes, pair_sizes=sizes, engine=engine.engine)
             sweep_spec(request, backend)  # bad input (a dtype gloo lacks, ...) before anything starts
         except UsageError as exc:
@@ -350,8 +347,8 @@ class PreflightStages:
         if engine.note:
             run.echo(f"# {engine.note}")
         run.counted = measured  # where the site can read them (SSH)
-        slots = host_slots(measured, backend, {c.host: c.gpus for c in caps}, opts.procs_per_host)
-        return Planned(backend, slots, request, engine_note=engine.note, options=asdict(opts))
+        slots = host_slots(measured, backend, {c.host: c.gpus for c in caps}, opts.site.procs_per_host)
+        return Planned(backend, slots, request, engine_note=engine.note, options=opts.to_json())
 
     def _launch(
         self, launch: Launch, phases: PhaseList, gate: PhaseGate, ring: Sequence[str] = ()
@@ -486,7 +483,7 @@ class PreflightStages:
             seconds=info["elapsed_s"], rows=len(loaded := rundir.read_rows()),
             rows_failed=sum(r.get("status") != "ok" for r in loaded), preflight=info,
             retests=evidence.to_json(),  # `netbench report` of this run weighs the same re-tests
-            options=asdict(self.opts), verdict=v,
+            options=self.opts.to_json(), verdict=v,
         )
         hosts = [e.name for e in self.entries]
         return PreflightResult(exit_code=code, verdict=v, drain=drain, check=check, findings=findings,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from netbench import __version__
@@ -26,7 +25,7 @@ from netbench.common.errors import UsageError
 from netbench.common.interrupts import Interrupted, as_interrupted
 from netbench.common.rundir import RunDir, utc_now
 from netbench.run.execute import summarize
-from netbench.run.options import SweepOptions
+from netbench.run.options import MeasureOptions, ReportOptions, flat
 
 COPY_SIZES = [64 << 20, 256 << 20, 1 << 30]
 PATTERN = "copy-matrix"  # the rows' pattern: not the ``intra`` collective groups of each host
@@ -138,7 +137,7 @@ def visible_gpus() -> int:
 
 
 def measure_copy_matrix(
-    opts: SweepOptions, rundir: RunDir, echo: Callable[[str], None] = print
+    opts: MeasureOptions, rundir: RunDir, echo: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
     """Measure every (src, dst) GPU pair of this machine at a few large sizes; write and return rows."""
     import torch
@@ -180,7 +179,9 @@ def measure_copy_matrix(
     return rows
 
 
-def run_copy_matrix(opts: SweepOptions, echo: Callable[[str], None] = print) -> tuple[RunDir, Outcome]:
+def run_copy_matrix(
+    opts: MeasureOptions, report: ReportOptions, echo: Callable[[str], None] = print
+) -> tuple[RunDir, Outcome]:
     """The copy matrix as a run, recorded as ``engine.execute`` records a launch: run.json (running,
     then how it ended: status, rows, the phase's time, the stop that ended it), env.json,
     results.jsonl; then the engine's closing lines (``engine.summarize``). The ``Outcome`` is what
@@ -191,9 +192,10 @@ def run_copy_matrix(opts: SweepOptions, echo: Callable[[str], None] = print) -> 
 
     gpus = visible_gpus()  # no GPU: bad input, before a run directory is made
     host = os.uname().nodename
-    rundir = RunDir.create(opts.out)
+    rundir = RunDir.create(report.out)
+    said = flat(opts) | {"out": report.out, "report": report.report, "fail_on": report.fail_on}
     rundir.write_run(status="running", started=utc_now(), netbench_version=__version__, launcher="local",
-                     backend="nccl", device="cuda", hosts=[host], world_size=1, options=asdict(opts))
+                     backend="nccl", device="cuda", hosts=[host], world_size=1, options=said)
     t0 = time.time()
     stop: Interrupted | None = None
     try:

@@ -12,14 +12,13 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 from netbench.collectives import messages
 from netbench.common.rundir import RunDir, new_run_id
 from netbench.run.execute import exit_status, finish_report
 from netbench.run.launch import Launch
-from netbench.run.options import WorkerOptions
+from netbench.run.options import Options
 from netbench.run.pipeline import Planned, plan_run
 from netbench.run.planner import HostCaps
 from netbench.sites.external.site import ExternalSite
@@ -27,7 +26,7 @@ from netbench.sites.external.store import client, detect, gather_slots, open_sto
 
 
 def plan_here(
-    opts: WorkerOptions, site: ExternalSite, world: int, echo: Callable[[str], None]
+    opts: Options, site: ExternalSite, world: int, echo: Callable[[str], None]
 ) -> tuple[Planned, RunDir]:
     """The sweep's stages before the launch, on the ranks that exist: the switches, then backend,
     engine, slots and plan (``pipeline.plan_run``); then the run directory and the opening lines."""
@@ -35,7 +34,7 @@ def plan_here(
     switches = site.switches(entries, echo)
     run_id = new_run_id()
     planned = plan_run(opts, site, entries, {}, switches, run_id)
-    rundir = RunDir.create(opts.out, run_id=run_id)
+    rundir = RunDir.create(opts.report.out, run_id=run_id)
     rundir.write_run(command="worker", topology=switches.uplinks)
     echo(
         f"# netbench worker ({site.name}): {world} rank(s) on {len(planned.slots)} host(s), "
@@ -46,11 +45,11 @@ def plan_here(
     return planned, rundir
 
 
-def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
+def run_worker(opts: Options, echo: Callable[[str], None] = print) -> int:
     from netbench.agents.worker import run_rank
 
     env = detect()
-    store, addr, port, secret, _server = open_store(env, connect_timeout_s=opts.timeout_s)
+    store, addr, port, secret, _server = open_store(env, connect_timeout_s=opts.measure.timeout_s)
     host = socket.gethostname()
     messages.set_sink(messages.StoreSink(store, env.rank))
     slots = gather_slots(store, env, host)
@@ -60,12 +59,12 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         site = ExternalSite(opts, env.source, slots, HostCaps.here(host), client(addr, port, secret))
         planned, rundir = plan_here(opts, site, env.world, echo)
         launch = Launch(planned.request, planned.slots, planned.backend, rundir, site.launcher, echo,
-                        follow_up=False, options=asdict(opts), store=site.store)
+                        follow_up=False, options=opts.to_json(), store=site.store)
 
         def coordinate() -> None:
             result["outcome"] = launch.run(
                 planned.plan, planned.slots, launcher_name=site.name, print_table=None,
-                fail_fast=opts.patterns == ["world"],  # one group: its first fault is the run's end
+                fail_fast=opts.pairs.patterns == ["world"],  # one group: its first fault is the run's end
             )
             result["rundir"] = rundir
 
@@ -85,9 +84,10 @@ def run_worker(opts: WorkerOptions, echo: Callable[[str], None] = print) -> int:
         if outcome is None or rundir is None:  # the coordinator broke off: no verdict
             code = exit_code("worker", ERROR)
         else:
-            judge = opts.report and outcome.status != "interrupted"
-            findings = finish_report(rundir, echo) if judge else None
-            code = exit_status(outcome, rundir, findings, judged=opts.report, fail_on=opts.fail_on,
+            judge = opts.report.report and outcome.status != "interrupted"
+            said = opts.report
+            findings = finish_report(rundir, echo, policy=said.rules) if judge else None
+            code = exit_status(outcome, rundir, findings, judged=said.report, fail_on=said.fail_on,
                                command="worker")
     sys.stdout.flush()
     if env.source == "mpi":  # mpirun treats an exit without MPI_Finalize as a crash of the job

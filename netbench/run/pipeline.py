@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from netbench import __version__
@@ -32,12 +32,11 @@ from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.common.rundir import RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
-from netbench.defaults import confirm_budget
 from netbench.inventory.model import NodeInventory, shared_runs
 from netbench.reports.pairrows import GrowingRows
 from netbench.run.execute import exit_status, finish_report
 from netbench.run.launch import Launch
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options, RetestOptions
 from netbench.run.planner import (
     PlanRequest,
     build_plan,
@@ -56,17 +55,18 @@ from netbench.sites.base import Site, Switches, check_distinct, judged
 if TYPE_CHECKING:
     from netbench.confirm import PhaseGate, PhaseList, Retested
     from netbench.reports.pairrows import PairRows
+    from netbench.reports.policy import Policy
 
 
-def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dict[str, NodeInventory],
+def plan_run(opts: Options, site: Site, live: list[HostEntry], nodes: dict[str, NodeInventory],
              switches: Switches, run_id: str) -> Planned:
     """Backend and engine, slots, plan: bad input fails here (a UsageError), before any rank starts."""
     caps = site.caps(live, nodes)
-    backend = choose_backend(opts.backend, caps)
-    engine = choose_engine(opts.engine, backend, caps)  # one for the run: the plan's, every rank's
-    slots = host_slots(live, backend, {c.host: c.gpus for c in caps}, opts.procs_per_host)
-    if site.one_machine and opts.root >= slots[0].nprocs:
-        raise UsageError(f"--root {opts.root} is not a rank (there are {slots[0].nprocs})")
+    backend = choose_backend(opts.measure.backend, caps)
+    engine = choose_engine(opts.measure.engine, backend, caps)  # one for the run: the plan's, every rank's
+    slots = host_slots(live, backend, {c.host: c.gpus for c in caps}, opts.site.procs_per_host)
+    if site.one_machine and opts.measure.root >= slots[0].nprocs:
+        raise UsageError(f"--root {opts.measure.root} is not a rank (there are {slots[0].nprocs})")
     # this machine's GPUs: the sweep stops below what they can hold (remote GPUs: the ranks' check)
     cap = free_gpu_cap() if site.one_machine and backend == "nccl" else None
     request = PlanRequest.of(opts, size_cap=cap, switches=switches.uplinks, engine=engine.engine)
@@ -75,7 +75,7 @@ def plan_run(opts: ClusterOptions, site: Site, live: list[HostEntry], nodes: dic
 
 
 def announce(
-    opts: ClusterOptions, site: Site, planned: Planned, rundir: RunDir, echo: Callable[[str], None]
+    opts: Options, site: Site, planned: Planned, rundir: RunDir, echo: Callable[[str], None]
 ) -> None:
     """The opening lines: what runs where, and the run directory."""
     plan, backend = planned.plan, planned.backend
@@ -84,7 +84,7 @@ def announce(
         echo(
             f"# netbench {__version__}: {len(spec.collectives)} collective(s) on {plan.world_size} "
             f"{plan.device} rank(s) ({backend}), {format_size(spec.sizes[0])}..{format_size(spec.sizes[-1])} "
-            f"x{opts.factor}, "
+            f"x{opts.measure.factor}, "
             f"iters {spec.iters}, warmup {spec.warmup}, check {'on' if spec.check else 'off'}"
         )
         echo(f"# run directory: {rundir.path}")
@@ -126,12 +126,12 @@ def verdict_only(echo: Callable[[str], None]) -> Callable[[str], None]:
     return said
 
 
-def run_pipeline(opts: ClusterOptions, site: Site, echo: Callable[[str], None] = print,
+def run_pipeline(opts: Options, site: Site, echo: Callable[[str], None] = print,
                  progress: Progress | None = None) -> int:
     """The whole sweep on ``site``: the run's stages (``netbench.run.stages``) with sweep's policy;
     its exit status (``engine.exit_status``). A signal or a full disk at any stage
     (``netbench.common.interrupts``) ends it with run.json saying so."""
-    echo = verdict_only(echo) if opts.quiet else echo
+    echo = verdict_only(echo) if opts.report.quiet else echo
     return run_stages(SweepStages(opts, progress), site, echo)
 
 
@@ -142,7 +142,7 @@ class SweepStages:
     whole plan in one launch, its suspects re-tested within ``--confirm-budget``, the report and
     ``engine.exit_status``."""
 
-    opts: ClusterOptions
+    opts: Options
     progress: Progress | None = None
     entries: list[HostEntry] = field(default_factory=list)
     records: list[NodeInventory] = field(default_factory=list)
@@ -156,11 +156,11 @@ class SweepStages:
         opts = self.opts
         self.entries = entries = site.hosts()
         run_id = getattr(site, "run_id", None) or new_run_id()  # a site may label what it makes with it
-        RunDir.check_free(opts.out, run_id)  # an --out that holds a run: before the inventory, not after
+        RunDir.check_free(opts.report.out, run_id)  # an --out holding a run: before the inventory, not after
         if not site.one_machine:
-            where = opts.hosts_file or getattr(site, "source", None) or f"the {site.name} allocation"
+            where = opts.site.hosts_file or getattr(site, "source", None) or f"the {site.name} allocation"
             echo(f"# netbench sweep over {len(entries)} host(s) from {where} ({site.name})"
-                 + ("; inventory first" if opts.inventory else ""))
+                 + ("; inventory first" if opts.site.inventory else ""))
         self.records, self.switches = _inventory_first(opts, site, entries, run_id, echo)
         live = self._live(echo)
         try:
@@ -173,11 +173,11 @@ class SweepStages:
             self.planned = plan_run(opts, site, live, nodes, self.switches, run_id)
         except UsageError as exc:
             if self.records:  # what the inventory found stays, with why nothing was measured
-                rundir = RunDir.create(opts.out, run_id=run_id)
+                rundir = RunDir.create(opts.report.out, run_id=run_id)
                 rundir.write_inventory(self.records)
                 rundir.write_run(command="sweep", launcher=site.name, status="failed", error=str(exc))
             raise
-        rundir = RunDir.create(opts.out, run_id=run_id)
+        rundir = RunDir.create(opts.report.out, run_id=run_id)
         counted = live if self.records else []  # the counters go where the inventory went
         return Opened(site, rundir, Stage("measuring", rundir), echo, progress=self.progress, counted=counted)
 
@@ -195,8 +195,8 @@ class SweepStages:
         """What the inventory and the switches found, and the run so far, into the run directory."""
         assert self.planned is not None
         # --confirm-budget auto becomes seconds here, where the hosts are known: run.json's options say them
-        self.opts = replace(self.opts, confirm_budget_s=confirm_budget(self.opts.confirm_budget_s,
-                                                                       len(self.planned.slots)))
+        retest = RetestOptions(self.opts.retest.seconds(len(self.planned.slots)))
+        self.opts = replace(self.opts, retest=retest)
         rundir, records = run.rundir, self.records
         for name, text in self.switches.saved.items():
             (rundir.path / name).write_text(text)
@@ -204,7 +204,7 @@ class SweepStages:
             rundir.write_inventory(records)
         rundir.write_run(
             command="sweep", topology=self.switches.uplinks,
-            host_labels={e.name: e.labels for e in self.entries}, hosts_file=self.opts.hosts_file,
+            host_labels={e.name: e.labels for e in self.entries}, hosts_file=self.opts.site.hosts_file,
             scheduler_job=run.site.job_id,
             left_out={n.host: f"{n.status}: {n.error}" for n in records if not n.ok} or None,
         )
@@ -213,22 +213,24 @@ class SweepStages:
         """The plan made before the run directory, said."""
         assert self.planned is not None
         announce(self.opts, run.site, self.planned, run.rundir, run.echo)
-        return replace(self.planned, options=asdict(self.opts), start_timeout_s=self.opts.start_timeout_s)
+        return replace(self.planned, options=self.opts.to_json(),
+                       start_timeout_s=self.opts.site.start_timeout_s)
 
     def measure(self, run: Opened, planned: Planned, launch: Launch) -> Outcome:
         """The whole plan in one launch."""
         assert planned.plan is not None
         self.rows = GrowingRows(run.rundir)
         return launch.run(planned.plan, planned.slots, launcher_name=run.site.name, print_table=in_table,
-                          fail_fast=self.opts.patterns == ["world"])  # one group: its first fault ends it
+                          # one group: its first fault ends it
+                          fail_fast=self.opts.pairs.patterns == ["world"])
 
     def confirm(self, run: Opened, planned: Planned, launch: Launch, outcome: Outcome) -> None:
         """The pairwise phase's suspects re-tested (``confirm``), each launch a follow-up of the run."""
-        retest_s = self.opts.confirm_budget_s
+        retest_s = self.opts.retest.confirm_budget_s
         assert retest_s is not None and self.rows is not None
-        if "pairwise" in self.opts.patterns and retest_s > 0 and outcome.status == "completed":
+        if "pairwise" in self.opts.pairs.patterns and retest_s > 0 and outcome.status == "completed":
             run.mark.enter("re-tests")
-            confirm(replace(launch, follow_up=True), outcome, retest_s, self.opts.policy, self.rows)
+            confirm(replace(launch, follow_up=True), outcome, retest_s, self.opts.report.rules, self.rows)
 
     def report(self, run: Opened, outcome: Outcome | None, confirmed: None) -> int:
         """The closing lines, the report, and the exit status."""
@@ -239,10 +241,11 @@ class SweepStages:
         if outcome.status == "interrupted":  # execute recorded the stop; ``stopped`` says where it came
             raise as_interrupted(KeyboardInterrupt())
         findings = None
-        if self.opts.report:
-            findings = finish_report(run.rundir, run.echo, policy=self.opts.policy)
+        if self.opts.report.report:
+            findings = finish_report(run.rundir, run.echo, policy=self.opts.report.rules)
             judged(run.site, run.rundir, findings, None, run.echo)  # Kubernetes' --k8s-label / --k8s-taint
-        return exit_status(outcome, run.rundir, findings, judged=self.opts.report, fail_on=self.opts.fail_on)
+        fail_on = self.opts.report.fail_on
+        return exit_status(outcome, run.rundir, findings, judged=self.opts.report.report, fail_on=fail_on)
 
     def stopped(self, run: Opened, stop: Interrupted) -> NoReturn:
         """run.json says where the stop came (``Stage``), and the stop goes on up."""
@@ -251,18 +254,19 @@ class SweepStages:
 
 
 def _inventory_first(
-    opts: ClusterOptions, site: Site, entries: list[HostEntry], run_id: str, echo: Callable[[str], None]
+    opts: Options, site: Site, entries: list[HostEntry], run_id: str, echo: Callable[[str], None]
 ) -> tuple[list[NodeInventory], Switches]:
     """The inventory (``--inventory``) and the switches, before the run directory: stopped here, a
     run directory still says how the run ended."""
     try:
-        records = site.inventory(entries, echo, timeout_s=opts.inventory_timeout_s) if opts.inventory else []
+        timeout_s = opts.site.inventory_timeout_s
+        records = site.inventory(entries, echo, timeout_s=timeout_s) if opts.site.inventory else []
         return records, site.switches(entries, echo)
     except KeyboardInterrupt as exc:
-        rundir = RunDir.create(opts.out, run_id=run_id)
+        rundir = RunDir.create(opts.report.out, run_id=run_id)
         rundir.write_inventory([])  # none came back: a run directory, with nothing judged
         stop = as_interrupted(exc)
-        rundir.write_run(command="sweep", launcher=site.name, hosts_file=opts.hosts_file,
+        rundir.write_run(command="sweep", launcher=site.name, hosts_file=opts.site.hosts_file,
                          scheduler_job=site.job_id, status="interrupted", signal=stop.signal,
                          error=f"{stop.what} during the inventory", stopped_in="inventory", ended=utc_now())
         echo(f"# {stop.what} during the inventory; run directory {rundir.path}")
@@ -308,7 +312,7 @@ RetestLaunch = Launch
 
 
 def confirm(
-    launch: Launch, outcome: Outcome, budget_s: float, policy: str | None, read_rows: GrowingRows
+    launch: Launch, outcome: Outcome, budget_s: float, policy: Policy | None, read_rows: GrowingRows
 ) -> Retested:
     """Re-test the suspects of the pairwise phase (``outcome``: how its launch went) against
     known-good partners within ``budget_s`` (``--confirm-budget``, all of it for measuring: the report

@@ -47,7 +47,7 @@ from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
 from netbench.common.topology import RoundLoad, leaf_of
 from netbench.defaults import NET_DEPTH, PAIR_SIZES
-from netbench.run.options import ClusterOptions, SweepOptions
+from netbench.run.options import MeasureOptions, Options
 
 if TYPE_CHECKING:
     from netbench.inventory.model import NodeInventory
@@ -280,7 +280,7 @@ class PlanRequest:
     """What to measure and on which groups, before any host is known: the options as the builder
     reads them. ``PlanRequest.of(options)`` is how a sweep makes one; preflight fills it directly."""
 
-    measure: SweepOptions
+    measure: MeasureOptions
     patterns: list[str] = field(default_factory=lambda: ["world"])
     """In the order they run: world, ring, pairwise, rail, intra."""
     sizes: list[int] | None = None
@@ -323,20 +323,20 @@ class PlanRequest:
     @classmethod
     def of(
         cls,
-        opts: ClusterOptions,
+        opts: Options,
         size_cap: int | None = None,
         switches: Mapping[str, str] | None = None,
         engine: str | None = None,
     ) -> PlanRequest:
         return cls(
-            measure=opts.local(),
-            patterns=list(opts.patterns),
+            measure=opts.measure,
+            patterns=list(opts.pairs.patterns),
             size_cap=size_cap,
-            pair_sizes=opts.pair_sizes,
-            pair_collectives=opts.pair_collectives,
-            pair_batch=opts.pair_batch,
-            pair_schedule=opts.pair_schedule,
-            uplink_pairs=opts.uplink_pairs,
+            pair_sizes=opts.pairs.pair_sizes,
+            pair_collectives=opts.pairs.pair_collectives,
+            pair_batch=opts.pairs.pair_batch,
+            pair_schedule=opts.pairs.pair_schedule,
+            uplink_pairs=opts.pairs.uplink_pairs,
             switches=switches,
             engine=engine,
         )

@@ -116,8 +116,8 @@ def simulate_preflight(
     with tempfile.TemporaryDirectory(prefix="netbench-sim-") as tmp:
         hosts_file, topology = write_inputs(fab, Path(tmp))
         opts = replace(
-            preflight, hosts_file=str(hosts_file), topology=str(topology), out=sim.out,
-            timeout_s=max(preflight.timeout_s, MIN_TIMEOUT_S),
+            preflight, site=replace(preflight.site, hosts_file=str(hosts_file), topology=str(topology)),
+            report=replace(preflight.report, out=sim.out), timeout_s=max(preflight.timeout_s, MIN_TIMEOUT_S),
         )
         result = run_preflight(opts, echo, clock=hosts.clock, site=SimSite(hosts, (hosts_file, topology)))
         for f in (hosts_file, topology):  # the inputs stay with the run, as a real run's would be at hand

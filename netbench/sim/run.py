@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from netbench.agents.launchers import HostSlot
 from netbench.collectives.plan import WorkerPlan
 from netbench.common.jsontext import dumps
 from netbench.common.rundir import TRUTH_JSON, RunDir, new_run_id, utc_now
-from netbench.run.options import ClusterOptions
+from netbench.run.options import MeasureOptions, Options, PairOptions, ReportOptions, flat
 from netbench.run.pipeline import Planned, plan_run
 from netbench.run.planner import PlanRequest
 from netbench.sim.dropout import LostGpus
@@ -64,19 +64,16 @@ class SimOptions:
     burst of congestion): slow rounds correlated across pairs, which independent noise is not."""
     seed: int = 0
     latency_us: float = 20.0
-    patterns: tuple[str, ...] = ("ring", "pairwise")
-    pair_sizes: tuple[int, ...] | None = None  # None: the planner's NCCL defaults (64M, 256M, 1G)
-    pair_batch: int | None = None
-    pair_schedule: str = "auto"  # planner.PAIR_SCHEDULES; auto: by leaf (the fabric's topology is known)
-    collectives: tuple[str, ...] = ("all_reduce",)
-    max_bytes: int = 1 << 30
-    iters: int = 20
-    warmup: int = 5
+    measure: MeasureOptions = field(default_factory=lambda: MeasureOptions(
+        collectives=["all_reduce"], max_bytes=1 << 30, in_place="out", backend="nccl"))
+    """What ``sweep --hosts`` measures on GPUs (``netbench.run.options``): NCCL, out-of-place only,
+    all_reduce up to 1 GiB unless asked otherwise; ``groups_ahead`` None: the planner's choice."""
+    pairs: PairOptions = field(default_factory=PairOptions)
+    """The patterns and the pairs' schedule (auto: by leaf, the fabric's topology is known) and sizes
+    (None: the planner's NCCL defaults, 64M, 256M, 1G)."""
     out: str | None = None
     group_made: str = "fresh"
     """How each group's communicator is made, for its set-up charge (``sim.setup.GroupSetup``)."""
-    groups_ahead: int | None = None
-    """Groups each rank makes ahead (``--groups-ahead``; None: the planner's choice)."""
     ahead_slowdown: float = 1.0
     """How much longer a group's making takes beside the others made ahead at once (``sim.setup.Lanes``)."""
 
@@ -90,14 +87,9 @@ class SimOptions:
         if self.noise_shape not in NOISE_SHAPES:
             raise UsageError(f"--noise-shape must be one of {', '.join(NOISE_SHAPES)}")
 
-    def sweep_options(self) -> ClusterOptions:
-        """What ``sweep --hosts`` would be asked for this measurement: NCCL, out-of-place only."""
-        return ClusterOptions(
-            collectives=list(self.collectives), max_bytes=self.max_bytes, iters=self.iters,
-            warmup=self.warmup, in_place="out", backend="nccl", groups_ahead=self.groups_ahead,
-            patterns=list(self.patterns), pair_sizes=list(self.pair_sizes) if self.pair_sizes else None,
-            pair_batch=self.pair_batch, pair_schedule=self.pair_schedule,
-        )
+    def sweep_options(self) -> Options:
+        """What ``sweep --hosts`` would be asked for this measurement: the same records."""
+        return Options(measure=self.measure, pairs=self.pairs, report=ReportOptions(out=self.out))
 
 
 @dataclass(frozen=True)
@@ -234,7 +226,15 @@ def _truth(
     }
 
 
+SIM_MEASURE = ("collectives", "max_bytes", "iters", "warmup", "groups_ahead", "patterns", "pair_sizes",
+               "pair_batch", "pair_schedule")
+"""The measurement's leaves a simulation is asked for (``netbench simulate``'s options): its run.json's."""
+
+
 def _jsonable(opts: SimOptions) -> dict[str, Any]:
-    d = asdict(opts)
+    measured = flat(opts.measure) | flat(opts.pairs)
+    d = {f.name: getattr(opts, f.name) for f in fields(opts) if f.name not in ("measure", "pairs")}
+    d |= {k: measured[k] for k in SIM_MEASURE}
+    d["fabric"] = asdict(opts.fabric)
     d["faults"] = [f"{f.kind}:{f.subject}={f.factor}" for f in opts.faults]
     return d

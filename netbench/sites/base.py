@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from netbench.common.errors import UsageError
+from netbench.defaults import INVENTORY_TIMEOUT_S
 
 if TYPE_CHECKING:
     from netbench.agents.launchers import Launcher
     from netbench.common.hosts import HostEntry
     from netbench.common.rundir import RunDir
     from netbench.inventory.model import NodeInventory
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import Options
     from netbench.run.planner import HostCaps
 
 Echo = Callable[[str], None]
@@ -57,7 +58,11 @@ class Site(Protocol):
         """The hosts in order (the ring's order), validated."""
         ...
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         """One record per host (unreachable hosts included, with why), each probe within
         ``timeout_s``; [] where the site takes none."""
         ...
@@ -119,13 +124,14 @@ def finished(site: Site) -> Iterator[Site]:
             on_exit_now(None, key="site")
 
 
-def check(site: Site, opts: ClusterOptions) -> None:
+def check(site: Site, opts: Options) -> None:
     """Refuse, by name, every site option given that ``site`` does not use, and the pairs' options
     on one machine: an option is honoured or refused, never dropped."""
-    from netbench.run.options import ClusterOptions
+    from netbench.run.options import PairOptions, SiteOptions, flat
 
-    defaults = {f.name: f.default for f in fields(ClusterOptions) if f.name in SITE_OPTIONS + NEEDS_HOSTS}
-    given = [n for n, d in defaults.items() if n != "launcher" and getattr(opts, n) != d]
+    asked = flat(opts.site) | flat(opts.pairs)
+    defaults = flat(SiteOptions()) | flat(PairOptions())
+    given = [n for n in SITE_OPTIONS + NEEDS_HOSTS if n != "launcher" and asked[n] != defaults[n]]
     for name in given:
         if name in NEEDS_HOSTS and site.one_machine:
             raise UsageError(f"--{_flag(name)} is about pairs of hosts: --launcher {site.name} without "

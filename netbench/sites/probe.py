@@ -14,8 +14,9 @@ import sys
 from dataclasses import dataclass
 
 from netbench.common.hosts import HostEntry
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.sites.base import Echo, Site, Switches
 from netbench.sites.local.here import HereSite
 from netbench.sites.ssh.site import SshSite, file_switches
@@ -25,13 +26,17 @@ from netbench.sites.ssh.site import SshSite, file_switches
 class ProbedHosts(SshSite):
     """The hosts of ``--hosts`` over SSH, inventoried alone."""
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         from netbench.inventory.fleet import progress_printer
         from netbench.sites.ssh.inventory import collect_inventory
 
         progress = progress_printer(sys.stderr) if sys.stderr.isatty() else None
-        return collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
-                                 probe_timeout=timeout_s, python=self.opts.python, progress=progress)
+        return collect_inventory(entries, self.ssh, concurrency=self.opts.site.concurrency,
+                                 probe_timeout=timeout_s, python=self.opts.site.python, progress=progress)
 
 
 @dataclass
@@ -40,14 +45,18 @@ class ProbedHere(HereSite):
 
     uses: frozenset[str] = frozenset({"python", "topology", "launcher"})
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         from netbench.inventory.local import probe_local
 
-        return [probe_local(python=self.opts.python, timeout=timeout_s, host=entries[0].name)]
+        return [probe_local(python=self.opts.site.python, timeout=timeout_s, host=entries[0].name)]
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        return file_switches(entries, self.opts.topology, echo)
+        return file_switches(entries, self.opts.site.topology, echo)
 
 
-def make(opts: ClusterOptions) -> Site:
-    return ProbedHosts(opts) if opts.hosts_file else ProbedHere(opts)
+def make(opts: Options) -> Site:
+    return ProbedHosts(opts) if opts.site.hosts_file else ProbedHere(opts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.sites import SITES
 from netbench.sites.base import Site, check
 
@@ -23,9 +23,9 @@ def default_launcher(hosts_file: str | None) -> str:
     return "slurm" if alloc is not None and not alloc.in_step and len(alloc.nodes) > 1 else "ssh"
 
 
-def choose_site(opts: ClusterOptions, sites: Mapping[str, str] = SITES) -> Site:
+def choose_site(opts: Options, sites: Mapping[str, str] = SITES) -> Site:
     """``--launcher`` (or its default)'s site in ``sites`` (sweep's, or the command's own table),
     with every option it cannot honour refused."""
-    site: Site = importlib.import_module(sites[opts.launcher]).make(opts)
+    site: Site = importlib.import_module(sites[opts.site.launcher]).make(opts)
     check(site, opts)
     return site

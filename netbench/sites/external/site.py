@@ -17,8 +17,9 @@ from typing import Any
 
 from netbench.agents.launchers import HostSlot, Launcher
 from netbench.common.hosts import HostEntry
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Switches
 from netbench.sites.ssh.site import file_switches
@@ -26,7 +27,7 @@ from netbench.sites.ssh.site import file_switches
 
 @dataclass
 class ExternalSite:
-    opts: ClusterOptions
+    opts: Options
     name: str
     """The launcher that started the ranks (torchrun | slurm | mpi): run.json's ``launcher``."""
     gathered: list[HostSlot]
@@ -43,11 +44,15 @@ class ExternalSite:
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=s.host, slots=s.nprocs) for s in self.gathered]
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         return []
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        return file_switches(entries, self.opts.topology, echo)
+        return file_switches(entries, self.opts.site.topology, echo)
 
     def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
         """Rank 0's host, whose GPUs for the run are the ranks the launcher started there (one GPU a

@@ -80,7 +80,7 @@ def probe_nodes(
         except KubeError as exc:
             return gone(str(exc))
         finally:
-            if not site.opts.k8s_keep:
+            if not site.opts.site.k8s.k8s_keep:
                 try:
                     kube.delete_pod(name, grace_s=0)
                 except KubeError:

@@ -30,8 +30,9 @@ from netbench.agents.launchers import Launcher
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.rundir import RunDir, new_run_id
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Site, Switches
 from netbench.sites.k8s.client import Kube, KubeError, KubeTarget, connect
@@ -70,7 +71,7 @@ REMEDIATE = [("update", "nodes", "", False)]
 
 @dataclass
 class K8sSite:
-    opts: ClusterOptions
+    opts: Options
     name: str = "k8s"
     uses: frozenset[str] = frozenset(
         {
@@ -106,18 +107,17 @@ class K8sSite:
     """Where the site's own notes go: stderr (preflight's stdout is its drain list alone)."""
 
     def __post_init__(self) -> None:  # the options alone: the cluster is asked in hosts()
-        self.choice = NodeChoice.parse(self.opts.k8s_nodes)
-        self.target = KubeTarget(
-            self.opts.kubeconfig, self.opts.k8s_context, check_namespace(self.opts.k8s_namespace)
-        )
-        self.resources = parse_resources(self.opts.k8s_resources)
-        self.tolerations = parse_tolerations(self.opts.k8s_tolerations)
-        if self.opts.k8s_image is None:  # no image of ours is published: a default would never pull
+        k8s = self.opts.site.k8s
+        self.choice = NodeChoice.parse(k8s.k8s_nodes)
+        self.target = KubeTarget(k8s.kubeconfig, k8s.k8s_context, check_namespace(k8s.k8s_namespace))
+        self.resources = parse_resources(self.opts.site.k8s.k8s_resources)
+        self.tolerations = parse_tolerations(self.opts.site.k8s.k8s_tolerations)
+        if self.opts.site.k8s.k8s_image is None:  # no image of ours is published: a default would never pull
             raise UsageError(
                 "--launcher k8s needs --k8s-image (or NETBENCH_K8S_IMAGE): an image with netbench and "
                 "torch in it; docs/k8s/Dockerfile builds one (docs/recipes.md)"
             )
-        self.image = self.opts.k8s_image
+        self.image = self.opts.site.k8s.k8s_image
         if not self.image.strip() or any(c.isspace() for c in self.image):
             raise UsageError(f"--k8s-image {self.image!r}: not an image reference")
         self.kube: Kube | None = None
@@ -134,7 +134,8 @@ class K8sSite:
         if self.kube is None:
             self.kube = connect(self.target)
             self.kube.check_namespace()
-            denied = self.kube.may(NEEDS + (REMEDIATE if self.opts.k8s_label or self.opts.k8s_taint else []))
+            k8s = self.opts.site.k8s
+            denied = self.kube.may(NEEDS + (REMEDIATE if k8s.k8s_label or k8s.k8s_taint else []))
             if denied:
                 raise KubeError(
                     f"kubernetes: the credentials ({self.kube.where}) may not "
@@ -216,7 +217,9 @@ class K8sSite:
             return self.launches
 
     # -- inventory: the probe as a pod on every node -----------------------------------------------------
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+    ) -> list[NodeInventory]:
         from netbench.inventory.model import leave_out_unusable
         from netbench.sites.k8s.probe import probe_nodes
 
@@ -226,19 +229,19 @@ class K8sSite:
             template,
             [self.nodes[e.name] for e in entries],
             self._next_launch([e.name for e in entries]),
-            python=self.opts.python or "python3",
-            start_s=self.opts.start_timeout_s,
+            python=self.opts.site.python or "python3",
+            start_s=self.opts.site.start_timeout_s,
             timeout_s=timeout_s,
-            concurrency=self.opts.concurrency,
+            concurrency=self.opts.site.concurrency,
         )
-        leave_out_unusable(records, self.opts.backend)
+        leave_out_unusable(records, self.opts.measure.backend)
         return records
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        if self.opts.topology:
+        if self.opts.site.topology:
             from netbench.sites.ssh.site import file_switches
 
-            return file_switches(entries, self.opts.topology, echo)
+            return file_switches(entries, self.opts.site.topology, echo)
         uplinks = topology_uplinks([self.nodes[e.name] for e in entries])
         if uplinks:
             leaves = {uplinks[e.name] for e in entries}
@@ -264,9 +267,9 @@ class K8sSite:
             {h: self.nodes[h] for h in hosts},
             self._next_launch(hosts),
             self._parent(),
-            python=self.opts.python,
-            advertise=self.opts.advertise,
-            keep=self.opts.k8s_keep,
+            python=self.opts.site.python,
+            advertise=self.opts.site.advertise,
+            keep=self.opts.site.k8s.k8s_keep,
             node_state=self.node_state,
         )
 
@@ -277,13 +280,14 @@ class K8sSite:
 
         chosen = [self.nodes[e.name] for e in entries]
         nodes = probe_nodes(self, self._template(), chosen, self._next_launch([n.name for n in chosen]),
-                            python=self.opts.python or "python3", start_s=self.opts.start_timeout_s,
-                            timeout_s=30.0, concurrency=self.opts.concurrency, only="counters")
+                            python=self.opts.site.python or "python3", start_s=self.opts.site.start_timeout_s,
+                            timeout_s=30.0, concurrency=self.opts.site.concurrency, only="counters")
         rundir.write_counters(phase, counter_snapshot(nodes))
 
     # -- after the report: labels and taints, when asked ----------------------------------------------------
     def judged(self, rundir: RunDir, findings: list[Any] | None, drain: list[str] | None, echo: Echo) -> None:
-        if not (self.opts.k8s_label or self.opts.k8s_taint) or findings is None or self.kube is None:
+        k8s = self.opts.site.k8s
+        if not (k8s.k8s_label or k8s.k8s_taint) or findings is None or self.kube is None:
             return
         from netbench.sites.k8s.remedy import remediate
 
@@ -293,8 +297,8 @@ class K8sSite:
             findings,
             drain,
             list(self.nodes),
-            label=self.opts.k8s_label,
-            taint=self.opts.k8s_taint,
+            label=self.opts.site.k8s.k8s_label,
+            taint=self.opts.site.k8s.k8s_taint,
         ):
             echo(line)
 
@@ -306,7 +310,7 @@ class K8sSite:
             return
         self._closed = True
         kube, selector = self.kube, f"{RUN_LABEL}={self.run_id}"
-        if self.opts.k8s_keep:
+        if self.opts.site.k8s.k8s_keep:
             self.echo(
                 f"# kubernetes: pods kept (--k8s-keep): kubectl -n {self.target.namespace} get pods -l "
                 f"{selector}; kubectl -n {self.target.namespace} delete secret {self.owner['name']} "
@@ -331,7 +335,7 @@ class K8sSite:
         """What a second signal leaves time for (``sites.base.finished``): the parent deleted, one
         request of at most CLOSE_NOW_S, after which the API server's garbage collector removes every
         Secret and pod of the run without this process; a parent already gone is no error."""
-        if self.kube is None or self.owner is None or self.opts.k8s_keep:
+        if self.kube is None or self.owner is None or self.opts.site.k8s.k8s_keep:
             return
         try:
             self._delete_parent(CLOSE_NOW_S)
@@ -372,5 +376,5 @@ def remove_pods(kube: Kube, selector: str, node_state: Any, wait_s: float) -> li
         time.sleep(0.2)
 
 
-def make(opts: ClusterOptions) -> Site:
+def make(opts: Options) -> Site:
     return K8sSite(opts)

@@ -12,29 +12,34 @@ from functools import cached_property
 
 from netbench.agents.launchers import Launcher
 from netbench.common.hosts import HostEntry
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions, default_procs
+from netbench.run.options import Options, default_procs
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Switches
 
 
 @dataclass
 class HereSite:
-    opts: ClusterOptions
+    opts: Options
     name: str = "local"
     uses: frozenset[str] = frozenset({"procs", "launcher"})
     one_machine: bool = True
     job_id: str | None = None
 
     def hosts(self) -> list[HostEntry]:
-        return [HostEntry(name=os.uname().nodename, slots=self.opts.procs or default_procs())]
+        return [HostEntry(name=os.uname().nodename, slots=self.opts.site.procs or default_procs())]
 
     @cached_property
     def here(self) -> HostCaps:
         """This process's torch (and nccl4py), asked once: the inventory's decision and the caps'."""
         return HostCaps.here(os.uname().nodename)
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         from netbench.inventory.local import probe_local
 
         if not self.here.cuda_available:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from netbench.agents.launchers import Launcher
 from netbench.common.hosts import HostEntry
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Site, Switches
 from netbench.sites.ssh.site import file_hosts, file_switches
@@ -18,7 +19,7 @@ from netbench.sites.ssh.site import file_hosts, file_switches
 
 @dataclass
 class LocalHostsSite:
-    opts: ClusterOptions
+    opts: Options
     name: str = "local"
     uses: frozenset[str] = frozenset({"hosts_file", "procs_per_host", "python", "topology", "launcher"})
     one_machine: bool = False
@@ -27,11 +28,15 @@ class LocalHostsSite:
     def hosts(self) -> list[HostEntry]:
         return file_hosts(self.opts)
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         return []
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        return file_switches(entries, self.opts.topology, echo)
+        return file_switches(entries, self.opts.site.topology, echo)
 
     def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
         return [HostCaps.here("this machine")]  # its GPUs are what counts; host_slots reads gpus= labels
@@ -39,13 +44,13 @@ class LocalHostsSite:
     def launcher(self, hosts: list[str]) -> Launcher:
         from netbench.sites.local.launcher import LocalLauncher
 
-        return LocalLauncher(python=self.opts.python)
+        return LocalLauncher(python=self.opts.site.python)
 
     def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
         return None
 
 
-def make(opts: ClusterOptions) -> Site:
+def make(opts: Options) -> Site:
     from netbench.sites.local.here import HereSite
 
-    return LocalHostsSite(opts) if opts.hosts_file else HereSite(opts)
+    return LocalHostsSite(opts) if opts.site.hosts_file else HereSite(opts)

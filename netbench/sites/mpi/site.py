@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from netbench.agents.launchers import Launcher
 from netbench.common.errors import UsageError
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.sites.base import Site
 from netbench.sites.local.here import HereSite
 from netbench.sites.ssh.site import SshSite
@@ -23,8 +23,8 @@ class MpiSite(SshSite):
         from netbench.sites.mpi.launcher import MpirunLauncher, ssh_args
 
         entries = {e.name: e for e in self.entries if e.name in hosts}
-        ssh = ssh_args(self.opts.ssh_config, self.opts.accept_new_host_keys)
-        return MpirunLauncher(entries, self.opts.python, here=self.towards(), ssh=ssh)
+        ssh = ssh_args(self.opts.site.ssh_config, self.opts.site.accept_new_host_keys)
+        return MpirunLauncher(entries, self.opts.site.python, here=self.towards(), ssh=ssh)
 
     def ranks_default_python(self) -> str:
         import sys
@@ -37,7 +37,7 @@ class MpiSite(SshSite):
 
         try:
             hosts = {e.name: e for e in self.entries}
-            return SSHLauncher(hosts, self.ssh, advertise=self.opts.advertise).store_host()[0]
+            return SSHLauncher(hosts, self.ssh, advertise=self.opts.site.advertise).store_host()[0]
         except OSError as exc:
             raise UsageError(f"--launcher mpi: cannot find the route to {self.entries[0].name}: "
                              f"{exc.strerror or exc}") from None
@@ -53,11 +53,12 @@ class MpiHereSite(HereSite):
         return MpirunLauncher({}, None, here="127.0.0.1")
 
 
-def make(opts: ClusterOptions) -> Site:
+def make(opts: Options) -> Site:
     from netbench.sites.mpi.launcher import find_mpirun, ssh_args
 
     find_mpirun()  # bad input ends here, before anything runs
-    if opts.hosts_file:
-        ssh_args(opts.ssh_config, opts.accept_new_host_keys)  # a path Open MPI would split: refused now
+    if opts.site.hosts_file:
+        # a path Open MPI would split: refused now
+        ssh_args(opts.site.ssh_config, opts.site.accept_new_host_keys)
         return MpiSite(opts)
     return MpiHereSite(opts)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from netbench.common.hosts import HostEntry, parse_hosts_file
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import GPU, NodeInventory
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Switches
@@ -43,7 +44,11 @@ class SimSite:
             return parse_hosts_file(str(self.inputs[0]))
         return [HostEntry(name=h, slots=self.sim.fabric.spec.gpus) for h in self.sim.fabric.hosts]
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         """What a probe of a healthy node gives, after the probe's time (a GPU that will drop out
         is still there: it fails later, under load)."""
         self.sim.clock.advance(self.sim.costs.inventory_s(len(entries)))

@@ -15,8 +15,9 @@ from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry
 from netbench.common.rundir import SLURM_TOPOLOGY
 from netbench.common.text import terminal_safe
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Site, Switches
 from netbench.sites.slurm.scontrol import Allocation, SlurmError, show_topology
@@ -63,7 +64,7 @@ def tasks_per_node() -> int | None:
 
 @dataclass
 class SlurmSite:
-    opts: ClusterOptions
+    opts: Options
     name: str = "slurm"
     uses: frozenset[str] = frozenset({"procs_per_host", "python", "topology", "advertise", "launcher"})
     one_machine: bool = False
@@ -76,21 +77,25 @@ class SlurmSite:
     def hosts(self) -> list[HostEntry]:
         return [HostEntry(name=n, slots=tasks_per_node()) for n in self.alloc.nodes]
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         from netbench.inventory.model import leave_out_unusable
         from netbench.sites.slurm.step import collect_inventory_srun
 
         # the probe asks the python the ranks will run (srun starts them with this one)
-        python = self.opts.python or sys.executable
+        python = self.opts.site.python or sys.executable
         records = collect_inventory_srun([e.name for e in entries], python, timeout_s=timeout_s)
-        leave_out_unusable(records, self.opts.backend)
+        leave_out_unusable(records, self.opts.measure.backend)
         return records
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        if self.opts.topology:  # --topology wins, as over SSH
+        if self.opts.site.topology:  # --topology wins, as over SSH
             from netbench.sites.ssh.site import file_switches
 
-            return file_switches(entries, self.opts.topology, echo)
+            return file_switches(entries, self.opts.site.topology, echo)
         return allocation_switches(entries, echo)
 
     def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
@@ -99,11 +104,11 @@ class SlurmSite:
     def launcher(self, hosts: list[str]) -> Launcher:
         from netbench.sites.slurm.launcher import SrunLauncher
 
-        return SrunLauncher(hosts, python=self.opts.python, advertise=self.opts.advertise)
+        return SrunLauncher(hosts, python=self.opts.site.python, advertise=self.opts.site.advertise)
 
     def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
         return None  # no SSH to read them with; the inventory step has the links' state
 
 
-def make(opts: ClusterOptions) -> Site:
+def make(opts: Options) -> Site:
     return SlurmSite(opts)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netbench.common.text import quote_untrusted
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.local import read_probe_script
 from netbench.inventory.model import NodeInventory, check_can_run
@@ -104,7 +105,9 @@ def _why_missing(node: str, stderr: str, timed_out: bool, timeout_s: float) -> s
     return f"the inventory step printed nothing from {node}"
 
 
-def collect_inventory_srun(nodes: Sequence[str], python: str, timeout_s: float = 60) -> list[NodeInventory]:
+def collect_inventory_srun(
+    nodes: Sequence[str], python: str, timeout_s: float = INVENTORY_TIMEOUT_S
+) -> list[NodeInventory]:
     """One record per node, in ``nodes`` order; a node the step did not reach is a record with
     status ``unreachable`` and srun's reason, never an exception."""
     start = time.monotonic()

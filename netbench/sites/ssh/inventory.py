@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import checkpoint
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.fleet import Progress, counter_snapshot
 from netbench.inventory.local import read_probe_script
@@ -47,7 +48,7 @@ def _unique(entries: Sequence[HostEntry]) -> list[HostEntry]:
     return list(seen.values())
 
 
-def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = 60,
+def probe_host(entry: HostEntry, opts: SSHOptions, script: str, probe_timeout: float = INVENTORY_TIMEOUT_S,
                python: str | None = None, active: _Active | None = None, only: str = "",
                ranks_python: bool | None = None) -> NodeInventory:
     """Inventory one host over SSH; never raises for the host's own failures (they become the status).
@@ -100,7 +101,7 @@ def collect_inventory(
     entries: Sequence[HostEntry],
     opts: SSHOptions,
     concurrency: int = DEFAULT_CONCURRENCY,
-    probe_timeout: float = 60,
+    probe_timeout: float = INVENTORY_TIMEOUT_S,
     python: str | None = None,
     progress: Progress | None = None,
     ranks_python: bool | None = None,

@@ -11,17 +11,18 @@ from netbench.agents.launchers import Launcher
 from netbench.common.errors import UsageError
 from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.common.rundir import RunDir
+from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.model import NodeInventory
-from netbench.run.options import ClusterOptions
+from netbench.run.options import Options
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Site, Switches
 from netbench.sites.ssh.transport import SSHOptions
 
 
-def file_hosts(opts: ClusterOptions) -> list[HostEntry]:
+def file_hosts(opts: Options) -> list[HostEntry]:
     """The hosts file's hosts, each once."""
-    assert opts.hosts_file is not None
-    entries = parse_hosts_file(opts.hosts_file)
+    assert opts.site.hosts_file is not None
+    entries = parse_hosts_file(opts.site.hosts_file)
     if len({e.name for e in entries}) != len(entries):
         raise UsageError("a host appears twice in the hosts file")
     return entries
@@ -44,7 +45,7 @@ def file_switches(entries: list[HostEntry], topology_file: str | None, echo: Ech
 
 @dataclass
 class SshSite:
-    opts: ClusterOptions
+    opts: Options
     name: str = "ssh"
     uses: frozenset[str] = frozenset({"hosts_file", "procs_per_host", "python", "ssh_config",
                                       "accept_new_host_keys", "advertise", "topology", "launcher"})
@@ -58,24 +59,28 @@ class SshSite:
     entries: list[HostEntry] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ssh = SSHOptions(ssh_config=self.opts.ssh_config,
-                              accept_new_host_keys=self.opts.accept_new_host_keys)
+        self.ssh = SSHOptions(ssh_config=self.opts.site.ssh_config,
+                              accept_new_host_keys=self.opts.site.accept_new_host_keys)
         self.entries = file_hosts(self.opts)  # read once: bad input fails as the site is chosen
 
     def hosts(self) -> list[HostEntry]:
         return self.entries
 
-    def inventory(self, entries: list[HostEntry], echo: Echo, timeout_s: float = 60.0) -> list[NodeInventory]:
+    def inventory(
+
+        self, entries: list[HostEntry], echo: Echo, timeout_s: float = INVENTORY_TIMEOUT_S
+
+    ) -> list[NodeInventory]:
         from netbench.inventory.model import leave_out_unusable
         from netbench.sites.ssh.inventory import collect_inventory
 
-        python = self.opts.python if self.probe_python else None
+        python = self.opts.site.python if self.probe_python else None
         # what the probe asks (told nothing: python3) is what the ranks run, or its answer cannot
         # say that a rank cannot run there (a host's python= label is both: collect.probe_host)
-        ranks_python = (python or "python3") == (self.opts.python or self.ranks_default_python())
-        records = collect_inventory(entries, self.ssh, concurrency=self.opts.concurrency,
+        ranks_python = (python or "python3") == (self.opts.site.python or self.ranks_default_python())
+        records = collect_inventory(entries, self.ssh, concurrency=self.opts.site.concurrency,
                                     probe_timeout=timeout_s, python=python, ranks_python=ranks_python)
-        leave_out_unusable(records, self.opts.backend)
+        leave_out_unusable(records, self.opts.measure.backend)
         return records
 
     def ranks_default_python(self) -> str:
@@ -83,7 +88,7 @@ class SshSite:
         return "python3"
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
-        return file_switches(entries, self.opts.topology, echo)
+        return file_switches(entries, self.opts.site.topology, echo)
 
     def caps(self, entries: list[HostEntry], nodes: Mapping[str, NodeInventory]) -> list[HostCaps]:
         return [HostCaps.of(e.name, nodes.get(e.name)) for e in entries]
@@ -92,17 +97,18 @@ class SshSite:
         from netbench.sites.ssh.launcher import SSHLauncher
 
         chosen = {e.name: e for e in self.entries if e.name in hosts}
-        return SSHLauncher(chosen, self.ssh, python=self.opts.python, advertise=self.opts.advertise)
+        return SSHLauncher(chosen, self.ssh, python=self.opts.site.python, advertise=self.opts.site.advertise)
 
     def counters(self, phase: str, entries: list[HostEntry], rundir: RunDir) -> None:
         """A second, counters-only probe pass into counters.jsonl, so the report can show what the
         links did during the run."""
         from netbench.sites.ssh.inventory import snapshot_counters
 
-        rundir.write_counters(phase, snapshot_counters(entries, self.ssh, concurrency=self.opts.concurrency))
+        concurrency = self.opts.site.concurrency
+        rundir.write_counters(phase, snapshot_counters(entries, self.ssh, concurrency=concurrency))
 
 
-def make(opts: ClusterOptions) -> Site:
+def make(opts: Options) -> Site:
     from netbench.sites.local.here import HereSite
 
-    return SshSite(opts) if opts.hosts_file else HereSite(opts)
+    return SshSite(opts) if opts.site.hosts_file else HereSite(opts)
