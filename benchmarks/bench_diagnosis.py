@@ -57,7 +57,9 @@ from netbench.common.findings import Finding
 from netbench.run.options import PairOptions, RetestOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
-from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
+from netbench.sim.measure import NOISE_SHAPES
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 
 RULES = {"slow_node": "node", "slow_pair": "pair", "slow_switch": "switch"}
 CLASSES = ("capped-hidden", "slow-node", "slow-link", "slow-uplink", "intermittent", "healthy",

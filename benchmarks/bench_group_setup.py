@@ -27,7 +27,8 @@ import time
 
 from netbench.run.options import from_command_line
 from netbench.sim.fabric import FabricSpec
-from netbench.sim.run import SimOptions, simulate
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 from netbench.sim.setup import GroupSetup
 
 GPUS = 8

@@ -23,7 +23,9 @@ from netbench.reports.engine import load_context
 
 from netbench.run.options import PairOptions
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
-from netbench.sim.run import NOISE_SHAPES, SimOptions, simulate
+from netbench.sim.measure import NOISE_SHAPES
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_diagnosis import plant  # noqa: E402

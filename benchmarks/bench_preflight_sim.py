@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from netbench.preflight import PreflightOptions  # noqa: E402
 from netbench.sim.fabric import FabricSpec, Fault  # noqa: E402
+from netbench.sim.options import SimOptions  # noqa: E402
 from netbench.sim.preflight import simulate_preflight  # noqa: E402
-from netbench.sim.run import SimOptions  # noqa: E402
 
 KINDS = ("node:{}=0.5", "gpu:{}", "intermittent:{}=0.5@0.5")
 SETS = {  # issue 25's named sets: node faults to draw hosts for, and how many slow leaf uplinks

@@ -58,9 +58,9 @@ def test_the_fabric_site_reads_its_written_inputs_as_its_own_tree(tmp_path: Path
     fabric: both are one set of hosts and one tree."""
     from netbench.sim.fabric import FabricSpec
     from netbench.sim.launcher import SimHosts
+    from netbench.sim.options import SimOptions
     from netbench.sim.preflight import write_inputs
     from netbench.sim.rails import build_fabric
-    from netbench.sim.run import SimOptions
     from netbench.sites.sim.site import SimSite
 
     opts = SimOptions(FabricSpec(**spec))

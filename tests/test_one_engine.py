@@ -108,9 +108,9 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
 def _fabric(tmp_path: Path, faults: tuple[str, ...]):  # noqa: ANN202 - SimOptions, SimHosts, its files
     from netbench.sim.fabric import FabricSpec, Fault
     from netbench.sim.launcher import SimHosts
+    from netbench.sim.options import SimOptions
     from netbench.sim.preflight import write_inputs
     from netbench.sim.rails import build_fabric
-    from netbench.sim.run import SimOptions
 
     sim = SimOptions(FabricSpec(nodes=8, leaves=2), tuple(Fault.parse(f) for f in faults), seed=1,
                      out=str(tmp_path / "run"))

@@ -20,7 +20,8 @@ from netbench.common.topology import hop_class
 from netbench.run.options import PairOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault
-from netbench.sim.run import SimOptions, simulate
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:

@@ -21,7 +21,8 @@ from netbench.reports.rowtable import listed_hosts, read_rows_frame
 from netbench.common.naming import natural_key
 from netbench.common.rundir import RunDir
 from netbench.sim.fabric import FabricSpec, Fault
-from netbench.sim.run import SimOptions, simulate
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 
 
 @pytest.fixture(scope="module")

@@ -162,7 +162,8 @@ def test_a_ring_far_below_the_pairs_gets_a_comment(tmp_path, faults, named):
     from netbench.reports.engine import analyze
 
     from netbench.sim.fabric import FabricSpec, Fault
-    from netbench.sim.run import SimOptions, simulate
+    from netbench.sim.options import SimOptions
+    from netbench.sim.run import simulate
 
     spec = FabricSpec(nodes=16, leaves=2)
     simulate(SimOptions(spec, tuple(Fault.parse(f) for f in faults), seed=5, out=str(tmp_path / "run")))

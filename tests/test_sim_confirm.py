@@ -15,7 +15,8 @@ from netbench.run.options import PairOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
-from netbench.sim.run import SimOptions, simulate
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 
 SLOW = {"slow_node", "slow_pair", "slow_switch"}
 

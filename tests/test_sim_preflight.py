@@ -13,9 +13,9 @@ from netbench.preflight import PreflightOptions
 from netbench.run.options import PairOptions
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.launcher import LaunchCosts
+from netbench.sim.options import SimOptions
 from netbench.sim.preflight import simulate_preflight
 from netbench.sim.rails import RailFabric
-from netbench.sim.run import SimOptions
 from netbench.sim.setup import GroupSetup
 
 

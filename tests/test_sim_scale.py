@@ -24,9 +24,10 @@ from netbench.common.rundir import PLAN_SCHEMA, RunDir
 from netbench.run.options import MeasureOptions, PairOptions, from_command_line
 from netbench.run.planner import PairRound, PlanRequest, build_plan
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
+from netbench.sim.options import SimOptions
 from netbench.sim.rails import build_fabric
 from netbench.sim.rowjson import Column, rows_jsonl
-from netbench.sim.run import SimOptions, _flows, _measure, _rates, simulate
+from netbench.sim.run import _flows, _measure, _rates, simulate
 
 
 def plan_of(nodes: int, leaves: int, patterns: list[str], switches: bool = True, **kw: object) -> WorkerPlan:

@@ -13,7 +13,8 @@ from netbench.cli import cli
 from netbench.common.rows import CONTRACT_FIELDS
 from netbench.run.options import PairOptions
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
-from netbench.sim.run import SimOptions, simulate
+from netbench.sim.options import SimOptions
+from netbench.sim.run import simulate
 
 WARN = ("warn", "fail")
 

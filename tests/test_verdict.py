@@ -301,8 +301,8 @@ def test_every_output_names_the_same_nodes(tmp_path: Path, monkeypatch, name: st
     from netbench.preflight.outputs import drain_in_slurm
     from netbench.run.options import ReportOptions
     from netbench.sim.fabric import FabricSpec, Fault
+    from netbench.sim.options import SimOptions
     from netbench.sim.preflight import simulate_preflight
-    from netbench.sim.run import SimOptions
     from netbench.sites.k8s.remedy import remediate
 
     faults, fabric, want = RUNS[name]

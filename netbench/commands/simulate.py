@@ -132,7 +132,8 @@ def command(
     from netbench.run.execute import exit_status, finish_report
     from netbench.run.options import RetestOptions, from_command_line
     from netbench.sim.fabric import FabricSpec, Fault
-    from netbench.sim.run import SimOptions, simulate
+    from netbench.sim.options import SimOptions
+    from netbench.sim.run import simulate
 
     opts = from_command_line(SimOptions, dict(  # the tree sweep's options are, with the fabric's own
         fabric=FabricSpec(nodes=nodes, leaves=leaves, tiers=int(tiers), pods=pods,

@@ -22,8 +22,9 @@ from netbench.confirm import Retested
 from netbench.reports.pairrows import GrowingRows
 from netbench.run.pipeline import RetestLaunch, confirm
 from netbench.sim.launcher import MIN_TIMEOUT_S, SimHosts
+from netbench.sim.options import SimOptions
 from netbench.sim.rails import build_fabric
-from netbench.sim.run import SimOptions, SimResult
+from netbench.sim.run import SimResult
 
 RETEST_STREAM = 1
 """The re-test's noise draws from a stream of its own (seed, 1): not the sweep's draws again."""

@@ -42,7 +42,7 @@ from netbench.sim.rails import RailFabric
 from netbench.sim.setup import Lanes
 
 if TYPE_CHECKING:
-    from netbench.sim.run import SimOptions
+    from netbench.sim.options import SimOptions
 
 CHUNK = 64  # groups whose lines are handed over together (SimLauncher._handed_over)
 HANDOVER_S = 30.0  # a reader that stopped (the coordinator rejected a host) is not waited for longer

@@ -38,7 +38,7 @@ from netbench.sim.setup import GroupSetup, Lanes
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from netbench.sim.run import SimOptions
+    from netbench.sim.options import SimOptions
 
 RANK_JITTER = 0.002  # ranks of one group finish within ~0.2% of each other: no straggler by design
 

@@ -30,8 +30,9 @@ from netbench.common.rundir import TRUTH_JSON
 from netbench.preflight import PreflightOptions, PreflightResult, run_preflight
 from netbench.sim.fabric import Fabric
 from netbench.sim.launcher import MIN_TIMEOUT_S, LaunchCosts, SimClock, SimHosts
+from netbench.sim.options import SimOptions
 from netbench.sim.rails import RailFabric, build_fabric
-from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA, SimOptions
+from netbench.sim.run import OBSERVABLE, TRUTH_SCHEMA
 from netbench.sites.sim.site import SimSite
 
 DRAINED_BY = ("node", "intermittent", "gpu", "nic")  # fault kinds whose node belongs on the drain list
