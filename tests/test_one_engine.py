@@ -1,7 +1,7 @@
 """One engine (issue 43): every run that measures is assembled by ``netbench.run.stages.run_stages``, and
 every launch of ranks in it, the first and each re-test, is a ``netbench.run.launch.Launch``.
 
-Two proofs: the source (no module of netbench/ but ``run/launch.py`` calls ``engine.execute``, and
+Two proofs: the source (no module of netbench/ but ``run/launch.py`` calls ``run.execute.execute``, and
 there only ``Launch.run`` does), and the behaviour (a sweep and a preflight on a simulated fabric with
 a slow node, the real coordinator: every launch they make, their re-tests included, reaches the
 coordinator from ``run_stages`` through ``Launch.run``)."""
@@ -24,10 +24,10 @@ ENGINE_MODULE = "netbench.run.execute"
 THE_CALLER = ("run/launch.py", "Launch.run")
 
 def _execute_calls(tree: ast.Module) -> list[str]:
-    """The functions (``Class.method`` or ``function``) of a module that call ``engine.execute``,
+    """The functions (``Class.method`` or ``function``) of a module that call ``run.execute.execute``,
     however it was imported (``from netbench.run.execute import execute [as x]``, ``netbench.run.execute``
     or the module itself, ``from netbench.run import execute as engine``)."""
-    names: set[str] = set()  # local names bound to engine.execute
+    names: set[str] = set()  # local names bound to run.execute.execute
     modules: set[str] = set()  # local names bound to the engine module
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == ENGINE_MODULE:
@@ -68,7 +68,7 @@ def test_only_launch_run_calls_the_execute_step() -> None:
         if found:
             callers[rel] = found
     assert callers.pop(THE_CALLER[0], None) == [THE_CALLER[1]]
-    assert callers == {}, f"engine.execute is Launch.run's alone (netbench.run.launch): {callers}"
+    assert callers == {}, f"run.execute.execute is Launch.run's alone (netbench.run.launch): {callers}"
 
 
 def test_the_check_finds_every_way_of_calling_execute() -> None:

@@ -5,5 +5,5 @@ counters -> the first launch -> re-tests -> counters -> report -> status, a stop
 recorded by the command's own words); a command says what each stage does for it with a
 ``stages.StagePolicy`` (sweep's is ``pipeline.SweepStages``, preflight's
 ``preflight.stages.PreflightStages``). Every launch of ranks in a run, the first and each re-test,
-is a ``launch.Launch``, the one caller of ``engine.execute`` (tests/test_one_engine.py).
+is a ``launch.Launch``, the one caller of ``run.execute.execute`` (tests/test_one_engine.py).
 """

@@ -182,10 +182,10 @@ def measure_copy_matrix(
 def run_copy_matrix(
     opts: MeasureOptions, report: ReportOptions, echo: Callable[[str], None] = print
 ) -> tuple[RunDir, Outcome]:
-    """The copy matrix as a run, recorded as ``engine.execute`` records a launch: run.json (running,
+    """The copy matrix as a run, recorded as ``run.execute.execute`` records a launch: run.json (running,
     then how it ended: status, rows, the phase's time, the stop that ended it), env.json,
-    results.jsonl; then the engine's closing lines (``engine.summarize``). The ``Outcome`` is what
-    happened, for ``engine.exit_status``: one phase, ``PATTERN``, of a group per (source,
+    results.jsonl; then the engine's closing lines (``run.execute.summarize``). The ``Outcome`` is what
+    happened, for ``run.execute.exit_status``: one phase, ``PATTERN``, of a group per (source,
     destination) cell, with the seconds it took. A stop (a signal, a full disk) is recorded, said and
     raised, as the pipeline does."""
     from netbench.collectives.envinfo import collect_env

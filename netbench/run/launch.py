@@ -1,4 +1,4 @@
-"""One launch of a run's ranks: the one caller of ``engine.execute``.
+"""One launch of a run's ranks: the one caller of ``run.execute.execute``.
 
 Every launch of every command that measures is a ``Launch``: sweep's launch of its whole plan
 (``run``), and the launches of chosen phases on some of the run's hosts (``__call__``): sweep's
@@ -69,7 +69,7 @@ class Launch:
         print_table: Callable[[dict[str, Any]], bool] | None = _no_table,
         launcher_name: str | None = None,
     ) -> Outcome:
-        """Launch ``plan`` on ``slots``: the one call of ``engine.execute`` in netbench/.
+        """Launch ``plan`` on ``slots``: the one call of ``run.execute.execute`` in netbench/.
         ``print_table``: which rows go to nccl-tests' table (None: all of them)."""
         launcher = self.make_launcher([s.host for s in slots])
         settings = RunSettings(

@@ -129,7 +129,7 @@ def verdict_only(echo: Callable[[str], None]) -> Callable[[str], None]:
 def run_pipeline(opts: Options, site: Site, echo: Callable[[str], None] = print,
                  progress: Progress | None = None) -> int:
     """The whole sweep on ``site``: the run's stages (``netbench.run.stages``) with sweep's policy;
-    its exit status (``engine.exit_status``). A signal or a full disk at any stage
+    its exit status (``run.execute.exit_status``). A signal or a full disk at any stage
     (``netbench.common.interrupts``) ends it with run.json saying so."""
     echo = verdict_only(echo) if opts.report.quiet else echo
     return run_stages(SweepStages(opts, progress), site, echo)
@@ -140,7 +140,7 @@ class SweepStages:
     """Sweep's policy over the run's stages (``netbench.run.stages.StagePolicy``): the inventory and
     the plan before the run directory (bad input leaves none, what the inventory found stays), the
     whole plan in one launch, its suspects re-tested within ``--confirm-budget``, the report and
-    ``engine.exit_status``."""
+    ``run.execute.exit_status``."""
 
     opts: Options
     progress: Progress | None = None

@@ -97,7 +97,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     truth = _truth(opts, fab, slow_rounds, worst)
     rundir.write_json(TRUTH_JSON, truth)
     lost = [RankFault("exit", why, host=h) for h, why in gpus.down.items()]  # the coordinator's record
-    rundir.write_run(  # the fields engine.execute writes, so every site's run.json reads alike
+    rundir.write_run(  # the fields run.execute.execute writes, so every site's run.json reads alike
         status="completed", ended=utc_now(), rows=n_rows, fabric_s=round(fabric_s, 3),
         down_hosts=sorted(gpus.down), phases=phases, faults=[asdict(f) for f in lost], startup_s=0.0,
     )

@@ -6,8 +6,8 @@ launcher owns them).
 
 It is not in ``netbench.sites.SITES``: no ``--launcher`` chooses it, the environment does
 (``launch.external.detect``), and it exists only once the ranks have met at the store. The stages after
-it are the sweep's own (``pipeline.plan_run``, ``engine.execute``, ``engine.finish_report``,
-``engine.exit_status``)."""
+it are the sweep's own (``pipeline.plan_run``, ``run.execute.execute``, ``run.execute.finish_report``,
+``run.execute.exit_status``)."""
 
 from __future__ import annotations
 

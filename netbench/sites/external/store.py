@@ -76,9 +76,10 @@ def detect() -> RankEnv:
 def open_store(env: RankEnv, connect_timeout_s: float = 60.0) -> tuple[Any, str, int, str, Any]:
     """(the run's store, its address, its port, its secret, the server to keep alive or None).
 
-    The store is a PrefixStore under the run's secret (netbench.agents.launchers's threat model): under mpirun
-    rank 0 makes the secret and sends it with the address through MPI; under srun and torchrun it
-    is NETBENCH_STORE_SECRET from the environment (``netbench sweep --launcher slurm`` sets it), and
+    The store is a PrefixStore under the run's secret (netbench.agents.launchers's threat model):
+    under mpirun rank 0 makes the secret and sends it with the address through MPI; under a user's
+    srun or torchrun it is NETBENCH_STORE_SECRET from the environment, if the user set it (``sweep
+    --launcher slurm`` starts its own agents and sends them the secret on srun's stdin instead), and
     without it our keys are only namespaced, not secret. torchrun's own store is torchrun's: it
     listens where torchrun put it. A rank that cannot reach the store (rank 0's node does not
     resolve, or never listens) gives up after ``connect_timeout_s`` (the worker's --timeout) with
