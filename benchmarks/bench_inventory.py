@@ -38,9 +38,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from fake_tools import H200_PROFILE, make_fake_tools  # noqa: E402
+from netbench.inventory.hosts import parse_hosts_file  # noqa: E402
 from netns import TestNetwork, netns_unavailable  # noqa: E402
 
-from netbench.common.hosts import parse_hosts_file  # noqa: E402
 from netbench.sites.ssh.inventory import DEFAULT_CONCURRENCY, collect_inventory  # noqa: E402
 from netbench.sites.ssh.transport import SSHOptions  # noqa: E402
 

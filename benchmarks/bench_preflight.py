@@ -112,7 +112,8 @@ def ring_hop_latency_us(net, tmp: Path, n: int) -> float:
 
 
 def measure_inventory(net, tmp: Path) -> dict:
-    from netbench.common.hosts import parse_hosts_file
+    from netbench.inventory.hosts import parse_hosts_file
+
     from netbench.sites.ssh.inventory import collect_inventory
     from netbench.sites.ssh.transport import SSHOptions
 
@@ -127,7 +128,8 @@ def measure_inventory(net, tmp: Path) -> dict:
 
 
 def measure_handshake(net, tmp: Path) -> dict:
-    from netbench.common.hosts import parse_hosts_file
+    from netbench.inventory.hosts import parse_hosts_file
+
     from netbench.sites.ssh.transport import SSHOptions, connect_entry
 
     entries = parse_hosts_file(net.hosts_file(tmp / "hosts.txt"))

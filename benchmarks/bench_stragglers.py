@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from netbench.collectives.arrivals import Stamps, summarise
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rules import stragglers
 
-from netbench.common.arrivals import ARRIVALS_JSONL, Stamps, summarise
+from netbench.common.rundir import ARRIVALS_JSONL
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ For one (collective, size, in-place) point on one rank:
      when asked (``Settings.gpu_stamps``, --per-iter), from a CUDA event recorded before and after
      each call (the one before fires when the stream reaches the collective, i.e. when its kernel
      can start), anchored to the host clock by an event the host waited for just before the loop.
-     ``collectives.clocks`` puts the hosts' clocks on one; ``netbench.common.arrivals`` says who
+     ``collectives.clocks`` puts the hosts' clocks on one; ``netbench.collectives.arrivals`` says who
      arrived last. A CUDA-graph loop (``-G``) replays the whole loop as one launch, on the stream it
      was captured on, and has no per-operation stamps; the native engine's graphs are made with
      CUDA's own API, as nccl-tests', not torch's graph class (``RawGraph`` says why).

@@ -37,8 +37,7 @@ from collections.abc import Iterator, Sequence
 from typing import overload
 
 import numpy as np
-
-from netbench.common.topology import Uplinks, crossed_uplinks, leaf_of, meeting_tier, switch_path
+from netbench.inventory.topology import Uplinks, crossed_uplinks, leaf_of, meeting_tier, switch_path
 
 Pair = tuple[str, str]
 _SCAN = 64  # rounds looked at together when a leaf's own pairs look for a round they fit in

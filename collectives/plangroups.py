@@ -15,9 +15,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
+from netbench.inventory.topology import tier_name
 
 from netbench.common.jsontext import join, number_texts, strings, text_of
-from netbench.common.topology import tier_name
 
 if TYPE_CHECKING:
     import pyarrow as pa

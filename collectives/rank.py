@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from netbench.collectives import clocks, groups, messages, native_loop
 from netbench.collectives.ahead import FILLS, Ahead
+from netbench.collectives.arrivals import ARRIVAL_PATTERNS, ArrivalRecord, Stamps, summarise
 from netbench.collectives.dtypes import get_dtype, reduce_op
 from netbench.collectives.groups import MadeGroup
 from netbench.collectives.harness import IterStamps, PointSpec, Settings, corrupts, delays, measure
@@ -31,7 +32,6 @@ from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
 
-from netbench.common.arrivals import ARRIVAL_PATTERNS, ArrivalRecord, Stamps, summarise
 from netbench.common.rows import ResultRow
 
 STORE_WAIT = _dt.timedelta(days=7)  # a rank waits for the coordinator as long as it is alive
@@ -287,7 +287,7 @@ def samples(stamps: Stamps) -> dict[str, Any] | None:
 
 
 def arrival_record(row: ResultRow, stamps: Stamps) -> ArrivalRecord:
-    """The point's arrivals (``netbench.common.arrivals``), named as its row."""
+    """The point's arrivals (``netbench.collectives.arrivals``), named as its row."""
     return summarise(
         stamps, group=row.group, pattern=row.pattern, hosts=list(row.hosts), collective=row.collective,
         bytes=row.bytes, in_place=row.in_place, engine=row.engine, device=row.device or "cpu",

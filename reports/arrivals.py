@@ -1,6 +1,6 @@
 """Straggler analysis: which rank (GPU, host) arrives last at a collective, how often, at what cost.
 
-Read from the arrivals of each measured point (``netbench.common.arrivals.ArrivalRecord``: per
+Read from the arrivals of each measured point (``netbench.collectives.arrivals.ArrivalRecord``: per
 iteration, who arrived last and how long after the second-last). For one point:
 
 - An iteration counts (is *decisive*) only when the last rank arrived more than twice the clock
@@ -35,9 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+from netbench.collectives.arrivals import ArrivalRecord
 from netbench.reports.stats import binomial_sf
-
-from netbench.common.arrivals import ArrivalRecord
 
 ALPHA = 0.01
 MIN_DECISIVE = 5  # fewer decisive iterations than this decide nothing

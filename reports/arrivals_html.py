@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from netbench.collectives.arrivals import ArrivalRecord, read_samples
 
-from netbench.common.arrivals import PER_ITER_GZ, ArrivalRecord, read_samples
+from netbench.common.rundir import PER_ITER_GZ
 
 if TYPE_CHECKING:
     from netbench.reports.arrivals import PointVerdict

@@ -14,11 +14,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netbench.collectives.arrivals import ArrivalRecord, load_arrivals
+from netbench.inventory.topology import build_switch_map, hop_class
 from netbench.reports.policy import Policy
 from netbench.reports.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
 from netbench.reports.siteadvice import SiteAdvice, advice_for
 
-from netbench.common.arrivals import ArrivalRecord
 from netbench.common.naming import natural_key
 from netbench.common.rundir import (
     COUNTERS_JSONL,
@@ -29,7 +30,6 @@ from netbench.common.rundir import (
     RunDir,
     Unreadable,
 )
-from netbench.common.topology import build_switch_map, hop_class
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -190,7 +190,7 @@ class AnalysisContext:
         ctx.run_dir = rd.path
         counters = rd.load_counters()
         ctx.counters = counters.records
-        arrivals = rd.load_arrivals()
+        arrivals = load_arrivals(rd)
         ctx.arrivals = [ArrivalRecord.from_dict(r) for r in arrivals.records]
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
                           + counters.unreadable + arrivals.unreadable)
@@ -215,7 +215,7 @@ class AnalysisContext:
     @cached_property
     def switches(self) -> dict[str, str]:
         """Uplinks: host -> leaf switch (topology, then switch= labels, then discovered neighbours),
-        switch -> parent (topology); netbench.common.topology says why one map."""
+        switch -> parent (topology); netbench.inventory.topology says why one map."""
         return build_switch_map(self.inventory, self.topology, self.hosts)
 
     def hop_class(self, a: str, b: str) -> str:
@@ -402,7 +402,7 @@ def _topology_from_run(
         if all(isinstance(hs, list) and all(isinstance(h, str) for h in hs) for hs in topo.values()):
             return {h: str(sw) for sw, hs in topo.items() for h in hs}
         if all(isinstance(sw, str) for sw in topo.values()):
-            from netbench.common.topology import MAX_TIERS, depth
+            from netbench.inventory.topology import MAX_TIERS, depth
 
             if depth(topo) > MAX_TIERS + 1:  # + 1: a host's own entry, under its leaf
                 why = f"field 'topology' is more than {MAX_TIERS} tiers deep; ignored"
@@ -411,7 +411,7 @@ def _topology_from_run(
             return dict(topo)
     elif isinstance(topo, str):  # a path: used when it is still there (reports move between machines)
         if "\0" not in topo and Path(topo).is_file():
-            from netbench.common.topology import TopologyError, load_topology
+            from netbench.inventory.topology import TopologyError, load_topology
 
             try:
                 return load_topology(topo).uplinks()

@@ -31,7 +31,7 @@ def resolve_policy(policy: Policy | str | Path | None) -> Policy:
 def resolve_topology(topology: dict[str, str] | str | Path | None) -> dict[str, str] | None:
     if topology is None or isinstance(topology, dict):
         return topology
-    from netbench.common.topology import load_topology
+    from netbench.inventory.topology import load_topology
 
     return load_topology(topology).uplinks()
 

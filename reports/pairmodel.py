@@ -47,7 +47,7 @@ class PairModel:
     hosts: list[str]  # matrix order
     bw: np.ndarray  # (n_sizes, N, N) median busbw GB/s per pair and size, NaN if not measured
     y: np.ndarray  # (N, N) log busbw relative to the size's median, combined over sizes
-    classes: list[str]  # the hop classes of the measured pairs (netbench.common.topology)
+    classes: list[str]  # the hop classes of the measured pairs (netbench.inventory.topology)
     cls: np.ndarray  # (N, N) index into classes, -1 where not measured
     class_level: dict[str, float]  # c per class (log)
     node_effect: np.ndarray  # a_i (log), 0 for nodes not judged

@@ -209,7 +209,7 @@ def pair_facts(
     pair measured at several sizes is one pair): 0 for a row without a round, or not usable. Its
     hop class: ``common.topology.hop_class``, ``unknown`` where the switches do not place a host.
     Returns (loads, hop class codes, the class names); numpy throughout (8.4M rows at 4,096 nodes)."""
-    from netbench.common.topology import UNKNOWN, RoundLoad, tier_name
+    from netbench.inventory.topology import UNKNOWN, RoundLoad, tier_name
 
     load = load.astype(np.int64, copy=True)
     out_classes = list(classes)

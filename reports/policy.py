@@ -24,12 +24,12 @@ from typing import Any
 
 from netbench.collectives.names import IMPORTED, MEASURED, ROW_PATTERNS, canonical
 from netbench.collectives.sizes import parse_size
+from netbench.inventory.topology import HOP_CLASSES, is_hop_class
 from netbench.reports.rule_ids import ALL_IDS
 
 from netbench.common.files import parse_toml, read_user_text
 from netbench.common.findings import SEVERITIES
 from netbench.common.text import did_you_mean
-from netbench.common.topology import HOP_CLASSES, is_hop_class
 
 #: Components whose versions are compared (inventory field -> meaning), shared with the rules.
 VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "nccl", "cuda")
@@ -173,7 +173,7 @@ class ExpectedBusbw:
     busbw_GBps: float
     min_bytes: int = 0
     pattern: str | None = None  # None: any pattern
-    hop_class: str = "any"  # a hop class (netbench.common.topology) or any; pairs only
+    hop_class: str = "any"  # a hop class (netbench.inventory.topology) or any; pairs only
 
     def __post_init__(self) -> None:
         self.collective = _collective(self.collective, "expect.busbw.collective")

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from netbench.inventory.topology import LEAF, switch_path
 from netbench.reports.pairmodel import PairModel
 
 from netbench.common.naming import natural_key
-from netbench.common.topology import LEAF, switch_path
 
 if TYPE_CHECKING:
     from netbench.reports.analyses import NodeVerdict

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from netbench.inventory.topology import hop_class
 from netbench.reports.analyses import Retest, RetestEvidence
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import load_context, run_rules
@@ -21,7 +22,6 @@ from synthetic import host_names, make_fleet
 
 from netbench.agents.coordinator import Fault, Outcome
 from netbench.common.findings import Finding
-from netbench.common.topology import hop_class
 from netbench.confirm import (
     CANDIDATE_FALSE,
     CANDIDATE_NEAR_RUNS,

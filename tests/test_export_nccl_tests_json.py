@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from netbench.collectives.arrivals import PER_ITER_KEYS
 
 from netbench.cli import cli
-from netbench.common.arrivals import PER_ITER_KEYS
 
 # src/util.cu writeResults / writePerIterReport (nccl-tests 2.19.6)
 PLACEMENT_KEYS = {"time", "alg_bw", "bus_bw", "nwrong"}

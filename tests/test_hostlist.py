@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from netbench.common.hostlist import MAX_HOSTS, compress_hostlist, expand_hostlist
+from netbench.inventory.hostlist import MAX_HOSTS, compress_hostlist, expand_hostlist
 
 
 @pytest.mark.parametrize(

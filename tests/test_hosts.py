@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from fixtures_path import fixture_files
+from netbench.inventory.hosts import parse_hosts_file, parse_hosts_text, validate_hostname
 
 from netbench.common.errors import UsageError
-from netbench.common.hosts import parse_hosts_file, parse_hosts_text, validate_hostname
 
 PUBLIC = {p.name: p for p in fixture_files("public/hostfile")}
 
@@ -103,7 +103,7 @@ def test_validate_hostname() -> None:
 
 
 def test_host_cap_is_per_file_not_per_expression(monkeypatch) -> None:
-    import netbench.common.hosts as hosts
+    import netbench.inventory.hosts as hosts
 
     monkeypatch.setattr(hosts, "MAX_HOSTS", 50)
     assert len(parse_hosts_text("a[1-30]\nb[1-20]\n")) == 50

@@ -15,16 +15,16 @@ import click
 import numpy as np
 import pytest
 from netbench.collectives.names import MEASURED, ROW_PATTERNS
+from netbench.inventory.hosts import HostEntry, parse_hosts_file
+from netbench.inventory.topology import MAX_TIERS, TopologyError, depth, parse_topology
 from netbench.reports.policy import PolicyError, load_policy
 
 from netbench.cli import LazyGroup, main
 from netbench.commands._params import Count, Number
 from netbench.common.errors import UsageError
 from netbench.common.files import read_user_text
-from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.common.jsontext import dumps, number_texts
 from netbench.common.rundir import RunDirError, open_regular
-from netbench.common.topology import MAX_TIERS, TopologyError, depth, parse_topology
 
 GROUP = LazyGroup(name="netbench")
 

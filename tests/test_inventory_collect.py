@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from netbench.common.hosts import parse_hosts_text
+from netbench.inventory.hosts import parse_hosts_text
+
 from netbench.sites.ssh.inventory import collect_inventory
 from netbench.sites.ssh.transport import SSHOptions
 

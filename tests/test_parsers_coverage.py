@@ -3,7 +3,7 @@ listed in RETIRED with the reason its parser was removed.
 
 The per-format tests check the values; this one makes sure no fixture is left without a parser (a
 new fixture with no entry here fails the test). Host lists and Slurm topology files are parsed by
-netbench.common.hosts / netbench.common.topology and tested there.
+netbench.inventory.hosts / netbench.inventory.topology and tested there.
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from netbench.inventory.topology import hop_class
 from netbench.reports.engine import load_context
 from netbench.reports.pairrows import NOT_RECORDED, PairRows
 
 from netbench.common.rows import ResultRow
-from netbench.common.topology import hop_class
 from netbench.run.options import PairOptions
 from netbench.sim.confirm import confirm_on_fabric
 from netbench.sim.fabric import FabricSpec, Fault

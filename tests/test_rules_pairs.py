@@ -143,7 +143,7 @@ def test_cross_spine_penalty_measured_and_warned_when_beyond_policy():
 
 
 def test_topology_file_overrides_labels(tmp_path):
-    from netbench.common.topology import parse_topology
+    from netbench.inventory.topology import parse_topology
 
     fleet = make_fleet(8, 1, spine_factor=0.5, seed=12)
     # the synthetic labels say one leaf; a Slurm topology.conf says two

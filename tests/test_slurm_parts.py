@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from netbench.inventory.topology import parse_topology
 
-from netbench.common.topology import parse_topology
 from netbench.sites.registry import default_launcher as _default_launcher
 from netbench.sites.slurm.launcher import StepEvents
 from netbench.sites.slurm.scontrol import (

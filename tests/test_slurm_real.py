@@ -264,7 +264,7 @@ def test_cross_switch_hop_classes_and_findings_are_the_same_inside_slurm_and_ove
         slurm_pool, tmp_path: Path) -> None:
     """Two leaves under a capped spine: `scontrol show topology` inside the allocation, the same
     switches as a topology file over SSH; the same hop classes, the same spine penalty."""
-    from netbench.common.topology import hop_class
+    from netbench.inventory.topology import hop_class
 
     hosts = ["h0", "h1", "h2", "h3"]
     cluster = slurm_pool.get(hosts=["ctl", *hosts], leaves={"sw0": ["ctl", "h0", "h1"], "sw1": ["h2", "h3"]},

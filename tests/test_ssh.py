@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from netbench.inventory.hosts import HostEntry
 from netns import TestNetwork, generate_ed25519
 
-from netbench.common.hosts import HostEntry
 from netbench.sites.ssh.transport import SSHError, SSHOptions, connect, remote_command, resolve
 
 

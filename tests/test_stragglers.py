@@ -11,11 +11,10 @@ import threading
 import numpy as np
 import pytest
 from netbench.collectives import clocks
+from netbench.collectives.arrivals import PER_ITER_KEYS, ArrivalRecord, Stamps, per_iter_summary, summarise
 from netbench.reports.arrivals import analyse, judge_point
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rules import stragglers
-
-from netbench.common.arrivals import PER_ITER_KEYS, ArrivalRecord, Stamps, per_iter_summary, summarise
 
 HOSTS = ["n0", "n1", "n2", "n3"]
 

@@ -11,14 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixtures_path import fixture_files
-from netbench.reports.context import AnalysisContext
-from netbench.reports.engine import resolve_topology
-from synthetic import make_fleet, write_run_dir
-
-from netbench.cli import cli
-from netbench.common.errors import UsageError
-from netbench.common.hosts import parse_hosts_file
-from netbench.common.topology import (
+from netbench.inventory.hosts import parse_hosts_file
+from netbench.inventory.topology import (
     TopologyError,
     hop_class,
     is_hop_class,
@@ -27,6 +21,12 @@ from netbench.common.topology import (
     parse_topology,
     tier_name,
 )
+from netbench.reports.context import AnalysisContext
+from netbench.reports.engine import resolve_topology
+from synthetic import make_fleet, write_run_dir
+
+from netbench.cli import cli
+from netbench.common.errors import UsageError
 from netbench.sites.ssh.site import file_switches
 
 FILES = {p.name: p for p in fixture_files("public/slurm-topology.conf")}

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from netbench.collectives.pairs import circle_rounds, cross_leaf_rounds, topology_rounds
+from netbench.inventory.topology import hop_class, round_load
 
 from netbench.agents.launchers import HostSlot
 from netbench.common.errors import UsageError
-from netbench.common.topology import hop_class, round_load
 from netbench.run.options import MeasureOptions
 from netbench.run.planner import PlanRequest, build_plan
 

@@ -84,7 +84,7 @@ def command(
 
     from netbench.common.errors import NetbenchError, UsageError
     from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
-    from netbench.common.topology import load_topology
+    from netbench.inventory.topology import load_topology
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import report_run

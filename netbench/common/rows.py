@@ -78,7 +78,7 @@ class ResultRow:
     # coordinator that stores it, so the analysis reads them instead of working them out again; None
     # where the plan has none (not a pair, a host the topology does not place, an older run)
     load: int | None = None  # the most pairs of its round through one uplink on its path (0 in a leaf)
-    hop_class: str | None = None  # leaf | spine | core | tier-N (netbench.common.topology)
+    hop_class: str | None = None  # leaf | spine | core | tier-N (netbench.inventory.topology)
     # how the row's group was made (collectives/groups.py: fresh, when its turn came; ahead, on a
     # lane while earlier groups measured, collectives/ahead.py; split reserved for communicators
     # split from a world one), what making it cost this rank (rendezvous, connections, the first

@@ -84,6 +84,8 @@ def _point_latest(path: Path) -> None:
 # The run directory's files, named once (readers and writers everywhere use these names)
 RUN_JSON = "run.json"
 RESULTS_JSONL = "results.jsonl"
+ARRIVALS_JSONL = "arrivals.jsonl"
+PER_ITER_GZ = "per_iter.jsonl.gz"  # --per-iter: every rank's every sample, a line per point
 INVENTORY_JSONL = "inventory.jsonl"
 COUNTERS_JSONL = "counters.jsonl"
 PLAN_JSON = "plan.json"
@@ -408,12 +410,10 @@ class RunDir:
 
     @property
     def arrivals_path(self) -> Path:
-        from netbench.common.arrivals import ARRIVALS_JSONL
-
         return self.path / ARRIVALS_JSONL
 
     def arrivals_writer(self) -> ResultWriter:
-        """arrivals.jsonl: one ``common.arrivals.ArrivalRecord`` per world/ring/intra point,
+        """arrivals.jsonl: one ``collectives.arrivals.ArrivalRecord`` per world/ring/intra point,
         appended as measured (the same appending as the rows)."""
         return ResultWriter(self.arrivals_path)
 
@@ -421,8 +421,6 @@ class RunDir:
         """per_iter.jsonl.gz (``--per-iter``): one line per point, its arrivals record's key fields and
         every rank's samples; a gzip member per line, so a run cut short keeps every line before."""
         import gzip
-
-        from netbench.common.arrivals import PER_ITER_GZ
 
         keys = ("group", "hosts", "ranks", "collective", "bytes", "in_place", "engine", "iters",
                 "clock_err_us")
@@ -432,20 +430,6 @@ class RunDir:
                 fh.write(json.dumps(line) + "\n")
         except OSError as exc:
             raise disk_full(exc, self.path / PER_ITER_GZ) or exc from None
-
-    def load_arrivals(self) -> JsonlRead:
-        """arrivals.jsonl: records that fit ``ArrivalRecord`` (every field checked), and every line
-        that did not, with its number and why."""
-        from netbench.common.arrivals import ArrivalRecord
-
-        def check(rec: Any) -> str | None:
-            try:
-                ArrivalRecord.from_dict(rec)
-            except ValueError as exc:
-                return f"not an arrivals record: {exc}"
-            return None
-
-        return read_jsonl(self.arrivals_path, check)
 
 
 

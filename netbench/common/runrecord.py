@@ -45,7 +45,7 @@ class RunRecord:
     hosts_file: str | None = None
     host_labels: dict[str, dict[str, str]] | None = None
     topology: dict[str, str] | None = None
-    """host -> leaf switch, switch -> parent (netbench.common.topology): the one form of the switches."""
+    """host -> leaf switch, switch -> parent (netbench.inventory.topology): the one form of the switches."""
     options: dict[str, Any] | None = None
     """The options as asked."""
     started: str | None = None

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from netbench.common.topology import hop_class
 from netbench.confirm.candidates import CANDIDATE_RUNS
 from netbench.confirm.chances import (
     AFTER,
@@ -32,6 +31,7 @@ from netbench.confirm.chances import (
     intermittency,
 )
 from netbench.confirm.records import Pair
+from netbench.inventory.topology import hop_class
 from netbench.reports.analyses import Retest
 from netbench.reports.pairrows import PairRows
 from netbench.reports.stats import pooled_interval

@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from netbench.common.topology import LEAF, hop_class
 from netbench.confirm.records import Pair
+from netbench.inventory.topology import LEAF, hop_class
 from netbench.reports.analyses import INTERMITTENT_MIN_PAIRS
 from netbench.reports.pairrows import MetPairs
 

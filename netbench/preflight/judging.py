@@ -22,7 +22,7 @@ def quick_rounds(
     (``collectives.pairs.cross_leaf_rounds``: a slow uplink is then the common factor of its hosts'
     pairs, which the own-leaf rounds never cross); else the first circle-method rounds."""
     from netbench.collectives.pairs import circle_rounds, cross_leaf_rounds, leaf_first_rounds
-    from netbench.common.topology import leaf_of
+    from netbench.inventory.topology import leaf_of
 
     want = min(partners, len(hosts) - 1)
     schedule = circle_rounds(hosts)

@@ -49,8 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from netbench.common.topology import LEAF, leaf_of
 from netbench.confirm import Budget, Measure, Pair, PhaseGate
+from netbench.inventory.topology import LEAF, leaf_of
 from netbench.reports.analyses import Retest
 from netbench.reports.pairrows import PairRows
 

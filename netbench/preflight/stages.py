@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.confirm import (
     MAX_LAUNCHES,
@@ -24,6 +23,7 @@ from netbench.confirm import (
     unusable_hosts,
 )
 from netbench.defaults import INVENTORY_TIMEOUT_S, PREFLIGHT_PAIR_SIZES
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import shared_runs
 from netbench.preflight.judging import quick_rounds
 from netbench.preflight.options import (

@@ -28,10 +28,10 @@ from netbench import __version__
 from netbench.agents.coordinator import Outcome
 from netbench.collectives.sizes import format_size
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.common.rundir import RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory, shared_runs
 from netbench.reports.pairrows import GrowingRows
 from netbench.run.execute import exit_status, finish_report

@@ -43,10 +43,10 @@ from netbench.collectives.plan import (
 )
 from netbench.collectives.sizes import size_sweep
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry
 from netbench.common.text import terminal_safe
-from netbench.common.topology import RoundLoad, leaf_of
 from netbench.defaults import NET_DEPTH, PAIR_SIZES
+from netbench.inventory.hosts import HostEntry
+from netbench.inventory.topology import RoundLoad, leaf_of
 from netbench.run.options import MeasureOptions, Options
 
 if TYPE_CHECKING:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from netbench.agents.coordinator import Outcome
     from netbench.agents.launchers import HostSlot
     from netbench.collectives.plan import WorkerPlan
-    from netbench.common.hosts import HostEntry
     from netbench.common.rundir import RunDir
+    from netbench.inventory.hosts import HostEntry
     from netbench.run.planner import PlanRequest
     from netbench.run.progress import Progress
     from netbench.sites.base import Site

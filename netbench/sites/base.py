@@ -12,8 +12,8 @@ from netbench.defaults import INVENTORY_TIMEOUT_S
 
 if TYPE_CHECKING:
     from netbench.agents.launchers import Launcher
-    from netbench.common.hosts import HostEntry
     from netbench.common.rundir import RunDir
+    from netbench.inventory.hosts import HostEntry
     from netbench.inventory.model import NodeInventory
     from netbench.run.options import Options
     from netbench.run.planner import HostCaps
@@ -34,7 +34,7 @@ NEEDS_HOSTS = ("pair_batch", "pair_schedule", "uplink_pairs", "pair_sizes", "pai
 
 @dataclass
 class Switches:
-    """A site's switches: host -> leaf and switch -> parent (``netbench.common.topology``), and the
+    """A site's switches: host -> leaf and switch -> parent (``netbench.inventory.topology``), and the
     source text to keep beside the run when the site read it from a scheduler (its own words)."""
 
     uplinks: dict[str, str] = field(default_factory=dict)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from netbench.common.hosts import HostEntry
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
 from netbench.run.options import Options
 from netbench.sites.base import Echo, Site, Switches

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy, through findings and arrivals: loaded only when an export runs
     import numpy as np
+    from netbench.collectives.arrivals import ArrivalRecord
 
-    from netbench.common.arrivals import ArrivalRecord
     from netbench.common.findings import Finding
     from netbench.common.rundir import RunDir
 
@@ -67,14 +67,16 @@ class RunData:
 
     @cached_property
     def arrivals(self) -> list[ArrivalRecord]:
-        from netbench.common.arrivals import ArrivalRecord
+        from netbench.collectives.arrivals import ArrivalRecord, load_arrivals
 
-        return [ArrivalRecord.from_dict(r) for r in self.run.load_arrivals().records]
+        return [ArrivalRecord.from_dict(r) for r in load_arrivals(self.run).records]
 
     @cached_property
     def samples(self) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
         """per_iter.jsonl.gz's points by their ArrivalRecord key -> (arrive, done) [iters, ranks]."""
-        from netbench.common.arrivals import PER_ITER_GZ, read_samples
+        from netbench.collectives.arrivals import read_samples
+
+        from netbench.common.rundir import PER_ITER_GZ
 
         out = {}
         for key, arrive, done in read_samples(self.run.path / PER_ITER_GZ):

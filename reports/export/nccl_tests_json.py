@@ -18,9 +18,8 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+from netbench.collectives.arrivals import PER_ITER_KEYS, ArrivalRecord, per_iter_summary
 from netbench.reports.export.base import Exporter, ExportFile, RunData, file_name
-
-from netbench.common.arrivals import PER_ITER_KEYS, ArrivalRecord, per_iter_summary
 
 JSON_FILE_VERSION = 3
 _TYPES = {"float": "float", "half": "half", "bfloat16": "bfloat16", "double": "double", "int8": "int8",

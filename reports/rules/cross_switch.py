@@ -12,13 +12,13 @@ it, or load the pairwise rounds never put on a link.
 
 from __future__ import annotations
 
+from netbench.inventory.topology import LEAF, SPINE, grouped_order, ring_crossings
 from netbench.reports.context import AnalysisContext
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 from netbench.reports.stats import g3, sig3
 
 from netbench.common.findings import Finding
-from netbench.common.topology import LEAF, SPINE, grouped_order, ring_crossings
 
 _SHOW = 16  # hosts of an order shown in a title; the full order is in the evidence
 

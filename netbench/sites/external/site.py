@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from netbench.agents.launchers import HostSlot, Launcher
-from netbench.common.hosts import HostEntry
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
 from netbench.run.options import Options
 from netbench.run.planner import HostCaps

@@ -54,7 +54,7 @@ def detect() -> RankEnv:
     if "SLURM_PROCID" in e and "SLURM_NTASKS" in e:
         addr = e.get("MASTER_ADDR")
         if not addr and e.get("SLURM_JOB_NODELIST"):
-            from netbench.common.hostlist import expand_hostlist
+            from netbench.inventory.hostlist import expand_hostlist
 
             addr = expand_hostlist(e["SLURM_JOB_NODELIST"])[0]
         if port is None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netbench.common.errors import UsageError
-from netbench.common.hosts import validate_hostname
+from netbench.inventory.hosts import validate_hostname
 
 DOMAIN = "netbench.io"
 RUN_LABEL = f"{DOMAIN}/run-id"
@@ -227,7 +227,7 @@ def quote(value: object, limit: int = 120) -> str:
 
 
 def topology_uplinks(nodes: Sequence[NodeInfo]) -> dict[str, str]:
-    """host -> leaf and switch -> parent (``netbench.common.topology``'s uplinks) from the standard
+    """host -> leaf and switch -> parent (``netbench.inventory.topology``'s uplinks) from the standard
     topology labels; {} unless every node has the same levels (a partial tree would judge some
     pairs by a class the others lack). A level's switch is named ``<label's last part>-<value>``
     under its parent's name, so two zones' ``block-1`` stay two switches."""

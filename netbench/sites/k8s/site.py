@@ -28,9 +28,9 @@ from typing import Any
 
 from netbench.agents.launchers import Launcher
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry
 from netbench.common.rundir import RunDir, new_run_id
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
 from netbench.run.options import Options
 from netbench.run.planner import HostCaps

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from netbench.agents.launchers import Launcher
-from netbench.common.hosts import HostEntry
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
 from netbench.run.options import Options, default_procs
 from netbench.run.planner import HostCaps

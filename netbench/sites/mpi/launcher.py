@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from netbench.agents.launchers import HostSlot, agent_argv, forwarded_env
 from netbench.collectives.messages import PREFIX
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry, validate_hostname
 from netbench.common.text import terminal_safe
+from netbench.inventory.hosts import HostEntry, validate_hostname
 from netbench.sites.local.launcher import LocalAgent
 
 CONNECT_TIMEOUT_S = 10  # ssh's TCP connect and banner; a node that is off fails in this long

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry, parse_hosts_file
 from netbench.inventory.model import GPU, NodeInventory
 from netbench.run.planner import HostCaps
 from netbench.sites.base import Echo, Switches

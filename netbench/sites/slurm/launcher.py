@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from netbench.agents.launchers import TORCH_NOISE, HostSlot, agent_argv
-from netbench.common.hosts import validate_hostname
+from netbench.inventory.hosts import validate_hostname
 from netbench.sites.local.launcher import LocalAgent
 from netbench.sites.slurm.scontrol import slurm_tool
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from netbench.common.errors import UsageError
-from netbench.common.hosts import expand_hostnames, validate_hostname
 from netbench.common.text import terminal_safe
-from netbench.common.topology import Topology, parse_slurm_topology
+from netbench.inventory.hosts import expand_hostnames, validate_hostname
+from netbench.inventory.topology import Topology, parse_slurm_topology
 
 SCONTROL_TIMEOUT_S = 15.0
 DRAIN_PREFIX = "netbench: "

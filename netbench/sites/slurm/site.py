@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from netbench.agents.launchers import Launcher
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry
 from netbench.common.rundir import SLURM_TOPOLOGY
 from netbench.common.text import terminal_safe
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory
 from netbench.run.options import Options
 from netbench.run.planner import HostCaps

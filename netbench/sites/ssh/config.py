@@ -165,7 +165,7 @@ def _split_jump(spec: str) -> tuple[str | None, str, int | None]:
 
 
 def _validate_host(host: str, what: str) -> None:
-    from netbench.common.hosts import validate_hostname
+    from netbench.inventory.hosts import validate_hostname
 
     why = validate_hostname(host)
     if why:

@@ -15,11 +15,11 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from netbench.common.hosts import HostEntry
 from netbench.common.interrupts import checkpoint
 from netbench.defaults import INVENTORY_TIMEOUT_S
 from netbench.inventory.assemble import build_inventory, split_sections
 from netbench.inventory.fleet import Progress, counter_snapshot
+from netbench.inventory.hosts import HostEntry
 from netbench.inventory.local import read_probe_script
 from netbench.inventory.model import NodeInventory, check_can_run
 from netbench.sites.ssh.transport import SSHConnection, SSHError, SSHOptions, connect, resolve

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from netbench.agents.launchers import Launcher
 from netbench.common.errors import UsageError
-from netbench.common.hosts import HostEntry, parse_hosts_file
 from netbench.common.rundir import RunDir
 from netbench.defaults import INVENTORY_TIMEOUT_S
+from netbench.inventory.hosts import HostEntry, parse_hosts_file
 from netbench.inventory.model import NodeInventory
 from netbench.run.options import Options
 from netbench.run.planner import HostCaps
@@ -29,11 +29,11 @@ def file_hosts(opts: Options) -> list[HostEntry]:
 
 
 def file_switches(entries: list[HostEntry], topology_file: str | None, echo: Echo) -> Switches:
-    """Uplinks (host -> leaf, switch -> parent; netbench.common.topology): a topology file wins over
+    """Uplinks (host -> leaf, switch -> parent; netbench.inventory.topology): a topology file wins over
     ``switch=`` labels of the hosts file."""
     out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
     if topology_file:
-        from netbench.common.topology import load_topology
+        from netbench.inventory.topology import load_topology
 
         topo = load_topology(topology_file)
         unplaced = topo.unplaced_warning([e.name for e in entries])

@@ -25,7 +25,7 @@ listed under a parent that is never defined). Those become ``warnings`` with the
 parser keeps going, because a half-right topology still labels most pairs correctly. A file that is
 missing, unreadable or not a topology at all is a ``TopologyError`` (one line, exit 2).
 
-Uplinks and hop classes (``netbench.common.hops``, whose names this module re-exports): what the
+Uplinks and hop classes (``netbench.inventory.hops``, whose names this module re-exports): what the
 rest of netbench passes around is one flat map ``name -> the switch it hangs off``, and the hop
 class of a pair is the tier of the lowest switch its two hosts share.
 """
@@ -40,9 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netbench.common.errors import UsageError
-from netbench.common.files import parse_toml, read_user_text
-from netbench.common.hops import (
+from netbench.inventory.hops import (
     CORE,
     HOP_CLASSES,
     INTRA,
@@ -64,8 +62,11 @@ from netbench.common.hops import (
     switch_path,
     tier_name,
 )
-from netbench.common.hostlist import expand_hostlist
-from netbench.common.hosts import validate_hostname
+from netbench.inventory.hostlist import expand_hostlist
+from netbench.inventory.hosts import validate_hostname
+
+from netbench.common.errors import UsageError
+from netbench.common.files import parse_toml, read_user_text
 
 __all__ = [
     "CORE", "HOP_CLASSES", "INTRA", "LEAF", "MAX_TIERS", "SPINE", "UNKNOWN", "UNPLACED_SHOWN", "RoundLoad",

@@ -21,9 +21,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from netbench.inventory.hostlist import MAX_HOSTS, expand_hostlist
+
 from netbench.common.errors import UsageError
 from netbench.common.files import read_user_text
-from netbench.common.hostlist import MAX_HOSTS, expand_hostlist
 
 MAX_NAME = 253
 MAX_VALUE = 256

@@ -1,6 +1,6 @@
 """Hop classes and uplinks: which switches a pair of hosts goes through, and how many pairs of a
 round share an uplink. The topology files that give the uplinks are read by
-``netbench.common.topology``, which re-exports every name here.
+``netbench.inventory.topology``, which re-exports every name here.
 
 Uplinks: what the rest of netbench passes around (and run.json records as ``topology``) is one flat
 map ``name -> the switch it hangs off``: every host to its leaf, every switch to its parent. Hosts

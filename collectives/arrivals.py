@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from netbench.common.jsonread import JsonlRead, read_jsonl
+from netbench.common.rundir import RunDir
+
 SCHEMA = "netbench.arrivals/1"
-ARRIVALS_JSONL = "arrivals.jsonl"
-PER_ITER_GZ = "per_iter.jsonl.gz"  # --per-iter: every rank's every sample, a line per point
 #: the groups whose arrivals are recorded (and clocks estimated): every rank of a job's collective;
 #: a pairwise round's thousands of two-rank groups would only add store traffic
 ARRIVAL_PATTERNS = ("world", "ring", "intra")
@@ -247,3 +248,17 @@ def read_samples(
                 yield {k: v for k, v in d.items() if k != "samples"}, a, b
     except (EOFError, OSError, zlib.error, UnicodeDecodeError):
         return
+
+
+def load_arrivals(rundir: RunDir) -> JsonlRead:
+    """A run's arrivals.jsonl: records that fit ``ArrivalRecord`` (every field checked), and every
+    line that did not, with its number and why."""
+
+    def check(rec: Any) -> str | None:
+        try:
+            ArrivalRecord.from_dict(rec)
+        except ValueError as exc:
+            return f"not an arrivals record: {exc}"
+        return None
+
+    return read_jsonl(rundir.arrivals_path, check)
