@@ -55,13 +55,18 @@ SCRATCH = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
 """The folders a program writes scratch files to: ``TestNetwork.fill_disk`` fills them on one host."""
 _FILL = r"""
 set -e
-work=$1 keep=$2
+keeps=$1 root=$2
 shift 2
-mkdir -p "$keep"
-mount --bind "$work" "$keep"
+mkdir -p "$root"
+i=0
+IFS=:
+for p in $keeps; do mkdir -p "$root/$i"; mount --bind "$p" "$root/$i"; i=$((i+1)); done
+unset IFS
 for d in "$@"; do mount -t tmpfs -o size=256k,nr_inodes=64 nbt-full "$d"; done
-mkdir -p "$work"
-mount --bind "$keep" "$work"
+i=0
+IFS=:
+for p in $keeps; do mkdir -p "$p"; mount --bind "$root/$i" "$p"; i=$((i+1)); done
+unset IFS
 for d in "$@"; do
     dd if=/dev/zero of="$d/.nbt-fill" bs=4k 2>/dev/null || true
     i=0
@@ -69,12 +74,14 @@ for d in "$@"; do
 done
 """
 _FREE = r"""
-work=$1 keep=$2
+keeps=$1 root=$2
 shift 2
-umount "$work" 2>/dev/null
+IFS=:
+for p in $keeps; do umount "$p" 2>/dev/null; done
+unset IFS
 for d in "$@"; do umount "$d" 2>/dev/null; done
-umount "$keep" 2>/dev/null
-rmdir "$keep" 2>/dev/null
+for k in "$root"/*; do umount "$k" 2>/dev/null; rmdir "$k" 2>/dev/null; done
+rmdir "$root" 2>/dev/null
 exit 0
 """
 _SCRIPT = r"""
@@ -497,16 +504,22 @@ class TestNetwork:
     def fill_disk(self, name: str) -> None:
         """Leave ``name`` no byte and no inode to write in ``SCRATCH`` (a full tmpfs over each, in the
         host's own mount namespace: no other host sees it), as a node whose disk filled up.
-        This network's folder under /tmp (sshd's keys, config and log) is bound back in, so SSH
-        still works. ``free_disk`` gives the room back."""
-        h = self.host(name)
-        _run(["nsenter", "--target", str(h.pid), "--mount", "sh", "-c", _FILL, "sh", str(self.workdir),
-              f"/run/nbt-keep-{h.netns}", *SCRATCH])
+        What the host needs that lives under a scratch folder (this network's folder with sshd's
+        keys, config and log; the project and its virtual environment, under /tmp in a CI clone) is
+        bound back in, so SSH and netbench still work. ``free_disk`` gives the room back."""
+        self._disk(name, _FILL, SCRATCH)
 
     def free_disk(self, name: str) -> None:
+        self._disk(name, _FREE, tuple(reversed(SCRATCH)))
+
+    def _disk(self, name: str, script: str, scratch: Sequence[str]) -> None:
         h = self.host(name)
-        _run(["nsenter", "--target", str(h.pid), "--mount", "sh", "-c", _FREE, "sh", str(self.workdir),
-              f"/run/nbt-keep-{h.netns}", *reversed(SCRATCH)])
+        wanted = sorted({str(p) for p in (self.workdir, Path(__file__).resolve().parents[1],
+                                          Path(sys.prefix).resolve())})
+        keep = [p for p in wanted if any(p == d or p.startswith(d + "/") for d in SCRATCH)]
+        keep = [p for p in keep if not any(p.startswith(q + "/") for q in keep)]  # the outermost
+        _run(["nsenter", "--target", str(h.pid), "--mount", "sh", "-c", script, "sh", ":".join(keep),
+              f"/run/nbt-keep-{h.netns}", *scratch])
 
     def restore_link(self, name: str) -> None:
         _run(["ip", "link", "set", self.host(name).veth, "up"])
