@@ -170,14 +170,14 @@ class Ahead:
             if item.state == "queued":
                 item.state = "taken"
                 return None
-        t0 = time.time()
+        t0 = time.monotonic()
         if not item.done.wait(self.wait_s):
             self._give_up(item)
             raise TimeoutError(f"group set-up timed out: not made {self.wait_s:g} s after its turn")
         if item.error is not None:
             raise item.error
         assert item.made is not None
-        return MadeGroup(item.made.pg, item.made.grank, "ahead", item.made.setup_s, time.time() - t0,
+        return MadeGroup(item.made.pg, item.made.grank, "ahead", item.made.setup_s, time.monotonic() - t0,
                          item.made.native)
 
     def settle(self, phase_index: int, use: set[str]) -> None:

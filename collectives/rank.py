@@ -66,7 +66,7 @@ def make_group(
     ``store``: the client to rendezvous through (a lane's, collectives/ahead.py; None: the rank's);
     ``again``: under a fresh prefix, as the coordinator asked (``again/N``: a member was restarted);
     ``rendezvous_s``: how long to wait for the other members (None: the plan's operation timeout)."""
-    t0 = time.time()
+    t0 = time.monotonic()
     grank = group.ranks.index(ctx.rank)
     iface = rail_iface(ctx, group)
     # gloo: the rail's own NIC, so a rail group measures that NIC and cable alone; else the address
@@ -82,7 +82,7 @@ def make_group(
         except BaseException:
             groups.abandon(pg)
             raise
-    setup = time.time() - t0
+    setup = time.monotonic() - t0
     return MadeGroup(pg, grank, "fresh", setup, setup, native)
 
 
@@ -351,7 +351,7 @@ def _upcoming(
 
 def _one_group(ctx: RankContext, phase: Phase, group: GroupSpec, ahead: Ahead | None, again: bool) -> None:
     made = None
-    t0 = time.time()
+    t0 = time.monotonic()
     try:
         made = ahead.take(phase.index, group.id) if ahead is not None and not again else None
         made = ctx.made = made or make_group(ctx, group, phase, again=again)
@@ -362,7 +362,7 @@ def _one_group(ctx: RankContext, phase: Phase, group: GroupSpec, ahead: Ahead | 
             rank=ctx.rank,
             phase=phase.index,
             group=group.id,
-            seconds=time.time() - t0,
+            seconds=time.monotonic() - t0,
             setup_s=made.setup_s,
             wait_s=made.wait_s,
         )

@@ -63,6 +63,7 @@ FINDING_IDS: dict[str, str] = {
     # host_checks
     "host_cannot_run": "fail",
     "fabric_shared": "warn",
+    "clock_stepped": "warn",
     # unreadable (never below warn: no verdict on data that could not be read)
     "unreadable_rows": "warn",
     "unreadable_file": "warn",

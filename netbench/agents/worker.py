@@ -19,7 +19,6 @@ external launchers (mpirun, srun, torchrun) start instead.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
 import signal
@@ -257,10 +256,10 @@ class _Agent:
         for p in procs:
             if p.poll() is None:
                 p.terminate()
-        deadline = _dt.datetime.now() + _dt.timedelta(seconds=3)
+        deadline = time.monotonic() + 3  # a wall clock stepped back must not stretch the wait
         for p in procs:
             try:
-                p.wait(timeout=max(0.1, (deadline - _dt.datetime.now()).total_seconds()))
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
         if self.marker is not None:

@@ -196,7 +196,7 @@ def run_copy_matrix(
     said = flat(opts) | {"out": report.out, "report": report.report, "fail_on": report.fail_on}
     rundir.write_run(status="running", started=utc_now(), netbench_version=__version__, launcher="local",
                      backend="nccl", device="cuda", hosts=[host], world_size=1, options=said)
-    t0 = time.time()
+    t0 = time.monotonic()
     stop: Interrupted | None = None
     try:
         measure_copy_matrix(opts, rundir, echo)
@@ -206,7 +206,7 @@ def run_copy_matrix(
         rundir.write_run(status="failed", ended=utc_now())
         raise
     rows = rundir.read_rows() if rundir.results_path.is_file() else []
-    phase = {"name": PATTERN, "groups": gpus * gpus, "seconds": round(time.time() - t0, 3)}
+    phase = {"name": PATTERN, "groups": gpus * gpus, "seconds": round(time.monotonic() - t0, 3)}
     outcome = Outcome("interrupted" if stop else "completed", rows=len(rows), env={host: collect_env("cuda")},
                       phases=[phase])
     said = {"signal": stop.signal, "error": stop.what} if stop is not None else {}

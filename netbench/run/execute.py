@@ -73,7 +73,7 @@ def execute(
         raw_echo(terminal_safe(text))
 
     progress = progress or Progress()
-    t0 = time.time()
+    t0 = time.monotonic()
     _record_start(plan, slots, rundir, settings)
     sink = _RowSink(plan, rundir, settings, TablePrinter(write=lambda s: (progress.clear(), echo(s))))
     coord = Coordinator(
@@ -104,7 +104,7 @@ def execute(
         progress.clear()
         sink.close()
         out = outcome or coord.outcome
-        _record_launch(rundir, settings, out, stop, round(time.time() - t0, 3), sink.rows)
+        _record_launch(rundir, settings, out, stop, round(time.monotonic() - t0, 3), sink.rows)
     if stop is not None and settings.follow_up:  # a later launch's caller records where it stopped
         raise stop
     if not settings.follow_up:

@@ -8,6 +8,10 @@
   hold, netbench/agents/marker.py), seen by the inventory at the start or by the port counters'
   snapshots. Each run then measures the other's traffic as its own: slow pairs and cross-spine
   penalties of this run may be that run's, not the fabric's, so judge the fabric from a run alone.
+- ``clock_stepped``: a host's wall clock went back during the run (an NTP step, an admin's ``date``):
+  the rows its ranks stamped run backwards in the order they arrived. Every duration is taken on a
+  monotonic clock, so nothing measured is wrong and the host is not faulted; but its logs, and any
+  tool that orders events by wall time, will be, so it is said about that host (warn, drains nobody).
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ from netbench.reports.rules.base import Rule
 
 from netbench.common.findings import Finding
 
+#: a stamp this far behind one its host stamped earlier is a step of the clock, not the order in which
+#: rows of parallel groups reached the coordinator (seconds apart at most)
+STEP_S = 60.0
+
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    return _cannot_run(ctx) + _shared(ctx)
+    return _cannot_run(ctx) + _shared(ctx) + _clock_stepped(ctx)
 
 
 def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
@@ -69,9 +77,42 @@ def _shared(ctx: AnalysisContext) -> list[Finding]:
     return out
 
 
+def _clock_stepped(ctx: AnalysisContext) -> list[Finding]:
+    """A row is stamped by its group's first rank (``hosts[0]``); rows reach results.jsonl in the
+    order they were measured, so one host's stamps only go back when its clock did."""
+    if ctx.rows.empty or not {"ts", "hosts"} <= set(ctx.rows.columns):
+        return []
+    latest: dict[str, float] = {}
+    step: dict[str, float] = {}
+    for ts, hosts in zip(ctx.rows["ts"], ctx.rows["hosts"], strict=True):
+        if not isinstance(hosts, list | tuple) or not hosts or not isinstance(ts, float | int) or ts != ts:
+            continue
+        host = str(hosts[0])
+        back = latest.get(host, ts) - ts
+        if back > STEP_S:
+            step[host] = max(step.get(host, 0.0), back)
+        latest[host] = max(latest.get(host, ts), ts)
+    return [Finding(
+        rule="clock_stepped",
+        severity="warn",
+        subject_kind="node",
+        subject=host,
+        title=f"{host}: its wall clock went back {_span(back)} during the run",
+        evidence={"stepped_back_s": round(back, 1)},
+        action=f"Check time sync on {host} (chronyc tracking, timedatectl): its log times are off. "
+        "Nothing measured is affected (durations use a monotonic clock).",
+        hosts=[host],
+    ) for host, back in sorted(step.items())]
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min" if seconds >= 60 else \
+        f"{seconds:.0f} s"
+
+
 RULE = Rule(
     name="host_checks",
-    ids=ids("host_cannot_run", "fabric_shared"),
+    ids=ids("host_cannot_run", "fabric_shared", "clock_stepped"),
     check=check,
     doc=__doc__ or "",
 )
