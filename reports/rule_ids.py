@@ -38,6 +38,7 @@ FINDING_IDS: dict[str, str] = {
     "outdated_firmware": "warn",
     "firmware_mismatch": "warn",
     "version_behind_newest": "info",
+    "version_mixed": "warn",
     # stragglers
     "straggler": "warn",
     "straggler_periodic": "warn",

@@ -91,6 +91,26 @@ def test_newer_minority_is_info_only(fleet):
     assert [(f.rule, f.severity) for f in found] == [("version_behind_newest", "info")]
 
 
+@pytest.mark.parametrize("version", ["2.12.0", "2.14.0+cu130"])
+def test_one_host_on_another_torch_warns_either_way(fleet, version):
+    """Ranks of one job must share torch (and NCCL): a host behind the majority or ahead of it is a
+    warning naming that host alone (issue 45: torch 2.12.0 among 2.13.0 gave no finding)."""
+    for n in fleet.inventory:
+        n["torch_version"] = "2.13.0+cu130"
+    node(fleet, "gpu005")["torch_version"] = version
+    found = [f for f in versions.check(ctx_of(fleet)) if f.severity != "info"]
+    assert [(f.severity, f.subject, f.evidence["component"]) for f in found] == [("warn", "gpu005", "torch")]
+    assert "2.13.0+cu130" in found[0].title and version in found[0].title
+
+
+def test_a_newer_nccl_on_one_host_is_mixed_not_a_rollout(fleet):
+    for h in fleet.env["hosts"].values():
+        h["nccl"] = "2.27.5"
+    next(iter(fleet.env["hosts"].values()))["nccl"] = "2.28.9"
+    found = versions.check(ctx_of(fleet))
+    assert [(f.rule, f.severity) for f in found] == [("version_mixed", "warn")]
+
+
 # -- link health ----------------------------------------------------------------------------------
 
 

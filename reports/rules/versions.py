@@ -30,7 +30,12 @@ LABELS = {
     "ofed": "OFED",
     "nccl": "NCCL",
     "cuda": "CUDA",
+    "torch": "torch",
 }
+
+#: what the ranks of one job must share: a newer minority is not a rollout to wait out but ranks whose
+#: collectives may not even agree on a wire format, so it warns as an older one does
+MUST_MATCH = ("torch", "nccl")
 
 
 def component_values(ctx: AnalysisContext) -> Iterator[tuple[str, str | None, str, str, str]]:
@@ -47,6 +52,9 @@ def component_values(ctx: AnalysisContext) -> Iterator[tuple[str, str | None, st
             yield "cuda", None, host, "", str(cuda)
         if node.get("ofed_version"):
             yield "ofed", None, host, "", str(node["ofed_version"])
+        torch = node.get("torch_version") or (env_hosts.get(host) or {}).get("torch")
+        if torch:
+            yield "torch", None, host, "", str(torch)
         nccl = (env_hosts.get(host) or {}).get("nccl") or node.get("nccl_version_torch")
         if nccl:
             yield "nccl", None, host, "", str(nccl)
@@ -194,7 +202,9 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
                     hosts=hosts,
                 )
             )
-    if majority_key is not None and majority_key < newest_key:
+        elif majority_key is not None and k > majority_key and comp in MUST_MATCH:
+            out.append(_mixed(name, comp, base, spelled[majority_key], who, hosts, subject_kind, subject))
+    if majority_key is not None and majority_key < newest_key and comp not in MUST_MATCH:
         ahead = sorted(h for k, hs in groups.items() if k > majority_key for h in hs)
         out.append(
             Finding(
@@ -218,9 +228,25 @@ def _fleet(ctx: AnalysisContext, comp: str, model: str | None, value: dict[str, 
     return out
 
 
+def _mixed(name: str, comp: str, base: dict[str, Any], majority: str, who: str, hosts: list[str],
+           subject_kind: str, subject: str) -> Finding:
+    return Finding(
+        rule="version_mixed",
+        severity="warn",
+        subject_kind=subject_kind,
+        subject=subject,
+        title=f"{who}: {name} {base['version']} differs from the fleet majority {majority}",
+        evidence={**base, "fleet_majority": majority, "hosts": hosts},
+        action=f"Run one {LABELS[comp]} on every host of a job: install {majority} on {who}, or the "
+        "newer one everywhere.",
+        hosts=hosts,
+    )
+
+
 RULE = Rule(
     name="versions",
-    ids=ids("version_below_minimum", "outdated_firmware", "firmware_mismatch", "version_behind_newest"),
+    ids=ids("version_below_minimum", "outdated_firmware", "firmware_mismatch", "version_behind_newest",
+            "version_mixed"),
     check=check,
     doc=__doc__ or "",
 )
