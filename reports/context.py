@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.arrivals import ArrivalRecord, load_arrivals
 from netbench.inventory.topology import build_switch_map, hop_class
+from netbench.reports.learned import PREFIX as LEARNED
+from netbench.reports.learned import learn_leaves
+from netbench.reports.pairrows import PairRows
 from netbench.reports.policy import Policy
 from netbench.reports.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
 from netbench.reports.siteadvice import SiteAdvice, advice_for
@@ -216,7 +219,14 @@ class AnalysisContext:
     def switches(self) -> dict[str, str]:
         """Uplinks: host -> leaf switch (topology, then switch= labels, then discovered neighbours),
         switch -> parent (topology); netbench.inventory.topology says why one map."""
-        return build_switch_map(self.inventory, self.topology, self.hosts)
+        known = build_switch_map(self.inventory, self.topology, self.hosts)
+        return known or learn_leaves(PairRows.from_frame(self.rows))
+
+    @property
+    def leaves_learned(self) -> bool:
+        """Whether ``switches`` are leaves learned from the pairs (``reports.learned``): nothing
+        placed a host."""
+        return any(v.startswith(LEARNED) for v in self.switches.values())
 
     def hop_class(self, a: str, b: str) -> str:
         return hop_class(a, b, self.switches)

@@ -215,6 +215,8 @@ def pair_facts(
     out_classes = list(classes)
     hop = hop.astype(np.int64, copy=True)
     no_load, no_hop = load < 0, hop < 0
+    if switches and UNKNOWN in out_classes:  # the plan placed no host; the switches now do (learned)
+        no_hop |= hop == out_classes.index(UNKNOWN)
     if not (no_load.any() or no_hop.any()):
         return load, hop, out_classes
     fabric = RoundLoad(switches)
