@@ -46,6 +46,7 @@ FINDING_IDS: dict[str, str] = {
     "collective_never_entered": "fail",
     "inspector_slow_rank": "warn",
     # cross_switch
+    "leaves_learned": "info",
     "cross_switch_order": "warn",
     "cross_spine_penalty": "info",
     "ring_below_pairs": "info",

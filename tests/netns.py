@@ -621,14 +621,17 @@ class TestNetwork:
         return path
 
     def netbench_argv(self, tmp: str | Path, command: str = "sweep", hosts: Sequence[str] | None = None,
-                      labels: Mapping[str, Mapping[str, str]] | None = None) -> list[str]:
-        """``python -m netbench <command> --hosts ... --ssh-config ... --python ...`` for these hosts.
+                      labels: Mapping[str, Mapping[str, str]] | None = None,
+                      switch_labels: bool = True) -> list[str]:
+        """``python -m netbench <command> --hosts ... --ssh-config ... --python ...`` for these hosts
+        (``switch_labels``: as ``hosts_file``'s).
 
         The hosts share this machine's filesystem, so the remote python is this one (with netbench).
         """
         tmp = Path(tmp)
         cfg = self.write_ssh_config(tmp / "ssh_config", hosts=hosts)
-        hosts_path = self.hosts_file(tmp / "hosts.txt", hosts=hosts, labels=labels)
+        hosts_path = self.hosts_file(tmp / "hosts.txt", hosts=hosts, labels=labels,
+                                     switch_labels=switch_labels)
         return [sys.executable, "-m", "netbench", command, "--hosts", str(hosts_path),
                 "--ssh-config", str(cfg), "--python", sys.executable]
 

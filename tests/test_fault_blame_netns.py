@@ -50,11 +50,11 @@ def net():
         yield net
 
 
-def argv(net, tmp: Path, *extra: str) -> tuple[list[str], Path]:
+def argv(net, tmp: Path, *extra: str, switch_labels: bool = True) -> tuple[list[str], Path]:
     (tmp / "policy.toml").write_text(POLICY)
     out = tmp / "run"
-    return [*net.netbench_argv(tmp, command="sweep", hosts=HOSTS), "--policy", str(tmp / "policy.toml"),
-            "--out", str(out), *SMALL, *extra], out
+    return [*net.netbench_argv(tmp, command="sweep", hosts=HOSTS, switch_labels=switch_labels),
+            "--policy", str(tmp / "policy.toml"), "--out", str(out), *SMALL, *extra], out
 
 
 def rows(out: Path) -> list[dict]:
@@ -140,6 +140,28 @@ def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path:
     # no "check link" for a pair that never ran, and no failed row shown "at 0"
     assert not [f for f in findings if f["rule"] in ("error", "timeout") and VICTIM in f["subject"]], findings
     assert " at 0)" not in log
+
+
+def test_a_dead_host_condemns_no_leaf_peer_when_no_switch_is_named(net, tmp_path: Path) -> None:
+    """Issue 45 (1): the same kill with a hosts file naming no switch. The analysis learns the two
+    leaves from the pairs (reports/learned.py), so the victim's leaf peers, left with one pair in
+    their leaf and three across the 200 Mbit/s uplink, are not suspects, and no re-test judges a
+    pair across the uplink against controls within a leaf: the victim is the only host named."""
+    net.clear_limits()
+    cmd, out = argv(net, tmp_path, "--confirm-budget", "30", switch_labels=False)
+    fair = hosts_in_cgroups(net, HOSTS) if (CGROUP_CPU / "cpu.shares").exists() else contextlib.nullcontext()
+    with fair:
+        returncode, log = _kill_mid_run(net, cmd, out)
+    assert returncode == 2, log[-4000:]
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed" and run["down_hosts"] == [VICTIM], log[-4000:]
+    assert drained(out) == [VICTIM], log[-4000:]
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    named = {h for f in findings if f["severity"] in ("warn", "fail")
+             and f["subject_kind"] in ("node", "pair") for h in f.get("hosts") or []} - {VICTIM}
+    assert not named, [(f["rule"], f["subject"]) for f in findings if f["severity"] != "info"]
+    retests = (run.get("retests") or {}).get("results") or {}
+    assert not [h for h, rt in retests.items() if rt["verdict"] == "confirmed" and h != VICTIM], retests
 
 
 @pytest.mark.parametrize("sweep", range(HEALTHY_SWEEPS))

@@ -75,9 +75,12 @@ def test_a_dead_hosts_leaf_peers_are_not_slow_without_a_topology(seed) -> None:
                      error="host gpu011: stopped answering", blame=["gpu011"])
     ctx = AnalysisContext.from_data(fleet.rows, unlabelled(fleet), fleet.env, fleet.run)
     assert ctx.leaves_learned and ctx.switches.get("gpu010") == ctx.switches.get("gpu012")
-    nodes = [f for f in run_rules(ctx) if f.severity in ("warn", "fail") and f.subject_kind in ("node", "pair")]
+    nodes = [f for f in run_rules(ctx)
+             if f.severity in ("warn", "fail") and f.subject_kind in ("node", "pair")]
     others = {h for f in nodes for h in (f.hosts or [f.subject])} - {"gpu011"}
     assert not others, [(f.rule, f.subject) for f in nodes]
+    said = [f for f in run_rules(ctx) if f.rule == "leaves_learned"]
+    assert len(said) == 1 and said[0].severity == "info" and len(said[0].evidence["leaves"]) == 2
 
 
 def test_learned_rates_read_the_largest_common_size() -> None:

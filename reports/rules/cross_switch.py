@@ -8,6 +8,10 @@ penalty is the pair model's class levels: cross-spine pairs vs same-leaf pairs a
 same size. A ring runs at its slowest hop, so a slow node found by the pairs explains it (named);
 when no pair is that slow, the cause is the ring itself: its order, the algorithm NCCL picked for
 it, or load the pairwise rounds never put on a link.
+
+``leaves_learned`` (info): no topology, label or discovered neighbour placed a host, so the leaves
+were learned from the pairs (``reports.learned``): said with the groups, so a reader knows that the
+hop classes of this report, and the re-tests' partners and controls, came from the measurements.
 """
 
 from __future__ import annotations
@@ -27,7 +31,26 @@ RING_BELOW = 0.5  # a ring under half its slowest class's pair median is worth a
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    return _orders(ctx) + _penalty(ctx) + _ring(ctx)
+    return _learned(ctx) + _orders(ctx) + _penalty(ctx) + _ring(ctx)
+
+
+def _learned(ctx: AnalysisContext) -> list[Finding]:
+    if not ctx.leaves_learned:
+        return []
+    groups: dict[str, list[str]] = {}
+    for host, leaf in ctx.switches.items():
+        groups.setdefault(leaf, []).append(host)
+    shown = "; ".join(f"{leaf}: {', '.join(sorted(h)[:_SHOW])}{' ...' if len(h) > _SHOW else ''}"
+                      for leaf, h in sorted(groups.items()))
+    return [Finding(
+        rule="leaves_learned",
+        severity="info",
+        subject_kind="run",
+        subject="topology",
+        title=f"No switch was named: {len(groups)} leaves learned from the pairs' two rates ({shown})",
+        evidence={"leaves": {leaf: sorted(h) for leaf, h in sorted(groups.items())}},
+        action="Give --topology (or switch= labels in the hosts file) to judge by the real switches.",
+    )]
 
 
 def _ring(ctx: AnalysisContext) -> list[Finding]:
@@ -175,7 +198,7 @@ def _penalty(ctx: AnalysisContext) -> list[Finding]:
 
 RULE = Rule(
     name="cross_switch",
-    ids=ids("cross_switch_order", "cross_spine_penalty", "ring_below_pairs"),
+    ids=ids("leaves_learned", "cross_switch_order", "cross_spine_penalty", "ring_below_pairs"),
     check=check,
     doc=__doc__ or "",
 )
