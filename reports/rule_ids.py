@@ -12,6 +12,7 @@ FINDING_IDS: dict[str, str] = {
     "wrong_results": "fail",
     "timeout": "fail",
     "error": "fail",
+    "switch_silent": "fail",
     "host_failing": "fail",
     "run_incomplete": "warn",
     # slow_node

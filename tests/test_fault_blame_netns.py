@@ -164,6 +164,41 @@ def test_a_dead_host_condemns_no_leaf_peer_when_no_switch_is_named(net, tmp_path
     assert not [h for h, rt in retests.items() if rt["verdict"] == "confirmed" and h != VICTIM], retests
 
 
+def test_a_leaf_cut_off_for_15_s_is_its_switch_and_drains_none_of_its_hosts(net, tmp_path: Path) -> None:
+    """Issue 45 (4): leafB's uplink down once a round is measured, up 15 s later. Its three hosts go
+    silent together while leafA runs on: that is leafB (or its uplink), one switch_silent finding to
+    check, and none of b1, b2, b3 is drained for it. Every row is kept."""
+    net.clear_limits()
+    cmd, out = argv(net, tmp_path, "--confirm-budget", "0")
+    uplink = net.uplinks["leafB"][0]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not ((out / "results.jsonl").exists() and len(rows(out)) >= 6):
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()
+            time.sleep(0.2)
+        subprocess.run(["ip", "link", "set", uplink, "down"], check=True)
+        time.sleep(15)  # the outage itself: a fixed span of time is what is tested
+        subprocess.run(["ip", "link", "set", uplink, "up"], check=True)
+        stdout, stderr = proc.communicate(timeout=400)
+    finally:
+        subprocess.run(["ip", "link", "set", uplink, "up"], check=False)
+        if proc.poll() is None:
+            proc.kill()
+    log = stdout + stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed", log[-4000:]
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    serious = [(f["rule"], f["subject"]) for f in findings if f["severity"] in ("warn", "fail")]
+    assert drained(out) == [], serious
+    assert sorted(run["down_hosts"]) == LEAVES["leafB"], log[-4000:]  # silent past --timeout: lost
+    assert ("switch_silent", "leafB") in serious and proc.returncode == 2, serious
+    node_named = {h for f in findings if f["severity"] in ("warn", "fail") and f["subject_kind"] == "node"
+                  for h in f.get("hosts") or []}
+    assert not node_named, serious
+    assert len({frozenset(r["hosts"]) for r in rows(out) if r["pattern"] == "pair"}) == 15
+
+
 @pytest.mark.parametrize("sweep", range(HEALTHY_SWEEPS))
 def test_healthy_sweeps_drain_nothing(net, tmp_path: Path, sweep: int) -> None:
     net.clear_limits()

@@ -231,3 +231,51 @@ def test_an_intermittent_node_of_few_slow_pairs_names_the_links_it_may_be(tmp_pa
     assert f.subject == hosts[5] and f.evidence["kind"] == "intermittent"
     assert sorted(f.evidence["alternative_links"]) == [f"{hosts[5]}-{hosts[20]}", f"{hosts[5]}-{hosts[27]}"]
     assert "(or 2 slow links: " in f.title and "check those links instead" in f.action
+
+
+def leaf_lost_rows(lost: set[str]) -> list[dict]:
+    """Six hosts on leaves A (a1-a3) and B (b1-b3): every pair of a host in ``lost`` failed, blamed
+    on that host; the rest measured."""
+    import itertools
+
+    out = []
+    for k, p in enumerate(itertools.combinations(HOSTS6, 2)):
+        gone = [h for h in p if h in lost]
+        out.append(failed(p, 1 + k % 5, f"host {gone[0]}: stopped answering", tuple(gone)) if gone
+                   else row(p, 1 + k % 5, 10.0))
+    return out
+
+
+def lost_run(lost: dict[str, float]) -> dict:
+    return {"status": "completed", "hosts": HOSTS6, "down_hosts": sorted(lost),
+            "faults": [{"kind": "hang", "message": f"host {h}: stopped answering (no word from its agent)",
+                        "host": h, "rank": None, "ts": ts} for h, ts in lost.items()]}
+
+
+LEAVES6 = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "b2": "B", "b3": "B"}
+
+
+def test_every_host_of_a_leaf_lost_at_once_is_the_switch_and_drains_none() -> None:
+    """Issue 45 (4): leaf B's uplink cut, its three hosts stop answering seconds apart while leaf A
+    runs on: one finding about B (to check), no host drained, no pair to check."""
+    lost = {"b1": 1000.0, "b2": 1003.5, "b3": 1006.0}
+    ctx = AnalysisContext.from_data(leaf_lost_rows(set(lost)), run=lost_run(lost), topology=LEAVES6)
+    found = errors.check(ctx)
+    v = one_verdict.judge(found, 6)
+    assert (list(v.drain), list(v.check)) == ([], ["B"]), [f.title for f in found]
+    assert [(f.rule, f.subject) for f in found] == [("switch_silent", "B")]
+    assert "b1, b2, b3" in found[0].title
+
+
+@pytest.mark.parametrize("case", ["apart in time", "part of the leaf", "every host", "no stamps"])
+def test_hosts_lost_apart_or_not_a_whole_leaf_are_the_hosts(case) -> None:
+    """Two of a leaf's three hosts, a whole leaf lost minutes apart, every host of the run, or faults
+    without stamps (an older run): the hosts, as before."""
+    lost = {"apart in time": {"b1": 1000.0, "b2": 1100.0, "b3": 1300.0},
+            "part of the leaf": {"b1": 1000.0, "b2": 1001.0},
+            "every host": {h: 1000.0 + k for k, h in enumerate(HOSTS6)},
+            "no stamps": {"b1": None, "b2": None, "b3": None}}[case]
+    ctx = AnalysisContext.from_data(leaf_lost_rows(set(lost)), run=lost_run(lost), topology=LEAVES6)
+    found = errors.check(ctx)
+    assert not [f for f in found if f.rule == "switch_silent"]
+    assert list(one_verdict.judge(found, 6).drain) == sorted(lost)

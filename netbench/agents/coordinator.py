@@ -129,7 +129,7 @@ class Coordinator:
         self.q.put((host, None))
 
     def _fault(self, kind: str, message: str, host: str | None = None, rank: int | None = None) -> None:
-        self.outcome.faults.append(Fault(kind, message, host, rank))
+        self.outcome.faults.append(Fault(kind, message, host, rank, round(time.time(), 3)))
         self.on_note(message)
 
     def _host_down(self, host: str, why: str, rank: int | None = None, kind: str = "exit") -> None:

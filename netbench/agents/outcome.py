@@ -15,6 +15,9 @@ class Fault:
     message: str
     host: str | None = None
     rank: int | None = None
+    ts: float | None = None
+    """When the coordinator saw it (its wall clock: a stamp to line faults up, e.g. the hosts behind one
+    switch going silent at once, never a duration)."""
 
 
 @dataclass(frozen=True)

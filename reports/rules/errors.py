@@ -3,6 +3,11 @@ a run that ended before its plan did.
 
 One finding per group (a pair, the world ring ...), with the sizes affected. When a host fails in
 most of its groups, that is said once about the host instead of once per partner.
+
+Every host behind one leaf lost at once (``switch_silent``) is the leaf or its uplink, not that
+many hosts failing in the same second: said once about the switch, which goes to the check list,
+and none of its hosts is drained for it. "At once": the coordinator's stamps of their faults within
+``SILENT_S`` of each other, and hosts on other leaves still running.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from netbench.common.findings import Finding
 from netbench.common.rows import blamed_hosts, never_ran
 
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
+SILENT_S = 30.0
+"""Faults of one leaf's hosts this close together are one event (an agent is declared lost some
+heartbeats after it went quiet, so hosts cut at one instant are seen seconds apart)."""
 
 
 def _group_id(row: dict[str, Any]) -> str:
@@ -114,8 +122,10 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
             named[key] = set().union(*(blamed_hosts(r) for r in rows))
             for h in named[key] or hosts:
                 failed_of[h] += len(rows)
-    bad_hosts = {h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]} | set(lost)
-    out: list[Finding] = []
+    silent = _silent_switches(ctx, lost)
+    behind = {h for hs in silent.values() for h in hs}
+    bad_hosts = ({h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]} | set(lost)) - behind
+    out: list[Finding] = [_silent(leaf, hs, lost) for leaf, hs in sorted(silent.items())]
     # what the run recorded about each host's ranks: no rank's log is kept in the run directory, so
     # the finding quotes the coordinator's words (run.json's faults) instead of pointing at a file
     faults = [f for f in ctx.run.get("faults") or [] if isinstance(f, dict)]
@@ -149,7 +159,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
         )
     for (kind, gid), rows in sorted(per_group.items()):
         hosts = rows[0].get("hosts") or []
-        if rows[0].get("pattern") == "pair" and (set(hosts) & bad_hosts or named.get((kind, gid))):
+        if rows[0].get("pattern") == "pair" and (set(hosts) & (bad_hosts | behind) or named.get((kind, gid))):
             # told once about the host; a pair that never ran, or failed for a host the run lost,
             # is no measurement of its link
             continue
@@ -192,9 +202,50 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     return out
 
 
+def _silent_switches(ctx: AnalysisContext, lost: dict[str, str]) -> dict[str, list[str]]:
+    """leaf -> its hosts, for each leaf (topology, labels or learned) of two hosts or more whose every
+    host the run lost at once while some host elsewhere was not lost."""
+    listed = ctx.run.get("hosts")
+    hosts = [h for h in listed if isinstance(h, str)] if isinstance(listed, list) else ctx.hosts
+    if not lost or set(hosts) <= set(lost):
+        return {}  # nothing lost, or everything: the coordinator's own side, not one leaf
+    by_leaf: dict[str, list[str]] = defaultdict(list)
+    for h in hosts:
+        if ctx.switches.get(h):
+            by_leaf[ctx.switches[h]].append(h)
+    stamps: dict[str, float] = {}
+    for f in ctx.run.get("faults") or []:
+        if isinstance(f, dict) and isinstance(f.get("host"), str) and isinstance(f.get("ts"), int | float):
+            stamps.setdefault(f["host"], float(f["ts"]))
+    out = {}
+    for leaf, hs in by_leaf.items():
+        if len(hs) < 2 or not set(hs) <= set(lost) or len(by_leaf) < 2:
+            continue
+        seen = [stamps[h] for h in hs if h in stamps]
+        if len(seen) == len(hs) and max(seen) - min(seen) <= SILENT_S:
+            out[leaf] = sorted(hs)
+    return out
+
+
+def _silent(leaf: str, hosts: list[str], lost: dict[str, str]) -> Finding:
+    shown = ", ".join(hosts[:16]) + (f" and {len(hosts) - 16} more" if len(hosts) > 16 else "")
+    return Finding(
+        rule="switch_silent",
+        severity="fail",
+        subject_kind="switch",
+        subject=leaf,
+        title=f"{leaf}: every host behind it ({shown}) was lost at once, while the rest of the fabric "
+        "ran on: the switch or its uplink, not the hosts",
+        evidence={"hosts": hosts, "lost": {h: lost[h] for h in hosts}},
+        action=f"Check {leaf} and its uplink (port state, cabling, the switch's log) for an outage at "
+        "the time of the run; its hosts are not drained for it. Measure them again once it is back.",
+        hosts=[],
+    )
+
+
 RULE = Rule(
     name="errors",
-    ids=ids("wrong_results", "timeout", "error", "host_failing", "run_incomplete"),
+    ids=ids("wrong_results", "timeout", "error", "host_failing", "run_incomplete", "switch_silent"),
     check=check,
     doc=__doc__ or "",
 )
