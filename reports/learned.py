@@ -37,10 +37,10 @@ PREFIX = "learned-leaf"
 def learn_leaves(rows: PairRows) -> dict[str, str]:
     """host -> a learned leaf (``learned-leaf1``...), or {} where the pairs show no leaves."""
     n = len(rows.names)
-    pairs, rate = _pair_rates(rows)
+    pairs, rate = pair_rates(rows)
     if len(rate) < 4:
         return {}
-    fast = _fast(np.log(rate))
+    fast = fast_pairs(np.log(rate))
     if fast is None:
         return {}
     leaf = _components(n, _supported(n, pairs[fast]))
@@ -51,7 +51,7 @@ def learn_leaves(rows: PairRows) -> dict[str, str]:
     return {rows.names[h]: f"{PREFIX}{order[c]}" for h, c in enumerate(leaf.tolist()) if c >= 0}
 
 
-def _pair_rates(rows: PairRows) -> tuple[np.ndarray, np.ndarray]:
+def pair_rates(rows: PairRows) -> tuple[np.ndarray, np.ndarray]:
     """(pairs as (lo, hi) host codes, each one's median busbw) at the largest size most pairs ran."""
     ok = rows.ok & np.isfinite(rows.busbw) & (rows.busbw > 0)
     if not ok.any():
@@ -67,7 +67,7 @@ def _pair_rates(rows: PairRows) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([keys // n, keys % n], axis=1), rate
 
 
-def _fast(logs: np.ndarray) -> np.ndarray | None:
+def fast_pairs(logs: np.ndarray) -> np.ndarray | None:
     """Which pairs are fast: the two-means split of ``logs``, or None where the means are not
     ``MIN_RATIO`` apart."""
     s = np.sort(logs)

@@ -12,12 +12,14 @@ FINDING_IDS: dict[str, str] = {
     "wrong_results": "fail",
     "timeout": "fail",
     "error": "fail",
-    "switch_silent": "fail",
     "host_failing": "fail",
     "run_incomplete": "warn",
+    "switch_silent": "fail",
     # slow_node
     "slow_node": "fail",
     "slow_switch": "fail",
+    # fleet_split
+    "fleet_split": "fail",
     # slow_pair
     "slow_pair": "warn",
     # slow_rail

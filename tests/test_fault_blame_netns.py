@@ -199,6 +199,32 @@ def test_a_leaf_cut_off_for_15_s_is_its_switch_and_drains_none_of_its_hosts(net,
     assert len({frozenset(r["hosts"]) for r in rows(out) if r["pattern"] == "pair"}) == 15
 
 
+def test_preflight_with_half_the_fleet_capped_is_not_a_pass(net, tmp_path: Path) -> None:
+    """Issue 45 (7): a2, b1 and b3 capped to 50 Mbit/s from the start (half of six hosts, on both
+    leaves). The fleet's median is the capped rate, so no host reads slow against it; the split is
+    said (fleet_split, both groups and rates), the verdict is FAIL (exit 2) and nobody is drained,
+    since the fleet alone cannot say which half is healthy."""
+    capped = ["a2", "b1", "b3"]
+    net.clear_limits()
+    for h in capped:
+        net.limit_host(h, "50mbit")
+    try:
+        cmd = [*net.netbench_argv(tmp_path, command="preflight", hosts=HOSTS), "--no-ring", "--no-sequential",
+               "--pair-sizes", "1M", "-n", "5", "-w", "1", "--timeout", "20", "--budget", "150s",
+               "--json", str(tmp_path / "pf.json"), "--out", str(tmp_path / "run")]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    finally:
+        net.clear_limits()
+    assert done.returncode == 2, done.stdout + done.stderr[-4000:]
+    assert done.stdout.strip() == "", done.stdout  # nobody drained
+    findings = json.loads((tmp_path / "run" / "findings.json").read_text())["findings"]
+    split = [f for f in findings if f["rule"] == "fleet_split"]
+    # b2's leaf peers are both capped, and it meets a1 and a3 only across the 200 Mbit/s uplink the
+    # round's cross pairs share (about 67 Mbit/s each): its best pair may sit at the cap as well
+    assert len(split) == 1 and set(capped) <= set(split[0]["evidence"]["slow_hosts"]) <= {*capped, "b2"}
+    assert {"a1", "a3"} <= set(split[0]["evidence"]["fast_hosts"]), split
+
+
 @pytest.mark.parametrize("sweep", range(HEALTHY_SWEEPS))
 def test_healthy_sweeps_drain_nothing(net, tmp_path: Path, sweep: int) -> None:
     net.clear_limits()

@@ -12,6 +12,7 @@ from netbench.reports.rules import (
     engines,
     errors,
     expected,
+    fleet_split,
     host_checks,
     imported,
     link_health,
@@ -31,6 +32,7 @@ from netbench.reports.rules.base import Rule
 RULES: list[Rule] = [
     errors.RULE,
     slow_node.RULE,
+    fleet_split.RULE,
     slow_pair.RULE,
     slow_rail.RULE,
     link_health.RULE,

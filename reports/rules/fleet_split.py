@@ -1,0 +1,76 @@
+"""A fleet in two speeds.
+
+``fleet_split`` (fail): half the hosts or more cannot run faster than one rate with any partner,
+while the others run ``MIN_RATIO`` or more above it with each other. The slow-node rule weighs each
+host against the fleet's own median; when half the fleet is slow that median is the slow rate, and
+the slow hosts read as the norm (issue 45: three of six hosts capped to 50 Mbit/s gave PASS). A
+host's best pair is what tells: a capped host is capped with every partner, a healthy one runs at
+full rate with another healthy one, whatever the share of each. The slow group is the hosts whose
+best pair is within ``CAPPED`` of the lowest (one cap, and noise); the fast one those ``MIN_RATIO``
+above it (a healthy host whose leaf peers are all capped runs faster across the uplink: fast). Hop
+classes do not split a fleet this way (every host's best pair is within its leaf), nor does one slow
+host (fewer than half: the slow-node rule names it). Which group is healthy the fleet alone cannot
+say, so nobody is drained: the finding names both groups and their rates, for the link rate or the
+last baseline to decide.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from netbench.reports.context import AnalysisContext
+from netbench.reports.learned import MIN_RATIO, pair_rates
+from netbench.reports.pairrows import PairRows
+from netbench.reports.rule_ids import ids
+from netbench.reports.rules.base import Rule
+from netbench.reports.stats import sig3
+
+from netbench.common.findings import Finding
+
+_SHOW = 16
+CAPPED = 1.25
+"""Hosts whose best pair is within this of the lowest best pair are at the floor: one cap, and noise."""
+
+
+def check(ctx: AnalysisContext) -> list[Finding]:
+    rows = PairRows.from_frame(ctx.rows)
+    pairs, rate = pair_rates(rows)
+    n = len(rows.names)
+    if n < 4 or len(rate) < 4:
+        return []
+    best = np.full(n, np.nan)
+    met = np.zeros(n, dtype=np.int64)
+    for end in (0, 1):
+        np.fmax.at(best, pairs[:, end], rate)
+        np.add.at(met, pairs[:, end], 1)
+    seen = np.flatnonzero((met >= 2) & np.isfinite(best))
+    if len(seen) < 4:
+        return []
+    floor = float(best[seen].min())
+    slow, quick = seen[best[seen] <= floor * CAPPED], seen[best[seen] >= floor * MIN_RATIO]
+    if len(quick) < 2 or 2 * len(slow) < len(seen):
+        return []
+    within = np.isin(pairs[:, 0], quick) & np.isin(pairs[:, 1], quick)
+    fast_rate, slow_rate = float(np.median(rate[within])), float(np.max(best[slow]))
+    names = [rows.names[h] for h in slow.tolist()], [rows.names[h] for h in quick.tolist()]
+    return [Finding(
+        rule="fleet_split",
+        severity="fail",
+        subject_kind="run",
+        subject="fleet",
+        title=f"The fleet runs at two speeds: {len(slow)} hosts ({_names(names[0])}) at most "
+        f"{sig3(slow_rate)} GB/s with any partner, {len(quick)} ({_names(names[1])}) at "
+        f"{sig3(fast_rate)} GB/s with each other",
+        evidence={"slow_hosts": sorted(names[0]), "fast_hosts": sorted(names[1]),
+                  "slow_best_GBps": sig3(slow_rate), "fast_median_GBps": sig3(fast_rate)},
+        action="Half the fleet or more is at the lower rate, so its own median cannot say which group is "
+        "healthy: compare both with the links' rate (netbench inventory) or the last baseline (netbench "
+        "compare), then drain the group that is off. Nobody is drained for this finding.",
+    )]
+
+
+def _names(hosts: list[str]) -> str:
+    shown = sorted(hosts)
+    return ", ".join(shown[:_SHOW]) + (f" and {len(shown) - _SHOW} more" if len(shown) > _SHOW else "")
+
+
+RULE = Rule(name="fleet_split", ids=ids("fleet_split"), check=check, doc=__doc__ or "")
