@@ -149,3 +149,16 @@ def test_clock_offset_estimated_through_a_real_store_within_its_bound():
     for r in (1, 2):
         assert abs(got[r].offset_us - skew[r]) <= got[r].err_us + 1.0
         assert 0 <= got[r].err_us < 50_000
+
+
+@pytest.mark.parametrize(("leaves", "named"), [
+    ({"n0": "A", "n1": "A", "n2": "A", "n3": "A"}, ["n3"]),  # one leaf: late is late
+    ({"n0": "A", "n1": "A", "n2": "B", "n3": "B"}, []),  # n3 sends to n0 across the uplink: it waits
+    ({"n0": "B", "n1": "A", "n2": "A", "n3": "B"}, ["n3"]),  # n3's next host is on its leaf
+])
+def test_a_rank_whose_sends_cross_an_uplink_is_not_a_straggler(leaves, named):
+    """Issue 45 (9): the ring rank before a leaf boundary waits on the uplink, iteration after
+    iteration; its lateness is its path's, so it is not named (the uplink is judged by the pairs)."""
+    recs = [record(stamps(late={6: 200.0}, seed=s), size=1 << (10 + s)) for s in range(5)]
+    found = stragglers.check(AnalysisContext.from_data([], arrivals=recs, topology=leaves))
+    assert [f.subject for f in found] == named

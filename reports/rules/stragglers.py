@@ -8,10 +8,18 @@ most of a group's judged sizes is a finding: ``straggler`` when persistent,
 ``straggler_periodic`` when most of its sizes found it late every k-th iteration. Moving late
 arrivals (system noise) and runs without arrivals (older runs, imported nccl-tests -I maxima, which
 only bound the straggler) give none.
+
+A rank late because of its path is not a straggler (issue 45): in a ring, the rank whose sends cross
+to another leaf waits on that uplink (a 2:1 or capped uplink makes it last, iteration after
+iteration), and the rank before a slow host waits on that host. So a host whose next host in the
+group's ring is behind another leaf, or is slow itself (the pair model's node effect below the slow
+node bar), is not named: its lateness is what its path predicts, and the cause is named elsewhere
+(the uplink, the slow node).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from netbench.reports.arrivals import PointVerdict
@@ -73,8 +81,29 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     for group in ctx.analyses.stragglers:
         judged = len(group.judged)
         for host, points in group.stragglers():
-            out.append(_finding(host, points, judged, group.hosts))
+            if not _path_explains(ctx, group.hosts, host):
+                out.append(_finding(host, points, judged, group.hosts))
     return out
+
+
+def _path_explains(ctx: AnalysisContext, hosts: tuple[str, ...], host: str) -> bool:
+    """Whether ``host`` waits on its path: the host after it in the ring (``hosts``, in rank order, a
+    host's ranks side by side) is behind another leaf, or slow."""
+    ring = [h for k, h in enumerate(hosts) if k == 0 or h != hosts[k - 1]]
+    if len(ring) > 1 and ring[0] == ring[-1]:
+        ring.pop()
+    if host not in ring or len(ring) < 2:
+        return False
+    after = ring[(ring.index(host) + 1) % len(ring)]
+    mine, theirs = ctx.switches.get(host), ctx.switches.get(after)
+    if mine is not None and theirs is not None and mine != theirs:
+        return True
+    model = ctx.pair_model
+    if model is None or after not in model.hosts:
+        return False
+    k = model.hosts.index(after)
+    bar = math.log(ctx.policy.thresholds.slow_node_factor)
+    return bool(model.judged[k] and model.node_effect[k] < bar)
 
 
 RULE = Rule(name="stragglers", ids=ids("straggler", "straggler_periodic"), check=check, doc=__doc__ or "")
