@@ -328,8 +328,8 @@ class PreflightStages:
         if budget.left() < MIN_QUICK_PASS_S:
             from netbench.common.rundir import utc_now
 
-            said = (f"budget {opts.budget_s:g} s is too small: the inventory took {self.t:.1f} s and the quick "
-                    f"pass needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more")
+            said = (f"budget {opts.budget_s:g} s is too small: the inventory took {self.t:.1f} s and the "
+                    f"quick pass needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more")
             # ended, not left ``running``; ``failed`` with why, so `netbench report` on it is no PASS
             run.rundir.write_run(status="failed", ended=utc_now(), error=said)
             raise PreflightError(f"{said}; run directory {run.rundir.path}")
