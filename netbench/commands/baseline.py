@@ -90,19 +90,20 @@ def delete(name: str) -> None:
 
 @contextmanager
 def _locked(store: BaselineStore, name: str) -> Iterator[None]:
-    """Hold ``<root>/.<name>.lock`` exclusively (``flock``): a save or delete of one name at a time,
-    so of two simultaneous saves of a new name one saves and the other is refused as for a name that
-    exists (the store checks under the lock). The store's root is made first; one that cannot be
-    (``$NETBENCH_BASELINES`` a file, ``$HOME`` on a read-only disk) is one line naming it."""
+    """Hold the store's folder exclusively (``flock`` on the folder itself: no lock file is left in
+    it) for a save or delete, so of two simultaneous saves of a new name one saves and the other is
+    refused as for a name that exists (the store checks under the lock). The store's root is made
+    first; one that cannot be (``$NETBENCH_BASELINES`` a file, ``$HOME`` on a read-only disk) is one
+    line naming it."""
     import fcntl
     import os
 
     from netbench.common.errors import NetbenchError, UsageError
 
-    root = store.path(name).parent  # the name is checked first: it becomes a file name below
+    root = store.path(name).parent  # the name is checked first
     try:
         root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / f".{name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileExistsError, NotADirectoryError):
         raise UsageError(f"the baseline store {root} is not a directory (or under a file): set "
                          "NETBENCH_BASELINES to a folder") from None
