@@ -71,8 +71,8 @@ class _Guarded(io.RawIOBase):
             return size
         try:
             return os.write(self._fd, data)
-        except BlockingIOError:  # a non-blocking stream that is only full for now: the buffer retries
-            raise
+        except BlockingIOError:  # a non-blocking stream only full for now: "would block", as FileIO says
+            return None  # type: ignore[return-value]
         except OSError as exc:
             self._lose(exc.errno or errno.EIO)
             return size

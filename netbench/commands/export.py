@@ -36,7 +36,12 @@ class ExportCommand(click.Command):
                 formatter.write_dl([(e.name, f"{e.files}. {e.help}") for e in exporters])
             formatter.write_paragraph()
             formatter.write_text("Each file is written whole (a temporary file, renamed over it). A name in "
-                                 "--out that is a symbolic link is refused (exit 2), never written through.")
+                                 "--out that is a symbolic link is refused (exit 2), never written through; "
+                                 "so is an --out the OS will not let it write (read-only), and a full one "
+                                 "stops it (exit 3). A run that ended early, has unreadable lines or rows of "
+                                 "several runs is exported with a warning that says so (the files carry no "
+                                 "verdict). Names that would be alike get a short hash or -2, never one "
+                                 "file over another.")
             formatter.write_paragraph()
             formatter.write_text("Examples:")
             with formatter.indentation():
