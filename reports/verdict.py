@@ -22,6 +22,7 @@ imports nothing above ``netbench.common``.
 
 from __future__ import annotations
 
+import errno
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,7 +109,29 @@ def error_situation(exc: BaseException) -> str:
         return BAD_INPUT
     if isinstance(exc, NetbenchError):  # a code the raiser chose: 2 bad input, 3 could not run
         return {2: BAD_INPUT, 3: ERROR}.get(exc.exit_code, NAMED_ERROR)
+    if refused(exc):
+        assert isinstance(exc, OSError)
+        return _REFUSALS[exc.errno]  # type: ignore[index]
     return INTERNAL_ERROR
+
+
+_REFUSALS = {
+    # no room: what it wrote is kept, what it could not is said (as a run directory that fills up)
+    **dict.fromkeys((errno.ENOSPC, errno.EDQUOT), DISK_FULL),
+    # a path that cannot name a file: too long, through a file, a directory where a file belongs,
+    # a loop of links, a file where a folder belongs: the command line's or the environment's
+    **dict.fromkeys((errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EEXIST), BAD_INPUT),
+    # the OS said no to a path that is fine: permissions, a read-only file system, a file too large
+    # for its limit, a pipe whose reader left (stdout's own is no error: ``netbench.commands._streams``)
+    **dict.fromkeys((errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG, errno.EPIPE), NAMED_ERROR),
+}
+"""The OS's refusals of a file: one ``netbench: error: PATH: what the OS said`` line at the CLI
+(``cli.refusal_line``), never ``internal error``; any other OSError is a bug there."""
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is the OS refusing a file (``_REFUSALS``), not a bug."""
+    return isinstance(exc, OSError) and exc.errno in _REFUSALS
 
 
 # -- the verdict of findings ---------------------------------------------------------------------------

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
 import click
+
+if TYPE_CHECKING:
+    from netbench.run.baselines import BaselineStore
 
 
 @click.group(
@@ -35,7 +42,9 @@ def save(run_dir: str, name: str, overwrite: bool, force: bool) -> None:
     from netbench.common.rundir import resolve_run
     from netbench.run.baselines import BaselineStore
 
-    saved = BaselineStore().save(resolve_run(run_dir), name, overwrite=overwrite, force=force)
+    store = BaselineStore()
+    with _locked(store, name):  # two saves of one name: the second waits, then finds the first's
+        saved = store.save(resolve_run(run_dir), name, overwrite=overwrite, force=force)
     for problem in saved.forced:
         click.echo(f"netbench: warning: saved with --force: {problem}", err=True)
     old, new = saved.replaced, saved.info
@@ -61,7 +70,47 @@ def list_() -> None:
 @command.command("delete", short_help="Delete a saved baseline.")
 @click.argument("name")
 def delete(name: str) -> None:
+    import os
+
+    from netbench.common.errors import UsageError
+    from netbench.common.text import terminal_safe
     from netbench.run.baselines import BaselineStore
 
-    BaselineStore().delete(name)
+    store = BaselineStore()
+    with _locked(store, name):
+        path = store.path(name)
+        if path.is_symlink():  # netbench makes none: whatever it leads to is not a baseline to delete
+            target = terminal_safe(os.readlink(path), keep_newlines=False)
+            raise UsageError(f"baseline {name!r} in {store.root} is a symbolic link (to {target}), not a "
+                             "baseline netbench saved; refusing to delete through it "
+                             "(remove the link yourself)")
+        store.delete(name)
     click.echo(f"deleted baseline {name!r}")
+
+
+@contextmanager
+def _locked(store: BaselineStore, name: str) -> Iterator[None]:
+    """Hold the store's folder exclusively (``flock`` on the folder itself: no lock file is left in
+    it) for a save or delete, so of two simultaneous saves of a new name one saves and the other is
+    refused as for a name that exists (the store checks under the lock). The store's root is made
+    first; one that cannot be (``$NETBENCH_BASELINES`` a file, ``$HOME`` on a read-only disk) is one
+    line naming it."""
+    import fcntl
+    import os
+
+    from netbench.common.errors import NetbenchError, UsageError
+
+    root = store.path(name).parent  # the name is checked first
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileExistsError, NotADirectoryError):
+        raise UsageError(f"the baseline store {root} is not a directory (or under a file): set "
+                         "NETBENCH_BASELINES to a folder") from None
+    except OSError as exc:
+        raise NetbenchError(f"the baseline store {root}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 @click.command(
     short_help="Compare a run with a baseline; exit 1 on regression.",
     epilog="""\b
-Exit codes: 0 no size regressed beyond the threshold, 1 regression, 2 bad input.
+Exit codes: 0 no size regressed beyond the threshold, 1 regression (or a run or baseline that ended
+early: interrupted, failed or killed), 2 bad input.
 Examples:
   netbench compare latest --baseline nightly     # the newest run under netbench-runs/
   netbench compare netbench-runs/<id> --baseline nightly
@@ -63,7 +64,25 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     fps = (fingerprint(base.env, base.inventory), fingerprint(cur.env, cur.inventory))
     click.echo(render(comparisons, fps, env_diff(cur.env, base.env), threshold, fmt), nl=False)
     regressed = any(is_regression(c, threshold) for c in comparisons)
-    raise SystemExit(exit_code("compare", WARN if regressed else PASS))  # a regression: its warning
+    early = _ended_early(cur, "the run") + _ended_early(base, "the baseline")
+    # a regression is its warning; so is a side that ended early: sizes it never measured are missing
+    raise SystemExit(exit_code("compare", WARN if regressed or early else PASS))
+
+
+def _ended_early(side: Baseline, which: str) -> int:
+    """Say (stderr) that ``side``'s run.json records a run that did not end (interrupted, failed, or
+    still ``running``: killed before it could record its end); 1 when it did so, else 0."""
+    from netbench.common.text import terminal_safe
+    from netbench.reports.runcheck import ENDED_EARLY
+
+    status = side.run.get("status")
+    if status not in ENDED_EARLY:
+        return 0
+    why = side.run.get("error") or side.run.get("signal")
+    said = f"{which} {side.path}: run.json says {status}{f' ({why})' if why else ''}: it ended early or " \
+        "never recorded its end; compared on the sizes it measured"
+    click.echo(terminal_safe(f"netbench: warning: {said}", keep_newlines=False), err=True)
+    return 1
 
 
 def _say_doubts(side: Baseline) -> None:

@@ -36,7 +36,12 @@ class ExportCommand(click.Command):
                 formatter.write_dl([(e.name, f"{e.files}. {e.help}") for e in exporters])
             formatter.write_paragraph()
             formatter.write_text("Each file is written whole (a temporary file, renamed over it). A name in "
-                                 "--out that is a symbolic link is refused (exit 2), never written through.")
+                                 "--out that is a symbolic link is refused (exit 2), never written through; "
+                                 "so is an --out the OS will not let it write (read-only), and a full one "
+                                 "stops it (exit 3). A run that ended early, has unreadable lines or rows of "
+                                 "several runs is exported with a warning that says so (the files carry no "
+                                 "verdict). Names that would be alike get a short hash or -2, never one "
+                                 "file over another.")
             formatter.write_paragraph()
             formatter.write_text("Examples:")
             with formatter.indentation():
@@ -59,15 +64,19 @@ def command(run_dir: str, out: str, fmt: str) -> None:
     from netbench.common.errors import UsageError
     from netbench.common.files import write_files
     from netbench.common.rundir import RunDir, resolve_run
-    from netbench.reports.export.base import RunData
+    from netbench.common.text import terminal_safe
+    from netbench.reports.export.base import RunData, unique_names
 
     try:
         run = RunDir.open(resolve_run(run_dir))
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    files = _registry()[fmt].render(RunData(run))
+    data = RunData(run)
+    files = unique_names(_registry()[fmt].render(data))
     if not files:
         raise UsageError(f"{run_dir}: no measured rows to export")
+    for problem in data.problems:  # the files carry no verdict: what is wrong with the run is said here
+        click.echo(terminal_safe(f"netbench: warning: {problem}", keep_newlines=False), err=True)
     about = {f.name: f.about for f in files}
     for path in write_files(out, {f.name: f.text for f in files}):
         click.echo(f"{path}: {about[path.name]}" if about[path.name] else str(path))

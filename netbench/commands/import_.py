@@ -98,4 +98,5 @@ def _report(ctx: click.Context, path: object) -> None:
     if report_cmd is None:
         click.echo(f"(no `netbench report` command here; run it later on {path})", err=True)
         return
-    report_cmd.main(args=[str(path)], prog_name="netbench report", standalone_mode=False, obj=ctx.obj)
+    with report_cmd.make_context("report", [str(path)], parent=ctx) as sub:  # not main(): it makes a
+        report_cmd.invoke(sub)  # full disk (a KeyboardInterrupt) click's Abort, a Ctrl-C's status

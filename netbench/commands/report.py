@@ -117,8 +117,9 @@ def command(
         )
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
-    except OSError as exc:
-        raise NetbenchError(f"cannot write the report: {exc}") from None
+    except OSError as exc:  # read-only, no permission: no report (exit 3, as a full disk); the rows stay
+        raise NetbenchError(f"cannot write the report into {run_dir}: {exc.strerror or exc} (its rows are "
+                            "unchanged)", exit_code=3) from None
     from netbench.common.rundir import RunDir
     from netbench.common.text import coloured, terminal_safe
 

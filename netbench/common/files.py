@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from netbench.common.errors import NetbenchError, UsageError
+from netbench.common.errors import UsageError
 
 MAX_USER_FILE_BYTES = 64 << 20  # far above any real hosts file, policy or topology
 
@@ -107,18 +107,34 @@ def write_files(folder: str | Path, texts: dict[str, str], option: str = "--out"
     before anything is written: ``UsageError``, one line, exit 2. Each file is first written to a
     fresh temporary name opened with O_EXCL | O_NOFOLLOW (a link planted at that name fails the open,
     never redirects it), then renamed over its name; a link planted in between is replaced by the
-    rename, not followed. The folder is held open (``dir_fd``) so every step acts on the one folder."""
+    rename, not followed. The folder is held open (``dir_fd``) so every step acts on the one folder.
+    A folder the OS will not let it write (read-only, not its user's) is ``UsageError`` naming it; a
+    full one ``interrupts.DiskFull`` (exit 3, as a full run directory), the files written so far kept."""
+    from netbench.common.interrupts import disk_full
+
     where = Path(folder)
     try:
         where.mkdir(parents=True, exist_ok=True)
         dfd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        raise UsageError(f"{option} {where}: cannot write into it: {exc.strerror or exc}") from None
+        raise disk_full(exc, where) or UsageError(f"{option} {where}: cannot write into it: "
+                                                  f"{exc.strerror or exc}") from None
+    done = 0
     try:
         for name in texts:
             _check_target(dfd, where, name, option)
+    except BaseException:
+        os.close(dfd)
+        raise
+    try:
         for name, text in texts.items():
             _write_at(dfd, where, name, text)
+            done += 1
+    except OSError as exc:  # full (exit 3, as a full run directory), read-only, not ours: one line
+        name = list(texts)[done]
+        before = f" ({done} of {len(texts)} files written before it)" if done else " (nothing written)"
+        raise disk_full(exc, where / name) or UsageError(
+            f"{option} {where}: cannot write {name}: {exc.strerror or exc}{before}") from None
     finally:
         os.close(dfd)
     return [where / name for name in texts]
@@ -144,20 +160,14 @@ def _check_target(dfd: int, where: Path, name: str, option: str) -> None:
 
 def _write_at(dfd: int, where: Path, name: str, text: str) -> None:
     tmp = f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                     dir_fd=dfd)
-    except OSError as exc:
-        raise NetbenchError(f"cannot write {where / name}: {exc.strerror or exc}") from None
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())  # the data is on disk before the name points at it
         os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-    except BaseException as exc:  # the old file stays whole, no temporary one is left behind
+    except BaseException:  # the old file stays whole, no temporary one is left behind
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dfd)
-        if isinstance(exc, OSError):
-            raise NetbenchError(f"cannot write {where / name}: {exc.strerror or exc}") from None
         raise

@@ -326,11 +326,13 @@ class PreflightStages:
         if self.stop_early or len(self.live) < 2:
             return None
         if budget.left() < MIN_QUICK_PASS_S:
-            raise PreflightError(
-                f"budget {opts.budget_s:g} s is too small: the inventory took {self.t:.1f} s and the quick "
-                f"pass needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more; run directory "
-                f"{run.rundir.path}"
-            )
+            from netbench.common.rundir import utc_now
+
+            said = (f"budget {opts.budget_s:g} s is too small: the inventory took {self.t:.1f} s and the "
+                    f"quick pass needs at least {MIN_QUICK_PASS_S + budget.reserve_s:g} s more")
+            # ended, not left ``running``; ``failed`` with why, so `netbench report` on it is no PASS
+            run.rundir.write_run(status="failed", ended=utc_now(), error=said)
+            raise PreflightError(f"{said}; run directory {run.rundir.path}")
         self.sofar.enter("quick pass")
         measured = [e for e in self.entries if e.name in self.live]
         caps = run.site.caps(measured, self.nodes)
@@ -389,12 +391,10 @@ class PreflightStages:
             startup_s=startup_s, quick_phase_s=[round(d, 3) for d in gate.durations()], rounds=len(rounds)
         )
         if gate.skipped:
-            rundir.write_run(status="budget", ended=utc_now())
-            raise PreflightError(
-                f"budget {opts.budget_s:g} s is too small for the quick pass: {len(gate.skipped)} of its "
-                f"phases did not fit (start-up {startup_s:.1f} s, {gate.estimate():.1f} s a phase); what was "
-                f"measured is in {rundir.path}"
-            )
+            said = (f"budget {opts.budget_s:g} s is too small for the quick pass: {len(gate.skipped)} of its "
+                    f"phases did not fit (start-up {startup_s:.1f} s, {gate.estimate():.1f} s a phase)")
+            rundir.write_run(status="failed", ended=utc_now(), error=said)
+            raise PreflightError(f"{said}; what was measured is in {rundir.path}")
         return quick
 
     def confirm(self, run: Opened, planned: Planned, launch: Launch, quick: Outcome) -> RetestEvidence:

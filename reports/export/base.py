@@ -17,7 +17,11 @@ if TYPE_CHECKING:  # numpy, through findings and arrivals: loaded only when an e
     from netbench.collectives.arrivals import ArrivalRecord
 
     from netbench.common.findings import Finding
+    from netbench.common.jsonread import JsonlRead, JsonRead
     from netbench.common.rundir import RunDir
+
+MAX_SAID = 5
+"""Unreadable lines or files named one by one in the warnings; the rest are counted."""
 
 
 @dataclass(frozen=True)
@@ -37,13 +41,48 @@ class RunData:
         self.run = run
 
     @cached_property
+    def _loaded(self) -> JsonlRead:
+        return self.run.load_rows()
+
+    @cached_property
     def rows(self) -> list[dict[str, Any]]:
-        return self.run.read_rows()
+        """results.jsonl's usable rows (``problems`` names the lines left out)."""
+        return self._loaded.records
+
+    @cached_property
+    def _run_json(self) -> JsonRead:
+        return self.run.load_run()
 
     @cached_property
     def meta(self) -> dict[str, Any]:
         """run.json."""
-        return self.run.read_run()
+        return self._run_json.data
+
+    @cached_property
+    def problems(self) -> list[str]:
+        """What is wrong with the run, one line each, for the export's warnings: an export carries no
+        verdict, so a file made from a damaged run (lines or files left out), a mixed one (rows of
+        several runs, judged as one) or a killed one (it ended early or never recorded its end) must
+        not read as a whole run's. The checks are the report's (``reports.runcheck``)."""
+        import pandas as pd
+        from netbench.reports.runcheck import ENDED_EARLY, run_doubts
+
+        said = []
+        status = self.meta.get("status")
+        if status in ENDED_EARLY:
+            why = self.meta.get("error") or self.meta.get("signal")
+            said.append(f"{self.run.path / 'run.json'}: the run is {status}{f' ({why})' if why else ''}: it "
+                        "ended early or never recorded its end; exported what it measured")
+        left = self._loaded.unreadable + self._run_json.unreadable
+        for u in left[:MAX_SAID]:
+            said.append(f"{u.file}{f':{u.line}' if u.line else ''}: {u.reason}; left out")
+        if len(left) > MAX_SAID:
+            said.append(f"{len(left) - MAX_SAID} more unreadable line(s) or file(s) left out")
+        named = frozenset(h for r in self.rows for h in (r.get("hosts") or ()) if isinstance(h, str))
+        frame = pd.DataFrame(self.rows, columns=["run_id", "ranks"]) if self.rows else pd.DataFrame()
+        for d in run_doubts(self.run.path, self.meta, frame, len(self._loaded.unreadable), named):
+            said.append(f"{d.file}: {d.reason} ({d.kind})")
+        return said
 
     @cached_property
     def hosts(self) -> list[str] | None:
@@ -99,9 +138,43 @@ class Exporter:
     """The files' text from the run's data; [] when the run holds nothing this format shows."""
 
 
+MAX_NAME = 120
+"""Characters of a file name before its suffix: far under a file system's 255 bytes."""
+
+
 def file_name(*parts: str, suffix: str) -> str:
     """A file name from untrusted parts (group names, collectives): anything but letters, digits and
-    ``_.-`` becomes ``_`` (no ``/``, no ``..`` path), at most 120 characters before ``suffix``."""
+    ``_.-`` becomes ``_`` (no ``/``, no ``..`` path), at most ``MAX_NAME`` characters before ``suffix``.
+    A name that had to be cut ends in a short hash of the parts as they were, so two groups of long
+    host names never share one file (cut to one prefix, 5 of 6 pairs' files were overwritten)."""
+    import hashlib
     import re
 
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts))[:120] + suffix
+    joined = "-".join(parts)
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", joined)
+    if len(safe) <= MAX_NAME:
+        return safe + suffix
+    digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{safe[:MAX_NAME - len(digest) - 1]}-{digest}{suffix}"
+
+
+def unique_names(files: list[ExportFile]) -> list[ExportFile]:
+    """``files`` with no two of one name: a later file whose name an earlier one has (two groups that
+    ``file_name`` makes alike, ``a:b`` and ``a|b``) gets ``-2``, ``-3`` ... before its suffix, so an
+    export never writes one of its files over another."""
+    import dataclasses
+
+    taken = {f.name for f in files}
+    seen: set[str] = set()
+    out = []
+    for f in files:
+        name = f.name
+        if name in seen:
+            stem, dot, ext = name.rpartition(".") if "." in name.lstrip(".") else (name, "", "")
+            k = 2
+            while (name := f"{stem}-{k}{dot}{ext}") in taken:
+                k += 1
+            taken.add(name)
+        seen.add(name)
+        out.append(dataclasses.replace(f, name=name))
+    return out
