@@ -164,6 +164,36 @@ def test_a_dead_host_condemns_no_leaf_peer_when_no_switch_is_named(net, tmp_path
     assert not [h for h, rt in retests.items() if rt["verdict"] == "confirmed" and h != VICTIM], retests
 
 
+def test_a_rank_killed_in_the_ring_condemns_only_its_host(net, tmp_path: Path) -> None:
+    """Issue 45 (2): b2's rank SIGKILLed after two ring rows, no switch named. b2 is lost and named;
+    no other host is drained or confirmed slow on re-test for it (the issue's run drained a1 too)."""
+    from helpers_proc import rank_of
+
+    net.clear_limits()
+    cmd, out = argv(net, tmp_path, "--pattern", "ring", "-b", "64K", "-e", "1M", "--confirm-budget", "30",
+                    switch_labels=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not ((out / "results.jsonl").exists() and len(rows(out)) >= 2):
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()
+            time.sleep(0.1)
+        victims = [p for p in net.pids("b2") if rank_of(p) is not None]
+        assert victims
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = stdout + stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "completed" and {f["host"] for f in run["faults"]} == {"b2"}, log[-4000:]
+    assert drained(out) == ["b2"], log[-4000:]
+    retests = (run.get("retests") or {}).get("results") or {}
+    assert not [h for h, rt in retests.items() if rt["verdict"] == "confirmed" and h != "b2"], retests
+
+
 def test_a_leaf_cut_off_for_15_s_is_its_switch_and_drains_none_of_its_hosts(net, tmp_path: Path) -> None:
     """Issue 45 (4): leafB's uplink down once a round is measured, up 15 s later. Its three hosts go
     silent together while leafA runs on: that is leafB (or its uplink), one switch_silent finding to
