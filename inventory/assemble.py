@@ -29,6 +29,7 @@ from netbench.inventory.parsers import (
     nccl_debug,
     nccl_system,
     nccl_topo_xml,
+    net_mtu,
     netbench_runs,
     numactl,
     nvidia_smi_xml,
@@ -145,6 +146,13 @@ def _other_runs(c: _Ctx) -> None:
     c.inv.other_runs = netbench_runs.parse_netbench_runs(text) if text is not None else []
     if text is None:
         c.miss("other_runs", "netbench-runs")
+
+
+def _mtu(c: _Ctx) -> None:
+    text = c.text("net-mtu")
+    c.inv.mtu = net_mtu.parse_net_mtu(text) if text is not None else {}
+    if text is None:
+        c.miss("mtu", "net-mtu")
 
 
 def _os(c: _Ctx) -> None:
@@ -443,6 +451,7 @@ STEPS: list[tuple[str, str, Callable[[_Ctx], None]]] = [
     ("nics", "ethtool", _eth_links),
     ("nics", "nics", _nics_done),
     ("counters", "ib-counters", _counters),
+    ("mtu", "net-mtu", _mtu),
     ("neighbors", "lldp", _neighbors),
     ("ofed_version", "ofed", _ofed),
     ("nccl_version_system", "nccl-system", _nccl_system),

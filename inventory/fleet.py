@@ -17,7 +17,7 @@ def counter_snapshot(nodes: Sequence[NodeInventory]) -> list[dict]:
     return [
         {"host": n.host, "status": n.status, "error": n.error or n.missing.get("counters"),
          "collected_at": n.collected_at, "ports": [asdict(p) for p in n.counters],
-         "other_runs": [asdict(r) for r in n.other_runs]}
+         "other_runs": [asdict(r) for r in n.other_runs], "mtu": dict(n.mtu)}
         for n in nodes
     ]
 

@@ -179,6 +179,7 @@ class NodeInventory:
     nics: list[NIC] = field(default_factory=list)
     neighbors: list[SwitchNeighbor] = field(default_factory=list)
     counters: list[PortCounters] = field(default_factory=list)
+    mtu: dict[str, int] = field(default_factory=dict)  # interface -> MTU, those up (net-mtu)
     ofed_version: str | None = None
     nccl_version_system: str | None = None
     nccl_version_torch: str | None = None

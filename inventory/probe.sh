@@ -161,6 +161,23 @@ ib_counters() { # every port's counters/ and hw_counters/ files, one "dev/ports/
     return 0
 }
 
+net_mtu() { # "name mtu operstate" of every interface but lo (veths and bridges too: the MTU is the
+    # interface's, physical or not, and a host whose MTU differs drops or fragments its peers' frames)
+    if [ ! -d "$NET_SYS" ]; then
+        header net-mtu 1
+        printf '%s not found\n' "$NET_SYS"
+        return 0
+    fi
+    header net-mtu 0
+    for _d in "$NET_SYS"/*; do
+        _n=${_d##*/}
+        [ "$_n" = lo ] && continue
+        case $_n in *[!A-Za-z0-9_.:@-]*) continue ;; esac
+        printf '%s %s %s\n' "$_n" "$(cat "$_d/mtu" 2>/dev/null)" "$(cat "$_d/operstate" 2>/dev/null)"
+    done
+    return 0
+}
+
 ethtool_stats() { # ethtool -S of every physical netdev (RoCE and Ethernet ports' counters)
     have ethtool || return 0
     for _d in "$NET_SYS"/*; do
@@ -365,6 +382,7 @@ if [ "$ONLY" = counters ]; then
     section netbench-runs "$T" "$PY" -c "$RUNS_CODE"
     ib_counters
     ethtool_stats
+    net_mtu
     header end 0
     exit 0
 fi
@@ -390,6 +408,7 @@ sysfs_ib
 ib_counters
 ethtool_all
 ethtool_stats
+net_mtu
 section ofed "$T" ofed_info -s
 nccl_system
 section python "$PY_T" "$PY" -c "$PY_CODE"

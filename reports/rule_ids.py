@@ -33,6 +33,8 @@ FINDING_IDS: dict[str, str] = {
     "pcie_degraded": "warn",
     "pcie_gen_low": "info",
     "nvlink_down": "fail",
+    # mtu
+    "mtu_mismatch": "warn",
     # port_counters
     "link_flap": "fail",
     "port_errors": "warn",

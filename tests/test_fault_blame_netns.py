@@ -194,6 +194,34 @@ def test_a_rank_killed_in_the_ring_condemns_only_its_host(net, tmp_path: Path) -
     assert not [h for h, rt in retests.items() if rt["verdict"] == "confirmed" and h != "b2"], retests
 
 
+def test_an_mtu_changed_mid_run_is_said_about_its_host(net, tmp_path: Path) -> None:
+    """Issue 45 (8): a3's eth0 set to MTU 1280 once a round is measured (its peers stay at the
+    test network's MTU). The counters snapshot after the run reads the MTUs again: mtu_mismatch
+    names a3, its interface, both values and that it changed during the run, whatever became of
+    its pairs (a pair that failed across it is listed in the finding, not only "check link")."""
+    net.clear_limits()
+    cmd, out = argv(net, tmp_path, "--confirm-budget", "0", "--timeout", "10")
+    before = int(net.run("a3", ["cat", "/sys/class/net/eth0/mtu"]).stdout)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not ((out / "results.jsonl").exists() and len(rows(out)) >= 6):
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()
+            time.sleep(0.2)
+        assert net.run("a3", ["ip", "link", "set", "eth0", "mtu", "1280"]).returncode == 0
+        stdout, stderr = proc.communicate(timeout=400)
+    finally:
+        net.run("a3", ["ip", "link", "set", "eth0", "mtu", str(before)])
+        if proc.poll() is None:
+            proc.kill()
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    mtu = [f for f in findings if f["rule"] == "mtu_mismatch"]
+    assert [(f["subject"], f["evidence"]["mtu"], f["evidence"]["fleet_mtu"]) for f in mtu] == \
+        [("a3", 1280, before)], (stdout + stderr)[-3000:]
+    assert f"changed during the run, from {before}" in mtu[0]["title"]
+    assert drained(out) == [], [(f["rule"], f["subject"]) for f in findings if f["severity"] == "fail"]
+
+
 def test_a_leaf_cut_off_for_15_s_is_its_switch_and_drains_none_of_its_hosts(net, tmp_path: Path) -> None:
     """Issue 45 (4): leafB's uplink down once a round is measured, up 15 s later. Its three hosts go
     silent together while leafA runs on: that is leafB (or its uplink), one switch_silent finding to
