@@ -279,3 +279,37 @@ def test_hosts_lost_apart_or_not_a_whole_leaf_are_the_hosts(case) -> None:
     found = errors.check(ctx)
     assert not [f for f in found if f.rule == "switch_silent"]
     assert list(one_verdict.judge(found, 6).drain) == sorted(lost)
+
+
+def noisy_retest(suspect: list[float], spread: float, seed: int) -> list[dict]:
+    """a1 against a leaf partner each round, with two control pairs beside it whose busbw spreads by
+    ``spread`` (log sd) round to round, as the re-test rounds of a loaded machine do; a1's pair runs
+    at ``suspect[k]`` times the controls' level in round k."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, r in enumerate(ROUNDS[: len(suspect)]):
+        for p, level in ((("a1", PARTNERS[k % 3]), suspect[k]), (("b1", "b2"), 1.0), (("b3", "b4"), 1.0)):
+            noise = float(np.exp(spread * rng.standard_normal())) if level == 1.0 else 1.0
+            bw = 10.0 * level * noise
+            out += [row(p, r, bw), row(p, r, bw)]
+    return out
+
+
+def judged(rows: list[dict], sigma: float = 0.02):
+    return judge(PairRows.from_records(rows), ROUNDS, ["a1"], [], SW, Thresholds(), sigma, {}, 8)["a1"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_healthy_node_at_the_controls_own_spread_is_not_confirmed(seed) -> None:
+    """Issue 45 (10): 5 of 8 re-test pairs at 0.73-0.88x, in rounds whose controls themselves differ
+    by 15% (log sd): a quiet sweep's sigma (2%) called each of those slow and the node "confirmed".
+    Slow is judged beyond the re-test's own noise, so the node is not confirmed."""
+    draws = [0.8, 0.88, 0.73, 1.02, 0.85, 0.97, 0.78, 1.05]
+    v = judged(noisy_retest(draws, 0.15, seed))
+    assert v.verdict != "confirmed", v.reason
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_slow_node_is_still_confirmed_under_the_same_noise(seed) -> None:
+    v = judged(noisy_retest([0.45, 0.5, 0.42, 0.48, 0.5, 0.46, 0.44, 0.5], 0.15, seed))
+    assert v.verdict == "confirmed", v.reason

@@ -83,7 +83,6 @@ def judge(
     test passes; inconclusive: slow with a few.
     """
     known = known or {}
-    bar = SlowBar(thresholds, noise_sigma)
     out = {s: Retest(s, "node") for s in suspects} | {
         "|".join(sorted(p)): Retest("|".join(sorted(p)), "link", candidate=p in (candidates or []))
         for p in [*links, *(candidates or [])]
@@ -92,6 +91,10 @@ def judge(
     if frame is None:
         return {k: replace(rt, reason="no re-test was measured") for k, rt in out.items()}
     draws = Draws.of(frame, excused)
+    # "slow" beyond the noise the re-test itself shows, not only the sweep's: a healthy node re-tested
+    # under CPU contention or congestion met 0.73-0.88x in most of its pairs, which a quiet sweep's
+    # sigma called slow, while its round's controls spread as far (issue 45)
+    bar = SlowBar(thresholds, max(noise_sigma, control_sigma(frame)))
     chances = RoundChances.of(rows, frame.at_top & ~frame.is_link & (frame.when != AFTER), frame.when,
                               frame.klass, frame.load,
                               lambda r: (r <= thresholds.slow_node_factor)
@@ -107,6 +110,27 @@ def judge(
         out[key] = link_verdict(out[key], by_round, spares.get(key, 0), bar)
     unjudged = "not re-run: no control pair of its class"
     return {k: rt if rt.reason else replace(rt, reason=unjudged) for k, rt in out.items()}
+
+
+MIN_CONTROL_DIFFS = 5
+"""Differences between controls of one cell it takes to estimate the re-test's own noise."""
+
+
+def control_sigma(frame: RetestFrame) -> float:
+    """The pair-level noise of the re-test's rounds (log space): controls of one round, hop class and
+    load differ only by it, so the spread of their pairwise log differences is sqrt(2) sigma (a
+    robust 1.4826 MAD). 0 where fewer than ``MIN_CONTROL_DIFFS`` differences were measured."""
+    rows = frame.rows
+    good = ~rows.mask_of(frame.bad)
+    ctrl = np.flatnonzero(frame.esc & frame.at_top & ~frame.is_link & good[rows.a] & good[rows.b])
+    cells: dict[tuple[int, int, int], list[float]] = defaultdict(list)
+    for i in ctrl.tolist():
+        cells[(int(rows.round[i]), int(frame.klass[i]), int(frame.load[i]))].append(math.log(rows.busbw[i]))
+    diffs = [x - y for xs in cells.values() for k, x in enumerate(xs) for y in xs[k + 1:]]
+    if len(diffs) < MIN_CONTROL_DIFFS:
+        return 0.0
+    mad = float(np.median(np.abs(np.asarray(diffs) - np.median(diffs))))
+    return 1.4826 * mad / math.sqrt(2)
 
 
 @dataclass(frozen=True)
