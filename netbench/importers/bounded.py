@@ -58,6 +58,10 @@ class Limits:
     """The longest line of a text log kept (longer ones are read past and counted as unreadable)."""
 
 
+def size_text(n: int) -> str:
+    return f"{n >> 20:,} MiB" if n >= 1 << 20 else f"{n:,} bytes"
+
+
 class _Untimed(Exception):
     """open_regular's refusal, turned into ``Refused`` with the file's path once."""
 
@@ -93,7 +97,7 @@ class Reading:
         except OSError as exc:
             raise self.refuse(f"cannot read it: {exc.strerror or exc}") from None
         if len(raw) > self.limits.bytes:
-            raise self.refuse(f"larger than {self.limits.bytes >> 20} MiB")
+            raise self.refuse(f"larger than {size_text(self.limits.bytes)}")
         return raw
 
     def lines(self) -> Iterator[bytes | None]:
@@ -114,7 +118,7 @@ class Reading:
                         line = fh.readline(1 << 20)  # the rest of a line too long to keep, read past
                         total += len(line)
                     if total > self.limits.bytes:
-                        raise self.refuse(f"larger than {self.limits.bytes >> 20} MiB")
+                        raise self.refuse(f"larger than {size_text(self.limits.bytes)}")
                     yield None if too_long else line
         except OSError as exc:
             raise self.refuse(f"cannot read it: {exc.strerror or exc}") from None
@@ -176,7 +180,7 @@ class Reading:
             raise self.refuse(f"expands to more than {self.limits.expanded:,} objects once its shared "
                               "references are counted each time they are used")
         if frame[3] > self.limits.text:
-            raise self.refuse(f"expands to more than {self.limits.text >> 20} MiB of text once its shared "
+            raise self.refuse(f"expands to more than {size_text(self.limits.text)} of text once its shared "
                               "references are counted each time they are used")
 
     def check_int(self, value: int) -> None:
