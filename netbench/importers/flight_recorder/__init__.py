@@ -93,7 +93,8 @@ def _verdict_line(v: NeverEntered) -> str:
     if len(v.missing) > 20:
         who += f" and {len(v.missing) - 20} more"
     line = (f"process group {v.group!r}: collective {v.seq} ({v.collective}) entered by "
-            f"{len(v.entered)} rank(s); never entered by {who or 'no dumped rank'}")
+            f"{len(v.entered)} rank(s); ")
+    line += f"never entered by {who}" if who else "every rank whose dump was read entered it"
     if v.no_dump:
         line += f"; no dump from rank(s) {listed(v.no_dump)}"
     if v.unreadable:

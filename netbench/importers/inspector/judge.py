@@ -78,8 +78,8 @@ def _comms(log: InspectorLog) -> dict[str, _Comm]:
         c.by_sn[r.sn][r.rank] = r
         c.hosts.setdefault(r.rank, r.host)
         if not r.usable:
-            c.unusable[r.rank][f"timed by {r.timing}, not the GPU kernel" if r.timing != GPU_TIMING
-                               else "0 us (its timer did not run)"] += 1
+            c.unusable[r.rank][f"timed by {r.timing}, not by the GPU kernel," if r.timing != GPU_TIMING
+                               else "0 us, a timer that did not run,"] += 1
     return comms
 
 
@@ -106,8 +106,8 @@ def not_judged(log: InspectorLog) -> list[tuple[str, str]]:
             where = f"rank {rank}" + (f" on {c.hosts[rank]}" if c.hosts.get(rank) else "")
             total = sum(1 for ranks in c.by_sn.values() if rank in ranks)
             reasons = "; ".join(f"{k} in {v} of {total} record(s)" for k, v in why.most_common(3))
-            out.append((comm, f"{where}: timings unusable ({reasons}): not blamed, and those collectives "
-                              "not compared"))
+            out.append((comm, f"{where}: timings unusable ({reasons}): it is not blamed, and the "
+                              "collectives it took part in are not compared"))
         compared = len(c.compared())
         if c.n >= 2 and compared < MIN_COLLECTIVES and len(out) == start:
             out.append((comm, f"only {compared} collective(s) logged by all {c.n} ranks ({MIN_COLLECTIVES} "

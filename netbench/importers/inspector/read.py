@@ -34,8 +34,8 @@ GPU_TIMING = "kernel_gpu"
 NOT_JSON = "not JSON"
 NOT_RECORD = "not an Inspector collective record (header, metadata and coll_perf objects)"
 BAD_FIELD = "a field missing or not a number / text (rank, n_ranks, id, coll, coll_sn, size, time)"
-OUT_OF_RANGE = (f"a value out of range (rank not below n_ranks, message over {MAX_MSG_BYTES:.3g} bytes, "
-                f"time over {MAX_EXEC_US:.3g} us, busbw over {MAX_BUSBW_GBPS:.3g} GB/s)")
+OUT_OF_RANGE = (f"a value out of range (rank not below n_ranks, message over {MAX_MSG_BYTES >> 40} TiB, "
+                f"time over {MAX_EXEC_US:.0e} us, busbw over {MAX_BUSBW_GBPS:.0e} GB/s)")
 
 
 @dataclass(frozen=True)
