@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from netbench.common.jsonread import decode_json
-from netbench.importers import plainpickle
 from netbench.importers.bounded import Limits, Reading, Refused
+from netbench.importers.plainpickle import load as load_pickle
 
 MAX_RANK = 9_999_999
 #: the rank a dump's name ends with (``<prefix><rank>``, ``.json`` allowed); a "-" right after a
@@ -100,7 +100,7 @@ def _load(reading: Reading) -> Any:
     raw = reading.read_bytes()
     try:
         if raw.lstrip()[:1] != b"{":
-            return plainpickle.load(raw, reading)
+            return load_pickle(raw, reading)
         try:
             data = decode_json(raw)
         except ValueError as exc:
