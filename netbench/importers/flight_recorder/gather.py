@@ -52,19 +52,31 @@ def _host(name: str) -> str | None:
     return name if _HOST_RE.match(name) and name not in (".", "..") else None
 
 
-def _candidates(paths: list[str | Path], said: list[str]) -> list[tuple[Path, str | None]]:
+def _listed_folder(folder: Path) -> list[Path]:
+    """A folder's entries, sorted; UsageError naming it when it cannot be listed."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot list the folder: {exc.strerror or exc}") from None
+
+
+def _candidates(paths: list[str | Path], got: Gathered) -> list[tuple[Path, str | None]]:
     """(file, host) of every file named, or in a folder named, or in its sub-folders one level down."""
     files: list[tuple[Path, str | None]] = []
     for p in map(Path, paths):
         if p.is_dir():
-            for child in sorted(p.iterdir()):
+            for child in _listed_folder(p):
                 if child.is_dir():
-                    inner = sorted(child.iterdir())
+                    try:
+                        inner = _listed_folder(child)
+                    except UsageError as exc:  # one host's folder unreadable: skipped, the others read
+                        got.skipped.append(Skipped(str(child), str(exc).removeprefix(f"{child}: ")))
+                        continue
                     files += [(f, _host(child.name)) for f in inner if not f.is_dir()]
                     deeper = [f.name for f in inner if f.is_dir()]
                     if deeper:
-                        said.append(f"{child}: {len(deeper)} folder(s) inside not read (dumps sit at most "
-                                    f"one folder down): {', '.join(deeper[:5])}")
+                        got.said.append(f"{child}: {len(deeper)} folder(s) inside not read (dumps sit at "
+                                        f"most one folder down): {', '.join(deeper[:5])}")
                 else:
                     files.append((child, None))
                 if len(files) > MAX_DUMPS:
@@ -128,7 +140,7 @@ def collect(paths: list[str | Path]) -> Gathered:
     """Every dump named: files, or folders (a folder of dumps, or of host folders of dumps); the ones
     skipped and why. UsageError (exit 2) when no dump is left to read."""
     got = Gathered(dumps=[])
-    files = _candidates(paths, got.said)
+    files = _candidates(paths, got)
     _one_per_rank(_read(files, got), got)
     got.said += _unknown_hosts(got.dumps)
     if not got.dumps:

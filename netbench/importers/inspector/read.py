@@ -165,7 +165,11 @@ def _files(paths: list[str | Path]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            for f in sorted(p.rglob("*")):
+            try:
+                found = sorted(p.rglob("*"))
+            except OSError as exc:
+                raise UsageError(f"{p}: cannot list the folder: {exc.strerror or exc}") from None
+            for f in found:
                 if not f.is_dir():
                     files.append(f)
                 if len(files) > MAX_FILES:
