@@ -177,3 +177,10 @@ def test_a_long_list_of_ranks_without_a_dump_says_how_many_more(tmp_path: Path) 
     assert code == 2 and "no dump from rank(s) 2, 3, 4" in out and "21 and 28 more" in out, out
     found = json.loads((tmp_path / "r" / "findings.json").read_text())["findings"]
     assert "21 and 28 more left no dump" in found[0]["title"]
+
+
+def test_one_rank_alone_is_not_judged_never_pass(tmp_path: Path) -> None:
+    dump = {"version": "2.10", "entries": [_entry(1), _entry(2)]}  # no pg_config: no other rank named
+    (tmp_path / "fr_trace_0.json").write_text(json.dumps(dump))
+    code, out = _import(str(tmp_path / "fr_trace_0.json"), "--out", str(tmp_path / "r"))
+    assert code == 1 and "PASS" not in out and "nobody to compare it with, so nothing was judged" in out, out

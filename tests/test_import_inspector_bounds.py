@@ -113,3 +113,11 @@ def test_no_readable_file_is_one_line_exit_2(tmp_path: Path) -> None:
     code, out = _import(str(tmp_path), "--no-report")
     assert code == 2 and out.count("\n") == 1
     assert "no readable NCCL Inspector log" in out and "(and 1 more file(s) skipped)" in out
+
+
+def test_a_single_rank_communicator_is_not_judged_never_pass(tmp_path: Path) -> None:
+    line = json.loads((DATA / "no-late" / "node-a-pid4000.log").read_text().splitlines()[0])
+    line["header"]["n_ranks"] = 1
+    (tmp_path / "one.log").write_text(json.dumps(line) + "\n")
+    code, out = _import(str(tmp_path / "one.log"), "--out", str(tmp_path / "r"))
+    assert code == 1 and "PASS" not in out and "1 rank only: no rank waits for another" in out, out

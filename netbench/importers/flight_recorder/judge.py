@@ -91,10 +91,15 @@ def never_entered(dumps: list[Dump], unreadable: list[int] | tuple[int, ...] = (
 
 
 def not_judged(dumps: list[Dump]) -> str | None:
-    """Why nothing could be judged, or None: a hang is judged on collectives, and no dump has one."""
-    if any(d.groups for d in dumps):
-        return None
-    p2p = sum(d.p2p for d in dumps)
-    what = f"only {p2p} point-to-point operation(s)" if p2p else "no operation at all"
-    return (f"no collective in any of the {len(dumps)} dump(s) ({what}): no collective to judge, so "
-            "nothing was judged")
+    """Why nothing could be judged, or None: a hang is judged on collectives, and no dump has one; or
+    on ranks compared, and no process group has two known members."""
+    if not any(d.groups for d in dumps):
+        p2p = sum(d.p2p for d in dumps)
+        what = f"only {p2p} point-to-point operation(s)" if p2p else "no operation at all"
+        return (f"no collective in any of the {len(dumps)} dump(s) ({what}): no collective to judge, so "
+                "nothing was judged")
+    members, _, _ = _members(dumps)
+    if all(len(ranks) < 2 for ranks in members.values()):
+        return (f"one rank's dump only (rank {listed([d.rank for d in dumps])}) and no process group naming "
+                "other ranks: nobody to compare it with, so nothing was judged")
+    return None

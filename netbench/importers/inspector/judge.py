@@ -91,7 +91,8 @@ def _listed(ranks: list[int]) -> str:
 def not_judged(log: InspectorLog) -> list[tuple[str, str]]:
     """(communicator, why) for each communicator, or rank of one, whose late rank was not judged."""
     out: list[tuple[str, str]] = []
-    for comm, c in sorted(_comms(log).items()):
+    comms = _comms(log)
+    for comm, c in sorted(comms.items()):
         start = len(out)
         if len(c.sizes) > 1:
             sizes = _listed(sorted(c.sizes))
@@ -112,6 +113,9 @@ def not_judged(log: InspectorLog) -> list[tuple[str, str]]:
         if c.n >= 2 and compared < MIN_COLLECTIVES and len(out) == start:
             out.append((comm, f"only {compared} collective(s) logged by all {c.n} ranks ({MIN_COLLECTIVES} "
                               "needed): who arrives last is not judged"))
+    if all(c.n < 2 for c in comms.values()):  # a communicator of one rank has nobody to wait for
+        alone = "1 rank only: no rank waits for another, so nothing was judged"
+        out += [(comm, alone) for comm in sorted(comms)]
     return out
 
 
