@@ -62,7 +62,7 @@ def size_text(n: int) -> str:
     return f"{n >> 20:,} MiB" if n >= 1 << 20 else f"{n:,} bytes"
 
 
-class _Untimed(Exception):
+class _OpenRefused(Exception):
     """open_regular's refusal, turned into ``Refused`` with the file's path once."""
 
 
@@ -85,8 +85,8 @@ class Reading:
 
     def _open(self) -> Any:
         try:
-            return files.open_regular(self.path, "file", _Untimed)
-        except _Untimed as exc:
+            return files.open_regular(self.path, "file", _OpenRefused)
+        except _OpenRefused as exc:
             raise self.refuse(str(exc).removeprefix(f"{self.path}: ").removeprefix(f"{self.path} ")) from None
 
     def read_bytes(self) -> bytes:
