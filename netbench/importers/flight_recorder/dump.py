@@ -20,6 +20,7 @@ from netbench.importers.bounded import Limits, Reading, Refused
 from netbench.importers.plainpickle import load as load_pickle
 
 MAX_RANK = 9_999_999
+MAX_GROUP_RANKS = 1 << 20  # far above any job's world size; run.json lists a group's ranks missing
 #: the rank a dump's name ends with (``<prefix><rank>``, ``.json`` allowed); a "-" right after a
 #: separator or at the start makes it negative (``fr_trace_-1``), one after a letter is the prefix's
 _RANK_RE = re.compile(r"(?:(^|[^A-Za-z0-9])(-))?(?<!\d)(\d+)(?:\.json)?$")
@@ -127,7 +128,10 @@ def parse_dump(path: str | Path, host: str | None = None, rank: int | None = Non
     cfg = data.get("pg_config")
     for name, pg in (cfg.items() if isinstance(cfg, dict) else ()):
         if isinstance(pg, dict):
-            dump.group_ranks[short(name)] = _ranks(pg.get("ranks"))
+            ranks = _ranks(pg.get("ranks"))
+            if len(ranks) > MAX_GROUP_RANKS:
+                raise reading.refuse(f"pg_config names a group of more than {MAX_GROUP_RANKS:,} ranks")
+            dump.group_ranks[short(name)] = ranks
     for i, e in enumerate(data["entries"]):
         if not isinstance(e, dict):
             raise reading.refuse(f"entries[{i}] is not an object")
