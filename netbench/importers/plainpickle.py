@@ -43,7 +43,7 @@ _NOTHING = frozenset({"PROTO", "FRAME", "STOP"})
 
 #: each opcode's class above (the sets themselves, compared by identity)
 _KIND: dict[str, Any] = {name: kind for kind in (_CODE, _ATOMS, _EMPTY, _FROM_MARK, _TUPLE_N, _INTO_TOP,
-                                                 _INTO_TOP_FROM_MARK, _GET) for name in kind}
+                                                 _INTO_TOP_FROM_MARK, _GET, _PUT) for name in kind}
 
 _ATOM = [0]  # the nesting depth of a number or text: every atom shares this cell, never changed
 
@@ -91,6 +91,11 @@ class _Stack(list):  # type: ignore[type-arg]
         del self[start:]
         return items
 
+    def top(self) -> Any:
+        if len(self) <= (self.marks[-1] if self.marks else 0):
+            raise _Malformed("an opcode needs an item the stream never pushed")
+        return self[-1]
+
     def take(self, n: int) -> list[Any]:
         if len(self) - n < (self.marks[-1] if self.marks else 0):
             raise _Malformed("an opcode needs more items than the stream pushed")
@@ -118,6 +123,11 @@ def _scan(raw: bytes, reading: Reading) -> None:
             if type(arg) is int and not -(1 << 63) <= arg < 1 << 63:
                 reading.check_int(arg)
             stack.append(_ATOM)
+        elif kind is _PUT:  # as common as the objects themselves: every one is memoized
+            index = len(memo) if op.name == "MEMOIZE" else arg
+            if not isinstance(index, int) or not 0 <= index <= count:
+                raise _Malformed(f"memo index {str(index)[:20]} out of range")
+            memo[index] = stack.top()
         elif kind is _GET:
             if arg not in memo:
                 raise _Malformed(f"memo index {str(arg)[:20]} never set")
@@ -138,13 +148,13 @@ def _scan(raw: bytes, reading: Reading) -> None:
             what = f" ({str(arg)[:100]})" if isinstance(arg, str) else ""
             raise reading.refuse(f"names a class or function ({op.name}{what}): not plain data, not loaded")
         else:
-            _stack_op(op.name, arg, stack, memo, count)
+            _stack_op(op.name, stack)
     if count > limits.objects:
         raise reading.refuse(f"builds more than {limits.objects:,} objects")
 
 
-def _stack_op(name: str, arg: Any, stack: _Stack, memo: dict[int, list[int]], count: int) -> None:
-    """MARK, POP, POP_MARK, DUP, the memo's opcodes and framing; anything else is malformed."""
+def _stack_op(name: str, stack: _Stack) -> None:
+    """MARK, POP, POP_MARK, DUP and framing; anything else is malformed."""
     if name == "MARK":
         stack.marks.append(len(stack))
     elif name == "POP":  # the item on top, or the mark when none was pushed since (as the C unpickler)
@@ -158,11 +168,6 @@ def _stack_op(name: str, arg: Any, stack: _Stack, memo: dict[int, list[int]], co
         stack.to_mark()
     elif name == "DUP":
         stack.extend(stack.take(1) * 2)
-    elif name in _PUT:
-        index = len(memo) if name == "MEMOIZE" else arg
-        if not isinstance(index, int) or not 0 <= index <= count or len(stack) <= (stack.marks or [0])[-1]:
-            raise _Malformed(f"memo index {str(index)[:20]} out of range")
-        memo[index] = stack[-1]
     elif name not in _NOTHING:
         raise _Malformed(f"opcode {name}")
 
