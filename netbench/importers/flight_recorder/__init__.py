@@ -32,12 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from netbench.importers.base import Imported, Importer
-from netbench.importers.flight_recorder.dump import Dump, parse_dump
 from netbench.importers.flight_recorder.gather import Gathered, collect
 from netbench.importers.flight_recorder.judge import NeverEntered, listed, never_entered, not_judged
 
-__all__ = ["IMPORTER", "Dump", "Gathered", "NeverEntered", "collect", "import_dumps", "never_entered",
-           "parse_dump"]
+__all__ = ["IMPORTER", "Gathered", "NeverEntered", "collect", "import_dumps", "never_entered"]
 
 TOOL = "flight-recorder"
 

@@ -29,10 +29,9 @@ from typing import Any
 
 from netbench.importers.base import Imported, Importer
 from netbench.importers.inspector.judge import SlowRank, not_judged, slow_ranks
-from netbench.importers.inspector.read import CollRecord, InspectorLog, parse_file, read_logs
+from netbench.importers.inspector.read import InspectorLog, read_logs
 
-__all__ = ["IMPORTER", "CollRecord", "InspectorLog", "SlowRank", "import_logs", "not_judged", "parse_file",
-           "read_logs", "slow_ranks"]
+__all__ = ["IMPORTER", "InspectorLog", "SlowRank", "import_logs", "not_judged", "read_logs", "slow_ranks"]
 
 TOOL = "nccl-inspector"
 
