@@ -112,15 +112,10 @@ def _load(reading: Reading) -> Any:
         raise reading.refuse(f"not a Flight Recorder dump: {exc.why}") from None
 
 
-def parse_dump(path: str | Path, host: str | None = None, rank: int | None = None) -> Dump:
-    """One rank's dump (``rank``: the one its name ends with, unless given); ``Refused`` naming the
+def parse_dump(path: str | Path, host: str | None, rank: int) -> Dump:
+    """One rank's dump (``rank``: the one its name ends with, ``rank_of``); ``Refused`` naming the
     file when it is not one."""
     reading = Reading(path, LIMITS)
-    if rank is None:
-        found = rank_of(reading.path.name)
-        if not isinstance(found, int):
-            raise reading.refuse(found or "a dump's name ends with its rank (TORCH_FR_DUMP_TEMP_FILE<rank>)")
-        rank = found
     data = _load(reading)
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise reading.refuse("not a Flight Recorder dump (no 'entries' list)")
