@@ -19,7 +19,7 @@ DATA = Path(__file__).parent / "data" / "flight_recorder"
 
 @pytest.mark.parametrize("folder", ["hang-gloo-pickle", "hang-gloo-json"])
 def test_real_hang_names_the_rank_and_host_that_never_entered(folder: str, tmp_path: Path) -> None:
-    dumps = collect([DATA / folder])
+    dumps = collect([DATA / folder]).dumps
     assert [(d.rank, d.host) for d in dumps] == [(0, "h0"), (1, "h1"), (2, "h2")]
     [v] = never_entered(dumps)
     assert (v.seq, v.collective, v.entered) == (6, "gloo:all_reduce", [0, 1])
@@ -35,7 +35,7 @@ def test_real_hang_names_the_rank_and_host_that_never_entered(folder: str, tmp_p
 def test_rank_without_a_dump_is_named_apart(tmp_path: Path) -> None:
     shutil.copytree(DATA / "hang-gloo-json", tmp_path / "d")
     shutil.rmtree(tmp_path / "d" / "h2")  # the hung host's dump never came back
-    [v] = never_entered(collect([tmp_path / "d"]))
+    [v] = never_entered(collect([tmp_path / "d"]).dumps)
     assert v.missing == [] and v.no_dump == [2]
 
 

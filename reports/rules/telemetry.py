@@ -44,7 +44,8 @@ def _hang(rec: dict[str, Any]) -> Finding | None:
         f"{group!r}, which {len(entered)} rank(s) entered and wait in"
     )
     if no_dump:
-        title += f"; rank(s) {', '.join(map(str, no_dump[:20]))} left no dump"
+        more = f" and {len(no_dump) - 20} more" if len(no_dump) > 20 else ""
+        title += f"; rank(s) {', '.join(map(str, no_dump[:20]))}{more} left no dump"
     subject_hosts = sorted({h for h in hosts if isinstance(h, str)})
     return Finding(
         rule="collective_never_entered",
