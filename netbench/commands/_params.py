@@ -30,7 +30,9 @@ class SizeType(click.ParamType):
 
 
 class CsvList(click.ParamType):
-    """``a,b,c`` -> ['a', 'b', 'c'], each checked by ``check`` (which raises ValueError)."""
+    """``a,b,c`` -> ['a', 'b', 'c'], each checked by ``check`` (which raises ValueError and returns the
+    item's canonical form). An item given twice (``all_reduce,allreduce``, ``1M,1024K``) is kept once,
+    in its first place: a repeat would be measured again, for nothing."""
 
     name = "LIST"
 
@@ -43,15 +45,15 @@ class CsvList(click.ParamType):
         items = [v.strip() for v in str(value).split(",") if v.strip()]
         if not items:
             self.fail("empty list", param, ctx)
-        if self.check:
-            out = []
-            for item in items:
-                try:
-                    out.append(self.check(item))
-                except ValueError as exc:
-                    self.fail(str(exc), param, ctx)
-            return out
-        return items
+        if not self.check:
+            return list(dict.fromkeys(items))
+        out = []
+        for item in items:
+            try:
+                out.append(self.check(item))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return list(dict.fromkeys(out))
 
 
 class Duration(click.ParamType):

@@ -44,7 +44,7 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     from netbench.run.external import run_worker
     from netbench.run.options import Options, from_command_line
 
-    pats = list(patterns) or ["world"]
+    pats = list(dict.fromkeys(patterns)) or ["world"]  # a pattern given twice is measured once
     if "world" in pats and len(pats) > 1:
         raise click.BadParameter("world cannot be combined with other patterns", param_hint="--pattern")
     run_worker(from_command_line(Options, {**kw, "patterns": pats}), echo=click.echo)
