@@ -140,7 +140,8 @@ def command(
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
                           nic_GBps=nic_gbps, physics=physics, rails=rails),
         faults=tuple(Fault.parse(f) for f in faults),
-        noise=noise, noise_shape=noise_shape, seed=seed, patterns=list(dict.fromkeys(patterns or ("ring", "pairwise"))),
+        noise=noise, noise_shape=noise_shape, seed=seed,
+        patterns=list(dict.fromkeys(patterns or ("ring", "pairwise"))),  # a pattern given twice: once
         pair_sizes=pair_sizes, pair_batch=pair_batch, pair_schedule=pair_schedule, out=out,
         max_bytes=max_bytes, groups_ahead=groups_ahead,
     ))
