@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.arrivals import ArrivalRecord, load_arrivals
-from netbench.inventory.topology import build_switch_map, hop_class
+from netbench.inventory.topology import build_switch_map, hop_class, require_placed
 from netbench.reports.policy import Policy
 from netbench.reports.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
 from netbench.reports.siteadvice import SiteAdvice, advice_for
@@ -187,6 +187,8 @@ class AnalysisContext:
         ctx = cls.from_data(
             rows.data, inventory.records, env.data, run.data, policy, topology, base, retests
         )
+        if topology is not None:  # one naming none of the run's hosts must not replace the run's own
+            require_placed(topology, ctx.hosts, "--topology")
         ctx.run_dir = rd.path
         counters = rd.load_counters()
         ctx.counters = counters.records
