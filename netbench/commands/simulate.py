@@ -152,15 +152,21 @@ def command(
                 "--pair-batch, --pattern, --no-report and --confirm-budget are for the sweep, not --preflight"
             )
         _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
-    res = simulate(opts)
+    from netbench.sim.progress import Progress
+
+    progress = Progress(lambda line: click.echo(line, err=True))  # stdout keeps the results
+    res = simulate(opts, progress=progress)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
     retest_s = RetestOptions(confirm_budget_s).seconds(nodes)
     if retest_s > 0:
         from netbench.sim.confirm import confirm_on_fabric
 
+        progress.stage(f"analysing {res.rows} rows for suspects to re-test")
         _, spent = confirm_on_fabric(opts, res, retest_s, click.echo)
         click.echo(f"# confirm: {spent:.1f} s of fabric time (the re-test launch, start-up included)")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
+    if report:
+        progress.stage("analysing the run: findings.json and report.html")
     findings = finish_report(res.rundir, click.echo) if report else None
     raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
 
