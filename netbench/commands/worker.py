@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from netbench.commands._options import measurement_options, pair_options
+from netbench.commands._params import TOPOLOGY_FILE
 
 
 @click.command(
@@ -32,7 +33,7 @@ ranks itself and adds the inventory and the re-tests.
 @pair_options
 @click.option(
     "--topology",
-    type=click.Path(dir_okay=False),
+    type=TOPOLOGY_FILE,  # a FIFO or a device refused at once, as sweep's
     default=None,
     help="Slurm topology.conf, read by rank 0: which leaf switch each host hangs off.",
 )
