@@ -61,6 +61,24 @@ def test_pair_sizes_and_patterns_given_twice_are_measured_once(tmp_path: Path) -
     assert pairs and len(pairs) == len(set(pairs))  # no pair measured twice at one size
 
 
+def test_a_fault_given_twice_is_planted_once_and_two_values_for_one_part_are_refused(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    r = CliRunner().invoke(cli, ["simulate", "--nodes", "8", "--fault", "link:node0001,node0002=0.5",
+                                 "--fault", "link:node0002,node0001=0.5", "--confirm-budget", "0",
+                                 "--no-report", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert [f["subject"] for f in json.loads((out / "truth.json").read_text())["faults"]] == [
+        "node0001|node0002"
+    ]
+    r = CliRunner().invoke(cli, ["simulate", "--nodes", "8", "--fault", "node:node0003=0.5", "--fault",
+                                 "node:node0003=0.7", "--out", str(tmp_path / "two")])
+    line = _one_error(r)
+    assert "'node:node0003=0.5' and 'node:node0003=0.7' plant two values on one part" in line, line
+    assert not (tmp_path / "two").exists()
+
+
 # -- a policy's values: by type, then by meaning ------------------------------------------------------
 @pytest.fixture
 def healthy(tmp_path: Path) -> Path:
