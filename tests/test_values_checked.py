@@ -252,3 +252,22 @@ def test_simulate_says_each_stage_on_stderr(tmp_path: Path) -> None:
     assert said[-2:] == [f"analysing {rows} rows for suspects to re-test",
                          "analysing the run: findings.json and report.html"], said
     assert "# simulate [" not in r.stdout  # stdout keeps the results
+
+
+# -- a limit shorter than anything netbench does -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["sweep", "-T", "1ms"], "'1ms' is not a usable limit: give 1 s or more"),
+        (["sweep", "--timeout", "0.5"], "'0.5' is not a usable limit"),
+        (["sweep", "--confirm-budget", "0.2"], "give 0 (off), or 1 s or more"),
+        (["preflight", "--budget", "999ms"], "'999ms' is not a usable limit"),
+        (["inventory", "--timeout", "0.01s"], "'0.01s' is not a usable limit"),
+        (["simulate", "--budget", "0.5s", "--preflight"], "'0.5s' is not a usable limit"),
+    ],
+)
+def test_a_limit_under_a_second_is_refused(tmp_path: Path, argv: list[str], says: str) -> None:
+    r = _netbench(*argv, "--out", str(tmp_path / "run"))
+    line = _one_error(r, code=3 if argv[0] == "preflight" else 2)
+    assert says in line, line
+    assert not (tmp_path / "run").exists()
