@@ -72,8 +72,8 @@ __all__ = [
     "CORE", "HOP_CLASSES", "INTRA", "LEAF", "MAX_TIERS", "SPINE", "UNKNOWN", "UNPLACED_SHOWN", "RoundLoad",
     "Switch", "Topology", "TopologyError", "Uplinks", "build_switch_map", "crossed_uplinks", "depth",
     "grouped_order", "hop_class", "is_hop_class", "leaf_of", "load_topology", "meeting_tier",
-    "parse_slurm_topology", "parse_topology", "ring_crossings", "round_load", "switch_from_inventory",
-    "switch_path", "tier_name",
+    "parse_slurm_topology", "parse_topology", "require_placed", "ring_crossings", "round_load",
+    "switch_from_inventory", "switch_path", "tier_name",
 ]
 
 MAX_TIERS = 64
@@ -443,6 +443,23 @@ def _from_table(data: Any, source: str) -> Topology:
 
 def load_topology(path: str | Path) -> Topology:
     """Read a topology file in any accepted form; a missing, unreadable or malformed file is a
-    TopologyError (a UsageError: one line, exit 2)."""
+    TopologyError (a UsageError: one line, exit 2), and so is one that places no host (empty, only
+    comments, switches without nodes): given to a report it would replace the run's own topology
+    with nothing, every pair's hop class unknown ("slow with 0 of 15 partners")."""
     p = Path(path)
-    return parse_topology(read_user_text(p, "topology file", TopologyError), str(p))
+    topo = parse_topology(read_user_text(p, "topology file", TopologyError), str(p))
+    if not topo.node_leaf:
+        what = "is empty: it" if not topo.switches else f"lists {len(topo.switches)} switch(es) but"
+        raise TopologyError(f"{p}: the topology file {what} places no host under a switch")
+    return topo
+
+
+def require_placed(uplinks: Uplinks, hosts: Iterable[str], source: str) -> None:
+    """TopologyError when ``uplinks`` place none of ``hosts`` (when there are hosts): a topology of
+    other hosts (another cluster's file, names spelt otherwise) would judge every pair as hop class
+    unknown and, given to a report, replace the topology the run was measured with."""
+    names = list(hosts)
+    if not names or any(leaf_of(h, uplinks) is not None for h in names):
+        return
+    shown = ", ".join(names[:UNPLACED_SHOWN]) + (" ..." if len(names) > UNPLACED_SHOWN else "")
+    raise TopologyError(f"{source} places none of the run's {len(names)} host(s) ({shown})")

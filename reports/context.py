@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netbench.collectives.arrivals import ArrivalRecord, load_arrivals
-from netbench.inventory.topology import build_switch_map, hop_class
+from netbench.inventory.topology import build_switch_map, hop_class, require_placed
 from netbench.reports.learned import PREFIX as LEARNED
 from netbench.reports.learned import learn_leaves
 from netbench.reports.pairrows import PairRows
@@ -190,6 +190,8 @@ class AnalysisContext:
         ctx = cls.from_data(
             rows.data, inventory.records, env.data, run.data, policy, topology, base, retests
         )
+        if topology is not None:  # one naming none of the run's hosts must not replace the run's own
+            require_placed(topology, ctx.hosts, "--topology")
         ctx.run_dir = rd.path
         counters = rd.load_counters()
         ctx.counters = counters.records

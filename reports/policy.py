@@ -16,11 +16,14 @@ See ``docs/policy.example.toml`` for every key, documented.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
+import types
+import typing
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from netbench.collectives.names import IMPORTED, MEASURED, ROW_PATTERNS, canonical
 from netbench.collectives.sizes import parse_size
@@ -38,6 +41,9 @@ VERSION_COMPONENTS = ("driver", "vbios", "nic_firmware", "nic_driver", "ofed", "
 class PolicyError(ValueError):
     """A policy file that cannot be used; the message names the file and the key."""
 
+
+Bytes = Annotated[int, "a size (a whole number of bytes, or a string such as \"64M\")"]
+"""A field that takes a size: an integer or ``"64M"`` (``_size`` turns it into bytes)."""
 
 COLLECTIVES = MEASURED + IMPORTED
 """What ``collective =`` may name: what netbench measures or imports (rows carry nothing else)."""
@@ -93,11 +99,11 @@ class Thresholds:
     fdr: float = 0.05
     """False-discovery rate of the "suspect: re-test" band (Benjamini-Hochberg over the same tests):
     evidence short of the family-wise bar is listed as info, never as a warning."""
-    large_min_bytes: int = 64 << 20
+    large_min_bytes: Bytes = 64 << 20
     """Sizes at or above this are "large" (bandwidth-bound); if none were measured, the largest."""
     large_sizes_max: int = 3
     """At most this many of the largest sizes are used for per-pair busbw."""
-    small_max_bytes: int = 64 << 10
+    small_max_bytes: Bytes = 64 << 10
     """Sizes at or below this are latency-bound: regressions are judged on time, not busbw."""
     min_partners: int = 3
     """A node needs this many measured partners before it is judged (else its pairs are judged
@@ -171,7 +177,7 @@ class ExpectedBusbw:
 
     collective: str
     busbw_GBps: float
-    min_bytes: int = 0
+    min_bytes: Bytes = 0
     pattern: str | None = None  # None: any pattern
     hop_class: str = "any"  # a hop class (netbench.inventory.topology) or any; pairs only
 
@@ -206,8 +212,8 @@ class Expectations:
         if self.link_rate_gbps is not None and self.link_rate_gbps <= 0:
             raise PolicyError("expect.link_rate_gbps must be > 0")
         self.busbw = [
-            b if isinstance(b, ExpectedBusbw) else _build(ExpectedBusbw, b, "expect.busbw")
-            for b in self.busbw
+            b if isinstance(b, ExpectedBusbw) else _build(ExpectedBusbw, b, f"expect.busbw[{i}]")
+            for i, b in enumerate(self.busbw)
         ]
 
 
@@ -242,6 +248,10 @@ class Reference:
             raise PolicyError(f"{where}: need 0 < low_GBps <= high_GBps")
         if self.scope == "per_nic" and not (self.nic_gbps and self.nic_gbps > 0):
             raise PolicyError(f"{where}: a per_nic reference needs nic_gbps > 0")
+        if self.nic_gbps is not None and not self.nic_gbps > 0:
+            raise PolicyError(f"{where}: nic_gbps must be > 0, got {self.nic_gbps}")
+        if self.gpus < 0:
+            raise PolicyError(f"{where}: gpus must be >= 0 (0: any), got {self.gpus}")
         if self.scope == "platform" and not (self.gpu and self.gpus and self.platform.strip()):
             raise PolicyError(f"{where}: a platform reference needs gpu, gpus and the platform it assumes")
         if not self.source.strip():
@@ -304,17 +314,72 @@ def _size(value: Any, where: str) -> int:
         raise PolicyError(f"{where}: {exc}") from None
 
 
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a TOML value has the type a field declares, before any comparison sees it: a bool is
+    no number (``true < 1`` holds in Python, so ``slow_pair_factor = true`` would pass as 1.0), and a
+    date or a list compared with a number is Python's ``'<' not supported``, naming no key. Tables
+    and arrays are checked by their own record (``Versions``, ``ExpectedBusbw``) for what they hold."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:  # Bytes: an integer, or a size string for parse_size
+        return isinstance(value, str) or _fits(value, args[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args if a is not type(None))
+    if origin is list:
+        item = args[0] if args else Any
+        plain = item in (str, int, float, bool)
+        return isinstance(value, list) and (not plain or all(_fits(v, item) for v in value))
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (bool, str):
+        return isinstance(value, hint)
+    return True  # Any
+
+
+def _expected(hint: Any) -> str:
+    """What a field takes, in words, for the error line."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        return args[1]
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_expected(a) for a in args if a is not type(None))
+    if origin is list:
+        item = args[0] if args else Any
+        return "a list of strings" if item is str else "an array of tables"
+    if origin is dict:
+        return "a table"
+    words = {float: "a number", int: "a whole number", bool: "true or false", str: "a string"}
+    return words.get(hint, "a value")
+
+
+def _shown(value: Any) -> str:
+    """A value as the TOML file wrote it (``true``, ``1979-05-27``, ``[1, 2]``), cut to a line."""
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, datetime.date | datetime.time):
+        text = value.isoformat()
+    else:
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _build(cls: type, data: Any, where: str) -> Any:
     """Build a dataclass from a TOML table, naming any unknown key."""
     if not isinstance(data, dict):
         raise PolicyError(f"{where} must be a table")
     names = {f.name for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls, include_extras=True)
     for key in data:
         if key not in names:
             raise PolicyError(f"unknown key {where}.{key}{did_you_mean(key, names)}")
         value = data[key]
         if isinstance(value, float) and not math.isfinite(value):  # TOML has nan and inf
             raise PolicyError(f"{where}.{key} = {value} is not a finite number")
+        if not _fits(value, hints[key]):
+            raise PolicyError(f"{where}.{key} = {_shown(value)} is not {_expected(hints[key])}")
     try:
         return cls(**data)
     except TypeError as exc:  # a required field missing

@@ -30,7 +30,9 @@ class SizeType(click.ParamType):
 
 
 class CsvList(click.ParamType):
-    """``a,b,c`` -> ['a', 'b', 'c'], each checked by ``check`` (which raises ValueError)."""
+    """``a,b,c`` -> ['a', 'b', 'c'], each checked by ``check`` (which raises ValueError and returns the
+    item's canonical form). An item given twice (``all_reduce,allreduce``, ``1M,1024K``) is kept once,
+    in its first place: a repeat would be measured again, for nothing."""
 
     name = "LIST"
 
@@ -43,26 +45,28 @@ class CsvList(click.ParamType):
         items = [v.strip() for v in str(value).split(",") if v.strip()]
         if not items:
             self.fail("empty list", param, ctx)
-        if self.check:
-            out = []
-            for item in items:
-                try:
-                    out.append(self.check(item))
-                except ValueError as exc:
-                    self.fail(str(exc), param, ctx)
-            return out
-        return items
+        if not self.check:
+            return list(dict.fromkeys(items))
+        out = []
+        for item in items:
+            try:
+                out.append(self.check(item))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return list(dict.fromkeys(out))
 
 
 class Duration(click.ParamType):
-    """``90``, ``90s``, ``2m``, ``1h`` -> seconds (float), more than zero: a duration netbench takes
-    is a limit (a timeout, a budget), and a limit of 0 s would fail everything at once. ``off``:
+    """``90``, ``90s``, ``2m``, ``1h`` -> seconds (float), at least ``MIN_S``: a duration netbench
+    takes is a limit (a timeout, a budget), and a limit under a second (``-T 1ms``) is shorter than
+    starting a rank or making a group, so it would fail everything at once and blame the hosts. ``off``:
     0 is also taken, for a budget whose 0 turns a step off (``--confirm-budget 0``); ``auto``: the
     word ``auto`` is None, a budget the run sizes itself (``defaults.confirm_budget``)."""
 
     name = "DURATION"
     _RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
     MAX_S = 7 * 24 * 3600.0  # a week: beyond it a typo, not a limit (and timedelta stays in range)
+    MIN_S = 1.0
 
     def __init__(self, off: bool = False, auto: bool = False) -> None:
         self.off, self.auto = off, auto
@@ -81,8 +85,8 @@ class Duration(click.ParamType):
             seconds = float(m.group(1)) * mult
         if self.off and seconds == 0:
             return 0.0
-        if not 0 < seconds <= self.MAX_S:
-            least = "0 (off) or more" if self.off else "more than 0 s"
+        if not self.MIN_S <= seconds <= self.MAX_S:
+            least = "0 (off), or 1 s or more," if self.off else "1 s or more"
             self.fail(f"{value!r} is not a usable limit: give {least} and at most 7 days", param, ctx)
         return seconds
 

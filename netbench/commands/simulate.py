@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from netbench.defaults import (
     SIM_MAX_RAILS,
     SIM_NOISE_SHAPES,
 )
+
+if TYPE_CHECKING:
+    from netbench.sim.fabric import Fault
 
 
 @click.command(
@@ -131,7 +135,7 @@ def command(
     from netbench.common.errors import UsageError
     from netbench.run.execute import exit_status, finish_report
     from netbench.run.options import RetestOptions, from_command_line
-    from netbench.sim.fabric import FabricSpec, Fault
+    from netbench.sim.fabric import FabricSpec
     from netbench.sim.options import SimOptions
     from netbench.sim.run import simulate
 
@@ -139,8 +143,9 @@ def command(
         fabric=FabricSpec(nodes=nodes, leaves=leaves, tiers=int(tiers), pods=pods,
                           oversubscription=oversubscription, core_oversubscription=core_oversubscription,
                           nic_GBps=nic_gbps, physics=physics, rails=rails),
-        faults=tuple(Fault.parse(f) for f in faults),
-        noise=noise, noise_shape=noise_shape, seed=seed, patterns=list(patterns or ("ring", "pairwise")),
+        faults=_planted(faults),
+        noise=noise, noise_shape=noise_shape, seed=seed,
+        patterns=list(dict.fromkeys(patterns or ("ring", "pairwise"))),  # a pattern given twice: once
         pair_sizes=pair_sizes, pair_batch=pair_batch, pair_schedule=pair_schedule, out=out,
         max_bytes=max_bytes, groups_ahead=groups_ahead,
     ))
@@ -151,17 +156,39 @@ def command(
                 "--pair-batch, --pattern, --no-report and --confirm-budget are for the sweep, not --preflight"
             )
         _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
-    res = simulate(opts)
+    from netbench.sim.progress import Progress
+
+    progress = Progress(lambda line: click.echo(line, err=True))  # stdout keeps the results
+    res = simulate(opts, progress=progress)
     click.echo(f"# simulated {nodes} nodes: {res.rows} rows, fabric time {res.fabric_s:.1f} s")
     retest_s = RetestOptions(confirm_budget_s).seconds(nodes)
     if retest_s > 0:
         from netbench.sim.confirm import confirm_on_fabric
 
+        progress.stage(f"analysing {res.rows} rows for suspects to re-test")
         _, spent = confirm_on_fabric(opts, res, retest_s, click.echo)
         click.echo(f"# confirm: {spent:.1f} s of fabric time (the re-test launch, start-up included)")
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
+    if report:
+        progress.stage("analysing the run: findings.json and report.html")
     findings = finish_report(res.rundir, click.echo) if report else None
     raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
+
+
+def _planted(texts: tuple[str, ...]) -> tuple[Fault, ...]:
+    """The --fault values, each planted once: a fault given twice is one (truth.json would count it
+    twice, and multiplicative physics would slow its part twice); two values for one part are one
+    line, since which one the user meant is not ours to guess."""
+    from netbench.common.errors import UsageError
+    from netbench.sim.fabric import Fault
+
+    planted: dict[tuple[str, str], tuple[Fault, str]] = {}
+    for text in texts:
+        fault = Fault.parse(text)
+        seen, said = planted.setdefault((fault.kind, fault.subject), (fault, text))
+        if seen != fault:
+            raise UsageError(f"--fault {said!r} and {text!r} plant two values on one part: give one")
+    return tuple(fault for fault, _ in planted.values())
 
 
 def _preflight(

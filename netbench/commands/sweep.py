@@ -185,7 +185,7 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     from netbench.run.options import Options, from_command_line
     from netbench.sites.registry import default_launcher
 
-    asked = list(patterns)
+    asked = list(dict.fromkeys(patterns))  # a pattern given twice is measured once
     if kw["launcher"] is None:
         kw["launcher"] = default_launcher(kw.get("hosts_file"))  # type: ignore[arg-type]
     if asked:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from netbench.commands._options import measurement_options, pair_options
+from netbench.commands._params import TOPOLOGY_FILE
 
 
 @click.command(
@@ -32,7 +33,7 @@ ranks itself and adds the inventory and the re-tests.
 @pair_options
 @click.option(
     "--topology",
-    type=click.Path(dir_okay=False),
+    type=TOPOLOGY_FILE,  # a FIFO or a device refused at once, as sweep's
     default=None,
     help="Slurm topology.conf, read by rank 0: which leaf switch each host hangs off.",
 )
@@ -44,7 +45,7 @@ def command(patterns: tuple[str, ...], **kw: object) -> None:
     from netbench.run.external import run_worker
     from netbench.run.options import Options, from_command_line
 
-    pats = list(patterns) or ["world"]
+    pats = list(dict.fromkeys(patterns)) or ["world"]  # a pattern given twice is measured once
     if "world" in pats and len(pats) > 1:
         raise click.BadParameter("world cannot be combined with other patterns", param_hint="--pattern")
     run_worker(from_command_line(Options, {**kw, "patterns": pats}), echo=click.echo)

@@ -165,8 +165,9 @@ class RetestOptions:
     def __post_init__(self) -> None:
         from netbench.common.errors import UsageError
 
-        if self.confirm_budget_s is not None and self.confirm_budget_s < 0:
-            raise UsageError(f"--confirm-budget must be >= 0, got {self.confirm_budget_s:g}")
+        budget = self.confirm_budget_s
+        if budget is not None and not 0 <= budget < float("inf"):  # nan fails both bounds too
+            raise UsageError(f"--confirm-budget must be a finite number of seconds >= 0, got {budget:g}")
 
     def seconds(self, hosts: int) -> float:
         """The budget on ``hosts`` hosts, the one place ``auto`` becomes seconds: ``CONFIRM_BUDGET_S`` up

@@ -36,6 +36,7 @@ from netbench.sim.fabric import Fabric, Fault
 from netbench.sim.launcher import SimHosts
 from netbench.sim.measure import _flows, _measure, _note_effects, _rates
 from netbench.sim.options import SimOptions
+from netbench.sim.progress import Progress
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.setup import Lanes
 from netbench.sites.sim.site import SimSite
@@ -64,14 +65,21 @@ class SimResult:
     truth: dict[str, Any] = field(default_factory=dict)
 
 
-def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> SimResult:
+def simulate(
+    opts: SimOptions, echo: Callable[[str], None] = lambda s: None, progress: Progress | None = None
+) -> SimResult:
     """Build the fabric, plan on it as a sweep plans (``plan_fabric``), measure every phase on the
-    fabric, write the run directory."""
+    fabric, write the run directory; each stage said to ``progress`` as it starts."""
+    progress = progress or Progress()
+    spec = opts.fabric
+    progress.stage(f"building the fabric ({spec.nodes} nodes, {spec.leaves} leaves, {spec.tiers} tiers)")
     fab = build_fabric(opts.fabric, opts.faults)
     rng = np.random.default_rng(opts.seed)
     run_id = new_run_id()
+    progress.stage(f"planning the sweep ({', '.join(opts.pairs.patterns)})")
     planned = plan_fabric(opts, SimSite(SimHosts(fab, opts)), run_id, echo)
     plan, slots = planned.plan, planned.slots
+    progress.stage(f"writing the run directory's plan ({len(plan.phases)} phases)")
     rundir = RunDir.create(opts.out, run_id=run_id)
     pair_rounds = sorted({p.groups[0].round for p in plan.phases if p.groups[0].round is not None})
     slow_rounds = _intermittent_rounds(opts.faults, pair_rounds, rng)
@@ -92,7 +100,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
-    n_rows, phases = _measure_phases(opts, fab, plan, gpus, slow_rounds, rng, worst, rundir)
+    n_rows, phases = _measure_phases(opts, fab, plan, gpus, slow_rounds, rng, worst, rundir, progress)
     fabric_s = sum(p["seconds"] for p in phases)
     truth = _truth(opts, fab, slow_rounds, worst)
     rundir.write_json(TRUTH_JSON, truth)
@@ -116,6 +124,7 @@ def plan_fabric(opts: SimOptions, site: SimSite, run_id: str, echo: Callable[[st
 def _measure_phases(
     opts: SimOptions, fab: Fabric | RailFabric, plan: WorkerPlan, gpus: LostGpus,
     slow_rounds: dict[str, set[int]], rng: np.random.Generator, worst: dict[int, float], rundir: RunDir,
+    progress: Progress,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Every phase of ``plan`` measured on the fabric, one after another, its rows appended to
     results.jsonl (a lost GPU's groups as the coordinator writes them, ``sim.dropout``); the rows
@@ -125,7 +134,8 @@ def _measure_phases(
     lanes = Lanes(plan.ahead, opts.ahead_slowdown)
     # one fsync at the end, not one per row as a real run needs: nothing here can die half way
     with rundir.results_path.open("ab") as fh:
-        for phase in plan.phases:
+        for i, phase in enumerate(plan.phases, 1):
+            progress.phase(i, len(plan.phases), phase.name)
             slow_now = frozenset(h for h, rounds in slow_rounds.items() if phase.groups[0].round in rounds)
             groups, lost = gpus.split(phase)
             for grp in lost:

@@ -33,40 +33,71 @@ class RankEnv:
     master_port: int | None = None
 
 
-def detect() -> RankEnv:
-    """Who am I? torchrun's variables first (they are the most specific), then Open MPI/PMI, then Slurm."""
-    e = os.environ
-    port = int(e["MASTER_PORT"]) if e.get("MASTER_PORT", "").isdigit() else None
-    if "RANK" in e and "WORLD_SIZE" in e and ("TORCHELASTIC_RUN_ID" in e or "MASTER_ADDR" in e):
-        return RankEnv(
-            int(e["RANK"]),
-            int(e["WORLD_SIZE"]),
-            int(e.get("LOCAL_RANK", 0)),
-            "torchrun",
-            e.get("MASTER_ADDR"),
-            port,
+#: the most ranks a launcher's environment may name: far above any fleet, far below a number that
+#: only a typo or a hostile environment writes
+MAX_RANKS = 1 << 24
+
+
+def _env_int(name: str, low: int = 0, high: int = MAX_RANKS, default: int | None = None) -> int:
+    """The launcher's variable ``name`` as an integer in [low, high), else a UsageError naming it:
+    ``RANK=abc`` is the environment's mistake, not netbench's (never ``internal error``)."""
+    text = os.environ.get(name, "").strip()
+    if not text and default is not None:
+        return default
+    value = int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+    if value is None or not low <= value < high:
+        shown = repr(text) if len(text) <= 32 else f"{text[:24]!r}... ({len(text)} characters)"
+        raise UsageError(
+            f"netbench worker: the environment's {name}={shown} is not a whole number in [{low}, {high})"
         )
+    return value
+
+
+def _rank_env(source: str, names: tuple[str, str, str], world_floor: int = 1, **where: Any) -> RankEnv:
+    """(rank, world size, local rank) from the variables ``names``, each checked where it enters:
+    0 <= rank < world size, 0 <= local rank < world size. A world size of 0 (mpirun without
+    OMPI_COMM_WORLD_SIZE) is taken from MPI itself later (``open_store``)."""
+    rank_name, world_name, local_name = names
+    world = _env_int(world_name, world_floor, MAX_RANKS + 1, default=0 if world_floor == 0 else None)
+    bound = world or MAX_RANKS
+    rank = _env_int(rank_name, 0, bound)
+    local = _env_int(local_name, 0, bound, default=0)
+    return RankEnv(rank, world, local, source, **where)
+
+
+def _master_port() -> int | None:
+    """MASTER_PORT as a TCP port (1-65535); None when unset."""
+    if not os.environ.get("MASTER_PORT", "").strip():
+        return None
+    return _env_int("MASTER_PORT", 1, 65536)
+
+
+def detect() -> RankEnv:
+    """Who am I? torchrun's variables first (they are the most specific), then Open MPI/PMI, then
+    Slurm. Every variable read is checked (``_env_int``): one line naming it, exit 2."""
+    e = os.environ
+    if "RANK" in e and "WORLD_SIZE" in e and ("TORCHELASTIC_RUN_ID" in e or "MASTER_ADDR" in e):
+        return _rank_env("torchrun", ("RANK", "WORLD_SIZE", "LOCAL_RANK"),
+                         master_addr=e.get("MASTER_ADDR"), master_port=_master_port())
     if "OMPI_COMM_WORLD_RANK" in e or ("SLURM_PROCID" not in e and ("PMI_RANK" in e or "PMIX_RANK" in e)):
-        rank = int(e.get("OMPI_COMM_WORLD_RANK") or e.get("PMI_RANK") or e["PMIX_RANK"])
-        world = int(e.get("OMPI_COMM_WORLD_SIZE") or e.get("PMI_SIZE") or 0)
-        local = int(e.get("OMPI_COMM_WORLD_LOCAL_RANK") or e.get("MPI_LOCALRANKID") or 0)
-        return RankEnv(rank, world, local, "mpi")
+        rank = next(n for n in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK") if n in e)
+        world = "OMPI_COMM_WORLD_SIZE" if "OMPI_COMM_WORLD_SIZE" in e else "PMI_SIZE"
+        local = "OMPI_COMM_WORLD_LOCAL_RANK" if "OMPI_COMM_WORLD_LOCAL_RANK" in e else "MPI_LOCALRANKID"
+        return _rank_env("mpi", (rank, world, local), world_floor=0)
     if "SLURM_PROCID" in e and "SLURM_NTASKS" in e:
         addr = e.get("MASTER_ADDR")
         if not addr and e.get("SLURM_JOB_NODELIST"):
             from netbench.inventory.hostlist import expand_hostlist
 
-            addr = expand_hostlist(e["SLURM_JOB_NODELIST"])[0]
-        if port is None:
-            port = 20000 + int(e.get("SLURM_JOB_ID", "0")) % 20000
-        return RankEnv(
-            int(e["SLURM_PROCID"]),
-            int(e["SLURM_NTASKS"]),
-            int(e.get("SLURM_LOCALID", 0)),
-            "slurm",
-            addr,
-            port,
-        )
+            try:
+                addr = expand_hostlist(e["SLURM_JOB_NODELIST"])[0]
+            except (ValueError, IndexError) as exc:
+                raise UsageError(f"netbench worker: the environment's SLURM_JOB_NODELIST: {exc}") from None
+        port = _master_port()
+        if port is None:  # one port a job, so two jobs' workers on a node do not meet
+            port = 20000 + _env_int("SLURM_JOB_ID", 0, 1 << 32, default=0) % 20000
+        return _rank_env("slurm", ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"),
+                         master_addr=addr, master_port=port)
     raise UsageError(
         "netbench worker: no launcher environment found (expected torchrun's RANK/WORLD_SIZE, "
         "mpirun's OMPI_COMM_WORLD_RANK or srun's SLURM_PROCID)"

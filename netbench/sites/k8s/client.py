@@ -78,6 +78,47 @@ def describe_api_error(exc: BaseException, what: str) -> KubeError:
     return KubeError(f"kubernetes: {what}: cannot reach the API server: {quote(str(reason), 200)}")
 
 
+#: the largest kubeconfig read (certificates embedded for a few dozen clusters stay far below it)
+MAX_KUBECONFIG_BYTES = 4 << 20
+
+
+def check_kubeconfig(path: str) -> None:
+    """UsageError saying what is wrong with the kubeconfig at ``path`` before the client reads it:
+    missing, not a regular file (``/dev/zero``, a FIFO: refused without reading or waiting), too
+    large, empty, not YAML, or YAML that is not a kubeconfig (a table with its clusters)."""
+    import yaml
+
+    from netbench.common.files import open_regular
+
+    where = f"kubeconfig {path}"
+    if not Path(path).exists():
+        raise UsageError(f"{where}: no such file (give --kubeconfig, or run inside a pod)")
+    try:
+        fh = open_regular(path, "kubeconfig")
+    except UsageError as exc:
+        raise UsageError(f"kubeconfig {exc}") from None
+    with fh:
+        try:
+            raw = fh.read(MAX_KUBECONFIG_BYTES + 1)
+        except OSError as exc:
+            raise UsageError(f"{where}: cannot read it: {exc.strerror}") from None
+    if len(raw) > MAX_KUBECONFIG_BYTES:
+        raise UsageError(f"{where}: larger than {MAX_KUBECONFIG_BYTES >> 20} MiB; not a kubeconfig")
+    if not raw.strip():
+        raise UsageError(f"{where}: the file is empty (a kubeconfig lists clusters, users and contexts)")
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 1})" if mark is not None else ""
+        said = getattr(exc, "problem", None) or type(exc).__name__
+        raise UsageError(f"{where}: not YAML: {quote(str(said), 120)}{at}") from None
+    except RecursionError:
+        raise UsageError(f"{where}: not YAML: nested too deeply") from None
+    if not isinstance(data, dict) or not isinstance(data.get("clusters"), list) or not data["clusters"]:
+        raise UsageError(f"{where}: YAML, but not a kubeconfig (no list of clusters)")
+
+
 class Kube:
     """One cluster: a configured API client and the namespace of the run's objects."""
 
@@ -103,10 +144,7 @@ class Kube:
                 k8s.config.load_incluster_config(client_configuration=cfg)
                 self.where = "in-cluster service account"
             else:
-                if not Path(path).is_file():
-                    raise UsageError(
-                        f"kubeconfig {path}: no such file (give --kubeconfig, or run inside a pod)"
-                    )
+                check_kubeconfig(path)
                 k8s.config.load_kube_config(
                     config_file=path, context=target.context, client_configuration=cfg, persist_config=False
                 )

@@ -33,9 +33,10 @@ def file_switches(entries: list[HostEntry], topology_file: str | None, echo: Ech
     ``switch=`` labels of the hosts file."""
     out = {e.name: e.labels["switch"] for e in entries if e.labels.get("switch")}
     if topology_file:
-        from netbench.inventory.topology import load_topology
+        from netbench.inventory.topology import load_topology, require_placed
 
         topo = load_topology(topology_file)
+        require_placed(topo.uplinks(), [e.name for e in entries], topology_file)
         unplaced = topo.unplaced_warning([e.name for e in entries])
         for w in [*topo.warnings, *([unplaced] if unplaced else [])]:
             echo(f"# topology warning: {w}")
