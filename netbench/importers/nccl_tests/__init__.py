@@ -21,9 +21,9 @@ The ``-J`` JSON (JSON_FILE_VERSION 1-3 in src/util.cu) writes booleans as the st
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +34,14 @@ import click
 from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
 from netbench.importers.base import Imported, Importer
+from netbench.importers.nccl_tests.copies import drop_copies
 from netbench.importers.nccl_tests.infer import infer_collective
 from netbench.importers.nccl_tests.jsonfile import parse_json
 from netbench.importers.nccl_tests.model import (
     DTYPE_BYTES,
     MAX_LINES_LISTED,
     MAX_LOG_BYTES,
+    MAX_LOG_LINES,
     REDOPS,
     NcclTest,
     Problem,
@@ -72,6 +74,9 @@ def parse_file(path: str | Path, progress: Callable[[int, int], None] | None = N
         raw = fh.read(MAX_LOG_BYTES + 1)
     if len(raw) > MAX_LOG_BYTES:
         raise UsageError(f"{path}: larger than {MAX_LOG_BYTES >> 20} MiB; split the log per run")
+    if raw.count(b"\n") > MAX_LOG_LINES:  # counted in the bytes: no list of millions of strings first
+        raise UsageError(f"{path}: more than {MAX_LOG_LINES:,} lines (an nccl-tests log of "
+                         f"{MAX_LOG_BYTES >> 20} MiB has fewer than 3 M); split the log per run")
     text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         try:
@@ -184,10 +189,6 @@ def inventory_nodes(tests: list[NcclTest], nics: NicSpec | None = None) -> list[
     return [n.to_dict() for n in nodes.values()]
 
 
-#: ResultRow's fields, in order: its dict without dataclasses.asdict's deep copy (a 50 MB log's rows)
-_ROW_FIELDS = tuple(f.name for f in dataclasses.fields(ResultRow))
-
-
 def import_logs(
     paths: list[str | Path], out: str | Path | None = None, nics: NicSpec | None = None,
     progress: Progress | None = None,
@@ -198,7 +199,8 @@ def import_logs(
     Returns ``(RunDir, tests)``. Nothing is written when any file fails to parse, so a typo in one
     path never leaves a half-imported run behind; run.json says ``completed`` only once every row
     is written (before that ``starting``: an import that broke off is ``run_incomplete``). Rows left
-    out or repeated, failure lines and tables cut short are each test's ``problems``, in run.json.
+    out or repeated, failure lines and tables cut short are each test's ``problems``, in run.json;
+    a run given twice (a log concatenated with itself) is imported once, its copies a problem.
     """
     from netbench import __version__
     from netbench.common.rundir import RunDir, utc_now
@@ -211,6 +213,7 @@ def import_logs(
             if progress is not None:
                 progress.update(done, total, f"reading {name}")
         tests += parse_file(path, reading)
+    tests = drop_copies(tests)
     run = RunDir.create(out)
     started = utc_now()
     total = sum(len(t.rows) for t in tests)
@@ -219,7 +222,9 @@ def import_logs(
         done = 0
         for k, t in enumerate(tests, 1):
             for row in to_rows(t, run.run_id, f"log{k}"):
-                yield {name: getattr(row, name) for name in _ROW_FIELDS}
+                # its fields as they are, in their order: no copy (asdict's deep one, or a new dict
+                # of 40 fields, cost seconds on a 50 MB log's 800k rows)
+                yield vars(row)
             done += len(t.rows)
             if progress is not None:
                 progress.update(done, total, "writing rows")
@@ -272,12 +277,19 @@ def load(paths: list[str], out: str | None, nics: str | None = None) -> Imported
             f"into {run.path}"]
     if any("per_iter" in r for t in tests for r in t.rows):
         said.append(PER_ITER_NOTE)
-    # the log did not name the collective: say what was concluded, and from what
-    said += [f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}"
-             for t in tests if t.collective_inferred]
+    # the log did not name the collective: say what was concluded, and from what (once for the runs
+    # of a log concluded alike: a log of 9,000 jobs is not 9,000 lines)
+    inferred = Counter((t.source, t.collective or "unknown", t.collective_inferred)
+                       for t in tests if t.collective_inferred)
+    said += [f"{source}: collective {name} {how}" + (f" ({n} runs)" if n > 1 else "")
+             for (source, name, how), n in inferred.items()]
     # the report's import_incomplete / imported_run_failed findings say these again
     warnings = [f"{t.source}: {p.summary()}" for t in tests for p in t.problems]
     return Imported(run.path, tuple(said), tuple(warnings))
+
+
+#: the runs whose headline ``--no-report`` prints (the report has every one)
+MAX_HEADLINES = 10
 
 
 def headline_busbw(path: Path) -> list[str]:
@@ -291,7 +303,11 @@ def headline_busbw(path: Path) -> list[str]:
     frame = read_rows_frame(run.results_path)
     rows = frame if frame is not None else run.read_rows()
     heads = headlines(rows, run.read_inventory(), references(), TERMINAL_PATTERNS)
-    return list(headline_lines(heads, TERMINAL_PATTERNS))
+    shown = [h for h in heads if h.pattern in TERMINAL_PATTERNS]
+    more = len(shown) - MAX_HEADLINES
+    # one headline a run: a log of thousands of jobs shows the first ones and counts the rest
+    return list(headline_lines(shown[:MAX_HEADLINES], TERMINAL_PATTERNS)) + (
+        [f"# ... and {more} more run(s): `netbench report {path}`"] if more > 0 else [])
 
 
 IMPORTER = Importer(
