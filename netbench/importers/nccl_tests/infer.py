@@ -119,7 +119,7 @@ def _shape_fits(
 ) -> bool:
     if ops and shape.redop is not None and (ops != {"none"}) != shape.redop:
         return False
-    if roots and roots != {None} and (max(r or -1 for r in roots) >= 0) != shape.rooted:
+    if roots and roots != {None} and (max(-1 if r is None else r for r in roots) >= 0) != shape.rooted:
         return False
     if factor is None:
         return True

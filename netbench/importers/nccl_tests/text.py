@@ -259,7 +259,7 @@ class _TextReader:
             t.ranks_inferred = ranks_of(t)
             if t.ranks_inferred is None:
                 t.problems.append(Problem(
-                    "unjudged", "the log lists no rank and its table does not say how many ranks ran: "
+                    "unjudged", "the log has no rank lines and its table does not say how many ranks ran: "
                     "imported as one rank, so nothing in it is judged against the fabric"))
         if t.collective is None:
             t.problems.append(Problem(
