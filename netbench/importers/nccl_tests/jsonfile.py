@@ -77,7 +77,7 @@ def _parse_json(data: dict[str, Any], source: str) -> NcclTest:
         test.nccl_version = nccl_version_from_code(code)
     cfg = data.get("config") or {}
     test.config = {
-        "nthread": cfg.get("nthreads", 1), "ngpus": cfg.get("ngpus", 1),
+        "nthread": _count(cfg, "nthreads"), "ngpus": _count(cfg, "ngpus"),
         "min_bytes": cfg.get("minimum_bytes"), "max_bytes": cfg.get("maximum_bytes"),
         "warmup_iters": cfg.get("warmup_iters"), "iters": cfg.get("iterations"),
         "agg_iters": cfg.get("aggregated_iterations"), "validation": cfg.get("validation"),
@@ -91,7 +91,8 @@ def _parse_json(data: dict[str, Any], source: str) -> NcclTest:
             rank=int(d.get("rank", len(test.ranks))), host=str(d.get("hostname", "")),
             device=int(d.get("device", 0)),
             bus_id=str(d.get("device_hex", "")), device_name=str(d.get("device_info", "")),
-            group=d.get("group"), pid=d.get("pid"),
+            group=_json_int(d["group"]) if d.get("group") is not None else None,
+            pid=_json_int(d["pid"]) if d.get("pid") is not None else None,
         ))
     for entry in data.get("env") or []:
         if isinstance(entry, str) and entry.startswith("NCCL_") and "=" in entry:
@@ -150,9 +151,22 @@ def _json_rows(res: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]
     return rows
 
 
+def _count(cfg: dict[str, Any], key: str) -> int:
+    """``nthreads`` / ``ngpus`` of the config: a whole number from 1 (absent: 1); the rank count is
+    made of them, so anything else is the file's damage (ValueError: the caller's exit 2), found
+    before a run directory is made, never while its rows are written."""
+    value = cfg.get(key, 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 20:
+        raise ValueError(f"config.{key} {str(value)[:40]!r} is not a count of threads or GPUs")
+    return value
+
+
 def _json_int(value: Any) -> int:
-    """An integer of a -J file within int64 (ValueError, the caller's exit 2, for anything else)."""
-    number = int(value)
+    """An integer of a -J file within int64 (ValueError, the caller's exit 2, for anything else: a
+    string, a fraction nccl-tests never writes where it prints %zu or %d)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{str(value)[:40]!r} is not a whole number")
+    number = value
     if not -(1 << 63) <= number < 1 << 63:
         raise ValueError(f"{str(value)[:40]}... is out of range")
     return number
