@@ -35,6 +35,7 @@ from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
 from netbench.importers.base import Imported, Importer
 from netbench.importers.nccl_tests.copies import drop_copies
+from netbench.importers.nccl_tests.headline import deciding, headline_busbw, keep
 from netbench.importers.nccl_tests.infer import infer_collective
 from netbench.importers.nccl_tests.jsonfile import parse_json
 from netbench.importers.nccl_tests.model import (
@@ -96,15 +97,17 @@ def parse_file(path: str | Path, progress: Callable[[int, int], None] | None = N
     return tests
 
 
-def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> Iterator[ResultRow]:
+def to_rows(test: NcclTest, run_id: str, group: str | None = None,
+            rows: list[dict[str, Any]] | None = None) -> Iterator[ResultRow]:
     """ResultRows (the results.jsonl contract) for one parsed run, one at a time (a table of a
     million rows is not held twice); ``group`` keeps it apart from the other runs imported with it
-    (two logs' rows of one collective are two measurements, not one)."""
+    (two logs' rows of one collective are two measurements, not one); ``rows``: only these of its
+    parsed rows."""
     hosts, ranks = test.hosts, test.nranks
     iters = to_int(test.config.get("iters")) or 0
     warmup = to_int(test.config.get("warmup_iters")) or 0
     graph = (to_int(test.config.get("graph")) or 0) > 0
-    for r in test.rows:
+    for r in test.rows if rows is None else rows:
         op = r.get("op")
         root = to_int(r.get("root"))
         extra: dict[str, Any] = {"source": test.source, "line": r["line"], "imported_from": "nccl-tests"}
@@ -271,6 +274,7 @@ def load(paths: list[str], out: str | None, nics: str | None = None) -> Imported
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     run, tests = import_logs(list(paths), out, given, Progress())
+    keep(run.path, tests, lambda t, group: to_rows(t, run.run_id, group, deciding(t)))
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
     said = [f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) "
@@ -286,28 +290,6 @@ def load(paths: list[str], out: str | None, nics: str | None = None) -> Imported
     # the report's import_incomplete / imported_run_failed findings say these again
     warnings = [f"{t.source}: {p.summary()}" for t in tests for p in t.problems]
     return Imported(run.path, tuple(said), tuple(warnings))
-
-
-#: the runs whose headline ``--no-report`` prints (the report has every one)
-MAX_HEADLINES = 10
-
-
-def headline_busbw(path: Path) -> list[str]:
-    """The headline busbw as the report would print it, for ``--no-report``; read back column by
-    column (a 50 MB log's half million rows: seconds, not a minute of dicts)."""
-    from netbench.common.rundir import RunDir
-    from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
-    from netbench.reports.rowtable import read_rows_frame
-
-    run = RunDir.open(path)
-    frame = read_rows_frame(run.results_path)
-    rows = frame if frame is not None else run.read_rows()
-    heads = headlines(rows, run.read_inventory(), references(), TERMINAL_PATTERNS)
-    shown = [h for h in heads if h.pattern in TERMINAL_PATTERNS]
-    more = len(shown) - MAX_HEADLINES
-    # one headline a run: a log of thousands of jobs shows the first ones and counts the rest
-    return list(headline_lines(shown[:MAX_HEADLINES], TERMINAL_PATTERNS)) + (
-        [f"# ... and {more} more run(s): `netbench report {path}`"] if more > 0 else [])
 
 
 IMPORTER = Importer(
