@@ -103,34 +103,43 @@ def to_rows(test: NcclTest, run_id: str, group: str | None = None,
     million rows is not held twice); ``group`` keeps it apart from the other runs imported with it
     (two logs' rows of one collective are two measurements, not one); ``rows``: only these of its
     parsed rows."""
-    hosts, ranks = test.hosts, test.nranks
+    hosts, ranks, collective = test.hosts, test.nranks, test.collective or "unknown"
     iters = to_int(test.config.get("iters")) or 0
     warmup = to_int(test.config.get("warmup_iters")) or 0
     graph = (to_int(test.config.get("graph")) or 0) > 0
+    every: dict[str, Any] = {}  # what every row's extra says after the row's own keys
+    if test.config.get("agg_iters"):
+        every["agg_iters"] = test.config["agg_iters"]
+    if test.collective_inferred:
+        every["collective_inferred"] = test.collective_inferred
+    roots: dict[Any, int | None] = {}  # a table has a few distinct roots: each converted once
     for r in test.rows if rows is None else rows:
-        op = r.get("op")
-        root = to_int(r.get("root"))
+        op, root = r["op"], r["root"]
+        if root not in roots:
+            number = to_int(root)
+            roots[root] = number if number is not None and number >= 0 else None
         extra: dict[str, Any] = {"source": test.source, "line": r["line"], "imported_from": "nccl-tests"}
-        for key in ("max_error", "per_iter", "cpu_time"):
+        for key in _EXTRA_KEYS:
             if key in r:
                 extra[key] = r[key]
-        if test.config.get("agg_iters"):
-            extra["agg_iters"] = test.config["agg_iters"]
-        if test.collective_inferred:
-            extra["collective_inferred"] = test.collective_inferred
+        extra.update(every)
         missing = "time" if r["time_us"] is None else "bus bandwidth" if r["busbw_GBps"] is None else None
         yield ResultRow(
-            run_id=run_id, collective=test.collective or "unknown", backend="nccl", pattern="world",
+            run_id=run_id, collective=collective, backend="nccl", pattern="world",
             hosts=hosts, ranks=ranks, round=None, bytes=r["bytes"], count=r["count"], dtype=r["dtype"],
             op=None if op in (None, "none") else op, in_place=r["in_place"], iters=iters, warmup=warmup,
             time_us=r["time_us"], time_us_min=None, time_us_max=None, rank_time_us=None,
             algbw_GBps=r["algbw_GBps"], busbw_GBps=r["busbw_GBps"], wrong=r.get("wrong"),
             status="error" if missing else "ok",  # an ok row has its time and busbw (rows.MEASURED)
             error=f"nccl-tests printed no {missing}" if missing else None,
-            root=root if root is not None and root >= 0 else None, device="cuda", cuda_graph=graph,
+            root=roots[root], device="cuda", cuda_graph=graph,
             group=group, engine="nccl",  # nccl-tests calls NCCL directly, as netbench's NCCL engine does
             extra=extra,
         )
+
+
+#: a parsed row's keys kept in its ResultRow's extra, where present
+_EXTRA_KEYS = ("max_error", "per_iter", "cpu_time")
 
 
 def env_hosts(tests: list[NcclTest]) -> dict[str, dict[str, Any]]:
