@@ -518,7 +518,9 @@ def test_eight_ranks_printing_one_table_interleaved_is_one_table(tmp_path, tagge
 
 
 def test_two_whole_runs_in_one_log_are_two_runs(tmp_path):
-    """A log holding one run after another (each ended by its summary) is not a repeat."""
+    """A log holding one run after another (each ended by its summary) is not a repeated table: each
+    run is read. (The same run twice, pids and values alike, is imported once: issue 44's copies,
+    tests/test_import_nccl_hardening.py.)"""
     [a, b] = parse_file(write_log(tmp_path, AR_LINES + AR_LINES))
     assert values(a) == values(b) and a.problems == b.problems == []
 

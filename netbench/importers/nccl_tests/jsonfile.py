@@ -67,7 +67,11 @@ def parse_json(data: dict[str, Any], source: str = "<json>") -> NcclTest:
 
 def _parse_json(data: dict[str, Any], source: str) -> NcclTest:
     args = data.get("args") or []
-    name = collective_name(str(args[0])) if args else collective_from_filename(source)
+    # argv[0] as exec'd, or with a note after it (netbench's export: "all_reduce_perf (netbench torch
+    # engine, group world)")
+    program = str(args[0]) if args else ""
+    name = (collective_name(program) or collective_name(program.split(" ", 1)[0])) if args \
+        else collective_from_filename(source)
     if args and name is None:  # a damaged file's one run: nothing to import
         raise UsageError(f"{source}: args[0] {str(args[0])[:80]!r} is no nccl-tests program "
                          "(all_reduce_perf, ...): damaged -J output, not imported")
