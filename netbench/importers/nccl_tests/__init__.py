@@ -308,9 +308,11 @@ IMPORTER = Importer(
     help="""\
 Reads every layout nccl-tests has printed since 2018 (old 'error' column, '#wrong', per-iteration
 columns, mpirun/srun line prefixes) and its -J JSON. All files go into one run directory.
-Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, glued ranks, a cut
-row), a failure line, a table printed again or cut short, a file name the table contradicts: each
-is a warning line here and a finding (import_incomplete, imported_run_failed), never a PASS.""",
+Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, 1e400, glued ranks, a
+cut row, a size no GPU holds), a failure line, a table printed again or cut short, a whole run given
+twice (imported once), a table under a header naming no nccl-tests collective, a file name the table
+contradicts, a run whose collective or rank count the log does not say: each is a warning line here
+and a finding (import_incomplete, imported_run_failed), never a PASS.""",
     examples=(
         "netbench import nccl-tests all_reduce.log all_gather.log --out runs/nccl-2024-05",
         "netbench import nccl-tests node*/all_reduce_perf.out --out runs/imported",
