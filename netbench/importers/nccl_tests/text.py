@@ -218,7 +218,7 @@ class _TextReader:
             r.finish()
         readings = one_copy(self.readings)
         skipped = [r for r in readings if r.damaged is not None and r.test.rows]
-        readings = [r for r in readings if r not in skipped]
+        readings = [r for r in readings if r.damaged is None or not r.test.rows]
         single = len([r for r in readings if r.test.rows]) == 1
         found = []
         for r in readings:
