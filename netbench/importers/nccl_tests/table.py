@@ -147,6 +147,9 @@ def by_process(lines: list[str]) -> Iterator[tuple[int, str | None, str]]:
             tags[m["mpi"] or m["srun"]] = None
             if len(tags) > 1:
                 break
+    if not tags:  # no launcher prefix anywhere: the lines as they are (splitlines left no line end)
+        yield from ((n, None, raw) for n, raw in enumerate(lines, start=1))
+        return
     if len(tags) < 2:
         yield from (split(n, raw) for n, raw in enumerate(lines, start=1))
         return
