@@ -3,8 +3,9 @@ written 584k of 896k rows after 400 s, at 3.9 GB).
 
 The log is the public 2 x 8 H100 all_reduce log (shared fixtures, nccl-tests-public/SOURCES.md), in
 two shapes: ``runs``, its whole run (rank lines, table, summary) repeated until the file has the size
-asked (one imported run each, as a log of many jobs concatenated); ``table``, one run whose table has
-that many rows (its rows repeated with sizes stepping by 8 B, as ``-i 8`` prints). ``netbench import
+asked, each copy with its own pids (one imported run each, as a log of many jobs concatenated);
+``table``, one run whose table has that many rows (its rows repeated with sizes stepping by 8 B, as
+``-i 8`` prints). ``netbench import
 nccl-tests LOG --no-report`` runs in a child process, measured from outside: wall, CPU (user + sys)
 and peak RSS from ``wait4``, with the load average beside them (the machine is shared).
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -38,9 +40,11 @@ def make_log(path: Path, mb: int, shape: str) -> int:
     run, target = the_run(), mb << 20
     rows = [line for line in run if line.strip()[:1].isdigit()]
     if shape == "runs":
+        # each job its own pids, as real jobs have (one run copied is imported once: issue 44)
         text = "\n".join(run) + "\n"
         copies = target // len(text) + 1
-        path.write_text(text * copies)
+        path.write_text("".join(re.sub(r"Pid +(\d+)", lambda m, k=k: f"Pid {int(m[1]) + 100 * k:>6}", text)
+                                for k in range(copies)))
         return copies * len(rows)
     first = run.index(rows[0])
     out, size, k = run[:first], 0, 0

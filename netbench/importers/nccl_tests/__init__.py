@@ -21,9 +21,9 @@ The ``-J`` JSON (JSON_FILE_VERSION 1-3 in src/util.cu) writes booleans as the st
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +34,15 @@ import click
 from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
 from netbench.importers.base import Imported, Importer
+from netbench.importers.nccl_tests.copies import drop_copies
+from netbench.importers.nccl_tests.headline import deciding, headline_busbw, keep
 from netbench.importers.nccl_tests.infer import infer_collective
 from netbench.importers.nccl_tests.jsonfile import parse_json
 from netbench.importers.nccl_tests.model import (
     DTYPE_BYTES,
     MAX_LINES_LISTED,
     MAX_LOG_BYTES,
+    MAX_LOG_LINES,
     REDOPS,
     NcclTest,
     Problem,
@@ -72,6 +75,9 @@ def parse_file(path: str | Path, progress: Callable[[int, int], None] | None = N
         raw = fh.read(MAX_LOG_BYTES + 1)
     if len(raw) > MAX_LOG_BYTES:
         raise UsageError(f"{path}: larger than {MAX_LOG_BYTES >> 20} MiB; split the log per run")
+    if raw.count(b"\n") > MAX_LOG_LINES:  # counted in the bytes: no list of millions of strings first
+        raise UsageError(f"{path}: more than {MAX_LOG_LINES:,} lines (an nccl-tests log of "
+                         f"{MAX_LOG_BYTES >> 20} MiB has fewer than 3 M); split the log per run")
     text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         try:
@@ -91,38 +97,49 @@ def parse_file(path: str | Path, progress: Callable[[int, int], None] | None = N
     return tests
 
 
-def to_rows(test: NcclTest, run_id: str, group: str | None = None) -> Iterator[ResultRow]:
+def to_rows(test: NcclTest, run_id: str, group: str | None = None,
+            rows: list[dict[str, Any]] | None = None) -> Iterator[ResultRow]:
     """ResultRows (the results.jsonl contract) for one parsed run, one at a time (a table of a
     million rows is not held twice); ``group`` keeps it apart from the other runs imported with it
-    (two logs' rows of one collective are two measurements, not one)."""
-    hosts, ranks = test.hosts, test.nranks
+    (two logs' rows of one collective are two measurements, not one); ``rows``: only these of its
+    parsed rows."""
+    hosts, ranks, collective = test.hosts, test.nranks, test.collective or "unknown"
     iters = to_int(test.config.get("iters")) or 0
     warmup = to_int(test.config.get("warmup_iters")) or 0
     graph = (to_int(test.config.get("graph")) or 0) > 0
-    for r in test.rows:
-        op = r.get("op")
-        root = to_int(r.get("root"))
+    every: dict[str, Any] = {}  # what every row's extra says after the row's own keys
+    if test.config.get("agg_iters"):
+        every["agg_iters"] = test.config["agg_iters"]
+    if test.collective_inferred:
+        every["collective_inferred"] = test.collective_inferred
+    roots: dict[Any, int | None] = {}  # a table has a few distinct roots: each converted once
+    for r in test.rows if rows is None else rows:
+        op, root = r["op"], r["root"]
+        if root not in roots:
+            number = to_int(root)
+            roots[root] = number if number is not None and number >= 0 else None
         extra: dict[str, Any] = {"source": test.source, "line": r["line"], "imported_from": "nccl-tests"}
-        for key in ("max_error", "per_iter", "cpu_time"):
+        for key in _EXTRA_KEYS:
             if key in r:
                 extra[key] = r[key]
-        if test.config.get("agg_iters"):
-            extra["agg_iters"] = test.config["agg_iters"]
-        if test.collective_inferred:
-            extra["collective_inferred"] = test.collective_inferred
+        extra.update(every)
         missing = "time" if r["time_us"] is None else "bus bandwidth" if r["busbw_GBps"] is None else None
         yield ResultRow(
-            run_id=run_id, collective=test.collective or "unknown", backend="nccl", pattern="world",
+            run_id=run_id, collective=collective, backend="nccl", pattern="world",
             hosts=hosts, ranks=ranks, round=None, bytes=r["bytes"], count=r["count"], dtype=r["dtype"],
             op=None if op in (None, "none") else op, in_place=r["in_place"], iters=iters, warmup=warmup,
             time_us=r["time_us"], time_us_min=None, time_us_max=None, rank_time_us=None,
             algbw_GBps=r["algbw_GBps"], busbw_GBps=r["busbw_GBps"], wrong=r.get("wrong"),
             status="error" if missing else "ok",  # an ok row has its time and busbw (rows.MEASURED)
             error=f"nccl-tests printed no {missing}" if missing else None,
-            root=root if root is not None and root >= 0 else None, device="cuda", cuda_graph=graph,
+            root=roots[root], device="cuda", cuda_graph=graph,
             group=group, engine="nccl",  # nccl-tests calls NCCL directly, as netbench's NCCL engine does
             extra=extra,
         )
+
+
+#: a parsed row's keys kept in its ResultRow's extra, where present
+_EXTRA_KEYS = ("max_error", "per_iter", "cpu_time")
 
 
 def env_hosts(tests: list[NcclTest]) -> dict[str, dict[str, Any]]:
@@ -184,10 +201,6 @@ def inventory_nodes(tests: list[NcclTest], nics: NicSpec | None = None) -> list[
     return [n.to_dict() for n in nodes.values()]
 
 
-#: ResultRow's fields, in order: its dict without dataclasses.asdict's deep copy (a 50 MB log's rows)
-_ROW_FIELDS = tuple(f.name for f in dataclasses.fields(ResultRow))
-
-
 def import_logs(
     paths: list[str | Path], out: str | Path | None = None, nics: NicSpec | None = None,
     progress: Progress | None = None,
@@ -198,7 +211,8 @@ def import_logs(
     Returns ``(RunDir, tests)``. Nothing is written when any file fails to parse, so a typo in one
     path never leaves a half-imported run behind; run.json says ``completed`` only once every row
     is written (before that ``starting``: an import that broke off is ``run_incomplete``). Rows left
-    out or repeated, failure lines and tables cut short are each test's ``problems``, in run.json.
+    out or repeated, failure lines and tables cut short are each test's ``problems``, in run.json;
+    a run given twice (a log concatenated with itself) is imported once, its copies a problem.
     """
     from netbench import __version__
     from netbench.common.rundir import RunDir, utc_now
@@ -211,6 +225,7 @@ def import_logs(
             if progress is not None:
                 progress.update(done, total, f"reading {name}")
         tests += parse_file(path, reading)
+    tests = drop_copies(tests)
     run = RunDir.create(out)
     started = utc_now()
     total = sum(len(t.rows) for t in tests)
@@ -219,7 +234,9 @@ def import_logs(
         done = 0
         for k, t in enumerate(tests, 1):
             for row in to_rows(t, run.run_id, f"log{k}"):
-                yield {name: getattr(row, name) for name in _ROW_FIELDS}
+                # its fields as they are, in their order: no copy (asdict's deep one, or a new dict
+                # of 40 fields, cost seconds on a 50 MB log's 800k rows)
+                yield vars(row)
             done += len(t.rows)
             if progress is not None:
                 progress.update(done, total, "writing rows")
@@ -266,32 +283,22 @@ def load(paths: list[str], out: str | None, nics: str | None = None) -> Imported
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     run, tests = import_logs(list(paths), out, given, Progress())
+    keep(run.path, tests, lambda t, group: to_rows(t, run.run_id, group, deciding(t)))
     rows = sum(len(t.rows) for t in tests)
     hosts = sorted({h for t in tests for h in t.hosts})
     said = [f"imported {rows} rows from {len(tests)} nccl-tests run(s) on {len(hosts)} host(s) "
             f"into {run.path}"]
     if any("per_iter" in r for t in tests for r in t.rows):
         said.append(PER_ITER_NOTE)
-    # the log did not name the collective: say what was concluded, and from what
-    said += [f"{t.source}: collective {t.collective or 'unknown'} {t.collective_inferred}"
-             for t in tests if t.collective_inferred]
+    # the log did not name the collective: say what was concluded, and from what (once for the runs
+    # of a log concluded alike: a log of 9,000 jobs is not 9,000 lines)
+    inferred = Counter((t.source, t.collective or "unknown", t.collective_inferred)
+                       for t in tests if t.collective_inferred)
+    said += [f"{source}: collective {name} {how}" + (f" ({n} runs)" if n > 1 else "")
+             for (source, name, how), n in inferred.items()]
     # the report's import_incomplete / imported_run_failed findings say these again
     warnings = [f"{t.source}: {p.summary()}" for t in tests for p in t.problems]
     return Imported(run.path, tuple(said), tuple(warnings))
-
-
-def headline_busbw(path: Path) -> list[str]:
-    """The headline busbw as the report would print it, for ``--no-report``; read back column by
-    column (a 50 MB log's half million rows: seconds, not a minute of dicts)."""
-    from netbench.common.rundir import RunDir
-    from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines, headlines, references
-    from netbench.reports.rowtable import read_rows_frame
-
-    run = RunDir.open(path)
-    frame = read_rows_frame(run.results_path)
-    rows = frame if frame is not None else run.read_rows()
-    heads = headlines(rows, run.read_inventory(), references(), TERMINAL_PATTERNS)
-    return list(headline_lines(heads, TERMINAL_PATTERNS))
 
 
 IMPORTER = Importer(
@@ -301,9 +308,11 @@ IMPORTER = Importer(
     help="""\
 Reads every layout nccl-tests has printed since 2018 (old 'error' column, '#wrong', per-iteration
 columns, mpirun/srun line prefixes) and its -J JSON. All files go into one run directory.
-Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, glued ranks, a cut
-row), a failure line, a table printed again or cut short, a file name the table contradicts: each
-is a warning line here and a finding (import_incomplete, imported_run_failed), never a PASS.""",
+Nothing unread passes: a line that is not a row as nccl-tests prints it (1e30, 1e400, glued ranks, a
+cut row, a size no GPU holds), a failure line, a table printed again or cut short, a whole run given
+twice (imported once), a table under a header naming no nccl-tests collective, a file name the table
+contradicts, a run whose collective or rank count the log does not say: each is a warning line here
+and a finding (import_incomplete, imported_run_failed), never a PASS.""",
     examples=(
         "netbench import nccl-tests all_reduce.log all_gather.log --out runs/nccl-2024-05",
         "netbench import nccl-tests node*/all_reduce_perf.out --out runs/imported",

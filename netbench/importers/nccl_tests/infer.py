@@ -15,7 +15,7 @@ def ranks_of(t: NcclTest) -> int | None:
     factor (2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter, alltoall): a README's
     2-node table is 16 ranks, not 1. None where the factor does not say (1 for sendrecv, broadcast)."""
     shape = next((s for s in _SHAPES if s.name == t.collective), None)
-    factor = _Traits.of(t).factor
+    factor = _Traits.of(t).factor if shape is not None else None
     if shape is None or factor is None or shape.factor(2) == shape.factor(3):
         return None
     top = shape.factor(1 << 20)
@@ -29,11 +29,12 @@ def collective_of_unnamed(t: NcclTest, named: str | None, source: str) -> None:
     """The collective of a run whose log does not name it: the file name's when the table fits it,
     else the table's own (and a problem that says the file name was overruled)."""
     shape = next((s for s in _SHAPES if s.name == named), None)
-    if shape is not None and _table_fits(t, shape):
+    traits = _Traits.of(t)
+    if shape is not None and _shape_fits(shape, traits.ops, traits.roots, traits.factor, traits.ranks):
         t.collective = named
         t.collective_inferred = f"from the file name {Path(source).name!r}"
         return
-    t.collective, t.collective_inferred = infer_collective(t)
+    t.collective, t.collective_inferred = infer_collective(t, traits)
     if named is not None:
         t.problems.append(Problem(
             "collective", f"the file name {Path(source).name!r} says {named}, but the table is not "
@@ -76,30 +77,29 @@ class _Traits:
 
     @classmethod
     def of(cls, test: NcclTest) -> _Traits:
+        """One pass a trait over the rows (a 50 MB table's 800k: the distinct values first, each
+        converted once)."""
         rows = test.rows
         ratios = sorted(
             r["busbw_GBps"] / r["algbw_GBps"]
             for r in rows
             if r.get("algbw_GBps") and r["algbw_GBps"] >= 1 and r.get("busbw_GBps") is not None
         )
+        ops = {r.get("op") for r in rows}
+        roots = {r.get("root") for r in rows}
         return cls(
-            ops={str(r.get("op")) for r in rows if r.get("op") is not None},
-            roots={to_int(r.get("root")) for r in rows if r.get("root") is not None},
+            ops={str(op) for op in ops if op is not None},
+            roots={to_int(root) for root in roots if root is not None},
             factor=ratios[len(ratios) // 2] if ratios else None,
             ranks=test.nranks if test.ranks or test.config else None,
         )
 
 
-def _table_fits(test: NcclTest, shape: _Shape) -> bool:
-    t = _Traits.of(test)
-    return _shape_fits(shape, t.ops, t.roots, t.factor, t.ranks)
-
-
-def infer_collective(test: NcclTest) -> tuple[str | None, str | None]:
+def infer_collective(test: NcclTest, traits: _Traits | None = None) -> tuple[str | None, str | None]:
     """The collective of a table whose log does not name it (no "Collective test" lines, no
     program name): from the redop and root columns and the busbw/algbw factor, which depends on
     the collective and the rank count. Returns (name or None, how it was inferred)."""
-    t = _Traits.of(test)
+    t = traits or _Traits.of(test)
     ops, roots, factor, n = t.ops, t.roots, t.factor, t.ranks
     fits = [s for s in _SHAPES if _shape_fits(s, ops, roots, factor, n)]
     if not fits:
@@ -119,7 +119,7 @@ def _shape_fits(
 ) -> bool:
     if ops and shape.redop is not None and (ops != {"none"}) != shape.redop:
         return False
-    if roots and roots != {None} and (max(r or -1 for r in roots) >= 0) != shape.rooted:
+    if roots and roots != {None} and (max(-1 if r is None else r for r in roots) >= 0) != shape.rooted:
         return False
     if factor is None:
         return True

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_COLLECTIVES = {"alltoall": "all_to_all", "alltoallv": "all_to_allv"}
+#: the programs nccl-tests builds (src/<name>.cu, each ``<name>_perf``), by netbench's name of their
+#: collective: a header or argv naming anything else is damaged (HTML copied from a page: ``<b>``), never
+#: a collective to judge
+_COLLECTIVES = {
+    "all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+    "alltoall": "all_to_all", "alltoallv": "all_to_allv", "broadcast": "broadcast", "reduce": "reduce",
+    "sendrecv": "sendrecv", "gather": "gather", "scatter": "scatter", "hypercube": "hypercube",
+}
 #: the element types nccl-tests prints (src/common.cu test_typenames, and NCCL 1's char/int), bytes each
 DTYPE_BYTES = {
     "int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "half": 2, "bfloat16": 2,
@@ -18,15 +25,28 @@ DTYPE_BYTES = {
 REDOPS = frozenset({"sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "none"})
 #: line numbers kept per problem (its count is always complete)
 MAX_LINES_LISTED = 200
-#: the largest log read (a full sweep of every collective and type is a few MB)
+#: the largest log read (a full sweep of every collective and type is a few MB; the parse holds about
+#: 10 bytes for each byte of table read)
 MAX_LOG_BYTES = 256 << 20
+#: the most lines a log may have (a real one averages 100-130 bytes a line: 256 MiB is ~2.5 M lines);
+#: a file of millions of two-byte lines would otherwise cost a Python string each
+MAX_LOG_LINES = 4_000_000
+#: the longest line read: nccl-tests' widest (-I and -S columns, a long device name) is ~300
+#: characters, NCCL's INFO lines listing a 4,096-rank ring ~25,000; a longer one is left out and named
+MAX_LINE_CHARS = 1 << 16
+#: the largest buffer a size may name: nccl-tests allocates it on every GPU (cudaMalloc), and no GPU
+#: holds 4 TiB (2026: 288 GB; 1 TB announced): a larger size is a damaged or made-up line, not a
+#: measurement a host could be judged by
+MAX_SIZE_BYTES = 4 << 40
+
+_PROGRAM_RE = re.compile(r"(?P<name>[a-z_]{1,40}?)_perf(?:_mpi)?$")
 
 
-def collective_name(program: str) -> str:
-    """``all_reduce_perf`` / ``./build/alltoall_perf_mpi`` -> netbench's name (``all_to_all``)."""
-    base = Path(program).name
-    base = re.sub(r"_perf(_mpi)?$", "", base)
-    return _COLLECTIVES.get(base, base)
+def collective_name(program: str) -> str | None:
+    """``all_reduce_perf`` / ``./build/alltoall_perf_mpi`` -> netbench's name (``all_to_all``); None
+    for a name that is no nccl-tests program (a damaged header: ``<b>all_reduce_perf</b>``)."""
+    m = _PROGRAM_RE.fullmatch(program.rsplit("/", 1)[-1])
+    return _COLLECTIVES.get(m["name"]) if m else _COLLECTIVES.get(program)
 
 
 def nccl_version_from_code(code: int) -> str:
@@ -53,9 +73,11 @@ class Problem:
     stderr and by the report's ``import_incomplete`` / ``imported_run_failed`` findings.
 
     ``kind``: ``failure`` (a line saying the run failed), ``refused`` (lines that start as table rows
-    but are not rows nccl-tests printed: left out, one problem per reason), ``repeated`` (a size
-    printed again: left out), ``unfinished`` (no closing summary line), ``collective`` (the file
-    name disagrees with the log)."""
+    but are not rows nccl-tests printed, a table under a damaged header, a line too long to read:
+    left out, one problem per reason), ``repeated`` (a size printed again, a whole run printed again:
+    left out), ``unfinished`` (no closing summary line), ``collective`` (the file name disagrees with
+    the log), ``unjudged`` (what the log does not say, so nothing is judged by it: its collective,
+    its rank count)."""
 
     kind: str
     reason: str
@@ -67,6 +89,11 @@ class Problem:
         self.count += 1
         if len(self.lines) < MAX_LINES_LISTED:
             self.lines.append(line_no)
+
+    def add_lines(self, other: Problem) -> None:
+        """``other``'s lines counted as this one's (another place the same thing was met)."""
+        self.count += other.count
+        self.lines += other.lines[: MAX_LINES_LISTED - len(self.lines)]
 
     def summary(self) -> str:
         """One line: what, how many lines, where first (the text is the log's: escape it to print)."""
@@ -124,7 +151,7 @@ def collective_from_filename(source: str) -> str | None:
     for name in ("all_reduce", "all_gather", "reduce_scatter", "alltoallv", "alltoall", "broadcast",
                  "sendrecv", "hypercube", "scatter", "gather", "reduce"):
         if name in stem:
-            return _COLLECTIVES.get(name, name)
+            return _COLLECTIVES[name]
     return None
 
 

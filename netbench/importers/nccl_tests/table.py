@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from netbench.importers.nccl_tests.model import DTYPE_BYTES, REDOPS, NcclTest, Problem
+from netbench.importers.nccl_tests.model import (
+    DTYPE_BYTES,
+    MAX_LINE_CHARS,
+    MAX_SIZE_BYTES,
+    REDOPS,
+    NcclTest,
+    Problem,
+)
 
 # -- what a log says --------------------------------------------------------------------------------
 # numbers are at most 18 digits: a line of thousands of digits is not nccl-tests output, and int() of
@@ -39,6 +46,7 @@ PROGRAM_RE = re.compile(r"(?:^|[/\s])(?P<name>[a-z_]+)_perf(?:_mpi)?\b")
 ROW_RE = re.compile(r"^\s*[-+]?[\d.,]+(?:[eE][-+]?\d+)?\s+[-+]?[\d.,]+(?:[eE][-+]?\d+)?(?:\s|$)")
 _NUMERIC_START = frozenset("0123456789+-.")
 _INT_RE = re.compile(r"^\d{1,19}$")  # bounded: int() of 5000 digits raises
+_ROOT_RE = re.compile(r"-1|\d{1,9}")
 # the run failed or was aborted: nccl-tests' own checks (src/common.h: "<host>: Test NCCL failure
 # common.cu:1005 'unhandled system error / ...'", "Test CUDA failure", " .. <host> pid N: Test failure
 # common.cu:892"), and the launchers' words for a job that ended under it
@@ -51,14 +59,38 @@ _TIME_COLS = ("time", "cputime")
 
 
 def number(token: str) -> float | None:
-    """A table cell: ``N/A`` -> None; ``1e+06`` and ``24745`` as printed."""
+    """A table cell: ``N/A`` -> None; ``1e+06`` and ``24745`` as printed; None for what is no finite
+    number (``nan``, ``1e400``: run.json holds no Infinity)."""
     if token in ("N/A", "-", ""):
         return None
     try:
         value = float(token)
     except ValueError:
         return None
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Block:
+    """Where one placement's values sit in a data line (column numbers; None: not printed)."""
+
+    time: int | None
+    algbw: int | None
+    busbw: int | None
+    wrong: int | None  # "#wrong": a count of wrong elements
+    error: int | None  # "error" (2.0-2.10): the largest relative error, not a count
+    per_iter: tuple[tuple[str, int], ...]  # -I 1: (i_min -> "min", column), ...
+    cpu_time: bool  # -C 1: the time column is "cputime"
+
+    @classmethod
+    def of(cls, cols: list[str], start: int) -> Block:
+        at: dict[str, int] = {}
+        for k, name in enumerate(cols):  # a name printed twice: the last, as a dict of the cells had it
+            at[name] = start + k
+        return cls(time=at.get("time", at.get("cputime")), algbw=at.get("algbw"), busbw=at.get("busbw"),
+                   wrong=at.get("#wrong"), error=None if "#wrong" in at else at.get("error"),
+                   per_iter=tuple((name[2:], k) for name, k in at.items() if name.startswith("i_")),
+                   cpu_time="cputime" in at)
 
 
 @dataclass
@@ -68,10 +100,23 @@ class Layout:
     prefix: list[str]  # size count type [redop] [root]
     blocks: list[list[str]]  # [out-of-place columns, in-place columns]
     extra: int  # columns printed after the two blocks (-S 1: a timestamp)
-    width: int = 0  # the columns of prefix and blocks (worked out once: read for every line)
+    # worked out once from the above, read for every line (a 50 MB log has 400k of them)
+    width: int = 0  # the columns of prefix and blocks
+    type_at: int | None = None
+    redop_at: int | None = None
+    root_at: int | None = None
+    placements: tuple[Block, ...] = ()  # out of place, in place
 
     def __post_init__(self) -> None:
         self.width = len(self.prefix) + sum(len(b) for b in self.blocks)
+        at = {name: k for k, name in enumerate(self.prefix)}
+        self.type_at, self.redop_at, self.root_at = at.get("type"), at.get("redop"), at.get("root")
+        start = len(self.prefix)
+        placements = []
+        for cols in self.blocks:
+            placements.append(Block.of(cols, start))
+            start += len(cols)
+        self.placements = tuple(placements)
 
     @classmethod
     def from_header(cls, tokens: list[str]) -> Layout | None:
@@ -102,6 +147,9 @@ def by_process(lines: list[str]) -> Iterator[tuple[int, str | None, str]]:
             tags[m["mpi"] or m["srun"]] = None
             if len(tags) > 1:
                 break
+    if not tags:  # no launcher prefix anywhere: the lines as they are (splitlines left no line end)
+        yield from ((n, None, raw) for n, raw in enumerate(lines, start=1))
+        return
     if len(tags) < 2:
         yield from (split(n, raw) for n, raw in enumerate(lines, start=1))
         return
@@ -122,7 +170,8 @@ class Refused(Exception):
 
 
 def _measure(token: str, what: str) -> float | None:
-    """A time or bandwidth cell: N/A, or a finite number not below zero."""
+    """A time or bandwidth cell: N/A, or a finite number not below zero (``1e400`` is named as the
+    value it is, never read as a time nccl-tests did not print)."""
     if token == "N/A":
         return None
     try:
@@ -136,23 +185,32 @@ def _measure(token: str, what: str) -> float | None:
     return value
 
 
+def _cell(tokens: list[str], at: int | None, what: str) -> float | None:
+    return None if at is None else _measure(tokens[at], what)
+
+
 def _whole(token: str, what: str) -> int:
-    if token.startswith("-") and _INT_RE.match(token[1:]):
+    # ASCII digits, at most 19 (int64): int() of a 5,000-digit cell raises, and \d takes other scripts'
+    if token.isdigit() and token.isascii() and len(token) <= 19:
+        return int(token)
+    if token[:1] == "-" and _INT_RE.match(token[1:]):
         raise Refused(f"{what} is negative", token)
-    if not _INT_RE.match(token):
-        raise Refused(f"{what} is not a whole number", token)
-    return int(token)
+    raise Refused(f"{what} is not a whole number", token)
 
 
 def check_sizes(nbytes: int, count: int, dtype: str, ranks: int | None) -> None:
     """``Refused`` unless ``count`` elements of ``dtype`` make ``nbytes``: nccl-tests prints the
     larger of the send and receive buffer as the size and one rank's part as the count, so the size
     is the count's bytes times 1 or the rank count (all_gather, reduce_scatter, alltoall: ``ranks``,
-    when the log lists its ranks; else any whole multiple)."""
+    when the log lists its ranks; else any whole multiple). A buffer no GPU can hold
+    (``MAX_SIZE_BYTES``) is no measurement either."""
     if dtype not in DTYPE_BYTES:
         raise Refused("type is not one nccl-tests prints", dtype)
     if nbytes < 0 or count < 0:
         raise Refused("size or count is negative", f"{nbytes} {count}")
+    if nbytes > MAX_SIZE_BYTES:
+        raise Refused(f"size is larger than any GPU's memory (over {MAX_SIZE_BYTES >> 40} TiB)",
+                      f"{nbytes} B = {nbytes / (1 << 40):.4g} TiB")
     part = count * DTYPE_BYTES[dtype]
     if part == 0:
         if nbytes != 0:
@@ -171,40 +229,49 @@ def read_row(tokens: list[str], layout: Layout, ranks: int | None, line_no: int)
     if len(tokens) > layout.width + layout.extra:
         raise Refused("more columns than the header (lines glued together)",
                        f"{len(tokens)} of {layout.width + layout.extra}")
-    cells = dict(zip(layout.prefix, tokens, strict=False))
-    nbytes, count = _whole(cells["size"], "size"), _whole(cells["count"], "count")
-    dtype = cells.get("type", "")
+    nbytes, count = _whole(tokens[0], "size"), _whole(tokens[1], "count")
+    dtype = "" if layout.type_at is None else tokens[layout.type_at]
     check_sizes(nbytes, count, dtype, ranks)
-    op, root = cells.get("redop"), cells.get("root")
+    op = None if layout.redop_at is None else tokens[layout.redop_at]
+    root = None if layout.root_at is None else tokens[layout.root_at]
     if op is not None and op not in REDOPS:
         raise Refused("redop is not one nccl-tests prints", op)
-    if root is not None and not re.fullmatch(r"-1|\d{1,9}", root):
+    if root is not None and not _ROOT_RE.fullmatch(root):
         raise Refused("root is not a rank", root)
-    base = {"bytes": nbytes, "count": count, "dtype": dtype, "op": op, "root": root, "line": line_no}
     rows = []
-    pos = len(layout.prefix)
-    for placement, cols in zip(("out_of_place", "in_place"), layout.blocks, strict=True):
-        values = dict(zip(cols, tokens[pos:pos + len(cols)], strict=False))
-        pos += len(cols)
-        row = dict(base, in_place=placement == "in_place")
-        row["time_us"] = _measure(values.get("time", values.get("cputime", "N/A")), "time")
-        row["algbw_GBps"] = _measure(values.get("algbw", "N/A"), "algbw")
-        row["busbw_GBps"] = _measure(values.get("busbw", "N/A"), "busbw")
-        if "#wrong" in values:
-            wrong = _measure(values["#wrong"], "#wrong")
+    for in_place, b in zip((False, True), layout.placements, strict=True):
+        row = {"bytes": nbytes, "count": count, "dtype": dtype, "op": op, "root": root, "line": line_no,
+               "in_place": in_place}
+        row["time_us"], row["algbw_GBps"], row["busbw_GBps"] = _timing(tokens, b)
+        if b.wrong is not None:
+            wrong = _measure(tokens[b.wrong], "#wrong")
             if wrong is not None and not wrong.is_integer():
-                raise Refused("#wrong is not a whole number", values["#wrong"])
+                raise Refused("#wrong is not a whole number", tokens[b.wrong])
             row["wrong"] = int(wrong) if wrong is not None else None
-        elif "error" in values:  # old layout: the largest relative error, not a count
+        elif b.error is not None:  # old layout: the largest relative error, not a count
             row["wrong"] = None
-            row["max_error"] = _measure(values["error"], "error")
-        per_iter = {k[2:]: number(v) for k, v in values.items() if k.startswith("i_")}
-        if per_iter:
-            row["per_iter"] = per_iter
-        if "cputime" in values:
+            row["max_error"] = _measure(tokens[b.error], "error")
+        if b.per_iter:
+            row["per_iter"] = {name: number(tokens[k]) for name, k in b.per_iter}
+        if b.cpu_time:
             row["cpu_time"] = True
         rows.append(row)
     return rows
+
+
+def _timing(tokens: list[str], b: Block) -> tuple[float | None, float | None, float | None]:
+    """time, algbw and busbw of one placement: three finite numbers not below zero as nccl-tests
+    prints them, read at once (the common case, a third of a 50 MB log's parse when read cell by
+    cell), else each cell checked on its own (N/A, or which one is bad and why)."""
+    if b.time is not None and b.algbw is not None and b.busbw is not None:
+        try:
+            t, a, bw = float(tokens[b.time]), float(tokens[b.algbw]), float(tokens[b.busbw])
+        except ValueError:
+            pass
+        else:
+            if 0.0 <= t < math.inf and 0.0 <= a < math.inf and 0.0 <= bw < math.inf:  # NaN fails too
+                return t, a, bw
+    return _cell(tokens, b.time, "time"), _cell(tokens, b.algbw, "algbw"), _cell(tokens, b.busbw, "busbw")
 
 
 def header_config(m: re.Match[str]) -> dict[str, Any]:
@@ -240,6 +307,9 @@ class Reading:
     closed: bool = False  # the "# Avg bus bandwidth" line that ends a finished run was read
     preamble: bool = False  # the log printed the run's header (version, nThread line)
     tag: str | None = None  # the launcher's tag of the process that printed it
+    damaged: str | None = None  # the header line naming no nccl-tests collective: the table left out
+    # a problem's example from (line number, the line): made only for a line met in a problem
+    example_of: Callable[[int, str], str] = field(default=lambda line_no, text: example(line_no, text))
 
     def same_table(self, other: Reading) -> bool:
         return (self.tag != other.tag and self.test.collective == other.test.collective
@@ -253,7 +323,8 @@ class Reading:
         p = self.refused.setdefault(reason, Problem("refused", reason, example=example))
         p.add(line_no)
 
-    def add_rows(self, rows: list[dict[str, Any]], line_no: int, example: str) -> None:
+    def add_rows(self, rows: list[dict[str, Any]], line_no: int, text: str) -> None:
+        """The rows of one line (``text``, as printed), each size and placement once."""
         for row in rows:
             key = _row_key(row)
             if key in self.keys:
@@ -261,7 +332,7 @@ class Reading:
                     self.repeated = Problem(
                         "repeated", "a size already read, printed again (several processes each "
                         "printing the table, interleaved; or -N run cycles): the first kept",
-                        example=example)
+                        example=self.example_of(line_no, text))
                 if row["in_place"] or len(rows) == 1:
                     self.repeated.add(line_no)
                 continue
@@ -306,10 +377,17 @@ def one_copy(readings: list[Reading]) -> list[Reading]:
     without MPI under mpirun) kept once, the copies counted as a ``repeated`` problem of the first."""
     kept: list[Reading] = []
     copies: dict[int, Problem] = {}
+    # the runs kept so far by collective and configuration, then by process: a run is looked for only
+    # among other processes' runs of its own table (9,000 runs of one process in a 50 MB log: each
+    # compared with every earlier one was 40 M comparisons)
+    tables: dict[tuple[str | None, str], dict[str | None, list[Reading]]] = {}
     for r in readings:
-        first = next((k for k in kept if r.test.rows and k.same_table(r)), None)
+        by_tag = tables.setdefault((r.test.collective, repr(sorted(r.test.config.items()))), {})
+        first = next((k for tag, ks in by_tag.items() if tag != r.tag for k in ks if k.same_table(r)),
+                     None) if r.test.rows else None
         if first is None:
             kept.append(r)
+            by_tag.setdefault(r.tag, []).append(r)
             continue
         p = copies.get(id(first))
         if p is None:
@@ -323,6 +401,21 @@ def one_copy(readings: list[Reading]) -> list[Reading]:
                 p.add(row["line"])
         first.test.problems.extend(r.test.problems)
     return kept
+
+
+#: why a line longer than ``MAX_LINE_CHARS`` is not read
+TOO_LONG = f"a line longer than {MAX_LINE_CHARS:,} characters (nccl-tests prints none): not read"
+
+
+def damaged_table(r: Reading) -> Problem:
+    """The table of a run whose header is damaged, as the lines left out (one per size)."""
+    p = Problem("refused", "a table under a header that names no nccl-tests collective (damaged: HTML "
+                "copied with the log, an edit?): left out, not judged as any collective",
+                example=r.damaged or "")
+    for row in r.test.rows:
+        if not row["in_place"]:
+            p.add(row["line"])
+    return p
 
 
 def example(line_no: int, text: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from netbench.common.errors import UsageError
 from netbench.importers.nccl_tests.infer import collective_of_unnamed, ranks_of
 from netbench.importers.nccl_tests.model import (
+    MAX_LINE_CHARS,
     NcclTest,
     Problem,
     RankLine,
@@ -29,11 +30,13 @@ from netbench.importers.nccl_tests.table import (
     RANK_RE,
     ROW_RE,
     STARTING_RE,
+    TOO_LONG,
     VERSION_RE,
     Layout,
     Reading,
     Refused,
     by_process,
+    damaged_table,
     example,
     header_config,
     loose_row,
@@ -75,6 +78,7 @@ class _TextReader:
         self.pending_program: str | None = None
         self.pending_failures: list[Problem] = []
         self.nccl_version: tuple[str, str | None] | None = None
+        self.unattached: dict[str, Problem] = {}  # lines left out before any run, by reason
 
     def start(self, tag: str | None) -> Reading:
         name = collective_name(self.pending_program) if self.pending_program else None
@@ -93,6 +97,9 @@ class _TextReader:
         return self.start(tag)
 
     def line(self, line_no: int, tag: str | None, line: str) -> None:
+        if len(line) > MAX_LINE_CHARS:  # not split, not searched: said, with its start
+            self._left_out(Refused(TOO_LONG), line_no, line[:200])
+            return
         stripped = line.strip()
         if not stripped or self._row(line_no, stripped):
             return
@@ -102,7 +109,7 @@ class _TextReader:
             self.nccl_version = (m["ver"], m["cuda"])
             if self.cur is not None and self.cur.test.nccl_version is None:
                 self.cur.test.nccl_version, self.cur.test.cuda_version = self.nccl_version
-        elif not NCCL_LOG_RE.search(stripped) and not self._preamble(stripped, tag):
+        elif not NCCL_LOG_RE.search(stripped) and not self._preamble(line_no, stripped, tag):
             self._run_line(stripped, tag)
 
     def _row(self, line_no: int, stripped: str) -> bool:
@@ -115,8 +122,18 @@ class _TextReader:
         except Refused as exc:
             cur.refuse(exc, line_no, example(line_no, stripped), line_no == self.last_line)
         else:
-            cur.add_rows(rows, line_no, example(line_no, stripped))
+            cur.add_rows(rows, line_no, stripped)
         return True
+
+    def _left_out(self, exc: Refused, line_no: int, text: str) -> None:
+        """A line not read, counted with the run it is in (before any run: with the first run)."""
+        if self.cur is not None:
+            self.cur.refuse(exc, line_no, example(line_no, text), last=False)
+            return
+        p = self.unattached.get(exc.reason)
+        if p is None:
+            p = self.unattached[exc.reason] = Problem("refused", exc.reason, example=example(line_no, text))
+        p.add(line_no)
 
     def _failure(self, line_no: int, stripped: str) -> None:
         held = self.pending_failures if self.cur is None else self.cur.test.problems
@@ -126,9 +143,10 @@ class _TextReader:
             held.append(failure)
         failure.add(line_no)
 
-    def _preamble(self, stripped: str, tag: str | None) -> bool:
+    def _preamble(self, line_no: int, stripped: str, tag: str | None) -> bool:
         """The version, "Collective test starting" and nThread lines that open a run; False for
-        another line."""
+        another line. A collective that is no nccl-tests program (``<b>all_reduce_perf</b>``: HTML
+        copied with the log) marks the run's header damaged: its table is left out, and said."""
         cur = self.cur
         if (m := VERSION_RE.match(stripped)):
             r = self.fresh(cur is not None and cur.test.nccl_tests_version == m["ver"], tag)
@@ -140,8 +158,10 @@ class _TextReader:
                 t.nccl_version = nccl_version_from_code(int(m["lib"]))
         elif (m := STARTING_RE.match(stripped)):
             name = collective_name(m["name"])
-            r = self.fresh(cur is not None and cur.test.collective in (None, name), tag)
+            r = self.fresh(name is not None and cur is not None and cur.test.collective in (None, name), tag)
             r.test.collective = name
+            if name is None:
+                r.damaged = example(line_no, stripped)
         elif (m := NTHREAD_RE.match(stripped)):
             config = header_config(m)
             r = self.fresh(cur is not None and cur.test.config in ({}, config), tag)
@@ -197,6 +217,8 @@ class _TextReader:
         for r in self.readings:
             r.finish()
         readings = one_copy(self.readings)
+        skipped = [r for r in readings if r.damaged is not None and r.test.rows]
+        readings = [r for r in readings if r.damaged is None or not r.test.rows]
         single = len([r for r in readings if r.test.rows]) == 1
         found = []
         for r in readings:
@@ -205,6 +227,13 @@ class _TextReader:
                 continue
             found.append(r.test)
             self._name(r.test, single)
+        left_out = list(self.unattached.values()) + [damaged_table(r) for r in skipped[:1]]
+        for r in skipped[1:]:
+            left_out[-1].add_lines(damaged_table(r))
+        if not found and skipped:
+            raise UsageError(f"{self.source}: nothing to import: {left_out[-1].summary()}")
+        if found:
+            found[0].problems.extend(left_out)
         refused = [p for r in readings for p in r.test.problems_of("refused")]
         if not found and refused:
             count = sum(p.count for p in refused)
@@ -228,3 +257,11 @@ class _TextReader:
                 f"{t.collective}: imported as {t.collective}"))
         if not t.ranks and not t.config:
             t.ranks_inferred = ranks_of(t)
+            if t.ranks_inferred is None:
+                t.problems.append(Problem(
+                    "unjudged", "the log has no rank lines and its table does not say how many ranks ran: "
+                    "imported as one rank, so nothing in it is judged against the fabric"))
+        if t.collective is None:
+            t.problems.append(Problem(
+                "unjudged", "the log names no collective and its table fits none nccl-tests runs: "
+                "imported as 'unknown', its bandwidth judged against nothing"))
