@@ -175,12 +175,14 @@ def test_oversubscribed_three_tier_fabric_drains_the_slow_node(tmp_path):
 
 def test_intermittent_node_is_drained_as_the_node_not_as_links(tmp_path):
     # seed 2: node0021 is slow in one quick-pass round only, so it first shows as one slow link
-    # (node0020|node0021), confirmed on re-run; both ends are then re-tested against known-good
-    # partners and node0021 is slow with some of them only: intermittent, the node
+    # (node0020|node0021); re-run three times (issue 46: two slow re-runs confirm noise too) it is
+    # fast in one, so the link is cleared; both ends are re-tested against known-good partners and
+    # node0021 is slow with some of them only: intermittent, the node
     res = three_tier(tmp_path, "flaky", ["intermittent:node0021=0.5@0.5"], seed=2)
     assert res.result.drain == ["node0021"] and res.result.check == []
     retests = res.result.info["retests"]
-    assert retests["node0020|node0021"]["verdict"] == "confirmed"
+    assert retests["node0020|node0021"]["verdict"] == "cleared"
+    assert len(retests["node0020|node0021"]["ratios"]) == 3
     assert retests["node0020"]["verdict"] == "cleared"
     assert retests["node0021"]["verdict"] == "confirmed"
     # the escalation found it intermittent; the sequential stage drained it as slow now and then,

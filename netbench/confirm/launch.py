@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.confirm.budget import Budget, Measure, PhaseGate
 from netbench.confirm.candidates import Suspects, pairs_in
-from netbench.confirm.judging import judge
+from netbench.confirm.judging import LINK_RUNS, judge
 from netbench.confirm.records import Pair
 from netbench.confirm.schedule import (
     CONFIRM_PARTNERS,
@@ -244,7 +244,8 @@ def _plan(
     found, per_phase = suspects.found, max(1, len(good) // 2)
 
     def planned(reruns: list[Pair]) -> list[list[Pair]]:
-        made = plan_escalation(suspects.nodes, suspects.links, good, tested, ctx.switches, phases,
+        links = [p for p in suspects.links for _ in range(LINK_RUNS)]  # each in its own phase
+        made = plan_escalation(suspects.nodes, links, good, tested, ctx.switches, phases,
                                suspects.classes, suspects.ends, reruns)
         return [p for p in made if p]
 
