@@ -9,12 +9,13 @@ mislead."""
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from netbench.collectives.plan import Phase
 from netbench.collectives.plangroups import PairGroups
@@ -73,6 +74,16 @@ class _Series:
         return max(0.0, mean * (self.rounds - self.done_rounds) - (now - since))
 
 
+def _own_terminal(stream: TextIO) -> TextIO | None:
+    """A handle on the terminal ``stream`` writes to now, kept for the launch: while ranks run, fd
+    2 is a pipe copied to the terminal a line at a time (``agents.launchers.without_torch_noise``),
+    where a status line, which never ends its line, waited unseen until the next newline."""
+    try:
+        return os.fdopen(os.dup(stream.fileno()), "w", encoding="utf-8", errors="replace")
+    except (AttributeError, OSError, ValueError):  # not a file (a test's buffer): the stream itself
+        return None
+
+
 def duration(seconds: float) -> str:
     """``45 s``, ``3 min 05 s``, ``1 h 02 min``."""
     s = int(round(seconds))
@@ -100,12 +111,15 @@ class Progress:
         self._series: _Series | None = None
         self._current: tuple[PhaseCount, float, int] | None = None  # the phase, its start, its round
         self._said = -1e18  # when the last plain line was written
+        self._tty: TextIO | None = None  # the terminal itself, for a launch (``begin``)
 
     # -- phases --------------------------------------------------------------------------------------
     def begin(self, phases: Sequence[PhaseCount]) -> None:
         """A launch's plan: its phases by index (each launch of a run begins again)."""
         self._phases = dict(enumerate(phases))
         self._series = self._current = None
+        if self.enabled and self._tty is None:
+            self._tty = _own_terminal(self.stream)
 
     def phase(self, index: int) -> None:
         """Phase ``index`` of the plan begun starts (the coordinator released it)."""
@@ -133,6 +147,9 @@ class Progress:
         """The launch ended: its last phase closed (and said, when it completed), the line cleared."""
         self._close(self.clock(), say=completed)
         self.clear()
+        if self._tty is not None:
+            self._tty.close()
+            self._tty = None
 
     def _round_line(self, k: int, now: float, since: float) -> str:
         s = self._series
@@ -179,11 +196,20 @@ class Progress:
 
     def _write(self, line: str) -> None:
         """Rewrite the status line, cut to the terminal's width: a longer one wraps, and ``\\r``
-        goes back to the start of its last row only (tmux's narrow panes showed a smear)."""
-        width = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
-        self.stream.write("\r" + line[:width].ljust(width))
-        self.stream.flush()
+        goes back to the start of its last row only, leaving the rows above it behind."""
+        out = self._tty or self.stream
+        width = self._width()
+        out.write("\r" + line[:width].ljust(width))
+        out.flush()
         self._shown = True
+
+    def _width(self) -> int:
+        """The terminal's columns less one (the last column wraps on some), 100 where it says none."""
+        try:
+            columns = os.get_terminal_size((self._tty or self.stream).fileno()).columns
+        except (AttributeError, OSError, ValueError):  # not a file, or not a terminal after all
+            columns = 0
+        return max(20, (columns or 100) - 1)
 
     def _say(self, line: str, now: float) -> None:
         self._said = now
@@ -192,12 +218,14 @@ class Progress:
 
     def clear(self) -> None:
         if self.enabled and self._shown:
-            width = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
-            self.stream.write("\r" + " " * width + "\r")
-            self.stream.flush()
+            out = self._tty or self.stream
+            out.write("\r" + " " * self._width() + "\r")
+            out.flush()
             self._shown = False
 
     def note(self, text: str) -> None:
+        """A line of its own, where the status line was (the same terminal, so in that order)."""
         self.clear()
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        out = self._tty or self.stream
+        out.write(text + "\n")
+        out.flush()
