@@ -106,7 +106,6 @@ class Progress:
         self.clock = clock
         self._last = 0.0
         self._shown = False
-        self.t0 = clock()
         self._phases: dict[int, PhaseCount] = {}
         self._series: _Series | None = None
         self._current: tuple[PhaseCount, float, int] | None = None  # the phase, its start, its round
