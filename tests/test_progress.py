@@ -6,6 +6,7 @@ in place."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -74,3 +75,16 @@ def test_a_terminal_gets_a_status_line_rewritten_in_place(tmp_path: Path) -> Non
     assert bars and all(b.startswith(("[", "world")) for b in bars), text[-2000:]
     assert all(len(b) <= 59 for b in bars)  # one row of the terminal: never wrapped
     assert "# Avg bus bandwidth" in text and "netbench: " not in text
+
+
+@pytest.mark.netns
+def test_quiet_keeps_stderr_free_of_rounds(netns4, tmp_path: Path) -> None:
+    """``--quiet`` (a cron job's mail): the verdict alone on stdout, no round lines on stderr."""
+    argv = [*netns4.netbench_argv(tmp_path), "--out", str(tmp_path / "run"), "--pattern", "pairwise",
+            "--pair-sizes", "64K", "-k", "all_reduce", "-n", "2", "-w", "1", "--confirm-budget", "0",
+            "--quiet"]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    # a verdict (these shared-CPU hosts' rates vary, so which one is not this test's business)
+    assert res.returncode in (0, 1, 2) and res.stdout.startswith(("PASS", "WARN", "FAIL")), res.stdout[-3000:]
+    assert res.stderr == ""
+    assert len(json.loads((tmp_path / "run" / "plan.json").read_text())["phases"]) == 3  # three rounds ran

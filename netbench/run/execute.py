@@ -77,6 +77,7 @@ def execute(
     gate = settings.before_phase
 
     def before_phase(phase: Phase) -> bool:  # the phase released is the one progress counts
+        progress.clear()  # the gate may say why it stops (a budget)
         go = gate is None or gate(phase)
         if go:
             progress.phase(phase.index)
@@ -110,7 +111,7 @@ def execute(
         coord.outcome.status = "failed"
         raise
     finally:
-        progress.end(completed=stop is None and (outcome is not None))
+        progress.end(completed=outcome is not None and stop is None)
         sink.close()
         out = outcome or coord.outcome
         _record_launch(rundir, settings, out, stop, round(time.monotonic() - t0, 3), sink.rows)

@@ -96,13 +96,17 @@ def duration(seconds: float) -> str:
 
 class Progress:
     """``enabled``: the status line (default: stderr is a terminal). ``plain``: plain lines when the
-    status line is off (``sweep`` asks for them; a launch of another command keeps its own log)."""
+    status line is off. ``own_terminal``: the status line goes to the terminal itself during a
+    launch (``_own_terminal``). ``sweep`` asks for both; preflight's launches log their rounds on
+    stderr themselves, which reaches the terminal through the launch's pipe, a line at a time, after
+    a status line written beside it: it keeps the stream."""
 
     def __init__(self, enabled: bool | None = None, stream=None, plain: bool = False,  # noqa: ANN001
-                 clock: Callable[[], float] = time.monotonic):
+                 own_terminal: bool = False, clock: Callable[[], float] = time.monotonic):
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.plain = plain and not self.enabled
+        self.own_terminal = own_terminal
         self.clock = clock
         self._last = 0.0
         self._shown = False
@@ -117,7 +121,7 @@ class Progress:
         """A launch's plan: its phases by index (each launch of a run begins again)."""
         self._phases = dict(enumerate(phases))
         self._series = self._current = None
-        if self.enabled and self._tty is None:
+        if self.enabled and self.own_terminal and self._tty is None:
             self._tty = _own_terminal(self.stream)
 
     def phase(self, index: int) -> None:
