@@ -1,7 +1,7 @@
 """A run's progress on stderr: on a terminal one status line, rewritten in place (the phase, its
-round k of n, the pairs done, an ETA, a bar); elsewhere (a pipe, a log, a multiplexer whose
-terminal is not ours) plain lines, a few: the pairwise phase of a ``--hosts`` run prints no table, so
-without them it said nothing for its whole length.
+round k of n, the pairs done, an ETA, a bar); elsewhere (a pipe, a log file, a CI job) plain lines,
+a few: the pairwise phase of a ``--hosts`` run prints no table, so without them a sweep said nothing
+for its longest phase.
 
 The ETA of a phase's rounds is the mean of the rounds of that phase measured so far (wall clock)
 times the rounds left: a round's length is set by its slowest pair, so rows per second would
