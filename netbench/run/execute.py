@@ -23,8 +23,8 @@ from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.runrecord import rows_line
 from netbench.common.text import coloured, terminal_safe
 from netbench.defaults import START_TIMEOUT_S
-from netbench.run.progress import Progress
-from netbench.run.table import TablePrinter, in_table
+from netbench.run.progress import Progress, phase_counts
+from netbench.run.table import TablePrinter, avg_busbw_lines
 
 
 @dataclass
@@ -73,6 +73,16 @@ def execute(
         raw_echo(terminal_safe(text))
 
     progress = progress or Progress()
+    progress.begin(phase_counts(plan.phases))
+    gate = settings.before_phase
+
+    def before_phase(phase: Phase) -> bool:  # the phase released is the one progress counts
+        progress.clear()  # the gate may say why it stops (a budget)
+        go = gate is None or gate(phase)
+        if go:
+            progress.phase(phase.index)
+        return go
+
     t0 = time.monotonic()
     _record_start(plan, slots, rundir, settings)
     sink = _RowSink(plan, rundir, settings, TablePrinter(write=lambda s: (progress.clear(), echo(s))))
@@ -85,7 +95,7 @@ def execute(
         on_note=lambda s: progress.note(f"netbench: {terminal_safe(s)}"),
         fail_fast=settings.fail_fast,
         store=settings.store,
-        before_phase=settings.before_phase,
+        before_phase=before_phase,
         clock=settings.clock,
         start_timeout_s=settings.start_timeout_s,
     )
@@ -101,7 +111,7 @@ def execute(
         coord.outcome.status = "failed"
         raise
     finally:
-        progress.clear()
+        progress.end(completed=outcome is not None and stop is None)
         sink.close()
         out = outcome or coord.outcome
         _record_launch(rundir, settings, out, stop, round(time.monotonic() - t0, 3), sink.rows)
@@ -254,10 +264,8 @@ def summarize(
     wrong = sum(r.get("wrong") or 0 for r in rows if r.get("status") == "ok")
     failed = [r for r in rows if r.get("status") != "ok"]
     echo(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}")
-    table = [r["busbw_GBps"] for r in rows if r.get("status") == "ok" and in_table(r)
-             and isinstance(r.get("busbw_GBps"), (int, float))]
-    if table:  # nccl-tests' mean over every line it printed, both modes (scripts grep for it)
-        echo(f"# Avg bus bandwidth    : {sum(table) / len(table):g} ")
+    for line in avg_busbw_lines(rows):  # nccl-tests' closing line, one a collective (scripts grep for it)
+        echo(line)
     echo(f"# {rows_line(len(rows), len(failed))}; status {outcome.status}")
     for f in outcome.faults:
         echo(f"# fault: {f.message}")

@@ -132,7 +132,8 @@ def run_pipeline(opts: Options, site: Site, echo: Callable[[str], None] = print,
     its exit status (``run.execute.exit_status``). A signal or a full disk at any stage
     (``netbench.common.interrupts``) ends it with run.json saying so."""
     echo = verdict_only(echo) if opts.report.quiet else echo
-    return run_stages(SweepStages(opts, progress), site, echo)
+    plain = not opts.report.quiet  # off a terminal, the rounds on stderr; --quiet (cron) keeps its mail short
+    return run_stages(SweepStages(opts, progress or Progress(plain=plain, own_terminal=True)), site, echo)
 
 
 @dataclass

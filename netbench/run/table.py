@@ -3,9 +3,9 @@
 One line per size with the out-of-place and in-place measurements side by side; a variant a
 collective does not have (torch's broadcast is in place only) shows as ``N/A``. The closing summary
 (``netbench.run.execute.summarize``, from ``netbench.reports.ceilings``) gives large-message bus bandwidth
-against its ceiling, then nccl-tests' own closing lines ("Out of bounds values", "Avg bus bandwidth"
-over every line of the table) for the scripts that read them. Numbers are formatted as nccl-tests'
-``common.cu`` formats them.
+against its ceiling, then nccl-tests' own closing lines ("Out of bounds values", then "Avg bus
+bandwidth" for each collective: ``avg_busbw_lines``) for the scripts that read them. Numbers are
+formatted as nccl-tests' ``common.cu`` formats them.
 """
 
 from __future__ import annotations
@@ -112,3 +112,19 @@ class TablePrinter:
         if all(m in got for m in want):
             self.write(format_line(got.get(False), got.get(True)))
             del self._pending[key]
+
+
+def avg_busbw_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """nccl-tests' closing "# Avg bus bandwidth" line: the mean busbw over every line of a
+    collective's table, both modes. nccl-tests runs one collective a binary, so a run of several
+    gives each collective its own line, in the order measured, named after the value (where
+    nccl-tests puts OK or FAILED: the value stays the 6th field): a mean of them all together
+    is nobody's number. One collective's line is nccl-tests' own, byte for byte."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        bw = r.get("busbw_GBps")
+        if r.get("status") == "ok" and in_table(r) and isinstance(bw, (int, float)):
+            by.setdefault(str(r.get("collective")), []).append(bw)
+    named = len(by) > 1
+    return [f"# Avg bus bandwidth    : {sum(v) / len(v):g} {c if named else ''}"
+            for c, v in by.items()]
