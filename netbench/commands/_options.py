@@ -316,8 +316,9 @@ _K8S = [
                  "service account inside a cluster)."),
     click.option("--k8s-context", default=None, help="--launcher k8s: the kubeconfig context (default its "
                  "current one)."),
-    click.option("--k8s-namespace", default="default", show_default=True,
-                 help="--launcher k8s: the namespace of the run's pods and secrets."),
+    click.option("--k8s-namespace", default=None,
+                 help="--launcher k8s: the namespace of the run's pods and secrets (default the kubeconfig "
+                 "context's namespace, in a pod its own, else default)."),
     click.option("--k8s-nodes", default=None,
                  help="--launcher k8s: node names (n1,n2) or a label selector (pool=gpu,zone in (a,b)); "
                  "default every schedulable, Ready node with nvidia.com/gpu."),
