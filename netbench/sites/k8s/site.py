@@ -12,9 +12,11 @@ Inventory: the same ``inventory/probe.sh`` as over SSH, as one pod per node (its
 output, split and assembled exactly as the SSH collector's). Switches: ``--topology`` when given,
 else the nodes' standard topology labels (``kubepods.TOPOLOGY_LABELS``). Port counters: before
 and after the run, a counters-only probe pod on each node (as the SSH site's second probe). After
-the report, ``--k8s-label`` writes each node's verdict, the run id and its large-message busbw class
-as labels, ``--k8s-taint`` taints the nodes the findings would drain (NoSchedule, the reason in an
-annotation): both read-modify-write with the node's resourceVersion, and never without the flag.
+the report, ``--k8s-label`` writes each node's verdict, when, the run id and its busbw class against
+the fleet as labels, ``--k8s-taint`` taints suspect nodes PreferNoSchedule and the nodes the findings
+would drain NoSchedule, and lifts the taint from nodes measured clean (``remedy``): both
+read-modify-write with the node's resourceVersion, and never without the flag. The namespace:
+``--k8s-namespace``, else the kubeconfig context's (in a pod, its own), else ``default``.
 """
 
 from __future__ import annotations
