@@ -405,3 +405,47 @@ def test_a_context_namespace_that_is_not_a_name_is_one_line(tmp_path: Path) -> N
         assert "context 'nb': namespace 'Not_A/Namespace' is not a Kubernetes namespace name" in r.stderr
     finally:
         api.close()
+
+
+# -- labels and taints from a fleet's real analysis ----------------------------------------------------------
+def test_a_fleet_s_half_rate_node_and_slow_link_get_their_class_and_taints(tmp_path: Path) -> None:
+    """A 16-node fleet on two leaves (cross-spine pairs at 0.85, 5% noise; tests/synthetic.py), gpu005 at
+    half rate and the link gpu010-gpu011 at 0.4: the real analysis's findings through ``remediate``
+    against the test API server (the real client). gpu005 alone is ``reduced``; every node a warning
+    names (and no other) is tainted suspect:PreferNoSchedule or fail:NoSchedule as its verdict says;
+    a node tainted by an earlier run and clean in this one has the taint lifted."""
+    from kube_fake import FakeApiServer
+    from netbench.reports.engine import analyze
+    from synthetic import make_fleet, write_run_dir
+
+    from netbench.common.rundir import RunDir
+    from netbench.sites.k8s.client import KubeTarget, connect
+    from netbench.sites.k8s.remedy import node_verdicts, remediate
+
+    fleet = make_fleet(n_nodes=16, slow_nodes={"gpu005": 0.5}, slow_links={("gpu010", "gpu011"): 0.4})
+    run = RunDir.open(write_run_dir(fleet, tmp_path / "run"))
+    findings = analyze(run.path)
+    api = FakeApiServer()
+    try:
+        for h in fleet.hosts:
+            api.add_node(h, allocatable={"nvidia.com/gpu": "8"})
+        earlier = api.node("gpu001")  # tainted by an earlier run
+        with_taint(earlier, "host_failing: gpu001 [run r0]", "fail")
+        api.store["nodes"][("", "gpu001")] = earlier
+        kube = connect(KubeTarget(str(api.kubeconfig(tmp_path / "kc"))))
+        lines = remediate(kube, run, findings, None, fleet.hosts, label=True, taint=True)
+        verdicts = node_verdicts(findings, fleet.hosts, None)
+        nodes = {h: api.node(h) for h in fleet.hosts}
+    finally:
+        api.close()
+    classes = {h: n["metadata"]["labels"]["netbench.io/busbw-class"] for h, n in nodes.items()}
+    assert classes.pop("gpu005") == "reduced", lines
+    assert set(classes.values()) == {"full"}, classes
+    # the run's own warnings (the fleet below its ceiling) list every host: no node's fault
+    assert {h for h, v in verdicts.items() if v != "pass"} == {"gpu005", "gpu010", "gpu011"}, findings
+    effect = {"suspect": "PreferNoSchedule", "fail": "NoSchedule"}
+    for h, node in nodes.items():
+        v = verdicts[h]
+        assert _ours(node) == ([{"key": TAINT_KEY, "value": v, "effect": effect[v]}] if v in effect else [])
+        assert node["metadata"]["labels"]["netbench.io/verdict"] == v
+    assert "netbench: lifted netbench.io/preflight from node gpu001 (clean this run)" in lines

@@ -53,7 +53,15 @@ def to_drain(findings: list[Any], hosts: list[str]) -> list[str]:
     return list(judge(findings, len(hosts)).drain)
 
 
+NODE_KINDS = ("node", "pair", "component")
+"""Findings about a node itself, a pair it is part of, or a version it runs: they make it suspect. A
+run's finding (the whole fleet below its ceiling) or a switch's lists every host behind it, and is
+no node's fault: it never taints them all."""
+
+
 def _named(f: Any) -> list[str]:
+    if f.subject_kind not in NODE_KINDS:
+        return []
     return list(getattr(f, "hosts", None) or []) + ([f.subject] if f.subject_kind == "node" else [])
 
 
