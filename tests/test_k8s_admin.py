@@ -449,3 +449,46 @@ def test_a_fleet_s_half_rate_node_and_slow_link_get_their_class_and_taints(tmp_p
         assert _ours(node) == ([{"key": TAINT_KEY, "value": v, "effect": effect[v]}] if v in effect else [])
         assert node["metadata"]["labels"]["netbench.io/verdict"] == v
     assert "netbench: lifted netbench.io/preflight from node gpu001 (clean this run)" in lines
+
+
+# -- GPUs: through the device plugin, the old way only when asked -------------------------------------------
+def test_gpus_are_requested_from_the_device_plugin_and_env_is_the_documented_old_way() -> None:
+    from netbench.common.errors import UsageError
+
+    node = NodeInfo.of({"metadata": {"name": "g0"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}})
+    assert isinstance(node, NodeInfo)
+    leaked = {"CUDA_VISIBLE_DEVICES": "3", "NVIDIA_VISIBLE_DEVICES": "all", "NCCL_ALGO": "Ring"}
+
+    def pod(resources: list[str]) -> dict[str, Any]:
+        t = PodTemplate(
+            namespace="netbench",
+            image="i:1",
+            run_id="r",
+            resources=parse_resources(resources),
+            tolerations=parse_tolerations([]),
+            env=leaked,
+        )
+        made = pod_manifest(t, node, "agent", 1, ["true"])
+        kubernetes_validate.validate(made, "1.31", strict=True)
+        return made["spec"]["containers"][0]
+
+    plugin = pod([])
+    assert plugin["resources"]["requests"] == {"nvidia.com/gpu": "8"} == plugin["resources"]["limits"]
+    assert {e["name"]: e["value"] for e in plugin["env"]} == {"NCCL_ALGO": "Ring"}
+    assert pod(["nvidia.com/gpu=2"])["resources"]["requests"] == {"nvidia.com/gpu": "2"}
+    old = pod(["nvidia.com/gpu=env"])
+    assert "resources" not in old
+    assert {e["name"]: e["value"] for e in old["env"]} == {
+        "NCCL_ALGO": "Ring",
+        "NVIDIA_VISIBLE_DEVICES": "all",
+    }
+    with pytest.raises(UsageError, match="nvidia.com/gpu=env"):
+        parse_resources(["rdma/ib=env"])
+    # the pods tolerate netbench's own taint: a node it tainted is re-tested, and cleared, next run
+    assert {"key": TAINT_KEY, "operator": "Exists"} in pod_manifest(
+        PodTemplate(namespace="n", image="i:1", run_id="r", resources={}, tolerations=parse_tolerations([])),
+        node,
+        "agent",
+        1,
+        ["true"],
+    )["spec"]["tolerations"]
