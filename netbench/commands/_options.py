@@ -316,8 +316,9 @@ _K8S = [
                  "service account inside a cluster)."),
     click.option("--k8s-context", default=None, help="--launcher k8s: the kubeconfig context (default its "
                  "current one)."),
-    click.option("--k8s-namespace", default="default", show_default=True,
-                 help="--launcher k8s: the namespace of the run's pods and secrets."),
+    click.option("--k8s-namespace", default=None,
+                 help="--launcher k8s: the namespace of the run's pods and secrets (default the kubeconfig "
+                 "context's namespace, in a pod its own, else default)."),
     click.option("--k8s-nodes", default=None,
                  help="--launcher k8s: node names (n1,n2) or a label selector (pool=gpu,zone in (a,b)); "
                  "default every schedulable, Ready node with nvidia.com/gpu."),
@@ -327,7 +328,8 @@ _K8S = [
                  "$NETBENCH_K8S_IMAGE."),
     click.option("--k8s-resource", "k8s_resources", multiple=True,
                  help="--launcher k8s, repeatable: NAME=COUNT requested (and limited) by each pod, e.g. "
-                 "rdma/ib=1; COUNT all is the node's allocatable count. Default nvidia.com/gpu=all."),
+                 "rdma/ib=1; COUNT all is the node's allocatable count. Default nvidia.com/gpu=all (the "
+                 "device plugin); nvidia.com/gpu=env: no request, NVIDIA_VISIBLE_DEVICES=all (no plugin)."),
     click.option("--k8s-toleration", "k8s_tolerations", multiple=True,
                  help="--launcher k8s, repeatable: KEY[=VALUE][:EFFECT] the pods tolerate, or all "
                  "(nvidia.com/gpu always)."),
@@ -337,11 +339,13 @@ _K8S = [
 _K8S_REMEDY = [
     click.option("--k8s-label", is_flag=True,
                  help="--launcher k8s: after the report, label each node netbench.io/verdict=pass|suspect|"
-                 "fail, netbench.io/run-id and netbench.io/busbw-class. Never without this flag."),
+                 "fail, netbench.io/last-run, netbench.io/run-id and netbench.io/busbw-class (full|reduced|"
+                 "low against the fleet). Never without this flag."),
     click.option("--k8s-taint", is_flag=True,
                  help="--launcher k8s: after the report, taint the nodes to drain (preflight's drain rule) "
-                 "netbench.io/preflight=fail:NoSchedule, the reason and run in the netbench.io/taint-reason "
-                 "annotation. Never without this flag."),
+                 "netbench.io/preflight=fail:NoSchedule, suspect ones =suspect:PreferNoSchedule, the reason, "
+                 "run and report in the netbench.io/taint-reason annotation; lift it from nodes measured "
+                 "clean. Never without this flag."),
 ]
 
 

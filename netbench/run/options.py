@@ -89,7 +89,8 @@ class K8sOptions:
     kubeconfig: str | None = None
     """Else $KUBECONFIG, ~/.kube/config, or the pod's service account."""
     k8s_context: str | None = None
-    k8s_namespace: str = "default"
+    k8s_namespace: str | None = None
+    """None: the kubeconfig context's namespace, in a pod its own, else default."""
     k8s_nodes: str | None = None
     """Names or a label selector; None: every schedulable GPU node."""
     k8s_image: str | None = None

@@ -46,7 +46,12 @@ class KubeTarget:
 
     kubeconfig: str | None = None
     context: str | None = None
-    namespace: str = "default"
+    namespace: str | None = None
+    """None: the kubeconfig context's namespace (as kubectl), in a pod its own, else ``default``."""
+
+
+SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+"""Inside a pod: the namespace of its service account (a Job's pods go where the Job is)."""
 
 
 def _client():  # noqa: ANN202 - the kubernetes package, imported on demand
@@ -119,13 +124,46 @@ def check_kubeconfig(path: str) -> None:
         raise UsageError(f"{where}: YAML, but not a kubeconfig (no list of clusters)")
 
 
+def _read_small(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(256).strip() or None
+    except OSError:
+        return None
+
+
+def _context_namespace(k8s: Any, path: str, context: str | None) -> tuple[str | None, str]:
+    """The namespace the kubeconfig's context names (``kubectl config set-context --namespace``), as
+    kubectl would use it, and where it came from (for a message)."""
+    contexts, current = k8s.config.list_kube_config_contexts(config_file=path)
+    chosen = next((c for c in contexts or [] if isinstance(c, dict) and c.get("name") == context), None)
+    chosen = chosen if context else current
+    inner = chosen.get("context") if isinstance(chosen, dict) else None
+    ns = inner.get("namespace") if isinstance(inner, dict) else None
+    name = chosen.get("name") if isinstance(chosen, dict) else None
+    return (ns if isinstance(ns, str) and ns else None), f"kubeconfig {path}, context {quote(name, 60)}"
+
+
+def _checked_namespace(ns: str | None, where: str) -> str | None:
+    """``ns`` read from a file (untrusted): a namespace name, or one line saying where it is wrong."""
+    from netbench.sites.k8s.pods import check_namespace
+
+    if ns is None:
+        return None
+    try:
+        return check_namespace(ns)
+    except UsageError:
+        raise UsageError(
+            f"{where}: namespace {quote(ns, 80)} is not a Kubernetes namespace name (give --k8s-namespace)"
+        ) from None
+
+
 class Kube:
     """One cluster: a configured API client and the namespace of the run's objects."""
 
     def __init__(self, target: KubeTarget):
         k8s = _client()
         self.k8s = k8s
-        self.namespace = target.namespace
         cfg = k8s.client.Configuration()
         path = target.kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
         in_cluster = (
@@ -143,16 +181,19 @@ class Kube:
                     )
                 k8s.config.load_incluster_config(client_configuration=cfg)
                 self.where = "in-cluster service account"
+                found, said = _read_small(SA_NAMESPACE_FILE), f"the service account's {SA_NAMESPACE_FILE}"
             else:
                 check_kubeconfig(path)
                 k8s.config.load_kube_config(
                     config_file=path, context=target.context, client_configuration=cfg, persist_config=False
                 )
                 self.where = f"kubeconfig {path}" + (f", context {target.context}" if target.context else "")
+                found, said = _context_namespace(k8s, path, target.context)
         except UsageError:
             raise
         except Exception as exc:  # ConfigException, a YAML error, a missing field: the file is wrong
             raise UsageError(f"kubeconfig {path}: {quote(str(exc), 300)}") from None
+        self.namespace = target.namespace or _checked_namespace(found, said) or "default"
         self.api = k8s.client.ApiClient(cfg)
         self.core = k8s.client.CoreV1Api(self.api)
         self.host = cfg.host
@@ -187,7 +228,8 @@ class Kube:
             self.call(f"reading namespace {self.namespace}", self.core.read_namespace, self.namespace)
         except NotFound:
             raise KubeError(
-                f"kubernetes: namespace {self.namespace!r} does not exist (--k8s-namespace)"
+                f"kubernetes: namespace {self.namespace!r} does not exist (--k8s-namespace, or the "
+                "kubeconfig context's namespace)"
             ) from None
         except KubeError as exc:
             if "HTTP 403" not in str(exc):  # reading namespaces is not ours to ask: create pods says

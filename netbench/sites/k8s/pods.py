@@ -25,12 +25,18 @@ RUN_LABEL = f"{DOMAIN}/run-id"
 ROLE_LABEL = f"{DOMAIN}/role"  # agent | probe
 LAUNCH_LABEL = f"{DOMAIN}/launch"
 VERDICT_LABEL = f"{DOMAIN}/verdict"  # pass | suspect | fail (--k8s-label)
-BUSBW_LABEL = f"{DOMAIN}/busbw-class"
-TAINT_KEY = f"{DOMAIN}/preflight"  # --k8s-taint: NoSchedule, the reason in TAINT_REASON
+BUSBW_LABEL = f"{DOMAIN}/busbw-class"  # full | reduced | low (busbw_class)
+LAST_RUN_LABEL = f"{DOMAIN}/last-run"  # when the verdict label was written: 20261207T021500Z (UTC)
+TAINT_KEY = f"{DOMAIN}/preflight"  # --k8s-taint: suspect:PreferNoSchedule, fail:NoSchedule
 TAINT_REASON = f"{DOMAIN}/taint-reason"
 SECRET_KEY = "store-secret"
 CONTAINER = "netbench"
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_ENV = "env"  # --k8s-resource nvidia.com/gpu=env: the runtime's NVIDIA_VISIBLE_DEVICES, no request
+DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+"""Never handed on to a pod that requests its GPUs: the device plugin chooses the devices (and sets
+NVIDIA_VISIBLE_DEVICES itself); ``all`` there would be the known way around its accounting, and the
+coordinator's CUDA indices mean nothing on another node."""
 
 # the standard topology labels, widest first: the leaf switch is the narrowest one a node has
 # (NVIDIA topograph's accelerator/leaf/spine/core; GKE's and EKS' network-topology blocks; the
@@ -117,7 +123,9 @@ class NodeChoice:
 
 def parse_resources(items: Sequence[str]) -> dict[str, str]:
     """``--k8s-resource NAME=COUNT`` (repeatable; COUNT a whole number or ``all``: the node's
-    allocatable count) -> NAME -> COUNT. nvidia.com/gpu=all unless given (a node's every GPU)."""
+    allocatable count) -> NAME -> COUNT. nvidia.com/gpu=all unless given (a node's every GPU, through
+    the device plugin); ``nvidia.com/gpu=env`` is the old way for a cluster without the plugin: no
+    request, ``NVIDIA_VISIBLE_DEVICES=all`` in the pod (``pod_manifest``)."""
     out: dict[str, str] = {}
     for item in items:
         name, eq, count = item.partition("=")
@@ -125,11 +133,12 @@ def parse_resources(items: Sequence[str]) -> dict[str, str]:
             not eq
             or not label_key_ok(name)
             or "/" not in name
-            or not (count == "all" or _QUANTITY.match(count))
+            or not (count == "all" or _QUANTITY.match(count) or (count == GPU_ENV and name == GPU_RESOURCE))
         ):
             raise UsageError(
                 f"--k8s-resource {item!r}: want NAME=COUNT (e.g. nvidia.com/gpu=8, rdma/ib=1, "
-                "or COUNT all: the node's allocatable count)"
+                "or COUNT all: the node's allocatable count; nvidia.com/gpu=env: no request, every GPU "
+                "through NVIDIA_VISIBLE_DEVICES, for a cluster without the device plugin)"
             )
         out[name] = count
     out.setdefault(GPU_RESOURCE, "all")
@@ -138,8 +147,14 @@ def parse_resources(items: Sequence[str]) -> dict[str, str]:
 
 def parse_tolerations(items: Sequence[str]) -> list[dict[str, str]]:
     """``--k8s-toleration KEY[=VALUE][:EFFECT]`` or ``all`` (repeatable) -> the pods' tolerations;
-    nvidia.com/gpu (any effect) is always tolerated: GPU nodes commonly carry that taint."""
-    out: list[dict[str, str]] = [{"key": GPU_RESOURCE, "operator": "Exists"}]
+    nvidia.com/gpu (any effect) is always tolerated: GPU nodes commonly carry that taint; and
+    netbench.io/preflight, netbench's own."""
+    # netbench's own taint too: a node it tainted is re-tested by the next run (whose clean result
+    # lifts the taint) instead of being left out of it for ever
+    out: list[dict[str, str]] = [
+        {"key": GPU_RESOURCE, "operator": "Exists"},
+        {"key": TAINT_KEY, "operator": "Exists"},
+    ]
     for item in items:
         if item == "all":
             out.append({"operator": "Exists"})
@@ -288,6 +303,8 @@ def requests_for(template: PodTemplate, node: NodeInfo) -> dict[str, str]:
     and a resource the node has none of is left out of ``all`` (a CPU node asks for no GPU)."""
     out: dict[str, str] = {}
     for name, count in template.resources.items():
+        if count == GPU_ENV:
+            continue
         n = node.count(name) if count == "all" else int(count)
         if n > 0:
             out[name] = str(n)
@@ -299,7 +316,10 @@ def pod_manifest(
 ) -> dict[str, Any]:
     """One pod on ``node`` (pinned with nodeName) running ``command`` (an argv: no shell of ours
     around it), host network, /dev/shm in memory, IPC_LOCK (RDMA memory registration)."""
-    env = [{"name": k, "value": v} for k, v in sorted(template.env.items())]
+    given = {k: v for k, v in template.env.items() if k not in DEVICE_ENV}
+    if template.resources.get(GPU_RESOURCE) == GPU_ENV:
+        given["NVIDIA_VISIBLE_DEVICES"] = "all"
+    env = [{"name": k, "value": v} for k, v in sorted(given.items())]
     if template.secret_name:
         env.append(
             {
@@ -376,43 +396,56 @@ def with_labels(node: dict[str, Any], labels: Mapping[str, str]) -> bool:
     return True
 
 
+TAINT_EFFECTS = {"suspect": "PreferNoSchedule", "fail": "NoSchedule"}
+"""cluster-health-scanner's lifecycle: a suspect node is avoided while there is room elsewhere, a
+failed one takes no new pods; a later clean run of the node lifts either (``without_taint``)."""
+
+
+def _mine(t: Mapping[str, Any]) -> bool:
+    return t.get("key") == TAINT_KEY
+
+
 def with_taint(node: dict[str, Any], reason: str, value: str = "fail") -> bool:
-    """Add netbench's NoSchedule taint and the reason annotation; True when that changed anything.
-    Other taints stay as they are."""
+    """Set netbench's taint for ``value`` (suspect: PreferNoSchedule, fail: NoSchedule; one taint of
+    netbench's at a time) and the reason annotation; True when that changed anything. Other taints
+    stay as they are."""
     spec = node.setdefault("spec", {})
     taints = [t for t in (spec.get("taints") or []) if isinstance(t, dict)]
-    mine = {"key": TAINT_KEY, "value": value, "effect": "NoSchedule"}
+    mine = {"key": TAINT_KEY, "value": value, "effect": TAINT_EFFECTS[value]}
     meta = node.setdefault("metadata", {})
     notes = meta.get("annotations") or {}
-    if (
-        any(
-            t.get("key") == TAINT_KEY and t.get("effect") == "NoSchedule" and t.get("value") == value
-            for t in taints
-        )
-        and notes.get(TAINT_REASON) == reason
-    ):
+    if [t for t in taints if _mine(t)] == [mine] and notes.get(TAINT_REASON) == reason:
         return False
-    spec["taints"] = [
-        t for t in taints if not (t.get("key") == TAINT_KEY and t.get("effect") == "NoSchedule")
-    ]
-    spec["taints"].append(mine)
+    spec["taints"] = [t for t in taints if not _mine(t)] + [mine]
     meta["annotations"] = {**notes, TAINT_REASON: reason}
     return True
 
 
-def busbw_class(gbps: float | None) -> str | None:
-    """A label value for a node's large-message busbw: the 1-2-5 decade bucket it falls in
-    (``10-20GBps``), so nodes of one class share a value a selector can pick."""
-    if gbps is None or not gbps > 0:
+def without_taint(node: dict[str, Any]) -> bool:
+    """Lift netbench's taint (any effect) and its reason: the node was found clean; True when that
+    changed anything. Other taints and annotations stay."""
+    spec = node.setdefault("spec", {})
+    taints = [t for t in (spec.get("taints") or []) if isinstance(t, dict)]
+    notes = (node.get("metadata") or {}).get("annotations") or {}
+    if not any(_mine(t) for t in taints) and TAINT_REASON not in notes:
+        return False
+    spec["taints"] = [t for t in taints if not _mine(t)]
+    if TAINT_REASON in notes:
+        node["metadata"]["annotations"] = {k: v for k, v in notes.items() if k != TAINT_REASON}
+    return True
+
+
+BUSBW_CLASSES = ((0.8, "full"), (0.4, "reduced"), (0.0, "low"))
+"""A node's best pair against the fleet's typical (median) node's best: ``full`` at 0.8 or more,
+``reduced`` from 0.4 (a node at half rate, whose every pair is capped by it), ``low`` below."""
+
+
+def busbw_class(best_gbps: float | None, fleet_gbps: float | None) -> str | None:
+    """A label value for a node's large-message busbw relative to the run's fleet, so that a selector
+    (``netbench.io/busbw-class=full``) picks the nodes at full rate and leaves a half-rate one out.
+    Relative, not absolute buckets: the nodes of one fleet sit in one decade, where fixed 1-2-5
+    buckets put a node at half rate in the same bucket as its healthy peers."""
+    if best_gbps is None or fleet_gbps is None or not best_gbps > 0 or not fleet_gbps > 0:
         return None
-    import math
-
-    decade = 10 ** math.floor(math.log10(gbps))
-    for lo, hi in ((1, 2), (2, 5), (5, 10)):
-        if gbps < hi * decade:
-            return f"{_num(lo * decade)}-{_num(hi * decade)}GBps"
-    return None
-
-
-def _num(x: float) -> str:
-    return f"{x:g}".replace("e-0", "e-").replace("+", "")
+    ratio = best_gbps / fleet_gbps
+    return next(name for floor, name in BUSBW_CLASSES if ratio >= floor)

@@ -12,9 +12,11 @@ Inventory: the same ``inventory/probe.sh`` as over SSH, as one pod per node (its
 output, split and assembled exactly as the SSH collector's). Switches: ``--topology`` when given,
 else the nodes' standard topology labels (``kubepods.TOPOLOGY_LABELS``). Port counters: before
 and after the run, a counters-only probe pod on each node (as the SSH site's second probe). After
-the report, ``--k8s-label`` writes each node's verdict, the run id and its large-message busbw class
-as labels, ``--k8s-taint`` taints the nodes the findings would drain (NoSchedule, the reason in an
-annotation): both read-modify-write with the node's resourceVersion, and never without the flag.
+the report, ``--k8s-label`` writes each node's verdict, when, the run id and its busbw class against
+the fleet as labels, ``--k8s-taint`` taints suspect nodes PreferNoSchedule and the nodes the findings
+would drain NoSchedule, and lifts the taint from nodes measured clean (``remedy``): both
+read-modify-write with the node's resourceVersion, and never without the flag. The namespace:
+``--k8s-namespace``, else the kubeconfig context's (in a pod, its own), else ``default``.
 """
 
 from __future__ import annotations
@@ -109,7 +111,8 @@ class K8sSite:
     def __post_init__(self) -> None:  # the options alone: the cluster is asked in hosts()
         k8s = self.opts.site.k8s
         self.choice = NodeChoice.parse(k8s.k8s_nodes)
-        self.target = KubeTarget(k8s.kubeconfig, k8s.k8s_context, check_namespace(k8s.k8s_namespace))
+        ns = check_namespace(k8s.k8s_namespace) if k8s.k8s_namespace is not None else None
+        self.target = KubeTarget(k8s.kubeconfig, k8s.k8s_context, ns)  # None: the context's (Kube)
         self.resources = parse_resources(self.opts.site.k8s.k8s_resources)
         self.tolerations = parse_tolerations(self.opts.site.k8s.k8s_tolerations)
         if self.opts.site.k8s.k8s_image is None:  # no image of ours is published: a default would never pull
@@ -128,6 +131,12 @@ class K8sSite:
         self.launches = 0
         self._lock = threading.Lock()
         self._closed = False
+
+    @property
+    def namespace(self) -> str:
+        """The run's namespace: --k8s-namespace, else the context's or the pod's (known once connected)."""
+        assert self.kube is not None
+        return self.kube.namespace
 
     # -- the hosts: the cluster asked, before anything is made -------------------------------------------
     def hosts(self) -> list[HostEntry]:
@@ -174,7 +183,7 @@ class K8sSite:
     # -- the run's objects ---------------------------------------------------------------------------------
     def _template(self) -> PodTemplate:
         return PodTemplate(
-            namespace=self.target.namespace,
+            namespace=self.namespace,
             image=self.image,
             run_id=self.run_id,
             resources=self.resources,
@@ -191,10 +200,10 @@ class K8sSite:
                 assert self.kube is not None
                 self.watch = PodWatch(self.kube, self.run_id)
                 name = parent_name(self.run_id)
-                made = self.kube.create_secret(secret_manifest(self.target.namespace, name, self.run_id, {}))
+                made = self.kube.create_secret(secret_manifest(self.namespace, name, self.run_id, {}))
                 self.owner = owner_of(made, "Secret")
                 self.echo(
-                    f"# kubernetes: {self.kube.where}, namespace {self.target.namespace}; the run's "
+                    f"# kubernetes: {self.kube.where}, namespace {self.namespace}; the run's "
                     f"pods are labelled {RUN_LABEL}={self.run_id} and owned by secret {name}"
                 )
             return self.owner
@@ -312,8 +321,8 @@ class K8sSite:
         kube, selector = self.kube, f"{RUN_LABEL}={self.run_id}"
         if self.opts.site.k8s.k8s_keep:
             self.echo(
-                f"# kubernetes: pods kept (--k8s-keep): kubectl -n {self.target.namespace} get pods -l "
-                f"{selector}; kubectl -n {self.target.namespace} delete secret {self.owner['name']} "
+                f"# kubernetes: pods kept (--k8s-keep): kubectl -n {self.namespace} get pods -l "
+                f"{selector}; kubectl -n {self.namespace} delete secret {self.owner['name']} "
                 "removes them"
             )
             self._stop_watch()
@@ -328,7 +337,7 @@ class K8sSite:
         if left:
             self.echo(
                 f"# kubernetes: {len(left)} pod(s) still there after {CLEANUP_WAIT_S:g} s: "
-                f"{', '.join(left[:5])} (kubectl -n {self.target.namespace} delete pods -l {selector})"
+                f"{', '.join(left[:5])} (kubectl -n {self.namespace} delete pods -l {selector})"
             )
 
     def close_now(self) -> None:
