@@ -109,15 +109,27 @@ def test_rail_optimised_fabric_rails_share_nothing():
     h = fab.hosts
     assert fab.rail_switches("node0005") == ["r1-leaf02", "r2-leaf02", "r3-leaf02", "r4-leaf02"]
     assert fab.uplinks()["node0005"] == "leaf02"  # the report's hop classes: one unit view
-    # a pair on one leaf: 4 rails of 100 each, NIC 2 of node0001 at half rate
-    assert fab.rates([(h[0], h[1])]).tolist() == pytest.approx([350.0])
+    # a pair on one leaf: 4 rails of 100 each, NIC 2 of node0001 at half rate. NCCL splits the data
+    # evenly over the rails and ends with the slowest (issue 46): 4 x 50, not 100 + 50 + 100 + 100
+    assert fab.rates([(h[0], h[1])]).tolist() == pytest.approx([200.0])
     cross = [(h[0], h[4]), (h[1], h[5])]
     # rail 2: only node0001's flow is slowed; rail 3: its slow uplink (100) is shared by both flows;
     # rails 1 and 4 see neither fault
     assert fab.rail_rates(cross, 1).tolist() == pytest.approx([100.0, 100.0])
     assert fab.rail_rates(cross, 2).tolist() == pytest.approx([50.0, 100.0])
     assert fab.rail_rates(cross, 3).tolist() == pytest.approx([50.0, 50.0])
-    assert fab.rates(cross).tolist() == pytest.approx([300.0, 350.0])
+    assert fab.rates(cross).tolist() == pytest.approx([200.0, 200.0])
+
+
+def test_one_nic_at_0_7_on_eight_rails_is_a_slow_node(tmp_path):
+    """Issue 46 (3): with the rails' rates summed, NIC 5 of a node at 0.7 read as 0.96 of a healthy
+    pair and the run PASSed; in lock-step every pair of the node runs at 0.7."""
+    out = tmp_path / "r8"
+    r = CliRunner().invoke(cli, ["simulate", "--nodes", "64", "--rails", "8", "--fault", "nic:node0020/5=0.7",
+                                 "--out", str(out)])
+    assert r.exit_code == 2, r.output
+    findings = json.loads((out / "findings.json").read_text())["findings"]
+    assert [f["subject"] for f in findings if f["severity"] == "fail"] == ["node0020"]
 
 
 def test_preflight_on_rails_drains_the_node_with_one_slow_nic(tmp_path):

@@ -6,8 +6,10 @@ prefix (``r2-leaf01``): plane k holds NIC k of every host (``nic_GBps / R`` each
 flow on rail k shares only plane k's resources, so rails share nothing with each other.
 
 Two ways to measure, the data a rail pattern of the planner can use:
-- ``rates``: pairs measured all rails at once (NCCL spreads a pair's traffic over every rail): each
-  pair is R flows, one per plane, and runs at the sum of its rails' rates;
+- ``rates``: pairs measured all rails at once: each pair is R flows, one per plane. NCCL splits a
+  collective's data evenly over its channels and NICs and finishes when the slowest does (the
+  channels run in lock-step), so a pair runs at R times its slowest rail's rate, not at the sum of
+  its rails' rates (issue 46: the sum read a NIC at 0.7 as 0.96 of a healthy pair, and PASSed);
 - ``rail_rates``: flows on one rail only (``rail_of``/``rail_switches`` name the switches).
 
 Faults: ``node:X=F`` caps every NIC of X, ``link:A,B=F`` the pair's path on every rail,
@@ -105,7 +107,7 @@ class RailFabric:
     def rates(
         self, flows: Sequence[tuple[str, str]], slow_now: frozenset[str] = frozenset(), faults: bool = True
     ) -> np.ndarray:
-        """Each pair measured on all rails at once: the sum of its rails' rates."""
+        """Each pair measured on all rails at once: R times its slowest rail's rate."""
         return self.flow_rates(*self.positions(flows), slow_now, faults)
 
     def rail_rates(
@@ -122,14 +124,14 @@ class RailFabric:
         faults: bool = True,
         rail: int | None = None,
     ) -> np.ndarray:
-        """``Fabric.flow_rates`` on rail ``rail`` (1..R) alone, or (None) on every rail at once: the
-        sum of the rails' rates."""
+        """``Fabric.flow_rates`` on rail ``rail`` (1..R) alone, or (None) on every rail at once: R times
+        the slowest rail's rate (lock-step channels, module docstring)."""
         if rail is not None:
             return self.planes[rail - 1].flow_rates(a, b, slow_now, faults)
-        total = np.zeros(len(a))
+        slowest = np.full(len(a), np.inf)
         for p in self.planes:
-            total += p.flow_rates(a, b, slow_now, faults)
-        return total
+            slowest = np.minimum(slowest, p.flow_rates(a, b, slow_now, faults))
+        return len(self.planes) * slowest
 
 
 def build_fabric(spec: FabricSpec, faults: Sequence[Fault] = ()) -> Fabric | RailFabric:
