@@ -125,7 +125,7 @@ def test_report_renders_without_errors_and_runs_no_host_data(tmp_path, page_of):
     # the header counts the rows as the log and run.json do: the failed ones are not measurements
     lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x.strip()]
     failed = sum(r["status"] != "ok" for r in lines)
-    assert failed and (f"rows: {len(lines)} in results.jsonl, {len(lines) - failed} measured, {failed} failed"
+    assert failed and (f"rows: {len(lines)}, {len(lines) - failed} measured, {failed} failed"
                        in pg.inner_text("header .meta"))
     body = pg.inner_text("body")
     assert "slow_node" in body and "slow_pair" in body and host_names(16)[4] in body

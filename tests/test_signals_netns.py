@@ -176,8 +176,8 @@ def test_sigterm_in_the_ring(net, tmp_path: Path) -> None:
     meta = assert_stopped(run, rc, before, "SIGTERM", "measuring", 143)
     text = run.text()
     assert "interrupted by SIGTERM" in text and "status interrupted" in text
-    # the log's counts are run.json's: rows in results.jsonl, measured, failed
-    assert f"rows: {meta['rows']} in results.jsonl, {meta['rows'] - meta['rows_failed']} measured, " \
+    # the log's counts are run.json's: rows, measured, failed
+    assert f"rows: {meta['rows']}, {meta['rows'] - meta['rows_failed']} measured, " \
            f"{meta['rows_failed']} failed" in text
     res = assert_report_incomplete(run.out)
     assert "SIGTERM" in res.stdout
