@@ -421,7 +421,7 @@ class RunDir:
         line or part row that did not, with its number (a part's: its row) and why."""
         from netbench.common.rows import row_problem
 
-        reads = [_read_part(p, row_problem) if p.suffix == ".parquet" else read_jsonl(p, row_problem)
+        reads = [read_part(p, row_problem) if p.suffix == ".parquet" else read_jsonl(p, row_problem)
                  for p in self.row_files()]
         return JsonlRead([r for x in reads for r in x.records], [u for x in reads for u in x.unreadable])
 
@@ -454,7 +454,7 @@ class RunDir:
 
 
 
-def _read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
+def read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
     """A Parquet part's rows as records (``extra`` kept as JSON text); a part that is no Parquet
     file is left out and named, a row ``check`` refuses with its number."""
     import pyarrow as pa

@@ -23,6 +23,7 @@ from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.runrecord import rows_line
 from netbench.common.text import coloured, terminal_safe
 from netbench.defaults import START_TIMEOUT_S
+from netbench.reports.rowstore import RowWriter
 from netbench.run.progress import Progress
 from netbench.run.table import TablePrinter, in_table
 
@@ -133,13 +134,13 @@ def _record_start(plan: WorkerPlan, slots: list[HostSlot], rundir: RunDir, setti
 
 
 class _RowSink:
-    """The coordinator's ``on_row``: each row to results.jsonl as it comes (its arrivals beside it),
+    """The coordinator's ``on_row``: each row to results.parquet as it comes (its arrivals beside it),
     and to nccl-tests' table when the settings ask for it."""
 
     def __init__(self, plan: WorkerPlan, rundir: RunDir, settings: RunSettings, table: TablePrinter) -> None:
         self.rundir, self.settings, self.table = rundir, settings, table
         self.modes = {m for p in plan.phases for m in p.spec.in_place}
-        self.writer = rundir.writer()
+        self.writer = RowWriter(rundir)  # results.parquet: each row fsync'd in its part's tail first
         self.arrivals: list[Any] = []  # arrivals.jsonl's writer, opened with the first record
         self.rows: list[dict[str, Any]] = []
         self.full: list[DiskFull] = []  # the run directory's disk is full: the rows still coming are lost
@@ -149,7 +150,7 @@ class _RowSink:
             return
         extra = row.get("extra")
         # a point's arrivals travel in its row and are kept beside it (arrivals.jsonl), not in it:
-        # results.jsonl stays one flat measurement a line; the reader checks every record
+        # the rows stay one flat measurement each; the reader checks every record
         record = extra.pop("arrivals", None) if isinstance(extra, dict) else None
         try:
             self.writer.write(row)
