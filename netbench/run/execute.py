@@ -264,6 +264,14 @@ def summarize(
         echo(f"# fault: {f.message}")
 
 
+class Judged(list):
+    """``finish_report``'s findings, with the row counts of the rows the analysis read (ok and
+    right, failed or wrong): ``exit_status`` takes them from here, so nothing reads the rows again
+    after the verdict line (at 4,096 nodes that second pass took minutes)."""
+
+    row_counts: tuple[int, int] | None = None
+
+
 def finish_report(
     rundir: RunDir,
     echo: Callable[[str], None],
@@ -279,7 +287,8 @@ def finish_report(
         from netbench.reports.summary import format_summary
 
         done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology)
-        findings, html = done.findings, done.html
+        findings, html = Judged(done.findings), done.html
+        findings.row_counts = done.row_counts
         said = format_summary(findings, "text", rundir.read_run(), 10, verdict=done.verdict())
         echo(coloured(terminal_safe(said)))
         if html is not None:
@@ -303,7 +312,8 @@ def exit_status(
     interrupted = outcome.status == "interrupted"
     stopped = error_situation(as_interrupted(KeyboardInterrupt())) if interrupted else None
     bad_input = any(f.kind == "capability" for f in outcome.faults)
-    ok, bad = (0, 0) if stopped or bad_input else _row_counts(rundir)
+    counted = getattr(findings, "row_counts", None)
+    ok, bad = (0, 0) if stopped or bad_input else counted or _row_counts(rundir)
     facts = RunFacts(
         stopped=stopped,
         bad_input=bad_input,
@@ -315,18 +325,31 @@ def exit_status(
 
 
 def _row_counts(rundir: RunDir) -> tuple[int, int]:
-    """(rows measured ok and right, rows failed or wrong): read column by column when the file
-    allows (4,096 nodes: 8.4M rows, minutes and GBs of memory as dicts), else line by line."""
+    """(rows measured ok and right, rows failed or wrong) where no analysis read them (--no-report,
+    a report that could not be made; then there is no verdict line either): only the columns the
+    counts need, a part at a time, or line by line (an older run's results.jsonl, a tail)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from netbench.common.rows import row_problem
+    from netbench.common.rundir import open_regular, read_jsonl
     from netbench.reports.rowtable import read_rows_frame
 
-    path = rundir.results_path
-    if not path.is_file():
-        return 0, 0
-    frame = read_rows_frame(path)
-    if frame is None:
-        rows = rundir.read_rows()
-        bad = sum(1 for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0)
-        return len(rows) - bad, bad
-    wrong = frame["wrong"].fillna(0) > 0 if "wrong" in frame.columns else False
-    bad = int(((frame["status"] != "ok") | wrong).sum())
-    return len(frame) - bad, bad
+    ok = bad = 0
+    for path in rundir.row_files():
+        try:
+            with open_regular(path) as fh:
+                cols = pq.read_table(fh, columns=["status", "wrong"]) if path.suffix == ".parquet" else None
+        except (pa.ArrowException, OSError):
+            cols = None
+        if cols is not None:
+            wrong = cols.column("wrong").fill_null(0).to_numpy() > 0
+            failed = (cols.column("status").to_numpy(zero_copy_only=False) != "ok") | wrong
+        elif path.suffix != ".parquet" and (frame := read_rows_frame(path)) is not None:
+            failed = ((frame["status"] != "ok") | (frame["wrong"].fillna(0) > 0)).to_numpy()
+        else:  # line by line: what the reader would keep (a part it cannot open: none)
+            rows = read_jsonl(path, row_problem).records if path.suffix != ".parquet" else []
+            failed = [r.get("status") != "ok" or (r.get("wrong") or 0) > 0 for r in rows]
+        bad += int(sum(failed))
+        ok += len(failed) - int(sum(failed))
+    return ok, bad
