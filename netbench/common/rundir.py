@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
 
 RUN_SCHEMA = "netbench.run/1"
 ENV_SCHEMA = "netbench.env/1"
-PLAN_SCHEMA = "netbench.plan/1"
+PLAN_SCHEMA = "netbench.plan/2"  # compact: collectives/planfile.py (plan/1, the group records, still read)
 COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
 LATEST = "latest"
@@ -339,8 +339,8 @@ class RunDir:
         return doc
 
     def write_plan(self, plan_json: Iterable[str], name: str = PLAN_JSON) -> None:
-        """plan.json: the plan exactly as the ranks receive it through the store, the JSON object
-        ``WorkerPlan.json_chunks`` writes in pieces (this layer does not know the class), streamed to
+        """plan.json: the plan the ranks receive through the store, the JSON object
+        ``collectives.planfile`` writes in pieces (this layer does not know the class), streamed to
         disk with the schema as its first key. ``name``: a later launch's plan beside it
         (``confirm-plan.json``: the re-tests of ``sweep --hosts``)."""
 

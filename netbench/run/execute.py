@@ -18,6 +18,7 @@ from netbench.agents.coordinator import Coordinator, Outcome
 from netbench.agents.launchers import HostSlot, Launcher
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
+from netbench.collectives.planfile import plan_file_chunks
 from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted
 from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.runrecord import rows_line
@@ -117,7 +118,7 @@ def _record_start(plan: WorkerPlan, slots: list[HostSlot], rundir: RunDir, setti
     """run.json says 'running' and plan.json holds the plan before any rank starts; a follow-up
     launch leaves the run's own and writes its plan beside them (``FOLLOW_UP_PLAN``)."""
     if settings.follow_up:
-        rundir.write_plan(plan.json_chunks(), FOLLOW_UP_PLAN)
+        rundir.write_plan(plan_file_chunks(plan), FOLLOW_UP_PLAN)
         return
     rundir.write_run(
         status="running",
@@ -130,7 +131,7 @@ def _record_start(plan: WorkerPlan, slots: list[HostSlot], rundir: RunDir, setti
         world_size=plan.world_size,
         options=settings.options,
     )
-    rundir.write_plan(plan.json_chunks())
+    rundir.write_plan(plan_file_chunks(plan))
 
 
 class _RowSink:

@@ -26,6 +26,7 @@ from netbench.agents.coordinator import Fault as RankFault
 from netbench.agents.coordinator import Outcome
 from netbench.agents.launchers import HostSlot
 from netbench.collectives.plan import WorkerPlan
+from netbench.collectives.planfile import plan_file_chunks
 from netbench.common.rundir import TRUTH_JSON, RunDir, new_run_id, utc_now
 from netbench.reports.rowstore import RowWriter, row_schema
 from netbench.run.options import flat
@@ -88,7 +89,7 @@ def simulate(opts: SimOptions, echo: Callable[[str], None] = lambda s: None) -> 
         topology=planned.request.switches,
         options={"simulate": _jsonable(opts)},
     )
-    rundir.write_plan(plan.json_chunks())
+    rundir.write_plan(plan_file_chunks(plan))
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
