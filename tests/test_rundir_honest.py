@@ -36,6 +36,11 @@ def simulated(tmp_path_factory) -> Path:
     proc = subprocess.run([sys.executable, "-m", "netbench", "simulate", "--nodes", "8", "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the layout these cases damage line by line: an older run's results.jsonl (issue 48: its rows
+    # as `netbench export --format jsonl` writes them, results.parquet gone); every reader reads it
+    exported = CliRunner().invoke(cli, ["export", str(out), "--format", "jsonl", "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    shutil.rmtree(out / "results.parquet")
     return out
 
 
