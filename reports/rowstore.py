@@ -28,6 +28,7 @@ part number. ``extra`` (an object of anything) is kept as its JSON text.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from netbench.common.interrupts import disk_full
 from netbench.common.jsontext import dumps
+from netbench.common.rows import ResultRow
 from netbench.common.rundir import PART_NAME, RESULTS_PARQUET, ResultWriter, RunDir
 
 if TYPE_CHECKING:
@@ -52,6 +54,9 @@ FLOAT_COLUMNS = ("time_us", "time_us_min", "time_us_max", "algbw_GBps", "busbw_G
                  "setup_wait_s")
 """Measured floats: byte-stream split before compression (their exponents and high bytes repeat),
 a fifth smaller than plain; everything else is dictionary-coded (a run repeats its values)."""
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ResultRow) if f.default is not dataclasses.MISSING}
 
 
 def row_schema() -> pa.Schema:
@@ -137,7 +142,8 @@ class RowWriter:
         tables = list(self._tables)
         if self._records:
             schema = row_schema()
-            records = [r | {"extra": dumps(r.get("extra") or {})} for r in self._records]
+            # a field a row leaves out takes ResultRow's default, as its dict would have it
+            records = [_DEFAULTS | r | {"extra": dumps(r.get("extra") or {})} for r in self._records]
             tables.append(pa.Table.from_pylist(records, schema=schema))
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
