@@ -18,6 +18,7 @@ from netbench.reports.ceilings import large_message_summary
 from netbench.reports.engine import analyze, load_context, run_rules
 from netbench.reports.html import heatmap
 from netbench.reports.rowtable import listed_hosts, read_files_frame, read_rows_frame
+from rowfiles import rows_of
 
 from netbench.common.naming import natural_key
 from netbench.common.rundir import RunDir
@@ -71,7 +72,7 @@ def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, tmp_path, 
     all distinct (here ``error``) switches to being encoded at the end; the frame is still the one
     a single block gives (which the test above holds against the line reader): same columns,
     dtypes, categories and values."""
-    rows = [json.loads(line) for line in (sim_run / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(sim_run)
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps({**r, "error": f"message {i}"}) + "\n" for i, r in enumerate(rows)))
     whole = read_rows_frame(path)

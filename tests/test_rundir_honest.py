@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netbench.reports.rowtable import read_rows_frame
+from rowfiles import rows_of
 
 from netbench.cli import cli
 from netbench.common.rows import ResultRow
@@ -54,7 +55,7 @@ def run(simulated: Path, tmp_path: Path) -> Path:
 
 
 def rows(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    return rows_of(run)
 
 
 def write_rows(run: Path, new: list[dict]) -> None:
