@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netbench.common.interrupts import disk_full
+from netbench.common.interrupts import DiskFull, disk_full
 from netbench.common.jsontext import dumps
 from netbench.common.rows import ResultRow
 from netbench.common.rundir import PART_NAME, RESULTS_PARQUET, ResultWriter, RunDir
@@ -131,8 +131,13 @@ class RowWriter:
             table = None  # rows Arrow cannot type: the tail stays, read as JSON lines (never lost)
         self._records, self._tables, self._buffered = [], [], 0
         if table is not None:
-            _write_part(table, self._name())
-            if tail is not None:
+            try:
+                _write_part(table, self._name())
+            except (OSError, DiskFull):
+                if tail is None:  # columns only here: the disk's failure is the run's (DiskFull)
+                    raise
+                table = None  # a full disk at the end of a run: its rows stay in their tail, read as such
+            if tail is not None and table is not None:
                 tail.path.unlink(missing_ok=True)
         self.index += 1
 
