@@ -104,10 +104,6 @@ class RowWriter:
         if len(self._records) >= (self.part_rows or PART_ROWS):
             self.flush()
 
-    def write_many(self, rows: Any) -> None:
-        for row in rows:
-            self.write(row)
-
     def write_table(self, table: pa.Table) -> None:
         """Rows as columns (the stored schema's, ``row_schema``): buffered, a part when enough."""
         self._tables.append(table)
