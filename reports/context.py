@@ -336,21 +336,23 @@ def _read_run_dir(rd: RunDir) -> tuple[Rows, JsonlRead, JsonRead, JsonRead]:
 
 @dataclass
 class Rows:
-    """results.jsonl as read: a frame (read column by column) or records (line by line), and the
-    lines left out."""
+    """The rows as read: a frame (read column by column) or records (line by line), and the rows
+    left out."""
 
     data: pd.DataFrame | list[dict[str, Any]]
     unreadable: list[Unreadable]
 
 
 def _read_rows(rd: RunDir) -> Rows:
-    """Column by column when every line is plainly a good row (``common.rowtable``: 1.6 M rows in
-    seconds), else line by line, which names each line left out. Only a regular file is opened
-    directly (a FIFO would block); anything else goes to the line reader, which refuses it."""
-    from netbench.reports.rowtable import read_rows_frame
+    """Column by column when every row is plainly a good row (``reports.rowtable``: 1.6 M rows in
+    seconds; results.parquet's parts or an older run's results.jsonl), else line by line, which
+    names each row left out. Only regular files are opened directly (a FIFO would block); anything
+    else goes to the line reader, which refuses it."""
+    from netbench.reports.rowtable import read_files_frame
 
-    if rd.results_path.is_file():
-        frame = read_rows_frame(rd.results_path)
+    files = rd.row_files()
+    if files and all(p.is_file() and not p.is_symlink() for p in files):
+        frame = read_files_frame(files)
         if frame is not None:
             return Rows(frame, [])
     read = rd.load_rows()

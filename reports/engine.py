@@ -20,6 +20,7 @@ from netbench.reports.policy import Policy, load_policy
 from netbench.common.findings import SEVERITY_RANK, Finding
 
 if TYPE_CHECKING:
+    import pandas as pd
     from netbench.reports.analyses import RetestEvidence
     from netbench.reports.rules.base import Rule
 
@@ -112,6 +113,20 @@ def _cap(findings: list[Finding], limit: int) -> list[Finding]:
                 )
             )
     return out
+
+
+def row_counts(rows: pd.DataFrame) -> tuple[int, int]:
+    """(rows measured ok and right, rows failed or wrong) of the rows the analysis holds: the exit
+    status counts them from here, never by reading the rows again after the verdict (issue 48)."""
+    import pandas as pd
+
+    if not len(rows):
+        return 0, 0
+    bad = rows["status"] != "ok"
+    if "wrong" in rows.columns:
+        bad = bad | (pd.to_numeric(rows["wrong"], errors="coerce").fillna(0) > 0)
+    n_bad = int(bad.sum())
+    return len(rows) - n_bad, n_bad
 
 
 def analyze(

@@ -18,6 +18,8 @@ import numpy as np
 from netbench.common.rows import blamed_hosts, never_ran
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pandas as pd
 
     from netbench.common.rundir import RunDir
@@ -292,43 +294,76 @@ class MetPairs:
 
 
 class GrowingRows:
-    """A run's pair rows as results.jsonl grows (``PairRows``): each call reads only
-    the lines appended since the last, and returns all of them (the same table, grown; not to be
-    changed by the caller). The re-test loop reads the run after each launch; the first read goes
-    column by column when every line is plainly a good row (``reports.rowtable``; else line by line,
-    as always when something is wrong): at 1,024 nodes the line reader takes 86 s of a core for it."""
+    """A run's pair rows as they grow (``PairRows``): each call reads only what was written since
+    the last and returns all of them (the same table, grown; not to be changed by the caller). The
+    re-test loop reads the run after each launch. results.parquet's parts are whole once named, so
+    each is read once, column by column (``reports.rowtable``; a part it cannot vouch for, and the
+    tail of the part being filled, line by line); an older run's results.jsonl from where the last
+    read ended."""
 
     def __init__(self, rundir: RunDir):
-        self.path = rundir.results_path
+        self.rundir = rundir
         self.rows = PairRows.empty()
+        self.read: set[str] = set()  # the parts (and tails of finished parts) read into ``rows``
         self.end = 0
         self.lines = 0
 
     def __call__(self) -> PairRows:
-        if not self.lines and self.path.is_file() and self._columns():
+        files = self.rundir.row_files()
+        if files == [self.rundir.results_path]:
+            return self._jsonl()
+        last = files[-1].suffix != ".parquet" if files else False  # the tail being filled
+        for path in files[:-1] if last else files:
+            if path.name not in self.read:
+                self.rows.extend(_pair_rows(path))
+                self.read.add(path.name)
+        if not last:
+            return self.rows
+        grown = PairRows.empty()
+        grown.extend(self.rows)
+        grown.extend(_pair_rows(files[-1]))
+        return grown
+
+    def _jsonl(self) -> PairRows:
+        if not self.lines and self.rundir.results_path.is_file() and self._columns():
             return self.rows
         from netbench.common.jsonread import read_jsonl
         from netbench.common.rows import row_problem
 
-        got = read_jsonl(self.path, row_problem, self.end, self.lines)
+        got = read_jsonl(self.rundir.results_path, row_problem, self.end, self.lines)
         self.rows.extend(PairRows.from_records(got.records))
         self.end, self.lines = got.end, got.lines
         return self.rows
 
     def start_from(self, frame: pd.DataFrame, size: int) -> None:
-        """Take ``frame``, the rows of the file's first ``size`` bytes as a reader gave them already
-        (the analysis' own: at 4,096 nodes each read of the file is a minute), as the first read;
-        later calls read what was appended after them."""
+        """Take ``frame``, the rows of an older run's results.jsonl's first ``size`` bytes as a reader
+        gave them already (the analysis' own: at 4,096 nodes each read of the file is a minute), as
+        the first read; later calls read what was appended after them."""
         self.rows = PairRows.from_frame(frame)
         self.end, self.lines = size, len(frame)
 
     def _columns(self) -> bool:
         from netbench.reports.rowtable import read_rows_frame
 
-        size = self.path.stat().st_size
-        frame = read_rows_frame(self.path)
-        if frame is None or self.path.stat().st_size != size:
+        path = self.rundir.results_path
+        size = path.stat().st_size
+        frame = read_rows_frame(path)
+        if frame is None or path.stat().st_size != size:
             return False
         self.rows = PairRows.from_frame(frame)
         self.end, self.lines = size, len(frame)
         return True
+
+
+def _pair_rows(path: Path) -> PairRows:
+    """One file's pair rows: column by column when it is plainly good, else line by line."""
+    from netbench.reports.rowtable import read_files_frame
+
+    from netbench.common.rows import row_problem
+    from netbench.common.rundir import read_jsonl, read_part
+
+    frame = read_files_frame([path]) if path.is_file() and not path.is_symlink() else None
+    if frame is not None:
+        return PairRows.from_frame(frame)
+    got = read_part(path, row_problem) if path.suffix == ".parquet" else read_jsonl(path, row_problem)
+    return PairRows.from_records(got.records)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netbench.reports.engine import load_context, run_rules
+from netbench.reports.engine import load_context, row_counts, run_rules
 from netbench.reports.policy import Policy
 from netbench.reports.verdict import Verdict, judge
 
@@ -44,6 +44,8 @@ class Reported:
     html: Path | None
     headlines: tuple[Any, ...]
     n_hosts: int = 0
+    row_counts: tuple[int, int] = (0, 0)
+    """(rows measured ok and right, rows failed or wrong): ``engine.row_counts`` of the rows analysed."""
 
     def verdict(self, fail_on: str = "fail", command: str = "report") -> Verdict:
         """The verdict of these findings over this fleet, as report.html shows it (``reports.verdict``)."""
@@ -67,4 +69,4 @@ def report_run(
         ctx = load_context(run_dir, baseline, policy, topology)
         findings = run_rules(ctx)
         path = write_outputs(Path(run_dir), ctx, findings, html, plotlyjs, embed_rows)
-    return Reported(findings, path, tuple(ctx.analyses.headlines), len(ctx.hosts))
+    return Reported(findings, path, tuple(ctx.analyses.headlines), len(ctx.hosts), row_counts(ctx.rows))

@@ -1,4 +1,5 @@
-"""results.jsonl read column by column, for fleets whose runs hold millions of rows.
+"""A run's rows read column by column (results.parquet's parts, an older run's results.jsonl), for
+fleets whose runs hold millions of rows.
 
 The line-by-line reader (``rundir.read_jsonl`` + ``rows.row_problem``) decodes every line into a
 dict and checks it field by field: exact, and the only way to name a bad line, but at 1,024 nodes x
@@ -22,9 +23,11 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netbench.common.jsonread import RunDirError, open_regular
 from netbench.common.rows import MEASURED, NON_NEGATIVE, STATUSES, ResultRow
 from netbench.common.shape import MAX_NUMBER
 
@@ -76,33 +79,41 @@ def _contract() -> tuple[Any, set[str]]:
     return pa.schema(fields), required
 
 
+def contract_schema() -> Any:
+    """The arrow schema of a row (``ResultRow``'s hints; ``extra`` an object of no fields)."""
+    return _contract()[0]
+
+
 def read_rows_frame(path: Path) -> pd.DataFrame | None:
-    """The rows of ``path`` as a DataFrame (the columns ``pd.DataFrame(records)`` would have, hosts
-    as lists), or None when pyarrow is missing or any line is not plainly a good row.
+    """The rows of one JSON-lines file as ``read_files_frame`` reads them."""
+    return read_files_frame([path])
+
+
+def read_files_frame(paths: list[Path]) -> pd.DataFrame | None:
+    """The rows of ``paths`` (JSON lines, or Parquet parts: ``RunDir.row_files``), one after the
+    other, as a DataFrame (the columns ``pd.DataFrame(records)`` would have, hosts as lists), or None
+    when pyarrow is missing or any row is not plainly a good row.
 
     ``rank_time_us`` is None on rows whose pattern is not in RANK_TIMES_FOR."""
     try:
         import pyarrow as pa
-        import pyarrow.json as pj
     except ImportError:
         return None
     schema, required = _contract()
-    if schema is None or not _starts_with_an_object(path):
+    if schema is None or not paths:
         return None
-    read = pj.ReadOptions(use_threads=True, block_size=BLOCK_BYTES)  # a longer line fails its block
-    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    # every column is allocated once for more rows than the file can hold and filled batch by
+    # every column is allocated once for more rows than the files can hold and filled batch by
     # batch, each batch freed as soon as it is copied: holding the parsed table and converting it
     # at the end took twice the frame (the table, its unified dictionaries and the frame at once)
-    capacity = _most_rows(path, required)
-    columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
-    hosts = _Hosts()
-    ranks = _RankTimes()
-    n_rows = 0
     try:
-        with pa.OSFile(str(path), "rb") as fh:
-            for batch in pj.open_json(fh, read_options=read, parse_options=parse):
-                if not _plainly_good(batch, required) or n_rows + batch.num_rows > capacity:
+        capacity = sum(_most_rows(p, required) for p in paths)
+        columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
+        hosts = _Hosts()
+        ranks = _RankTimes()
+        n_rows = 0
+        for path in paths:
+            for batch in _batches(path, schema):
+                if batch is None or not _plainly_good(batch, required) or n_rows + batch.num_rows > capacity:
                     return None
                 hosts.add(batch.column("hosts"), n_rows)
                 ranks.add(batch, n_rows)
@@ -110,11 +121,39 @@ def read_rows_frame(path: Path) -> pd.DataFrame | None:
                     col.add(batch.column(name), n_rows)
                 n_rows += batch.num_rows
                 del batch
-    except (pa.ArrowException, OSError, UnicodeError, ValueError):
+    except (pa.ArrowException, OSError, UnicodeError, ValueError, KeyError, RunDirError):
         return None
     if not n_rows:
-        return None  # an empty file: the line reader gives the empty frame
+        return None  # no rows: the line reader gives the empty frame
     return _frame(schema, columns, hosts.column(n_rows), ranks.column(n_rows), n_rows)
+
+
+def _batches(path: Path, schema: Any) -> Iterator[Any]:
+    """``path``'s rows a batch at a time, typed by ``schema``; a None batch: not to be vouched for
+    (the line reader takes the run). A Parquet part is read column by column, only the columns
+    the frame keeps, and must carry each with the contract's type."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+    import pyarrow.parquet as pq
+
+    if path.suffix == ".parquet":
+        with open_regular(path) as fh:
+            part = pq.ParquetFile(fh)
+            names = [f.name for f in schema if f.name != "extra"]
+            stored = part.schema_arrow
+            if any(stored.get_field_index(n) < 0 or stored.field(n).type != schema.field(n).type
+                   for n in names):
+                yield None
+                return
+            yield from part.iter_batches(batch_size=1 << 16, columns=names)
+        return
+    if not _starts_with_an_object(path):
+        yield None
+        return
+    read = pj.ReadOptions(use_threads=True, block_size=BLOCK_BYTES)  # a longer line fails its block
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    with pa.OSFile(str(path), "rb") as fh:
+        yield from pj.open_json(fh, read_options=read, parse_options=parse)
 
 
 _NOT_COLUMNS = ("hosts", "rank_time_us", "extra")
@@ -140,10 +179,16 @@ def _frame(schema: Any, columns: dict[str, Any], hosts: Any, ranks: Any, n_rows:
 
 
 def _most_rows(path: Path, required: set[str]) -> int:
-    """More rows than the file can hold: a row names every required field (``"name":`` and a value
-    of at least one character, a comma), so it is at least that long. Columns are allocated for
-    this many rows without touching their memory: the pages never written (past the real count)
-    are never resident. Counting the lines instead would read the file twice (7 GB at 4,096 nodes)."""
+    """More rows than the file can hold: a Parquet part says its rows; a JSON line names every
+    required field (``"name":`` and a value of at least one character, a comma), so it is at least
+    that long. Columns are allocated for this many rows without touching their memory: the pages
+    never written (past the real count) are never resident. Counting the lines instead would read
+    the file twice (7 GB at 4,096 nodes)."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        with open_regular(path) as fh:
+            return pq.ParquetFile(fh).metadata.num_rows
     shortest = 2 + sum(len(name) + 5 for name in required)  # {"name":v,...}\n
     return path.stat().st_size // shortest + 1
 

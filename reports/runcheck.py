@@ -21,6 +21,7 @@ from netbench.common.rundir import (
     ENV_JSON,
     ENV_SCHEMA,
     RESULTS_JSONL,
+    RESULTS_PARQUET,
     RUN_JSON,
     RUN_SCHEMA,
 )
@@ -89,7 +90,9 @@ def run_doubts(
     smaller than a group of the rows. ``rows``: results.jsonl as the reader kept it; ``named``: the
     hosts its rows name (``rowtable.listed_hosts``, read once for the report: 8 s at 8 M rows)."""
 
-    results, run_json = str(run_dir / RESULTS_JSONL), str(run_dir / RUN_JSON)
+    store = run_dir / RESULTS_PARQUET
+    results = str(store if store.is_dir() else run_dir / RESULTS_JSONL)
+    run_json = str(run_dir / RUN_JSON)
     out: list[Doubt] = []
     ids: Counter[str] = Counter()
     if len(rows):
@@ -104,7 +107,7 @@ def run_doubts(
     if type(counted) is int and counted > len(rows) + lines_left_out:
         out.append(Doubt(RUN_MISMATCH, results, f"holds {len(rows) + lines_left_out} row(s), run.json "
                          f"counts {counted}: rows are missing"))
-    elif not len(rows) and not lines_left_out and (run_dir / RESULTS_JSONL).exists() and \
+    elif not len(rows) and not lines_left_out and Path(results).exists() and \
             run.get("status") not in ENDED_EARLY and not run.get("telemetry"):
         # an inventory-only run has no results.jsonl; an imported job's telemetry has no rows
         out.append(Doubt(RUN_MISMATCH, results, f"holds no row, though run.json says the run "

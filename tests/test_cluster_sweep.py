@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rowfiles import has_rows, rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -35,7 +36,7 @@ def start(net, tmp: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
 def wait_rows(proc: subprocess.Popen, out: Path, n: int, limit: float = 120) -> None:
     deadline = time.time() + limit
     while time.time() < deadline:
-        if (out / "results.jsonl").exists() and len(rows(out)) >= n:
+        if has_rows(out) and len(rows(out)) >= n:
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.2)
@@ -43,7 +44,7 @@ def wait_rows(proc: subprocess.Popen, out: Path, n: int, limit: float = 120) -> 
 
 
 def rows(out: Path) -> list[dict]:
-    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    return rows_of(out)
 
 
 def pair_bw(rs: list[dict]) -> dict[frozenset, float]:

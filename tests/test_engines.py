@@ -18,9 +18,11 @@ import torch
 from netbench.collectives.envinfo import capabilities
 from netbench.collectives.native import PLAN_ENGINES, engine_unmet, engines_of, plan_uses_native
 from netbench.collectives.plan import ENGINES, SweepSpec, WorkerPlan
+from netbench.collectives.planfile import read_plan
 from netbench.inventory.model import NodeInventory
 from netbench.reports.context import AnalysisContext
 from netbench.reports.engine import run_rules
+from rowfiles import rows_of
 from test_agent_protocol import feed, line
 
 from netbench.agents.coordinator import Coordinator
@@ -184,11 +186,11 @@ def test_one_rank_says_nothing_crossed_a_link(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert "large-message busbw" not in r.stdout  # no busbw summary of a run that crossed nothing
     assert "# one rank: nothing crossed a link" in r.stdout
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     assert rows and {row["engine"] for row in rows} == {"torch"} and {row["ranks"] for row in rows} == {1}
     # what the rank used is what the plan said (the plan the ranks got, as written in plan.json)
-    plan = json.loads((out / "plan.json").read_text())
-    assert [p["spec"]["engine"] for p in plan["phases"]] == ["torch"]
+    plan = read_plan((out / "plan.json").read_text())
+    assert [p.spec.engine for p in plan.phases] == ["torch"]
     findings = json.loads((out / "findings.json").read_text())["findings"]
     assert [f["rule"] for f in findings] == ["single_rank"]
     assert findings[0]["severity"] == "info"
@@ -260,7 +262,7 @@ def test_native_engine_on_a_gpu(tmp_path: Path):
     r = _netbench("sweep", "--engine", "both", "-k", colls, "-e", "1M", "-f", "16", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "destroy_process_group" not in r.stdout + r.stderr
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     assert {row["engine"] for row in rows} == {"nccl", "torch"}
     assert all(row["status"] == "ok" and row["wrong"] == 0 for row in rows)
     assert {row["collective"] for row in rows if row["engine"] == "nccl"} == set(colls.split(","))

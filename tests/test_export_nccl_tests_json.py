@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from netbench.collectives.arrivals import PER_ITER_KEYS
+from rowfiles import rows_of
 
 from netbench.cli import cli
 
@@ -62,7 +63,7 @@ def test_export_reads_back_through_the_nccl_tests_importer_with_the_per_iter_not
                                    "--no-report"])
     assert res.exit_code == 0, res.output
     assert "per-process maxima" in res.output and "cannot name it" in res.output
-    rows = [json.loads(x) for x in (tmp_path / "r" / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(tmp_path / "r")
     assert len(rows) == 4 and all(len(r["extra"]["per_iter"]["times_us"]) == ITERS for r in rows)
     imported = json.loads((tmp_path / "r" / "run.json").read_text())["imported"][0]
     assert imported["per_iter"].startswith("per-process maxima")

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from rowfiles import rows_of
 
 BIN = Path(sys.executable).parent
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    return rows_of(out)
 
 
 def _check(res: subprocess.CompletedProcess, out: Path, ranks: int, launcher: str) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from netns import CGROUP_CPU, hosts_in_cgroups
+from rowfiles import has_rows, rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -58,7 +59,7 @@ def argv(net, tmp: Path, *extra: str, switch_labels: bool = True) -> tuple[list[
 
 
 def rows(out: Path) -> list[dict]:
-    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    return rows_of(out)
 
 
 def drained(out: Path) -> list[str]:
@@ -91,7 +92,7 @@ def _kill_mid_run(net, cmd: list[str], out: Path) -> tuple[int, str]:
     try:
         deadline = time.time() + 120
         while time.time() < deadline:  # mid-pairwise: a round measured, most still to come
-            if (out / "results.jsonl").exists() and len(rows(out)) >= 6:
+            if has_rows(out) and len(rows(out)) >= 6:
                 break
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.2)

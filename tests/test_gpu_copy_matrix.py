@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from rowfiles import rows_of
 
 from netbench.common.errors import UsageError
 from netbench.common.rows import ResultRow
@@ -110,7 +111,7 @@ def test_intra_on_one_machine_is_the_host_group_of_every_local_rank(tmp_path: Pa
     args = ["--pattern", "intra", "--backend", "gloo", "-p", "3", "-k", "all_reduce", "-b", "1K", "-e", "4K"]
     res = _sweep(*args, "-n", "2", "-w", "0", "--no-report", "--out", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     assert {r["collective"] for r in rows} == {"all_reduce"}
     assert {(r["pattern"], r["group"], r["ranks"]) for r in rows} == {("intra", rows[0]["group"], 3)}
     assert rows[0]["group"].startswith("intra:")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from netbench.inventory.model import GPU, NodeInventory, leave_out_unusable, same_machine
 from netns import TestNetwork
+from rowfiles import rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -26,8 +27,7 @@ NO_TORCH = "/usr/bin/python3"  # this machine's system python: no torch (the tes
 
 
 def rows(out: Path) -> list[dict]:
-    path = out / "results.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    return rows_of(out)
 
 
 def findings(out: Path) -> list[dict]:

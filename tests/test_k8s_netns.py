@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rowfiles import has_rows, rows_of
 
 pytest.importorskip("kubernetes")
 
@@ -216,7 +217,7 @@ def _wait_measured(out: Path, timeout: float = 120.0) -> None:
     """Until a row says something was measured (a row of a pair that never ran does not)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:  # the run directory is another process's: read it as it grows
-        if (out / "results.jsonl").is_file() and any(r["status"] == "ok" for r in _rows(out)):
+        if has_rows(out) and any(r["status"] == "ok" for r in _rows(out)):
             return
         time.sleep(0.2)
     raise AssertionError(f"no measured row in {out} after {timeout} s")
@@ -224,13 +225,7 @@ def _wait_measured(out: Path, timeout: float = 120.0) -> None:
 
 def _rows(out: Path) -> list[dict]:
     """The rows written so far (a last line still being written left out)."""
-    rows = []
-    for line in (out / "results.jsonl").read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
+    return rows_of(out)
 
 
 def test_a_pod_pending_forever_is_named_in_time_and_two_sigints_leave_no_pod(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers_proc import alive, rank_pids
+from rowfiles import rows_of
 
 from netbench import load_results
 from netbench.common.rows import CONTRACT_FIELDS, ResultRow
@@ -38,7 +39,7 @@ def netbench(
 
 
 def rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+    return rows_of(out)
 
 
 @pytest.mark.parametrize("nprocs", [2, 3, 4])
@@ -240,8 +241,7 @@ def _start(out: Path, timeout: str = "20s") -> subprocess.Popen:
 def _wait_rows(out: Path, n: int, proc: subprocess.Popen, limit: float = 120) -> None:
     deadline = time.time() + limit
     while time.time() < deadline:
-        p = out / "results.jsonl"
-        if p.exists() and len(p.read_text().splitlines()) >= n:
+        if len(rows_of(out)) >= n:
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.1)
@@ -296,10 +296,12 @@ def test_load_results_tolerates_truncated_line(tmp_path: Path) -> None:
         "sweep", "-p", "2", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0", "--out", str(out), "--no-report"
     )
     assert res.returncode == 0
-    with (out / "results.jsonl").open("a") as fh:
-        fh.write('{"run_id": "x", "collective": "all_red')  # a write cut short by a crash
+    rows_ok = rows_of(out)
+    # the tail of the next part (results.parquet), its row cut short by a crash
+    with (out / "results.parquet" / "_part-000002.jsonl").open("a") as fh:
+        fh.write('{"run_id": "x", "collective": "all_red')
     with pytest.warns(UserWarning, match=r"1 line\(s\) left out \(line \d+: not JSON"):  # said, not silent
         df = load_results(out)
-    assert len(df) == len(rows_ok := [r for r in (out / "results.jsonl").read_text().splitlines()[:-1]])
+    assert len(df) == len(rows_ok)
     assert rows_ok and set(df["collective"]) == {"all_reduce", "all_gather"}
     assert df.groupby("collective")["busbw_GBps"].count().min() > 0

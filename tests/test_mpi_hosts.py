@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rowfiles import rows_of
 
 from netbench.common.errors import UsageError
 from netbench.sites.mpi.launcher import MpirunEvents, ssh_args
@@ -54,7 +55,7 @@ def test_mpirun_sweeps_three_test_hosts_on_two_leaves(netns_factory, tmp_path: P
     run = json.loads((out / "run.json").read_text())
     assert run["launcher"] == "mpi" and run["status"] == "completed"
     assert run["topology"] == {"h0": "a", "h1": "a", "h2": "b"}  # the hosts file's switch= labels
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = rows_of(out)
     assert any(row["pattern"] == "ring" and row["hosts"] == ["h0", "h1", "h2"] and row["status"] == "ok"
                for row in rows)
     pairs = {frozenset(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
@@ -82,7 +83,7 @@ def test_mpirun_across_test_hosts_finds_the_slow_node(netns_factory, tmp_path: P
     run = json.loads((mpi_out / "run.json").read_text())
     assert run["launcher"] == "mpi" and run["status"] == "completed" and run["world_size"] == 5
     assert "prterun has exited" not in r.stdout + r.stderr  # the agents end as mpirun expects
-    rows = [json.loads(x) for x in (mpi_out / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = rows_of(mpi_out)
     pairs = {frozenset(row["hosts"]) for row in rows if row["pattern"] == "pair" and row["status"] == "ok"}
     assert len(pairs) == 10 and set().union(*pairs) == set(hosts)  # every pair, on the test hosts
     assert _findings(mpi_out) == {("slow_node", "h3")}
@@ -109,7 +110,7 @@ def test_mpirun_names_the_host_whose_sshd_does_not_answer(netns_factory, tmp_pat
     assert left_out, text[-3000:]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "completed" and run["launcher"] == "mpi" and run["hosts"] == ["h0", "h1"]
-    rows = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = rows_of(tmp_path / "run")
     assert any(row["status"] == "ok" and row["hosts"] == ["h0", "h1"] for row in rows)
 
 

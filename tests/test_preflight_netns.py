@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from rowfiles import has_rows, rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -47,7 +48,7 @@ def preflight(
 
 
 def rows(out: Path) -> list[dict]:
-    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    return rows_of(out)
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +183,7 @@ def test_outdated_firmware_fails_when_the_policy_says_fail(fw_net, tmp_path: Pat
     assert res.returncode == 2, res.stderr[-3000:]
     assert res.stdout.splitlines() == ["h3"]
     assert "below the policy minimum 28.39.1002" in res.stderr
-    assert not (out / "results.jsonl").exists()  # --fail-fast: no traffic once the inventory fails
+    assert not has_rows(out)  # --fail-fast: no traffic once the inventory fails
     findings = json.loads((out / "findings.json").read_text())["findings"]
     assert [(f["rule"], f["severity"], f["hosts"]) for f in findings] == [
         ("version_below_minimum", "fail", ["h3"])

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from fake_tools import make_fake_tools
 from fixtures_path import fixture
+from rowfiles import rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -73,7 +74,7 @@ def test_a_capped_rail_nic_is_named_with_its_rail_and_switch(netns_factory, tmp_
                         "--in-place", "out", "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode in (1, 2), r.stderr  # the capped rail is a finding (docs/exit-status.md)
 
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     ok = [x for x in rows if x["status"] == "ok"]
     assert ok and all(x["pattern"] == "rail" and x["ranks"] == 2 for x in rows), rows
     assert {(tuple(x["hosts"]), x["rail"]) for x in ok} == {
@@ -106,7 +107,7 @@ def test_without_rail_nics_in_the_inventory_the_sweep_says_the_rails_share_an_in
     assert r.returncode in (0, 1), r.stderr
     assert ("# rail: no rail NIC known for sa, sb (no GPU-NIC affinity in the inventory): their gloo ranks "
             "use the address that routes here, so their rails share that interface") in r.stdout
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     assert sorted((x["group"], x["rail"], x["status"]) for x in rows) == [
         ("rail0:sa|sb", 0, "ok"), ("rail1:sa|sb", 1, "ok")]
     assert json.loads((out / "plan.json").read_text())["rail_ifaces"] == [None] * 4

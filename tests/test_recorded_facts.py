@@ -8,13 +8,16 @@ from the rows and work them out (``common.pairrows.pair_facts``) only for rows w
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from netbench.collectives.planfile import read_plan
 from netbench.inventory.topology import hop_class
 from netbench.reports.engine import load_context
 from netbench.reports.pairrows import NOT_RECORDED, PairRows
+from rowfiles import rows_of
 
 from netbench.common.rows import ResultRow
 from netbench.run.options import PairOptions
@@ -25,17 +28,19 @@ from netbench.sim.run import simulate
 
 
 def _rows(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    return rows_of(run)
 
 
 def _planned(plan_file: Path) -> dict[tuple[int, str], tuple[int | None, str | None]]:
     """(round, group id) -> the (load, hop_class) the plan recorded for that pair group."""
-    plan = json.loads(plan_file.read_text())
-    return {(g["round"], g["id"]): (g["load"], g["hop_class"])
-            for p in plan["phases"] for g in p["groups"] if g["pattern"] == "pair"}
+    plan = read_plan(plan_file.read_text())  # compact or not (issue 48)
+    return {(g.round, g.id): (g.load, g.hop_class)
+            for p in plan.phases for g in p.groups if g.pattern == "pair"}
 
 
 def _write(run: Path, rows: list[dict[str, Any]]) -> None:
+    """The rows as an older run's results.jsonl, in place of the run's own."""
+    shutil.rmtree(run / "results.parquet", ignore_errors=True)
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from netbench.reports.html import safe_json
 from netbench.reports.report import report_run
+from rowfiles import rows_of
 from synthetic import host_names, make_fleet, write_run_dir
 
 CHROMIUM = "/usr/bin/chromium"
@@ -123,9 +124,9 @@ def test_report_renders_without_errors_and_runs_no_host_data(tmp_path, page_of):
     assert pg.locator("#verdict .word").inner_text() == "FAIL"
     assert pg.locator("#findings-table tbody tr").count() == len(findings)
     # the header counts the rows as the log and run.json do: the failed ones are not measurements
-    lines = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x.strip()]
+    lines = rows_of(run)
     failed = sum(r["status"] != "ok" for r in lines)
-    assert failed and (f"rows: {len(lines)} in results.jsonl, {len(lines) - failed} measured, {failed} failed"
+    assert failed and (f"rows: {len(lines)}, {len(lines) - failed} measured, {failed} failed"
                        in pg.inner_text("header .meta"))
     body = pg.inner_text("body")
     assert "slow_node" in body and "slow_pair" in body and host_names(16)[4] in body
@@ -158,7 +159,7 @@ def test_sorting_filter_and_csv_download(tmp_path, page_of):
         pg.click("#dl-csv")
     csv_text = Path(dl.value.path()).read_text()
     lines = csv_text.strip().splitlines()
-    n_rows = sum(1 for _ in (run / "results.jsonl").open())
+    n_rows = len(rows_of(run))
     assert lines[0].startswith("run_id,collective,backend,pattern,hosts")
     assert len(lines) - 1 == n_rows
     with pg.expect_download() as dl:

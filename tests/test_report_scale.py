@@ -1,4 +1,5 @@
-"""The report's large-fleet paths give what the plain ones give: results.jsonl read column by column
+"""The report's large-fleet paths give what the plain ones give: the rows (results.parquet's parts, an
+older run's results.jsonl) read column by column
 (pyarrow) vs line by line, headlines summarised column-wise vs row by row, the natural order of
 names, and the heatmap that aggregates per switch past HEATMAP_FULL_MAX hosts. Speed and memory are
 measured in benchmarks/bench_scale.py, never here."""
@@ -16,7 +17,8 @@ import pytest
 from netbench.reports.ceilings import large_message_summary
 from netbench.reports.engine import analyze, load_context, run_rules
 from netbench.reports.html import heatmap
-from netbench.reports.rowtable import listed_hosts, read_rows_frame
+from netbench.reports.rowtable import listed_hosts, read_files_frame, read_rows_frame
+from rowfiles import rows_of
 
 from netbench.common.naming import natural_key
 from netbench.common.rundir import RunDir
@@ -30,6 +32,14 @@ def sim_run(tmp_path_factory):  # noqa: ANN001, ANN201
     out = tmp_path_factory.mktemp("scale") / "run"
     spec = FabricSpec(nodes=24, leaves=3, oversubscription=2.0)
     simulate(SimOptions(spec, (Fault.parse("node:node0005=0.6"),), seed=3, out=str(out)))
+    # the rows also as an older run's results.jsonl, beside results.parquet (the rows the readers
+    # take): the JSON-lines cases below read and damage that file (issue 48)
+    from click.testing import CliRunner
+
+    from netbench.cli import cli
+
+    exported = CliRunner().invoke(cli, ["export", str(out), "--format", "jsonl", "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
     return out
 
 
@@ -39,10 +49,13 @@ def _same(a, b) -> bool:  # noqa: ANN001
     return a == b
 
 
-def test_columnar_rows_equal_the_line_reader_s(sim_run):
-    frame = read_rows_frame(sim_run / "results.jsonl")
+@pytest.mark.parametrize("layout", ["results.jsonl", "results.parquet"])
+def test_columnar_rows_equal_the_line_reader_s(sim_run, layout):
+    rd = RunDir.open(sim_run)
+    frame = read_rows_frame(sim_run / layout) if layout == "results.jsonl" else \
+        read_files_frame(rd.row_files())
     assert frame is not None
-    records = RunDir.open(sim_run).load_rows().records
+    records = rd.load_rows().records
     assert len(frame) == len(records)
     for got, want in zip(frame.to_dict("records"), records, strict=True):
         for key, value in want.items():
@@ -59,7 +72,7 @@ def test_columnar_rows_read_in_many_blocks_equal_one_block_s(sim_run, tmp_path, 
     all distinct (here ``error``) switches to being encoded at the end; the frame is still the one
     a single block gives (which the test above holds against the line reader): same columns,
     dtypes, categories and values."""
-    rows = [json.loads(line) for line in (sim_run / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(sim_run)
     path = tmp_path / "results.jsonl"
     path.write_text("".join(json.dumps({**r, "error": f"message {i}"}) + "\n" for i, r in enumerate(rows)))
     whole = read_rows_frame(path)
@@ -112,7 +125,7 @@ def test_columnar_reader_gives_up_on_a_field_outside_the_contract(sim_run, tmp_p
 
 def test_report_findings_are_the_same_through_either_reader(sim_run, monkeypatch):
     fast = [(f.rule, f.severity, f.subject, f.title) for f in analyze(sim_run)]
-    monkeypatch.setattr("netbench.reports.rowtable.read_rows_frame", lambda path: None)
+    monkeypatch.setattr("netbench.reports.rowtable.read_files_frame", lambda paths: None)
     slow = [(f.rule, f.severity, f.subject, f.title) for f in analyze(sim_run)]
     assert any(f[0] == "slow_node" and f[2] == "node0005" for f in fast)
     assert fast == slow

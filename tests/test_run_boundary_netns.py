@@ -5,13 +5,13 @@ run directory holds one run."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from rowfiles import has_rows, rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -50,7 +50,7 @@ def hostile_python(tmp: Path) -> Path:
 
 
 def rows(out: Path) -> list[dict]:
-    return [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    return rows_of(out)
 
 
 def test_a_host_that_breaks_the_protocol_costs_only_its_pairs(netns_factory, tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_torch_that_cannot_use_the_gpus_is_named_not_taken_for_a_dead_host(
     assert res.returncode == 2, res.stderr[-3000:]
     last = res.stderr.strip().splitlines()[-1]
     assert "g0, g1" in last and "(a CPU build) cannot use CUDA but nvidia-smi shows" in last
-    assert "Traceback" not in res.stderr and not (tmp_path / "run" / "results.jsonl").exists()
+    assert "Traceback" not in res.stderr and not has_rows(tmp_path / "run")
 
     (tmp_path / "pf").mkdir()
     pf_argv = [*net.netbench_argv(tmp_path / "pf", "preflight"), "--out", str(tmp_path / "pf-run")]
@@ -120,7 +120,7 @@ def test_a_run_directory_holds_one_run(netns_factory, tmp_path: Path) -> None:
     first = subprocess.run([*net.netbench_argv(tmp_path), "--out", str(out), *QUICK],
                            capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
-    before = (out / "results.jsonl").read_bytes()
+    before = rows_of(out)
     again = subprocess.run([*net.netbench_argv(tmp_path), "--out", str(out), *QUICK],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and again.stdout == ""
@@ -128,13 +128,13 @@ def test_a_run_directory_holds_one_run(netns_factory, tmp_path: Path) -> None:
         f"netbench: error: --out {out}: already holds a run (run.json); give a new directory, or put "
         f"{{id}} in the path (e.g. --out {out}/{{id}}) for a fresh run inside it"
     ]
-    assert (out / "results.jsonl").read_bytes() == before  # nothing appended
+    assert rows_of(out) == before  # nothing appended
     pf = subprocess.run([*net.netbench_argv(tmp_path, "preflight"), "--out", str(out)],
                         capture_output=True, text=True, timeout=300)
     assert pf.returncode == 3 and "already holds a run" in pf.stderr and "KeyError" not in pf.stderr
     fresh = subprocess.run([*net.netbench_argv(tmp_path), "--out", f"{out}/{{id}}", *QUICK],
                            capture_output=True, text=True, timeout=300)
     assert fresh.returncode == 0, fresh.stderr[-3000:]
-    (inner,) = [p for p in out.iterdir() if p.is_dir()]
+    (inner,) = [p for p in out.iterdir() if p.is_dir() and p.name != "results.parquet"]
     assert json.loads((inner / "run.json").read_text())["run_id"] == inner.name
-    assert os.path.getsize(out / "results.jsonl") == len(before)
+    assert len(rows_of(out)) == len(before)

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netbench.reports.rowtable import read_rows_frame
+from rowfiles import rows_of
 
 from netbench.cli import cli
 from netbench.common.rows import ResultRow
@@ -36,6 +37,11 @@ def simulated(tmp_path_factory) -> Path:
     proc = subprocess.run([sys.executable, "-m", "netbench", "simulate", "--nodes", "8", "--out", str(out)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # the layout these cases damage line by line: an older run's results.jsonl (issue 48: its rows
+    # as `netbench export --format jsonl` writes them, results.parquet gone); every reader reads it
+    exported = CliRunner().invoke(cli, ["export", str(out), "--format", "jsonl", "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    shutil.rmtree(out / "results.parquet")
     return out
 
 
@@ -49,7 +55,7 @@ def run(simulated: Path, tmp_path: Path) -> Path:
 
 
 def rows(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    return rows_of(run)
 
 
 def write_rows(run: Path, new: list[dict]) -> None:

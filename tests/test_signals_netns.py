@@ -6,7 +6,7 @@ Each case checks what a user relies on afterwards: the exit status (128 + the si
 disk), run.json's status and signal, every row written before the stop still there, no host marked
 down or drained for netbench's own teardown, no rank left behind on a host, and what
 ``netbench report`` says of the directory (``run_incomplete`` for a run that stopped before its
-plan ended). Every wait is for an event (a line of output, a row in results.jsonl), never a sleep.
+plan ended). Every wait is for an event (a line of output, a row in the run's rows), never a sleep.
 
 One network for the module: four hosts on one leaf, h3 capped so that the sweep has a suspect to
 re-test (the re-test cases need a re-test launch to stop).
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from helpers_proc import cmdline
+from rowfiles import rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -97,17 +98,8 @@ class Run:
 
 
 def rows(out: Path) -> list[dict]:
-    """The whole lines of results.jsonl (a line being written is not one yet)."""
-    path = out / "results.jsonl"
-    if not path.exists():
-        return []
-    got = []
-    for line in path.read_text().splitlines():
-        try:
-            got.append(json.loads(line))
-        except ValueError:
-            pass
-    return got
+    """The rows written so far (a line being written is not one yet)."""
+    return rows_of(out)
 
 
 def report(out: Path) -> subprocess.CompletedProcess:
@@ -176,8 +168,8 @@ def test_sigterm_in_the_ring(net, tmp_path: Path) -> None:
     meta = assert_stopped(run, rc, before, "SIGTERM", "measuring", 143)
     text = run.text()
     assert "interrupted by SIGTERM" in text and "status interrupted" in text
-    # the log's counts are run.json's: rows in results.jsonl, measured, failed
-    assert f"rows: {meta['rows']} in results.jsonl, {meta['rows'] - meta['rows_failed']} measured, " \
+    # the log's counts are run.json's: rows, measured, failed
+    assert f"rows: {meta['rows']}, {meta['rows'] - meta['rows_failed']} measured, " \
            f"{meta['rows_failed']} failed" in text
     res = assert_report_incomplete(run.out)
     assert "SIGTERM" in res.stdout
@@ -282,10 +274,10 @@ def test_disk_full_stops_the_run_cleanly(net, tmp_path: Path, small_disk: Path) 
     assert "internal error" not in text and "Traceback" not in text, text[-3000:]
     assert "was killed by signal" not in text, text[-3000:]
     full = [x for x in text.splitlines() if x.startswith("netbench: error:")]
-    assert len(full) == 1 and str(out / "results.jsonl") in full[0] and "No space left" in full[0], full
+    assert len(full) == 1 and str(out / "results.parquet") in full[0] and "No space left" in full[0], full
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta.get("signal") is None, meta
-    assert str(out / "results.jsonl") in meta["error"], meta
+    assert str(out / "results.parquet") in meta["error"], meta
     assert not meta["down_hosts"] and not meta["faults"], meta
     kept = rows(out)
     assert kept and meta["rows"] == len(kept), (meta["rows"], len(kept))  # what run.json counts is on disk

@@ -8,6 +8,7 @@ import json
 
 from click.testing import CliRunner
 from netbench.reports.engine import analyze
+from rowfiles import rows_of
 
 from netbench.cli import cli
 from netbench.confirm import CANDIDATE_RUNS, intermittent_phases
@@ -49,7 +50,7 @@ def test_a_planted_slow_node_is_confirmed_against_known_good_partners(tmp_path):
     # the budget is fabric time: the launch's start-up as simulated, then its phases
     assert LaunchCosts().launch_s(16) < run["confirm"]["seconds"] == round(fabric_s, 3) < 60.0
     # the re-tests are rows of the run, in rounds after the sweep's, with known-good partners
-    rows = [json.loads(x) for x in (res.rundir.path / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(res.rundir.path)
     first, last = run["confirm"]["launches"][0]["rounds"]
     retest = [r for r in rows if r["pattern"] == "pair" and first <= r["round"] <= last]
     assert {h for r in retest if "node0005" in r["hosts"] for h in r["hosts"]} - {"node0005"} == set(
@@ -81,7 +82,7 @@ def test_a_gpu_that_dropped_out_is_left_out_and_the_slow_node_is_still_re_tested
     done, _ = confirm_on_fabric(opts, res, 60.0)
     assert done.retests["node0003"].verdict == "confirmed"
     first, last = done.launches[0]["rounds"]
-    rows = [json.loads(x) for x in (res.rundir.path / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(res.rundir.path)
     retested = {h for r in rows if r["pattern"] == "pair" and first <= r["round"] <= last for h in r["hosts"]}
     assert "node0003" in retested and "node0009" not in retested
 

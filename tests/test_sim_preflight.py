@@ -7,6 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from rowfiles import rows_of
 
 from netbench.cli import cli
 from netbench.preflight import PreflightOptions
@@ -27,7 +28,7 @@ def preflight(tmp_path, name, faults=(), seed=1, budget_s=120.0, **fabric):  # n
 
 def rows(res):  # noqa: ANN001, ANN201 - a SimPreflight or a SimResult
     rundir = res.result.rundir if hasattr(res, "result") else res.rundir
-    return [json.loads(x) for x in (rundir.path / "results.jsonl").read_text().splitlines()]
+    return rows_of(rundir.path)
 
 
 def test_drains_exactly_the_planted_slow_node_after_confirming_it(tmp_path):

@@ -7,10 +7,12 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from netbench.collectives.planfile import read_plan
 from netbench.reports.engine import analyze
 
 from netbench.cli import cli
 from netbench.common.rows import CONTRACT_FIELDS
+from netbench.common.rundir import RunDir
 from netbench.run.options import PairOptions
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 from netbench.sim.options import SimOptions
@@ -45,10 +47,10 @@ def test_max_min_fair_sharing_of_an_oversubscribed_uplink():
 def test_run_directory_is_a_real_run(tmp_path):
     res, _ = run(tmp_path, "a", ("node:node0012=0.8",), nodes=16, leaves=2)
     d = res.rundir.path
-    plan = json.loads((d / "plan.json").read_text())
-    rounds = [p for p in plan["phases"] if p["name"].startswith("pairwise")]
-    assert len(rounds) == 15 and all(len(p["groups"]) == 8 for p in rounds)  # N-1 rounds (leaf against leaf)
-    rows = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+    plan = read_plan((d / "plan.json").read_text())  # compact: the rounds as host positions (issue 48)
+    rounds = [p for p in plan.phases if p.name.startswith("pairwise")]
+    assert len(rounds) == 15 and all(len(p.groups) == 8 for p in rounds)  # N-1 rounds (leaf against leaf)
+    rows = RunDir.open(d).read_rows()
     assert all(set(CONTRACT_FIELDS) <= set(r) for r in rows)
     assert {r["pattern"] for r in rows} == {"ring", "pair"}
     run_json = json.loads((d / "run.json").read_text())
@@ -219,15 +221,15 @@ def test_topology_schedule_removes_round_load_differences(tmp_path):
         res = runner.invoke(cli, ["simulate", "--nodes", "16", "--leaves", "2", "--oversubscription", "2",
                                   "--noise", "0.02", "--pair-schedule", schedule, "--out", str(out)])
         assert res.exit_code == 0, res.output  # a healthy fleet: no warning either way
-        rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        rows = RunDir.open(out).read_rows()
         topo = json.loads((out / "run.json").read_text())["topology"]
         top = max(r["bytes"] for r in rows if r["pattern"] == "pair")
         cross = [r["busbw_GBps"] for r in rows if r["pattern"] == "pair" and r["bytes"] == top
                  and topo[r["hosts"][0]] != topo[r["hosts"][1]]]
         assert len(cross) == 64
         spread[schedule] = max(cross) / min(cross)
-        loads = {g["load"] for p in json.loads((out / "plan.json").read_text())["phases"] for g in p["groups"]
-                 if g["pattern"] == "pair" and topo[g["hosts"][0]] != topo[g["hosts"][1]]}
+        loads = {g.load for p in read_plan((out / "plan.json").read_text()).phases for g in p.groups
+                 if g.pattern == "pair" and topo[g.hosts[0]] != topo[g.hosts[1]]}
         assert (len(loads) > 1) == (schedule == "circle")
     assert spread["circle"] >= 1.8
     assert spread["auto"] <= 1.15
@@ -243,9 +245,9 @@ def test_plan_records_the_load_the_pair_model_compares_under(tmp_path, schedule)
     spec = FabricSpec(nodes=32, leaves=4, tiers=3, pods=2, oversubscription=2.0)
     res = simulate(SimOptions(spec, (), seed=3, pairs=PairOptions(pair_schedule=schedule),
                               out=str(tmp_path / schedule)))
-    plan = json.loads((res.rundir.path / "plan.json").read_text())
-    groups = [g for p in plan["phases"] for g in p["groups"] if g["pattern"] == "pair"]
-    planned = {frozenset(g["hosts"]): g["load"] for g in groups}
+    plan = read_plan((res.rundir.path / "plan.json").read_text())
+    groups = [g for p in plan.phases for g in p.groups if g.pattern == "pair"]
+    planned = {frozenset(g.hosts): g.load for g in groups}
     m = load_context(res.rundir.path).pair_model
     assert m is not None and m.load is not None
     idx = {h: i for i, h in enumerate(m.hosts)}

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rowfiles import rows_of
 
 SMALL = ["-b", "1K", "-e", "16K", "-f", "4", "-n", "3", "-w", "1", "--pair-sizes", "64K"]
 NOISE = "hostname of the client socket cannot be retrieved"
@@ -27,7 +28,7 @@ def _sweep(cluster, out: Path, *extra: str, timeout: float = 150) -> subprocess.
 
 
 def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
+    return rows_of(out)
 
 
 def test_sweep_inside_allocation_has_hosts_switches_inventory_report(slurm_pool, tmp_path: Path) -> None:
@@ -79,8 +80,7 @@ def _when_rows(out: Path, n: int, then, timeout: float = 60) -> threading.Thread
     def watch() -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            p = out / "results.jsonl"
-            if p.exists() and len(p.read_text().splitlines()) >= n:
+            if len(rows_of(out)) >= n:
                 then()
                 return
             time.sleep(0.1)

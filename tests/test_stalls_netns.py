@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers_proc import rank_of
+from rowfiles import rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -84,8 +85,7 @@ class Sweep:
     def wait_row(self, pattern: str, timeout: float = 120) -> None:
         """Until results.jsonl holds a row of ``pattern`` (the pair rows are not printed)."""
         deadline = time.monotonic() + timeout
-        path = self.out / "results.jsonl"
-        while not (path.is_file() and f'"pattern": "{pattern}"' in path.read_text()):
+        while not any(r["pattern"] == pattern for r in rows_of(self.out)):
             assert time.monotonic() < deadline and self.proc.poll() is None
             time.sleep(0.1)
 
@@ -103,7 +103,7 @@ class Sweep:
         return json.loads((self.out / "run.json").read_text())
 
     def rows(self) -> list[dict]:
-        return [json.loads(x) for x in (self.out / "results.jsonl").read_text().splitlines() if x.strip()]
+        return rows_of(self.out)
 
     def pairs(self) -> dict[frozenset, list[dict]]:
         by: dict[frozenset, list[dict]] = {}

@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from netbench.collectives.planfile import read_plan
+from rowfiles import rows_of
 
 pytestmark = pytest.mark.netns
 
@@ -76,10 +78,10 @@ def test_healthy_network_gives_no_warning(net, tmp_path: Path) -> None:
         net.clear_limits()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert serious(out) == [], res.stdout[-3000:]
-    plan = json.loads((out / "plan.json").read_text())
-    cross = {g["load"] for p in plan["phases"] for g in p["groups"] if g["hosts"][0][0] != g["hosts"][1][0]}
+    plan = read_plan((out / "plan.json").read_text())
+    cross = {g.load for p in plan.phases for g in p.groups if g.hosts[0][0] != g.hosts[1][0]}
     assert cross == {4}  # the topology schedule: four pairs through each uplink in every cross round
-    assert len(plan["phases"]) == 7  # N-1 rounds
+    assert len(plan.phases) == 7  # N-1 rounds
 
 
 def test_capped_node_behind_oversubscribed_uplink_is_named_and_confirmed(net, tmp_path: Path) -> None:
@@ -100,7 +102,7 @@ def test_capped_node_behind_oversubscribed_uplink_is_named_and_confirmed(net, tm
     run = json.loads((out / "run.json").read_text())
     assert run["retests"]["results"][CAPPED]["verdict"] == "confirmed"
     assert (out / "confirm-plan.json").exists()
-    retested = [r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())
+    retested = [r for r in rows_of(out)
                 if r["pattern"] == "pair" and r["round"] > 7 and CAPPED in r["hosts"]]
     partners = {h for r in retested for h in r["hosts"]} - {CAPPED}
     assert partners and partners <= set(LEAVES["leafA"])  # known-good partners of its own leaf

@@ -45,17 +45,17 @@ Examples:
 def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     """Compare RUN_DIR with a saved baseline (or another run directory) size by size."""
     from netbench.common.errors import UsageError
-    from netbench.common.rundir import RESULTS_JSONL, resolve_run
+    from netbench.common.rundir import resolve_run
     from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
     from netbench.reports.context import load_baseline
     from netbench.reports.verdict import PASS, WARN, exit_code
-    from netbench.run.baselines import BaselineStore
+    from netbench.run.baselines import BaselineStore, holds_rows
 
     cur_dir = resolve_run(run_dir)
     if not cur_dir.is_dir():
         raise UsageError(f"no run directory at {run_dir}")
-    if not (cur_dir / RESULTS_JSONL).is_file():
-        raise UsageError(f"{run_dir} is not a run directory (no results.jsonl)")
+    if not holds_rows(cur_dir):
+        raise UsageError(f"{run_dir} is not a run directory (no results.parquet or results.jsonl)")
     cur, base = load_baseline(cur_dir), load_baseline(BaselineStore().resolve(baseline))
     _say_doubts(cur), _say_doubts(base)
     comparisons = compare_rows(cur.row_dicts, base.row_dicts)

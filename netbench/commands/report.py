@@ -83,22 +83,23 @@ def command(
     from pathlib import Path
 
     from netbench.common.errors import NetbenchError, UsageError
-    from netbench.common.rundir import INVENTORY_JSONL, RESULTS_JSONL, resolve_run
+    from netbench.common.rundir import INVENTORY_JSONL, resolve_run
     from netbench.inventory.topology import load_topology
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
     from netbench.reports.report import report_run
     from netbench.reports.runcheck import KINDS
     from netbench.reports.summary import format_summary
-    from netbench.run.baselines import BaselineStore
+    from netbench.run.baselines import BaselineStore, holds_rows
 
     run_dir = str(resolve_run(run_dir))
     if not Path(run_dir).is_dir():
         raise UsageError(f"run directory not found: {run_dir}")
     if baseline:
         baseline = str(BaselineStore().resolve(baseline))
-    if not (Path(run_dir) / RESULTS_JSONL).exists() and not (Path(run_dir) / INVENTORY_JSONL).exists():
-        raise UsageError(f"{run_dir} is not a run directory (no results.jsonl or inventory.jsonl)")
+    if not holds_rows(Path(run_dir)) and not (Path(run_dir) / INVENTORY_JSONL).exists():
+        raise UsageError(f"{run_dir} is not a run directory (no results.parquet, results.jsonl or "
+                         "inventory.jsonl)")
     uplinks = None
     if topology:  # read here so its warnings reach the user, as sweep --topology prints them
         topo = load_topology(topology)

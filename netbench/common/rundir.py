@@ -6,11 +6,11 @@ Layout (each JSON file carries a ``schema``)::
     env.json          per host: python, torch, NCCL, CUDA ... and NCCL_* variables
     inventory.jsonl   one NodeInventory per host
     counters.jsonl    port counters of every host before and after the run (a line per host and phase)
-    results.jsonl     one ResultRow per measurement, appended + flushed + fsync'd as measured
+    results.parquet/  the ResultRows as Parquet parts, fsync'd as measured (older runs: results.jsonl)
     findings.json     derived (netbench report): netbench.common.findings
     report.html       derived (netbench report)
 
-Rows are fsync'd one by one because the point of a benchmark that dies half way is to keep the
+Rows are fsync'd as they come because the point of a benchmark that dies half way is to keep the
 half it measured; a truncated last line (power cut, kill -9) is skipped on load, not fatal.
 The bounded readers of these files are ``netbench.common.jsonread``'s, re-exported here.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import secrets
 import stat
 import sys
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pandas is heavy; only load_results imports it
 
 RUN_SCHEMA = "netbench.run/1"
 ENV_SCHEMA = "netbench.env/1"
-PLAN_SCHEMA = "netbench.plan/1"
+PLAN_SCHEMA = "netbench.plan/2"  # compact: collectives/planfile.py (plan/1, the group records, still read)
 COUNTERS_SCHEMA = "netbench.counters/1"
 DEFAULT_ROOT = Path("netbench-runs")
 LATEST = "latest"
@@ -84,6 +85,10 @@ def _point_latest(path: Path) -> None:
 # The run directory's files, named once (readers and writers everywhere use these names)
 RUN_JSON = "run.json"
 RESULTS_JSONL = "results.jsonl"
+RESULTS_PARQUET = "results.parquet"
+"""The rows, columnar: Parquet parts and the tail of the part being filled (``reports.rowstore``
+says how and why); with it there, a results.jsonl beside it is an export, not the rows."""
+PART_NAME = re.compile(r"(_?)part-(\d{6})\.(parquet|jsonl)")
 ARRIVALS_JSONL = "arrivals.jsonl"
 PER_ITER_GZ = "per_iter.jsonl.gz"  # --per-iter: every rank's every sample, a line per point
 INVENTORY_JSONL = "inventory.jsonl"
@@ -106,8 +111,8 @@ RESERVE_BYTES = 1 << 20
 COUNTER_LIMIT = 1 << 64
 """Port counters (sysfs, ``ethtool -S``) are unsigned 64-bit at most: a value past it is damage."""
 RUN_ID_PLACEHOLDER = "{id}"  # in --out: a fresh run directory per run (a Slurm prolog's fixed path)
-# any of these makes a directory a run directory, which a new run must not write into
-RUN_FILES = (RUN_JSON, RESULTS_JSONL, INVENTORY_JSONL, COUNTERS_JSONL, PLAN_JSON, ENV_JSON, FINDINGS_JSON)
+RUN_FILES = (RUN_JSON, RESULTS_JSONL, RESULTS_PARQUET, INVENTORY_JSONL, COUNTERS_JSONL, PLAN_JSON, ENV_JSON,
+             FINDINGS_JSON)  # any of these makes a run directory, which a new run must not write into
 
 
 def _check_directory(path: Path) -> None:
@@ -264,6 +269,19 @@ class RunDir:
     def results_path(self) -> Path:
         return self.path / RESULTS_JSONL
 
+    def row_files(self) -> list[Path]:
+        """The files of the rows in order: results.parquet's parts (a tail where its part is not
+        made yet; the part wins over its tail), else an older run's results.jsonl."""
+        store = self.path / RESULTS_PARQUET
+        if not store.is_dir():
+            return [self.results_path] if self.results_path.exists() or self.results_path.is_symlink() else []
+        parts: dict[int, Path] = {}
+        for p in store.iterdir():
+            m = PART_NAME.fullmatch(p.name)
+            if m and (m[1] == "" or int(m[2]) not in parts):
+                parts[int(m[2])] = p
+        return [parts[k] for k in sorted(parts)]
+
     @property
     def inventory_path(self) -> Path:
         return self.path / INVENTORY_JSONL
@@ -321,8 +339,8 @@ class RunDir:
         return doc
 
     def write_plan(self, plan_json: Iterable[str], name: str = PLAN_JSON) -> None:
-        """plan.json: the plan exactly as the ranks receive it through the store, the JSON object
-        ``WorkerPlan.json_chunks`` writes in pieces (this layer does not know the class), streamed to
+        """plan.json: the plan the ranks receive through the store, the JSON object
+        ``collectives.planfile`` writes in pieces (this layer does not know the class), streamed to
         disk with the schema as its first key. ``name``: a later launch's plan beside it
         (``confirm-plan.json``: the re-tests of ``sweep --hosts``)."""
 
@@ -395,15 +413,17 @@ class RunDir:
         return read_jsonl(self.counters_path, check)
 
     def read_rows(self) -> list[dict[str, Any]]:
-        """The usable rows of results.jsonl (``load_rows`` also says which lines were left out)."""
+        """The usable rows (``load_rows`` also says which were left out)."""
         return self.load_rows().records
 
     def load_rows(self) -> JsonlRead:
-        """results.jsonl: rows that fit the row contract (``netbench.common.rows``), and every line
-        that did not, with its number and why."""
+        """The rows that fit the row contract (``netbench.common.rows``), of either layout, and every
+        line or part row that did not, with its number (a part's: its row) and why."""
         from netbench.common.rows import row_problem
 
-        return read_jsonl(self.results_path, row_problem)
+        reads = [read_part(p, row_problem) if p.suffix == ".parquet" else read_jsonl(p, row_problem)
+                 for p in self.row_files()]
+        return JsonlRead([r for x in reads for r in x.records], [u for x in reads for u in x.unreadable])
 
     def writer(self) -> ResultWriter:
         return ResultWriter(self.results_path)
@@ -434,8 +454,34 @@ class RunDir:
 
 
 
+def read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
+    """A Parquet part's rows as records (``extra`` kept as JSON text); a part that is no Parquet
+    file is left out and named, a row ``check`` refuses with its number."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    got = JsonlRead([], [])
+    try:
+        with open_regular(path) as fh:
+            table = pq.read_table(fh)
+    except (pa.ArrowException, OSError) as exc:
+        return JsonlRead([], [Unreadable(str(path), None, f"not a Parquet part of rows ({exc}); left out")])
+    for number, rec in enumerate(table.to_pylist(), start=1):
+        try:
+            rec["extra"] = decode_json(rec["extra"].encode()) if isinstance(rec.get("extra"), str) else {}
+            why = check(rec)
+        except ValueError as exc:
+            why = f"field 'extra': {exc}"
+        if why:
+            got.unreadable.append(Unreadable(str(path), number, why))
+        else:
+            got.records.append(rec)
+    return got
+
+
 class ResultWriter:
-    """Appends rows to results.jsonl; each row is flushed and fsync'd before the call returns."""
+    """Appends rows to a JSON-lines file (an older layout's results.jsonl, a Parquet part's tail);
+    each row is flushed and fsync'd before the call returns."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -481,7 +527,8 @@ class ResultWriter:
 
 
 def load_results(path: str | Path) -> pd.DataFrame:
-    """Load a run directory's results.jsonl into a pandas DataFrame, one row per measurement.
+    """Load a run directory's rows (results.parquet, or an older run's results.jsonl) into a pandas
+    DataFrame, one row per measurement.
 
     Public API: ``netbench.load_results("netbench-runs/<id>")``. A line that is not a valid row (a
     truncated last line, a damaged one) is left out with a warning that names it.

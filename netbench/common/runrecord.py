@@ -53,7 +53,7 @@ class RunRecord:
     finished: str | None = None
     seconds: float | None = None
     rows: int | None = None
-    """Lines of results.jsonl: measurements (status ok) and groups that gave none (``rows_failed``)."""
+    """Rows: measurements (status ok) and groups that gave none (``rows_failed``)."""
     rows_failed: int | None = None
     """Rows with a status other than ok: a group that timed out, errored or was not run."""
     down_hosts: list[str] | None = None
@@ -94,7 +94,6 @@ def check_fields(names: set[str]) -> None:
 
 
 def rows_line(rows: int, failed: int) -> str:
-    """The row counts as the log, run.json (``rows``, ``rows_failed``) and the report say them: every
-    line of results.jsonl is a row, a measurement (status ok) or a group that gave none (failed)."""
-    return (f"rows: {rows} in results.jsonl, {rows - failed} measured, {failed} failed "
-            "(timed out, errored or not run)")
+    """The row counts as the log, run.json (``rows``, ``rows_failed``) and the report say them: a row
+    is a measurement (status ok) or a group that gave none (failed)."""
+    return f"rows: {rows}, {rows - failed} measured, {failed} failed (timed out, errored or not run)"

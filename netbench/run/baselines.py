@@ -3,7 +3,8 @@ compare RUN --baseline nightly`` works from any working directory and survives r
 
 Root: ``$NETBENCH_BASELINES``, else ``$XDG_DATA_HOME/netbench/baselines``, else
 ``~/.local/share/netbench/baselines``. A baseline is ``<root>/<name>/`` holding run.json, env.json,
-inventory.jsonl and results.jsonl (what compare needs; not the derived report).
+inventory.jsonl and the rows: results.parquet's parts, or an older run's results.jsonl (what compare
+needs; not the derived report).
 """
 
 from __future__ import annotations
@@ -15,9 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from netbench.common.errors import UsageError
-from netbench.common.rundir import ENV_JSON, INVENTORY_JSONL, RESULTS_JSONL, RUN_JSON
+from netbench.common.rundir import ENV_JSON, INVENTORY_JSONL, RESULTS_JSONL, RESULTS_PARQUET, RUN_JSON, RunDir
 
 FILES = (RUN_JSON, ENV_JSON, INVENTORY_JSONL, RESULTS_JSONL)
+
+
+def holds_rows(run_dir: Path) -> bool:
+    """Whether ``run_dir`` has a run's rows: results.parquet (a directory of parts) or an older
+    run's results.jsonl."""
+    return (run_dir / RESULTS_PARQUET).is_dir() or (run_dir / RESULTS_JSONL).is_file()
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -45,7 +52,7 @@ class BaselineInfo:
     rows: int
     """Rows the reader kept (``reports.context.load_baseline``: the report's and compare's reader)."""
     left_out: int = 0
-    """Lines of results.jsonl it could not read."""
+    """Rows (lines of results.jsonl, rows of a part) it could not read."""
 
 
 @dataclass
@@ -70,8 +77,8 @@ def run_problems(run_dir: Path) -> tuple[BaselineInfo, list[str]]:
     read = load_baseline(run_dir)
     rows = read.rows
     measured = int((rows["status"] == "ok").sum()) if len(rows) else 0
-    results = str(run_dir / RESULTS_JSONL)
-    left_out = sum(1 for u in read.unreadable if u.file == results and u.line is not None)
+    results = {str(p) for p in RunDir(run_dir, "").row_files()}
+    left_out = sum(1 for u in read.unreadable if u.file in results and u.line is not None)
     run_id, started = read.run.get("run_id"), read.run.get("started")
     info = BaselineInfo(run_dir.name, run_dir, run_id if isinstance(run_id, str) else None,
                         started if isinstance(started, str) else None, len(rows), left_out)
@@ -102,12 +109,16 @@ class BaselineStore:
         file that is not a regular file of the run directory (a link out of it: ``results.jsonl ->
         /etc/passwd``, a FIFO) always."""
         src = Path(run_dir)
-        if not (src / RESULTS_JSONL).is_file():
-            raise UsageError(f"{src} is not a run directory (no results.jsonl)")
+        if not holds_rows(src):
+            raise UsageError(f"{src} is not a run directory (no results.parquet or results.jsonl)")
         dest = self.path(name)
         if dest.exists() and not overwrite:
             raise UsageError(f"baseline {name!r} exists; pass --overwrite to replace it")
         files = [f for f in FILES if (src / f).exists() or (src / f).is_symlink()]
+        if (src / RESULTS_PARQUET).is_dir():  # its parts, not results.jsonl (an export beside them)
+            _check_inside(src, RESULTS_PARQUET)
+            parts = RunDir(src, "").row_files()
+            files = [f for f in files if f != RESULTS_JSONL] + [f"{RESULTS_PARQUET}/{p.name}" for p in parts]
         for f in files:
             _check_inside(src, f)
         info, problems = run_problems(src)
@@ -121,6 +132,7 @@ class BaselineStore:
         tmp.mkdir()
         try:
             for f in files:
+                (tmp / f).parent.mkdir(exist_ok=True)
                 _copy_regular(src / f, tmp / f)
             if dest.exists():
                 shutil.rmtree(dest)
@@ -135,9 +147,9 @@ class BaselineStore:
     def resolve(self, name_or_path: str | Path) -> Path:
         """A saved baseline's directory, or ``name_or_path`` itself when it is a run directory."""
         p = Path(name_or_path)
-        if (p / RESULTS_JSONL).is_file():
+        if holds_rows(p):
             return p
-        if _NAME_RE.match(str(name_or_path)) and (self.root / str(name_or_path) / RESULTS_JSONL).is_file():
+        if _NAME_RE.match(str(name_or_path)) and holds_rows(self.root / str(name_or_path)):
             return self.root / str(name_or_path)
         raise UsageError(f"no baseline or run directory {str(name_or_path)!r} "
                          f"(baselines live in {self.root})")
@@ -147,7 +159,7 @@ class BaselineStore:
         if not self.root.is_dir():
             return []
         return [self._info(d) for d in sorted(self.root.iterdir())
-                if d.is_dir() and not d.name.startswith(".") and (d / RESULTS_JSONL).is_file()]
+                if d.is_dir() and not d.name.startswith(".") and holds_rows(d)]
 
     @staticmethod
     def _info(d: Path) -> BaselineInfo:

@@ -18,13 +18,15 @@ from netbench.agents.coordinator import Coordinator, Outcome
 from netbench.agents.launchers import HostSlot, Launcher
 from netbench.collectives.ops import get_collective
 from netbench.collectives.plan import Phase, WorkerPlan
+from netbench.collectives.planfile import plan_file_chunks
 from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted
 from netbench.common.rundir import FOLLOW_UP_PLAN, RunDir, utc_now
 from netbench.common.runrecord import rows_line
 from netbench.common.text import coloured, terminal_safe
 from netbench.defaults import START_TIMEOUT_S
+from netbench.reports.rowstore import RowWriter
 from netbench.run.progress import Progress, phase_counts
-from netbench.run.table import TablePrinter, avg_busbw_lines
+from netbench.run.table import TablePrinter, avg_busbw_lines, in_table
 
 
 @dataclass
@@ -126,7 +128,7 @@ def _record_start(plan: WorkerPlan, slots: list[HostSlot], rundir: RunDir, setti
     """run.json says 'running' and plan.json holds the plan before any rank starts; a follow-up
     launch leaves the run's own and writes its plan beside them (``FOLLOW_UP_PLAN``)."""
     if settings.follow_up:
-        rundir.write_plan(plan.json_chunks(), FOLLOW_UP_PLAN)
+        rundir.write_plan(plan_file_chunks(plan), FOLLOW_UP_PLAN)
         return
     rundir.write_run(
         status="running",
@@ -139,17 +141,17 @@ def _record_start(plan: WorkerPlan, slots: list[HostSlot], rundir: RunDir, setti
         world_size=plan.world_size,
         options=settings.options,
     )
-    rundir.write_plan(plan.json_chunks())
+    rundir.write_plan(plan_file_chunks(plan))
 
 
 class _RowSink:
-    """The coordinator's ``on_row``: each row to results.jsonl as it comes (its arrivals beside it),
+    """The coordinator's ``on_row``: each row to results.parquet as it comes (its arrivals beside it),
     and to nccl-tests' table when the settings ask for it."""
 
     def __init__(self, plan: WorkerPlan, rundir: RunDir, settings: RunSettings, table: TablePrinter) -> None:
         self.rundir, self.settings, self.table = rundir, settings, table
         self.modes = {m for p in plan.phases for m in p.spec.in_place}
-        self.writer = rundir.writer()
+        self.writer = RowWriter(rundir)  # results.parquet: each row fsync'd in its part's tail first
         self.arrivals: list[Any] = []  # arrivals.jsonl's writer, opened with the first record
         self.rows: list[dict[str, Any]] = []
         self.full: list[DiskFull] = []  # the run directory's disk is full: the rows still coming are lost
@@ -159,7 +161,7 @@ class _RowSink:
             return
         extra = row.get("extra")
         # a point's arrivals travel in its row and are kept beside it (arrivals.jsonl), not in it:
-        # results.jsonl stays one flat measurement a line; the reader checks every record
+        # the rows stay one flat measurement each; the reader checks every record
         record = extra.pop("arrivals", None) if isinstance(extra, dict) else None
         try:
             self.writer.write(row)
@@ -271,6 +273,14 @@ def summarize(
         echo(f"# fault: {f.message}")
 
 
+class Judged(list):
+    """``finish_report``'s findings, with the row counts of the rows the analysis read (ok and
+    right, failed or wrong): ``exit_status`` takes them from here, so nothing reads the rows again
+    after the verdict line (at 4,096 nodes that second pass took minutes)."""
+
+    row_counts: tuple[int, int] | None = None
+
+
 def finish_report(
     rundir: RunDir,
     echo: Callable[[str], None],
@@ -286,7 +296,8 @@ def finish_report(
         from netbench.reports.summary import format_summary
 
         done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology)
-        findings, html = done.findings, done.html
+        findings, html = Judged(done.findings), done.html
+        findings.row_counts = done.row_counts
         said = format_summary(findings, "text", rundir.read_run(), 10, verdict=done.verdict())
         echo(coloured(terminal_safe(said)))
         if html is not None:
@@ -310,7 +321,8 @@ def exit_status(
     interrupted = outcome.status == "interrupted"
     stopped = error_situation(as_interrupted(KeyboardInterrupt())) if interrupted else None
     bad_input = any(f.kind == "capability" for f in outcome.faults)
-    ok, bad = (0, 0) if stopped or bad_input else _row_counts(rundir)
+    counted = getattr(findings, "row_counts", None)
+    ok, bad = (0, 0) if stopped or bad_input else counted or _row_counts(rundir)
     facts = RunFacts(
         stopped=stopped,
         bad_input=bad_input,
@@ -322,18 +334,31 @@ def exit_status(
 
 
 def _row_counts(rundir: RunDir) -> tuple[int, int]:
-    """(rows measured ok and right, rows failed or wrong): read column by column when the file
-    allows (4,096 nodes: 8.4M rows, minutes and GBs of memory as dicts), else line by line."""
+    """(rows measured ok and right, rows failed or wrong) where no analysis read them (--no-report,
+    a report that could not be made; then there is no verdict line either): only the columns the
+    counts need, a part at a time, or line by line (an older run's results.jsonl, a tail)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from netbench.common.rows import row_problem
+    from netbench.common.rundir import open_regular, read_jsonl
     from netbench.reports.rowtable import read_rows_frame
 
-    path = rundir.results_path
-    if not path.is_file():
-        return 0, 0
-    frame = read_rows_frame(path)
-    if frame is None:
-        rows = rundir.read_rows()
-        bad = sum(1 for r in rows if r.get("status") != "ok" or (r.get("wrong") or 0) > 0)
-        return len(rows) - bad, bad
-    wrong = frame["wrong"].fillna(0) > 0 if "wrong" in frame.columns else False
-    bad = int(((frame["status"] != "ok") | wrong).sum())
-    return len(frame) - bad, bad
+    ok = bad = 0
+    for path in rundir.row_files():
+        try:
+            with open_regular(path) as fh:
+                cols = pq.read_table(fh, columns=["status", "wrong"]) if path.suffix == ".parquet" else None
+        except (pa.ArrowException, OSError):
+            cols = None
+        if cols is not None:
+            wrong = cols.column("wrong").fill_null(0).to_numpy() > 0
+            failed = (cols.column("status").to_numpy(zero_copy_only=False) != "ok") | wrong
+        elif path.suffix != ".parquet" and (frame := read_rows_frame(path)) is not None:
+            failed = ((frame["status"] != "ok") | (frame["wrong"].fillna(0) > 0)).to_numpy()
+        else:  # line by line: what the reader would keep (a part it cannot open: none)
+            rows = read_jsonl(path, row_problem).records if path.suffix != ".parquet" else []
+            failed = [r.get("status") != "ok" or (r.get("wrong") or 0) > 0 for r in rows]
+        bad += int(sum(failed))
+        ok += len(failed) - int(sum(failed))
+    return ok, bad

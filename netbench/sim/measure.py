@@ -8,14 +8,14 @@ its slowest group (warm-up, timed iterations and the check pass of every point, 
 first: ``sim.setup``).
 
 At scale (4,096 nodes: 4,095 rounds of 2,048 pairs, 8.4M rows) the flows are position arrays
-(``Flows``), a phase's measurements columns (``Measured``), and its rows are written as columns
-(``common.rowjson``): the same lines ``json.dumps`` of each ``ResultRow`` gives. ``sim.launcher``
+(``Flows``), a phase's measurements columns (``Measured``), and its rows are written as Arrow
+columns (``Measured.table``, for results.parquet): the values of each ``ResultRow``. ``sim.launcher``
 sends the same rows as ``ResultRow``s (``Measured.rows_of``).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,12 +27,10 @@ from netbench.collectives.ahead import FILLS
 from netbench.collectives.dtypes import get_dtype
 from netbench.collectives.ops import Collective, Layout, get_collective
 from netbench.collectives.plan import GroupSpec, PairGroups, Phase, SweepSpec, WorkerPlan
-from netbench.common.jsontext import strings
 from netbench.common.rows import ResultRow
 from netbench.defaults import SIM_NOISE_SHAPES
 from netbench.sim.fabric import Fabric
 from netbench.sim.rails import RailFabric
-from netbench.sim.rowjson import Column, rows_jsonl
 from netbench.sim.setup import GroupSetup, Lanes
 
 if TYPE_CHECKING:
@@ -143,7 +141,7 @@ class _Point:
 class Measured:
     """A phase's groups measured on the fabric, as columns: ``time_us[g, p]`` of group g at point p
     (a collective, size and mode), ``rank_us[g, p, r]`` per rank. ``rows_of`` gives them as the
-    ``ResultRow``s each group's rank 0 reports; ``jsonl`` as the same rows' results.jsonl lines."""
+    ``ResultRow``s each group's rank 0 reports; ``table`` as the same rows' columns."""
 
     plan: WorkerPlan
     phase: Phase
@@ -220,53 +218,81 @@ class Measured:
             for gi, grp in enumerate(self.groups)
         ]
 
-    def jsonl(self) -> bytes:
-        """The rows as results.jsonl lines, group after group (``rows_of``'s order), each exactly
-        ``json.dumps(row.to_dict())`` (``netbench.sim.rowjson``)."""
+    def table(self) -> pa.Table:
+        """The rows as columns of results.parquet (``reports.rowstore.row_schema``), group after
+        group (``rows_of``'s order), each the same values as its ``ResultRow``; a pair row's
+        ``rank_time_us`` is left null: its ranks' times are the simulator's jitter around
+        ``time_us`` (min, mean and max are kept), and at 4,096 nodes they were 100 B of a row's
+        140 in results.parquet (issue 48's 1 GB)."""
+        import pyarrow as pa
+
+        from netbench.reports.rowstore import row_schema
+
+        schema = row_schema()
         if not self.rows:
-            return b""
+            return schema.empty_table()
+        if not isinstance(self.groups, PairGroups):
+            return pa.Table.from_pylist([r.to_dict() | {"extra": "{}"} for g in self.rows_of() for r in g],
+                                        schema=schema)
         g, q = len(self.groups), len(self.points)
-        values: dict[str, Any] = {k: Column(numbers=v.reshape(g * q, *v.shape[2:]))
-                                  for k, v in self._columns().items()}
+        cols: dict[str, Any] = {k: v.reshape(g * q) for k, v in self._columns().items()
+                                if k != "rank_time_us"}
         points = [self._point_fields(p) for p in self.points]
-        for name in points[0]:  # one value for every row, or each point's repeated for every group
-            texts = [json.dumps(pf[name]) for pf in points]
-            values[name] = points[0][name] if len(set(texts)) == 1 else Column(json=[strings(texts * g)])
-        values["ranks"] = self.rank_us.shape[-1]
-        each = np.repeat(np.arange(g), q)  # a group's text repeated for its points
-        for name, value in _group_fields(self.groups).items():
-            values[name] = value if not isinstance(value, Texts) else Column(
-                json=[p if isinstance(p, str) or q == 1 else p.take(each) for p in value.pieces]
-            )
-        return rows_jsonl(self.rows, values)
+        for name in points[0]:
+            cols[name] = pa.array([pf[name] for pf in points] * g, type=schema.field(name).type)
+        each = np.repeat(np.arange(g), q)
+        for name, arr in _pair_columns(self.groups).items():
+            cols[name] = arr.take(each) if q > 1 else arr
+        n = g * q
+        columns = []
+        for f in schema:
+            if f.name in cols:
+                columns.append(pa.array(cols[f.name], type=f.type))
+            elif f.name == "ranks":
+                columns.append(pa.array(np.full(n, self.rank_us.shape[-1]), type=f.type))
+            else:
+                columns.append(_constant(f, n))
+        return pa.Table.from_arrays(columns, schema=schema)
 
 
-@dataclass(frozen=True)
-class Texts:
-    """A field's value in each group as JSON text, in pieces (``common.jsontext.join``)."""
+def _constant(f: Any, n: int) -> pa.Array:
+    """A field the sim leaves at ``ResultRow``'s default (null where it has none), in every row."""
+    import pyarrow as pa
 
-    pieces: list[str | pa.Array]
+    default = {fl.name: fl.default for fl in dataclasses.fields(ResultRow)}.get(f.name)
+    value = None if default is dataclasses.MISSING else default
+    value = "{}" if f.name == "extra" else value
+    if value is None:
+        return pa.nulls(n, f.type)
+    return pa.array([value], type=f.type).take(np.zeros(n, dtype=int))
 
 
-def _group_fields(groups: Sequence[GroupSpec]) -> dict[str, Any]:
-    """The row fields that come from the group: pattern, hosts, round, group (its id), rail, and the
-    plan's load and hop class (what the coordinator writes into a real run's rows), each one value
-    for every group or ``Texts``."""
-    if isinstance(groups, PairGroups):
-        hosts, ids = groups.json_hosts_and_ids()
-        return {
-            "pattern": "pair", "hosts": Texts(hosts), "round": groups.round, "group": Texts(ids),
-            "rail": None,
-            **{name: None if isinstance(text, str) else Texts([text])  # a str: "null" for every group
-               for name, text in zip(("load", "hop_class"), groups.json_load_and_hop_class(), strict=True)},
-        }
-    out: dict[str, Any] = {}
-    for name, attr in (("pattern", "pattern"), ("hosts", "hosts"), ("round", "round"), ("group", "id"),
-                       ("rail", "rail"), ("load", "load"), ("hop_class", "hop_class")):
-        values = [getattr(g, attr) for g in groups]
-        texts = [json.dumps(v) for v in values]
-        out[name] = values[0] if len(set(texts)) == 1 else Texts([strings(texts)])
-    return out
+def _pair_columns(groups: PairGroups) -> dict[str, pa.Array]:
+    """A pairwise round's group fields, one value a group: the hosts (strings of the plan's host
+    table, taken), the group id (``pair:`` and the two names sorted), the round, the plan's load and
+    hop class."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from netbench.inventory.topology import tier_name
+
+    names = pa.array(list(groups.table.hosts), type=pa.string())
+    a, b = groups.index[:, 0], groups.index[:, 1]
+    g = len(a)
+    hosts = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * g + 1, 2), type=pa.int32()),
+                                     names.take(pa.array(groups.index.reshape(-1))))
+    first = groups.table.order[a] < groups.table.order[b]
+    lo, hi = names.take(pa.array(np.where(first, a, b))), names.take(pa.array(np.where(first, b, a)))
+    ids = pc.binary_join_element_wise("pair:", pc.binary_join_element_wise(lo, hi, "|"), "")
+    load = pa.nulls(g, pa.int64()) if groups.load is None else pa.array(groups.load, mask=groups.load < 0)
+    hop = pa.nulls(g, pa.string())
+    if groups.tier is not None and g:
+        top = int(groups.tier.max())
+        named = (tier_name(t) if t >= 1 else None for t in range(top + 1))
+        tiers = pa.array([None, *named], type=pa.string())
+        hop = tiers.take(pa.array(np.maximum(groups.tier.astype(np.int64) + 1, 0)))
+    return {"pattern": pa.array(["pair"]).take(np.zeros(g, dtype=int)), "hosts": hosts,
+            "round": pa.array(np.full(g, groups.round)), "group": ids, "load": load, "hop_class": hop}
 
 
 def _points(spec: SweepSpec, ranks: int) -> list[_Point]:

@@ -14,20 +14,21 @@ launcher), the report and the exit status (``engine``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from netbench import __version__
 from netbench.agents.coordinator import Fault as RankFault
 from netbench.agents.coordinator import Outcome
 from netbench.agents.launchers import HostSlot
 from netbench.collectives.plan import WorkerPlan
-from netbench.common.jsontext import dumps
+from netbench.collectives.planfile import plan_file_chunks
 from netbench.common.rundir import TRUTH_JSON, RunDir, new_run_id, utc_now
+from netbench.reports.rowstore import RowWriter, row_schema
 from netbench.run.options import flat
 from netbench.run.pipeline import Planned, plan_run
 from netbench.run.planner import PlanRequest
@@ -96,7 +97,7 @@ def simulate(
         topology=planned.request.switches,
         options={"simulate": _jsonable(opts)},
     )
-    rundir.write_plan(plan.json_chunks())
+    rundir.write_plan(plan_file_chunks(plan))
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
@@ -127,20 +128,23 @@ def _measure_phases(
     progress: Progress,
 ) -> tuple[int, list[dict[str, Any]]]:
     """Every phase of ``plan`` measured on the fabric, one after another, its rows appended to
-    results.jsonl (a lost GPU's groups as the coordinator writes them, ``sim.dropout``); the rows
+    results.parquet (a lost GPU's groups as the coordinator writes them, ``sim.dropout``); the rows
     written and each phase's name, groups and fabric seconds. ``worst`` gathers each fault's effect."""
     fabric_s, n_rows = 0.0, 0
     phases: list[dict[str, Any]] = []
     lanes = Lanes(plan.ahead, opts.ahead_slowdown)
-    # one fsync at the end, not one per row as a real run needs: nothing here can die half way
-    with rundir.results_path.open("ab") as fh:
+    # a phase's rows as columns, a part of results.parquet when a million are buffered or FLUSH_S
+    # passed, and at the end however it ends (a signal: the writer's close); no row-by-row tail, as
+    # a real run needs: the rows are made here, not measured by ranks that could die
+    with RowWriter(rundir) as writer:
         for i, phase in enumerate(plan.phases, 1):
             progress.phase(i, len(plan.phases), phase.name)
             slow_now = frozenset(h for h, rounds in slow_rounds.items() if phase.groups[0].round in rounds)
             groups, lost = gpus.split(phase)
             for grp in lost:
                 rows = gpus.rows(plan, phase, grp)
-                fh.write("".join(dumps(r.to_dict()) + "\n" for r in rows).encode())
+                writer.write_table(pa.Table.from_pylist([r.to_dict() | {"extra": "{}"} for r in rows],
+                                                        schema=row_schema()))
                 n_rows += len(rows)
             flows = _flows(groups, fab, opts.fabric.gpus)
             rate = _rates(fab, flows, slow_now)
@@ -148,13 +152,11 @@ def _measure_phases(
                 _note_effects(fab, flows, rate / _rates(fab, flows, slow_now, faults=False), slow_now, worst)
             measured = _measure(plan, phase, groups, flows.group_rates(rate, len(groups)), opts, rng,
                                 lanes, fabric_s)
-            fh.write(measured.jsonl())
+            writer.write_table(measured.table())
             n_rows += measured.rows
             phase_s = float(measured.seconds.max(initial=0.0))
             fabric_s += phase_s
             phases.append({"name": phase.name, "groups": len(phase.groups), "seconds": phase_s})
-        fh.flush()
-        os.fsync(fh.fileno())
     return n_rows, phases
 
 

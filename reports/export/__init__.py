@@ -9,7 +9,7 @@ every file through one writer. Add a format = add its module and one line here.
 
 from __future__ import annotations
 
-from netbench.reports.export import csv, json_out, junit, nccl_tests_json, prometheus
+from netbench.reports.export import csv, json_out, jsonl, junit, nccl_tests_json, prometheus
 from netbench.reports.export.base import Exporter
 
 _ALL: tuple[Exporter, ...] = (
@@ -18,6 +18,7 @@ _ALL: tuple[Exporter, ...] = (
     json_out.EXPORTER,
     junit.EXPORTER,
     prometheus.EXPORTER,
+    jsonl.EXPORTER,
 )
 
 #: every exporter by its --format name; the first is ``netbench export``'s default
