@@ -26,7 +26,7 @@ from netbench.common.text import coloured, terminal_safe
 from netbench.defaults import START_TIMEOUT_S
 from netbench.reports.rowstore import RowWriter
 from netbench.run.progress import Progress, phase_counts
-from netbench.run.table import TablePrinter, avg_busbw_lines, in_table
+from netbench.run.table import TablePrinter, avg_busbw_lines
 
 
 @dataclass
