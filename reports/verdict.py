@@ -61,12 +61,16 @@ _JUDGING = {PASS: 0, WARN: 1, FAIL: 2, ERROR: 3, BAD_INPUT: 2, NAMED_ERROR: 1, I
 # the checks from running, a typo or a bug included, is 3 and never reads as "drain nothing"
 _PREFLIGHT = {**_JUDGING, BAD_INPUT: 3, NAMED_ERROR: 3, INTERNAL_ERROR: 3}
 _PLAIN = {PASS: 0, BAD_INPUT: 2, NAMED_ERROR: 1, INTERNAL_ERROR: 1, DISK_FULL: 3}
-# compare: a regression is its warning (1); inventory: a host it could not inventory is (1)
+# inventory: a host it could not inventory is its warning (1)
 _WARNING = {**_PLAIN, WARN: 1}
+# compare: a regression is a failure (2, as every failure of the tool); a side that ended early
+# (sizes it never measured are missing from the comparison) is its warning (1)
+_COMPARE = {**_WARNING, FAIL: 2}
 TABLE: dict[str, dict[str, int]] = {
     **dict.fromkeys(JUDGING, _JUDGING),
     "preflight": _PREFLIGHT,
-    **dict.fromkeys(("compare", "inventory"), _WARNING),
+    "compare": _COMPARE,
+    "inventory": _WARNING,
     **dict.fromkeys(("baseline", "export"), _PLAIN),
 }
 """command -> situation -> exit status (at ``--fail-on fail``; signals: ``exit_code``)."""
