@@ -153,6 +153,11 @@ class Verdict:
     """Links (``a|b``) and switches to inspect, sorted; never drained."""
     counts: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(SEVERITIES, 0))
     """Findings per severity, every severity present."""
+    failing: tuple[str, ...] = ()
+    """The links and switches of ``check`` that a ``fail`` finding names: every output lists them
+    all, ahead of the warnings (a failing uplink is never cut for a slow link's warning)."""
+    untested: tuple[str, ...] = ()
+    """Hosts and links the run could not judge (``could_not_test`` findings' subjects), sorted."""
 
     @property
     def word(self) -> str:
@@ -178,7 +183,10 @@ def judge(
         return Verdict(ERROR, exit_code(command, ERROR, fail_on), counts=counts)
     status = status_of(items)
     drain, check = drain_and_check(items, n_hosts)
-    return Verdict(status, exit_code(command, status, fail_on), tuple(drain), tuple(check), counts)
+    failing = {f.subject for f in items if f.severity == "fail" and f.subject_kind in ("pair", "switch")}
+    untested = sorted({f.subject for f in items if f.rule in UNTESTED_RULES})
+    return Verdict(status, exit_code(command, status, fail_on), tuple(drain), tuple(check), counts,
+                   tuple(s for s in check if s in failing), tuple(untested))
 
 
 def status_of(findings: Iterable[Finding]) -> str:
@@ -228,15 +236,24 @@ def headline(verdict: Verdict, with_verdict: bool = True) -> str:
         f"{c['info']} info",
     ]
     text = f"{verdict.word}: {', '.join(parts)}" if with_verdict else ", ".join(parts).capitalize()
-    if verdict.drain:
-        text += f". Drain {_few(list(verdict.drain))}"
+    if verdict.drain:  # every node to drain is a failure: all of them, however many
+        text += f". Drain {_few(list(verdict.drain), len(verdict.drain))}"
     if verdict.check:
-        shown = _few([s.replace("|", "-") for s in verdict.check])
-        if all("|" in s for s in verdict.check):
-            text += f". Check link{'s' * (len(verdict.check) > 1)} {shown}"
-        else:  # a switch among them
-            text += f". Check {shown}"
+        text += f". Check {check_words(verdict)}"
+    if verdict.untested:
+        text += f". Could not test {_few(list(verdict.untested))}"
     return text + "."
+
+
+def check_words(verdict: Verdict, n: int = 6) -> str:
+    """The links and switches to check: every failing one first, then warnings up to ``n`` in all
+    ("and N more"); "links a-b, c-d" when all are links."""
+    first = list(verdict.failing)
+    rest = [s for s in verdict.check if s not in verdict.failing]
+    shown = _few([s.replace("|", "-") for s in first + rest], max(n, len(first)))
+    if all("|" in s for s in verdict.check):
+        return f"link{'s' * (len(verdict.check) > 1)} {shown}"
+    return shown  # a switch among them
 
 
 def _few(items: list[str], n: int = 6) -> str:
