@@ -139,6 +139,10 @@ def refused(exc: BaseException) -> bool:
 
 
 # -- the verdict of findings ---------------------------------------------------------------------------
+UNTESTED_RULES = ("host_cannot_run", "node_unreachable", "pairs_not_judged")
+"""The findings of a host or pair the run could not test (its own set-up, a port it refuses, a name
+that does not resolve, pairs the analysis had no measurement of): named in every output's headline,
+never drained, and never a PASS (each is at least a warning)."""
 @dataclass(frozen=True)
 class Verdict:
     """What a set of findings says, for every output alike."""
@@ -184,7 +188,7 @@ def judge(
     status = status_of(items)
     drain, check = drain_and_check(items, n_hosts)
     failing = {f.subject for f in items if f.severity == "fail" and f.subject_kind in ("pair", "switch")}
-    untested = sorted({f.subject for f in items if f.rule in UNTESTED_RULES})
+    untested = sorted({h for f in items if f.rule in UNTESTED_RULES for h in f.hosts or [f.subject]})
     return Verdict(status, exit_code(command, status, fail_on), tuple(drain), tuple(check), counts,
                    tuple(s for s in check if s in failing), tuple(untested))
 

@@ -2,8 +2,12 @@
 
 - ``host_cannot_run``: a host the inventory reached but where no rank can run (the ranks' python
   has no torch, or one too old; GPUs its torch cannot use in a run on GPUs), left out before
-  launch (inventory.jsonl's status ``cannot_run``, the cause in its error). The job the check is
-  for would fail there too, so it fails the verdict, with the cause rather than a rank's exit code.
+  launch (inventory.jsonl's status ``cannot_run``, the cause in its error). Its own set-up, not its
+  hardware: "could not test HOST", naming the interpreter and the fix, a warning that never drains
+  it (nothing of it was measured, so neither is it cleared: never a PASS).
+- ``pairs_not_judged``: hosts the pair model had too few measured partners to judge, and pairs it
+  has no measurement of (a pairwise sweep's; preflight samples pairs, so there hosts only): a warning,
+  so that a run that could not judge a host never says PASS about it.
 - ``fabric_shared``: another netbench run was live on some of the hosts (the marker its agents
   hold, netbench/agents/marker.py), seen by the inventory at the start or by the port counters'
   snapshots. Each run then measures the other's traffic as its own: slow pairs and cross-spine
@@ -29,7 +33,43 @@ STEP_S = 60.0
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    return _cannot_run(ctx) + _shared(ctx) + _clock_stepped(ctx)
+    return _cannot_run(ctx) + _not_judged(ctx) + _shared(ctx) + _clock_stepped(ctx)
+
+
+def _not_judged(ctx: AnalysisContext) -> list[Finding]:
+    """Hosts of the pairwise phase the pair model could not judge (too few measured partners) and
+    pairs it has no measurement of: said, so that silence is never read as "fine". Preflight's quick
+    pass samples pairs by design: there only the hosts count."""
+    m = ctx.pair_model
+    if m is None:
+        return []
+    import numpy as np
+
+    n = len(m.hosts)
+    hosts = [m.hosts[i] for i in range(n) if not m.judged[i]]
+    missing = [] if ctx.run.get("command") == "preflight" else [
+        f"{m.hosts[i]}-{m.hosts[j]}" for i, j in zip(*np.triu_indices(n, 1), strict=True) if m.cls[i, j] < 0]
+    if not hosts and not missing:
+        return []
+    said = [f"host{'s' * (len(hosts) > 1)} {_some(hosts)} (too few measured partners)"] if hosts else []
+    if missing:
+        said.append(f"{len(missing)} pair{'s' * (len(missing) > 1)} never measured: {_some(missing)}")
+    return [Finding(
+        rule="pairs_not_judged",
+        severity="warn",
+        subject_kind="run",
+        subject=", ".join(hosts) if hosts else f"{len(missing)} pair{'s' * (len(missing) > 1)}",
+        title=f"Could not judge {'; '.join(said)}: no verdict on them, neither fault nor clean",
+        evidence={"hosts": hosts, "pairs": missing[:200], "pairs_missing": len(missing),
+                  "partners": {m.hosts[i]: int(m.partners[i]) for i in range(n) if not m.judged[i]}},
+        action="Look at their failed rows (results.jsonl) and measure them again: a full pairwise sweep "
+        "(--pattern pairwise) over these hosts judges every pair.",
+        hosts=hosts,
+    )]
+
+
+def _some(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
@@ -38,19 +78,35 @@ def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
         if n.get("status") != CANNOT_RUN:
             continue
         host, why = str(n["host"]), str(n.get("error") or "no cause recorded")[:300]
+        py = _interpreter(ctx, n)
         out.append(Finding(
             rule="host_cannot_run",
-            severity="fail",
+            severity="warn",
             subject_kind="node",
             subject=host,
-            title=f"{host} could not run a rank: {why}",
-            evidence={"status": CANNOT_RUN, "error": why, "python": n.get("python_version"),
-                      "torch": n.get("torch_version")},
-            action="Left out before launch, so nothing of it was measured: "
+            title=f"Could not test {host}: {_said(why, py)}; pass --python or python= in the hosts file",
+            evidence={"status": CANNOT_RUN, "error": why, "interpreter": py,
+                      "python": n.get("python_version"), "torch": n.get("torch_version")},
+            action="Left out before launch, so nothing of it was measured (neither drained nor cleared): "
             f"{ctx.site.about(host).runtime}, then check it again.",
             hosts=[host],
         ))
     return out
+
+
+def _interpreter(ctx: AnalysisContext, node: dict) -> str:
+    """The python the host's ranks would have run: its ``python=`` label, else ``--python``, else the
+    launchers' default."""
+    labels = node.get("labels") if isinstance(node.get("labels"), dict) else {}
+    options = ctx.run.get("options") if isinstance(ctx.run.get("options"), dict) else {}
+    return str(labels.get("python") or options.get("python") or "python3")[:200]
+
+
+def _said(why: str, py: str) -> str:
+    """The inventory's cause, about the interpreter by name ("its /usr/bin/python3 has no torch")."""
+    if why.startswith("torch is not importable by its python"):
+        return f"its {py} has no torch ({why.split(': ', 1)[-1]})"
+    return why.replace("its python", f"its {py}", 1) if "its python" in why else f"{py}: {why}"
 
 
 def _shared(ctx: AnalysisContext) -> list[Finding]:
@@ -112,7 +168,7 @@ def _span(seconds: float) -> str:
 
 RULE = Rule(
     name="host_checks",
-    ids=ids("host_cannot_run", "fabric_shared", "clock_stepped"),
+    ids=ids("host_cannot_run", "pairs_not_judged", "fabric_shared", "clock_stepped"),
     check=check,
     doc=__doc__ or "",
 )
