@@ -47,6 +47,14 @@ def _not_judged(ctx: AnalysisContext) -> list[Finding]:
 
     n = len(m.hosts)
     hosts = [m.hosts[i] for i in range(n) if not m.judged[i]]
+    # a host of the run with no pair measured at all is not in the model: not judged either, unless
+    # another finding already says why (left out by the inventory, lost during the run)
+    said_else = {str(x.get("host")) for x in ctx.inventory if x.get("status") not in (None, "ok", "partial")}
+    down = ctx.run.get("down_hosts") if isinstance(ctx.run.get("down_hosts"), list) else []
+    listed = ctx.run.get("hosts") if isinstance(ctx.run.get("hosts"), list) else [
+        x.get("host") for x in ctx.inventory]  # run.json's list, else the inventory's (an import's)
+    others = said_else | {str(h) for h in down} | set(m.hosts)
+    hosts += [str(h) for h in listed if h is not None and str(h) not in others]
     missing = [] if ctx.run.get("command") == "preflight" else [
         f"{m.hosts[i]}-{m.hosts[j]}" for i, j in zip(*np.triu_indices(n, 1), strict=True) if m.cls[i, j] < 0]
     if not hosts and not missing:
@@ -61,7 +69,7 @@ def _not_judged(ctx: AnalysisContext) -> list[Finding]:
         subject=", ".join(hosts) if hosts else f"{len(missing)} pair{'s' * (len(missing) > 1)}",
         title=f"Could not judge {'; '.join(said)}: no verdict on them, neither fault nor clean",
         evidence={"hosts": hosts, "pairs": missing[:200], "pairs_missing": len(missing),
-                  "partners": {m.hosts[i]: int(m.partners[i]) for i in range(n) if not m.judged[i]}},
+                  "partners": {h: int(m.partners[m.hosts.index(h)]) if h in m.hosts else 0 for h in hosts}},
         action="Look at their failed rows (results.jsonl) and measure them again: a full pairwise sweep "
         "(--pattern pairwise) over these hosts judges every pair.",
         hosts=hosts,
