@@ -69,6 +69,7 @@ FINDING_IDS: dict[str, str] = {
     "engine_overhead": "info",
     # host_checks
     "host_cannot_run": "warn",  # could not test: its own set-up, never drained (issue 47)
+    "host_refuses": "warn",
     "pairs_not_judged": "warn",
     "fabric_shared": "warn",
     "clock_stepped": "warn",

@@ -139,7 +139,7 @@ def refused(exc: BaseException) -> bool:
 
 
 # -- the verdict of findings ---------------------------------------------------------------------------
-UNTESTED_RULES = ("host_cannot_run", "node_unreachable", "pairs_not_judged")
+UNTESTED_RULES = ("host_cannot_run", "host_refuses", "node_unreachable", "pairs_not_judged")
 """The findings of a host or pair the run could not test (its own set-up, a port it refuses, a name
 that does not resolve, pairs the analysis had no measurement of): named in every output's headline,
 never drained, and never a PASS (each is at least a warning)."""
@@ -187,6 +187,9 @@ def judge(
         return Verdict(ERROR, exit_code(command, ERROR, fail_on), counts=counts)
     status = status_of(items)
     drain, check = drain_and_check(items, n_hosts)
+    # a pair of a host that refuses connections is that host's fault: not a link to check
+    refusing = {f.subject for f in items if f.rule == "host_refuses"}
+    check = [s for s in check if not ("|" in s and refusing & set(s.split("|")))]
     failing = {f.subject for f in items if f.severity == "fail" and f.subject_kind in ("pair", "switch")}
     untested = sorted({h for f in items if f.rule in UNTESTED_RULES for h in f.hosts or [f.subject]})
     return Verdict(status, exit_code(command, status, fail_on), tuple(drain), tuple(check), counts,

@@ -24,7 +24,8 @@ from netbench.sites.slurm.scontrol import REASON_MAX, drain_reason
 def simulate(tmp_path: Path, name: str, *args: str) -> tuple[int, str, list[dict]]:
     out = tmp_path / name
     res = CliRunner().invoke(cli, ["simulate", "--out", str(out), *args])
-    found = json.loads((out / "findings.json").read_text())["findings"] if (out / "findings.json").exists() else []
+    path = out / "findings.json"
+    found = json.loads(path.read_text())["findings"] if path.exists() else []
     return res.exit_code, res.output, found
 
 
@@ -55,7 +56,8 @@ def test_a_link_confirmed_60_percent_slow_fails_and_is_in_the_headline(tmp_path:
 
 
 def finding(rule: str, severity: str, kind: str, subject: str) -> Finding:
-    return Finding(rule=rule, severity=severity, subject_kind=kind, subject=subject, title=f"{rule} {subject}",
+    return Finding(rule=rule, severity=severity, subject_kind=kind, subject=subject,
+                   title=f"{rule} {subject}",
                    hosts=subject.split("|") if kind == "pair" else [subject] if kind == "node" else [])
 
 
