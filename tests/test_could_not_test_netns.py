@@ -57,3 +57,20 @@ def test_a_firewalled_host_is_its_own_fault_never_links(netns_factory, tmp_path:
     assert named["title"].startswith("Could not test h1: it refuses connections (its pairs with h2, h3"), \
         named["title"]
     assert not [f for f in found if f["severity"] == "fail" and f["subject_kind"] == "node"], found
+
+
+def test_a_mistyped_host_is_could_not_test_and_its_pairs_are_said(netns_factory, tmp_path: Path) -> None:
+    """Issue 47 (9): a name that does not resolve is a host that could not be tested: a warning (1),
+    named in the headline, never drained; the others are measured and judged."""
+    net = netns_factory(["h0", "h1", "h2", "h3"])
+    argv = net.netbench_argv(tmp_path)
+    hosts = Path(argv[argv.index("--hosts") + 1])
+    hosts.write_text(hosts.read_text() + "h4-mistyped\n")
+    out = tmp_path / "run"
+    res = subprocess.run([*argv, "--out", str(out), *QUICK], capture_output=True, text=True, timeout=400)
+    said = res.stdout + res.stderr
+    head = next(line for line in said.splitlines() if line.startswith(("PASS", "WARN", "FAIL")))
+    assert res.returncode == 1 and head.startswith("WARN"), said[-3000:]
+    assert "Could not test h4-mistyped" in head and "Drain" not in head, head
+    found = json.loads((out / "findings.json").read_text())["findings"]
+    assert [f["subject"] for f in found if f["rule"] == "node_unreachable"] == ["h4-mistyped"]
