@@ -149,7 +149,7 @@ def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
             severity="warn",
             subject_kind="node",
             subject=host,
-            title=f"Could not test {host}: {_said(why, py)}; pass --python or python= in the hosts file",
+            title=f"Could not test {host}: {_said(why, py)}{_fix(ctx)}",
             evidence={"status": CANNOT_RUN, "error": why, "interpreter": py,
                       "python": n.get("python_version"), "torch": n.get("torch_version")},
             action="Left out before launch, so nothing of it was measured (neither drained nor cleared): "
@@ -165,6 +165,12 @@ def _interpreter(ctx: AnalysisContext, node: dict) -> str:
     labels = node.get("labels") if isinstance(node.get("labels"), dict) else {}
     options = ctx.run.get("options") if isinstance(ctx.run.get("options"), dict) else {}
     return str(labels.get("python") or options.get("python") or "python3")[:200]
+
+
+def _fix(ctx: AnalysisContext) -> str:
+    """Where the interpreter is chosen: the hosts file or --python, except in a pod (its image; the
+    action names the site's own way)."""
+    return "" if ctx.run.get("launcher") == "k8s" else "; pass --python or python= in the hosts file"
 
 
 def _said(why: str, py: str) -> str:
