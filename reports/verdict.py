@@ -10,6 +10,8 @@ Two decisions live here and nowhere else:
   majority on it is a fleet-wide fix, not a drain. A failing switch and a slow or failing link go to
   ``check``: a switch fault must never drain the healthy hosts behind it, and a link is a cable or a
   port, not either node. Fleet-wide and run-level failures drain nobody (exit 2 with an empty drain).
+  A host the run could not test (``UNTESTED_RULES``: its own set-up, a port it refuses, no usable
+  measurement) is named ("Could not test ..."), never drained, and its pairs are no links to check.
 - **the exit status** (``exit_code``): one table, command x situation, the verdicts' codes and the
   others (bad input, could not run, a stop by a signal), with ``--fail-on`` moving the verdicts' bar;
   ``error_situation`` is the one map from an exception to its situation, ``run_situation`` the one
@@ -141,8 +143,10 @@ def refused(exc: BaseException) -> bool:
 # -- the verdict of findings ---------------------------------------------------------------------------
 UNTESTED_RULES = ("host_cannot_run", "host_refuses", "node_unreachable", "pairs_not_judged")
 """The findings of a host or pair the run could not test (its own set-up, a port it refuses, a name
-that does not resolve, pairs the analysis had no measurement of): named in every output's headline,
-never drained, and never a PASS (each is at least a warning)."""
+that does not resolve, hosts and pairs the analysis had no usable measurement of): named in every
+output's headline, never drained (each is a warning by default: never a PASS about them)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a set of findings says, for every output alike."""
@@ -161,7 +165,8 @@ class Verdict:
     """The links and switches of ``check`` that a ``fail`` finding names: every output lists them
     all, ahead of the warnings (a failing uplink is never cut for a slow link's warning)."""
     untested: tuple[str, ...] = ()
-    """Hosts and links the run could not judge (``could_not_test`` findings' subjects), sorted."""
+    """Hosts the run could not test or judge (``UNTESTED_RULES``' findings; "N pairs" where no host
+    is named), sorted."""
 
     @property
     def word(self) -> str:
