@@ -40,21 +40,26 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 
 def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
-    """Hosts whose pairs with two or more partners never moved a byte (the group failed in its
-    set-up: no row of it measured) while each of those partners measured with another host: the
+    """Hosts whose pairs with two or more partners never moved a byte (the group stalled in its
+    set-up, every rank alive: no row of it measured, no host lost) while each of those partners
+    measured with another host: the
     host takes no connection in (a firewall that lets only SSH in, a port it refuses), its own
     fault, not its links'. host -> those partners, sorted."""
     if ctx.rows.empty or not {"pattern", "hosts", "status"} <= set(ctx.rows.columns):
         return {}
     ok: dict[frozenset[str], bool] = {}
+    stalled: set[frozenset[str]] = set()  # timed out with every rank alive: no host lost, no error
     rows = ctx.rows
     for pattern, hosts, status in zip(rows["pattern"], rows["hosts"], rows["status"], strict=True):
         if pattern == "pair" and isinstance(hosts, list | tuple) and len(hosts) == 2:
             key = frozenset(map(str, hosts))
             ok[key] = ok.get(key, False) or status == "ok"
+            if status == "timeout":
+                stalled.add(key)
+    lost = {str(h) for h in ctx.run.get("down_hosts") or [] if isinstance(h, str)}
     failed: dict[str, set[str]] = {}
     for key, good in ok.items():
-        if not good and len(key) == 2:
+        if not good and key in stalled and len(key) == 2 and not key & lost:
             a, b = sorted(key)
             failed.setdefault(a, set()).add(b)
             failed.setdefault(b, set()).add(a)
