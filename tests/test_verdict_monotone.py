@@ -121,3 +121,19 @@ def test_the_slurm_drain_reason_is_cut_at_a_word_end() -> None:
     assert cut.endswith("...")
     last = cut.removesuffix("...").split()[-1]
     assert last in why.split(), last  # a whole word, never "tha"
+
+
+def test_report_html_banner_lists_every_failure_and_what_it_could_not_test() -> None:
+    """The banner of report.html: 30 warning links sorted ahead of a failing switch cut it at 20; the
+    failing switch comes first now, and the hosts it could not test are named."""
+    from netbench.reports.html.findings import _verdict
+
+    found = [finding("slow_pair", "warn", "pair", f"node{i:04d}|node{i + 1:04d}") for i in range(1, 60, 2)]
+    found += [finding("slow_switch", "fail", "switch", "spine07")]
+    found += [Finding(rule="host_cannot_run", severity="warn", subject_kind="node", subject="node0200",
+                      title="Could not test node0200: its python3 has no torch", hosts=["node0200"])]
+    html = _verdict(found, 512)
+    check = html.split("<strong>Check", 1)[1]
+    assert check.index("spine07") < check.index("node0001 - node0002"), check
+    assert "and 11 more" in check  # 30 links + the switch: 20 shown
+    assert '<strong>Could not test:</strong> <span class="mono">node0200</span>' in html
