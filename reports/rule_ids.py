@@ -68,7 +68,9 @@ FINDING_IDS: dict[str, str] = {
     "single_rank": "info",
     "engine_overhead": "info",
     # host_checks
-    "host_cannot_run": "fail",
+    "host_cannot_run": "warn",  # could not test: its own set-up, never drained (issue 47)
+    "host_refuses": "warn",
+    "pairs_not_judged": "warn",
     "fabric_shared": "warn",
     "clock_stepped": "warn",
     # unreadable (never below warn: no verdict on data that could not be read)

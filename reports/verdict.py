@@ -10,6 +10,8 @@ Two decisions live here and nowhere else:
   majority on it is a fleet-wide fix, not a drain. A failing switch and a slow or failing link go to
   ``check``: a switch fault must never drain the healthy hosts behind it, and a link is a cable or a
   port, not either node. Fleet-wide and run-level failures drain nobody (exit 2 with an empty drain).
+  A host the run could not test (``UNTESTED_RULES``: its own set-up, a port it refuses, no usable
+  measurement) is named ("Could not test ..."), never drained, and its pairs are no links to check.
 - **the exit status** (``exit_code``): one table, command x situation, the verdicts' codes and the
   others (bad input, could not run, a stop by a signal), with ``--fail-on`` moving the verdicts' bar;
   ``error_situation`` is the one map from an exception to its situation, ``run_situation`` the one
@@ -61,12 +63,16 @@ _JUDGING = {PASS: 0, WARN: 1, FAIL: 2, ERROR: 3, BAD_INPUT: 2, NAMED_ERROR: 1, I
 # the checks from running, a typo or a bug included, is 3 and never reads as "drain nothing"
 _PREFLIGHT = {**_JUDGING, BAD_INPUT: 3, NAMED_ERROR: 3, INTERNAL_ERROR: 3}
 _PLAIN = {PASS: 0, BAD_INPUT: 2, NAMED_ERROR: 1, INTERNAL_ERROR: 1, DISK_FULL: 3}
-# compare: a regression is its warning (1); inventory: a host it could not inventory is (1)
+# inventory: a host it could not inventory is its warning (1)
 _WARNING = {**_PLAIN, WARN: 1}
+# compare: a regression is a failure (2, as every failure of the tool); a side that ended early
+# (sizes it never measured are missing from the comparison) is its warning (1)
+_COMPARE = {**_WARNING, FAIL: 2}
 TABLE: dict[str, dict[str, int]] = {
     **dict.fromkeys(JUDGING, _JUDGING),
     "preflight": _PREFLIGHT,
-    **dict.fromkeys(("compare", "inventory"), _WARNING),
+    "compare": _COMPARE,
+    "inventory": _WARNING,
     **dict.fromkeys(("baseline", "export"), _PLAIN),
 }
 """command -> situation -> exit status (at ``--fail-on fail``; signals: ``exit_code``)."""
@@ -135,6 +141,12 @@ def refused(exc: BaseException) -> bool:
 
 
 # -- the verdict of findings ---------------------------------------------------------------------------
+UNTESTED_RULES = ("host_cannot_run", "host_refuses", "node_unreachable", "pairs_not_judged")
+"""The findings of a host or pair the run could not test (its own set-up, a port it refuses, a name
+that does not resolve, hosts and pairs the analysis had no usable measurement of): named in every
+output's headline, never drained (each is a warning by default: never a PASS about them)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a set of findings says, for every output alike."""
@@ -149,6 +161,12 @@ class Verdict:
     """Links (``a|b``) and switches to inspect, sorted; never drained."""
     counts: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(SEVERITIES, 0))
     """Findings per severity, every severity present."""
+    failing: tuple[str, ...] = ()
+    """The links and switches of ``check`` that a ``fail`` finding names: every output lists them
+    all, ahead of the warnings (a failing uplink is never cut for a slow link's warning)."""
+    untested: tuple[str, ...] = ()
+    """Hosts the run could not test or judge (``UNTESTED_RULES``' findings; "N pairs" where no host
+    is named), sorted."""
 
     @property
     def word(self) -> str:
@@ -174,7 +192,13 @@ def judge(
         return Verdict(ERROR, exit_code(command, ERROR, fail_on), counts=counts)
     status = status_of(items)
     drain, check = drain_and_check(items, n_hosts)
-    return Verdict(status, exit_code(command, status, fail_on), tuple(drain), tuple(check), counts)
+    # a pair of a host that refuses connections is that host's fault: not a link to check
+    refusing = {f.subject for f in items if f.rule == "host_refuses"}
+    check = [s for s in check if not ("|" in s and refusing & set(s.split("|")))]
+    failing = {f.subject for f in items if f.severity == "fail" and f.subject_kind in ("pair", "switch")}
+    untested = sorted({h for f in items if f.rule in UNTESTED_RULES for h in f.hosts or [f.subject]})
+    return Verdict(status, exit_code(command, status, fail_on), tuple(drain), tuple(check), counts,
+                   tuple(s for s in check if s in failing), tuple(untested))
 
 
 def status_of(findings: Iterable[Finding]) -> str:
@@ -224,15 +248,24 @@ def headline(verdict: Verdict, with_verdict: bool = True) -> str:
         f"{c['info']} info",
     ]
     text = f"{verdict.word}: {', '.join(parts)}" if with_verdict else ", ".join(parts).capitalize()
-    if verdict.drain:
-        text += f". Drain {_few(list(verdict.drain))}"
+    if verdict.drain:  # every node to drain is a failure: all of them, however many
+        text += f". Drain {_few(list(verdict.drain), len(verdict.drain))}"
     if verdict.check:
-        shown = _few([s.replace("|", "-") for s in verdict.check])
-        if all("|" in s for s in verdict.check):
-            text += f". Check link{'s' * (len(verdict.check) > 1)} {shown}"
-        else:  # a switch among them
-            text += f". Check {shown}"
+        text += f". Check {check_words(verdict)}"
+    if verdict.untested:
+        text += f". Could not test {_few(list(verdict.untested))}"
     return text + "."
+
+
+def check_words(verdict: Verdict, n: int = 6) -> str:
+    """The links and switches to check: every failing one first, then warnings up to ``n`` in all
+    ("and N more"); "links a-b, c-d" when all are links."""
+    first = list(verdict.failing)
+    rest = [s for s in verdict.check if s not in verdict.failing]
+    shown = _few([s.replace("|", "-") for s in first + rest], max(n, len(first)))
+    if all("|" in s for s in verdict.check):
+        return f"link{'s' * (len(verdict.check) > 1)} {shown}"
+    return shown  # a switch among them
 
 
 def _few(items: list[str], n: int = 6) -> str:

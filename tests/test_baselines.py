@@ -79,7 +79,7 @@ def test_compare_exit_codes(run_dir, tmp_path, monkeypatch):
 
     slow = slowed(run_dir, tmp_path / "slow", 1.5, 1 << 20)
     res = runner.invoke(cli, ["compare", str(slow), "--baseline", "base", "--format", "json"])
-    assert res.exit_code == 1
+    assert res.exit_code == 2  # issue 47: a regression is a failure, as everywhere in the tool
     data = json.loads(res.output)
     regressed = [s for s in data["sizes"] if s["regressed"]]
     assert {s["bytes"] for s in regressed} == {1 << k for k in range(20, 34)}

@@ -373,7 +373,8 @@ def test_every_retest_is_a_finding_even_when_the_analysis_no_longer_flags_it() -
     nodes = slow_node.check(ctx)
     assert [(f.subject, f.severity) for f in nodes] == [(x, "info")] and "cleared" in nodes[0].title
     links = slow_pair.check(ctx)
-    assert [(f.subject, f.severity) for f in links] == [(f"{y}|{z}", "warn")]
+    # issue 47: a link confirmed at 0.30x its controls is a failure (was a warning)
+    assert [(f.subject, f.severity) for f in links] == [(f"{y}|{z}", "fail")]
     # whatever the cut of the top findings (one here), every format lists every re-test
     assert f"re-tests: {x} cleared; {y}|{z} confirmed" in format_summary(run_rules(ctx), "text", {}, top=1)
     markdown = format_summary(run_rules(ctx), "markdown", {}, top=1)
@@ -534,7 +535,8 @@ def test_a_link_no_bar_flags_is_a_candidate_re_run_and_kept_only_if_slow_every_t
     ctx = AnalysisContext.from_data(
         fleet.rows, fleet.inventory, fleet.env, fleet.run, policy=deaf, retests=evidence
     )
-    assert [(f.subject, f.severity) for f in slow_pair.check(ctx)] == [(f"{a}|{b}", "warn")]
+    # issue 47: confirmed at 0.72x its controls, a failure by its size (was a warning)
+    assert [(f.subject, f.severity) for f in slow_pair.check(ctx)] == [(f"{a}|{b}", "fail")]
     assert RetestEvidence.from_json(json.loads(json.dumps(evidence.to_json()))) == evidence
 
 

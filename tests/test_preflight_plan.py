@@ -284,6 +284,7 @@ def slow_nodes_with_retests(retests: dict[str, Retest], policy: Policy | None = 
     )
     ctx = AnalysisContext.from_data(
         [],
+        run={"command": "preflight"},
         policy=policy,
         analyses=Analyses(
             pair_model=None, nodes=verdicts, retests=RetestEvidence(retests, "not re-tested: budget")

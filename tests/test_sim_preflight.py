@@ -285,7 +285,8 @@ def test_a_half_rate_node_among_six_is_drained(tmp_path):
 
 @pytest.mark.parametrize(("fault", "fail_on", "status"), [
     ("gpu:node0003", "never", 0),  # a node to drain: still drained, still printed
-    ("link:node0001,node0009=0.4", "fail", 1),  # a slow link: a warning (links are checked, not drained)
+    # a link confirmed 60% slow: a failure (issue 47; was a warning), checked, never drained
+    ("link:node0001,node0009=0.4", "fail", 2),
     ("link:node0001,node0009=0.4", "warn", 2),
 ])
 def test_fail_on_moves_preflight_s_bar_and_keeps_the_drain_list(tmp_path, fault, fail_on, status):

@@ -243,8 +243,9 @@ def test_compare_exits_by_regression(tmp_path: Path, monkeypatch) -> None:  # no
     runner = CliRunner()
     assert runner.invoke(cli, ["compare", str(run), "--baseline", str(run)]).exit_code == exit_code(
         "compare", "pass")
+    # issue 47: a regression is a failure (2), as every failure of the tool
     assert runner.invoke(cli, ["compare", str(slow), "--baseline", str(run)]).exit_code == exit_code(
-        "compare", "warn")
+        "compare", "fail") == 2
 
 
 def test_inventory_of_a_host_it_cannot_reach_is_its_warning(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ if TYPE_CHECKING:
 
 
 @click.command(
-    short_help="Compare a run with a baseline; exit 1 on regression.",
+    short_help="Compare a run with a baseline; exit 2 on regression.",
     epilog="""\b
-Exit codes: 0 no size regressed beyond the threshold, 1 regression (or a run or baseline that ended
-early: interrupted, failed or killed), 2 bad input.
+Exit codes: 0 no size regressed beyond the threshold, 1 a run or baseline that ended early
+(interrupted, failed or killed: compared on the sizes it measured), 2 a regression, or bad input.
 Examples:
   netbench compare latest --baseline nightly     # the newest run under netbench-runs/
   netbench compare netbench-runs/<id> --baseline nightly
@@ -48,7 +48,7 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     from netbench.common.rundir import resolve_run
     from netbench.reports.compare import compare_rows, env_diff, fingerprint, is_regression, render
     from netbench.reports.context import load_baseline
-    from netbench.reports.verdict import PASS, WARN, exit_code
+    from netbench.reports.verdict import FAIL, PASS, WARN, exit_code
     from netbench.run.baselines import BaselineStore, holds_rows
 
     cur_dir = resolve_run(run_dir)
@@ -65,8 +65,9 @@ def command(run_dir: str, baseline: str, fmt: str, threshold: float) -> None:
     click.echo(render(comparisons, fps, env_diff(cur.env, base.env), threshold, fmt), nl=False)
     regressed = any(is_regression(c, threshold) for c in comparisons)
     early = _ended_early(cur, "the run") + _ended_early(base, "the baseline")
-    # a regression is its warning; so is a side that ended early: sizes it never measured are missing
-    raise SystemExit(exit_code("compare", WARN if regressed or early else PASS))
+    # a regression is a failure, as everywhere in the tool (2); a side that ended early is a warning:
+    # sizes it never measured are missing from the comparison
+    raise SystemExit(exit_code("compare", FAIL if regressed else WARN if early else PASS))
 
 
 def _ended_early(side: Baseline, which: str) -> int:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from netbench import __version__
 from netbench.agents.coordinator import Outcome
 from netbench.collectives.sizes import format_size
-from netbench.common.errors import UsageError
+from netbench.common.errors import NetbenchError, UsageError
 from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.common.rundir import RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
@@ -168,11 +168,13 @@ class SweepStages:
             check_distinct(entries, self.records)  # one machine under two names: refused before any rank
             if not live:
                 first = self.records[0]
-                raise UsageError(f"no host could be reached or run a rank ({len(entries)} tried; "
-                                 f"{first.host}: {first.status}: {first.error}): nothing to measure")
+                # not the command line's fault: nothing measured is the table's ``error`` (3)
+                raise NetbenchError(f"no host could be reached or run a rank ({len(entries)} tried; "
+                                    f"{first.host}: {first.status}: {first.error}): nothing to measure",
+                                    exit_code=3)
             nodes = {n.host: n for n in self.records}
             self.planned = plan_run(opts, site, live, nodes, self.switches, run_id)
-        except UsageError as exc:
+        except NetbenchError as exc:
             if self.records:  # what the inventory found stays, with why nothing was measured
                 rundir = RunDir.create(opts.report.out, run_id=run_id)
                 rundir.write_inventory(self.records)

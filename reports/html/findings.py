@@ -29,18 +29,24 @@ def _verdict(findings: list[Finding], n_hosts: int) -> str:
     extra = ""
     if drain:
         extra += (
-            f'<div><strong>Drain:</strong> <span class="mono">{e(", ".join(drain[:40]))}</span>'
-            + (f" and {len(drain) - 40} more" if len(drain) > 40 else "")
-            + "</div>"
+            f'<div><strong>Drain:</strong> <span class="mono">{e(", ".join(drain))}</span></div>'
         )
     if links:
-        shown = ", ".join(s.replace("|", " - ") for s in links[:20])
+        # every failing link and switch, then warnings up to 20 in all: a failing uplink is never cut
+        # for a slow link's warning (issue 47)
+        first = [s for s in links if s in judged.failing]
+        ordered = first + [s for s in links if s not in judged.failing]
+        room = max(20, len(first))
+        shown = ", ".join(s.replace("|", " - ") for s in ordered[:room])
         extra += (
             f'<div><strong>Check {"links" if all("|" in s for s in links) else "links, switches"}:</strong> '
             f'<span class="mono">{e(shown)}</span>'
-            + (f" and {len(links) - 20} more" if len(links) > 20 else "")
+            + (f" and {len(links) - room} more" if len(links) > room else "")
             + "</div>"
         )
+    if judged.untested:
+        extra += (f'<div><strong>Could not test:</strong> <span class="mono">{e(", ".join(judged.untested))}'
+                  "</span> (neither drained nor cleared: see their findings)</div>")
     if not drain and not links and v == "PASS":
         extra = "<div>No node or link needs attention.</div>"
     return f"""

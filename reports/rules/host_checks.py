@@ -2,8 +2,15 @@
 
 - ``host_cannot_run``: a host the inventory reached but where no rank can run (the ranks' python
   has no torch, or one too old; GPUs its torch cannot use in a run on GPUs), left out before
-  launch (inventory.jsonl's status ``cannot_run``, the cause in its error). The job the check is
-  for would fail there too, so it fails the verdict, with the cause rather than a rank's exit code.
+  launch (inventory.jsonl's status ``cannot_run``, the cause in its error). Its own set-up, not its
+  hardware: "could not test HOST", naming the interpreter and the fix, a warning that never drains
+  it (nothing of it was measured, so neither is it cleared: never a PASS).
+- ``host_refuses``: a host whose pairs with two or more partners failed before a byte moved while
+  those partners measured with others: it takes no connection in (a firewall that lets only SSH
+  in). "could not test HOST", a warning: its pairs are not links to check, and it is not drained.
+- ``pairs_not_judged``: hosts the pair model had too few measured partners to judge, and pairs it
+  has no measurement of (a pairwise sweep's; preflight samples pairs by design): a warning,
+  so that a run that could not judge a host never says PASS about it.
 - ``fabric_shared``: another netbench run was live on some of the hosts (the marker its agents
   hold, netbench/agents/marker.py), seen by the inventory at the start or by the port counters'
   snapshots. Each run then measures the other's traffic as its own: slow pairs and cross-spine
@@ -29,7 +36,110 @@ STEP_S = 60.0
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    return _cannot_run(ctx) + _shared(ctx) + _clock_stepped(ctx)
+    return _cannot_run(ctx) + _refuses(ctx) + _not_judged(ctx) + _shared(ctx) + _clock_stepped(ctx)
+
+
+def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
+    """Hosts whose pairs with two or more partners never moved a byte (the group stalled in its
+    set-up, every rank alive: no row of it measured, no host lost) while each of those partners
+    measured with another host: the
+    host takes no connection in (a firewall that lets only SSH in, a port it refuses), its own
+    fault, not its links'. host -> those partners, sorted."""
+    if ctx.rows.empty or not {"pattern", "hosts", "status"} <= set(ctx.rows.columns):
+        return {}
+    ok: dict[frozenset[str], bool] = {}
+    stalled: set[frozenset[str]] = set()  # timed out with every rank alive: no host lost, no error
+    rows = ctx.rows
+    for pattern, hosts, status in zip(rows["pattern"], rows["hosts"], rows["status"], strict=True):
+        if pattern == "pair" and isinstance(hosts, list | tuple) and len(hosts) == 2:
+            key = frozenset(map(str, hosts))
+            ok[key] = ok.get(key, False) or status == "ok"
+            if status == "timeout":
+                stalled.add(key)
+    lost = {str(h) for h in ctx.run.get("down_hosts") or [] if isinstance(h, str)}
+    failed: dict[str, set[str]] = {}
+    for key, good in ok.items():
+        if not good and key in stalled and len(key) == 2 and not key & lost:
+            a, b = sorted(key)
+            failed.setdefault(a, set()).add(b)
+            failed.setdefault(b, set()).add(a)
+
+    def measured_without(p: str, x: str) -> bool:
+        return any(good and p in key and x not in key for key, good in ok.items())
+
+    return {x: sorted(ps) for x, ps in failed.items()
+            if len(ps) >= 2 and all(
+                len(failed.get(p, ())) < len(ps) and measured_without(p, x) for p in ps)}
+
+
+def _refuses(ctx: AnalysisContext) -> list[Finding]:
+    out = []
+    for host, partners in sorted(refusing_hosts(ctx).items()):
+        with_ = ", ".join(partners)
+        out.append(Finding(
+            rule="host_refuses",
+            severity="warn",
+            subject_kind="node",
+            subject=host,
+            title=f"Could not test {host}: it refuses connections (its pairs with {with_} failed before a "
+            f"byte moved, while {with_} measured with other hosts)",
+            evidence={"partners": partners},
+            action=f"A firewall on {host} or a port it refuses, not its links: open the ranks' TCP ports on "
+            f"{host} (NCCL's and the coordinator's; SSH alone is not enough), then measure it again.",
+            hosts=[host],
+        ))
+    return out
+
+
+def _not_judged(ctx: AnalysisContext) -> list[Finding]:
+    """Hosts of the pairwise phase the pair model could not judge (too few measured partners) and
+    pairs it has no usable measurement of (failed, never run, or in a round a stalled group
+    disturbed): said, so that silence is never read as "fine". Preflight's quick
+    pass samples pairs by design (its sequential tests decide the hosts it left open): not there."""
+    m = ctx.pair_model
+    if m is None or ctx.run.get("command") == "preflight":
+        return []
+    import numpy as np
+
+    n = len(m.hosts)
+    # said by another finding already: left out by the inventory, lost during the run, refusing
+    said_else = {str(x.get("host")) for x in ctx.inventory if x.get("status") not in (None, "ok", "partial")}
+    said_else |= {str(h) for h in ctx.run.get("down_hosts") or [] if isinstance(h, str)}
+    said_else |= set(refusing_hosts(ctx))
+    measured = (m.cls >= 0) | (m.cls >= 0).T
+    missing_ij = [(i, j) for i, j in zip(*np.triu_indices(n, 1), strict=True)
+                  if not measured[i, j] and not {m.hosts[i], m.hosts[j]} & said_else]
+    # a host the model could not judge because pairs of it are missing (a small fleet whose every
+    # pair was measured is judged as far as it can be: its size is no missing evidence)
+    short = {k for ij in missing_ij for k in ij}
+    hosts = [m.hosts[i] for i in sorted(short) if not m.judged[i]]
+    # a host of the run with no pair measured at all is not in the model
+    listed = ctx.run.get("hosts") if isinstance(ctx.run.get("hosts"), list) else [
+        x.get("host") for x in ctx.inventory]  # run.json's list, else the inventory's (an import's)
+    hosts += [str(h) for h in listed if h is not None and str(h) not in said_else | set(m.hosts)]
+    missing = [f"{m.hosts[i]}-{m.hosts[j]}" for i, j in missing_ij]
+    if not hosts and not missing:
+        return []
+    said = [f"host{'s' * (len(hosts) > 1)} {_some(hosts)} (too few measured partners)"] if hosts else []
+    if missing:
+        plural = "s" * (len(missing) > 1)
+        said.append(f"{len(missing)} pair{plural} with no usable measurement: {_some(missing)}")
+    return [Finding(
+        rule="pairs_not_judged",
+        severity="warn",
+        subject_kind="run",
+        subject=", ".join(hosts) if hosts else f"{len(missing)} pair{'s' * (len(missing) > 1)}",
+        title=f"Could not judge {'; '.join(said)}: no verdict on them, neither fault nor clean",
+        evidence={"hosts": hosts, "pairs": missing[:200], "pairs_missing": len(missing),
+                  "partners": {h: int(m.partners[m.hosts.index(h)]) if h in m.hosts else 0 for h in hosts}},
+        action="Look at their failed rows (results.jsonl) and measure them again: a full pairwise sweep "
+        "(--pattern pairwise) over these hosts judges every pair.",
+        hosts=hosts,
+    )]
+
+
+def _some(items: list[str], n: int = 6) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
@@ -38,19 +148,41 @@ def _cannot_run(ctx: AnalysisContext) -> list[Finding]:
         if n.get("status") != CANNOT_RUN:
             continue
         host, why = str(n["host"]), str(n.get("error") or "no cause recorded")[:300]
+        py = _interpreter(ctx, n)
         out.append(Finding(
             rule="host_cannot_run",
-            severity="fail",
+            severity="warn",
             subject_kind="node",
             subject=host,
-            title=f"{host} could not run a rank: {why}",
-            evidence={"status": CANNOT_RUN, "error": why, "python": n.get("python_version"),
-                      "torch": n.get("torch_version")},
-            action="Left out before launch, so nothing of it was measured: "
+            title=f"Could not test {host}: {_said(why, py)}{_fix(ctx)}",
+            evidence={"status": CANNOT_RUN, "error": why, "interpreter": py,
+                      "python": n.get("python_version"), "torch": n.get("torch_version")},
+            action="Left out before launch, so nothing of it was measured (neither drained nor cleared): "
             f"{ctx.site.about(host).runtime}, then check it again.",
             hosts=[host],
         ))
     return out
+
+
+def _interpreter(ctx: AnalysisContext, node: dict) -> str:
+    """The python the host's ranks would have run: its ``python=`` label, else ``--python``, else the
+    launchers' default."""
+    labels = node.get("labels") if isinstance(node.get("labels"), dict) else {}
+    options = ctx.run.get("options") if isinstance(ctx.run.get("options"), dict) else {}
+    return str(labels.get("python") or options.get("python") or "python3")[:200]
+
+
+def _fix(ctx: AnalysisContext) -> str:
+    """Where the interpreter is chosen: the hosts file or --python, except in a pod (its image; the
+    action names the site's own way)."""
+    return "" if ctx.run.get("launcher") == "k8s" else "; pass --python or python= in the hosts file"
+
+
+def _said(why: str, py: str) -> str:
+    """The inventory's cause, about the interpreter by name ("its /usr/bin/python3 has no torch")."""
+    if why.startswith("torch is not importable by its python"):
+        return f"its {py} has no torch ({why.split(': ', 1)[-1]})"
+    return why.replace("its python", f"its {py}", 1) if "its python" in why else f"{py}: {why}"
 
 
 def _shared(ctx: AnalysisContext) -> list[Finding]:
@@ -112,7 +244,7 @@ def _span(seconds: float) -> str:
 
 RULE = Rule(
     name="host_checks",
-    ids=ids("host_cannot_run", "fabric_shared", "clock_stepped"),
+    ids=ids("host_cannot_run", "host_refuses", "pairs_not_judged", "fabric_shared", "clock_stepped"),
     check=check,
     doc=__doc__ or "",
 )

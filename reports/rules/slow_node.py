@@ -111,9 +111,16 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
                         if rt.interval is not None else policy_severity(ctx, "slow_node"))
             said = retest_said(rt.verdict, rt.ratios, rt.reason)
             action = confirmed_node_action(host) if severity != "info" else None
-        elif severity == "fail":
+        elif rt.verdict == "not_run" and ctx.run.get("command") != "preflight":
+            # not re-tested (its budget ran out): the sweep's evidence stands as it would with
+            # --confirm-budget 0; running out of budget never weakens a finding. Preflight's quick pass
+            # is a screen that always re-tests, so there a node fails only once confirmed
+            why = rt.reason.removeprefix("not re-tested: ")
+            said = f"Not re-tested ({why})" if why else "Not re-tested"
+        elif severity == "fail":  # re-tested, and the re-test could not tell: weaker than the sweep said
             severity, said = "warn", f"Unconfirmed ({rt.reason})"
-            action = f"Not drained: re-test {host} against known-good partners (a longer --budget does)."
+            action = (f"Not drained: re-test {host} against known-good partners ({_more_budget(ctx)} "
+                      "gives its re-test more time).")
     small = severity == "info" and action is None  # past the bar but nearer than warn_floor
     title = f"{said + ': ' if said else ''}{'Small but certain: ' if small else ''}{_title(nodes, v)}"
     if small:
@@ -138,6 +145,11 @@ def _node_finding(ctx: AnalysisContext, nodes: NodeVerdicts, v: NodeVerdict) -> 
         action=action,
         hosts=[host],
     )
+
+
+def _more_budget(ctx: AnalysisContext) -> str:
+    """The option that buys re-tests more time on the command that made the run."""
+    return "a longer --budget" if ctx.run.get("command") == "preflight" else "a longer --confirm-budget"
 
 
 def confirmed_node_action(host: str) -> str:

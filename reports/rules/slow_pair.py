@@ -33,7 +33,6 @@ from netbench.reports.rules.base import (
     CLEARED_ACTION,
     Rule,
     pct_ci,
-    policy_severity,
     retest_said,
     size_label,
     size_severity,
@@ -177,6 +176,7 @@ def _link_finding(
         elif rt.verdict == "confirmed":
             title = f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: {title}"
             action = confirmed_link_action(a, b)
+            severity = _confirmed_severity(ctx, ci)
     if rt is None or rt.verdict in ("not_run", "inconclusive"):  # one measurement speaks for it
         evidence["samples"] = "one measurement of the pair, not re-tested"
         title += " — rests on one sample"
@@ -202,9 +202,11 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
     confirmed = rt.verdict == "confirmed" and node is None
     said = {"confirmed": "is slow on re-run", "cleared": "cleared on re-run"}.get(rt.verdict, "not re-run")
     because = f"; node {node} is slow against known-good partners: its fault" if node else ""
+    vals = sorted(rt.ratios.values())
+    med = vals[len(vals) // 2] if vals else None  # the re-run's own figure: its size when confirmed
     return Finding(
         rule="slow_pair",
-        severity=policy_severity(ctx, "slow_pair") if confirmed else "info",
+        severity=_confirmed_severity(ctx, None if med is None else (med, med)) if confirmed else "info",
         subject_kind="pair",
         subject=rt.subject,
         title=(f"{retest_said(rt.verdict, rt.ratios, rt.reason)}: link {a} - {b} {said} against known-good "
@@ -217,6 +219,17 @@ def _retest_only(ctx: AnalysisContext, rt: Retest) -> Finding:
         ),
         hosts=[a, b],
     )
+
+
+def _confirmed_severity(ctx: AnalysisContext, ci: tuple[float, float] | None) -> str:
+    """A link its re-test confirmed is no longer one sample's word: its size decides, as a node's
+    does, a failure when certainly ``fail_floor`` slower (a link confirmed 60% slow is a fault to
+    fix, not a warning). A policy that sets ``slow_pair``'s severity still caps it."""
+    if ci is None or "slow_pair" in ctx.policy.severity:
+        return size_severity(ctx, "slow_pair", ci)
+    t = ctx.policy.thresholds
+    near, far = 1 - ci[1], 1 - ci[0]
+    return "fail" if near >= t.warn_floor and far >= t.fail_floor else size_severity(ctx, "slow_pair", ci)
 
 
 def confirmed_link_action(a: str, b: str) -> str:

@@ -23,6 +23,8 @@ from netbench.inventory.topology import Topology, parse_slurm_topology
 SCONTROL_TIMEOUT_S = 15.0
 DRAIN_PREFIX = "netbench: "
 REASON_MAX = 200  # slurmctld keeps the reason in its state; a novel there helps nobody
+ELLIPSIS = "..."  # a reason cut short says so (ASCII: slurmctld and sinfo's readers)
+WORD_MAX = 40
 
 
 class SlurmError(UsageError):
@@ -123,7 +125,18 @@ def drain_reason(why: str, where: str = "") -> str:
     cut, when one is needed, is in ``why``."""
     flat = " ".join(terminal_safe(why).split())
     tail = f" [{' '.join(terminal_safe(where).split())[: REASON_MAX - 50]}]" if where else ""
-    return DRAIN_PREFIX + flat[: REASON_MAX - len(DRAIN_PREFIX) - len(tail)] + tail
+    return DRAIN_PREFIX + _cut(flat, REASON_MAX - len(DRAIN_PREFIX) - len(tail)) + tail
+
+
+def _cut(text: str, room: int) -> str:
+    """``text`` in ``room`` characters: whole, or cut at a word's end with an ellipsis ("slower
+    than..." rather than "slower tha"), so ``sinfo -R`` never shows half a word; a word longer than
+    ``WORD_MAX`` (a path, a run of junk) is cut inside, as nothing shorter would be kept of it."""
+    if len(text) <= room:
+        return text
+    head = text[: room - len(ELLIPSIS) + 1]  # one more: whether the cut fell on a word's end
+    whole = head.rsplit(" ", 1)[0] if " " in head[-WORD_MAX:] else head[:-1]
+    return whole.rstrip(" ,;:") + ELLIPSIS
 
 
 def drain_command(node: str, why: str, where: str = "") -> list[str]:

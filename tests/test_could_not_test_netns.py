@@ -1,0 +1,76 @@
+"""Issue 47 (3): a host's own faults are the host's. h1 behind a firewall (every inbound TCP connection
+but to port 22 dropped: its SSH works, its ranks' ports do not) is "could not test h1: it refuses
+connections", a warning that drains nobody and sends no one to check its links (it was "Check links
+h1-h2, h3-h1")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.netns
+
+QUICK = ["--pattern", "pairwise", "--pair-sizes", "64K", "-k", "all_reduce", "-n", "2", "-w", "1",
+         "--timeout", "10", "--confirm-budget", "0"]
+
+
+def firewall(net, name: str) -> None:  # noqa: ANN001
+    """Drop every TCP connection attempt (SYN without ACK) into ``name`` but to port 22, as a host
+    firewall that only lets SSH in does (its own outgoing connections still work): on the egress of
+    its veth's root end (everything that reaches the host passes there; this kernel has no netfilter
+    and no tc actions, so htb sends those packets to a class whose queue holds none)."""
+    veth = net.host(name).veth
+    ip_tcp = ["protocol", "ip", "u32", "match", "ip", "protocol", "6", "0xff"]
+    steps = (["qdisc", "replace", "dev", veth, "root", "handle", "1:", "htb", "default", "10"],
+             ["class", "add", "dev", veth, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"],
+             ["class", "add", "dev", veth, "parent", "1:", "classid", "1:3", "htb", "rate", "10gbit"],
+             ["qdisc", "add", "dev", veth, "parent", "1:3", "handle", "30:", "pfifo", "limit", "0"],
+             ["filter", "add", "dev", veth, "parent", "1:", "prio", "1", *ip_tcp,
+              "match", "ip", "dport", "22", "0xffff", "flowid", "1:10"],
+             # the TCP flags byte (an IP header of 20 bytes + 13): SYN set, ACK clear
+             ["filter", "add", "dev", veth, "parent", "1:", "prio", "2", *ip_tcp,
+              "match", "u8", "0x02", "0x12", "at", "33", "flowid", "1:3"])
+    for argv in steps:
+        r = subprocess.run(["tc", *argv], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+def test_a_firewalled_host_is_its_own_fault_never_links(netns_factory, tmp_path: Path) -> None:
+    net = netns_factory(["h0", "h1", "h2", "h3"])
+    firewall(net, "h1")
+    argv = net.netbench_argv(tmp_path)
+    out = tmp_path / "run"
+    res = subprocess.run([*argv, "--out", str(out), *QUICK], capture_output=True, text=True, timeout=400)
+    said = res.stdout + res.stderr
+    found = json.loads((out / "findings.json").read_text())["findings"]
+    head = next(line for line in said.splitlines() if line.startswith(("PASS", "WARN", "FAIL")))
+    untested = head.split("Could not test ", 1)[-1].split(".")[0].split(", ")
+    assert "h1" in untested, said[-3000:]
+    assert "Check link" not in head and "Drain" not in head, head  # neither its links nor a drain
+    # its pairs' rows failed (timed out): a run is never better than its counted failures (2)
+    assert res.returncode == 2, said[-3000:]
+    (named,) = [f for f in found if f["rule"] == "host_refuses"]
+    assert named["subject"] == "h1" and named["severity"] == "warn"
+    assert named["title"].startswith("Could not test h1: it refuses connections (its pairs with h2, h3"), \
+        named["title"]
+    assert not [f for f in found if f["severity"] == "fail" and f["subject_kind"] == "node"], found
+
+
+def test_a_mistyped_host_is_could_not_test_and_its_pairs_are_said(netns_factory, tmp_path: Path) -> None:
+    """Issue 47 (9): a name that does not resolve is a host that could not be tested: a warning (1),
+    named in the headline, never drained; the others are measured and judged."""
+    net = netns_factory(["h0", "h1", "h2", "h3"])
+    argv = net.netbench_argv(tmp_path)
+    hosts = Path(argv[argv.index("--hosts") + 1])
+    hosts.write_text(hosts.read_text() + "h4-mistyped\n")
+    out = tmp_path / "run"
+    res = subprocess.run([*argv, "--out", str(out), *QUICK], capture_output=True, text=True, timeout=400)
+    said = res.stdout + res.stderr
+    head = next(line for line in said.splitlines() if line.startswith(("PASS", "WARN", "FAIL")))
+    assert res.returncode == 1 and head.startswith("WARN"), said[-3000:]
+    assert "Could not test h4-mistyped" in head and "Drain" not in head, head
+    found = json.loads((out / "findings.json").read_text())["findings"]
+    assert [f["subject"] for f in found if f["rule"] == "node_unreachable"] == ["h4-mistyped"]
