@@ -90,34 +90,6 @@ def text_of(texts: pa.Array) -> bytes:
     return bytes(memoryview(texts.buffers()[2])[offsets[0] : offsets[-1]])
 
 
-def list_texts(v: np.ndarray) -> pa.Array:
-    """Each row of a 2-D array of numbers as the items of its JSON list ("1.5, 2.0"), no brackets."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    rows, width = v.shape
-    if width == 0:
-        return pa.array([""] * rows, type=pa.string())
-    thousandths = _thousandths(v)
-    if thousandths is not None:
-        return _milli_lists(thousandths)
-    items = number_texts(v.ravel())
-    offsets = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
-    return pc.binary_join(pa.ListArray.from_arrays(offsets, items), ", ")
-
-
-def _thousandths(v: np.ndarray) -> np.ndarray | None:
-    """``v`` in integer thousandths when every value is a non-negative float with at most three
-    decimals (below ``MILLI_MAX``); else None."""
-    if v.dtype.kind != "f" or not v.size:
-        return None
-    with np.errstate(invalid="ignore", over="ignore"):
-        k = np.rint(v * 1000)
-        if not ((k / 1000 == v) & (k < MILLI_MAX) & ~np.signbit(v)).all():
-            return None
-    return k.astype(np.int64)
-
-
 def _milli_lists(k: np.ndarray) -> pa.Array:
     """Each row of thousandths (rows, items) as its floats' JSON list items ("11274.33, 11270.028"),
     built as a byte matrix, one plane per character position (numpy writes a plane at once):
