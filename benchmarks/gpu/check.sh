@@ -139,8 +139,11 @@ sweep() {  # sweep NAME LIMIT CHECK ARGS...: netbench ARGS in $W/NAME; CHECK: py
   mkdir -p "$W/$name"
   (cd "$W/$name" && bounded "$limit" "$W/logs/$name.txt" python3 -m netbench "$@") || rc=$?
   if [ "$rc" = 0 ] && [ -n "$check" ]; then
-    python3 -c "import glob, json, sys
-rows = [json.loads(x) for f in glob.glob(sys.argv[1] + '/**/results.jsonl', recursive=True) for x in open(f)]
+    python3 -c "import glob, sys
+from pathlib import Path
+from netbench.common.rundir import RunDir
+runs = sorted({Path(f).parent for f in glob.glob(sys.argv[1] + '/**/run.json', recursive=True)})
+rows = [r for d in runs for r in RunDir(d, '').read_rows()]  # results.parquet or an older results.jsonl
 $check" "$W/$name" >> "$W/logs/$name.txt" 2>&1 || rc=$?
   fi
   local how; how=$(grep -E '^(PASS|WARN|FAIL)|# rows:|^check:' "$W/logs/$name.txt" | tail -n 2 | tr '\n' ' ')

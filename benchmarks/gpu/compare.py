@@ -1,7 +1,7 @@
 """Side by side: nccl-tests and netbench on the same GPUs, time per operation and their ratio.
 
 Reads a results folder written by ``run_h200.sh``: nccl-tests logs ``nt_<tag>_<coll>_g<G>.txt`` (G = -G
-graph launches, 0 = none) and netbench run directories ``nb_<tag>_g<G>*/results.jsonl`` (G 0: plain,
+graph launches, 0 = none) and netbench run directories ``nb_<tag>_g<G>*`` (rows of either layout; G 0: plain,
 else --cuda-graph). Prints, per (tag, collective, graph), the time of each tool for out-of-place and
 in-place and ratio = netbench / nccl-tests, then a verdict against the goals: within 3 % for sizes
 >= 1 MiB, and within 1 us at 8 B with graphs.
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from netbench.collectives.sizes import format_size
 
+from netbench.common.rundir import RunDir
 from netbench.importers.nccl_tests import parse_text
 
 KEY_SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 8 << 30]
@@ -41,18 +42,14 @@ def load(folder: Path) -> tuple[dict, dict, dict]:
                     if r.get("time_us") is not None:
                         nt[(m["tag"], m["coll"], int(m["g"]) > 0, r["in_place"], r["bytes"])] = r["time_us"]
         m = _NB.match(f.name)
-        if m and (f / "results.jsonl").exists() and "smoke" not in f.name:
+        if m and (f / "run.json").exists() and "smoke" not in f.name:
             env = f / "env.json"
             if env.exists():
                 for host in json.loads(env.read_text()).values():
                     if isinstance(host, dict) and host.get("nccl"):
                         info.setdefault("nccl (netbench)", host["nccl"])
                         info.setdefault("torch", host.get("torch"))
-            for line in (f / "results.jsonl").read_text().splitlines():
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+            for r in RunDir(f, "").read_rows():  # results.parquet, or an older run's results.jsonl
                 if r.get("status") == "ok" and r.get("pattern") == "world":
                     tag = f"{m['tag']} [{r.get('engine', 'torch')}]"  # one table per netbench engine
                     nb[(tag, r["collective"], int(m["g"]) > 0, r["in_place"], r["bytes"])] = r["time_us"]
