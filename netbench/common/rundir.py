@@ -463,7 +463,10 @@ def read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
     got = JsonlRead([], [])
     try:
         with open_regular(path) as fh:
-            table = pq.read_table(fh)
+            # one thread: a script that read a part with pyarrow's thread pool (pyarrow 26) aborted at
+            # its exit ("terminate called without an active exception", 134) in 26 of 30 runs here,
+            # 0 of 30 without (benchmarks/gpu/check.sh's smoke check hit it on the lent H100)
+            table = pq.read_table(fh, use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         return JsonlRead([], [Unreadable(str(path), None, f"not a Parquet part of rows ({exc}); left out")])
     for number, rec in enumerate(table.to_pylist(), start=1):
