@@ -16,3 +16,17 @@ def rows_of(out: str | Path) -> list[dict[str, Any]]:
 
 def has_rows(out: str | Path) -> bool:
     return bool(RunDir(Path(out), "").row_files())
+
+
+def as_jsonl_layout(out: str | Path) -> Path:
+    """Turn a run directory into the older layout (its rows as results.jsonl, no results.parquet),
+    for tests that damage or edit the rows' file line by line; returns results.jsonl's path."""
+    import json
+    import shutil
+
+    out = Path(out)
+    rows = rows_of(out)
+    path = out / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    shutil.rmtree(out / "results.parquet", ignore_errors=True)
+    return path

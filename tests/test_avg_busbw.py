@@ -4,13 +4,13 @@ collective's number and not a blend; one collective's line is nccl-tests' own, b
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from rowfiles import rows_of
 
 AVG = "# Avg bus bandwidth    : "
 QUICK = ["-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1", "--no-report"]
@@ -21,7 +21,7 @@ def sweep(out: Path, collectives: str) -> tuple[subprocess.CompletedProcess, lis
     res = subprocess.run(argv, capture_output=True, text=True, timeout=240,
                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})  # gloo ranks on this machine
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = rows_of(out)
     return res, rows
 
 

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from rowfiles import rows_of
 
 FAKETIME = next((p for p in (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"),
                              Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1")) if p.exists()),
@@ -58,7 +59,7 @@ def test_a_clock_stepped_back_faults_no_host_and_keeps_every_row(stepped) -> Non
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "completed" and run["down_hosts"] == [] and run["faults"] == [], run
     assert all(p["seconds"] >= 0 for p in run["phases"]), run["phases"]
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     assert rows and all(r["status"] == "ok" for r in rows)
     stamps = [r["ts"] for r in rows]
     assert max(a - b for a, b in zip(stamps, stamps[1:], strict=False)) > 3600, "the step came mid-run"

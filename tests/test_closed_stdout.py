@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rowfiles import rows_of
 from synthetic import make_fleet, write_run_dir
 
 QUICK = ["sweep", "-p", "2", "-k", "all_reduce", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0"]
@@ -39,7 +40,7 @@ def run_json(out: Path) -> dict:
 
 
 def rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    return rows_of(out)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from netbench.reports.export.base import MAX_NAME, ExportFile, file_name, unique_names
+from rowfiles import as_jsonl_layout
 from synthetic import make_fleet, write_run_dir
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a small or read-only file system here is a mount")
@@ -69,6 +70,7 @@ def test_a_killed_run_is_exported_with_a_warning(good: Path, tmp_path: Path) -> 
 
 def test_a_damaged_run_is_exported_with_a_warning_per_line_left_out(good: Path, tmp_path: Path) -> None:
     run = copy(good, tmp_path / "run")
+    as_jsonl_layout(run)  # an older run's rows, damaged line by line
     with (run / "results.jsonl").open("ab") as fh:
         fh.write(b'{"run_id": "x", "collec\n\xff\xfe garbage\n')
     res = netbench("export", str(run), "--out", str(tmp_path / "x"))
@@ -80,7 +82,7 @@ def test_a_damaged_run_is_exported_with_a_warning_per_line_left_out(good: Path, 
 
 def test_a_mixed_run_is_exported_with_a_warning_naming_both_runs(good: Path, tmp_path: Path) -> None:
     run = copy(good, tmp_path / "run")
-    lines = (run / "results.jsonl").read_text().splitlines()
+    lines = as_jsonl_layout(run).read_text().splitlines()
     other = [json.dumps({**json.loads(line), "run_id": "20261201T000000Z-other"}) for line in lines]
     (run / "results.jsonl").write_text("\n".join(lines + other) + "\n")
     res = netbench("export", str(run), "--out", str(tmp_path / "x"), "--format", "json")

@@ -137,6 +137,8 @@ def test_killing_a_hosts_sshds_mid_pairwise_blames_that_host_only(net, tmp_path:
     serious = [f for f in findings if f["severity"] in ("warn", "fail")]
     for f in serious:  # another host only as a node its own re-test confirmed slow, never for a fault
         others = set(f.get("hosts") or []) - {VICTIM}
+        if f["rule"] == "pairs_not_judged":  # said, drains nobody: their pairs with the victim are gone
+            continue
         assert not others or (f["rule"] == "slow_node" and others <= measured), serious
     # no "check link" for a pair that never ran, and no failed row shown "at 0"
     assert not [f for f in findings if f["rule"] in ("error", "timeout") and VICTIM in f["subject"]], findings
@@ -176,7 +178,7 @@ def test_a_rank_killed_in_the_ring_condemns_only_its_host(net, tmp_path: Path) -
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
-        while not ((out / "results.jsonl").exists() and len(rows(out)) >= 2):
+        while not (has_rows(out) and len(rows(out)) >= 2):
             assert proc.poll() is None and time.time() < deadline, proc.communicate()
             time.sleep(0.1)
         victims = [p for p in net.pids("b2") if rank_of(p) is not None]
@@ -206,7 +208,7 @@ def test_an_mtu_changed_mid_run_is_said_about_its_host(net, tmp_path: Path) -> N
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
-        while not ((out / "results.jsonl").exists() and len(rows(out)) >= 6):
+        while not (has_rows(out) and len(rows(out)) >= 6):
             assert proc.poll() is None and time.time() < deadline, proc.communicate()
             time.sleep(0.2)
         assert net.run("a3", ["ip", "link", "set", "eth0", "mtu", "1280"]).returncode == 0
@@ -233,7 +235,7 @@ def test_a_leaf_cut_off_for_15_s_is_its_switch_and_drains_none_of_its_hosts(net,
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
-        while not ((out / "results.jsonl").exists() and len(rows(out)) >= 6):
+        while not (has_rows(out) and len(rows(out)) >= 6):
             assert proc.poll() is None and time.time() < deadline, proc.communicate()
             time.sleep(0.2)
         subprocess.run(["ip", "link", "set", uplink, "down"], check=True)

@@ -121,12 +121,12 @@ def test_a_disk_that_fills_under_import_is_exit_3_and_keeps_the_rows(tmp_path: P
 def test_a_read_only_run_directory_under_report_is_exit_3(good: Path, tmp_path: Path) -> None:
     with mounted(tmp_path / "ro") as ro:
         shutil.copytree(good, ro / "run")
-        before = (ro / "run" / "results.jsonl").read_bytes()
+        before = {f: f.read_bytes() for f in (ro / "run").rglob("*") if f.is_file()}
         subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
         for extra in ([], ["--no-html"]):
             res = netbench("report", str(ro / "run"), *extra)
             one_error(res, 3, f"cannot write the report into {ro / 'run'}: Read-only file system")
-        assert (ro / "run" / "results.jsonl").read_bytes() == before
+        assert {f: f.read_bytes() for f in (ro / "run").rglob("*") if f.is_file()} == before
 
 
 # -- the baseline store -------------------------------------------------------------------------------------
@@ -155,7 +155,8 @@ def test_two_simultaneous_saves_of_one_new_name_save_once(good: Path, tmp_path: 
     assert sorted(code for code, _, _ in done) == [0, 2], done
     [(_, _, err)] = [d for d in done if d[0] == 2]
     assert err == "netbench: error: baseline 'nightly' exists; pass --overwrite to replace it\n"
-    assert sorted(p.name for p in (store / "nightly").iterdir()) == ["env.json", "results.jsonl", "run.json"]
+    saved = sorted(p.name for p in (store / "nightly").iterdir())
+    assert saved == ["env.json", "results.parquet", "run.json"]
     assert not [p.name for p in store.iterdir() if ".tmp-" in p.name]
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rowfiles import rows_of
 from synthetic import host_names, make_fleet, write_run_dir
 
 from netbench.cli import cli
@@ -40,7 +41,7 @@ def test_a_collective_given_twice_is_measured_once(tmp_path: Path) -> None:
     r = _netbench("sweep", "--procs", "2", "-k", "all_reduce,allreduce,all_reduce", "-b", "1K", "-e", "1K",
                   "-n", "1", "-w", "0", "--no-report", "--out", str(out))
     assert r.returncode == 0, r.stderr
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     # one size, out of place and in place: two rows, not six
     assert sorted((row["collective"], row["in_place"]) for row in rows) == [
         ("all_reduce", False), ("all_reduce", True)
@@ -56,7 +57,7 @@ def test_pair_sizes_and_patterns_given_twice_are_measured_once(tmp_path: Path) -
     assert r.exit_code == 0, r.output
     asked = json.loads((out / "run.json").read_text())["options"]["simulate"]
     assert asked["patterns"] == ["pairwise"] and asked["pair_sizes"] == [1 << 20]
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    rows = rows_of(out)
     pairs = [(tuple(row["hosts"]), row["bytes"], row["collective"], row["in_place"]) for row in rows]
     assert pairs and len(pairs) == len(set(pairs))  # no pair measured twice at one size
 

@@ -1,12 +1,12 @@
 """A fleet in two speeds.
 
 ``fleet_split`` (fail): half the hosts or more cannot run faster than one rate with any partner,
-while the others run ``MIN_RATIO`` or more above it with each other. The slow-node rule weighs each
+while the others run ``SPLIT_RATIO`` or more above it with each other. The slow-node rule weighs each
 host against the fleet's own median; when half the fleet is slow that median is the slow rate, and
 the slow hosts read as the norm (issue 45: three of six hosts capped to 50 Mbit/s gave PASS). A
 host's best pair is what tells: a capped host is capped with every partner, a healthy one runs at
 full rate with another healthy one, whatever the share of each. The slow group is the hosts whose
-best pair is within ``CAPPED`` of the lowest (one cap, and noise); the fast one those ``MIN_RATIO``
+best pair is within ``CAPPED`` of the lowest (one cap, and noise); the fast one those ``SPLIT_RATIO``
 above it (a healthy host whose leaf peers are all capped runs faster across the uplink: fast). Hop
 classes do not split a fleet this way (every host's best pair is within its leaf), nor does one slow
 host (fewer than half: the slow-node rule names it). Which group is healthy the fleet alone cannot
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from netbench.reports.context import AnalysisContext
-from netbench.reports.learned import MIN_RATIO, pair_rates
+from netbench.reports.learned import pair_rates
 from netbench.reports.pairrows import PairRows
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
@@ -29,10 +29,18 @@ from netbench.common.findings import Finding
 _SHOW = 16
 CAPPED = 1.25
 """Hosts whose best pair is within this of the lowest best pair are at the floor: one cap, and noise."""
+SPLIT_RATIO = 1.8
+"""The fast hosts' best pairs at least this far above the floor: half the fleet at half rate is a
+split; two leaves of a 6-host gloo fleet on a loaded machine, one of them short of a lost host, ran
+1.5x apart with every host healthy."""
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     rows = PairRows.from_frame(ctx.rows)
+    lost = _lost(ctx)
+    if lost:  # a host the run lost, and its pairs, say nothing about the fleet's speeds
+        gone = rows.mask_of(lost)
+        rows.ok = rows.ok & ~gone[rows.a] & ~gone[rows.b]
     pairs, rate = pair_rates(rows)
     n = len(rows.names)
     if n < 4 or len(rate) < 4:
@@ -46,7 +54,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     if len(seen) < 4:
         return []
     floor = float(best[seen].min())
-    slow, quick = seen[best[seen] <= floor * CAPPED], seen[best[seen] >= floor * MIN_RATIO]
+    slow, quick = seen[best[seen] <= floor * CAPPED], seen[best[seen] >= floor * SPLIT_RATIO]
     if len(quick) < 2 or 2 * len(slow) < len(seen):
         return []
     within = np.isin(pairs[:, 0], quick) & np.isin(pairs[:, 1], quick)
@@ -66,6 +74,13 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         "healthy: compare both with the links' rate (netbench inventory) or the last baseline (netbench "
         "compare), then drain the group that is off. Nobody is drained for this finding.",
     )]
+
+
+def _lost(ctx: AnalysisContext) -> set[str]:
+    faults = ctx.run.get("faults") if isinstance(ctx.run.get("faults"), list) else []
+    down = ctx.run.get("down_hosts") if isinstance(ctx.run.get("down_hosts"), list) else []
+    return {f["host"] for f in faults if isinstance(f, dict) and isinstance(f.get("host"), str)} | {
+        h for h in down if isinstance(h, str)}
 
 
 def _names(hosts: list[str]) -> str:
