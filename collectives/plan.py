@@ -68,6 +68,13 @@ class SweepSpec:
     def validate_for(self, backend: str) -> None:
         if backend == "gloo" and self.dtype in GLOO_UNSUPPORTED:
             raise ValueError(f"dtype {self.dtype} is not supported by gloo")
+        if backend == "gloo" and self.op == "avg" and not get_dtype(self.dtype).is_float and any(
+            get_collective(name).reduces for name in self.collectives
+        ):
+            # torch's gloo averages by a float division it cannot write back into integer data: every
+            # reducing measurement would fail at run time and read as a host fault
+            raise ValueError(f"-o avg on integer data ({self.dtype}) is not supported by gloo; "
+                             "use -o sum, or a floating -d (float, half, bfloat16, double)")
         if backend == "gloo" and self.cuda_graph:
             raise ValueError("--cuda-graph needs GPUs (NCCL)")
         if backend == "gloo" and self.engine in ("nccl", "both"):

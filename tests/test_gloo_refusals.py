@@ -1,0 +1,34 @@
+"""What gloo cannot run is refused before a rank starts, as the user's input (exit 2, one line):
+measured failures of every group would otherwise read as a host fault ("Drain vm")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _sweep(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netbench", "sweep", "-b", "1K", "-e", "1K", "-n", "2",
+                           "-w", "1", "--out", str(tmp_path / "run"), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("-d", "int8", "-o", "avg"), "-o avg on integer data (int8) is not supported by gloo"),
+    (("-d", "int32", "-o", "avg", "-k", "all_reduce"), "-o avg on integer data (int32)"),
+    (("-d", "uint32",), "dtype uint32 is not supported by gloo"),
+])
+def test_what_gloo_cannot_run_is_refused_up_front(tmp_path, args, words):
+    proc = _sweep(tmp_path, *args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert words in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run").exists()  # nothing measured, nothing judged
+
+
+def test_avg_on_integers_is_fine_where_nothing_reduces(tmp_path):
+    proc = _sweep(tmp_path, "-d", "int8", "-o", "avg", "-k", "all_gather")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS" in proc.stdout
