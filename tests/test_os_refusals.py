@@ -84,6 +84,8 @@ def test_home_that_is_a_file_is_named(good: Path, tmp_path: Path) -> None:
     res = netbench("baseline", "save", str(good), "--name", "nightly", env={"HOME": str(home)})
     one_error(res, 2, f"the baseline store {home}/.local/share/netbench/baselines is not a directory")
     assert home.read_text() == "not a folder\n"
+    listed = netbench("baseline", "list", env={"HOME": str(home)})  # not "no baselines": a setting to mend
+    one_error(listed, 2, f"the baseline store {home}/.local/share/netbench/baselines is not a directory")
 
 
 def test_netbench_baselines_that_is_a_file_is_named(good: Path, tmp_path: Path) -> None:
@@ -91,6 +93,8 @@ def test_netbench_baselines_that_is_a_file_is_named(good: Path, tmp_path: Path) 
     store.write_text("x")
     res = netbench("baseline", "save", str(good), "--name", "nightly", env={"NETBENCH_BASELINES": str(store)})
     one_error(res, 2, f"the baseline store {store} is not a directory", "NETBENCH_BASELINES")
+    listed = netbench("baseline", "list", env={"NETBENCH_BASELINES": str(store)})
+    one_error(listed, 2, f"the baseline store {store} is not a directory", "NETBENCH_BASELINES")
     long = netbench("baseline", "list", env={"NETBENCH_BASELINES": str(tmp_path / LONG)})
     one_error(long, 2, "File name too long")
 

@@ -157,6 +157,12 @@ class BaselineStore:
     def list(self) -> list[BaselineInfo]:
         """Every saved baseline, its rows counted by the report's reader (garbage is no row)."""
         if not self.root.is_dir():
+            # no store yet is no baseline; a store path that runs into a file ($HOME or
+            # $NETBENCH_BASELINES a file) is a setting to mend, not an empty store
+            first = next(p for p in (self.root, *self.root.parents) if p.exists() or p.is_symlink())
+            if not first.is_dir():
+                raise UsageError(f"the baseline store {self.root} is not a directory (or under a file "
+                                 f"{first}): set NETBENCH_BASELINES to a folder")
             return []
         return [self._info(d) for d in sorted(self.root.iterdir())
                 if d.is_dir() and not d.name.startswith(".") and holds_rows(d)]
