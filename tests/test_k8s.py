@@ -178,6 +178,8 @@ def test_k8s_nodes_is_names_or_a_selector(text, want) -> None:
         (parse_resources, ["nvidia.com/gpu"]),
         (parse_resources, ["gpu=1"]),
         (parse_resources, ["nvidia.com/gpu=-1"]),
+        (parse_resources, ["nvidia.com/gpu=80000000000"]),  # a typo no node satisfies: Pending until timeout
+        (parse_resources, ["rdma/ib=4097"]),
         (parse_tolerations, ["key=va lue"]),
         (parse_tolerations, ["key:Never"]),
     ],
@@ -185,6 +187,10 @@ def test_k8s_nodes_is_names_or_a_selector(text, want) -> None:
 def test_bad_k8s_options_are_usage_errors(parse, bad) -> None:
     with pytest.raises(UsageError):
         parse(bad)
+
+
+def test_device_counts_up_to_a_nodes_worth_are_taken() -> None:
+    assert parse_resources(["rdma/ib=4096", "nvidia.com/gpu=0"]) == {"rdma/ib": "4096", "nvidia.com/gpu": "0"}
 
 
 def test_topology_labels_become_switches() -> None:

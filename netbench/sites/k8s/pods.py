@@ -59,7 +59,10 @@ _LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-_QUANTITY = re.compile(r"^[0-9]+$")
+_QUANTITY = re.compile(r"^[0-9]{1,4}$")
+# a device count a node can hold: past it a typo (gpu=80000000000) would reach the API server as a
+# request no node satisfies, and the pods would wait Pending until the timeout
+MAX_DEVICES = 4096
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -121,6 +124,10 @@ class NodeChoice:
         return cls(names=names)
 
 
+def _count_ok(count: str) -> bool:
+    return bool(_QUANTITY.match(count)) and int(count) <= MAX_DEVICES
+
+
 def parse_resources(items: Sequence[str]) -> dict[str, str]:
     """``--k8s-resource NAME=COUNT`` (repeatable; COUNT a whole number or ``all``: the node's
     allocatable count) -> NAME -> COUNT. nvidia.com/gpu=all unless given (a node's every GPU, through
@@ -133,12 +140,12 @@ def parse_resources(items: Sequence[str]) -> dict[str, str]:
             not eq
             or not label_key_ok(name)
             or "/" not in name
-            or not (count == "all" or _QUANTITY.match(count) or (count == GPU_ENV and name == GPU_RESOURCE))
+            or not (count == "all" or _count_ok(count) or (count == GPU_ENV and name == GPU_RESOURCE))
         ):
             raise UsageError(
                 f"--k8s-resource {item!r}: want NAME=COUNT (e.g. nvidia.com/gpu=8, rdma/ib=1, "
-                "or COUNT all: the node's allocatable count; nvidia.com/gpu=env: no request, every GPU "
-                "through NVIDIA_VISIBLE_DEVICES, for a cluster without the device plugin)"
+                f"COUNT 0-{MAX_DEVICES} or all: the node's allocatable count; nvidia.com/gpu=env: no "
+                "request, every GPU through NVIDIA_VISIBLE_DEVICES, for a cluster without the device plugin)"
             )
         out[name] = count
     out.setdefault(GPU_RESOURCE, "all")
