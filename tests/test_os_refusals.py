@@ -182,3 +182,12 @@ def test_compare_on_a_killed_run_says_so_and_is_not_0(good: Path, tmp_path: Path
         [line] = res.stderr.splitlines()
         assert line.startswith("netbench: warning: ") and f"{killed}: run.json says {status}" in line
         assert "ended early or never recorded its end" in line and res.stdout  # the comparison is still shown
+
+
+@root_only
+def test_a_baseline_store_on_a_full_disk_is_exit_3_and_leaves_nothing(good: Path, tmp_path: Path) -> None:
+    with mounted(tmp_path / "small", "-o", "size=8k") as small:
+        res = netbench("baseline", "save", str(good), "--name", "nightly",
+                       env={"NETBENCH_BASELINES": str(small)})
+        one_error(res, 3, f"{small}/nightly: cannot save baseline 'nightly': No space left on device")
+        assert list(small.iterdir()) == []

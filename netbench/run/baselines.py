@@ -9,6 +9,7 @@ needs; not the derived report).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -138,6 +139,9 @@ class BaselineStore:
                 shutil.rmtree(dest)
             os.replace(tmp, dest)
         except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk's, not the user's: 3, as any full disk
+                why = f"cannot save baseline {name!r}: {exc.strerror}"
+                raise OSError(exc.errno, why, str(dest)) from None
             raise UsageError(f"cannot save baseline {name!r} in {self.root}: {exc.strerror or exc}") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)  # gone already when it became the baseline
