@@ -138,14 +138,18 @@ def _batches(path: Path, schema: Any) -> Iterator[Any]:
 
     if path.suffix == ".parquet":
         with open_regular(path) as fh:
-            part = pq.ParquetFile(fh)
+            # no read ahead on arrow's I/O threads: a read still in flight when the interpreter exits
+            # frees a buffer of this Python file object on that thread, which cannot take the GIL then
+            # and aborts the process ("terminate called without an active exception", 10 of 16
+            # `netbench simulate --no-report` runs here)
+            part = pq.ParquetFile(fh, pre_buffer=False)
             names = [f.name for f in schema if f.name != "extra"]
             stored = part.schema_arrow
             if any(stored.get_field_index(n) < 0 or stored.field(n).type != schema.field(n).type
                    for n in names):
                 yield None
                 return
-            yield from part.iter_batches(batch_size=1 << 16, columns=names)
+            yield from part.iter_batches(batch_size=1 << 16, columns=names, use_threads=False)
         return
     if not _starts_with_an_object(path):
         yield None

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from netbench.common import files
 from netbench.common.errors import UsageError
@@ -454,19 +454,27 @@ class RunDir:
 
 
 
+def read_parquet(fh: IO[bytes], columns: list[str] | None = None) -> Any:
+    """A Parquet file opened by netbench (``open_regular``), read on this thread alone. Not
+    ``pq.read_table``: it reads through the dataset scanner, whose continuations on arrow's thread
+    pool may drop the last reference to this Python file object after the interpreter began to exit;
+    that thread cannot take the GIL then and the process aborts ("terminate called without an active
+    exception", 134: 10 of 16 ``netbench simulate --no-report`` runs here, 26 of 30 scripts, and
+    benchmarks/gpu/check.sh's smoke check on the lent H100)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(fh, pre_buffer=False).read(columns=columns, use_threads=False)
+
+
 def read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
     """A Parquet part's rows as records (``extra`` kept as JSON text); a part that is no Parquet
     file is left out and named, a row ``check`` refuses with its number."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     got = JsonlRead([], [])
     try:
         with open_regular(path) as fh:
-            # one thread: a script that read a part with pyarrow's thread pool (pyarrow 26) aborted at
-            # its exit ("terminate called without an active exception", 134) in 26 of 30 runs here,
-            # 0 of 30 without (benchmarks/gpu/check.sh's smoke check hit it on the lent H100)
-            table = pq.read_table(fh, use_threads=False)
+            table = read_parquet(fh)
     except (pa.ArrowException, OSError) as exc:
         return JsonlRead([], [Unreadable(str(path), None, f"not a Parquet part of rows ({exc}); left out")])
     for number, rec in enumerate(table.to_pylist(), start=1):

@@ -338,18 +338,16 @@ def _row_counts(rundir: RunDir) -> tuple[int, int]:
     a report that could not be made; then there is no verdict line either): only the columns the
     counts need, a part at a time, or line by line (an older run's results.jsonl, a tail)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from netbench.common.rows import row_problem
-    from netbench.common.rundir import open_regular, read_jsonl
+    from netbench.common.rundir import open_regular, read_jsonl, read_parquet
     from netbench.reports.rowtable import read_rows_frame
 
     ok = bad = 0
     for path in rundir.row_files():
         try:
             with open_regular(path) as fh:
-                cols = pq.read_table(fh, columns=["status", "wrong"], use_threads=False) \
-                    if path.suffix == ".parquet" else None  # one thread: rundir.read_part says why
+                cols = read_parquet(fh, ["status", "wrong"]) if path.suffix == ".parquet" else None
         except (pa.ArrowException, OSError):
             cols = None
         if cols is not None:
