@@ -118,7 +118,8 @@ SCHEMAS: dict[str, dict[str, Check]] = {
         "rank": COUNT,
         "phase": INT,  # -1: the rank failed before any phase (external launchers)
         "group": TEXT,
-        "kind": (lambda v: v in ("timeout", "error"), "timeout or error"),
+        # memory: the sizes asked for could not be allocated (collectives.rank.BuffersTooLarge)
+        "kind": (lambda v: v in ("timeout", "error", "memory"), "timeout, error or memory"),
         "error": TEXT,
         "detail?": (lambda v: isinstance(v, str), "a string"),
     },

@@ -31,6 +31,7 @@ from netbench.collectives.harness import IterStamps, PointSpec, Settings, corrup
 from netbench.collectives.native import NativeComm, engines_of
 from netbench.collectives.ops import bandwidth, get_collective
 from netbench.collectives.plan import GroupSpec, Phase, WorkerPlan
+from netbench.collectives.sizes import format_size
 
 from netbench.common.rows import ResultRow
 
@@ -170,15 +171,9 @@ def _run_points(
                 if not coll.runs(in_place, engine, n):
                     continue
                 target = PointSpec(coll, lay, dt.torch_dtype, in_place, op_name, op, root)
-                point = measure(
-                    target,
-                    pg,
-                    rank=grank,
-                    nranks=n,
-                    settings=settings,
-                    native=native if engine == "nccl" else None,
-                    reach=reach,
-                )
+                what = f"{coll.name}'s buffers for sizes up to {format_size(max(spec.sizes))} on {ctx.host}"
+                point = _measure(target, pg, grank, n, settings, native if engine == "nccl" else None, reach,
+                                 what)
                 per_rank, stamps = _gather(pg, grank, n, ctx.device, point, clock, spec.iters)
                 step += 1
                 if grank == 0:
@@ -349,6 +344,31 @@ def _upcoming(
             yield later, g, k
 
 
+class BuffersTooLarge(Exception):
+    """The sweep's sizes need more memory than this rank could allocate: the user's ``-e`` (or
+    ``--pair-sizes``) against this host's memory, not a fault of the host. Reported as a group error
+    of kind ``memory``, which blames no host."""
+
+
+def _measure(target: PointSpec, pg: Any, grank: int, n: int, settings: Settings, native: Any, reach: int,
+             what: str) -> Any:
+    try:
+        return measure(target, pg, rank=grank, nranks=n, settings=settings, native=native, reach=reach)
+    except RuntimeError as exc:
+        if not out_of_memory(exc):
+            raise
+        said = str(exc).strip()
+        raise BuffersTooLarge(f"cannot allocate {what} ({format_size(reach)} a buffer): "
+                              f"{said.splitlines()[-1][:200] if said else type(exc).__name__}") from None
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """A failed allocation: CUDA's OutOfMemoryError, or the CPU allocator's RuntimeError."""
+    text = str(exc)
+    return isinstance(exc, torch.OutOfMemoryError) or "can't allocate memory" in text or (
+        "out of memory" in text.lower() and "CUDA" in text)
+
+
 def _one_group(ctx: RankContext, phase: Phase, group: GroupSpec, ahead: Ahead | None, again: bool) -> None:
     made = None
     t0 = time.monotonic()
@@ -368,7 +388,8 @@ def _one_group(ctx: RankContext, phase: Phase, group: GroupSpec, ahead: Ahead | 
         )
     except Exception as exc:  # noqa: BLE001 - a group's failure must not end the rank
         text = f"{type(exc).__name__}: {exc}".strip()
-        kind = "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error"
+        kind = ("memory" if isinstance(exc, BuffersTooLarge)
+                else "timeout" if "timeout" in text.lower() or "timed out" in text.lower() else "error")
         messages.emit(
             "group_error",
             rank=ctx.rank,

@@ -582,10 +582,12 @@ class Coordinator:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
             why = f"rank {errors[0].get('rank')}: {errors[0].get('error')}"
         if self.fail_fast and not self.outcome.faults:
+            # buffers too large for the host's memory are the sizes asked for, not the host's fault
+            memory = bool(errors) and not lost and all(m.get("kind") == "memory" for m in errors)
             self._fault(
-                status,
+                "memory" if memory else status,
                 f"{phase.name}: {why}",
-                self.rank_host.get(errors[0].get("rank")) if errors else None,
+                self.rank_host.get(errors[0].get("rank")) if errors and not memory else None,
                 errors[0].get("rank") if errors else None,
             )
         self._failed_group(phase, g, status, why, blame or [])

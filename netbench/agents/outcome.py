@@ -11,7 +11,7 @@ from typing import Any
 
 @dataclass
 class Fault:
-    kind: str  # exit | hang | error | timeout | start | protocol | capability
+    kind: str  # exit | hang | error | timeout | start | protocol | capability | memory
     message: str
     host: str | None = None
     rank: int | None = None

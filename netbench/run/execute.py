@@ -320,7 +320,8 @@ def exit_status(
 
     interrupted = outcome.status == "interrupted"
     stopped = error_situation(as_interrupted(KeyboardInterrupt())) if interrupted else None
-    bad_input = any(f.kind == "capability" for f in outcome.faults)
+    # a capability the options ask for, or sizes whose buffers no rank could allocate: the user's input
+    bad_input = any(f.kind in ("capability", "memory") for f in outcome.faults)
     counted = getattr(findings, "row_counts", None)
     ok, bad = (0, 0) if stopped or bad_input else counted or _row_counts(rundir)
     facts = RunFacts(

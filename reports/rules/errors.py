@@ -23,6 +23,8 @@ from netbench.reports.runcheck import ENDED_EARLY
 from netbench.common.findings import Finding
 from netbench.common.rows import blamed_hosts, never_ran
 
+BUFFERS_TOO_LARGE = "BuffersTooLarge: "
+"""How a rank's error starts when the sizes asked for could not be allocated (collectives.rank)."""
 _WHAT = {"wrong_results": "returned wrong results", "timeout": "timed out", "error": "failed"}
 SILENT_S = 30.0
 """Faults of one leaf's hosts this close together are one event (an agent is declared lost some
@@ -117,7 +119,8 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     failed_of: Counter[str] = Counter()
     named: dict[tuple[str, str], set[str]] = {}
     for key, rows in per_group.items():
-        if rows[0].get("pattern") == "pair":
+        too_large = all(BUFFERS_TOO_LARGE in str(r.get("error")) for r in rows)  # the sizes', no host's
+        if rows[0].get("pattern") == "pair" and not too_large:
             hosts = rows[0].get("hosts") or []
             named[key] = set().union(*(blamed_hosts(r) for r in rows))
             for h in named[key] or hosts:
@@ -194,6 +197,9 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
                     "memory (ECC, Xid 48/63/64) "
                     "and NIC errors."
                     if kind == "wrong_results"
+                    else "Lower -e (or --pair-sizes): the largest size's buffers do not fit these hosts' "
+                    "memory (nothing is wrong with the hosts)."
+                    if any(BUFFERS_TOO_LARGE in e for e in errors)
                     else "Re-run this group alone; if it fails again, check the hosts' logs and links."
                 ),
                 hosts=list(hosts) if len(hosts) <= 16 else [],

@@ -1,8 +1,10 @@
-"""What gloo cannot run is refused before a rank starts, as the user's input (exit 2, one line):
-measured failures of every group would otherwise read as a host fault ("Drain vm")."""
+"""The user's input is never a host's fault (issue 44): what gloo cannot run is refused before a rank
+starts (exit 2, one line), and sizes whose buffers no rank can allocate end the run as the user's
+input (exit 2) with the advice to lower -e; both read as "Drain vm" before."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -32,3 +34,15 @@ def test_avg_on_integers_is_fine_where_nothing_reduces(tmp_path):
     proc = _sweep(tmp_path, "-d", "int8", "-o", "avg", "-k", "all_gather")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS" in proc.stdout
+
+
+def test_sizes_no_rank_can_allocate_are_the_users_not_the_hosts(tmp_path):
+    proc = _sweep(tmp_path, "-b", "512T", "-e", "512T", "-w", "0")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Drain" not in proc.stdout and "BuffersTooLarge: cannot allocate" in proc.stdout  # nobody drained
+    findings = json.loads((tmp_path / "run" / "findings.json").read_text())
+    assert not [f for f in findings["findings"] if f["rule"] == "host_failing"]
+    [error] = [f for f in findings["findings"] if f["rule"] == "error"]
+    assert error["action"].startswith("Lower -e")
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert [f["kind"] for f in run["faults"]] == ["memory"] and run["faults"][0]["host"] is None
