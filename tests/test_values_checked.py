@@ -170,6 +170,21 @@ def test_a_launcher_variable_that_means_nothing_is_named(
     assert not (tmp_path / "run").exists()
 
 
+def test_an_mpi_launch_without_an_mpi_library_is_one_line_exit_3(tmp_path: Path) -> None:
+    """PMI_RANK set (mpirun, a PMI launcher) on a host whose mpi4py cannot load its libmpi: the
+    loader's words in one line, exit 3 (it could not run), not an ImportError's internal error. The
+    host's missing library is played by an mpi4py on PYTHONPATH that fails as the real one does."""
+    broken = tmp_path / "site" / "mpi4py"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(
+        'raise ImportError("libmpi.so.40: cannot open shared object file: No such file or directory")\n')
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS} | {
+        "PMI_RANK": "0", "PMI_SIZE": "1", "PYTHONPATH": str(broken.parent)}
+    line = _one_error(_netbench("worker", "-b", "1K", "-e", "1K", "--out", str(tmp_path / "run"), env=env), 3)
+    assert "MPI cannot be loaded (libmpi.so.40: cannot open shared object file" in line, line
+    assert "pip install 'netbench[mpi]'" in line and not (tmp_path / "run").exists()
+
+
 def test_the_worker_refuses_a_topology_that_is_no_file_at_once(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS} | TORCHRUN
     line = _one_error(_netbench("worker", "--topology", "/dev/zero", "--out", str(tmp_path / "r"), env=env))

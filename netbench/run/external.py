@@ -22,7 +22,7 @@ from netbench.run.options import Options
 from netbench.run.pipeline import Planned, plan_run
 from netbench.run.planner import HostCaps
 from netbench.sites.external.site import ExternalSite
-from netbench.sites.external.store import client, detect, gather_slots, open_store
+from netbench.sites.external.store import client, detect, gather_slots, load_mpi, open_store
 
 
 def plan_here(
@@ -91,8 +91,7 @@ def run_worker(opts: Options, echo: Callable[[str], None] = print) -> int:
                                command="worker")
     sys.stdout.flush()
     if env.source == "mpi":  # mpirun treats an exit without MPI_Finalize as a crash of the job
-        from mpi4py import MPI
-
+        MPI = load_mpi()  # noqa: N806 - mpi4py's name
         MPI.COMM_WORLD.Barrier()
         MPI.Finalize()
     os._exit(code)

@@ -20,7 +20,7 @@ from typing import Any
 
 from netbench.agents.launchers import HostSlot
 from netbench.collectives import messages
-from netbench.common.errors import UsageError
+from netbench.common.errors import NetbenchError, UsageError
 
 
 @dataclass
@@ -104,6 +104,25 @@ def detect() -> RankEnv:
     )
 
 
+def load_mpi() -> Any:
+    """mpi4py's MPI, for a worker that mpirun (or a PMI launcher) started: without mpi4py or its MPI
+    library the loader's own words end the worker as one line (3: it could not run), naming the way
+    out, instead of an ImportError's ``internal error``."""
+    try:
+        from mpi4py import MPI
+    except (ImportError, OSError, RuntimeError) as exc:
+        said = str(exc).strip().splitlines()
+        why = said[0][:200] if said else type(exc).__name__
+        raise NetbenchError(
+            "netbench worker: the environment says an MPI launcher started it (OMPI_COMM_WORLD_RANK, "
+            f"PMI_RANK or PMIX_RANK) but MPI cannot be loaded ({why}): "
+            "install mpi4py and its MPI library (pip install 'netbench[mpi]'), or launch with torchrun or "
+            "srun",
+            exit_code=3,
+        ) from None
+    return MPI
+
+
 def open_store(env: RankEnv, connect_timeout_s: float = 60.0) -> tuple[Any, str, int, str, Any]:
     """(the run's store, its address, its port, its secret, the server to keep alive or None).
 
@@ -119,9 +138,7 @@ def open_store(env: RankEnv, connect_timeout_s: float = 60.0) -> tuple[Any, str,
 
     secret = os.environ.pop(SECRET_ENV, "")
     if env.source == "mpi":
-        from mpi4py import MPI
-
-        comm = MPI.COMM_WORLD
+        comm = load_mpi().COMM_WORLD
         env.world = comm.Get_size()
         server = None
         info = None
