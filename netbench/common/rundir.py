@@ -492,43 +492,46 @@ def read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
 
 class ResultWriter:
     """Appends rows to a JSON-lines file (an older layout's results.jsonl, a Parquet part's tail);
-    each row is flushed and fsync'd before the call returns."""
+    each row is written whole or not at all, and fsync'd before the call returns."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._fh = path.open("a", encoding="utf-8")
+        self._fh = path.open("ab", buffering=0)  # no buffer a failed write could flush later
         self.count = 0
 
     def write(self, row: dict[str, Any] | Any) -> None:
-        """Append one row; DiskFull when the disk has no room for it (a part of its line may be on
-        disk: a truncated last line, which loading skips)."""
+        """Append one row; DiskFull when the disk has no room for it (nothing of it is left then)."""
         data = row.to_dict() if hasattr(row, "to_dict") else row
-        try:
-            self._fh.write(dumps(data, default=str) + "\n")
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-        except OSError as exc:
-            raise disk_full(exc, self.path) or exc from None
+        self._append(dumps(data, default=str) + "\n")
         self.count += 1
 
     def write_many(self, rows: Iterable[dict[str, Any]]) -> None:
         """Append rows with one fsync at the end, not one a row: an import, whose rows a re-run
         writes again (its run.json says ``completed`` only after this returned)."""
+        lines = [json.dumps(data, default=str) + "\n" for data in rows]
+        self._append("".join(lines))
+        self.count += len(lines)
+
+    def _append(self, text: str) -> None:
+        """``text`` at the file's end, fsync'd; on a refusal (a full disk) the file is cut back to
+        where it was, so no row is left half-written (issue 45: a disk that filled mid-run cut the
+        row being written)."""
+        fd = self._fh.fileno()
+        start = os.fstat(fd).st_size
         try:
-            for data in rows:
-                self._fh.write(json.dumps(data, default=str) + "\n")
-                self.count += 1
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            view = memoryview(text.encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
         except OSError as exc:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass  # the reader skips a cut last line
             raise disk_full(exc, self.path) or exc from None
 
     def close(self) -> None:
-        if not self._fh.closed:
-            try:
-                self._fh.close()
-            except OSError:  # the buffer of a row that did not fit (DiskFull said so already)
-                pass
+        self._fh.close()
 
     def __enter__(self) -> ResultWriter:
         return self
