@@ -5,10 +5,14 @@ again (issue 46).
 Which: the fleet's worst pairs that no bar flagged (``LinkTests.worst_unflagged``, the same pick as the
 sweep's ``netbench.confirm.candidate_links``): practically slow (``slow_pair_factor`` of their
 prediction or below) and ``mad_k`` of their hop class's sigmas below, most unlikely under the learned
-noise first, less pairs with an end slow or intermittent, through a slow uplink (those are the node's
-or the switch's) or re-tested already. Why: one sample of a pair cannot tell a link at 0.7 from the
-healthy pairs heavy-tailed noise puts as low (Student-t with 3 degrees of freedom: a dozen of 32,640),
-and a second and third can, since noise does not repeat and a link does. A report on an old run, an
+noise first; then, while fewer than RETEST_PAIRS, those beyond the noise that read near slow (NEAR
+of their prediction or below, ``LinkTests.near_unflagged``, the sweep's near candidates): a link at
+0.75 that noise lifted to 0.82 in its one sample is one. Left out: pairs with an end slow or
+intermittent, through a slow uplink (those are the node's or the switch's) or re-tested already.
+
+Why: one sample of a pair cannot tell a link at 0.7 from the healthy pairs heavy-tailed noise puts as
+low (Student-t with 3 degrees of freedom: a dozen of 32,640), and a second and third can, since
+noise does not repeat and a link does. A report on an old run, an
 import, a preflight or a sweep whose re-test budget ran out would otherwise leave the reader nothing
 to do with the pairs nearest a finding. Pairs flagged slow have their own ``slow_pair`` finding.
 """
@@ -29,6 +33,9 @@ if TYPE_CHECKING:
 
 RETEST_PAIRS = 8
 """Pairs listed at most: a sweep of their hosts (16 at most) re-measures them within minutes."""
+NEAR = 0.9
+"""A near candidate's reading at most: ``netbench.confirm.CANDIDATE_NEAR``'s (reports/ does not import
+the application)."""
 HOSTS_FILE = "retest-hosts.txt"
 
 
@@ -49,8 +56,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         severity="info",
         subject_kind="pair",
         subject=",".join(f"{a}|{b}" for a, b, _ in pairs),
-        title=(f"{len(pairs)} pair{'s' if len(pairs) > 1 else ''} most worth re-testing, slow in "
-               f"{'their' if len(pairs) > 1 else 'its'} one sample but short of every bar: {listed}"),
+        title=(f"{len(pairs)} pair{'s' if len(pairs) > 1 else ''} most worth re-testing, slow or near "
+               f"slow in {'their' if len(pairs) > 1 else 'its'} one sample but short of every bar: {listed}"),
         evidence={
             "pairs": [f"{a}|{b}" for a, b, _ in pairs],
             "ratio_to_expected": [sig3(float(np.exp(r))) for _, _, r in pairs],
@@ -76,10 +83,13 @@ def worth_retesting(ctx: AnalysisContext) -> list[tuple[int, int]]:
         return []
     nodes = ctx.analyses.nodes
     retests = ctx.analyses.retests
-    done = {rt.subject for rt in retests.results.values() if rt.kind == "link"} if retests else set()
+    done = {rt.subject for rt in retests.results.values() if rt.kind == "link" and rt.verdict != "not_run"
+            } if retests else set()  # re-run: its own finding says what the re-run found
     skip = {v.host for v in nodes.slow} | (set(retests.confirmed_nodes) if retests else set())
-    out = []
-    for i, j in link_tests(m, ctx.policy.thresholds).worst_unflagged(4 * RETEST_PAIRS):
+    t = ctx.policy.thresholds
+    tests = link_tests(m, t)
+    out: list[tuple[int, int]] = []
+    for i, j in tests.worst_unflagged(4 * RETEST_PAIRS) + tests.near_unflagged(m, t, NEAR, 4 * RETEST_PAIRS):
         a, b = sorted((m.hosts[i], m.hosts[j]))
         if {f"{a}|{b}", f"{b}|{a}"} & done or {a, b} & skip or nodes.uplink_of(a, b) is not None:
             continue
