@@ -9,7 +9,8 @@ pair, no re-test), read by the report's engine (``reports.engine``: what ``netbe
   ``slow_pair`` finding names it at warn or fail (the family-wise bar), *suspect* at info, *listed*
   when the ``retest_pairs`` finding names it among the pairs most worth re-testing;
 - ``--healthy``: fleets with nothing planted under each noise law of ``--laws``; a fleet *alarms*
-  when it has a warn/fail slow_node, slow_pair or slow_switch finding.
+  when it has a warn/fail slow_node, slow_pair or slow_switch finding (other rules' warn/fail
+  findings are counted apart: ``other_warn_fail``).
 
 Every fleet also gives its bar against the ideal's: the bar its widest hop class used (Holm's first
 step, fwer / pairs, through the learned noise tail, times its sigma: log busbw below the cell) and
@@ -131,13 +132,14 @@ def fleet(kind: str, law: str, nodes: int, links: list[float], seed: int, tmp: s
     alarms = sorted(f"{f.rule}:{f.subject}" for f in findings
                     if f.rule in DIAGNOSIS and f.severity in ("warn", "fail")
                     and tuple(sorted(f.hosts)) not in planted)
+    others = sorted({f.rule for f in findings if f.severity in ("warn", "fail") and f.rule not in DIAGNOSIS})
     shutil.rmtree(out)
     return {
         "kind": kind, "law": law, "nodes": nodes, "seed": seed,
         "links": [{"pair": f"{a}|{b}", "factor": f,
                    "severity": by_pair.get(f"{a}|{b}") or by_pair.get(f"{b}|{a}"),
                    "listed": f"{a}|{b}" in listed or f"{b}|{a}" in listed} for (a, b), f in planted.items()],
-        "false_alarms": alarms, "retest_listed": len(listed),
+        "false_alarms": alarms, "other_warn_fail": others, "retest_listed": len(listed),
         "bar_log": round(bar, 4), "ideal_log": round(ideal, 4), "bar_ratio": round(bar / ideal, 3),
         "busbw_bar": round(math.exp(-bar), 3), "busbw_ideal": round(math.exp(-ideal), 3),
         "shape": round(tail.shape, 3), "fitted_shape": round(tail.fitted_shape, 3),
@@ -163,7 +165,9 @@ def summary(done: list[dict]) -> None:
         cell = lambda k, found=found: (  # noqa: E731
             "; ".join(f"{fac}: {v[k]}/{v[3]}" for fac, v in sorted(found.items())) or "-")
         ratios = [d["bar_ratio"] for d in ds]
+        others = sum(bool(d.get("other_warn_fail")) for d in ds)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {len(ds)} | {sum(bool(d['false_alarms']) for d in ds)} "
+              f"({others} with another rule's warn/fail) "
               f"| {cell(0)} | {cell(1)} | {cell(2)} | {np.median([d['busbw_bar'] for d in ds]):.3f} "
               f"| {ds[0]['busbw_ideal']:.3f} | {np.median(ratios):.2f} [{max(ratios):.2f}] "
               f"| {np.mean([d['seconds'] for d in ds]):.1f} |", flush=True)
