@@ -19,6 +19,7 @@ to do with the pairs nearest a finding. Pairs flagged slow have their own ``slow
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,6 +38,9 @@ NEAR = 0.9
 """A near candidate's reading at most: ``netbench.confirm.CANDIDATE_NEAR``'s (reports/ does not import
 the application)."""
 HOSTS_FILE = "retest-hosts.txt"
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+"""A host name the command may carry: a run directory is untrusted, and a name with shell characters
+in a command to copy would run them."""
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
@@ -48,14 +52,15 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     size = m.sizes[-1]
     pairs = [(m.hosts[i], m.hosts[j], float(m.resid[i, j])) for i, j in picks]
     hosts = sorted({h for a, b, _ in pairs for h in (a, b)})
-    command = (f"printf '%s\\n' {' '.join(hosts)} > {HOSTS_FILE} && netbench sweep --hosts {HOSTS_FILE} "
-               f"--pattern pairwise --pair-sizes {size_label(size)}")
+    sweep = f"netbench sweep --hosts {HOSTS_FILE} --pattern pairwise --pair-sizes {size_label(size)}"
+    plain = all(_PLAIN.fullmatch(h) for h in hosts)
+    command = f"printf '%s\\n' {' '.join(hosts)} > {HOSTS_FILE} && {sweep}" if plain else None
     listed = ", ".join(f"{a} - {b} ({g3(float(np.exp(r)))}x)" for a, b, r in pairs)
     return [Finding(
         rule="retest_pairs",
         severity="info",
-        subject_kind="pair",
-        subject=",".join(f"{a}|{b}" for a, b, _ in pairs),
+        subject_kind="run",  # several pairs: a "pair" subject is one "a|b" to the heatmap and exports
+        subject="fleet",
         title=(f"{len(pairs)} pair{'s' if len(pairs) > 1 else ''} most worth re-testing, slow or near "
                f"slow in {'their' if len(pairs) > 1 else 'its'} one sample but short of every bar: {listed}"),
         evidence={
@@ -66,8 +71,9 @@ def check(ctx: AnalysisContext) -> list[Finding]:
             "why": "the sweep's re-test candidates (the worst pairs no bar flagged); this run has no "
                    "re-test evidence for them",
         },
-        action=(f"Measure them again: {command} (every pair of their {len(hosts)} hosts, at "
-                f"{size_label(size)}), or re-run the sweep with --confirm-budget, which re-runs such "
+        action=(f"Measure them again: {command or sweep + f' with {HOSTS_FILE} listing their hosts'} "
+                f"(every pair of their {len(hosts)} hosts, at {size_label(size)}; keep each host's labels "
+                "from your hosts file), or re-run the sweep with --confirm-budget, which re-runs such "
                 "pairs against controls. A link slow again is a cable or port to check; noise does "
                 "not repeat."),
         hosts=hosts,
