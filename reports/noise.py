@@ -17,17 +17,19 @@ policy's ``mad_k``), which the evidence says.
 
 The fit matches two probability-weighted moments of the exceedances (Hosking and Wallis 1987),
 closed form but for one bisection, with the top CENSOR_SHARE of them censored (counted, their values
-not read: "partial" moments, Wang 1990): a few hundred real faults there (an intermittent node's
-slow rounds, a dead cable 14 sigma out) do not make the noise look heavier than it is and hide the
-faults beside them. Its shape is taken SHAPE_MARGIN of its own asymptotic standard errors heavier
-than fitted, because the bar extrapolates to 1e-6 of the tail and an under-estimated shape is what
-gives false alarms; a fitted tail lighter than a normal's (a normal fleet's, fitted this close,
-reads as lighter) leaves the normal's bar. The moments' standard error at 256 nodes is about half
-of Pickands' three-quantile estimator (which this replaced, issue 46), whose margin put a normal
-fleet's bar near 7 sigma where the normal's is 4.7: links at 0.7 went unreported in one sample.
-Measured (tests/test_noise.py, tests/test_noise_pwm.py, benchmarks/README.md): no more than the
-promised fwer of healthy fleets raise a finding under log-normal, skewed, Student-t (3-5 degrees of
-freedom) and congestion-mixture noise, and a normal fleet's bar is the normal's in most fleets.
+not read: "partial" moments, Wang 1990), and the residuals past a wider pilot fit's bar left out as
+gross faults: a few hundred real faults (an intermittent node's slow rounds, a dead cable 14 sigma
+out) do not make the noise look heavier than it is and hide the faults beside them. Its shape is
+taken SHAPE_MARGIN of its own asymptotic standard errors heavier than fitted, because the bar
+extrapolates to 1e-6 of the tail and an under-estimated shape is what gives false alarms; a fitted
+tail lighter than a normal's (a normal fleet's, fitted this close, reads as lighter) leaves the
+normal's bar. The moments' standard error at 256 nodes is about half of Pickands' three-quantile
+estimator (which this replaced, issue 46), whose margin put a normal fleet's bar near 7 sigma where
+the normal's is 4.7: links at 0.7 went unreported in one sample. At most TAIL_MAX exceedances: a
+larger fleet's tail is fitted further out, not more tightly. Measured (tests/test_noise.py,
+tests/test_noise_pwm.py, benchmarks/README.md): no more than the promised fwer of healthy fleets
+raise a finding under log-normal, skewed, Student-t (3-5 degrees of freedom) and congestion-mixture
+noise, and a normal fleet's bar is the normal's in most fleets.
 """
 
 from __future__ import annotations
