@@ -29,15 +29,16 @@ def test_the_fit_recovers_known_shapes_within_its_interval(shape: float) -> None
     rng = np.random.default_rng(46)
     fits = [fit_tail(_gpd(shape, 400_000, rng), 1.0) for _ in range(12)]
     se = fits[0].shape_se
-    assert 0.03 < se < 0.05  # 2,000 exceedances (TAIL_MAX), 5% of them censored
+    assert 0.01 < se < 0.03  # 20,000 exceedances, 5% of them censored
     # each within its one-sided 99% margin's reach, both ways
     assert all(abs(f.fitted_shape - shape) < 2.58 * f.shape_se for f in fits), [f.fitted_shape for f in fits]
     # the standard error is the spread the fits show (12 fits: within 50%)
     spread = float(np.std([f.fitted_shape for f in fits], ddof=1))
     assert 0.5 * se < spread < 1.5 * se, (spread, se)
-    # the shape used is the fitted one plus its margin, and the tail it gives covers the truth's
+    # the shape used is the fitted one plus its margin (0.1 at least: the fit's bias), and the tail
+    # it gives covers the truth's
     f = fits[0]
-    assert f.shape == pytest.approx(min(0.45, f.fitted_shape + 2.33 * f.shape_se))
+    assert f.shape == pytest.approx(min(0.45, f.fitted_shape + max(2.33 * f.shape_se, 0.1)))
     truth = (1 + shape * 30.0) ** (-1 / shape) if shape else math.exp(-30.0)  # P(x > 30)
     assert f.p_below(np.array([30.0]))[0] >= 0.5 * truth
 
