@@ -190,7 +190,7 @@ def fit_tail(x: np.ndarray, sigma: float) -> LowerTail:
         return pilot
     kept = x[x < pilot.bar(GROSS_CHANCE / x.size)]  # past the pilot's bar: faults (GROSS_CHANCE)
     tail = _moments_fit(kept, sigma, CENSOR_SHARE)
-    return replace(tail, residuals=int(x.size), gross=int(x.size - kept.size)) if tail.learned else pilot
+    return replace(tail, residuals=int(x.size), gross=int(x.size - kept.size))
 
 
 def _moments_fit(x: np.ndarray, sigma: float, censor: float, margin: float = SHAPE_MARGIN) -> LowerTail:
