@@ -22,6 +22,8 @@ FINDING_IDS: dict[str, str] = {
     "fleet_split": "fail",
     # slow_pair
     "slow_pair": "warn",
+    # retest_pairs
+    "retest_pairs": "info",
     # slow_rail
     "slow_rail": "fail",
     "slow_rail_pair": "warn",

@@ -66,7 +66,7 @@ def test_the_tail_is_learned_only_from_enough_residuals_and_says_which() -> None
 
 def test_a_few_gross_faults_do_not_make_the_noise_look_heavier() -> None:
     """An intermittent node's 300 slow-round pairs at 0.5x (14 sigma out) among a 1,024-node
-    fleet's 523,776: the fit reads nothing above the top 1.25%, so the bar a slow link must pass
+    fleet's 523,776: the fit counts but does not read the top 0.25%, so the bar a slow link must pass
     barely moves. (At 256 nodes its 77 pairs are 0.24% of the fleet, as much as a congestion
     mixture's bump, and the bar does move: the price of holding under such mixtures.)"""
     rng = np.random.default_rng(2)
