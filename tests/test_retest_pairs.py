@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 SIM = ["--nodes", "256", "--leaves", "16", "--pair-sizes", "1G", "--confirm-budget", "0"]
-DIAGNOSIS = ("slow_node", "slow_pair", "slow_switch")
 
 
 def _netbench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,13 +45,12 @@ def healthy_t3(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproce
 
 
 def test_a_healthy_t3_fleet_has_no_finding_and_lists_pairs_to_retest(healthy_t3) -> None:
-    """No slow node, link or switch. (This fleet's t3 noise, which also speeds pairs up 2-20x now and
-    then, gives a fleet_split failure, "183 hosts at most 249 GB/s, 19 at 180": that rule's, on main
-    as well, left to it.)"""
+    """No finding to act on: no slow node, link or switch, and no fleet split (this fleet's t3 noise
+    speeds some pairs up 2-20x, which fleet_split once read as "19 hosts fast": fixed there)."""
     run, res = healthy_t3
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     findings = _findings(run)
-    assert not [f for f in findings if f["severity"] != "info" and f["rule"] in DIAGNOSIS]
+    assert not [f for f in findings if f["severity"] != "info"], [f["rule"] for f in findings]
     (listed,) = [f for f in findings if f["rule"] == "retest_pairs"]
     pairs = listed["evidence"]["pairs"]
     assert 1 <= len(pairs) <= 8 and all(r <= 0.9 for r in listed["evidence"]["ratio_to_expected"])
