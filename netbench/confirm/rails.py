@@ -47,6 +47,12 @@ RAIL_PARTNERS = 3
 """Known-good partners a node is re-tested against rail by rail, one a phase: a NIC is named when
 its rail is slow with each of them. A healthy rail reads at 0.9 of its controls or below (the median
 of its three sizes) in about 0.2% of phases under 5% Gaussian noise, so in three of three about 1e-8."""
+RAIL_POOL = 32
+"""Known-good nodes a rail re-test launch takes at least, partners and controls together: those of
+the re-tested nodes' leaves first (a partner of its own leaf, controls of the same hop class beside
+it), then the fleet's best. Not the whole fleet, as a pair re-test takes: a rail group carries one
+NIC's share, and each of a pair's R groups is a group to make and measure (at 512 nodes x 8 rails,
+2,048 groups a phase, where 16 pairs of one leaf give 128)."""
 RAIL_RUNS_MIN = 2
 """Partners at least, where the budget ended the phases early: one slow group is not a slow NIC."""
 RAIL_KIND = "nic"
@@ -200,12 +206,20 @@ class RailRun:
     echo: Callable[[str], None]
 
 
+def rail_pool(good: list[str], nodes: Mapping[str, object], switches: Mapping[str, str]) -> list[str]:
+    """The known-good nodes of a rail re-test (``RAIL_POOL``): ``good`` (best first) on the leaves of
+    ``nodes``, then the others, at least ``RAIL_POOL`` in all where there are that many."""
+    leaves = {switches.get(h) for h in nodes} - {None}
+    near = [g for g in good if switches.get(g) in leaves]
+    return near + [g for g in good if g not in near][: max(0, RAIL_POOL - len(near))]
+
+
 def rail_launch(run: RailRun) -> tuple[dict[str, Retest], dict[str, Any]]:
     """One launch re-testing ``run.nodes`` rail by rail (``RAIL_PARTNERS`` phases, as far as the
     budget goes); the verdicts and what ran (``info``, as a pair re-test launch's)."""
     ctx, budget = run.ctx, run.budget
-    plan = [p for p in plan_escalation(sorted(run.nodes), [], run.good, run.tested, ctx.switches,
-                                       RAIL_PARTNERS) if p]
+    plan = [p for p in plan_escalation(sorted(run.nodes), [], rail_pool(run.good, run.nodes, ctx.switches),
+                                       run.tested, ctx.switches, RAIL_PARTNERS) if p]
     info: dict[str, Any] = {"rails_of": sorted(run.nodes), "phases_planned": len(plan), "phases_run": 0,
                             "skipped": None}
     if not plan or not any(set(p) & set(run.nodes) for ph in plan for p in ph):
