@@ -107,3 +107,20 @@ def test_a_nic_re_test_in_run_json_that_names_no_rail_names_no_nic(half_nic, tmp
     r = CliRunner().invoke(cli, ["report", str(out)])
     assert r.exit_code == 2, r.output
     assert [f["evidence"]["nic"] for f in findings(out) if f["rule"] == "slow_rail"] == ["mlx5_2/1"]
+
+
+def test_a_nodes_network_bound_is_its_ports_times_the_slowest_in_lock_step():
+    """The analysis' expectation of a pair over R rails: R x its slowest rail's rate (NCCL's channels
+    run in lock-step over the NICs), not the sum: 4 ports, one at 200 Gb/s, bound 4 x 25 GB/s."""
+    from netbench.inventory.ceilings import node_links
+    from netbench.inventory.model import NIC, NodeInventory
+
+    nics = [NIC(name=f"mlx5_{k}", port=1, link_layer="InfiniBand", state="Active",
+                rate_gbps=200.0 if k == 2 else 400.0) for k in range(4)]
+    links = node_links(NodeInventory(host="n1", nics=nics))
+    assert links.nic_GBps() == pytest.approx(100.0)
+    assert links.nic_GBps(2) == pytest.approx(100.0)  # two ranks: the two fastest ports
+    assert "(in lock-step: 4 x the slowest)" in links.nic_text()
+    even = node_links(NodeInventory(host="n2", nics=[NIC(name=n.name, port=1, link_layer="InfiniBand",
+                                                         state="Active", rate_gbps=400.0) for n in nics]))
+    assert even.nic_GBps() == pytest.approx(200.0) and even.nic_text() == "4 x 400 Gb/s"
