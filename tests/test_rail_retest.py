@@ -124,3 +124,13 @@ def test_a_nodes_network_bound_is_its_ports_times_the_slowest_in_lock_step():
     even = node_links(NodeInventory(host="n2", nics=[NIC(name=n.name, port=1, link_layer="InfiniBand",
                                                          state="Active", rate_gbps=400.0) for n in nics]))
     assert even.nic_GBps() == pytest.approx(200.0) and even.nic_text() == "4 x 400 Gb/s"
+
+
+def test_a_budget_the_pair_re_test_spent_leaves_the_nic_unnamed_and_says_why(tmp_path):
+    out = tmp_path / "short"
+    code, said = simulate(out, "--fault", "nic:node0005/3=0.5", "--seed", "3", "--confirm-budget", "20")
+    assert code == 2, said
+    assert "# re-test node0005: confirmed" in said
+    assert "# rail re-test of node0005 not run: budget: a rail re-test needs ~" in said
+    assert [f["rule"] for f in findings(out) if f["subject"] == "node0005"] == ["slow_node"]
+    assert not [v for v in retests(out).values() if v["kind"] == "nic"]

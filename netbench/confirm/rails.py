@@ -82,7 +82,7 @@ def node_rails(inventory: list[dict[str, Any]], hosts: set[str]) -> dict[str, di
             continue
         try:
             inv = NodeInventory.from_dict(d)
-        except (TypeError, ValueError, KeyError):  # an inventory line is untrusted: no rails known
+        except (TypeError, ValueError, KeyError, AttributeError):  # untrusted: no rails known
             continue
         first: dict[str, RailPort] = {}
         for port in rail_ports(inv, len(inv.gpus)):
@@ -224,14 +224,14 @@ def rail_launch(run: RailRun) -> tuple[dict[str, Retest], dict[str, Any]]:
                             "skipped": None}
     if not plan or not any(set(p) & set(run.nodes) for ph in plan for p in ph):
         info["skipped"] = "no known-good partner to re-test the rails against"
-        return {}, info
-    ranks = max(len(ps) for ps in run.nodes.values())
-    # a rail group carries one NIC's share of a pair: a phase takes about as long as a pair phase
-    # times the NICs (GPUs sharing a NIC take it in turns: the same)
-    prior = run.phase_s * ranks
-    if not budget.fits(run.startup_s + prior):
+    # a rail group carries one GPU's share of a pair: a phase takes about as long as a pair phase
+    # times the GPUs (those up to the last NIC's first GPU, a GPU short where two share each NIC)
+    prior = run.phase_s * (1 + max(k for ps in run.nodes.values() for k in ps))
+    if not info["skipped"] and not budget.fits(run.startup_s + prior):
         info["skipped"] = (f"budget: a rail re-test needs ~{run.startup_s + prior:.0f} s (start-up + one "
                            f"phase), {max(budget.left(), 0):.0f} s left")
+    if info["skipped"]:  # the node stays confirmed; which of its NICs it is, is not known
+        run.echo(f"# rail re-test of {', '.join(sorted(run.nodes))} not run: {info['skipped']}")
         return {}, info
     run.echo(f"# re-testing {', '.join(sorted(run.nodes))} rail by rail against known-good partners: up to "
              f"{len(plan)} phase(s), {max(budget.left(), 0):.0f} s left")
