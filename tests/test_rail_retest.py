@@ -46,7 +46,7 @@ def test_a_nic_at_half_rate_is_named_with_its_rail_switch_after_the_rail_by_rail
     ev = nic["evidence"]
     assert (nic["subject"], nic["severity"], ev["rail"], ev["nic"], ev["rail_switch"]) == (
         "node0005", "fail", 4, "mlx5_2/1", "r3-leaf01")
-    assert "node0005 rail 4 (mlx5_2/1) (rail switch r3-leaf01) is " in nic["title"]
+    assert "node0005 NIC mlx5_2/1 (GPU 4's rail, rail switch r3-leaf01) is 5" in nic["title"]
     got = {k: v["verdict"] for k, v in retests(out).items() if v["kind"] == "nic"}
     assert got == {"node0005/rail0": "cleared", "node0005/rail2": "cleared", "node0005/rail4": "confirmed",
                    "node0005/rail6": "cleared"}
@@ -72,7 +72,7 @@ def test_the_rail_restriction_reaches_the_launched_ranks_on_the_fabric(half_nic)
     assert max(by_gpu[4] + by_gpu[5]) < 0.65 * healthy
     # the report, rebuilt from the run directory alone, names the same NIC
     r = CliRunner().invoke(cli, ["report", str(out)])
-    assert "node0005 rail 4 (mlx5_2/1) (rail switch r3-leaf01)" in r.output
+    assert "node0005 NIC mlx5_2/1 (GPU 4's rail, rail switch r3-leaf01)" in r.output
 
 
 def test_a_slow_node_on_a_rail_fabric_names_no_nic(tmp_path):

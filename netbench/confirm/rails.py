@@ -58,6 +58,11 @@ RAIL_RUNS_MIN = 2
 RAIL_KIND = "nic"
 
 
+def nic_label(port: RailPort) -> str:
+    """``NIC mlx5_2/1 (GPU 4's rail)``: the part to replace first, then the rail it serves."""
+    return f"NIC {port.nic} (GPU {port.rail}'s rail)"
+
+
 def rail_subject(host: str, rail: int) -> str:
     """A rail's re-test key: ``node0200/rail4`` (rail = the GPU's index, ``RailPort.rail``)."""
     return f"{host}/rail{rail}"
@@ -175,9 +180,9 @@ def _verdict(host: str, port: RailPort, ratios: dict[str, float], slow: bool, ot
     """One rail's verdict from its ratios to the controls, one a partner."""
     n, k = len(ratios), sum(r <= factor for r in ratios.values())
     shown = {p: round(r, 4) for p, r in ratios.items()}
-    said = f"{port.label()}: slow with {k} of {n} known-good partner(s)"
+    said = f"slow with {k} of {n} known-good partner(s)"
     if not n:
-        return Retest(rail_subject(host, port.rail), RAIL_KIND, "not_run", reason=f"{said}: not measured")
+        return Retest(rail_subject(host, port.rail), RAIL_KIND, "not_run", reason="not measured")
     if slow and others_fine:
         return Retest(rail_subject(host, port.rail), RAIL_KIND, "confirmed", shown,
                       f"{said}, at {statistics.median(ratios.values()):.2f}x its rail's controls; "
@@ -251,7 +256,7 @@ def rail_launch(run: RailRun) -> tuple[dict[str, Retest], dict[str, Any]]:
             host = rt.subject.split("/", 1)[0]
             port = run.nodes[host][int(rt.subject.rsplit("rail", 1)[1])]
             where = f", rail switch {port.switch}" if port.switch else ""
-            run.echo(f"# rail re-test {host} {port.label()}{where}: confirmed ({rt.reason})")
+            run.echo(f"# rail re-test {host} {nic_label(port)}{where}: confirmed ({rt.reason})")
     for host in sorted(run.nodes):
         mine = [rt for rt in retests.values() if rt.subject.startswith(f"{host}/")]
         if not any(rt.verdict == "confirmed" for rt in mine):

@@ -118,9 +118,11 @@ def _retested(ctx: AnalysisContext) -> list[Finding]:
         p = rail_ports(node, max(rail + 1, len(node.gpus) if node else 0))[rail]
         ratio = statistics.median(rt.ratios.values()) if rt.ratios else 1.0
         slow, runs = rt.slow_runs or (len(rt.ratios), len(rt.ratios))
+        where = f", rail switch {p.switch}" if p.switch else ""
         out.append(Finding(
             rule="slow_rail", severity="fail", subject_kind="node", subject=host,
-            title=f"{host} {p.label()}{_where(p)} is {1 - ratio:.0%} below its rail's controls on a "
+            title=f"{host} NIC {p.nic or '(unknown)'} (GPU {p.rail}'s rail{where}) is "
+                  f"{1 - ratio:.0%} below its rail's controls on a "
                   f"rail-by-rail re-test, with {slow} of {runs} known-good partner(s); the node's other "
                   "rails are not: the NIC, not the node",
             evidence=_evidence(p, retest=asdict(rt)),
