@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 _ACTION = ("Check this NIC and its link: ibstat / ethtool (rate, state), its PCIe link, the cable and "
            "transceiver and the rail switch port it is cabled to; then re-run `netbench sweep --hosts ... "
            "--pattern rail` on this node with two known-good partners.")
+_ACTION_RETESTED = ("Check this NIC and its link: ibstat / ethtool (rate, state), its PCIe link, the cable "
+                    "and transceiver and the rail switch port it is cabled to; its node stays drained until "
+                    "a clean netbench run on it returns it to service.")
 _ACTION_NODE = ("Every rail of this node is slow: look at the node (CPU/PCIe, GPU clocks, NIC firmware "
                 "and driver) rather than one NIC; drain it until it is fixed.")
 _ACTION_PAIR = ("Re-run `--pattern rail` with a third node: the end whose rail stays slow with every "
@@ -126,7 +129,7 @@ def _retested(ctx: AnalysisContext) -> list[Finding]:
                   f"rail-by-rail re-test, with {slow} of {runs} known-good partner(s); the node's other "
                   "rails are not: the NIC, not the node",
             evidence=_evidence(p, retest=asdict(rt)),
-            action=_ACTION, hosts=[host],
+            action=_ACTION_RETESTED, hosts=[host],
         ))
     return out
 
