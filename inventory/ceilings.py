@@ -76,18 +76,21 @@ class NodeLinks:
 
     def nic_GBps(self, ports: int | None = None) -> float | None:
         """The node's network bound with at most ``ports`` ports in use (the fastest ones): NCCL
-        drives about one NIC per GPU, gloo one interface. None: no rate known."""
+        drives about one NIC per GPU, gloo one interface. NCCL splits a collective's data evenly over
+        its channels and NICs, and the channels run in lock-step: the ports' count times the slowest
+        one's rate, not their sum (issue 46). None: no rate known."""
         if not self.nics:
             return None
-        best = sorted((n.GBps for n in self.nics), reverse=True)
-        return sum(best[: ports or len(best)])
+        best = sorted((n.GBps for n in self.nics), reverse=True)[: ports or len(self.nics)]
+        return len(best) * best[-1]
 
     def nic_text(self, ports: int | None = None) -> str:
         """``8 x 400 Gb/s`` (or ``mlx5_0 400 Gb/s + ...`` when rates differ), capped by PCIe when it is."""
         used = sorted(self.nics, key=lambda n: -n.GBps)[: ports or len(self.nics)]
         rates = {n.rate_gbps for n in used}
         text = (f"{len(used)} x {used[0].rate_gbps:g} Gb/s" if len(rates) == 1
-                else " + ".join(f"{n.name} {n.rate_gbps:g} Gb/s" for n in used))
+                else " + ".join(f"{n.name} {n.rate_gbps:g} Gb/s" for n in used)
+                + f" (in lock-step: {len(used)} x the slowest)")
         capped = [n for n in used if n.pcie_GBps is not None and n.pcie_GBps < n.rate_gbps / 8]
         if capped:
             text += " (PCIe-limited: " + ", ".join(f"{n.name} {n.pcie} = {n.pcie_GBps:.1f} GB/s"

@@ -36,8 +36,8 @@ def _interval_ok(value: Any) -> bool:
 class Retest:
     """A suspect's re-test: confirmed, cleared, inconclusive or not_run (with the reason)."""
 
-    subject: str  # a host, or "a|b" for a link
-    kind: str  # node | link
+    subject: str  # a host, "a|b" for a link, "host/railK" for a NIC (netbench.confirm.rails)
+    kind: str  # node | link | nic
     verdict: str = "not_run"
     ratios: Mapping[str, float] = field(default_factory=dict)  # partner -> busbw / the phase's reference
     reason: str = ""
@@ -87,7 +87,7 @@ class RetestEvidence:
             ok = (
                 isinstance(rt, dict)
                 and all(isinstance(rt.get(f), str) for f in ("subject", "kind", "verdict", "reason"))
-                and rt["kind"] in ("node", "link")
+                and rt["kind"] in ("node", "link", "nic")
                 and rt["verdict"] in RETEST_VERDICTS
                 and isinstance(rt.get("ratios", {}), dict)
                 and all(isinstance(v, int | float) for v in rt.get("ratios", {}).values())

@@ -43,10 +43,11 @@ bus during the run (the rank on it fails at its first collective). Hosts are nod
 leaf01.., two tiers under "spine", three under pod01.. and "core".
 \b
 --rails R: rail-optimised, each node has R NICs of --nic-gbps / R, NIC k on rail k's own switches
-(r2-leaf01 ...); a pair uses every rail at once and rails share nothing. Extra faults there:
-nic:NAME/K=F (NIC K of a node), uplink:rK-leafNN=F (one rail switch's uplink). --pattern rail
-measures each rail alone: GPU k's group runs on the rail of GPU k's NIC (the GPUs split evenly over
-the NICs in order).
+(r2-leaf01 ...); a pair uses every rail at once, at R x its slowest rail's rate (NCCL's channels
+run in lock-step), and rails share nothing. Extra faults there: nic:NAME/K=F (NIC K of a node,
+mlx5_K-1 in the inventory), uplink:rK-leafNN=F (one rail switch's uplink). --pattern rail measures
+each rail alone: GPU k's group runs on the rail of GPU k's NIC (the GPUs split evenly over the NICs
+in order). A node the re-tests confirm slow is re-tested rail by rail, and a slow NIC is named.
 \b
 --preflight runs `netbench preflight` itself on the fabric instead of a sweep: its inventory rules,
 quick pass, re-tests of suspects against known-good partners within --budget, drain rule and report,

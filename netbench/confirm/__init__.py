@@ -26,6 +26,10 @@ paired with or what its re-test says. Its modules, each importing only those abo
   load (hop class and pairs per uplink, ``common.topology.round_load``), never against another
   class; a node slow with some known-good partners only is confirmed as intermittent by a count test
   over its slow rounds, earlier ones included;
+- ``rails``: rail by rail (``rail_launch``): a node the re-tests confirmed slow on a rail-optimised
+  fabric (its rails' NICs named by the inventory) re-tested once more in rail groups, rank k of both
+  ends on GPU k's NIC alone, against known-good partners; ``judge_rails`` names the slow NIC, each
+  rail against the same rail's controls of its phase;
 - ``launch``: ``retest_suspects``, the one re-test loop: analyse what the sweep (or quick pass)
   measured, re-test the suspects in one launch (the caller's ``Measure``), phase by phase while they
   fit the ``Budget``, again while the verdicts name new suspects (the ends of a link confirmed slow);
@@ -90,6 +94,7 @@ from netbench.confirm.launch import (
     RetestWords,
     retest_suspects,
 )
+from netbench.confirm.rails import RAIL_PARTNERS, RailSetup, judge_rails, node_rails, rail_subject
 from netbench.confirm.records import Pair, PhaseList
 from netbench.confirm.schedule import (
     CONFIRM_PARTNERS,
@@ -133,7 +138,9 @@ __all__ = [
     "PhaseGate",
     "PhaseList",
     "REPORT_RESERVE_S",
+    "RAIL_PARTNERS",
     "RETESTS",
+    "RailSetup",
     "RetestSetup",
     "RetestWords",
     "Retested",
@@ -147,8 +154,11 @@ __all__ = [
     "held_back",
     "intermittent_phases",
     "judge",
+    "judge_rails",
+    "node_rails",
     "pairs_in",
     "plan_escalation",
+    "rail_subject",
     "rerun_order",
     "retest_suspects",
     "shared_ends",

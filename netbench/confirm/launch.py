@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from netbench.confirm.budget import Budget, Measure, PhaseGate
 from netbench.confirm.candidates import Suspects, pairs_in
 from netbench.confirm.judging import LINK_RUNS, judge
+from netbench.confirm.rails import RailRun, RailSetup, node_rails, rail_launch
 from netbench.confirm.records import Pair
 from netbench.confirm.schedule import (
     CONFIRM_PARTNERS,
@@ -89,6 +90,9 @@ class RetestSetup:
     partners: int = CONFIRM_PARTNERS
     """Known-good partners each suspect node is re-tested against (phases of a launch)."""
     max_launches: int = MAX_LAUNCHES
+    rails: RailSetup | None = None
+    """How the caller launches rail groups: a node the re-tests confirmed slow whose inventory names
+    its rails' NICs is then re-tested rail by rail (``rails.rail_launch``). None: never."""
 
 
 @dataclass
@@ -150,7 +154,39 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
             break
     else:
         out.untested_reason = f"not re-tested: {setup.max_launches} {setup.words.launches} already ran"
+    if setup.rails is not None:
+        _rails(setup, setup.rails, ctx, out, tested, first_round)
     return out
+
+
+def _rails(
+    setup: RetestSetup, rails: RailSetup, ctx: AnalysisContext, out: Retested, tested: MetPairs,
+    first_round: int,
+) -> None:
+    """The nodes the re-tests confirmed slow, re-tested rail by rail where the inventory names their
+    rails (``rails.rail_launch``), within what the budget has left: which NIC it is."""
+    confirmed = {rt.subject for rt in out.retests.values() if rt.kind == "node" and rt.verdict == "confirmed"}
+    nodes = node_rails(ctx.inventory, confirmed)
+    if not nodes:
+        return
+    doubtful = {rt.subject for rt in out.retests.values() if rt.kind == "node" and rt.verdict != "cleared"}
+    doubtful |= {h for rt in out.retests.values() if rt.kind == "link" and rt.verdict == "confirmed"
+                 for h in rt.subject.split("|")}
+    doubtful |= {v.host for v in ctx.analyses.nodes.slow}
+    m = ctx.pair_model
+    effect = {h: float(m.node_effect[i]) for i, h in enumerate(m.hosts)} if m is not None else {}
+    good = sorted((h for h in setup.live if h not in doubtful and h not in setup.exclude),
+                  key=lambda h: -effect.get(h, 0.0))
+    measured = [d for info in out.launches for d in info.get("phase_s", [])]
+    startups = [info["startup_s"] for info in out.launches if info.get("startup_s")]
+    t0 = setup.budget.elapsed()
+    new, info = rail_launch(RailRun(
+        rails, ctx, nodes, good, tested, first_round, max(measured, default=setup.phase_s),
+        max(startups, default=setup.startup_s), setup.budget, setup.echo,
+    ))
+    out.launch_s += setup.budget.elapsed() - t0
+    out.launches.append(info)
+    out.retests.update(new)
 
 
 def _retest_launch(

@@ -18,6 +18,7 @@ from netbench.confirm import (
     Budget,
     Pair,
     PhaseGate,
+    RailSetup,
     RetestSetup,
     retest_suspects,
     unusable_hosts,
@@ -353,11 +354,12 @@ class PreflightStages:
         return Planned(backend, slots, request, engine_note=engine.note, options=opts.to_json())
 
     def _launch(
-        self, launch: Launch, phases: PhaseList, gate: PhaseGate, ring: Sequence[str] = ()
+        self, launch: Launch, phases: PhaseList, gate: PhaseGate, ring: Sequence[str] = (),
+        rails: bool = False,
     ) -> Outcome:
-        """One launch (``launch``): the pair phases, then the ring (if any hosts); a stop or hosts that
-        cannot run the backend end the preflight."""
-        outcome = launch(phases, gate, ring)
+        """One launch (``launch``): the pair phases (as rail groups: ``rails``), then the ring (if any
+        hosts); a stop or hosts that cannot run the backend end the preflight."""
+        outcome = launch(phases, gate, ring, rails=rails)
         gate.ended = gate.budget.clock()
         if outcome.status == "interrupted":  # execute recorded it; ``stopped`` says what was established
             raise as_interrupted(KeyboardInterrupt())
@@ -419,6 +421,7 @@ class PreflightStages:
             phase_s=self.phase_s, startup_s=quick.startup_s or 0.0,  # what a re-test launch will take
             budget=self.budget, words=PREFLIGHT_WORDS, partners=self.opts.confirm,
             max_launches=self.max_escalations,
+            rails=RailSetup(lambda phases, gate: self._launch(launch, phases, gate, rails=True), rundir),
         )
         done = retest_suspects(retesting, lambda phases, gate: self._launch(launch, phases, gate))
         self._spent("analysis", done.analysis_s)

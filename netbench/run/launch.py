@@ -85,10 +85,13 @@ class Launch:
         )
         return execute(plan, slots, launcher, self.rundir, settings, self.echo, self.progress)
 
-    def __call__(self, phases: PhaseList, gate: Callable[[Phase], bool], ring: Sequence[str] = ()) -> Outcome:
+    def __call__(
+        self, phases: PhaseList, gate: Callable[[Phase], bool], ring: Sequence[str] = (), rails: bool = False
+    ) -> Outcome:
         """One launch of the pair ``phases`` (then the ring over ``ring``, two hosts or more) on the
         hosts they involve, numbered afresh in the run's order, each phase started only when ``gate``
-        lets it (``netbench.confirm.Measure``)."""
+        lets it (``netbench.confirm.Measure``). ``rails``: each pair as its rail groups instead (rank k
+        of both hosts: GPU k's NIC alone, ``--pattern rail``), a rail-by-rail re-test."""
         involved = {h for _, _, pairs in phases for p in pairs for h in p} | set(ring)
         mine, base = [], 0
         for s in self.slots:  # the launch numbers its own ranks
@@ -97,7 +100,7 @@ class Launch:
                 base += s.nprocs
         req = replace(
             self.request,
-            patterns=["pairwise"] * bool(phases) + ["ring"] * (len(ring) >= 2),
+            patterns=["rail" if rails else "pairwise"] * bool(phases) + ["ring"] * (len(ring) >= 2),
             pair_rounds=[PairRound(*ph) for ph in phases],
         )
         return self.run(build_plan(req, self.rundir.run_id, mine, self.backend), mine, before_phase=gate)

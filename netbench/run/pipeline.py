@@ -322,7 +322,7 @@ def confirm(
     comes after) with ``netbench.confirm``'s loop, preflight's, and record the verdicts in run.json's
     ``retests``, which the report reads as its re-test evidence, and what ran in its ``confirm``.
     ``read_rows``: the run's rows, not read yet (its first read is the analysis' own)."""
-    from netbench.confirm import SWEEP_WORDS, Budget, RetestSetup, retest_suspects, unusable_hosts
+    from netbench.confirm import SWEEP_WORDS, Budget, RailSetup, RetestSetup, retest_suspects, unusable_hosts
     from netbench.reports.engine import load_context, run_rules
     from netbench.reports.pairrows import NO_ROUND, MetPairs
 
@@ -353,15 +353,17 @@ def confirm(
         startup_s=outcome.startup_s or 0.0,
         budget=budget,
         words=SWEEP_WORDS,
+        rails=RailSetup(lambda phases, gate: measure(phases, gate, rails=True), rundir),
     )
 
-    def measure(phases: PhaseList, gate: PhaseGate) -> Outcome:
+    def measure(phases: PhaseList, gate: PhaseGate, rails: bool = False) -> Outcome:
         def before(phase: Any) -> bool:  # each re-test phase said as it starts, or why not
             go = gate(phase)
-            launch.echo(f"# {phase.name}: " + (f"{len(phase.groups)} pair(s)" if go else "no budget left"))
+            what = "rail group(s)" if rails else "pair(s)"
+            launch.echo(f"# {phase.name}: " + (f"{len(phase.groups)} {what}" if go else "no budget left"))
             return go
 
-        return launch(phases, before)
+        return launch(phases, before, rails=rails)
 
     done = retest_suspects(setup, measure)
     rundir.write_run(

@@ -505,7 +505,7 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
             # nccl-tests' split mode: rank k of one node with rank k of the other, every rail of the
             # pair at once, so each NIC and cable carries its own rail's traffic and nothing else
             pspec = pair_spec(req, backend)
-            rounds = default_pair_rounds(
+            rounds = req.pair_rounds or default_pair_rounds(  # explicit: a rail re-test's (netbench.confirm)
                 hosts, req.pair_batch, req.pair_schedule, req.switches, req.uplink_pairs
             )
             for i, rnd in enumerate(rounds):
@@ -521,7 +521,7 @@ def build_plan(req: PlanRequest, run_id: str, slots: list[HostSlot], backend: st
                     for a, b in rnd.pairs
                     for k in range(min(len(ranks_of[a]), len(ranks_of[b])))
                 ]
-                add(f"rail round {i + 1}/{len(rounds)}", groups, pspec)
+                add(rnd.name if req.pair_rounds else f"rail round {i + 1}/{len(rounds)}", groups, pspec)
         elif pattern == "intra":
             groups = [
                 GroupSpec(id=f"intra:{h}", pattern="intra", hosts=[h], ranks=ranks_of[h])

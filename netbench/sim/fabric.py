@@ -233,6 +233,10 @@ class Fabric:
         """The rail a switch is on: 1, the only one (``RailFabric.switch_rail``)."""
         return 1
 
+    def rail_parts(self, host: str) -> None:
+        """What a probe shows of a node's rails: none on this fabric (``RailFabric.rail_parts``)."""
+        return None
+
     def crosses(self, a: np.ndarray, b: np.ndarray, switch: str) -> np.ndarray:
         """Which flows cross ``switch``'s uplink."""
         res = self._res.get(f"up:{switch}")

@@ -16,6 +16,11 @@ Faults: ``node:X=F`` caps every NIC of X, ``link:A,B=F`` the pair's path on ever
 ``intermittent:X`` every NIC in the rounds it is slow, ``uplink:r2-leaf01=F`` one rail switch's
 uplink, ``nic:X/2=F`` NIC 2 of X alone (rails count from 1). ``uplinks()`` is the unit view (host ->
 ``leaf01``, leaf -> spine/pod), the same hop classes on every rail, which run.json records.
+
+What a probe of a rail-optimised node shows (``rail_inventory``): NIC k as ``mlx5_{k-1}`` (rails count
+from 1, devices from 0, as on real nodes), GPU g beside the NIC of its rail (``nvidia-smi topo -m``
+PIX), and NIC k cabled to its rail's leaf (``r{k}-leafNN``): what ``inventory.rails.rail_ports``
+reads to name a rail's NIC and switch, as it reads a real node's.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from netbench.common.errors import UsageError
+from netbench.inventory.model import NIC, SwitchNeighbor, TopoMatrix
 from netbench.sim.fabric import Fabric, FabricSpec, Fault
 
 
@@ -95,6 +101,10 @@ class RailFabric:
         there are as many NICs as GPUs."""
         return local_rank * len(self.planes) // max(gpus, 1) + 1
 
+    def rail_parts(self, host: str) -> RailParts:
+        """What a probe of ``host`` shows of its rails (``rail_inventory``)."""
+        return rail_inventory(self, host)
+
     def switch_rail(self, switch: str) -> int:
         """The rail (1..R) a rail switch is on, from its name (``r2-leaf01``); 0 for none."""
         return next((k for k in range(1, len(self.planes) + 1) if switch.startswith(rail_prefix(k))), 0)
@@ -137,3 +147,37 @@ class RailFabric:
 def build_fabric(spec: FabricSpec, faults: Sequence[Fault] = ()) -> Fabric | RailFabric:
     """The fabric ``spec`` describes: a fat tree, or its rail-optimised variant when it has rails."""
     return RailFabric.build(spec, faults) if spec.rails > 1 else Fabric.build(spec, faults)
+
+
+def nic_name(rail: int) -> str:
+    """The device name of a node's NIC on rail ``rail`` (1..R): ``mlx5_{rail - 1}``."""
+    return f"mlx5_{rail - 1}"
+
+
+@dataclass(frozen=True)
+class RailParts:
+    """What a probe of one rail-optimised node reports of its rails (``rail_inventory``)."""
+
+    nics: list[NIC]
+    topo: TopoMatrix
+    neighbors: list[SwitchNeighbor]
+
+
+def rail_inventory(fab: RailFabric, host: str) -> RailParts:  # RailFabric.rail_parts
+    """``host``'s NICs (one a rail, active InfiniBand ports), its GPUs' affinity to them (GPU g PIX to
+    the NIC of its rail, ``RailFabric.rail_of``; the rest across the CPU interconnect, SYS) and the
+    rail switch each NIC is cabled to. No link rate: the simulated NIC's Gb/s is a share of
+    ``--nic-gbps``, not a port speed a reference or a ceiling could be matched against."""
+    rails, gpus = len(fab.planes), fab.spec.gpus
+    nics = [NIC(name=nic_name(k), port=1, netdev=f"ib{k - 1}", link_layer="InfiniBand", state="Active")
+            for k in range(1, rails + 1)]
+    labels = {f"NIC{k - 1}": nic_name(k) for k in range(1, rails + 1)}
+    relations = {
+        f"GPU{g}": {f"NIC{k - 1}": "PIX" if fab.rail_of(g, gpus) == k else "SYS" for k in range(1, rails + 1)}
+        for g in range(gpus)
+    }
+    topo = TopoMatrix(devices=[*relations, *labels], relations=relations, nic_names=labels)
+    switches = fab.rail_switches(host)
+    neighbors = [SwitchNeighbor(local_port=f"ib{k - 1}", switch=switches[k - 1], source="topology")
+                 for k in range(1, rails + 1)]
+    return RailParts(nics, topo, neighbors)

@@ -40,7 +40,7 @@ from netbench.sim.options import SimOptions
 from netbench.sim.progress import Progress
 from netbench.sim.rails import RailFabric, build_fabric
 from netbench.sim.setup import Lanes
-from netbench.sites.sim.site import SimSite
+from netbench.sites.sim.site import SimSite, node_inventory
 
 TRUTH_SCHEMA = "netbench.sim-truth/1"
 #: the subject kind of the finding each fault should produce (what a score compares against)
@@ -99,6 +99,8 @@ def simulate(
     )
     rundir.write_plan(plan_file_chunks(plan))
     rundir.write_env({h: {"netbench": __version__, "simulated": True} for h in fab.hosts})
+    if isinstance(fab, RailFabric):  # its rails, as the inventory stage of a sweep records them
+        rundir.write_inventory([node_inventory(fab, h) for h in fab.hosts])
     gpus = LostGpus({f.subject for f in opts.faults if f.kind == "gpu"}, {s.host: s for s in slots})
     worst: dict[int, float] = {}  # fault index -> lowest healthy/faulty ratio it caused
     n_rows, phases = _measure_phases(opts, fab, plan, gpus, slow_rounds, rng, worst, rundir, progress)

@@ -13,12 +13,20 @@ and one finding says so.
 
 With two nodes a rail has no peers that leave one end out: a rail far below the pair's other rails
 is then a warning on the pair's rail, naming both NICs (a third node tells which end it is).
+
+Without ``--pattern rail`` a bad NIC shows as a slow node: NCCL's channels run in lock-step over
+every NIC of a pair, so one NIC at 0.7 makes every pair of its node run at 0.7. A node the re-tests
+confirmed slow on a rail-optimised fabric is then re-tested rail by rail (``netbench.confirm.rails``);
+a rail it confirmed (kind ``nic``) is a finding here, naming the node, the rail, the NIC and its rail
+switch. Rail rows of the re-test rounds are judged there, against the controls measured beside
+them, and are left out of the comparison above.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from netbench.inventory.model import NodeInventory
@@ -34,6 +42,9 @@ if TYPE_CHECKING:
 _ACTION = ("Check this NIC and its link: ibstat / ethtool (rate, state), its PCIe link, the cable and "
            "transceiver and the rail switch port it is cabled to; then re-run `netbench sweep --hosts ... "
            "--pattern rail` on this node with two known-good partners.")
+_ACTION_RETESTED = ("Check this NIC and its link: ibstat / ethtool (rate, state), its PCIe link, the cable "
+                    "and transceiver and the rail switch port it is cabled to; its node stays drained until "
+                    "a clean netbench run on it returns it to service.")
 _ACTION_NODE = ("Every rail of this node is slow: look at the node (CPU/PCIe, GPU clocks, NIC firmware "
                 "and driver) rather than one NIC; drain it until it is fixed.")
 _ACTION_PAIR = ("Re-run `--pattern rail` with a third node: the end whose rail stays slow with every "
@@ -49,6 +60,9 @@ def rail_points(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pa
     rows = df[(df["pattern"] == "rail") & (df["status"] == "ok") & df["busbw_GBps"].notna()]
     if "rail" not in rows.columns or rows.empty:
         return None
+    retests = ctx.analyses.retests
+    if retests is not None and retests.from_round is not None:  # the re-tests' rows: judged there
+        rows = rows[~(rows["round"].fillna(-1) >= retests.from_round)]
     rows = rows[rows["rail"].notna()]
     if rows.empty:
         return None
@@ -88,7 +102,44 @@ def _evidence(p: RailPort, **kw: Any) -> dict[str, Any]:
             "switch_port": p.switch_port, "nic_unknown": p.unknown, **kw}
 
 
+def _retested(ctx: AnalysisContext) -> list[Finding]:
+    """A finding for each NIC the rail-by-rail re-test confirmed slow (``netbench.confirm.rails``)."""
+    retests = ctx.analyses.retests
+    found = [rt for rt in (retests.results.values() if retests is not None else ())
+             if rt.kind == "nic" and rt.verdict == "confirmed"]
+    if not found:
+        return []
+    invs = {d.get("host"): d for d in ctx.inventory}
+    out = []
+    for rt in sorted(found, key=lambda rt: rt.subject):
+        host, _, rail_text = rt.subject.rpartition("/rail")
+        if not rail_text.isdigit():  # run.json is untrusted: a key that names no rail names no NIC
+            continue
+        rail = int(rail_text)
+        inv = invs.get(host)
+        node = NodeInventory.from_dict(inv) if inv is not None else None
+        p = rail_ports(node, max(rail + 1, len(node.gpus) if node else 0))[rail]
+        ratio = statistics.median(rt.ratios.values()) if rt.ratios else 1.0
+        slow, runs = rt.slow_runs or (len(rt.ratios), len(rt.ratios))
+        where = f", rail switch {p.switch}" if p.switch else ""
+        out.append(Finding(
+            rule="slow_rail", severity="fail", subject_kind="node", subject=host,
+            title=f"{host} NIC {p.nic or '(unknown)'} (GPU {p.rail}'s rail{where}) is "
+                  f"{1 - ratio:.0%} below its rail's controls on a "
+                  f"rail-by-rail re-test, with {slow} of {runs} known-good partner(s); the node's other "
+                  "rails are not: the NIC, not the node",
+            evidence=_evidence(p, retest=asdict(rt)),
+            action=_ACTION_RETESTED, hosts=[host],
+        ))
+    return out
+
+
 def check(ctx: AnalysisContext) -> list[Finding]:
+    return _retested(ctx) + _swept(ctx)
+
+
+def _swept(ctx: AnalysisContext) -> list[Finding]:
+    """The rail rows of the sweep (``--pattern rail``): each node's rail against its rail peers."""
     got = rail_points(ctx)
     if got is None:
         return []

@@ -22,7 +22,9 @@ from netbench.sites.base import Echo, Switches
 from netbench.sites.ssh.site import file_switches
 
 if TYPE_CHECKING:
+    from netbench.sim.fabric import Fabric
     from netbench.sim.launcher import SimHosts, SimLauncher
+    from netbench.sim.rails import RailFabric
 
 
 class SimSite:
@@ -52,21 +54,7 @@ class SimSite:
         """What a probe of a healthy node gives, after the probe's time (a GPU that will drop out
         is still there: it fails later, under load)."""
         self.sim.clock.advance(self.sim.costs.inventory_s(len(entries)))
-        gpus = self.sim.fabric.spec.gpus
-        return [
-            NodeInventory(
-                host=e.name,
-                hostname=e.name,
-                gpus=[GPU(index=i, name="Simulated GPU") for i in range(gpus)],
-                torch_version="simulated",
-                torch_cuda_build="simulated",
-                torch_cuda_available=True,
-                torch_gpus=gpus,
-                nccl4py=True,  # a healthy node has the NCCL engine: the plan's engine is nccl
-                nccl4py_version="simulated",
-            )
-            for e in entries
-        ]
+        return [node_inventory(self.sim.fabric, e.name) for e in entries]
 
     def switches(self, entries: list[HostEntry], echo: Echo) -> Switches:
         if self.inputs is not None:
@@ -81,3 +69,24 @@ class SimSite:
 
     def counters(self, phase: str, entries: list[HostEntry], rundir: object) -> None:
         return None  # a simulated fabric has no port counters
+
+
+def node_inventory(fabric: Fabric | RailFabric, host: str) -> NodeInventory:
+    """What a probe of a healthy node of ``fabric`` gives: its GPUs, the NCCL engine, and on a
+    rail-optimised fabric its rails' NICs, GPU affinity and rail switches (``RailFabric.rail_parts``)."""
+    gpus = fabric.spec.gpus
+    inv = NodeInventory(
+        host=host,
+        hostname=host,
+        gpus=[GPU(index=i, name="Simulated GPU") for i in range(gpus)],
+        torch_version="simulated",
+        torch_cuda_build="simulated",
+        torch_cuda_available=True,
+        torch_gpus=gpus,
+        nccl4py=True,  # a healthy node has the NCCL engine: the plan's engine is nccl
+        nccl4py_version="simulated",
+    )
+    parts = fabric.rail_parts(host)
+    if parts is not None:
+        inv.nics, inv.topo, inv.neighbors = parts.nics, parts.topo, parts.neighbors
+    return inv
