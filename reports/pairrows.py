@@ -10,7 +10,7 @@ its hosts' codes and four numbers, and the pairs met are a boolean matrix over t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,19 +65,40 @@ class PairRows:
     classes: list[str] = field(default_factory=list)
     failed: dict[int, Failure] = field(default_factory=dict)
     """Why each row that is not ok failed, by row."""
+    engine: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Each row's ``engine`` as a code into ``engines`` (NOT_RECORDED where null)."""
+    engines: list[str] = field(default_factory=list)
+    collective: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Each row's ``collective`` as a code into ``collectives`` (NOT_RECORDED where null)."""
+    collectives: list[str] = field(default_factory=list)
+    plain: int = 0
+    """Rows that are only here (ok, nothing wrong): the analysis' frame leaves them out (``pairstore``)."""
 
     @classmethod
     def empty(cls) -> PairRows:
         ints = np.zeros(0, dtype=np.int64)
-        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool), ints, ints)
+        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool), ints, ints, [], {},
+                   ints, [], ints, [])
+
+    def engine_is(self, name: str) -> np.ndarray:
+        """Whether each row was measured by engine ``name``."""
+        return self.engine == (self.engines.index(name) if name in self.engines else -2)
+
+    def collective_is(self, name: str) -> np.ndarray:
+        """Whether each row measured collective ``name``."""
+        return self.collective == (self.collectives.index(name) if name in self.collectives else -2)
 
     @classmethod
     def from_records(cls, records: Iterable[Mapping[str, Any]]) -> PairRows:
         """From rows as the line reader gives them (dicts); rows of other patterns are left out."""
         names: dict[str, int] = {}
-        classes: dict[str, int] = {}
-        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
+        coded: tuple[dict[str, int], ...] = ({}, {}, {})  # hop classes, engines, collectives
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [], [], [])
         failed: dict[int, Failure] = {}
+
+        def code(k: int, value: Any) -> int:
+            return NOT_RECORDED if value is None else coded[k].setdefault(value, len(coded[k]))
+
         for r in records:
             hosts = r.get("hosts")
             if r.get("pattern") != "pair" or not isinstance(hosts, list) or len(hosts) != 2:
@@ -92,14 +113,15 @@ class PairRows:
                 np.nan if r.get("busbw_GBps") is None else r["busbw_GBps"],
                 r.get("status") == "ok",
                 NOT_RECORDED if r.get("load") is None else r["load"],
-                NOT_RECORDED if r.get("hop_class") is None
-                else classes.setdefault(r["hop_class"], len(classes)),
+                code(0, r.get("hop_class")), code(1, r.get("engine", "torch")), code(2, r.get("collective")),
             ), strict=True):
                 col.append(v)
-        a, b, rnd, nbytes, busbw, ok, load, hop = cols
+        a, b, rnd, nbytes, busbw, ok, load, hop, engine, coll = cols
         ints = (np.array(c, dtype=np.int64) for c in (a, b, rnd, nbytes))
         return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool),
-                   np.array(load, dtype=np.int64), np.array(hop, dtype=np.int64), list(classes), failed)
+                   np.array(load, dtype=np.int64), np.array(hop, dtype=np.int64), list(coded[0]), failed,
+                   np.array(engine, dtype=np.int64), list(coded[1]), np.array(coll, dtype=np.int64),
+                   list(coded[2]))
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> PairRows:
@@ -113,14 +135,20 @@ class PairRows:
         keep = pattern == "pair"
         rows, codes = rows[keep], codes.reshape(-1, 2)[keep]
 
+        def coded(name: str) -> tuple[np.ndarray, list[str]]:
+            if name not in frame.columns:
+                return np.full(len(rows), NOT_RECORDED, dtype=np.int64), []
+            return codes_of(frame[name], rows)
+
         def column(name: str, fill: float) -> np.ndarray:
             if name not in frame.columns:
                 return np.full(len(rows), fill)
             values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
             return np.where(np.isnan(values), fill, values)
 
-        hop, classes = codes_of(frame["hop_class"], rows) if "hop_class" in frame.columns else (
-            np.full(len(rows), NOT_RECORDED, dtype=np.int64), [])
+        hop, classes = coded("hop_class")
+        engine, engines = coded("engine")
+        coll, collectives = coded("collective")
         status = frame["status"].to_numpy(dtype=object)[rows] if "status" in frame.columns else None
         ok = np.zeros(len(rows), dtype=bool) if status is None else status == "ok"
         bad = np.flatnonzero(~ok)
@@ -138,6 +166,7 @@ class PairRows:
             hop,
             classes,
             {int(i): Failure.of(r) for i, r in zip(bad.tolist(), failed, strict=True)},
+            engine, engines, coll, collectives,
         )
 
     def __len__(self) -> int:
@@ -153,13 +182,17 @@ class PairRows:
         self.failed |= {len(self) + i: failure for i, failure in more.failed.items()}
         self.a = np.concatenate([self.a, lut[more.a]])
         self.b = np.concatenate([self.b, lut[more.b]])
-        known = {c: i for i, c in enumerate(self.classes)}
-        hop_lut = np.array([known.setdefault(c, len(known)) for c in more.classes] or [0], dtype=np.int64)
-        self.classes = list(known)
-        hop = np.where(more.hop >= 0, hop_lut[np.maximum(more.hop, 0)], NOT_RECORDED)
-        self.hop = np.concatenate([self.hop, hop])
+        for codes, names in (("hop", "classes"), ("engine", "engines"), ("collective", "collectives")):
+            mine, theirs = getattr(self, codes), getattr(more, codes)
+            known = {c: i for i, c in enumerate(getattr(self, names))}
+            lut = np.array([known.setdefault(c, len(known)) for c in getattr(more, names)] or [0],
+                           dtype=np.int64)
+            setattr(self, names, list(known))
+            setattr(self, codes, np.concatenate([mine, np.where(theirs >= 0, lut[np.maximum(theirs, 0)],
+                                                                NOT_RECORDED)]))
         for name in ("round", "nbytes", "busbw", "ok", "load"):
             setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
+        self.plain += more.plain
 
     def facts(
         self, switches: Mapping[str, str], usable: np.ndarray
@@ -232,7 +265,8 @@ def pair_facts(
             # every usable row of a round that has a row to work out counts, recorded or not
             mine = counted & np.isin(rounds, np.unique(rounds[wanted]))
             n = len(names)
-            keys, inverse = np.unique((rounds[mine] * n + lo[mine]) * n + hi[mine], return_inverse=True)
+            rnd = rounds[mine].astype(np.int64)  # a key of round and pair passes 2**31 at 4,096 hosts
+            keys, inverse = np.unique((rnd * n + lo[mine]) * n + hi[mine], return_inverse=True)
             pairs = np.stack([(keys // n) % n, keys % n], axis=1)
             loads = fabric.indexed(leaves, pairs, keys // (n * n))[inverse.ravel()]
             load[mine & no_load] = loads[no_load[mine]]
@@ -335,12 +369,12 @@ class GrowingRows:
         self.end, self.lines = got.end, got.lines
         return self.rows
 
-    def start_from(self, frame: pd.DataFrame, size: int) -> None:
-        """Take ``frame``, the rows of an older run's results.jsonl's first ``size`` bytes as a reader
-        gave them already (the analysis' own: at 4,096 nodes each read of the file is a minute), as
-        the first read; later calls read what was appended after them."""
-        self.rows = PairRows.from_frame(frame)
-        self.end, self.lines = size, len(frame)
+    def start_from(self, rows: PairRows, lines: int, size: int) -> None:
+        """Take ``rows``, the pair rows of an older run's results.jsonl's first ``size`` bytes
+        (``lines`` rows) as the analysis read them already (at 4,096 nodes each read of the file is
+        a minute), as the first read; later calls read what was appended after them."""
+        self.rows = replace(rows, failed=dict(rows.failed))  # grown here, never the analysis' own
+        self.end, self.lines = size, lines
 
     def _columns(self) -> bool:
         from netbench.reports.rowtable import read_rows_frame

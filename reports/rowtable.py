@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,38 @@ def read_files_frame(paths: list[Path]) -> pd.DataFrame | None:
     when pyarrow is missing or any row is not plainly a good row.
 
     ``rank_time_us`` is None on rows whose pattern is not in RANK_TIMES_FOR."""
+    got = _read(paths, None)
+    return None if got is None else got[0]
+
+
+def read_files_builder(paths: list[Path], builder: Callable[[int], Any]) -> tuple[pd.DataFrame, Any] | None:
+    """The rows of ``paths`` as ``read_files_frame`` reads them, but each batch first offered to
+    ``builder(capacity)``'s ``add``, which returns the mask of the rows it keeps for itself: the
+    frame leaves them out (``reports.pairstore``). (the frame, the builder), or None as there."""
+    got = _read(paths, builder)
+    return None if got is None else (got[0], got[1])
+
+
+def pair_row_batches(paths: list[Path], cols: list[str]) -> Iterator[pd.DataFrame]:
+    """The pair rows of ``paths`` in order, a batch at a time, as frames of ``cols`` (hosts as lists),
+    for what reads a few of them (the report's embedded rows) of files ``pairstore.read_split`` read
+    already; a file that cannot be read so now (changed since) ends them."""
+    import pyarrow.compute as pc
+
+    schema, _ = _contract()
+    for path in paths:
+        for batch in _batches(path, schema):
+            if batch is None:
+                return
+            mine = batch.filter(pc.equal(batch.column("pattern"), "pair").fill_null(False))
+            if mine.num_rows:
+                frame = mine.select([c for c in cols if c != "hosts"]).to_pandas()
+                if "hosts" in cols:
+                    frame.insert(cols.index("hosts"), "hosts", mine.column("hosts").to_pylist())
+                yield frame
+
+
+def _read(paths: list[Path], builder: Callable[[int], Any] | None) -> tuple[pd.DataFrame, Any] | None:
     try:
         import pyarrow as pa
     except ImportError:
@@ -110,11 +142,18 @@ def read_files_frame(paths: list[Path]) -> pd.DataFrame | None:
         columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
         hosts = _Hosts()
         ranks = _RankTimes()
-        n_rows = 0
+        pairs = builder(capacity) if builder is not None else None
+        n_rows = seen = 0
         for path in paths:
             for batch in _batches(path, schema):
-                if batch is None or not _plainly_good(batch, required) or n_rows + batch.num_rows > capacity:
+                if batch is None or not _plainly_good(batch, required) or seen + batch.num_rows > capacity:
                     return None
+                seen += batch.num_rows
+                if pairs is not None:
+                    plain = pairs.add(batch)
+                    batch = batch.filter(pa.array(~plain)) if plain.any() else batch
+                    if not batch.num_rows:
+                        continue
                 hosts.add(batch.column("hosts"), n_rows)
                 ranks.add(batch, n_rows)
                 for name, col in columns.items():
@@ -123,9 +162,10 @@ def read_files_frame(paths: list[Path]) -> pd.DataFrame | None:
                 del batch
     except (pa.ArrowException, OSError, UnicodeError, ValueError, KeyError, RunDirError):
         return None
-    if not n_rows:
+    if not seen:
         return None  # no rows: the line reader gives the empty frame
-    return _frame(schema, columns, hosts.column(n_rows), ranks.column(n_rows), n_rows)
+    frame = _frame(schema, columns, hosts.column(n_rows), ranks.column(n_rows), n_rows)
+    return frame, pairs
 
 
 def _batches(path: Path, schema: Any) -> Iterator[Any]:

@@ -8,6 +8,7 @@ from netbench.collectives.sizes import format_size
 from netbench.reports.html.text import e
 
 if TYPE_CHECKING:
+    import pandas as pd
     from netbench.reports.context import AnalysisContext
 
 
@@ -26,11 +27,28 @@ def _size_axis(sizes: list[int]) -> dict[str, Any]:
     }
 
 
+def _pair_frame(ctx: AnalysisContext) -> pd.DataFrame:
+    """The judged pair rows (``ctx.pairs``) with a busbw, as the columns the curves read."""
+    import numpy as np
+    import pandas as pd
+
+    pairs = ctx.pairs
+    keep = ctx.judged_pairs & np.isfinite(pairs.busbw)
+    return pd.DataFrame({
+        "collective": pd.Categorical.from_codes(pairs.collective[keep], categories=pairs.collectives),
+        "pattern": pd.Categorical.from_codes(np.zeros(int(keep.sum()), dtype=np.int8), categories=["pair"]),
+        "bytes": pairs.nbytes[keep],
+        "busbw_GBps": pairs.busbw[keep],
+    })
+
+
 def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
     figs: list[dict[str, Any]] = []
     cols = ["collective", "pattern", "bytes", "busbw_GBps"]  # filtered copies of these only, not every column
     df = ctx.ok_rows[cols]
-    df = df[df["busbw_GBps"].notna()]
+    import pandas as pd
+
+    df = pd.concat([df[df["busbw_GBps"].notna()], _pair_frame(ctx)], ignore_index=True)
     base = None
     if ctx.baseline is not None:
         b = ctx.baseline.rows
