@@ -210,7 +210,10 @@ class PairBuilder:
         c["ok"][lo:hi] = ok
         c["load"][lo:hi] = rows.column("load").fill_null(NOT_RECORDED).to_numpy(zero_copy_only=False)
         for name, column in (("hop", "hop_class"), ("engine", "engine"), ("collective", "collective")):
-            c[name][lo:hi] = self._code(name, rows.column(column))
+            values = rows.column(column)
+            if name == "engine":  # rows from before engines were torch's (``context.rows_frame``)
+                values = values.fill_null("torch")
+            c[name][lo:hi] = self._code(name, values)
         for i in np.flatnonzero(~ok).tolist():  # the failed rows: few
             row = {k: rows.column(k)[i].as_py() for k in ("hosts", "status", "error", "blame", "ran")}
             self.failed[lo + i] = Failure.of(row)
