@@ -171,6 +171,8 @@ def _disturbed_by_a_loss(ctx: AnalysisContext, keep: np.ndarray) -> np.ndarray:
 
 def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     """The matrices of the large-message pair rows of the judged engine (None without any)."""
+    import pandas as pd
+
     pairs = ctx.pairs
     bus = pairs.busbw
     keep = ctx.judged_pairs & (bus > 0)
@@ -183,7 +185,7 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     coll = _pick_collective(pairs, keep)
     nbytes = pairs.nbytes
     in_coll = pairs.collective_is(coll)
-    sizes = ctx.large_sizes(np.unique(nbytes[keep & in_coll]).tolist())
+    sizes = ctx.large_sizes(sorted(pd.unique(nbytes[keep & in_coll]).tolist()))  # hashed: 25 M rows
     keep &= in_coll & np.isin(nbytes, sizes)
     del in_coll
     at = np.flatnonzero(keep)
@@ -193,8 +195,8 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     order = sorted(range(len(names)), key=lambda c: host_key(names[c]))
     hosts = [names[c] for c in order]
     n = len(hosts)
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
+    pos = np.empty(n, dtype=np.int32)  # int32 indices: a number per row, 25 M at 4,096 hosts
+    pos[order] = np.arange(n, dtype=np.int32)
     ia, ib = pos[pairs.a[at]], pos[pairs.b[at]]
     distinct = ia != ib
     if not distinct.all():
@@ -206,16 +208,21 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     used[ia] = used[ib] = True
     if not used.all():
         hosts = [h for h, u in zip(hosts, used.tolist(), strict=True) if u]
-        shift = np.cumsum(used) - 1
+        shift = (np.cumsum(used) - 1).astype(np.int32)
         ia, ib, n = shift[ia], shift[ib], len(hosts)
-    ks = np.searchsorted(sizes, nbytes[at])  # the size's index (every size kept is in ``sizes``)
     bwv = bus[at]
-    rnd = np.where(pairs.round[at] == NO_ROUND, np.nan, pairs.round[at])
+    rnd = pairs.round[at]
     rounds = _round_matrix(rnd, ia, ib, n)
     load, classes, cls = _fact_matrices(ctx, at, hosts, ia, ib, rnd)
-    del at, rnd  # a number per row of the run: gone before the N x N work starts
-    key = (ks * n + np.minimum(ia, ib)) * n + np.maximum(ia, ib)  # size and pair (lower index first)
-    del ks, ia, ib
+    del rnd
+    # size and pair (lower index first), built in place: each temporary is a number per row
+    key = np.searchsorted(sizes, nbytes[at]).astype(np.int64)  # every size kept is in ``sizes``
+    del at
+    key *= n
+    key += np.minimum(ia, ib)
+    key *= n
+    key += np.maximum(ia, ib)
+    del ia, ib
     order = np.argsort(key, kind="stable")
     key, bwv = key[order], bwv[order]
     del order
@@ -474,15 +481,16 @@ def _middle(r: np.ndarray) -> np.ndarray | float:
 
 def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
     """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none.
-    ``rnd``: each row's round (NaN: none), ``ia``/``ib``: its hosts' matrix indices."""
-    ok = np.isfinite(rnd)
+    ``rnd``: each row's round (NO_ROUND: none), ``ia``/``ib``: its hosts' matrix indices."""
+    ok = rnd != NO_ROUND
     if not ok.any():
         return np.full((n, n), -1, dtype=np.int8)
-    ia, ib = ia[ok], ib[ok]
-    r = rnd[ok].astype(np.int64)
-    out = np.full((n, n), -1, dtype=_int_type(int(r.max())))
-    out[ia[::-1], ib[::-1]] = r[::-1]  # reversed: the first row of a pair wins
-    out[ib[::-1], ia[::-1]] = r[::-1]
+    if not ok.all():  # copies only where some row has no round
+        ia, ib, rnd = ia[ok], ib[ok], rnd[ok]
+    del ok
+    out = np.full((n, n), -1, dtype=_int_type(int(rnd.max())))
+    out[ia[::-1], ib[::-1]] = rnd[::-1]  # reversed: the first row of a pair wins
+    out[ib[::-1], ia[::-1]] = rnd[::-1]
     np.fill_diagonal(out, -1)
     return out
 
@@ -492,15 +500,14 @@ def _fact_matrices(
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """((N, N) load of each measured pair, the hop classes of the measured pairs, (N, N) index of each
     pair's class, -1 where not measured), each pair's from its first row. ``at``: the rows' positions
-    in ``ctx.pairs``, ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NaN: none).
+    in ``ctx.pairs``, ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NO_ROUND: none).
 
     The rows' own ``load`` and ``hop_class`` (the plan's, recorded when the row was stored); worked
     out (``common.pairrows.pair_facts``) only for rows without them."""
     pairs = ctx.pairs
     n = len(hosts)
-    rounds = np.where(np.isfinite(rnd), rnd, NO_ROUND).astype(np.int64)
     # every row here is usable: ok, busbw > 0, the judged collective's large sizes
-    load, hop, names = pair_facts(hosts, ia, ib, rounds, pairs.load[at], pairs.hop[at], pairs.classes,
+    load, hop, names = pair_facts(hosts, ia, ib, rnd, pairs.load[at], pairs.hop[at], pairs.classes,
                                   ctx.switches, np.ones(len(at), dtype=bool))
     used = np.unique(hop)
     classes = sorted(names[k] for k in used.tolist())

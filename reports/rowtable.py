@@ -136,36 +136,58 @@ def _read(paths: list[Path], builder: Callable[[int], Any] | None) -> tuple[pd.D
         return None
     # every column is allocated once for more rows than the files can hold and filled batch by
     # batch, each batch freed as soon as it is copied: holding the parsed table and converting it
-    # at the end took twice the frame (the table, its unified dictionaries and the frame at once)
+    # at the end took twice the frame (the table, its unified dictionaries and the frame at once).
+    # With a builder, the few rows it leaves are held as read and the frame made of them at the
+    # end: columns for every row of 25 M would take 6 GB of address space for nothing
     try:
         capacity = sum(_most_rows(p, required) for p in paths)
-        columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
-        hosts = _Hosts()
-        ranks = _RankTimes()
         pairs = builder(capacity) if builder is not None else None
-        n_rows = seen = 0
+        filling = _Filling(schema, capacity) if pairs is None else None
+        held: list[Any] = []
+        seen = 0
         for path in paths:
             for batch in _batches(path, schema):
                 if batch is None or not _plainly_good(batch, required) or seen + batch.num_rows > capacity:
                     return None
                 seen += batch.num_rows
-                if pairs is not None:
-                    plain = pairs.add(batch)
-                    batch = batch.filter(pa.array(~plain)) if plain.any() else batch
-                    if not batch.num_rows:
-                        continue
-                hosts.add(batch.column("hosts"), n_rows)
-                ranks.add(batch, n_rows)
-                for name, col in columns.items():
-                    col.add(batch.column(name), n_rows)
-                n_rows += batch.num_rows
-                del batch
+                if filling is not None:
+                    filling.add(batch)
+                    continue
+                plain = pairs.add(batch)
+                left = batch.filter(pa.array(~plain)) if plain.any() else batch
+                if left.num_rows:
+                    held.append(left)
+                del batch, left
+        if filling is None:
+            filling = _Filling(schema, sum(b.num_rows for b in held))
+            while held:
+                filling.add(held.pop(0))
     except (pa.ArrowException, OSError, UnicodeError, ValueError, KeyError, RunDirError):
         return None
     if not seen:
         return None  # no rows: the line reader gives the empty frame
-    frame = _frame(schema, columns, hosts.column(n_rows), ranks.column(n_rows), n_rows)
-    return frame, pairs
+    return filling.frame(), pairs
+
+
+class _Filling:
+    """The frame's columns, each allocated once for ``capacity`` rows and filled batch by batch."""
+
+    def __init__(self, schema: Any, capacity: int) -> None:
+        self.schema = schema
+        self.columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
+        self.hosts = _Hosts()
+        self.ranks = _RankTimes()
+        self.n = 0
+
+    def add(self, batch: Any) -> None:
+        self.hosts.add(batch.column("hosts"), self.n)
+        self.ranks.add(batch, self.n)
+        for name, col in self.columns.items():
+            col.add(batch.column(name), self.n)
+        self.n += batch.num_rows
+
+    def frame(self) -> pd.DataFrame:
+        return _frame(self.schema, self.columns, self.hosts.column(self.n), self.ranks.column(self.n), self.n)
 
 
 def _batches(path: Path, schema: Any) -> Iterator[Any]:
