@@ -54,29 +54,52 @@ class ClockSteps:
     """How far back each host's row stamps went (``host_checks``' clock_stepped): a row is stamped
     by its group's first host, rows are stored in the order measured, so the most a host's stamp
     fell below its latest before. Fed every row in order, a batch at a time, before the frame
-    leaves the plain ones out."""
+    leaves the plain ones out. Hosts are numbered as met; a batch whose stamps only grow, all at
+    or past every host's latest (a run's rows, as written), is one ``maximum.at``."""
 
     def __init__(self) -> None:
-        self.latest: dict[str, float] = {}
-        self.back: dict[str, float] = {}
+        self.code: dict[str, int] = {}
+        self.latest = np.full(0, np.nan)
+        self.most_back = np.zeros(0)
+
+    @property
+    def back(self) -> dict[str, float]:
+        """host -> the most its stamp went back (hosts whose stamps never did are left out)."""
+        return {h: float(self.most_back[c]) for h, c in self.code.items() if self.most_back[c] > 0}
 
     def add(self, first: Any, ts: Any) -> None:
         """``first``: each row's first host (None where it has none), ``ts``: its stamp (NaN: none)."""
         import pandas as pd
 
-        frame = pd.DataFrame({"host": first, "ts": ts}).dropna()
-        if frame.empty:
+        hosts = np.asarray(first, dtype=object)
+        ts = np.asarray(ts, dtype=float)
+        keep = ~pd.isna(hosts) & ~np.isnan(ts)
+        hosts, ts = hosts[keep], ts[keep]
+        if not ts.size:
             return
-        by = frame.groupby("host", sort=False)["ts"]
-        before = frame.assign(top=by.cummax()).groupby("host", sort=False)["top"].shift(1)
-        carry = frame["host"].map(self.latest).astype(float)
-        prior = np.fmax(before.to_numpy(dtype=float), carry.to_numpy(dtype=float))
-        back = pd.Series(prior - frame["ts"].to_numpy(dtype=float)).groupby(frame["host"].to_numpy()).max()
-        for host, b in back.dropna().items():
-            if b > self.back.get(host, 0.0):
-                self.back[host] = float(b)
-        for host, top in by.max().items():
-            self.latest[host] = max(self.latest.get(host, top), float(top))
+        local, names = pd.factorize(hosts)
+        lut = np.array([self.code.setdefault(str(h), len(self.code)) for h in names], dtype=np.int64)
+        codes = lut[local]
+        if len(self.code) > len(self.latest):
+            grow = len(self.code) - len(self.latest)
+            self.latest = np.r_[self.latest, np.full(grow, np.nan)]
+            self.most_back = np.r_[self.most_back, np.zeros(grow)]
+        seen = self.latest[np.isfinite(self.latest)]
+        if not (np.diff(ts) >= 0).all() or (seen.size and ts[0] < seen.max()):
+            self._back(codes, ts)
+        np.fmax.at(self.latest, codes, ts)
+
+    def _back(self, codes: np.ndarray, ts: np.ndarray) -> None:
+        """Each row's fall below its host's latest stamp before it, the most kept per host."""
+        import pandas as pd
+
+        frame = pd.DataFrame({"host": codes, "ts": ts})
+        top = frame.groupby("host", sort=False)["ts"].cummax()
+        before = top.groupby(codes, sort=False).shift(1).to_numpy(dtype=float)
+        prior = np.fmax(before, self.latest[codes])  # NaN only for a host's first stamp ever
+        back = prior - ts
+        hit = back > 0
+        np.fmax.at(self.most_back, codes[hit], back[hit])
 
     def add_batch(self, batch: Any) -> None:
         """The rows of an arrow batch (its ``hosts`` and ``ts``)."""
@@ -148,6 +171,11 @@ def split_frame(frame: pd.DataFrame) -> Split:
     return Split(rest, pairs, tally, clock)
 
 
+_PAIR_COLUMNS = ("hosts", "status", "wrong", "round", "bytes", "busbw_GBps", "load", "hop_class", "engine",
+                 "collective", "run_id", "schema", "ranks", "error", "blame", "ran")
+"""What a pair row is kept of (and what a failed one says of why)."""
+
+
 class PairBuilder:
     """``PairRows`` filled from arrow batches of rows (the stored schema's columns), each column
     allocated once for at most ``capacity`` rows (pages never written are never resident)."""
@@ -188,7 +216,8 @@ class PairBuilder:
         if not at.size:
             return plain
         codes = codes[two[listed.to_numpy(zero_copy_only=False)]]
-        rows = batch.take(pa.array(at))
+        rows = batch.select(_PAIR_COLUMNS)
+        rows = rows if at.size == len(two) else rows.take(pa.array(at))
         status = rows.column("status")
         ok = pc.equal(status, "ok").fill_null(False).to_numpy(zero_copy_only=False)
         wrong = pc.greater(rows.column("wrong").fill_null(0), 0).to_numpy(zero_copy_only=False)
