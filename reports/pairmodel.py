@@ -210,40 +210,42 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
         hosts = [h for h, u in zip(hosts, used.tolist(), strict=True) if u]
         shift = (np.cumsum(used) - 1).astype(np.int32)
         ia, ib, n = shift[ia], shift[ib], len(hosts)
-    bwv = bus[at]
     rnd = pairs.round[at]
     rounds = _round_matrix(rnd, ia, ib, n)
     load, classes, cls = _fact_matrices(ctx, at, hosts, ia, ib, rnd)
     del rnd
-    # size and pair (lower index first), built in place: each temporary is a number per row
-    key = np.searchsorted(sizes, nbytes[at]).astype(np.int64)  # every size kept is in ``sizes``
-    del at
-    key *= n
-    key += np.minimum(ia, ib)
-    key *= n
-    key += np.maximum(ia, ib)
+    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)  # each pair's lower index first
     del ia, ib
-    order = np.argsort(key, kind="stable")
-    key, bwv = key[order], bwv[order]
-    del order
-    bw = _busbw_matrix(key, bwv, n, len(sizes))
-    del key, bwv
+    ks = np.searchsorted(sizes, nbytes[at]).astype(np.int8)  # every size kept is in ``sizes``
+    bw = _busbw_matrix(ks, lo, hi, bus[at], n, len(sizes))
+    del at, ks, lo, hi  # a number per row of the run: gone before the N x N work starts
     return _Matrices(coll, sizes, hosts, bw, _log_levels(bw), rounds, classes, cls, load)
 
 
-def _busbw_matrix(key: np.ndarray, bwv: np.ndarray, n: int, n_sizes: int) -> np.ndarray:
-    """(n_sizes, N, N) busbw from the rows' busbw ``bwv`` sorted by ``key`` (size x pair): the median
-    over repeats of the same pair and size (rounds re-run, or both directions listed), both ways."""
+def _busbw_matrix(ks: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarray, n: int,
+                  n_sizes: int) -> np.ndarray:
+    """(n_sizes, N, N) busbw from the rows' size indices ``ks``, pairs ``lo`` < ``hi`` and busbw
+    ``bwv``: the median over repeats of the same pair and size (rounds re-run, or both directions
+    listed), both ways. A run measures each pair once a size: then the rows go straight in."""
+    bw = np.full((n_sizes, n, n), np.nan)
+    last = np.full(bw.shape, -1, dtype=np.int32)
+    rows = np.arange(len(bwv), dtype=np.int32)
+    last[ks, lo, hi] = rows
+    once = bool((last[ks, lo, hi] == rows).all())  # no row of a pair and size overwritten: no repeat
+    del last, rows
+    if once:
+        bw[ks, lo, hi] = bwv
+        bw[ks, hi, lo] = bwv
+        return bw
+    key = (ks.astype(np.int64) * n + lo) * n + hi  # size and pair
+    order = np.argsort(key, kind="stable")
+    key, bwv = key[order], bwv[order]
+    del order
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
-    if len(start) == len(key):
-        med = bwv
-    else:
-        med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
-        key = key[start]
+    med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
+    key = key[start]
     k_u, rem = np.divmod(key, n * n)
     lo_u, hi_u = np.divmod(rem, n)
-    del rem
-    bw = np.full((n_sizes, n, n), np.nan)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
     return bw

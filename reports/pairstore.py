@@ -188,8 +188,8 @@ class PairBuilder:
             "a": np.empty(capacity, np.int32), "b": np.empty(capacity, np.int32),
             "round": np.empty(capacity, np.int32), "nbytes": np.empty(capacity, np.int64),
             "busbw": np.empty(capacity, np.float64), "ok": np.empty(capacity, bool),
-            "load": np.empty(capacity, np.int32), "hop": np.empty(capacity, np.int16),
-            "engine": np.empty(capacity, np.int16), "collective": np.empty(capacity, np.int16),
+            "load": np.empty(capacity, np.int16), "hop": np.empty(capacity, np.int8),
+            "engine": np.empty(capacity, np.int8), "collective": np.empty(capacity, np.int8),
         }
         self.names: list[str] = []
         self.known = pa.array([], type=pa.string())
@@ -237,7 +237,10 @@ class PairBuilder:
         c["nbytes"][lo:hi] = rows.column("bytes").fill_null(0).to_numpy(zero_copy_only=False)
         c["busbw"][lo:hi] = rows.column("busbw_GBps").to_numpy(zero_copy_only=False)  # null: NaN
         c["ok"][lo:hi] = ok
-        c["load"][lo:hi] = rows.column("load").fill_null(NOT_RECORDED).to_numpy(zero_copy_only=False)
+        load = rows.column("load").fill_null(NOT_RECORDED).to_numpy(zero_copy_only=False)
+        if load.size and load.max() > np.iinfo(np.int16).max:  # pairs through one uplink: a few thousand
+            raise ValueError("a load past int16")  # the line reader takes the run
+        c["load"][lo:hi] = load
         for name, column in (("hop", "hop_class"), ("engine", "engine"), ("collective", "collective")):
             values = rows.column(column)
             if name == "engine":  # rows from before engines were torch's (``context.rows_frame``)
@@ -267,6 +270,8 @@ class PairBuilder:
         enc = values.dictionary_encode()
         index = self.coded[name]
         lut = np.array([index.setdefault(v, len(index)) for v in enc.dictionary.to_pylist()] or [0])
+        if len(index) > np.iinfo(np.int8).max:  # hop classes, engines, collectives: a handful
+            raise ValueError(f"more than {np.iinfo(np.int8).max} values of {name}")  # the line reader's
         if not enc.indices.null_count:
             return lut[enc.indices.to_numpy()]
         codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
@@ -275,6 +280,8 @@ class PairBuilder:
     def finish(self, rest: pd.DataFrame) -> Split:
         n, c = self.n, self.cols
         names = {k: list(v) for k, v in self.coded.items()}
+        if not n or c["nbytes"][:n].max() <= np.iinfo(np.int32).max:  # sizes up to 2 GB: 4 bytes a row
+            c["nbytes"] = c["nbytes"][:n].astype(np.int32)
         # views of the columns as allocated: the pages past ``n`` were never written, never resident
         out = PairRows(self.names, c["a"][:n], c["b"][:n], c["round"][:n], c["nbytes"][:n], c["busbw"][:n],
                        c["ok"][:n], c["load"][:n], c["hop"][:n], names["hop"], self.failed, c["engine"][:n],
