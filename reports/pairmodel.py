@@ -188,8 +188,7 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     sizes = ctx.large_sizes(sorted(pd.unique(nbytes[keep & in_coll]).tolist()))  # hashed: 25 M rows
     keep &= in_coll & np.isin(nbytes, sizes)
     del in_coll
-    at = np.flatnonzero(keep)
-    del keep
+    # the rows kept as a mask, not positions: every array taken from it is a number a row (25 M)
     names = pairs.names
     host_key = _host_order(ctx)
     order = sorted(range(len(names)), key=lambda c: host_key(names[c]))
@@ -197,12 +196,13 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     n = len(hosts)
     pos = np.empty(n, dtype=np.int32)  # int32 indices: a number per row, 25 M at 4,096 hosts
     pos[order] = np.arange(n, dtype=np.int32)
-    ia, ib = pos[pairs.a[at]], pos[pairs.b[at]]
+    ia, ib = pos[pairs.a[keep]], pos[pairs.b[keep]]
     distinct = ia != ib
     if not distinct.all():
-        ia, ib, at = ia[distinct], ib[distinct], at[distinct]
+        ia, ib = ia[distinct], ib[distinct]
+        keep[keep] = distinct
     del distinct
-    if not at.size:
+    if not ia.size:
         return None
     used = np.zeros(n, dtype=bool)  # the matrix holds the hosts of the rows kept, no other
     used[ia] = used[ib] = True
@@ -210,15 +210,19 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
         hosts = [h for h, u in zip(hosts, used.tolist(), strict=True) if u]
         shift = (np.cumsum(used) - 1).astype(np.int32)
         ia, ib, n = shift[ia], shift[ib], len(hosts)
-    rnd = pairs.round[at]
+    rnd = pairs.round[keep]
     rounds = _round_matrix(rnd, ia, ib, n)
-    load, classes, cls = _fact_matrices(ctx, at, hosts, ia, ib, rnd)
+    load, classes, cls = _fact_matrices(ctx, keep, hosts, ia, ib, rnd)
     del rnd
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)  # each pair's lower index first
     del ia, ib
-    ks = np.searchsorted(sizes, nbytes[at]).astype(np.int8)  # every size kept is in ``sizes``
-    bw = _busbw_matrix(ks, lo, hi, bus[at], n, len(sizes))
-    del at, ks, lo, hi  # a number per row of the run: gone before the N x N work starts
+    kept = nbytes[keep]
+    ks = np.zeros(len(kept), dtype=np.int8)  # each row's size's index in ``sizes``
+    for k, size in enumerate(sizes[1:], start=1):
+        ks[kept == size] = k
+    del kept
+    bw = _busbw_matrix(ks, lo, hi, bus[keep], n, len(sizes))
+    del keep, ks, lo, hi  # a number per row of the run: gone before the N x N work starts
     return _Matrices(coll, sizes, hosts, bw, _log_levels(bw), rounds, classes, cls, load)
 
 
@@ -264,9 +268,14 @@ def _log_levels(bw: np.ndarray) -> np.ndarray:
     rel -= centre[:, None, None]
     if n_sizes == 1:
         return rel[0]
-    # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks)
-    per_pair = rel.reshape(n_sizes, -1).T
-    return np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
+    # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks),
+    # ROW_BLOCK rows of the matrix at a time: its sort copies only those
+    y = np.empty((n, n))
+    for lo in range(0, n, ROW_BLOCK):
+        per_pair = rel[:, lo : lo + ROW_BLOCK].reshape(n_sizes, -1).T
+        some = np.isfinite(per_pair).any(axis=1)
+        y[lo : lo + ROW_BLOCK] = np.where(some, nanmedian_rows(per_pair), np.nan).reshape(-1, n)
+    return y
 
 
 def fit_pair_model(
@@ -498,22 +507,22 @@ def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np
 
 
 def _fact_matrices(
-    ctx: AnalysisContext, at: np.ndarray, hosts: list[str], ia: np.ndarray, ib: np.ndarray, rnd: np.ndarray
+    ctx: AnalysisContext, keep: np.ndarray, hosts: list[str], ia: np.ndarray, ib: np.ndarray, rnd: np.ndarray
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """((N, N) load of each measured pair, the hop classes of the measured pairs, (N, N) index of each
-    pair's class, -1 where not measured), each pair's from its first row. ``at``: the rows' positions
-    in ``ctx.pairs``, ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NO_ROUND: none).
+    pair's class, -1 where not measured), each pair's from its first row. ``keep``: the rows (a mask
+    of ``ctx.pairs``), ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NO_ROUND: none).
 
     The rows' own ``load`` and ``hop_class`` (the plan's, recorded when the row was stored); worked
     out (``common.pairrows.pair_facts``) only for rows without them."""
     pairs = ctx.pairs
     n = len(hosts)
     # every row here is usable: ok, busbw > 0, the judged collective's large sizes
-    load, hop, names = pair_facts(hosts, ia, ib, rnd, pairs.load[at], pairs.hop[at], pairs.classes,
-                                  ctx.switches, np.ones(len(at), dtype=bool))
+    load, hop, names = pair_facts(hosts, ia, ib, rnd, pairs.load[keep], pairs.hop[keep], pairs.classes,
+                                  ctx.switches, np.ones(len(rnd), dtype=bool))
     used = np.unique(hop)
     classes = sorted(names[k] for k in used.tolist())
-    lut = np.full(len(names), -1, dtype=np.int64)
+    lut = np.full(len(names), -1, dtype=_int_type(len(classes)))
     lut[used] = [classes.index(names[k]) for k in used.tolist()]
     cls = np.full((n, n), -1, dtype=_int_type(len(classes)))
     load_m = np.zeros((n, n), dtype=_int_type(int(load.max(initial=0))))

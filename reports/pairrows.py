@@ -243,17 +243,19 @@ def pair_facts(
     A row's worked-out load counts the distinct pairs of its round among the ``usable`` rows (a
     pair measured at several sizes is one pair): 0 for a row without a round, or not usable. Its
     hop class: ``common.topology.hop_class``, ``unknown`` where the switches do not place a host.
-    Returns (loads, hop class codes, the class names); numpy throughout (8.4M rows at 4,096 nodes)."""
+    Returns (loads, hop class codes, the class names); numpy throughout (8.4M rows at 4,096 nodes).
+    Where every row carries both, the returned arrays are ``load`` and ``hop`` themselves: read
+    them, never change them."""
     from netbench.inventory.topology import UNKNOWN, RoundLoad, tier_name
 
-    load = load.astype(np.int64, copy=True)
     out_classes = list(classes)
-    hop = hop.astype(np.int64, copy=True)
     no_load, no_hop = load < 0, hop < 0
     if switches and UNKNOWN in out_classes:  # the plan placed no host; the switches now do (learned)
         no_hop |= hop == out_classes.index(UNKNOWN)
     if not (no_load.any() or no_hop.any()):
         return load, hop, out_classes
+    load = load.astype(np.int64, copy=True)
+    hop = hop.astype(np.int64, copy=True)
     fabric = RoundLoad(switches)
     leaves = fabric.leaves(names)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
