@@ -232,13 +232,9 @@ def _busbw_matrix(ks: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarra
     ``bwv``: the median over repeats of the same pair and size (rounds re-run, or both directions
     listed), both ways. A run measures each pair once a size: then the rows go straight in."""
     bw = np.full((n_sizes, n, n), np.nan)
-    last = np.full(bw.shape, -1, dtype=np.int32)
-    rows = np.arange(len(bwv), dtype=np.int32)
-    last[ks, lo, hi] = rows
-    once = bool((last[ks, lo, hi] == rows).all())  # no row of a pair and size overwritten: no repeat
-    del last, rows
-    if once:
-        bw[ks, lo, hi] = bwv
+    bw[ks, lo, hi] = bwv
+    # every row its cell's value: no cell had two rows of different busbw, whose median it would be
+    if bool((bw[ks, lo, hi] == bwv).all()):
         bw[ks, hi, lo] = bwv
         return bw
     key = (ks.astype(np.int64) * n + lo) * n + hi  # size and pair
