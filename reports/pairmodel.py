@@ -213,9 +213,8 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     rnd = pairs.round[keep]
     rounds = _round_matrix(rnd, ia, ib, n)
     load, classes, cls = _fact_matrices(ctx, keep, hosts, ia, ib, rnd)
-    del rnd
     lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)  # each pair's lower index first
-    del ia, ib
+    del rnd, ia, ib
     kept = nbytes[keep]
     ks = np.zeros(len(kept), dtype=np.int8)  # each row's size's index in ``sizes``
     for k, size in enumerate(sizes[1:], start=1):
@@ -240,7 +239,6 @@ def _busbw_matrix(ks: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarra
     key = (ks.astype(np.int64) * n + lo) * n + hi  # size and pair
     order = np.argsort(key, kind="stable")
     key, bwv = key[order], bwv[order]
-    del order
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
     med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
     key = key[start]
