@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from netbench.reports.pairrows import NO_ROUND, NOT_RECORDED, Failure, PairRows
+from netbench.reports.pairrows import PairBuilder, PairRows
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -126,8 +126,8 @@ def read_split(paths: list[Path]) -> Split | None:
     split; None where that reader would not vouch for them (the line reader's turn)."""
     from netbench.reports.rowtable import read_files_builder
 
-    got = read_files_builder(paths, PairBuilder)
-    return None if got is None else got[1].finish(got[0])
+    got = read_files_builder(paths, SplitBuilder)
+    return None if got is None else got[1].split(got[0])
 
 
 def plain_mask(frame: pd.DataFrame) -> np.ndarray:
@@ -171,120 +171,27 @@ def split_frame(frame: pd.DataFrame) -> Split:
     return Split(rest, pairs, tally, clock)
 
 
-_PAIR_COLUMNS = ("hosts", "status", "wrong", "round", "bytes", "busbw_GBps", "load", "hop_class", "engine",
-                 "collective", "run_id", "schema", "ranks", "error", "blame", "ran")
-"""What a pair row is kept of (and what a failed one says of why)."""
-
-
-class PairBuilder:
-    """``PairRows`` filled from arrow batches of rows (the stored schema's columns), each column
-    allocated once for at most ``capacity`` rows (pages never written are never resident)."""
+class SplitBuilder(PairBuilder):
+    """``PairBuilder`` that also takes, of every row, what ``Split`` counts: the clock steps, and
+    the plain rows' tally (the frame leaves them out)."""
 
     def __init__(self, capacity: int) -> None:
-        import pyarrow as pa
-
-        self.n = 0
-        self.cols = {
-            "a": np.empty(capacity, np.int32), "b": np.empty(capacity, np.int32),
-            "round": np.empty(capacity, np.int32), "nbytes": np.empty(capacity, np.int64),
-            "busbw": np.empty(capacity, np.float64), "ok": np.empty(capacity, bool),
-            "load": np.empty(capacity, np.int16), "hop": np.empty(capacity, np.int8),
-            "engine": np.empty(capacity, np.int8), "collective": np.empty(capacity, np.int8),
-        }
-        self.names: list[str] = []
-        self.known = pa.array([], type=pa.string())
-        self.coded: dict[str, dict[str, int]] = {"hop": {}, "engine": {}, "collective": {}}
-        self.failed: dict[int, Failure] = {}
-        self.plain = 0
+        super().__init__(capacity)
         self.tally = Tally()
         self.clock = ClockSteps()
 
     def add(self, batch: Any) -> Any:
-        """Take the batch's pair rows; return the mask (a numpy bool array) of its plain rows."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         self.clock.add_batch(batch)
-        hosts = batch.column("hosts")
-        listed = pc.equal(pc.list_value_length(hosts), 2).fill_null(False)
-        # the names of every row of two hosts, in order, as ``rowtable.listed_hosts`` numbers them
-        codes = self._hosts(pc.list_flatten(hosts.filter(listed))).reshape(-1, 2)
-        two = pc.equal(batch.column("pattern"), "pair").fill_null(False)
-        two = pc.and_(two, listed).to_numpy(zero_copy_only=False)
-        at = np.flatnonzero(two)
-        plain = np.zeros(len(two), dtype=bool)
-        if not at.size:
-            return plain
-        codes = codes[two[listed.to_numpy(zero_copy_only=False)]]
-        rows = batch.select(_PAIR_COLUMNS)
-        rows = rows if at.size == len(two) else rows.take(pa.array(at))
-        status = rows.column("status")
-        ok = pc.equal(status, "ok").fill_null(False).to_numpy(zero_copy_only=False)
-        wrong = pc.greater(rows.column("wrong").fill_null(0), 0).to_numpy(zero_copy_only=False)
-        mine = ok & ~wrong
-        plain[at] = mine
-        self.plain += int(mine.sum())
-        if mine.any():
-            kept = rows.filter(pa.array(mine))
-            counts = {name: pc.value_counts(kept.column(name)).to_pylist() for name in ("run_id", "schema")}
+        plain = super().add(batch)
+        if plain.any():
+            kept = batch.select(["run_id", "schema", "ranks"]).filter(pa.array(plain))
+            counts = {k: pc.value_counts(kept.column(k)).to_pylist() for k in ("run_id", "schema")}
             self.tally.add(*({d["values"]: d["counts"] for d in counts[k]} for k in ("run_id", "schema")),
                            pc.max(kept.column("ranks")).as_py())
-        lo, hi = self.n, self.n + len(at)
-        c = self.cols
-        c["a"][lo:hi] = codes[:, 0]
-        c["b"][lo:hi] = codes[:, 1]
-        c["round"][lo:hi] = rows.column("round").fill_null(NO_ROUND).to_numpy(zero_copy_only=False)
-        c["nbytes"][lo:hi] = rows.column("bytes").fill_null(0).to_numpy(zero_copy_only=False)
-        c["busbw"][lo:hi] = rows.column("busbw_GBps").to_numpy(zero_copy_only=False)  # null: NaN
-        c["ok"][lo:hi] = ok
-        load = rows.column("load").fill_null(NOT_RECORDED).to_numpy(zero_copy_only=False)
-        if load.size and load.max() > np.iinfo(np.int16).max:  # pairs through one uplink: a few thousand
-            raise ValueError("a load past int16")  # the line reader takes the run
-        c["load"][lo:hi] = load
-        for name, column in (("hop", "hop_class"), ("engine", "engine"), ("collective", "collective")):
-            values = rows.column(column)
-            if name == "engine":  # rows from before engines were torch's (``context.rows_frame``)
-                values = values.fill_null("torch")
-            c[name][lo:hi] = self._code(name, values)
-        for i in np.flatnonzero(~ok).tolist():  # the failed rows: few
-            row = {k: rows.column(k)[i].as_py() for k in ("hosts", "status", "error", "blame", "ran")}
-            self.failed[lo + i] = Failure.of(row)
-        self.n = hi
         return plain
 
-    def _hosts(self, values: Any) -> np.ndarray:
-        """Each name's code, a new name numbered in order of first appearance."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        codes = pc.index_in(values, value_set=self.known)
-        if codes.null_count:
-            new = pc.unique(values.filter(codes.is_null()))
-            self.names += new.to_pylist()
-            self.known = pa.concat_arrays([self.known, new])
-            codes = pc.index_in(values, value_set=self.known)
-        return codes.to_numpy(zero_copy_only=False)
-
-    def _code(self, name: str, values: Any) -> np.ndarray:
-        """A string column's values as codes (NOT_RECORDED where null), numbered as first seen."""
-        enc = values.dictionary_encode()
-        index = self.coded[name]
-        lut = np.array([index.setdefault(v, len(index)) for v in enc.dictionary.to_pylist()] or [0])
-        if len(index) > np.iinfo(np.int8).max:  # hop classes, engines, collectives: a handful
-            raise ValueError(f"more than {np.iinfo(np.int8).max} values of {name}")  # the line reader's
-        if not enc.indices.null_count:
-            return lut[enc.indices.to_numpy()]
-        codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        return np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), NOT_RECORDED, lut[codes])
-
-    def finish(self, rest: pd.DataFrame) -> Split:
-        n, c = self.n, self.cols
-        names = {k: list(v) for k, v in self.coded.items()}
-        if not n or c["nbytes"][:n].max() <= np.iinfo(np.int32).max:  # sizes up to 2 GB: 4 bytes a row
-            c["nbytes"] = c["nbytes"][:n].astype(np.int32)
-        # views of the columns as allocated: the pages past ``n`` were never written, never resident
-        out = PairRows(self.names, c["a"][:n], c["b"][:n], c["round"][:n], c["nbytes"][:n], c["busbw"][:n],
-                       c["ok"][:n], c["load"][:n], c["hop"][:n], names["hop"], self.failed, c["engine"][:n],
-                       names["engine"], c["collective"][:n], names["collective"], self.plain)
-        self.cols = {}
-        return Split(rest, out, self.tally, self.clock)
+    def split(self, rest: pd.DataFrame) -> Split:
+        return Split(rest, self.finish(), self.tally, self.clock)
