@@ -123,7 +123,9 @@ def analyse(ctx: AnalysisContext) -> Analyses:
         nodes = judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
     if model is not None and nodes.switches:
         model, nodes = _refit_without_slow_uplinks(ctx, model, nodes)
-    lines = headlines(ctx.ok_rows, ctx.inventory, references(ctx.policy.references))
+    # without an inventory no pair has a ceiling and pairs get no headline: the frame's rows suffice
+    lines = headlines(ctx.whole_ok_rows if ctx.inventory else ctx.ok_rows, ctx.inventory,
+                      references(ctx.policy.references))
     return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
                     counters=counter_deltas(ctx.counters), stragglers=tuple(analyse_arrivals(ctx.arrivals)))
 

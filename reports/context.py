@@ -19,6 +19,7 @@ from netbench.inventory.topology import build_switch_map, hop_class, require_pla
 from netbench.reports.learned import PREFIX as LEARNED
 from netbench.reports.learned import learn_leaves
 from netbench.reports.pairrows import PairRows
+from netbench.reports.pairstore import Split, split_frame
 from netbench.reports.policy import Policy
 from netbench.reports.runcheck import Doubt, file_schema_doubts, run_doubts, schema_doubt
 from netbench.reports.siteadvice import SiteAdvice, advice_for
@@ -109,7 +110,9 @@ class Baseline:
 
 @dataclass
 class AnalysisContext:
-    rows: pd.DataFrame
+    split: Split
+    """The rows as held (``reports.pairstore``): every pair row of two hosts as columns
+    (``pairs``), every other row, and the pair rows that are not plain, as a frame (``rest``)."""
     inventory: list[dict[str, Any]] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
@@ -117,6 +120,8 @@ class AnalysisContext:
     topology: dict[str, str] | None = None  # uplinks from a --topology file or run.json
     baseline: Baseline | None = None
     run_dir: Path | None = None
+    given_rows: pd.DataFrame | None = field(default=None, repr=False)
+    """Every row as a frame, where they were given as one (``from_data``, or read line by line)."""
     retests: RetestEvidence | None = None  # re-tests of the suspects, an input (else run.json's)
     given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
     counters: list[dict[str, Any]] = field(default_factory=list)
@@ -150,7 +155,8 @@ class AnalysisContext:
         return cls(
             counters=list(counters or []),
             arrivals=list(arrivals or []),
-            rows=rows_frame(rows),
+            split=split_frame(frame := rows_frame(rows)),
+            given_rows=frame,
             inventory=[_inv_dict(n) for n in inventory or []],
             env=env or {"hosts": {}},
             run=run or {},
@@ -188,8 +194,11 @@ class AnalysisContext:
             base = _load_baseline(RunDir.open(baseline))
         rows, inventory, env, run = _read_run_dir(rd)
         ctx = cls.from_data(
-            rows.data, inventory.records, env.data, run.data, policy, topology, base, retests
+            rows.data if rows.split is None else [], inventory.records, env.data, run.data, policy, topology,
+            base, retests
         )
+        if rows.split is not None:  # read column by column: every row is read again only if asked
+            ctx.split, ctx.given_rows = rows.split, None
         if topology is not None:  # one naming none of the run's hosts must not replace the run's own
             require_placed(topology, ctx.hosts, "--topology")
         ctx.run_dir = rd.path
@@ -199,7 +208,7 @@ class AnalysisContext:
         ctx.arrivals = [ArrivalRecord.from_dict(r) for r in arrivals.records]
         ctx.unreadable = (rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable
                           + counters.unreadable + arrivals.unreadable)
-        ctx.doubts = _doubts(rd, ctx.rows, len(rows.unreadable), run.data, env.data, counters.records,
+        ctx.doubts = _doubts(rd, ctx.split, len(rows.unreadable), run.data, env.data, counters.records,
                              inventory.records, ctx.row_hosts)
         if ctx.topology is None:
             ctx.topology = _topology_from_run(run.data, ctx.unreadable, rd.path / RUN_JSON)
@@ -222,7 +231,7 @@ class AnalysisContext:
         """Uplinks: host -> leaf switch (topology, then switch= labels, then discovered neighbours),
         switch -> parent (topology); netbench.inventory.topology says why one map."""
         known = build_switch_map(self.inventory, self.topology, self.hosts)
-        return known or learn_leaves(PairRows.from_frame(self.rows))
+        return known or learn_leaves(self.pairs)
 
     @property
     def leaves_learned(self) -> bool:
@@ -249,20 +258,69 @@ class AnalysisContext:
             seen.setdefault(h, None)
         return list(seen)
 
+    @property
+    def pairs(self) -> PairRows:
+        """Every pair row of two hosts, as columns (the plain ones are nowhere else)."""
+        return self.split.pairs
+
+    @property
+    def rest(self) -> pd.DataFrame:
+        """Every row but the plain pair rows (``reports.pairstore``)."""
+        return self.split.rest
+
+    @property
+    def row_count(self) -> int:
+        """How many rows were read."""
+        return len(self.split.rest) + self.split.pairs.plain
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """Every row as a frame, every field: read again from the run directory where the rows were
+        read column by column (what the analysis holds leaves the plain pair rows' other fields
+        out). Only for what needs those fields: the HTML's embedded rows, ``--engine both``'s
+        timing tables, headlines per pair, a baseline's comparison."""
+        if self.given_rows is not None:
+            return self.given_rows
+        from netbench.reports.rowtable import read_files_frame
+
+        assert self.run_dir is not None  # a context without given rows was loaded from one
+        rd = RunDir.open(self.run_dir)
+        frame = read_files_frame(rd.row_files())
+        return rows_frame(frame if frame is not None else rd.load_rows().records)
+
     @cached_property
     def row_hosts(self) -> frozenset[str]:
         """The hosts the rows name."""
-        return _row_hosts(self.rows)
+        return _row_hosts(self.rest) | frozenset(self.pairs.names)
+
+    @cached_property
+    def in_pairs(self) -> Any:
+        """Which rows of ``rest`` are also in ``pairs`` (its failed and wrong pair rows of two hosts)."""
+        import numpy as np
+
+        rest = self.rest
+        if rest.empty:
+            return np.zeros(0, dtype=bool)
+        hosts = rest["hosts"].to_numpy(dtype=object)
+        two = np.fromiter((isinstance(h, list) and len(h) == 2 for h in hosts), dtype=bool, count=len(hosts))
+        return two & (rest["pattern"] == "pair").to_numpy()
 
     @cached_property
     def all_ok_rows(self) -> pd.DataFrame:
-        """Every measured row, of every engine (``--engine both`` measures each point twice)."""
-        return _where(self.rows, (self.rows["status"] == "ok").to_numpy())
+        """Every measured row but the pair rows of two hosts (``pairs``' ok ones), of every engine
+        (``--engine both`` measures each point twice)."""
+        rest = self.rest
+        return _where(rest, (rest["status"] == "ok").to_numpy() & ~self.in_pairs)
 
     @cached_property
     def engines(self) -> frozenset[str]:
         """The engines of the measured rows (the distinct values, not a Python object per row)."""
-        return frozenset(self.all_ok_rows["engine"].unique())
+        import numpy as np
+
+        pairs = self.pairs
+        codes = np.unique(pairs.engine[pairs.ok])
+        named = {pairs.engines[c] for c in codes.tolist() if c >= 0}
+        return frozenset(self.all_ok_rows["engine"].unique()) | named
 
     @cached_property
     def judged_engine(self) -> str:
@@ -272,9 +330,22 @@ class AnalysisContext:
 
     @cached_property
     def ok_rows(self) -> pd.DataFrame:
-        """The measured rows the rules judge: those of ``judged_engine``."""
+        """The measured rows the rules judge: those of ``judged_engine`` (but the pair rows of two
+        hosts: ``judged_pairs``)."""
         rows = self.all_ok_rows
         return _where(rows, (rows["engine"] == self.judged_engine).to_numpy())
+
+    @cached_property
+    def whole_ok_rows(self) -> pd.DataFrame:
+        """Every measured row of ``judged_engine``, pair rows included, every field (``rows``: read
+        again where they were read column by column)."""
+        rows = self.rows
+        return _where(rows, ((rows["status"] == "ok") & (rows["engine"] == self.judged_engine)).to_numpy())
+
+    @cached_property
+    def judged_pairs(self) -> Any:
+        """Which of ``pairs`` the rules judge: measured (ok), by ``judged_engine``."""
+        return self.pairs.ok & self.pairs.engine_is(self.judged_engine)
 
     @property
     def analyses(self) -> Analyses:
@@ -341,6 +412,7 @@ class Rows:
 
     data: pd.DataFrame | list[dict[str, Any]]
     unreadable: list[Unreadable]
+    split: Split | None = None  # read column by column, split (``reports.pairstore``)
 
 
 def _read_rows(rd: RunDir) -> Rows:
@@ -348,20 +420,21 @@ def _read_rows(rd: RunDir) -> Rows:
     seconds; results.parquet's parts or an older run's results.jsonl), else line by line, which
     names each row left out. Only regular files are opened directly (a FIFO would block); anything
     else goes to the line reader, which refuses it."""
-    from netbench.reports.rowtable import read_files_frame
+    from netbench.reports.pairstore import read_split
 
     files = rd.row_files()
     if files and all(p.is_file() and not p.is_symlink() for p in files):
-        frame = read_files_frame(files)
-        if frame is not None:
-            return Rows(frame, [])
+        split = read_split(files)
+        if split is not None:
+            split.rest = rows_frame(split.rest)
+            return Rows([], [], split)
     read = rd.load_rows()
     return Rows(read.records, read.unreadable)
 
 
 def _load_baseline(bd: RunDir) -> Baseline:
     rows, inventory, env, run = _read_run_dir(bd)
-    frame = rows_frame(rows.data)
+    frame = rows_frame(rows.data) if rows.split is None else _whole(bd)
     return Baseline(
         rows=frame,
         env=env.data,
@@ -369,9 +442,17 @@ def _load_baseline(bd: RunDir) -> Baseline:
         path=str(bd.path),
         inventory=inventory.records,
         unreadable=rows.unreadable + inventory.unreadable + env.unreadable + run.unreadable,
-        doubts=_doubts(bd, frame, len(rows.unreadable), run.data, env.data, [], inventory.records,
-                       _row_hosts(frame)),
+        doubts=_doubts(bd, split_frame(frame), len(rows.unreadable), run.data, env.data, [],
+                       inventory.records, _row_hosts(frame)),
     )
+
+
+def _whole(rd: RunDir) -> pd.DataFrame:
+    """Every row of a run directory as one frame (a baseline's: compared row by row)."""
+    from netbench.reports.rowtable import read_files_frame
+
+    frame = read_files_frame(rd.row_files())
+    return rows_frame(frame if frame is not None else rd.load_rows().records)
 
 
 def load_baseline(path: str | Path) -> Baseline:
@@ -381,22 +462,24 @@ def load_baseline(path: str | Path) -> Baseline:
 
 
 def _doubts(
-    rd: RunDir, rows: pd.DataFrame, rows_left_out: int, run: dict[str, Any], env: dict[str, Any],
+    rd: RunDir, split: Split, rows_left_out: int, run: dict[str, Any], env: dict[str, Any],
     counters: list[dict[str, Any]], inventory: list[dict[str, Any]], named: frozenset[str],
 ) -> list[Doubt]:
     """``common.runcheck``'s checks of a run directory as read: schemas, one run, run.json's counts."""
     from netbench.inventory.model import SCHEMA as INVENTORY_SCHEMA
 
+    rows = split.rest
     found = Counter(n.get("schema") for n in inventory)
     nodes = schema_doubt(rd.path / INVENTORY_JSONL, found, INVENTORY_SCHEMA)
     schemas = {
         RUN_JSON: Counter([run.get("schema")]),
         ENV_JSON: Counter([env.get("schema")]),
-        RESULTS_JSONL: Counter(rows["schema"].value_counts().to_dict() if "schema" in rows.columns else {}),
+        RESULTS_JSONL: Counter(rows["schema"].value_counts().to_dict() if "schema" in rows.columns else {})
+        + split.tally.schemas,
         COUNTERS_JSONL: Counter(c.get("schema") for c in counters),
     }
     return ([nodes] if nodes else []) + file_schema_doubts(rd.path, schemas) + run_doubts(
-        rd.path, run, rows, rows_left_out, named)
+        rd.path, run, split, rows_left_out, named)
 
 
 def _row_hosts(rows: pd.DataFrame) -> frozenset[str]:

@@ -20,7 +20,6 @@ from netbench.reports.policy import Policy, load_policy
 from netbench.common.findings import SEVERITY_RANK, Finding
 
 if TYPE_CHECKING:
-    import pandas as pd
     from netbench.reports.analyses import RetestEvidence
     from netbench.reports.rules.base import Rule
 
@@ -115,18 +114,20 @@ def _cap(findings: list[Finding], limit: int) -> list[Finding]:
     return out
 
 
-def row_counts(rows: pd.DataFrame) -> tuple[int, int]:
+def row_counts(ctx: AnalysisContext) -> tuple[int, int]:
     """(rows measured ok and right, rows failed or wrong) of the rows the analysis holds: the exit
-    status counts them from here, never by reading the rows again after the verdict (issue 48)."""
+    status counts them from here, never by reading the rows again after the verdict (issue 48). A
+    plain pair row (``reports.pairstore``) is measured and right; every other row is in the frame."""
     import pandas as pd
 
-    if not len(rows):
+    rows = ctx.rest
+    if not ctx.row_count:
         return 0, 0
     bad = rows["status"] != "ok"
     if "wrong" in rows.columns:
         bad = bad | (pd.to_numeric(rows["wrong"], errors="coerce").fillna(0) > 0)
     n_bad = int(bad.sum())
-    return len(rows) - n_bad, n_bad
+    return ctx.row_count - n_bad, n_bad
 
 
 def analyze(

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from netbench.reports.noise import NoiseModel, learn
-from netbench.reports.pairrows import NO_ROUND, NOT_RECORDED, codes_of, pair_facts
+from netbench.reports.pairrows import NO_ROUND, PairRows, pair_facts
 from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
 
 from netbench.common.naming import natural_key
@@ -105,10 +105,13 @@ def _two_hosts(col) -> tuple[list[str], np.ndarray, np.ndarray]:  # noqa: ANN001
     return names, a, b
 
 
-def _pick_collective(pairs) -> str:  # noqa: ANN001 - a DataFrame
-    counts = pairs["collective"].value_counts()
-    best = counts.max()
-    tied = sorted(c for c, n in counts.items() if n == best)
+def _pick_collective(pairs: PairRows, keep: np.ndarray) -> str:
+    """The collective of the most rows kept, all_reduce first among the tied."""
+    codes, counts = np.unique(pairs.collective[keep], return_counts=True)
+    named = {pairs.collectives[c]: int(m)
+             for c, m in zip(codes.tolist(), counts.tolist(), strict=True) if c >= 0}
+    best = max(named.values())
+    tied = sorted(c for c, m in named.items() if m == best)
     return "all_reduce" if "all_reduce" in tied else tied[0]
 
 
@@ -132,18 +135,19 @@ class _Matrices:
         return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls, m.load)
 
 
-def _disturbed_by_a_loss(ctx: AnalysisContext, rows: Any) -> np.ndarray:
-    """Which of ``rows`` (measured rows) ran beside a loss: in a round in which a pair failed
-    other than "not run" (a host died, hung or was cut off; a group timed out), the pairs with an
-    end on a leaf of the failed pair's hosts it names (both ends where it names none; every pair of
-    the round without switches). Not evidence about those hosts: a leaf peer of a host lost
-    mid-round shares its switch and the moment (a partner left waiting, a burst of retransmits),
-    and its pairs of that round alone made it look slow."""
+def _disturbed_by_a_loss(ctx: AnalysisContext, keep: np.ndarray) -> np.ndarray:
+    """Which of ``ctx.pairs``' rows in ``keep`` (a mask of them) ran beside a loss: in a round in
+    which a pair failed other than "not run" (a host died, hung or was cut off; a group timed out),
+    the pairs with an end on a leaf of the failed pair's hosts it names (both ends where it names
+    none; every pair of the round without switches). Not evidence about those hosts: a leaf peer of
+    a host lost mid-round shares its switch and the moment (a partner left waiting, a burst of
+    retransmits), and its pairs of that round alone made it look slow."""
     from netbench.common.rows import blamed_hosts, never_ran
 
-    out = np.zeros(len(rows), dtype=bool)
-    bad = ctx.rows[(ctx.rows["status"] != "ok") & (ctx.rows["pattern"] == "pair")]
-    if bad.empty or "round" not in rows.columns:
+    out = np.zeros(len(keep), dtype=bool)
+    rest = ctx.rest
+    bad = rest[(rest["status"] != "ok") & (rest["pattern"] == "pair")]
+    if bad.empty or "round" not in rest.columns:
         return out
     switches = ctx.switches
     near: dict[int, set[str | None]] = {}  # round -> the leaves (a host where none is known) it disturbed
@@ -157,78 +161,89 @@ def _disturbed_by_a_loss(ctx: AnalysisContext, rows: Any) -> np.ndarray:
         near.setdefault(int(rnd), set()).update(switches.get(h, h) if switches else None for h in culprits)
     if not near:
         return out
-    rnd = rows["round"].to_numpy(dtype=float, na_value=np.nan)
-    for i in np.flatnonzero(np.isin(rnd, list(near))).tolist():
-        leaves = near[int(rnd[i])]
-        hosts = rows["hosts"].iloc[i]
-        out[i] = None in leaves or any(switches.get(h, h) in leaves for h in hosts or [])
+    pairs = ctx.pairs
+    leaf = [switches.get(h, h) for h in pairs.names]
+    for i in np.flatnonzero(keep & np.isin(pairs.round, list(near))).tolist():
+        leaves = near[int(pairs.round[i])]
+        out[i] = None in leaves or leaf[pairs.a[i]] in leaves or leaf[pairs.b[i]] in leaves
     return out
 
 
 def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     """The matrices of the large-message pair rows of the judged engine (None without any)."""
-    rows = ctx.ok_rows
-    # the few columns the model reads, as arrays taken once (a filtered frame of 8 M rows, even of
-    # these columns only, is ~300 MB at 4,096 nodes)
-    bus = rows["busbw_GBps"].to_numpy(dtype=float, na_value=np.nan)
-    keep = (rows["pattern"] == "pair").to_numpy() & (bus > 0)
+    import pandas as pd
+
+    pairs = ctx.pairs
+    bus = pairs.busbw
+    keep = ctx.judged_pairs & (bus > 0)
     start = ctx.retests.from_round if ctx.retests is not None else None
     if start is not None:  # the re-tests' rows: judged against their own controls, not fitted here
-        keep &= ~(rows["round"].to_numpy(dtype=float, na_value=np.nan) >= start)
-    keep &= ~_disturbed_by_a_loss(ctx, rows)
+        keep &= ~((pairs.round != NO_ROUND) & (pairs.round >= start))
+    keep &= ~_disturbed_by_a_loss(ctx, keep)
     if not keep.any():
         return None
-    coll = _pick_collective(rows.loc[keep, ["collective"]])
-    nbytes = rows["bytes"].to_numpy(dtype=np.int64)
-    in_coll = (rows["collective"] == coll).to_numpy()
-    sizes = ctx.large_sizes(np.unique(nbytes[keep & in_coll]).tolist())
+    coll = _pick_collective(pairs, keep)
+    nbytes = pairs.nbytes
+    in_coll = pairs.collective_is(coll)
+    sizes = ctx.large_sizes(sorted(pd.unique(nbytes[keep & in_coll]).tolist()))  # hashed: 25 M rows
     keep &= in_coll & np.isin(nbytes, sizes)
     del in_coll
-    names, ia, ib = _two_hosts(rows["hosts"].to_numpy(dtype=object)[keep])
-    keep[keep] = ia >= 0  # rows of two hosts only
-    ia, ib = ia[ia >= 0], ib[ib >= 0]
-    if not ia.size:
-        return None
+    # the rows kept as a mask, not positions: every array taken from it is a number a row (25 M)
+    names = pairs.names
     host_key = _host_order(ctx)
     order = sorted(range(len(names)), key=lambda c: host_key(names[c]))
     hosts = [names[c] for c in order]
     n = len(hosts)
-    at = np.empty(n, dtype=np.int64)
-    at[order] = np.arange(n)
-    ia, ib = at[ia], at[ib]
+    pos = np.empty(n, dtype=np.int32)  # int32 indices: a number per row, 25 M at 4,096 hosts
+    pos[order] = np.arange(n, dtype=np.int32)
+    ia, ib = pos[pairs.a[keep]], pos[pairs.b[keep]]
     distinct = ia != ib
-    ia, ib = ia[distinct], ib[distinct]
-    keep[keep] = distinct
+    if not distinct.all():
+        ia, ib = ia[distinct], ib[distinct]
+        keep[keep] = distinct
     del distinct
-    ks = np.searchsorted(sizes, nbytes[keep])  # the size's index (every size kept is in ``sizes``)
-    bwv = bus[keep]
-    rnd = rows["round"].to_numpy(dtype=float, na_value=np.nan)[keep]
+    if not ia.size:
+        return None
+    used = np.zeros(n, dtype=bool)  # the matrix holds the hosts of the rows kept, no other
+    used[ia] = used[ib] = True
+    if not used.all():
+        hosts = [h for h, u in zip(hosts, used.tolist(), strict=True) if u]
+        shift = (np.cumsum(used) - 1).astype(np.int32)
+        ia, ib, n = shift[ia], shift[ib], len(hosts)
+    rnd = pairs.round[keep]
     rounds = _round_matrix(rnd, ia, ib, n)
-    load, classes, cls = _fact_matrices(ctx, np.flatnonzero(keep), hosts, ia, ib, rnd)
-    del bus, nbytes, keep, rnd  # a number per row of the run: gone before the N x N work starts
-    key = (ks * n + np.minimum(ia, ib)) * n + np.maximum(ia, ib)  # size and pair (lower index first)
-    del ks, ia, ib
-    order = np.argsort(key, kind="stable")
-    key, bwv = key[order], bwv[order]
-    del order
-    bw = _busbw_matrix(key, bwv, n, len(sizes))
-    del key, bwv
+    load, classes, cls = _fact_matrices(ctx, keep, hosts, ia, ib, rnd)
+    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)  # each pair's lower index first
+    del rnd, ia, ib
+    kept = nbytes[keep]
+    ks = np.zeros(len(kept), dtype=np.int8)  # each row's size's index in ``sizes``
+    for k, size in enumerate(sizes[1:], start=1):
+        ks[kept == size] = k
+    del kept
+    bw = _busbw_matrix(ks, lo, hi, bus[keep], n, len(sizes))
+    del keep, ks, lo, hi  # a number per row of the run: gone before the N x N work starts
     return _Matrices(coll, sizes, hosts, bw, _log_levels(bw), rounds, classes, cls, load)
 
 
-def _busbw_matrix(key: np.ndarray, bwv: np.ndarray, n: int, n_sizes: int) -> np.ndarray:
-    """(n_sizes, N, N) busbw from the rows' busbw ``bwv`` sorted by ``key`` (size x pair): the median
-    over repeats of the same pair and size (rounds re-run, or both directions listed), both ways."""
+def _busbw_matrix(ks: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarray, n: int,
+                  n_sizes: int) -> np.ndarray:
+    """(n_sizes, N, N) busbw from the rows' size indices ``ks``, pairs ``lo`` < ``hi`` and busbw
+    ``bwv``: the median over repeats of the same pair and size (rounds re-run, or both directions
+    listed), both ways. A run measures each pair once a size: then the rows go straight in."""
+    bw = np.full((n_sizes, n, n), np.nan)
+    bw[ks, lo, hi] = bwv
+    # every row its cell's value: no cell had two rows of different busbw, whose median it would be
+    if bool((bw[ks, lo, hi] == bwv).all()):
+        bw[ks, hi, lo] = bwv
+        return bw
+    key = (ks.astype(np.int64) * n + lo) * n + hi  # size and pair
+    order = np.argsort(key, kind="stable")
+    key, bwv = key[order], bwv[order]
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
-    if len(start) == len(key):
-        med = bwv
-    else:
-        med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
-        key = key[start]
+    med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
+    key = key[start]
     k_u, rem = np.divmod(key, n * n)
     lo_u, hi_u = np.divmod(rem, n)
-    del rem
-    bw = np.full((n_sizes, n, n), np.nan)
     bw[k_u, lo_u, hi_u] = med
     bw[k_u, hi_u, lo_u] = med
     return bw
@@ -247,9 +262,14 @@ def _log_levels(bw: np.ndarray) -> np.ndarray:
     rel -= centre[:, None, None]
     if n_sizes == 1:
         return rel[0]
-    # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks)
-    per_pair = rel.reshape(n_sizes, -1).T
-    return np.where(np.isfinite(per_pair).any(axis=1), nanmedian_rows(per_pair), np.nan).reshape(n, n)
+    # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks),
+    # ROW_BLOCK rows of the matrix at a time: its sort copies only those
+    y = np.empty((n, n))
+    for lo in range(0, n, ROW_BLOCK):
+        per_pair = rel[:, lo : lo + ROW_BLOCK].reshape(n_sizes, -1).T
+        some = np.isfinite(per_pair).any(axis=1)
+        y[lo : lo + ROW_BLOCK] = np.where(some, nanmedian_rows(per_pair), np.nan).reshape(-1, n)
+    return y
 
 
 def fit_pair_model(
@@ -466,45 +486,37 @@ def _middle(r: np.ndarray) -> np.ndarray | float:
 
 def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
     """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none.
-    ``rnd``: each row's round (NaN: none), ``ia``/``ib``: its hosts' matrix indices."""
-    ok = np.isfinite(rnd)
+    ``rnd``: each row's round (NO_ROUND: none), ``ia``/``ib``: its hosts' matrix indices."""
+    ok = rnd != NO_ROUND
     if not ok.any():
         return np.full((n, n), -1, dtype=np.int8)
-    ia, ib = ia[ok], ib[ok]
-    r = rnd[ok].astype(np.int64)
-    out = np.full((n, n), -1, dtype=_int_type(int(r.max())))
-    out[ia[::-1], ib[::-1]] = r[::-1]  # reversed: the first row of a pair wins
-    out[ib[::-1], ia[::-1]] = r[::-1]
+    if not ok.all():  # copies only where some row has no round
+        ia, ib, rnd = ia[ok], ib[ok], rnd[ok]
+    del ok
+    out = np.full((n, n), -1, dtype=_int_type(int(rnd.max())))
+    out[ia[::-1], ib[::-1]] = rnd[::-1]  # reversed: the first row of a pair wins
+    out[ib[::-1], ia[::-1]] = rnd[::-1]
     np.fill_diagonal(out, -1)
     return out
 
 
 def _fact_matrices(
-    ctx: AnalysisContext, at: np.ndarray, hosts: list[str], ia: np.ndarray, ib: np.ndarray, rnd: np.ndarray
+    ctx: AnalysisContext, keep: np.ndarray, hosts: list[str], ia: np.ndarray, ib: np.ndarray, rnd: np.ndarray
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """((N, N) load of each measured pair, the hop classes of the measured pairs, (N, N) index of each
-    pair's class, -1 where not measured), each pair's from its first row. ``at``: the rows' positions
-    in ``ctx.ok_rows``, ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NaN: none).
+    pair's class, -1 where not measured), each pair's from its first row. ``keep``: the rows (a mask
+    of ``ctx.pairs``), ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NO_ROUND: none).
 
-    The rows' own ``load`` and ``hop_class`` (the plan's, recorded when the row was stored), read as
-    columns; worked out (``common.pairrows.pair_facts``) only for rows without them."""
-    rows = ctx.ok_rows
+    The rows' own ``load`` and ``hop_class`` (the plan's, recorded when the row was stored); worked
+    out (``common.pairrows.pair_facts``) only for rows without them."""
+    pairs = ctx.pairs
     n = len(hosts)
-    recorded = np.full(len(at), np.nan)
-    if "load" in rows.columns:
-        recorded = rows["load"].to_numpy(dtype=float, na_value=np.nan)[at]
-    load = np.where(np.isnan(recorded), NOT_RECORDED, recorded).astype(np.int64)
-    del recorded
-    hop, names = np.full(len(at), NOT_RECORDED, dtype=np.int64), []
-    if "hop_class" in rows.columns:
-        hop, names = codes_of(rows["hop_class"], at)
-    rounds = np.where(np.isfinite(rnd), rnd, NO_ROUND).astype(np.int64)
     # every row here is usable: ok, busbw > 0, the judged collective's large sizes
-    load, hop, names = pair_facts(hosts, ia, ib, rounds, load, hop, names, ctx.switches,
-                                  np.ones(len(at), dtype=bool))
+    load, hop, names = pair_facts(hosts, ia, ib, rnd, pairs.load[keep], pairs.hop[keep], pairs.classes,
+                                  ctx.switches, np.ones(len(rnd), dtype=bool))
     used = np.unique(hop)
     classes = sorted(names[k] for k in used.tolist())
-    lut = np.full(len(names), -1, dtype=np.int64)
+    lut = np.full(len(names), -1, dtype=_int_type(len(classes)))
     lut[used] = [classes.index(names[k]) for k in used.tolist()]
     cls = np.full((n, n), -1, dtype=_int_type(len(classes)))
     load_m = np.zeros((n, n), dtype=_int_type(int(load.max(initial=0))))

@@ -10,7 +10,7 @@ its hosts' codes and four numbers, and the pairs met are a boolean matrix over t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,19 +65,40 @@ class PairRows:
     classes: list[str] = field(default_factory=list)
     failed: dict[int, Failure] = field(default_factory=dict)
     """Why each row that is not ok failed, by row."""
+    engine: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Each row's ``engine`` as a code into ``engines`` (NOT_RECORDED where null)."""
+    engines: list[str] = field(default_factory=list)
+    collective: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Each row's ``collective`` as a code into ``collectives`` (NOT_RECORDED where null)."""
+    collectives: list[str] = field(default_factory=list)
+    plain: int = 0
+    """Rows that are only here (ok, nothing wrong): the analysis' frame leaves them out (``pairstore``)."""
 
     @classmethod
     def empty(cls) -> PairRows:
         ints = np.zeros(0, dtype=np.int64)
-        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool), ints, ints)
+        return cls([], ints, ints, ints, ints, np.zeros(0), np.zeros(0, dtype=bool), ints, ints, [], {},
+                   ints, [], ints, [])
+
+    def engine_is(self, name: str) -> np.ndarray:
+        """Whether each row was measured by engine ``name``."""
+        return self.engine == (self.engines.index(name) if name in self.engines else -2)
+
+    def collective_is(self, name: str) -> np.ndarray:
+        """Whether each row measured collective ``name``."""
+        return self.collective == (self.collectives.index(name) if name in self.collectives else -2)
 
     @classmethod
     def from_records(cls, records: Iterable[Mapping[str, Any]]) -> PairRows:
         """From rows as the line reader gives them (dicts); rows of other patterns are left out."""
         names: dict[str, int] = {}
-        classes: dict[str, int] = {}
-        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
+        coded: tuple[dict[str, int], ...] = ({}, {}, {})  # hop classes, engines, collectives
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [], [], [])
         failed: dict[int, Failure] = {}
+
+        def code(k: int, value: Any) -> int:
+            return NOT_RECORDED if value is None else coded[k].setdefault(value, len(coded[k]))
+
         for r in records:
             hosts = r.get("hosts")
             if r.get("pattern") != "pair" or not isinstance(hosts, list) or len(hosts) != 2:
@@ -92,14 +113,15 @@ class PairRows:
                 np.nan if r.get("busbw_GBps") is None else r["busbw_GBps"],
                 r.get("status") == "ok",
                 NOT_RECORDED if r.get("load") is None else r["load"],
-                NOT_RECORDED if r.get("hop_class") is None
-                else classes.setdefault(r["hop_class"], len(classes)),
+                code(0, r.get("hop_class")), code(1, r.get("engine", "torch")), code(2, r.get("collective")),
             ), strict=True):
                 col.append(v)
-        a, b, rnd, nbytes, busbw, ok, load, hop = cols
+        a, b, rnd, nbytes, busbw, ok, load, hop, engine, coll = cols
         ints = (np.array(c, dtype=np.int64) for c in (a, b, rnd, nbytes))
         return cls(list(names), *ints, np.array(busbw, dtype=np.float64), np.array(ok, dtype=bool),
-                   np.array(load, dtype=np.int64), np.array(hop, dtype=np.int64), list(classes), failed)
+                   np.array(load, dtype=np.int64), np.array(hop, dtype=np.int64), list(coded[0]), failed,
+                   np.array(engine, dtype=np.int64), list(coded[1]), np.array(coll, dtype=np.int64),
+                   list(coded[2]))
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame) -> PairRows:
@@ -113,14 +135,20 @@ class PairRows:
         keep = pattern == "pair"
         rows, codes = rows[keep], codes.reshape(-1, 2)[keep]
 
+        def coded(name: str) -> tuple[np.ndarray, list[str]]:
+            if name not in frame.columns:
+                return np.full(len(rows), NOT_RECORDED, dtype=np.int64), []
+            return codes_of(frame[name], rows)
+
         def column(name: str, fill: float) -> np.ndarray:
             if name not in frame.columns:
                 return np.full(len(rows), fill)
             values = frame[name].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
             return np.where(np.isnan(values), fill, values)
 
-        hop, classes = codes_of(frame["hop_class"], rows) if "hop_class" in frame.columns else (
-            np.full(len(rows), NOT_RECORDED, dtype=np.int64), [])
+        hop, classes = coded("hop_class")
+        engine, engines = coded("engine")
+        coll, collectives = coded("collective")
         status = frame["status"].to_numpy(dtype=object)[rows] if "status" in frame.columns else None
         ok = np.zeros(len(rows), dtype=bool) if status is None else status == "ok"
         bad = np.flatnonzero(~ok)
@@ -138,6 +166,7 @@ class PairRows:
             hop,
             classes,
             {int(i): Failure.of(r) for i, r in zip(bad.tolist(), failed, strict=True)},
+            engine, engines, coll, collectives,
         )
 
     def __len__(self) -> int:
@@ -153,13 +182,17 @@ class PairRows:
         self.failed |= {len(self) + i: failure for i, failure in more.failed.items()}
         self.a = np.concatenate([self.a, lut[more.a]])
         self.b = np.concatenate([self.b, lut[more.b]])
-        known = {c: i for i, c in enumerate(self.classes)}
-        hop_lut = np.array([known.setdefault(c, len(known)) for c in more.classes] or [0], dtype=np.int64)
-        self.classes = list(known)
-        hop = np.where(more.hop >= 0, hop_lut[np.maximum(more.hop, 0)], NOT_RECORDED)
-        self.hop = np.concatenate([self.hop, hop])
+        for codes, names in (("hop", "classes"), ("engine", "engines"), ("collective", "collectives")):
+            mine, theirs = getattr(self, codes), getattr(more, codes)
+            known = {c: i for i, c in enumerate(getattr(self, names))}
+            lut = np.array([known.setdefault(c, len(known)) for c in getattr(more, names)] or [0],
+                           dtype=np.int64)
+            setattr(self, names, list(known))
+            setattr(self, codes, np.concatenate([mine, np.where(theirs >= 0, lut[np.maximum(theirs, 0)],
+                                                                NOT_RECORDED)]))
         for name in ("round", "nbytes", "busbw", "ok", "load"):
             setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
+        self.plain += more.plain
 
     def facts(
         self, switches: Mapping[str, str], usable: np.ndarray
@@ -178,6 +211,119 @@ class PairRows:
         """The (a, b) names of the rows (``rows``: a mask or positions; all by default)."""
         a, b = (self.a, self.b) if rows is None else (self.a[rows], self.b[rows])
         return [(self.names[x], self.names[y]) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+
+
+_PAIR_COLUMNS = ("hosts", "status", "wrong", "round", "bytes", "busbw_GBps", "load", "hop_class", "engine",
+                 "collective", "error", "blame", "ran")
+"""What a pair row is kept of (and what a failed one says of why)."""
+
+
+class PairBuilder:
+    """``PairRows`` filled from arrow batches of rows (the stored schema's columns), each column
+    allocated once for at most ``capacity`` rows (pages never written are never resident): 30 B a
+    row (sizes int32 where they fit, codes int8). ``plain`` counts the rows that are ok with nothing
+    wrong (``reports.pairstore``)."""
+
+    def __init__(self, capacity: int) -> None:
+        import pyarrow as pa
+
+        self.n = 0
+        self.cols = {
+            "a": np.empty(capacity, np.int32), "b": np.empty(capacity, np.int32),
+            "round": np.empty(capacity, np.int32), "nbytes": np.empty(capacity, np.int64),
+            "busbw": np.empty(capacity, np.float64), "ok": np.empty(capacity, bool),
+            "load": np.empty(capacity, np.int16), "hop": np.empty(capacity, np.int8),
+            "engine": np.empty(capacity, np.int8), "collective": np.empty(capacity, np.int8),
+        }
+        self.names: list[str] = []
+        self.known = pa.array([], type=pa.string())
+        self.coded: dict[str, dict[str, int]] = {"hop": {}, "engine": {}, "collective": {}}
+        self.failed: dict[int, Failure] = {}
+        self.plain = 0
+
+    def add(self, batch: Any) -> Any:
+        """Take the batch's pair rows; return the mask (a numpy bool array) of its plain rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        hosts = batch.column("hosts")
+        listed = pc.equal(pc.list_value_length(hosts), 2).fill_null(False)
+        # the names of every row of two hosts, in order, as ``rowtable.listed_hosts`` numbers them
+        codes = self._hosts(pc.list_flatten(hosts.filter(listed))).reshape(-1, 2)
+        two = pc.equal(batch.column("pattern"), "pair").fill_null(False)
+        two = pc.and_(two, listed).to_numpy(zero_copy_only=False)
+        at = np.flatnonzero(two)
+        plain = np.zeros(len(two), dtype=bool)
+        if not at.size:
+            return plain
+        codes = codes[two[listed.to_numpy(zero_copy_only=False)]]
+        rows = batch.select(_PAIR_COLUMNS)
+        rows = rows if at.size == len(two) else rows.take(pa.array(at))
+        status = rows.column("status")
+        ok = pc.equal(status, "ok").fill_null(False).to_numpy(zero_copy_only=False)
+        wrong = pc.greater(rows.column("wrong").fill_null(0), 0).to_numpy(zero_copy_only=False)
+        mine = ok & ~wrong
+        plain[at] = mine
+        self.plain += int(mine.sum())
+        lo, hi = self.n, self.n + len(at)
+        c = self.cols
+        c["a"][lo:hi] = codes[:, 0]
+        c["b"][lo:hi] = codes[:, 1]
+        c["round"][lo:hi] = rows.column("round").fill_null(NO_ROUND).to_numpy(zero_copy_only=False)
+        c["nbytes"][lo:hi] = rows.column("bytes").fill_null(0).to_numpy(zero_copy_only=False)
+        c["busbw"][lo:hi] = rows.column("busbw_GBps").to_numpy(zero_copy_only=False)  # null: NaN
+        c["ok"][lo:hi] = ok
+        load = rows.column("load").fill_null(NOT_RECORDED).to_numpy(zero_copy_only=False)
+        if load.size and load.max() > np.iinfo(np.int16).max:  # pairs through one uplink: a few thousand
+            raise ValueError("a load past int16")  # the line reader takes the run
+        c["load"][lo:hi] = load
+        for name, column in (("hop", "hop_class"), ("engine", "engine"), ("collective", "collective")):
+            values = rows.column(column)
+            if name == "engine":  # rows from before engines were torch's (``context.rows_frame``)
+                values = values.fill_null("torch")
+            c[name][lo:hi] = self._code(name, values)
+        for i in np.flatnonzero(~ok).tolist():  # the failed rows: few
+            row = {k: rows.column(k)[i].as_py() for k in ("hosts", "status", "error", "blame", "ran")}
+            self.failed[lo + i] = Failure.of(row)
+        self.n = hi
+        return plain
+
+    def _hosts(self, values: Any) -> np.ndarray:
+        """Each name's code, a new name numbered in order of first appearance."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        codes = pc.index_in(values, value_set=self.known)
+        if codes.null_count:
+            new = pc.unique(values.filter(codes.is_null()))
+            self.names += new.to_pylist()
+            self.known = pa.concat_arrays([self.known, new])
+            codes = pc.index_in(values, value_set=self.known)
+        return codes.to_numpy(zero_copy_only=False)
+
+    def _code(self, name: str, values: Any) -> np.ndarray:
+        """A string column's values as codes (NOT_RECORDED where null), numbered as first seen."""
+        enc = values.dictionary_encode()
+        index = self.coded[name]
+        lut = np.array([index.setdefault(v, len(index)) for v in enc.dictionary.to_pylist()] or [0])
+        if len(index) > np.iinfo(np.int8).max:  # hop classes, engines, collectives: a handful
+            raise ValueError(f"more than {np.iinfo(np.int8).max} values of {name}")  # the line reader's
+        if not enc.indices.null_count:
+            return lut[enc.indices.to_numpy()]
+        codes = enc.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        return np.where(enc.indices.is_null().to_numpy(zero_copy_only=False), NOT_RECORDED, lut[codes])
+
+    def finish(self) -> PairRows:
+        n, c = self.n, self.cols
+        names = {k: list(v) for k, v in self.coded.items()}
+        if not n or c["nbytes"][:n].max() <= np.iinfo(np.int32).max:  # sizes up to 2 GB: 4 bytes a row
+            c["nbytes"] = c["nbytes"][:n].astype(np.int32)
+        # views of the columns as allocated: the pages past ``n`` were never written, never resident
+        out = PairRows(self.names, c["a"][:n], c["b"][:n], c["round"][:n], c["nbytes"][:n], c["busbw"][:n],
+                       c["ok"][:n], c["load"][:n], c["hop"][:n], names["hop"], self.failed, c["engine"][:n],
+                       names["engine"], c["collective"][:n], names["collective"], self.plain)
+        self.cols = {}
+        return out
 
 
 def codes_of(column: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -210,17 +356,19 @@ def pair_facts(
     A row's worked-out load counts the distinct pairs of its round among the ``usable`` rows (a
     pair measured at several sizes is one pair): 0 for a row without a round, or not usable. Its
     hop class: ``common.topology.hop_class``, ``unknown`` where the switches do not place a host.
-    Returns (loads, hop class codes, the class names); numpy throughout (8.4M rows at 4,096 nodes)."""
+    Returns (loads, hop class codes, the class names); numpy throughout (8.4M rows at 4,096 nodes).
+    Where every row carries both, the returned arrays are ``load`` and ``hop`` themselves: read
+    them, never change them."""
     from netbench.inventory.topology import UNKNOWN, RoundLoad, tier_name
 
-    load = load.astype(np.int64, copy=True)
     out_classes = list(classes)
-    hop = hop.astype(np.int64, copy=True)
     no_load, no_hop = load < 0, hop < 0
     if switches and UNKNOWN in out_classes:  # the plan placed no host; the switches now do (learned)
         no_hop |= hop == out_classes.index(UNKNOWN)
     if not (no_load.any() or no_hop.any()):
         return load, hop, out_classes
+    load = load.astype(np.int64, copy=True)
+    hop = hop.astype(np.int64, copy=True)
     fabric = RoundLoad(switches)
     leaves = fabric.leaves(names)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
@@ -232,7 +380,8 @@ def pair_facts(
             # every usable row of a round that has a row to work out counts, recorded or not
             mine = counted & np.isin(rounds, np.unique(rounds[wanted]))
             n = len(names)
-            keys, inverse = np.unique((rounds[mine] * n + lo[mine]) * n + hi[mine], return_inverse=True)
+            rnd = rounds[mine].astype(np.int64)  # a key of round and pair passes 2**31 at 4,096 hosts
+            keys, inverse = np.unique((rnd * n + lo[mine]) * n + hi[mine], return_inverse=True)
             pairs = np.stack([(keys // n) % n, keys % n], axis=1)
             loads = fabric.indexed(leaves, pairs, keys // (n * n))[inverse.ravel()]
             load[mine & no_load] = loads[no_load[mine]]
@@ -335,35 +484,36 @@ class GrowingRows:
         self.end, self.lines = got.end, got.lines
         return self.rows
 
-    def start_from(self, frame: pd.DataFrame, size: int) -> None:
-        """Take ``frame``, the rows of an older run's results.jsonl's first ``size`` bytes as a reader
-        gave them already (the analysis' own: at 4,096 nodes each read of the file is a minute), as
-        the first read; later calls read what was appended after them."""
-        self.rows = PairRows.from_frame(frame)
-        self.end, self.lines = size, len(frame)
+    def start_from(self, rows: PairRows, lines: int, size: int) -> None:
+        """Take ``rows``, the pair rows of an older run's results.jsonl's first ``size`` bytes
+        (``lines`` rows) as the analysis read them already (at 4,096 nodes each read of the file is
+        a minute), as the first read; later calls read what was appended after them."""
+        self.rows = replace(rows, failed=dict(rows.failed))  # grown here, never the analysis' own
+        self.end, self.lines = size, lines
 
     def _columns(self) -> bool:
-        from netbench.reports.rowtable import read_rows_frame
+        from netbench.reports.rowtable import read_files_builder
 
         path = self.rundir.results_path
         size = path.stat().st_size
-        frame = read_rows_frame(path)
-        if frame is None or path.stat().st_size != size:
+        got = read_files_builder([path], PairBuilder)  # the pair rows only, as columns
+        if got is None or path.stat().st_size != size:
             return False
-        self.rows = PairRows.from_frame(frame)
-        self.end, self.lines = size, len(frame)
+        rest, built = got
+        self.rows = built.finish()
+        self.end, self.lines = size, len(rest) + built.plain
         return True
 
 
 def _pair_rows(path: Path) -> PairRows:
     """One file's pair rows: column by column when it is plainly good, else line by line."""
-    from netbench.reports.rowtable import read_files_frame
+    from netbench.reports.rowtable import read_files_builder
 
     from netbench.common.rows import row_problem
     from netbench.common.rundir import read_jsonl, read_part
 
-    frame = read_files_frame([path]) if path.is_file() and not path.is_symlink() else None
-    if frame is not None:
-        return PairRows.from_frame(frame)
+    got = read_files_builder([path], PairBuilder) if path.is_file() and not path.is_symlink() else None
+    if got is not None:  # column by column, only the pair rows kept (30 B a row, not a frame's 220)
+        return got[1].finish()
     got = read_part(path, row_problem) if path.suffix == ".parquet" else read_jsonl(path, row_problem)
     return PairRows.from_records(got.records)

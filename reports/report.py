@@ -69,4 +69,4 @@ def report_run(
         ctx = load_context(run_dir, baseline, policy, topology)
         findings = run_rules(ctx)
         path = write_outputs(Path(run_dir), ctx, findings, html, plotlyjs, embed_rows)
-    return Reported(findings, path, tuple(ctx.analyses.headlines), len(ctx.hosts), row_counts(ctx.rows))
+    return Reported(findings, path, tuple(ctx.analyses.headlines), len(ctx.hosts), row_counts(ctx))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,38 @@ def read_files_frame(paths: list[Path]) -> pd.DataFrame | None:
     when pyarrow is missing or any row is not plainly a good row.
 
     ``rank_time_us`` is None on rows whose pattern is not in RANK_TIMES_FOR."""
+    got = _read(paths, None)
+    return None if got is None else got[0]
+
+
+def read_files_builder(paths: list[Path], builder: Callable[[int], Any]) -> tuple[pd.DataFrame, Any] | None:
+    """The rows of ``paths`` as ``read_files_frame`` reads them, but each batch first offered to
+    ``builder(capacity)``'s ``add``, which returns the mask of the rows it keeps for itself: the
+    frame leaves them out (``reports.pairstore``). (the frame, the builder), or None as there."""
+    got = _read(paths, builder)
+    return None if got is None else (got[0], got[1])
+
+
+def pair_row_batches(paths: list[Path], cols: list[str]) -> Iterator[pd.DataFrame]:
+    """The pair rows of ``paths`` in order, a batch at a time, as frames of ``cols`` (hosts as lists),
+    for what reads a few of them (the report's embedded rows) of files ``pairstore.read_split`` read
+    already; a file that cannot be read so now (changed since) ends them."""
+    import pyarrow.compute as pc
+
+    schema, _ = _contract()
+    for path in paths:
+        for batch in _batches(path, schema):
+            if batch is None:
+                return
+            mine = batch.filter(pc.equal(batch.column("pattern"), "pair").fill_null(False))
+            if mine.num_rows:
+                frame = mine.select([c for c in cols if c != "hosts"]).to_pandas()
+                if "hosts" in cols:
+                    frame.insert(cols.index("hosts"), "hosts", mine.column("hosts").to_pylist())
+                yield frame
+
+
+def _read(paths: list[Path], builder: Callable[[int], Any] | None) -> tuple[pd.DataFrame, Any] | None:
     try:
         import pyarrow as pa
     except ImportError:
@@ -104,28 +136,58 @@ def read_files_frame(paths: list[Path]) -> pd.DataFrame | None:
         return None
     # every column is allocated once for more rows than the files can hold and filled batch by
     # batch, each batch freed as soon as it is copied: holding the parsed table and converting it
-    # at the end took twice the frame (the table, its unified dictionaries and the frame at once)
+    # at the end took twice the frame (the table, its unified dictionaries and the frame at once).
+    # With a builder, the few rows it leaves are held as read and the frame made of them at the
+    # end: columns for every row of 25 M would take 6 GB of address space for nothing
     try:
         capacity = sum(_most_rows(p, required) for p in paths)
-        columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
-        hosts = _Hosts()
-        ranks = _RankTimes()
-        n_rows = 0
+        pairs = builder(capacity) if builder is not None else None
+        filling = _Filling(schema, capacity) if pairs is None else None
+        held: list[Any] = []
+        seen = 0
         for path in paths:
             for batch in _batches(path, schema):
-                if batch is None or not _plainly_good(batch, required) or n_rows + batch.num_rows > capacity:
+                if batch is None or not _plainly_good(batch, required) or seen + batch.num_rows > capacity:
                     return None
-                hosts.add(batch.column("hosts"), n_rows)
-                ranks.add(batch, n_rows)
-                for name, col in columns.items():
-                    col.add(batch.column(name), n_rows)
-                n_rows += batch.num_rows
-                del batch
+                seen += batch.num_rows
+                if filling is not None:
+                    filling.add(batch)
+                    continue
+                plain = pairs.add(batch)
+                left = batch.filter(pa.array(~plain)) if plain.any() else batch
+                if left.num_rows:
+                    held.append(left)
+                del batch, left
+        if filling is None:
+            filling = _Filling(schema, sum(b.num_rows for b in held))
+            while held:
+                filling.add(held.pop(0))
     except (pa.ArrowException, OSError, UnicodeError, ValueError, KeyError, RunDirError):
         return None
-    if not n_rows:
+    if not seen:
         return None  # no rows: the line reader gives the empty frame
-    return _frame(schema, columns, hosts.column(n_rows), ranks.column(n_rows), n_rows)
+    return filling.frame(), pairs
+
+
+class _Filling:
+    """The frame's columns, each allocated once for ``capacity`` rows and filled batch by batch."""
+
+    def __init__(self, schema: Any, capacity: int) -> None:
+        self.schema = schema
+        self.columns = {f.name: _column(f, capacity) for f in schema if f.name not in _NOT_COLUMNS}
+        self.hosts = _Hosts()
+        self.ranks = _RankTimes()
+        self.n = 0
+
+    def add(self, batch: Any) -> None:
+        self.hosts.add(batch.column("hosts"), self.n)
+        self.ranks.add(batch, self.n)
+        for name, col in self.columns.items():
+            col.add(batch.column(name), self.n)
+        self.n += batch.num_rows
+
+    def frame(self) -> pd.DataFrame:
+        return _frame(self.schema, self.columns, self.hosts.column(self.n), self.ranks.column(self.n), self.n)
 
 
 def _batches(path: Path, schema: Any) -> Iterator[Any]:

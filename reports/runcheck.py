@@ -27,7 +27,7 @@ from netbench.common.rundir import (
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
+    from netbench.reports.pairstore import Split
 
 MIXED_RUNS = "mixed_runs"
 SCHEMA_UNKNOWN = "schema_unknown"
@@ -83,20 +83,23 @@ def _named(items: Iterable[str]) -> str:
 
 
 def run_doubts(
-    run_dir: Path, run: dict[str, Any], rows: pd.DataFrame, lines_left_out: int, named: frozenset[str]
+    run_dir: Path, run: dict[str, Any], split: Split, lines_left_out: int, named: frozenset[str]
 ) -> list[Doubt]:
     """Rows of more than one run; run.json counting more rows than results.jsonl holds (read or left
     out: ``lines_left_out``), listing other hosts than the rows name (or far more), or a world
-    smaller than a group of the rows. ``rows``: results.jsonl as the reader kept it; ``named``: the
-    hosts its rows name (``rowtable.listed_hosts``, read once for the report: 8 s at 8 M rows)."""
+    smaller than a group of the rows. ``split``: the rows as the reader kept them (``pairstore``: the
+    plain pair rows counted in its tally); ``named``: the hosts its rows name (read once)."""
 
     store = run_dir / RESULTS_PARQUET
     results = str(store if store.is_dir() else run_dir / RESULTS_JSONL)
     run_json = str(run_dir / RUN_JSON)
     out: list[Doubt] = []
+    rows = split.rest
+    n_rows = len(rows) + split.pairs.plain
     ids: Counter[str] = Counter()
     if len(rows):
         ids.update({str(k): int(v) for k, v in rows["run_id"].value_counts().items() if v})
+    ids.update(split.tally.run_ids)
     own = run.get("run_id")
     if len(ids) > 1 or (ids and isinstance(own, str) and own not in ids):
         said = ", ".join(f"{k} ({n} rows)" for k, n in ids.most_common(MAX_NAMED))
@@ -104,16 +107,16 @@ def run_doubts(
         out.append(Doubt(MIXED_RUNS, results, f"rows of {len(ids)} run(s): {said}{whose}. Rows of "
                          "different runs are judged together as if one run measured them"))
     counted = run.get("rows")
-    if type(counted) is int and counted > len(rows) + lines_left_out:
-        out.append(Doubt(RUN_MISMATCH, results, f"holds {len(rows) + lines_left_out} row(s), run.json "
+    if type(counted) is int and counted > n_rows + lines_left_out:
+        out.append(Doubt(RUN_MISMATCH, results, f"holds {n_rows + lines_left_out} row(s), run.json "
                          f"counts {counted}: rows are missing"))
-    elif not len(rows) and not lines_left_out and Path(results).exists() and \
+    elif not n_rows and not lines_left_out and Path(results).exists() and \
             run.get("status") not in ENDED_EARLY and not run.get("telemetry"):
         # an inventory-only run has no results.jsonl; an imported job's telemetry has no rows
         out.append(Doubt(RUN_MISMATCH, results, f"holds no row, though run.json says the run "
                          f"{str(run.get('status') or 'has no status')[:40]}: nothing measured is judged"))
     listed = run.get("hosts")
-    if isinstance(listed, list) and all(isinstance(h, str) for h in listed) and listed and len(rows):
+    if isinstance(listed, list) and all(isinstance(h, str) for h in listed) and listed and n_rows:
         extra = named - set(listed)
         if extra:
             out.append(Doubt(RUN_MISMATCH, run_json, f"the rows name {len(extra)} host(s) run.json does not "
@@ -124,9 +127,10 @@ def run_doubts(
             out.append(Doubt(RUN_MISMATCH, run_json, f"lists {len(expected)} host(s) that stayed up, the "
                              f"rows name only {len(named & expected)}: missing {_named(expected - named)}"))
     world = run.get("world_size")
-    if type(world) is int and world > 0 and len(rows):
-        most = rows["ranks"].max()
-        if most == most and int(most) > world:
+    if type(world) is int and world > 0 and n_rows:
+        own = rows["ranks"].max() if len(rows) else -1
+        most = max(own if own == own else -1, split.tally.ranks)
+        if most >= 0 and int(most) > world:
             out.append(Doubt(RUN_MISMATCH, run_json, f"world_size is {world}, but a row's group has "
                              f"{int(most)} ranks"))
     return out

@@ -332,7 +332,7 @@ def confirm(
     ctx = load_context(rundir.path, policy=policy)  # before the budget: all of it is for measuring
     findings = run_rules(ctx)
     if size >= 0 and rundir.results_path.stat().st_size == size:  # the rows the analysis read: not again
-        read_rows.start_from(ctx.rows, size)
+        read_rows.start_from(ctx.pairs, ctx.row_count, size)
     budget = Budget(budget_s, reserve_s=0.0, clock=launch.clock)
     rows = read_rows()
     rounds = rows.round[rows.round != NO_ROUND]

@@ -65,6 +65,7 @@ class RunData:
         several runs, judged as one) or a killed one (it ended early or never recorded its end) must
         not read as a whole run's. The checks are the report's (``reports.runcheck``)."""
         import pandas as pd
+        from netbench.reports.pairstore import split_frame
         from netbench.reports.runcheck import ENDED_EARLY, run_doubts
 
         said = []
@@ -80,7 +81,8 @@ class RunData:
             said.append(f"{len(left) - MAX_SAID} more unreadable line(s) or file(s) left out")
         named = frozenset(h for r in self.rows for h in (r.get("hosts") or ()) if isinstance(h, str))
         frame = pd.DataFrame(self.rows, columns=["run_id", "ranks"]) if self.rows else pd.DataFrame()
-        for d in run_doubts(self.run.path, self.meta, frame, len(self._loaded.unreadable), named):
+        split = split_frame(frame)  # no plain pair rows: the frame holds every row here
+        for d in run_doubts(self.run.path, self.meta, split, len(self._loaded.unreadable), named):
             said.append(f"{d.file}: {d.reason} ({d.kind})")
         return said
 

@@ -8,6 +8,7 @@ from netbench.collectives.sizes import format_size
 from netbench.reports.html.text import e
 
 if TYPE_CHECKING:
+    import pandas as pd
     from netbench.reports.context import AnalysisContext
 
 
@@ -26,31 +27,60 @@ def _size_axis(sizes: list[int]) -> dict[str, Any]:
     }
 
 
+def _pair_levels(ctx: AnalysisContext) -> dict[str, tuple[Any, int, Any]]:
+    """Per collective, the judged pair rows' (``ctx.pairs``) busbw per size: (median, the most rows of
+    a size, slowest), from the columns (25 M rows at 4,096 nodes: no frame of them)."""
+    import numpy as np
+    import pandas as pd
+
+    pairs = ctx.pairs
+    keep = ctx.judged_pairs & np.isfinite(pairs.busbw)
+    out = {}
+    for code in np.unique(pairs.collective[keep]).tolist():
+        if code < 0:
+            continue
+        mine = keep & (pairs.collective == code)
+        g = pd.Series(pairs.busbw[mine]).groupby(pairs.nbytes[mine])
+        out[pairs.collectives[code]] = (g.median(), int(g.size().max()), g.min())
+    return out
+
+
+def _levels(src: pd.DataFrame, coll: str, pattern: str) -> tuple[Any, int, Any] | None:
+    """(median busbw per size, the most rows of a size, slowest) of ``src``'s rows of ``coll`` and
+    ``pattern``; None without any."""
+    part = src[(src["collective"] == coll) & (src["pattern"] == pattern)]
+    if part.empty:
+        return None
+    g = part.groupby(part["bytes"].astype(int))["busbw_GBps"]
+    return g.median(), int(g.size().max()), g.min()
+
+
 def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
     figs: list[dict[str, Any]] = []
     cols = ["collective", "pattern", "bytes", "busbw_GBps"]  # filtered copies of these only, not every column
     df = ctx.ok_rows[cols]
     df = df[df["busbw_GBps"].notna()]
+    pair_levels = _pair_levels(ctx)
     base = None
     if ctx.baseline is not None:
         b = ctx.baseline.rows
         base = b.loc[(b["status"] == "ok") & b["busbw_GBps"].notna(), cols]
-    for ci, coll in enumerate(sorted(df["collective"].dropna().unique())):
+    for ci, coll in enumerate(sorted(set(df["collective"].dropna().unique()) | pair_levels.keys())):
         traces = []
         sub = df[df["collective"] == coll]
         all_sizes: list[int] = []
-        for pi, pattern in enumerate(sorted(sub["pattern"].dropna().unique())):
+        patterns = set(sub["pattern"].dropna().unique()) | ({"pair"} if coll in pair_levels else set())
+        for pi, pattern in enumerate(sorted(patterns)):
             color = COLORS[pi % len(COLORS)]
             for label, src, dash in (("", sub, "solid"), ("baseline ", base, "dash")):
                 if src is None:
                     continue
-                part = src[(src["collective"] == coll) & (src["pattern"] == pattern)]
-                if part.empty:
+                own_pairs = pattern == "pair" and not label  # from the columns, not the frame
+                levels = pair_levels.get(coll) if own_pairs else _levels(src, coll, pattern)
+                if levels is None:
                     continue
-                g = part.groupby(part["bytes"].astype(int))["busbw_GBps"]
-                med = g.median()
+                med, n, lo = levels
                 all_sizes += med.index.tolist()
-                n = int(g.size().max())
                 name = f"{label}{pattern} median" + (f" of {n}" if pattern == "pair" and n > 1 else "")
                 traces.append(
                     {
@@ -65,7 +95,6 @@ def _curve_figures(ctx: AnalysisContext) -> list[dict[str, Any]]:
                     }
                 )
                 if pattern == "pair" and n > 1 and not label:
-                    lo = g.min()
                     traces.append(
                         {
                             "type": "scatter",

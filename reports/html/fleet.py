@@ -289,9 +289,9 @@ def _environment(ctx: AnalysisContext) -> str:
 
 def _engines(ctx: AnalysisContext) -> str:
     """Both engines side by side per size (``--engine both``): the torch overhead as a number."""
-    rows = ctx.all_ok_rows
     if ctx.engines < {"nccl", "torch"}:
         return ""
+    rows = ctx.rows[(ctx.rows["status"] == "ok").to_numpy()]  # pair rows' times too: every field
     keys = [k for k in ("collective", "in_place", "cuda_graph", "bytes") if k in rows.columns]
     wide = rows.pivot_table(index=keys, columns="engine", values="time_us", aggfunc="median").dropna()
     parts = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import io
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -97,10 +98,10 @@ def _embedded_rows(ctx: AnalysisContext, embed_rows: str) -> tuple[bytes, int, s
     note saying where the rows are when they are left out."""
     where = "results.jsonl in the run directory holds every row"
     if embed_rows == "no":
-        return b"", 0, f"{len(ctx.rows)} rows, not embedded (--embed-rows no): {where}"
+        return b"", 0, f"{ctx.row_count} rows, not embedded (--embed-rows no): {where}"
     gz, nrows, note = rows_csv_gz(ctx, CSV_GZ_BUDGET if embed_rows == "yes" else EMBED_AUTO_BYTES)
-    if embed_rows == "auto" and nrows < len(ctx.rows):
-        return b"", 0, (f"{len(ctx.rows)} rows, more than fit {_human(EMBED_AUTO_BYTES)} compressed, so "
+    if embed_rows == "auto" and nrows < ctx.row_count:
+        return b"", 0, (f"{ctx.row_count} rows, more than fit {_human(EMBED_AUTO_BYTES)} compressed, so "
                         f"not embedded (the report stays small enough to attach): {where}; "
                         "netbench report RUN_DIR --embed-rows yes embeds them")
     return gz, nrows, note
@@ -115,9 +116,9 @@ def rows_csv_gz(ctx: AnalysisContext, budget: int = CSV_GZ_BUDGET) -> tuple[byte
     pass the budget (said in the note), so a 1.6 M-row run formats and compresses only what fits.
     results.jsonl always has everything.
     """
+    if ctx.row_count > CSV_FULL_MAX_ROWS:
+        return _lean_csv_gz(ctx, budget)
     df = ctx.rows
-    if len(df) > CSV_FULL_MAX_ROWS:
-        return _lean_csv_gz(df, budget)
     cols = [c for c in CSV_COLUMNS if c in df.columns]
     note = "every field except per-rank times (those are in results.jsonl)"
     gz = gzip.compress(_csv_bytes(df, cols), compresslevel=6, mtime=0)
@@ -142,40 +143,77 @@ CSV_CHUNK_ROWS = 25_000
 """Pair rows formatted and compressed at a time on a large fleet (~0.4 MB compressed)."""
 
 
-def _lean_csv_gz(df: Any, budget: int) -> tuple[bytes, int, str]:
+def _lean_csv_gz(ctx: AnalysisContext, budget: int) -> tuple[bytes, int, str]:
     """The measurement columns of every non-pair row, then of pair rows chunk by chunk while the
     compressed stream stays within ``budget``."""
     import zlib
 
-    cols = [c for c in CSV_LEAN_COLUMNS if c in df.columns]
+    rest = ctx.rest
+    cols = [c for c in CSV_LEAN_COLUMNS if c in rest.columns]
     note = f"measurement fields ({', '.join(cols)}); every field is in results.jsonl"
-    is_pair = (df["pattern"] == "pair").to_numpy()
-    pair_idx = np.nonzero(is_pair)[0]
+    others = rest[(rest["pattern"] != "pair").to_numpy()]
+    n_pairs = ctx.row_count - len(others)
     comp = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip stream (header mtime 0)
     head = ",".join(cols).encode() + b"\n"
-    out = [comp.compress(head + _arrow_csv(df.iloc[np.nonzero(~is_pair)[0]], cols))]
+    out = [comp.compress(head + _arrow_csv(others, cols))]
     size = len(out[0])
     pairs = 0
-    for lo in range(0, len(pair_idx), CSV_CHUNK_ROWS):
-        chunk = pair_idx[lo : lo + CSV_CHUNK_ROWS]
+    for chunk in _pair_chunks(ctx, cols):
         trial = comp.copy()
-        data = trial.compress(_arrow_csv(df.iloc[chunk], cols))
+        data = trial.compress(_arrow_csv(chunk, cols))
         data += trial.flush(zlib.Z_SYNC_FLUSH)  # its compressed size is known only once flushed
         if size + len(data) > budget:
             break
         comp, size, pairs = trial, size + len(data), pairs + len(chunk)
         out.append(data)
     out.append(comp.flush())
-    included = int((~is_pair).sum()) + pairs
-    if pairs < len(pair_idx):
+    included = len(others) + pairs
+    if pairs < n_pairs:
         note += (
-            f"; only {included} of {len(df)} rows (all non-pair rows first, then the first {pairs} "
+            f"; only {included} of {ctx.row_count} rows (all non-pair rows first, then the first {pairs} "
             "pair rows) fit the report's size budget"
         )
     return b"".join(out), included, note
 
 
+def _pair_chunks(ctx: AnalysisContext, cols: list[str]) -> Iterator[Any]:
+    """The pair rows in order, ``CSV_CHUNK_ROWS`` at a time, as frames of ``cols``: from the frame of
+    every row where it was given, else read from the run directory's files as they are needed (the
+    analysis holds the plain pair rows' measurements only; a large fleet's report embeds the
+    first few chunks)."""
+    if ctx.given_rows is not None:
+        df = ctx.given_rows
+        pair_idx = np.nonzero((df["pattern"] == "pair").to_numpy())[0]
+        for lo in range(0, len(pair_idx), CSV_CHUNK_ROWS):
+            yield df.iloc[pair_idx[lo : lo + CSV_CHUNK_ROWS]]
+        return
+    from netbench.reports.rowtable import pair_row_batches
+
+    from netbench.common.rundir import RunDir
+
+    assert ctx.run_dir is not None  # rows not given: read from a run directory
+    held: list[Any] = []
+    count = 0
+    for batch in pair_row_batches(RunDir.open(ctx.run_dir).row_files(), cols):
+        held.append(batch)
+        count += len(batch)
+        while count >= CSV_CHUNK_ROWS:
+            yield from _take(held, CSV_CHUNK_ROWS)
+            count -= CSV_CHUNK_ROWS
+    if count:
+        yield from _take(held, count)
+
+
+def _take(held: list[Any], n: int) -> Iterator[Any]:
+    """The first ``n`` rows of the frames ``held`` as one frame (taken off ``held``)."""
+    import pandas as pd
+
+    whole = pd.concat(held, ignore_index=True) if len(held) > 1 else held[0]
+    held[:] = [whole.iloc[n:].reset_index(drop=True)] if len(whole) > n else []
+    yield whole.iloc[:n]
+
+
 def _rows_line(ctx: AnalysisContext) -> str:
     """What the rows count, as the log and run.json say it: measured (status ok) and failed apart."""
-    n = len(ctx.rows)
-    return rows_line(n, n - len(ctx.all_ok_rows) if n else 0)
+    n = ctx.row_count
+    return rows_line(n, int((ctx.rest["status"] != "ok").sum()) if n else 0)

@@ -90,7 +90,7 @@ def _ring(ctx: AnalysisContext) -> list[Finding]:
 
 
 def _orders(ctx: AnalysisContext) -> list[Finding]:
-    rows = ctx.rows
+    rows = ctx.rest  # every row that is not a pair's
     groups = rows[(rows["pattern"] != "pair") & rows["hosts"].notna()]
     seen: dict[tuple[str, ...], list[str]] = {}
     for hosts, coll in zip(groups["hosts"], groups["collective"], strict=True):

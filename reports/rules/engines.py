@@ -22,7 +22,7 @@ SMALL_BYTES = 1 << 20  # up to here an operation's time is mostly host and launc
 
 def _single_rank(ctx: AnalysisContext) -> list[Finding]:
     rows = ctx.ok_rows
-    if rows.empty or rows["ranks"].max() > 1:
+    if ctx.judged_pairs.any() or rows.empty or rows["ranks"].max() > 1:  # a pair of hosts: 2 ranks or more
         return []
     return [
         Finding(
@@ -41,9 +41,9 @@ def _single_rank(ctx: AnalysisContext) -> list[Finding]:
 
 
 def _engine_overhead(ctx: AnalysisContext) -> list[Finding]:
-    rows = ctx.all_ok_rows
     if ctx.engines < {"nccl", "torch"}:
         return []
+    rows = ctx.rows[(ctx.rows["status"] == "ok").to_numpy()]  # pair rows' times too: every field
     small = rows[(rows["bytes"] <= SMALL_BYTES) & rows["time_us"].notna()]
     keys = ["collective", "in_place", "bytes", "group", "cuda_graph"]
     keys = [k for k in keys if k in small.columns]

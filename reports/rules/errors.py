@@ -50,9 +50,10 @@ def _ended_early(ctx: AnalysisContext) -> list[Finding]:
         why = f"run.json still says {status}: killed before it could record its end, or still running"
     else:
         why = str(ctx.run.get("error") or status)[:200]
-    rows = ctx.rows
-    failed = int((rows["status"] != "ok").sum()) if len(rows) else 0
-    evidence: dict[str, Any] = {"status": status, "rows": int(len(rows)), "rows_failed": failed}
+    rest = ctx.rest  # every failed row is here (only plain, measured pair rows are not)
+    failed = int((rest["status"] != "ok").sum()) if len(rest) else 0
+    n_rows = ctx.row_count
+    evidence: dict[str, Any] = {"status": status, "rows": n_rows, "rows_failed": failed}
     for key in ("signal", "stopped_in"):
         if isinstance(ctx.run.get(key), str):
             evidence[key] = ctx.run[key]
@@ -63,7 +64,7 @@ def _ended_early(ctx: AnalysisContext) -> list[Finding]:
             subject_kind="run",
             subject="run",
             title=f"The run ended early ({why}): only what was measured before is judged "
-            f"({len(rows)} rows, {len(rows) - failed} measured, {failed} failed)",
+            f"({n_rows} rows, {n_rows - failed} measured, {failed} failed)",
             evidence=evidence,
             action="Rerun to measure the rest of the plan; run.json's error and the launcher's output "
             "say why it stopped.",
@@ -93,8 +94,24 @@ def _lost_hosts(ctx: AnalysisContext) -> dict[str, str]:
     return out
 
 
+def _pair_rows_of(ctx: AnalysisContext) -> Counter[str]:
+    """How many pair rows name each host: those of two hosts counted from ``ctx.pairs``, any other
+    (a pair row naming another number of hosts) from the frame."""
+    import numpy as np
+
+    pairs = ctx.pairs
+    n = len(pairs.names)
+    counts = np.bincount(pairs.a, minlength=n) + np.bincount(pairs.b, minlength=n)
+    out: Counter[str] = Counter({h: int(k) for h, k in zip(pairs.names, counts.tolist(), strict=True) if k})
+    df = ctx.rest
+    for hosts in df.loc[(df["pattern"] == "pair").to_numpy() & ~ctx.in_pairs, "hosts"].dropna():
+        for h in hosts:
+            out[h] += 1
+    return out
+
+
 def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
-    df = ctx.rows
+    df = ctx.rest  # every failed or wrong row is here (only plain, measured pair rows are not)
     wrong = df["wrong"].fillna(0).astype(float) > 0
     bad = df[wrong | (df["status"] != "ok")]
     lost = _lost_hosts(ctx)
@@ -110,10 +127,7 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
         )
         per_group[(kind, _group_id(row))].append(row)
     # groups per host, to tell a failing host from failing links
-    groups_of: Counter[str] = Counter()
-    for hosts in df.loc[df["pattern"] == "pair", "hosts"].dropna():
-        for h in hosts:
-            groups_of[h] += 1
+    groups_of = _pair_rows_of(ctx)
     # a failed pair is evidence against the host its error names (a dead, hung or cut-off host),
     # never against its partner; one that names none counts against both ends
     failed_of: Counter[str] = Counter()

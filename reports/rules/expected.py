@@ -17,7 +17,9 @@ _LIST = 20
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     out: list[Finding] = []
-    rows = ctx.ok_rows
+    if not ctx.policy.expect.busbw:
+        return out
+    rows = ctx.whole_ok_rows  # pair rows too, with their hosts
     rows = rows[rows["busbw_GBps"].notna()]
     for exp in ctx.policy.expect.busbw:
         sel = rows[(rows["collective"] == exp.collective) & (rows["bytes"].astype(int) >= exp.min_bytes)]

@@ -16,10 +16,11 @@ last baseline to decide.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from netbench.reports.context import AnalysisContext
 from netbench.reports.learned import pair_rates
-from netbench.reports.pairrows import PairRows
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 from netbench.reports.stats import sig3
@@ -40,7 +41,7 @@ split; two leaves of a 6-host gloo fleet on a loaded machine, one of them short 
 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
-    rows = PairRows.from_frame(ctx.rows)
+    rows = replace(ctx.pairs)  # ``ok`` is changed below: on a copy, not the context's own
     lost = _lost(ctx)
     if lost:  # a host the run lost, and its pairs, say nothing about the fleet's speeds
         gone = rows.mask_of(lost)

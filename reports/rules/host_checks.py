@@ -45,27 +45,41 @@ def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
     measured with another host: the
     host takes no connection in (a firewall that lets only SSH in, a port it refuses), its own
     fault, not its links'. host -> those partners, sorted."""
-    if ctx.rows.empty or not {"pattern", "hosts", "status"} <= set(ctx.rows.columns):
+    import numpy as np
+
+    rest, pairs = ctx.rest, ctx.pairs
+    if not ctx.row_count or not {"pattern", "hosts", "status"} <= set(rest.columns):
         return {}
-    ok: dict[frozenset[str], bool] = {}
-    stalled: set[frozenset[str]] = set()  # timed out with every rank alive: no host lost, no error
-    rows = ctx.rows
-    for pattern, hosts, status in zip(rows["pattern"], rows["hosts"], rows["status"], strict=True):
-        if pattern == "pair" and isinstance(hosts, list | tuple) and len(hosts) == 2:
-            key = frozenset(map(str, hosts))
-            ok[key] = ok.get(key, False) or status == "ok"
-            if status == "timeout":
-                stalled.add(key)
+    # the stalled pairs: their rows failed, so they are all in the frame (few)
+    stalled: dict[frozenset[str], None] = {}  # timed out with every rank alive: no host lost, no error
+    timed_out = (rest["status"] == "timeout").to_numpy() & ctx.in_pairs
+    for hosts in rest.loc[timed_out, "hosts"]:
+        stalled.setdefault(frozenset(map(str, hosts)), None)
+    if not stalled:
+        return {}
+    code = {h: i for i, h in enumerate(pairs.names)}
+    ok_a, ok_b = pairs.a[pairs.ok], pairs.b[pairs.ok]
+    measured = np.bincount(ok_a, minlength=len(code)) + np.bincount(ok_b, minlength=len(code))
+    keys = [(code[a], code[b]) for a, b in (sorted(k) for k in stalled if len(k) == 2)]
+    n = max(len(code), 1)
+    wanted = np.array([min(a, b) * n + max(a, b) for a, b in keys], dtype=np.int64)
+    ends = np.unique(np.concatenate([wanted // n, wanted % n]))
+    near = np.isin(ok_a, ends) | np.isin(ok_b, ends)
+    got = np.minimum(ok_a[near], ok_b[near]).astype(np.int64) * n + np.maximum(ok_a[near], ok_b[near])
+    good = set(np.intersect1d(wanted, got).tolist())
     lost = {str(h) for h in ctx.run.get("down_hosts") or [] if isinstance(h, str)}
     failed: dict[str, set[str]] = {}
-    for key, good in ok.items():
-        if not good and key in stalled and len(key) == 2 and not key & lost:
-            a, b = sorted(key)
-            failed.setdefault(a, set()).add(b)
-            failed.setdefault(b, set()).add(a)
+    for key in stalled:
+        if len(key) != 2 or key & lost:
+            continue
+        a, b = sorted(key)
+        if min(code[a], code[b]) * n + max(code[a], code[b]) in good:
+            continue
+        failed.setdefault(a, set()).add(b)
+        failed.setdefault(b, set()).add(a)
 
-    def measured_without(p: str, x: str) -> bool:
-        return any(good and p in key and x not in key for key, good in ok.items())
+    def measured_without(p: str, x: str) -> bool:  # the pair p-x never measured: any of p's did
+        return bool(measured[code[p]])
 
     return {x: sorted(ps) for x, ps in failed.items()
             if len(ps) >= 2 and all(
@@ -212,18 +226,7 @@ def _shared(ctx: AnalysisContext) -> list[Finding]:
 def _clock_stepped(ctx: AnalysisContext) -> list[Finding]:
     """A row is stamped by its group's first rank (``hosts[0]``); rows reach results.jsonl in the
     order they were measured, so one host's stamps only go back when its clock did."""
-    if ctx.rows.empty or not {"ts", "hosts"} <= set(ctx.rows.columns):
-        return []
-    latest: dict[str, float] = {}
-    step: dict[str, float] = {}
-    for ts, hosts in zip(ctx.rows["ts"], ctx.rows["hosts"], strict=True):
-        if not isinstance(hosts, list | tuple) or not hosts or not isinstance(ts, float | int) or ts != ts:
-            continue
-        host = str(hosts[0])
-        back = latest.get(host, ts) - ts
-        if back > STEP_S:
-            step[host] = max(step.get(host, 0.0), back)
-        latest[host] = max(latest.get(host, ts), ts)
+    step = {h: back for h, back in ctx.split.clock.back.items() if back > STEP_S}
     return [Finding(
         rule="clock_stepped",
         severity="warn",

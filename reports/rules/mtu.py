@@ -51,7 +51,7 @@ def _mtus(value: Any) -> dict[str, int]:
 
 
 def _failed_pairs(ctx: AnalysisContext) -> dict[str, list[str]]:
-    rows = ctx.rows
+    rows = ctx.rest  # every failed row is here
     if rows.empty or "status" not in rows.columns:
         return {}
     out: dict[str, list[str]] = defaultdict(list)

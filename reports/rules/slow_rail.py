@@ -56,7 +56,7 @@ Pair = tuple[str, str]
 def rail_points(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pair, list[float]]]] | None:
     """(collective, sizes, rail -> {(a, b): busbw of each point}) of the rail rows at the largest sizes
     measured (the collective of the most rail groups, all_reduce first), or None without rail rows."""
-    df = ctx.rows
+    df = ctx.rest  # every row that is not a pair's
     rows = df[(df["pattern"] == "rail") & (df["status"] == "ok") & df["busbw_GBps"].notna()]
     if "rail" not in rows.columns or rows.empty:
         return None
