@@ -172,6 +172,9 @@ def command(
     if report:
         progress.stage("analysing the run: findings.json and report.html")
     findings = finish_report(res.rundir, click.echo) if report else None
+    from netbench.history.hook import record
+
+    record(res.rundir.path)  # the fleet history (netbench history): one warning line at worst
     raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
 
 

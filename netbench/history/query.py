@@ -193,3 +193,9 @@ def timeline(store: HistoryStore, kind: str, entity: str) -> tuple[list[dict[str
 def _when(text: str) -> datetime:
     t = datetime.fromisoformat(text)
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def env_by_run(store: HistoryStore, host: str) -> dict[str, dict[str, str]]:
+    """One host's environment per run: ``run_id -> field -> value``."""
+    env = store.table("env", columns=["run_id", "host", "field", "value"], where=pc.field("host") == host)
+    return {run: fields.get(host, {}) for run, fields in _env_by_run(env).items()} if env.num_rows else {}

@@ -124,7 +124,7 @@ class HistoryStore:
             return pa.table({})
         try:
             data = ds.dataset(files, format="parquet")
-            return data.to_table(columns=columns, filter=where)
+            return data.to_table(columns=columns, filter=where, use_threads=False)  # pyarrow 26 pool: abort at exit
         except (pa.ArrowInvalid, OSError) as exc:
             raise NetbenchError(f"the history store {self.root}: table {name} cannot be read: {exc}") from None
 
