@@ -83,7 +83,8 @@ def add(ctx: click.Context, run_dirs: tuple[str, ...]) -> None:
     for run_dir in run_dirs:
         tables = read_run(resolve_run(run_dir))
         again = store.add(tables)
-        click.echo(f"{'replaced' if again else 'added'} run {tables.run_id} ({tables.started[:16]}) in {store.root}")
+        said = "replaced" if again else "added"
+        click.echo(f"{said} run {tables.run_id} ({tables.started[:16]}) in {store.root}")
 
 
 @command.command("list", short_help="The runs in the history, oldest first.")

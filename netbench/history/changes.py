@@ -150,7 +150,8 @@ def _kept(series: np.ndarray, row: int, z: np.ndarray, shift: np.ndarray, se: np
             taken.append(int(s))
     refined = (_refined(series, s) for s in taken)
     taken = sorted({k if abs(z[k]) >= Z_MIN else s for s, k in zip(taken, refined, strict=True)})
-    shifts = [Shift(int(row), s, float(shift[s]), float(se[s]), float(z[s]), *_shape(series, s)) for s in taken]
+    shifts = [Shift(int(row), s, float(shift[s]), float(se[s]), float(z[s]), *_shape(series, s))
+              for s in taken]
     merged: list[Shift] = []
     for sh in shifts:  # a long drift seen at several splits is one drift
         last = merged[-1] if merged else None

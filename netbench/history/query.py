@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -97,11 +97,12 @@ def changes(store: HistoryStore, kinds: tuple[str, ...] = ("node", "link", "swit
         if kind == "node" and dated:
             dated = attribute(store, s, dated)
         if kind == "link":  # a pair whose end changed moves with it (the slower end bounds it)
-            moved = {(c.entity, k) for c in found if c.kind == "node" for k in range(c.split - 3, c.split + 4)}
+            moved = {(c.entity, k) for c in found if c.kind == "node"
+                     for k in range(c.split - 3, c.split + 4)}
             dated = [c for c in dated if not any((h, c.split) in moved for h in c.entity.split(","))]
         found += dated
     if since is not None:
-        cut = (now or datetime.now(timezone.utc)) - since
+        cut = (now or datetime.now(UTC)) - since
         found = [c for c in found if _when(c.first_bad_at) >= cut]
     return sorted(found, key=lambda c: (c.first_bad_at, c.kind, c.entity))
 
@@ -192,7 +193,7 @@ def timeline(store: HistoryStore, kind: str, entity: str) -> tuple[list[dict[str
 
 def _when(text: str) -> datetime:
     t = datetime.fromisoformat(text)
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def env_by_run(store: HistoryStore, host: str) -> dict[str, dict[str, str]]:

@@ -124,9 +124,10 @@ class HistoryStore:
             return pa.table({})
         try:
             data = ds.dataset(files, format="parquet")
-            return data.to_table(columns=columns, filter=where, use_threads=False)  # pyarrow 26 pool: abort at exit
+            # one thread: pyarrow 26's pool aborts the interpreter at exit now and then
+            return data.to_table(columns=columns, filter=where, use_threads=False)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise NetbenchError(f"the history store {self.root}: table {name} cannot be read: {exc}") from None
+            raise NetbenchError(f"the history store {self.root}: table {name} unreadable: {exc}") from None
 
     def run_ids(self) -> list[str]:
         folder = self._folder(CATALOG)

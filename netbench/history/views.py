@@ -54,7 +54,8 @@ def summary(found: list[Change]) -> str:
     causes: dict[tuple[str, str | None, str | None, str], list[Change]] = {}
     for c in found:
         if c.cause is not None:
-            causes.setdefault((c.cause.field, c.cause.old, c.cause.new, day(c.first_bad_at)[:10]), []).append(c)
+            key = (c.cause.field, c.cause.old, c.cause.new, day(c.first_bad_at)[:10])
+            causes.setdefault(key, []).append(c)
     lines = []
     for (fld, old, new, when), hit in causes.items():
         e = hit[0].cause
@@ -62,8 +63,8 @@ def summary(found: list[Change]) -> str:
         lo, hi = e.lost_range_pct or (0.0, 0.0)
         lost = f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}%"
         names = ", ".join(c.entity for c in hit[:6]) + (" ..." if len(hit) > 6 else "")
-        lines.append(f"{when}: {e.changed} hosts moved {fld} {old} -> {new} and {e.lost_changed} of them lost "
-                     f"{lost} ({names}); {e.lost_unchanged} of {e.unchanged} that stayed lost anything: "
+        lines.append(f"{when}: {e.changed} hosts moved {fld} {old} -> {new} and {e.lost_changed} of them "
+                     f"lost {lost} ({names}); {e.lost_unchanged} of {e.unchanged} that stayed lost anything: "
                      f"the {fld} change is the likely cause")
     return terminal_safe("\n".join(x for x in lines if x))
 
@@ -106,6 +107,7 @@ def _value(kind: str, r: dict[str, Any]) -> str:
     if kind == "fleet":
         return f"{r['busbw_GBps']:.1f}"
     if kind == "link":
-        return f"{r['busbw_GBps']:.1f} ({pct(100 * (math.exp(r['resid']) - 1) if r['resid'] == r['resid'] else None)})"
+        resid = r["resid"]
+        return f"{r['busbw_GBps']:.1f} ({pct(100 * (math.exp(resid) - 1) if resid == resid else None)})"
     v = r.get("effect")
     return "not judged" if v is None or v != v else pct(100 * (math.exp(v) - 1))

@@ -21,7 +21,7 @@ without writing 90 run directories. Events (``plan_events``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ class History:
     shape: str
     seed: int
     events: list[Event] = field(default_factory=list)
-    start: datetime = field(default_factory=lambda: datetime(2026, 9, 1, 2, tzinfo=timezone.utc))
+    start: datetime = field(default_factory=lambda: datetime(2026, 9, 1, 2, tzinfo=UTC))
 
     @property
     def hosts(self) -> list[str]:
