@@ -47,13 +47,13 @@ def test_a_run_is_in_the_history_once_however_often_it_is_added(sim_run: tuple[P
 
 def test_a_simulated_sweep_adds_itself_after_its_verdict(tmp_path: Path) -> None:
     out, store = tmp_path / "run", tmp_path / "store"
-    res = netbench("simulate", "--nodes", "8", "--leaves", "2", "--pattern", "pairwise", "--pair-sizes", "1G",
-                   "--confirm-budget", "0", "--no-report", "--out", str(out), store=store)
+    sim = ("simulate", "--nodes", "8", "--leaves", "2", "--pattern", "pairwise", "--pair-sizes", "1G",
+           "--confirm-budget", "0", "--no-report")
+    res = netbench(*sim, "--out", str(out), "--history", str(store), store="off")  # the option wins
     # 134/-6: simulate's own abort at exit in pyarrow 26's pool (as often with NETBENCH_HISTORY=off)
     assert res.returncode in (0, 1, -6, 134), res.stderr
     assert HistoryStore(store).run_ids() == [json.loads((out / "run.json").read_text())["run_id"]]
-    off = netbench("simulate", "--nodes", "8", "--leaves", "2", "--pattern", "pairwise", "--pair-sizes", "1G",
-                   "--confirm-budget", "0", "--no-report", "--out", str(tmp_path / "run2"), store="off")
+    off = netbench(*sim, "--out", str(tmp_path / "run2"), "--no-history", store=store)
     assert "history" not in off.stderr and len(HistoryStore(store).run_ids()) == 1
 
 

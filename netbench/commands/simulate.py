@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from netbench.commands._history import history_options
 from netbench.commands._options import FAIL_ON
 from netbench.commands._params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 from netbench.defaults import (
@@ -120,6 +121,7 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--rounds", type=Count(1, MAX_COUNT), help="--preflight: pair matchings in the quick pass.")
 @click.option("--confirm", type=Count(0, MAX_COUNT), default=2, show_default=True,
               help="--preflight: known-good partners each suspect is re-tested against.")
+@history_options
 def command(
     nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
     core_oversubscription: float,

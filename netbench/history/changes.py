@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 WINDOW = 7
+MIN_BEFORE = 3  # runs before a shift: two runs' median is one noisy night's half
 Z_MIN = 6.0
 #: per kind: the least shift reported (log) and the least noise a series is assumed to have
 MIN_EFFECT = {"node": 0.03, "switch": 0.03, "fleet": 0.03, "link": 0.10}
@@ -122,7 +123,7 @@ def find_shifts(x: np.ndarray, kind: str) -> list[Shift]:
     se = np.ones((n, t))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for s in range(2, t - 1):
+        for s in range(MIN_BEFORE, t - 1):
             before, after = x[:, max(0, s - WINDOW):s], x[:, s:s + WINDOW]
             nb, na = np.isfinite(before).sum(axis=1), np.isfinite(after).sum(axis=1)
             mb, ma = np.nanmedian(before, axis=1), np.nanmedian(after, axis=1)
@@ -130,7 +131,7 @@ def find_shifts(x: np.ndarray, kind: str) -> list[Shift]:
             err = sigma * 1.2533 * np.sqrt(1 / np.fmax(nb, 1) + 1 / np.fmax(na, 1))  # a median's se
             half = np.abs(d) / 2
             persists = (np.sign(d) * (x[:, s] - mb) >= half) & (np.sign(d) * (x[:, s + 1] - mb) >= half)
-            ok = (nb >= 2) & (na >= 2) & persists & (np.abs(d) >= MIN_EFFECT[kind])
+            ok = (nb >= MIN_BEFORE) & (na >= 2) & persists & (np.abs(d) >= MIN_EFFECT[kind])
             z[:, s] = np.where(ok, np.nan_to_num(d / err), 0.0)
             shift[:, s], se[:, s] = d, err
     found: list[Shift] = []
@@ -178,7 +179,7 @@ def _refined(series: np.ndarray, s: int) -> int:
     step (each still has most of its nights on the right side), the step is where the levels part."""
     lo, hi = max(0, s - WINDOW), min(len(series), s + WINDOW)
     idx = np.arange(lo, hi)
-    near = range(max(2, s - 3), min(len(series) - 1, s + 4))
+    near = range(max(MIN_BEFORE, s - 3), min(len(series) - 1, s + 4))
     return min(near, key=lambda k: (_two_levels(series[lo:hi], idx, k), abs(k - s)))
 
 

@@ -105,7 +105,9 @@ def _figure(kind: str) -> str:
 
 def _value(kind: str, r: dict[str, Any]) -> str:
     if kind == "fleet":
-        return f"{r['busbw_GBps']:.1f}"
+        from netbench.collectives.sizes import format_size
+
+        return f"{r['busbw_GBps']:.1f} ({r['collective']} {r['pattern']} {format_size(int(r['bytes']))})"
     if kind == "link":
         resid = r["resid"]
         return f"{r['busbw_GBps']:.1f} ({pct(100 * (math.exp(resid) - 1) if resid == resid else None)})"
