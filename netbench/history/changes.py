@@ -6,8 +6,8 @@ it; it is reported when
 
 - it is large: ``|shift| >= min_effect`` of the kind (a node 3%, a link 10%: one pair's figure is a
   single measurement a night, a node's the median over all its partners);
-- it is certain: ``|shift| / se >= Z_MIN``, ``se`` from the series' own noise (the median absolute
-  first difference: one step does not inflate it, heavy tails barely do);
+- it is certain: ``|shift| / se >= Z_MIN`` (a link ``Z_LINK``), ``se`` from the series' own noise
+  (the median absolute first difference: one step does not inflate it, heavy tails barely do);
 - it persists: the first two runs from ``s`` are both past half the shift (one noisy night moves a
   window's median by nothing and fails this).
 
@@ -29,10 +29,13 @@ import numpy as np
 WINDOW = 7
 MIN_BEFORE = 3  # runs before a shift: two runs' median is one noisy night's half
 Z_MIN = 6.0
+#: links: one measurement a night each, and 32,640 of them at 256 nodes: a tail that many series
+#: reach by chance (benchmarks/README.md, "Fleet history")
+Z_LINK = 7.5
 #: per kind: the least shift reported (log) and the least noise a series is assumed to have
 MIN_EFFECT = {"node": 0.03, "switch": 0.03, "fleet": 0.03, "link": 0.10}
 NOISE_FLOOR = {"node": 0.002, "switch": 0.003, "fleet": 0.003, "link": 0.01}
-_DRIFT_FIT = 0.6  # a line's squared error below this share of two levels' makes the shift a drift
+_DRIFT_FIT = 0.8  # a line's squared error below this share of the best two levels' makes the shift a drift
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ def find_shifts(x: np.ndarray, kind: str) -> list[Shift]:
     if t < 4 or n == 0:
         return []
     sigma = noise(x, NOISE_FLOOR[kind])
+    z_min = Z_LINK if kind == "link" else Z_MIN
     z = np.zeros((n, t))
     shift = np.zeros((n, t))
     se = np.ones((n, t))
@@ -135,22 +139,23 @@ def find_shifts(x: np.ndarray, kind: str) -> list[Shift]:
             z[:, s] = np.where(ok, np.nan_to_num(d / err), 0.0)
             shift[:, s], se[:, s] = d, err
     found: list[Shift] = []
-    for row in np.nonzero((np.abs(z) >= Z_MIN).any(axis=1))[0]:
-        found += _kept(x[row], row, z[row], shift[row], se[row])
+    for row in np.nonzero((np.abs(z) >= z_min).any(axis=1))[0]:
+        found += _kept(x[row], row, z[row], shift[row], se[row], z_min)
     return found
 
 
-def _kept(series: np.ndarray, row: int, z: np.ndarray, shift: np.ndarray, se: np.ndarray) -> list[Shift]:
+def _kept(series: np.ndarray, row: int, z: np.ndarray, shift: np.ndarray, se: np.ndarray, z_min: float
+          ) -> list[Shift]:
     """One entity's shifts: the strongest split of each neighbourhood, shaped, drifts merged."""
     order = np.argsort(-np.abs(z))
     taken: list[int] = []
     for s in order:
-        if abs(z[s]) < Z_MIN:
+        if abs(z[s]) < z_min:
             break
         if all(abs(int(s) - k) >= WINDOW for k in taken):
             taken.append(int(s))
     refined = (_refined(series, s) for s in taken)
-    taken = sorted({k if abs(z[k]) >= Z_MIN else s for s, k in zip(taken, refined, strict=True)})
+    taken = sorted({k if abs(z[k]) >= z_min else s for s, k in zip(taken, refined, strict=True)})
     shifts = [Shift(int(row), s, float(shift[s]), float(se[s]), float(z[s]), *_shape(series, s))
               for s in taken]
     merged: list[Shift] = []

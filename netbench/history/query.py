@@ -52,10 +52,7 @@ def series(store: HistoryStore, kind: str) -> Series:
     ids = runs.column("run_id").to_pylist() if runs.num_rows else []
     started = runs.column("started").to_pylist() if runs.num_rows else []
     name, keys, value = SERIES[kind]
-    table = store.table(name, columns=["run_id", *keys, value])
-    if kind == "link" and table.num_rows:  # a pair's residual is one per run (every size has it)
-        table = table.group_by(["run_id", "a", "b"], use_threads=False).aggregate(
-            [("resid", "min")]).rename_columns(["run_id", "a", "b", "resid"])
+    table = store.table(name, columns=["run_id", *keys, value, *(["bytes"] if kind == "link" else [])])
     if not table.num_rows:
         return Series(kind, [], ids, started, np.zeros((0, len(ids))))
     # columns, never a Python object a row: a 90-night history of 256 nodes is 2.9 M link rows
@@ -68,6 +65,10 @@ def series(store: HistoryStore, kind: str) -> Series:
         vals = np.log(np.where(vals > 0, vals, np.nan))
     x = np.full((len(names), len(ids)), np.nan)
     keep = col >= 0
+    if kind == "link":  # a pair's residual is one a run, on each size's row: the largest size's taken
+        sizes = runs.column("sizes").to_pylist()
+        largest = np.array([int(str(z).rsplit(",", 1)[-1]) if z else 0 for z in sizes] + [0], dtype=np.int64)
+        keep &= table.column("bytes").to_numpy(zero_copy_only=False) == largest[col]
     x[inv[keep], col[keep]] = vals[keep]
     order = sorted(range(len(names)), key=names.__getitem__)
     return Series(kind, [str(names[i]) for i in order], ids, started, x[order])
