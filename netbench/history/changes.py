@@ -167,7 +167,20 @@ def _kept(series: np.ndarray, row: int, z: np.ndarray, shift: np.ndarray, se: np
                                max(last.z, sh.z, key=abs), "drift", last.start)
         else:
             merged.append(sh)
-    return merged
+    return [_drifted(series, sh, merged[k + 1].start if k + 1 < len(merged) else len(series))
+            if sh.shape == "drift" else sh for k, sh in enumerate(merged)]
+
+
+def _drifted(series: np.ndarray, sh: Shift, end: int) -> Shift:
+    """A drift's whole shift: from the level before it started to its last runs (up to the next
+    shift), not only the window it was seen in."""
+    before = series[max(0, sh.start - WINDOW):sh.start]
+    last = series[max(sh.split, end - 3):end]
+    if not np.isfinite(before).any() or not np.isfinite(last).any():
+        return sh
+    total = float(np.nanmedian(last) - np.nanmedian(before))
+    return Shift(sh.row, sh.split, total if abs(total) > abs(sh.shift) else sh.shift, sh.se, sh.z, sh.shape,
+                 sh.start)
 
 
 def _two_levels(y: np.ndarray, idx: np.ndarray, s: int) -> float:
