@@ -145,3 +145,16 @@ def test_since_takes_an_age_and_refuses_anything_else(regressed: Path) -> None:
     assert res.returncode == 0 and json.loads(res.stdout)["changes"] == []  # the history is of September
     bad = netbench("history", "changes", "--since", "30x", store=regressed)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_a_drift_is_told_apart_from_a_step(tmp_path: Path) -> None:
+    """An optic degrading 1% a night from night 10 is a drift; a part failing on night 14, a step."""
+    h = History(nodes=32, nights=30, noise=0.03, shape="normal", seed=5, events=[
+        Event("drift", 10, ("node0009",), 0.01), Event("untied", 14, ("node0020",), 0.08)])
+    write_history(h, HistoryStore(tmp_path / "store"))
+    res = netbench("history", "changes", "--format", "json", store=tmp_path / "store")
+    found = {c["entity"]: c for c in json.loads(res.stdout)["changes"]}
+    assert set(found) == {"node0009", "node0020"}, sorted(found)
+    assert found["node0009"]["shape"] == "drift" and found["node0009"]["shift_pct"] < -12
+    assert 8 <= int(found["node0009"]["first_bad"][-3:]) <= 13
+    assert found["node0020"]["shape"] == "step" and found["node0020"]["first_bad"].endswith("n014")
