@@ -130,6 +130,8 @@ def test_show_a_node_as_a_table_and_as_markdown(regressed: Path) -> None:
     assert "nic_firmware 28.39.1002 -> 28.41.1000" in night and "step -" in night
     md = netbench("history", "show", "node", "node0003", "--format", "markdown", store=regressed).stdout
     assert md.startswith("| started | run | vs fleet |") and md.count("\n") >= 25
+    link = netbench("history", "show", "link", "node0012,node0003", store=regressed)  # either order
+    assert link.returncode == 0 and link.stdout.count(" at 1G (") == 24, link.stdout
     missing = netbench("history", "show", "node", "node9999", store=regressed)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
 

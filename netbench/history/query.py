@@ -187,10 +187,12 @@ def timeline(store: HistoryStore, kind: str, entity: str) -> tuple[list[dict[str
         where = pc.field("host") == entity
     elif kind == "switch":
         where = pc.field("switch") == entity
-    elif kind == "link":
+    elif kind == "link":  # either order: the store keeps the analysis's (node2 before node10)
         a, _, b = entity.partition(",")
-        where = (pc.field("a") == min(a, b)) & (pc.field("b") == max(a, b))
+        where = ((pc.field("a") == a) & (pc.field("b") == b)) | ((pc.field("a") == b) & (pc.field("b") == a))
     rows = store.table(name, where=where).to_pylist()
+    if kind == "link" and rows:
+        entity = f"{rows[0]['a']},{rows[0]['b']}"
     return rows, [c for c in changes(store, (kind,)) if c.entity == entity]
 
 

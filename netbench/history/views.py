@@ -109,7 +109,10 @@ def _value(kind: str, r: dict[str, Any]) -> str:
 
         return f"{r['busbw_GBps']:.1f} ({r['collective']} {r['pattern']} {format_size(int(r['bytes']))})"
     if kind == "link":
-        resid = r["resid"]
-        return f"{r['busbw_GBps']:.1f} ({pct(100 * (math.exp(resid) - 1) if resid == resid else None)})"
+        from netbench.collectives.sizes import format_size
+
+        resid, size = r["resid"], format_size(int(r["bytes"]))
+        own = pct(100 * (math.exp(resid) - 1) if resid == resid else None)
+        return f"{r['busbw_GBps']:.1f} at {size} ({own})"
     v = r.get("effect")
     return "not judged" if v is None or v != v else pct(100 * (math.exp(v) - 1))
