@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 WINDOW = 7
-MIN_BEFORE = 3  # runs before a shift: two runs' median is one noisy night's half
+MIN_BEFORE = 5  # runs before a shift: a baseline first (at 3, 3 of 20 simulated histories had a false one)
 Z_MIN = 6.0
 #: links: one measurement a night each, and 32,640 of them at 256 nodes: a tail that many series
 #: reach by chance (benchmarks/README.md, "Fleet history")
 Z_LINK = 7.5
 #: per kind: the least shift reported (log) and the least noise a series is assumed to have
-MIN_EFFECT = {"node": 0.03, "switch": 0.03, "fleet": 0.03, "link": 0.10}
+MIN_EFFECT = {"node": 0.03, "switch": 0.05, "fleet": 0.03, "link": 0.10}
 NOISE_FLOOR = {"node": 0.002, "switch": 0.003, "fleet": 0.003, "link": 0.01}
 _DRIFT_FIT = 0.8  # a line's squared error below this share of the best two levels' makes the shift a drift
 

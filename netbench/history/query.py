@@ -99,15 +99,28 @@ def changes(store: HistoryStore, kinds: tuple[str, ...] = ("node", "link", "swit
         dated = [_dated(s, sh) for sh in shifts]
         if kind == "node" and dated:
             dated = attribute(store, s, dated)
-        if kind == "link":  # a pair whose end changed moves with it (the slower end bounds it)
-            moved = {(c.entity, k) for c in found if c.kind == "node"
-                     for k in range(c.split - 3, c.split + 4)}
-            dated = [c for c in dated if not any((h, c.split) in moved for h in c.entity.split(","))]
+        if kind == "link":
+            dated = [c for c in dated if not _moved_with_an_end(c, found)]
         found += dated
     if since is not None:
         cut = (now or datetime.now(UTC)) - since
         found = [c for c in found if _when(c.first_bad_at) >= cut]
     return sorted(found, key=lambda c: (c.first_bad_at, c.kind, c.entity))
+
+
+def _moved_with_an_end(link: Change, found: list[Change]) -> bool:
+    """Whether a link's shift is its ends': an end that changed near it (a drift: since it began), or,
+    for a link faster than before, an end that lost before it. The slower end bounds a pair, which
+    the model's sum of two node effects does not: a pair of two slow ends looks fast for them."""
+    ends = set(link.entity.split(","))
+    for c in found:
+        if c.kind != "node" or c.entity not in ends:
+            continue
+        if c.split - 3 <= link.split <= c.split + 3 or (c.shape == "drift" and link.split >= c.split - 3):
+            return True
+        if link.shift_pct > 0 and c.shift_pct < 0 and c.split <= link.split:
+            return True
+    return False
 
 
 def _dated(s: Series, sh: Shift) -> Change:
