@@ -15,7 +15,6 @@ history is only as good as what went in.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,6 +246,7 @@ def _is_time(text: str) -> bool:
     from datetime import datetime
 
     try:
-        return not math.isnan(datetime.fromisoformat(text).timestamp())
+        datetime.fromisoformat(text)
     except ValueError:
         return False
+    return True

@@ -46,7 +46,8 @@ def changes_view(found: list[Change], fmt: str) -> str:
         env = "; ".join(e.text() for e in c.env) or "none recorded"
         rows.append([c.kind, c.entity, c.shape, pct(c.shift_pct), f"{pct(c.low_pct)} .. {pct(c.high_pct)}",
                      day(c.last_good_at), day(c.first_bad_at), c.confidence, env])
-    return table(head, rows, fmt) + "\n" + summary(found)
+    said = summary(found)
+    return table(head, rows, fmt) + (f"\n{said}" if said else "")
 
 
 def summary(found: list[Change]) -> str:
