@@ -160,3 +160,16 @@ def test_a_drift_is_told_apart_from_a_step(tmp_path: Path) -> None:
     assert found["node0009"]["shape"] == "drift" and found["node0009"]["shift_pct"] < -12
     assert 8 <= int(found["node0009"]["first_bad"][-3:]) <= 13
     assert found["node0020"]["shape"] == "step" and found["node0020"]["first_bad"].endswith("n014")
+
+
+def test_an_import_adds_itself_and_a_broken_store_costs_it_one_warning(tmp_path: Path) -> None:
+    log = Path(__file__).parent / "data" / "nccl_tests" / "h200-1gpu-json" / "all_reduce_1gpu.txt"
+    (tmp_path / "a-file").write_text("not a folder")
+    imp = ("import", "nccl-tests", str(log), "--out")
+    broken = netbench(*imp, str(tmp_path / "one"), store=tmp_path / "a-file")
+    fine = netbench(*imp, str(tmp_path / "two"), store=tmp_path / "store")
+    assert broken.returncode == fine.returncode == 0, broken.stderr
+    said = [line for line in broken.stderr.splitlines() if "history" in line]
+    assert len(said) == 1 and said[0].startswith("netbench: warning: run not added to the history"), said
+    assert (tmp_path / "one" / "findings.json").is_file()  # the run and its report are whole
+    assert len(HistoryStore(tmp_path / "store").run_ids()) == 1
