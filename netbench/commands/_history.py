@@ -1,4 +1,4 @@
-"""``--history DIR`` / ``--no-history``: where a run that measures adds itself (``netbench history``).
+"""``--history DIR`` / ``--no-history`` (``netbench simulate``): where its run adds itself.
 
 Both only set ``NETBENCH_HISTORY`` for this process, which the run's history stage reads
 (``netbench.history.hook``): the stage is the engine's, written once, and no option record between
