@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from netbench.history.changes import Change, EnvChange, Shift, find_shifts
+from netbench.history.changes import WINDOW, Change, EnvChange, Shift, find_shifts
 from netbench.history.store import HistoryStore
 
 MIN_CHANGED = 3
@@ -113,12 +113,15 @@ def _moved_with_an_end(link: Change, found: list[Change]) -> bool:
     for a link faster than before, an end that lost before it. The slower end bounds a pair, which
     the model's sum of two node effects does not: a pair of two slow ends looks fast for them."""
     ends = set(link.entity.split(","))
+    # a link's drift is dated from the window it was first seen in: its runs up to a window later
+    seen = range(link.split, link.split + (WINDOW if link.shape == "drift" else 0) + 1)
     for c in found:
         if c.kind != "node" or c.entity not in ends:
             continue
-        if c.split - 3 <= link.split <= c.split + 3 or (c.shape == "drift" and link.split >= c.split - 3):
+        near = any(c.split - 3 <= k <= c.split + 3 for k in seen)
+        if near or (c.shape == "drift" and seen[-1] >= c.split - 3):
             return True
-        if link.shift_pct > 0 and c.shift_pct < 0 and c.split <= link.split:
+        if link.shift_pct > 0 and c.shift_pct < 0 and c.split <= seen[-1]:
             return True
     return False
 
