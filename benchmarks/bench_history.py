@@ -28,7 +28,7 @@ from pathlib import Path
 from netbench.history.changes import Change
 from netbench.history.query import changes
 from netbench.history.store import HistoryStore
-from netbench.sim.nightly import Event, History, plan_events, write_history
+from netbench.sim.nightly import History, plan_events, write_history
 
 
 def score(h: History, found: list[Change]) -> tuple[dict[str, int], list[Change]]:
@@ -115,8 +115,6 @@ def main() -> None:
     a = ap.parse_args()
     print(json.dumps(run(a.nodes, a.nights, a.histories, a.noise, a.shape, a.seed), indent=2))
 
-
-__all__ = ["Event", "main", "run", "score"]
 
 if __name__ == "__main__":
     main()
