@@ -44,7 +44,7 @@ Examples:
   netbench history show fleet --format json
   NETBENCH_HISTORY=/shared/netbench-history netbench history changes
 \b
-Every completed sweep, preflight and simulate is added on its own (NETBENCH_HISTORY=off skips it).
+Every completed sweep, preflight, simulate and import adds itself (NETBENCH_HISTORY=off skips it).
 The store is a folder of Parquet files (docs/guide.md, "Fleet history"): DuckDB, Spark or pandas
 read it as it is.
 """,
