@@ -6,11 +6,15 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
 from netns import netns4, netns_factory  # noqa: F401 - real test hosts (network namespaces + sshd)
 from slurm import slurm_factory, slurm_pool  # noqa: F401 - a real Slurm cluster on those hosts (fresh, shared)
+
+# the suite's runs stay out of the user's fleet history (tests/test_history*.py give their own store)
+os.environ.setdefault("NETBENCH_HISTORY", "off")
 
 HOST_FIXTURES = {"netns4", "netns_factory", "slurm_factory", "slurm_pool"}
 """Fixtures that build real test hosts: a test using one is a ``netns`` test, marked or not."""

@@ -61,10 +61,15 @@ def _command(imp: Importer) -> click.Command:
         paths, out, report = kwargs.pop(imp.paths), kwargs.pop("out"), kwargs.pop("report")
         done = imp.load(list(paths), out, **kwargs)
         _say(done.said, done.warnings, done.path)
-        if report:
-            _report(click.get_current_context(), done.path)
-        elif imp.unreported is not None:
-            _say(imp.unreported(done.path), (), done.path)
+        try:
+            if report:
+                _report(click.get_current_context(), done.path)
+            elif imp.unreported is not None:
+                _say(imp.unreported(done.path), (), done.path)
+        finally:  # after the report's findings (its verdict exits): the fleet history, a warning at worst
+            from netbench.history.hook import record
+
+            record(done.path)
 
     params = [
         click.argument(imp.paths, nargs=-1, required=True, type=click.Path(dir_okay=imp.folders)),

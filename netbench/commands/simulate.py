@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from netbench.commands._history import history_options
 from netbench.commands._options import FAIL_ON
 from netbench.commands._params import BUDGET, DURATION, PAIR_SIZE_LIST, SIZE, Count, Number
 from netbench.defaults import (
@@ -121,6 +122,7 @@ planted. Exit status as `netbench sweep` (docs/exit-status.md): 0 clean, 1 warni
 @click.option("--rounds", type=Count(1, MAX_COUNT), help="--preflight: pair matchings in the quick pass.")
 @click.option("--confirm", type=Count(0, MAX_COUNT), default=2, show_default=True,
               help="--preflight: known-good partners each suspect is re-tested against.")
+@history_options
 def command(
     nodes: int, leaves: int, tiers: str, pods: int, rails: int, oversubscription: float,
     core_oversubscription: float,
@@ -173,6 +175,9 @@ def command(
     if report:
         progress.stage("analysing the run: findings.json and report.html")
     findings = finish_report(res.rundir, click.echo) if report else None
+    from netbench.history.hook import record
+
+    record(res.rundir.path)  # the fleet history (netbench history): one warning line at worst
     raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
 
 

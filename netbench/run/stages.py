@@ -1,7 +1,7 @@
 """The run's stages, written once, and the policy a command fills them with.
 
   open -> inventory and switches -> plan -> counters before -> the first launch -> re-tests
-       -> counters after -> report -> status
+       -> counters after -> report -> status -> history
 
 ``run_stages`` runs them in this order for every command that measures; a ``StagePolicy`` says what
 each one does for the command: ``netbench sweep`` (``pipeline.SweepStages``) opens its run directory
@@ -144,4 +144,8 @@ def _stages(policy: StagePolicy[R], run: Opened) -> R:
     finally:  # an interrupted run keeps what its links did until then (a full disk has no room)
         if run.counted and not isinstance(stopped(), DiskFull):
             run.site.counters("after", run.counted, run.rundir)
-    return policy.report(run, outcome, confirmed)
+    judged = policy.report(run, outcome, confirmed)
+    from netbench.history.hook import record
+
+    record(run.rundir.path)  # after the verdict, which it never changes (one warning line at worst)
+    return judged
