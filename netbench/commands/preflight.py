@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from netbench.commands._history import history_options
 from netbench.commands._options import FAIL_ON, k8s_options
 from netbench.commands._params import (
     DURATION,
@@ -165,6 +166,7 @@ the verdict go to stderr.""",
 @click.option("--prometheus", "prometheus_path", type=click.Path(dir_okay=False), help="Prometheus textfile.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), help="Result rows as CSV.")
 @FAIL_ON
+@history_options
 def command(
     drain_list: str | None,
     drain_in_slurm: bool,

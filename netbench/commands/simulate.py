@@ -21,6 +21,7 @@ from netbench.defaults import (
 )
 
 if TYPE_CHECKING:
+    from netbench.preflight import PreflightOptions
     from netbench.sim.fabric import Fault
 
 
@@ -130,14 +131,15 @@ def command(
     patterns: tuple[str, ...], pair_sizes: list[int] | None, pair_batch: int | None, pair_schedule: str,
     groups_ahead: int | None, max_bytes: int, confirm_budget_s: float | None, out: str | None, report: bool,
     fail_on: str,
-    preflight: bool, budget_s: float, rounds: int | None, confirm: int,
+    preflight: bool, budget_s: float, rounds: int | None, confirm: int, history: str | None,
 ) -> None:
     """Measure a simulated fat tree as `sweep --hosts` would, then report on it."""
     from click.core import ParameterSource
 
     from netbench.common.errors import UsageError
+    from netbench.preflight import PreflightOptions
     from netbench.run.execute import exit_status, finish_report
-    from netbench.run.options import RetestOptions, from_command_line
+    from netbench.run.options import ReportOptions, RetestOptions, from_command_line
     from netbench.sim.fabric import FabricSpec
     from netbench.sim.options import SimOptions
     from netbench.sim.run import simulate
@@ -158,7 +160,9 @@ def command(
             raise UsageError(
                 "--pair-batch, --pattern, --no-report and --confirm-budget are for the sweep, not --preflight"
             )
-        _preflight(opts, budget_s, rounds, confirm, pair_sizes, fail_on)
+        pf = PreflightOptions(budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=pair_sizes,
+                              report=ReportOptions(history=history))
+        _preflight(opts, pf, fail_on)
     from netbench.sim.progress import Progress
 
     progress = Progress(lambda line: click.echo(line, err=True))  # stdout keeps the results
@@ -177,7 +181,7 @@ def command(
     findings = finish_report(res.rundir, click.echo) if report else None
     from netbench.history.hook import record
 
-    record(res.rundir.path)  # the fleet history (netbench history): one warning line at worst
+    record(res.rundir.path, history)  # the fleet history (netbench history): one warning line at worst
     raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
 
 
@@ -197,16 +201,11 @@ def _planted(texts: tuple[str, ...]) -> tuple[Fault, ...]:
     return tuple(fault for fault, _ in planted.values())
 
 
-def _preflight(
-    opts: object, budget_s: float, rounds: int | None, confirm: int, sizes: list[int] | None, fail_on: str
-) -> None:
+def _preflight(opts: object, pf: PreflightOptions, fail_on: str) -> None:
     """Preflight on the fabric: its usual output, the drain list on stdout, the score; exits."""
-    from netbench.preflight import PreflightOptions, format_summary
+    from netbench.preflight import format_summary
     from netbench.sim.preflight import simulate_preflight
 
-    pf = PreflightOptions(
-        budget_s=budget_s, rounds=rounds, confirm=confirm, pair_sizes=sizes
-    )
     res = simulate_preflight(opts, pf, echo=lambda s: click.echo(s, err=True))  # type: ignore[arg-type]
     click.echo(format_summary(res.result, sys.stderr), err=True)
     click.echo(f"# {res.score.text()}", err=True)

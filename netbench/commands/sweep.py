@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from netbench.commands._history import history_options
 from netbench.commands._options import k8s_options, measurement_options, pair_options
 from netbench.commands._params import (
     BUDGET,
@@ -176,6 +177,7 @@ ends at once).
     help="Only the verdict, its findings and the report's path on stdout: no table, no '#' lines "
     "(every row is still in the run directory; errors and warnings still go to stderr).",
 )
+@history_options
 def command(patterns: tuple[str, ...], **kw: object) -> None:
     """Sweep collectives over message sizes and print nccl-tests' table.
 

@@ -10,19 +10,23 @@ from pathlib import Path
 OFF = ("off", "no", "0", "none", "")
 
 
-def chosen_root() -> Path | None:
-    """The store runs are added to: ``$NETBENCH_HISTORY`` (``off``: none), else the default."""
+def chosen_root(choice: str | None = None) -> Path | None:
+    """The store runs are added to: ``choice`` (``--history DIR``; ``off``: none), else
+    ``$NETBENCH_HISTORY`` (``off``: none), else the default."""
     from netbench.history.store import default_root
 
+    if choice is not None:
+        return None if choice.strip().lower() in OFF else Path(choice)
     value = os.environ.get("NETBENCH_HISTORY")
     if value is not None and value.strip().lower() in OFF:
         return None
     return default_root()
 
 
-def record(run_dir: Path) -> None:
-    """Add the run at ``run_dir`` to the history; anything that goes wrong is one warning line."""
-    root = chosen_root()
+def record(run_dir: Path, choice: str | None = None) -> None:
+    """Add the run at ``run_dir`` to the history (``choice``: ``--history``/``--no-history``);
+    anything that goes wrong is one warning line."""
+    root = chosen_root(choice)
     if root is None:
         return
     try:

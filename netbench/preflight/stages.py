@@ -272,7 +272,8 @@ class PreflightStages:
         except UsageError as exc:  # an existing run directory: exit 3 (could not run), 2 means "drain"
             raise PreflightError(str(exc)) from None
         self.sofar = SoFar("inventory", started=utc_now(), rundir=rundir)
-        return Opened(site, rundir, self.sofar, echo, clock=self.budget.clock)
+        return Opened(site, rundir, self.sofar, echo, clock=self.budget.clock,
+                      history=self.opts.report.history)
 
     def inventory(self, run: Opened) -> None:
         """Switches, run.json, then every host probed and the rules that need no traffic: the nodes

@@ -197,6 +197,9 @@ class ReportOptions:
     """stdout is the verdict only (``pipeline.verdict_only``)."""
     policy: str | None = None
     """The policy TOML of the report and the re-tests; None: the built-in policy."""
+    history: str | None = None
+    """The fleet history's folder the run adds itself to (``netbench history``); ``off``: none
+    (``--no-history``); None: ``$NETBENCH_HISTORY``, else the default (``history.hook.chosen_root``)."""
     rules: Policy | None = field(default=None, repr=False, compare=False)
     """``policy`` parsed, once, in ``__post_init__`` (None only until then; ``replace`` keeps it): the
     report, the re-tests and preflight's stages read this object, never the file again (a broken file

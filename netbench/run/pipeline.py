@@ -182,7 +182,8 @@ class SweepStages:
             raise
         rundir = RunDir.create(opts.report.out, run_id=run_id)
         counted = live if self.records else []  # the counters go where the inventory went
-        return Opened(site, rundir, Stage("measuring", rundir), echo, progress=self.progress, counted=counted)
+        return Opened(site, rundir, Stage("measuring", rundir), echo, progress=self.progress, counted=counted,
+                      history=self.opts.report.history)
 
     def _live(self, echo: Callable[[str], None]) -> list[HostEntry]:
         """The hosts the inventory found able to run ranks (all of them without one), the others said."""

@@ -60,6 +60,8 @@ class Opened:
     progress: Progress | None = None
     counted: list[HostEntry] = field(default_factory=list)
     """Hosts whose port counters are read before the first launch and after the re-tests."""
+    history: str | None = None
+    """``--history`` / ``--no-history`` (``ReportOptions.history``): where the run adds itself."""
 
 
 @dataclass(frozen=True)
@@ -147,5 +149,5 @@ def _stages(policy: StagePolicy[R], run: Opened) -> R:
     judged = policy.report(run, outcome, confirmed)
     from netbench.history.hook import record
 
-    record(run.rundir.path)  # after the verdict, which it never changes (one warning line at worst)
+    record(run.rundir.path, run.history)  # after the verdict, which it never changes (a warning at worst)
     return judged
