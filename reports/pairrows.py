@@ -225,7 +225,7 @@ class PairBuilder:
     wrong (``reports.pairstore``)."""
 
     def __init__(self, capacity: int) -> None:
-        import pyarrow as pa
+        from netbench.reports.rowtable import HostCodes  # the reader's module (imported lazily there too)
 
         self.n = 0
         self.cols = {
@@ -235,8 +235,7 @@ class PairBuilder:
             "load": np.empty(capacity, np.int16), "hop": np.empty(capacity, np.int8),
             "engine": np.empty(capacity, np.int8), "collective": np.empty(capacity, np.int8),
         }
-        self.names: list[str] = []
-        self.known = pa.array([], type=pa.string())
+        self.hosts = HostCodes()
         self.coded: dict[str, dict[str, int]] = {"hop": {}, "engine": {}, "collective": {}}
         self.failed: dict[int, Failure] = {}
         self.plain = 0
@@ -249,7 +248,7 @@ class PairBuilder:
         hosts = batch.column("hosts")
         listed = pc.equal(pc.list_value_length(hosts), 2).fill_null(False)
         # the names of every row of two hosts, in order, as ``rowtable.listed_hosts`` numbers them
-        codes = self._hosts(pc.list_flatten(hosts.filter(listed))).reshape(-1, 2)
+        codes = self.hosts.codes(pc.list_flatten(hosts.filter(listed))).reshape(-1, 2)
         two = pc.equal(batch.column("pattern"), "pair").fill_null(False)
         two = pc.and_(two, listed).to_numpy(zero_copy_only=False)
         at = np.flatnonzero(two)
@@ -288,18 +287,6 @@ class PairBuilder:
         self.n = hi
         return plain
 
-    def _hosts(self, values: Any) -> np.ndarray:
-        """Each name's code, a new name numbered in order of first appearance."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        codes = pc.index_in(values, value_set=self.known)
-        if codes.null_count:
-            new = pc.unique(values.filter(codes.is_null()))
-            self.names += new.to_pylist()
-            self.known = pa.concat_arrays([self.known, new])
-            codes = pc.index_in(values, value_set=self.known)
-        return codes.to_numpy(zero_copy_only=False)
 
     def _code(self, name: str, values: Any) -> np.ndarray:
         """A string column's values as codes (NOT_RECORDED where null), numbered as first seen."""
@@ -319,9 +306,9 @@ class PairBuilder:
         if not n or c["nbytes"][:n].max() <= np.iinfo(np.int32).max:  # sizes up to 2 GB: 4 bytes a row
             c["nbytes"] = c["nbytes"][:n].astype(np.int32)
         # views of the columns as allocated: the pages past ``n`` were never written, never resident
-        out = PairRows(self.names, c["a"][:n], c["b"][:n], c["round"][:n], c["nbytes"][:n], c["busbw"][:n],
-                       c["ok"][:n], c["load"][:n], c["hop"][:n], names["hop"], self.failed, c["engine"][:n],
-                       names["engine"], c["collective"][:n], names["collective"], self.plain)
+        out = PairRows(self.hosts.names, c["a"][:n], c["b"][:n], c["round"][:n], c["nbytes"][:n],
+                       c["busbw"][:n], c["ok"][:n], c["load"][:n], c["hop"][:n], names["hop"], self.failed,
+                       c["engine"][:n], names["engine"], c["collective"][:n], names["collective"], self.plain)
         self.cols = {}
         return out
 

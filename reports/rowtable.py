@@ -455,25 +455,18 @@ LIST_BLOCK = 1 << 16
 """Pairs whose host lists are made at a time."""
 
 
-class _Hosts:
-    """Each row's host list: one string object per distinct host (a fleet has a few thousand hosts
-    and millions of rows naming them) and one list per distinct pair (a pair is measured at several
-    sizes). While reading, a pair row is only a number (its two hosts' codes), so no Python object
-    is made per row; the lists are made at the end, once per distinct pair. Nothing mutates a row's
-    hosts: they are read, never sorted in place."""
+class HostCodes:
+    """Host names as codes, a new name numbered in order of first appearance, looked up by pyarrow
+    (a batch names thousands of hosts ten thousand times)."""
 
     def __init__(self) -> None:
         import pyarrow as pa
 
         self.names: list[str] = []  # by code
         self.known = pa.array([], type=pa.string())  # the same names, for pyarrow's lookups
-        self.pair_rows: list[Any] = []  # row numbers of two-host rows, per batch
-        self.pair_keys: list[Any] = []  # their hosts' codes: first << 32 | second
-        self.other: dict[int, list[str]] = {}  # rows with another number of hosts (rings, worlds)
 
-    def _codes(self, values: Any) -> Any:
-        """Each name's code, a new name numbered in order of first appearance (looked up by
-        pyarrow: a batch names thousands of hosts ten thousand times)."""
+    def codes(self, values: Any) -> Any:
+        """Each of ``values``' (an arrow string array) code, as int64."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -484,12 +477,27 @@ class _Hosts:
             self.names += new.to_pylist()
             self.known = pa.concat_arrays([self.known, new])
             codes = pc.index_in(values, value_set=self.known)
-        return codes.to_numpy().astype(np.int64)
+        return codes.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+class _Hosts(HostCodes):
+    """Each row's host list: one string object per distinct host (a fleet has a few thousand hosts
+    and millions of rows naming them) and one list per distinct pair (a pair is measured at several
+    sizes). While reading, a pair row is only a number (its two hosts' codes), so no Python object
+    is made per row; the lists are made at the end, once per distinct pair. Nothing mutates a row's
+    hosts: they are read, never sorted in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair_rows: list[Any] = []  # row numbers of two-host rows, per batch
+        self.pair_keys: list[Any] = []  # their hosts' codes: first << 32 | second
+        self.other: dict[int, list[str]] = {}  # rows with another number of hosts (rings, worlds)
+
 
     def add(self, col: Any, first_row: int) -> None:
         import numpy as np
 
-        codes = self._codes(col.values)  # the offsets index the whole child array
+        codes = self.codes(col.values)  # the offsets index the whole child array
         offsets = col.offsets.to_numpy()
         valid = col.is_valid().to_numpy(zero_copy_only=False)
         pairs = valid & (np.diff(offsets) == 2)

@@ -95,22 +95,8 @@ def _locked(store: BaselineStore, name: str) -> Iterator[None]:
     refused as for a name that exists (the store checks under the lock). The store's root is made
     first; one that cannot be (``$NETBENCH_BASELINES`` a file, ``$HOME`` on a read-only disk) is one
     line naming it."""
-    import fcntl
-    import os
-
-    from netbench.common.errors import NetbenchError, UsageError
+    from netbench.common.files import locked_folder
 
     root = store.path(name).parent  # the name is checked first
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileExistsError, NotADirectoryError):
-        raise UsageError(f"the baseline store {root} is not a directory (or under a file): set "
-                         "NETBENCH_BASELINES to a folder") from None
-    except OSError as exc:
-        raise NetbenchError(f"the baseline store {root}: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with locked_folder(root, "baseline store", "NETBENCH_BASELINES", follow=True):
         yield
-    finally:
-        os.close(fd)

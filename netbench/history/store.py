@@ -23,7 +23,6 @@ add completes it. Adds hold the root's ``flock``. A folder of the store that is 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from netbench.common.errors import NetbenchError, UsageError
+from netbench.common.files import locked_folder
 from netbench.history.ingest import RunTables
 
 TABLES = ("nodes", "links", "switches", "fleet", "findings", "env", "runs")
@@ -67,19 +67,8 @@ class HistoryStore:
     def _locked(self) -> Iterator[None]:
         """The root made (a real folder, not a link) and held exclusively for one add."""
         self._check_not_link(self.root)
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except (FileExistsError, NotADirectoryError):
-            raise UsageError(f"the history store {self.root} is not a directory (or under a file): set "
-                             "--history or NETBENCH_HISTORY to a folder") from None
-        except OSError as exc:
-            raise NetbenchError(f"the history store {self.root}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with locked_folder(self.root, "history store", "--history or NETBENCH_HISTORY"):
             yield
-        finally:
-            os.close(fd)
 
     def _folder(self, name: str, make: bool = False) -> Path:
         folder = self.root / name
