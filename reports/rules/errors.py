@@ -7,7 +7,9 @@ most of its groups, that is said once about the host instead of once per partner
 Every host behind one leaf lost at once (``switch_silent``) is the leaf or its uplink, not that
 many hosts failing in the same second: said once about the switch, which goes to the check list,
 and none of its hosts is drained for it. "At once": the coordinator's stamps of their faults within
-``SILENT_S`` of each other, and hosts on other leaves still running.
+``SILENT_S`` of each other, and hosts on other leaves still running. The same for a rail of
+``--pattern rail``: every group of one rail failed while the other rails measured is that rail's
+switch (named from the inventory's rail ports), not every host's NIC on it at once.
 """
 
 from __future__ import annotations
@@ -143,6 +145,8 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
     behind = {h for hs in silent.values() for h in hs}
     bad_hosts = ({h for h, k in failed_of.items() if k >= 3 and k >= 0.5 * groups_of[h]} | set(lost)) - behind
     out: list[Finding] = [_silent(leaf, hs, lost) for leaf, hs in sorted(silent.items())]
+    dark = _failed_rails(ctx, df)
+    out += [_rail_silent(ctx, rail, hosts) for rail, hosts in sorted(dark.items())]
     # what the run recorded about each host's ranks: no rank's log is kept in the run directory, so
     # the finding quotes the coordinator's words (run.json's faults) instead of pointing at a file
     faults = [f for f in ctx.run.get("faults") or [] if isinstance(f, dict)]
@@ -182,6 +186,8 @@ def _failed_rows(ctx: AnalysisContext) -> list[Finding]:
             continue
         if all(never_ran(r) for r in rows):
             continue  # a group that never ran measured nothing: the host that stopped it is named above
+        if rows[0].get("pattern") == "rail" and _rail_of(rows[0]) in dark:
+            continue  # told once about the rail
         sizes = sorted({int(r.get("bytes") or 0) for r in rows} - {0})  # a failed row carries bytes 0
         errors = Counter(str(r.get("error")) for r in rows if r.get("error"))
         subject_kind = "pair" if rows[0].get("pattern") == "pair" else "run"
@@ -259,6 +265,54 @@ def _silent(leaf: str, hosts: list[str], lost: dict[str, str]) -> Finding:
         evidence={"hosts": hosts, "lost": {h: lost[h] for h in hosts}},
         action=f"Check {leaf} and its uplink (port state, cabling, the switch's log) for an outage at "
         "the time of the run; its hosts are not drained for it. Measure them again once it is back.",
+        hosts=[],
+    )
+
+
+def _rail_of(row: dict[str, Any]) -> int | None:
+    rail = row.get("rail")
+    return int(rail) if isinstance(rail, int | float) and rail == rail else None
+
+
+def _failed_rails(ctx: AnalysisContext, df: Any) -> dict[int, list[str]]:
+    """rail -> its hosts, for each rail of ``--pattern rail`` none of whose groups (two groups or more)
+    measured while another rail's did: the rail's switch (or its uplink), not every host's NIC on it
+    at once, as a leaf whose every host went silent is the leaf (issue 45)."""
+    if "rail" not in df.columns or not len(df):
+        return {}
+    rows = df[(df["pattern"] == "rail").to_numpy()]
+    measured: dict[int, bool] = {}
+    groups: dict[int, set[str]] = defaultdict(set)
+    hosts: dict[int, set[str]] = defaultdict(set)
+    for row in records(rows):
+        rail = _rail_of(row)
+        if rail is None or never_ran(row):
+            continue
+        measured[rail] = measured.get(rail, False) or row.get("status") == "ok"
+        groups[rail].add(_group_id(row))
+        hosts[rail].update(str(h) for h in row.get("hosts") or [])
+    if not any(measured.values()):
+        return {}  # nothing measured on any rail: the run's or its hosts', said as such
+    return {k: sorted(hosts[k]) for k, ok in measured.items() if not ok and len(groups[k]) >= 2}
+
+
+def _rail_silent(ctx: AnalysisContext, rail: int, hosts: list[str]) -> Finding:
+    from netbench.reports.rules.slow_rail import ports_by_host
+
+    ports = ports_by_host(ctx, rail + 1)
+    switches = sorted({p[rail].switch for h in hosts if (p := ports.get(h)) and p[rail].switch})
+    name = ", ".join(switches) if switches else f"rail {rail}'s switch"
+    shown = ", ".join(hosts[:16]) + (f" and {len(hosts) - 16} more" if len(hosts) > 16 else "")
+    return Finding(
+        rule="switch_silent",
+        severity="fail",
+        subject_kind="switch",
+        subject=switches[0] if len(switches) == 1 else f"rail{rail}",
+        title=f"Rail {rail} ({name}): every group on it failed ({shown}), while the other rails measured: "
+        "the rail's switch or its cabling, not the hosts",
+        evidence={"rail": rail, "hosts": hosts, "switches": switches},
+        action=f"Check {name} (port state, the switch's log) for an outage at the time of the run; no host "
+        "is drained for it. Measure the rail again once it is back (--pattern rail).",
         hosts=[],
     )
 

@@ -78,7 +78,8 @@ def rail_points(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pa
     return coll, sizes, {k: dict(by) for k, by in points.items()}
 
 
-def _ports(ctx: AnalysisContext, rails: int) -> dict[str, list[RailPort]]:
+def ports_by_host(ctx: AnalysisContext, rails: int) -> dict[str, list[RailPort]]:
+    """Each inventoried host's rails 0..rails-1: NIC and rail switch, or why they are unknown."""
     out = {}
     for d in ctx.inventory:
         inv = NodeInventory.from_dict(d)
@@ -147,7 +148,7 @@ def _swept(ctx: AnalysisContext) -> list[Finding]:
     # a group's level is its median point: one point slowed by a busy CPU does not make a rail slow
     levels = {k: {p: statistics.median(v) for p, v in by.items()} for k, by in points.items()}
     factor = ctx.policy.thresholds.slow_pair_factor
-    ports = _ports(ctx, max(levels) + 1)
+    ports = ports_by_host(ctx, max(levels) + 1)
     at = f"{coll} at {', '.join(size_label(s) for s in sizes)}"
     slow: dict[str, list[tuple[RailPort, float, float, dict[Pair, float], dict[Pair, float]]]]
     slow = defaultdict(list)
