@@ -105,3 +105,13 @@ def rail_ports(inv: NodeInventory | None, rails: int) -> list[RailPort]:
             switch=nb.switch if nb else None, switch_port=nb.switch_port if nb else None,
         ))
     return out
+
+
+def ports_by_host(records: list[dict], rails: int) -> dict[str, list[RailPort]]:
+    """Each inventoried host's rails 0..rails-1 (inventory.jsonl's records): NIC and rail switch, or
+    why they are unknown."""
+    out = {}
+    for d in records:
+        inv = NodeInventory.from_dict(d)
+        out[inv.host] = rail_ports(inv, rails)
+    return out

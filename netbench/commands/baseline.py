@@ -95,7 +95,7 @@ def _locked(store: BaselineStore, name: str) -> Iterator[None]:
     refused as for a name that exists (the store checks under the lock). The store's root is made
     first; one that cannot be (``$NETBENCH_BASELINES`` a file, ``$HOME`` on a read-only disk) is one
     line naming it."""
-    from netbench.common.files import locked_folder
+    from netbench.history.folderlock import locked_folder
 
     root = store.path(name).parent  # the name is checked first
     with locked_folder(root, "baseline store", "NETBENCH_BASELINES", follow=True):

@@ -11,16 +11,14 @@ a named FIFO on disk may have no writer at all.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import secrets
 import stat
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from netbench.common.errors import NetbenchError, UsageError
+from netbench.common.errors import UsageError
 
 MAX_USER_FILE_BYTES = 64 << 20  # far above any real hosts file, policy or topology
 
@@ -174,25 +172,3 @@ def _write_at(dfd: int, where: Path, name: str, text: str) -> None:
             os.unlink(tmp, dir_fd=dfd)
         raise
 
-
-@contextlib.contextmanager
-def locked_folder(root: Path, what: str, setting: str, follow: bool = False) -> Iterator[None]:
-    """``root`` made and held exclusively (``flock`` on the folder itself: no lock file is left in
-    it), for a store's writer: of two that add at once, one waits for the other. A link at ``root``
-    is not followed unless ``follow`` (a store the user may have linked elsewhere). A root that
-    cannot be made is one line naming ``what`` and ``setting`` (the option or variable that moves
-    it): a file in the way is the user's (2), the OS's refusal 1."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-        fd = os.open(root, flags)
-    except (FileExistsError, NotADirectoryError):
-        raise UsageError(f"the {what} {root} is not a directory (or under a file): set {setting} to a "
-                         "folder") from None
-    except OSError as exc:
-        raise NetbenchError(f"the {what} {root}: {exc.strerror or exc}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

@@ -34,7 +34,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from netbench.common.errors import NetbenchError, UsageError
-from netbench.common.files import locked_folder
+from netbench.history.folderlock import locked_folder
 from netbench.history.ingest import RunTables
 
 TABLES = ("nodes", "links", "switches", "fleet", "findings", "env", "runs")

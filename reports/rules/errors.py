@@ -297,9 +297,9 @@ def _failed_rails(ctx: AnalysisContext, df: Any) -> dict[int, list[str]]:
 
 
 def _rail_silent(ctx: AnalysisContext, rail: int, hosts: list[str]) -> Finding:
-    from netbench.reports.rules.slow_rail import ports_by_host
+    from netbench.inventory.rails import ports_by_host
 
-    ports = ports_by_host(ctx, rail + 1)
+    ports = ports_by_host(ctx.inventory, rail + 1)
     switches = sorted({p[rail].switch for h in hosts if (p := ports.get(h)) and p[rail].switch})
     name = ", ".join(switches) if switches else f"rail {rail}'s switch"
     shown = ", ".join(hosts[:16]) + (f" and {len(hosts) - 16} more" if len(hosts) > 16 else "")

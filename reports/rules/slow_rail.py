@@ -30,7 +30,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from netbench.inventory.model import NodeInventory
-from netbench.inventory.rails import RailPort, rail_ports
+from netbench.inventory.rails import RailPort, ports_by_host, rail_ports
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule, size_label
 
@@ -76,15 +76,6 @@ def rail_points(ctx: AnalysisContext) -> tuple[str, list[int], dict[int, dict[Pa
         a, b = sorted(r.hosts)
         points[int(r.rail)][(a, b)].append(float(r.busbw_GBps))
     return coll, sizes, {k: dict(by) for k, by in points.items()}
-
-
-def ports_by_host(ctx: AnalysisContext, rails: int) -> dict[str, list[RailPort]]:
-    """Each inventoried host's rails 0..rails-1: NIC and rail switch, or why they are unknown."""
-    out = {}
-    for d in ctx.inventory:
-        inv = NodeInventory.from_dict(d)
-        out[inv.host] = rail_ports(inv, rails)
-    return out
 
 
 def _port(ports: dict[str, list[RailPort]], host: str, rail: int) -> RailPort:
@@ -148,7 +139,7 @@ def _swept(ctx: AnalysisContext) -> list[Finding]:
     # a group's level is its median point: one point slowed by a busy CPU does not make a rail slow
     levels = {k: {p: statistics.median(v) for p, v in by.items()} for k, by in points.items()}
     factor = ctx.policy.thresholds.slow_pair_factor
-    ports = ports_by_host(ctx, max(levels) + 1)
+    ports = ports_by_host(ctx.inventory, max(levels) + 1)
     at = f"{coll} at {', '.join(size_label(s) for s in sizes)}"
     slow: dict[str, list[tuple[RailPort, float, float, dict[Pair, float], dict[Pair, float]]]]
     slow = defaultdict(list)
