@@ -200,11 +200,21 @@ class Progress:
     def _write(self, line: str) -> None:
         """Rewrite the status line, cut to the terminal's width: a longer one wraps, and ``\\r``
         goes back to the start of its last row only, leaving the rows above it behind."""
-        out = self._tty or self.stream
         width = self._width()
-        out.write("\r" + line[:width].ljust(width))
-        out.flush()
-        self._shown = True
+        self._shown = self._emit("\r" + line[:width].ljust(width))
+
+    def _emit(self, text: str) -> bool:
+        """``text`` on the status line's terminal; False when that terminal is gone (EIO once it hung
+        up, before SIGHUP reaches this process): the status line stops, SIGHUP ends the run as
+        documented (129), never a write's error (exit 1)."""
+        out = self._tty or self.stream
+        try:
+            out.write(text)
+            out.flush()
+        except OSError:
+            self.enabled = False
+            return False
+        return True
 
     def _width(self) -> int:
         """The terminal's columns less one (the last column wraps on some), 100 where it says none."""
@@ -221,14 +231,11 @@ class Progress:
 
     def clear(self) -> None:
         if self.enabled and self._shown:
-            out = self._tty or self.stream
-            out.write("\r" + " " * self._width() + "\r")
-            out.flush()
+            self._emit("\r" + " " * self._width() + "\r")
             self._shown = False
 
     def note(self, text: str) -> None:
         """A line of its own, where the status line was (the same terminal, so in that order)."""
         self.clear()
-        out = self._tty or self.stream
-        out.write(text + "\n")
-        out.flush()
+        if not self._emit(text + "\n"):
+            self.stream.write(text + "\n")  # the terminal is gone: where the rest of the output goes
