@@ -4,6 +4,8 @@ they come), or an older run's results.jsonl; the rows the run directory's reader
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +32,11 @@ def as_jsonl_layout(out: str | Path) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     shutil.rmtree(out / "results.parquet", ignore_errors=True)
     return path
+
+
+def simulated_run(out: Path, nodes: int = 8) -> Path:
+    """A real run directory: ``netbench simulate`` on a clean fabric of ``nodes`` (PASS)."""
+    argv = [sys.executable, "-m", "netbench", "simulate", "--nodes", str(nodes), "--out", str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out

@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 from netbench.collectives.planfile import read_plan
 from netbench.reports.rowstore import RowWriter
+from rowfiles import simulated_run
 from synthetic import make_fleet, write_run_dir
 
 from netbench.cli import cli
@@ -39,10 +40,7 @@ def cli_run(*args: str):
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory) -> Path:
     """A run directory `netbench simulate` wrote (8 nodes, a clean fabric)."""
-    out = tmp_path_factory.mktemp("sim") / "run"
-    proc = subprocess.run([sys.executable, "-m", "netbench", "simulate", "--nodes", "8", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = simulated_run(tmp_path_factory.mktemp("sim") / "run")
     return out
 
 

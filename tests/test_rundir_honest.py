@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from netbench.reports.rowtable import read_rows_frame
-from rowfiles import rows_of
+from rowfiles import rows_of, simulated_run
 
 from netbench.cli import cli
 from netbench.common.rows import ResultRow
@@ -33,10 +33,7 @@ DROP = object()
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory) -> Path:
     """A real run directory: `netbench simulate` on 8 nodes (a clean fabric: PASS)."""
-    out = tmp_path_factory.mktemp("sim") / "run"
-    proc = subprocess.run([sys.executable, "-m", "netbench", "simulate", "--nodes", "8", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = simulated_run(tmp_path_factory.mktemp("sim") / "run")
     # the layout these cases damage line by line: an older run's results.jsonl (issue 48: its rows
     # as `netbench export --format jsonl` writes them, results.parquet gone); every reader reads it
     exported = CliRunner().invoke(cli, ["export", str(out), "--format", "jsonl", "--out", str(out)])
