@@ -83,6 +83,12 @@ class NodeVerdicts:
     switches: tuple[SwitchVerdict, ...] = ()  # uplinks that explain their hosts
     uplink_pairs: tuple[UplinkPairVerdict, ...] = ()  # one of two uplinks slow, pairs cannot say which
     tests: int = 0  # node x hop class tests (and intermittency tests) the family-wise bar covers
+    seen_below: float | None = None
+    """The run's resolution: the effect ratio a node had to fall below to pass the bar, in its best
+    judged class (the bar x its typical node's error, exp of it); None without judged nodes. A node
+    slower than its peers but above this is neither found nor cleared (``rules.resolution``)."""
+    noise_sigma: float | None = None
+    """The noise of one pair measurement (log sigma) in that class: what made the resolution."""
 
     def level(self, host: str) -> float | None:
         """A slow node's capacity: what it manages at best, else its median with its partners (None
@@ -197,6 +203,7 @@ def judge_nodes(
     se_k = np.full((n_cls, n), np.nan)
     spreads = []
     sigma_k = [m.noise.tail(c).sigma if c in m.noise.tails else m.sigma for c in m.classes]
+    error_k = np.full(n_cls, np.nan)  # a typical judged node's error in class k (what the bar scales)
     for k in range(n_cls):
         judged = m.class_judged[k]
         if not judged.any():
@@ -206,6 +213,7 @@ def judge_nodes(
         spreads.append(spread)
         se = sigma_k[k] * 1.2533 / np.sqrt(np.maximum(m.class_partners[k], 1))  # a median's error
         se_k[k] = se
+        error_k[k] = float(np.median(np.maximum(np.maximum(spread, se[judged]), SIGMA_FLOOR)))
         z[k] = np.where(judged, eff / np.maximum(np.maximum(spread, se), SIGMA_FLOOR), np.nan)
     practical = m.class_judged & (m.class_effect <= np.log1p(-t.warn_floor))
     cand = np.where(practical, z, np.nan)
@@ -250,18 +258,22 @@ def judge_nodes(
                 suspects.pop(i, None)
     explained = {h for sv in uplinks for h in sv.hosts}
     order = sorted(slow.values(), key=lambda v: v.effect_ratio)
+    z_bar = holm_bar(cand.ravel(), n_tests, t.mad_k, t.fwer)
+    best = int(np.nanargmin(error_k)) if np.isfinite(error_k).any() else None
     return NodeVerdicts(
         slow=tuple(v for v in order if v.host not in explained),
         hosts=tuple(m.hosts),
         collective=m.collective,
         sizes=tuple(m.sizes),
         class_median_busbw_GBps={k: v[-1] for k, v in m.class_median_bw.items()},
-        z_threshold=holm_bar(cand.ravel(), n_tests, t.mad_k, t.fwer),
+        z_threshold=z_bar,
         effect_spread=float(max(spreads, default=0.0)),
         suspects=tuple(sorted(suspects.values(), key=lambda v: v.effect_ratio)),
         switches=tuple(uplinks),
         uplink_pairs=tuple(uplink_pairs(m, switches or {}, t)),
         tests=n_tests,
+        seen_below=None if best is None else float(np.exp(-z_bar * error_k[best])),
+        noise_sigma=None if best is None else float(sigma_k[best]),
     )
 
 
