@@ -106,7 +106,7 @@ class K8sOptions:
     k8s_taint: bool = False
     """NoSchedule taint on the nodes the findings would drain."""
     k8s_idle_only: bool = False
-    """Only nodes no other pod requests a GPU of (``sites.k8s.select``)."""
+    """Only nodes no other pod requests a GPU of (``sites.k8s.selection``)."""
     k8s_skip_tested_within: float | None = None
     """Seconds: leave out nodes that passed within it (their netbench.io/last-run)."""
     k8s_metrics_configmap: str | None = None

@@ -332,7 +332,7 @@ class Kube:
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
     def list_all_pods(self) -> list[dict[str, Any]]:
-        """Every pod of the cluster, every namespace (``select``: whose GPUs are held where)."""
+        """Every pod of the cluster, every namespace (``selection``: whose GPUs are held where)."""
         doc = self.call("listing the cluster's pods", self.core.list_pod_for_all_namespaces)
         items = doc.get("items") if isinstance(doc, dict) else None
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []

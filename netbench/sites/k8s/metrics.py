@@ -25,7 +25,7 @@ from netbench.common.errors import UsageError
 from netbench.common.rundir import RunDir
 from netbench.sites.k8s.client import Kube, KubeError
 from netbench.sites.k8s.pods import LAST_RUN_LABEL, VERDICT_LABEL, NodeInfo, run_labels
-from netbench.sites.k8s.select import last_run_age
+from netbench.sites.k8s.selection import last_run_age
 
 PROM_KEY = "netbench.prom"
 LAST_RUN_SERIES = "netbench_node_last_run_timestamp_seconds"

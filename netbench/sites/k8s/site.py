@@ -1,12 +1,13 @@
 """``--launcher k8s``: the nodes of a Kubernetes cluster, a pod per node (``netbench.sites.k8s.launcher``).
 
 Hosts: ``--k8s-nodes`` (names, or a label selector), else every schedulable, Ready node with
-nvidia.com/gpu. Before anything is made, the credentials are checked (a wrong kubeconfig, context or
-server: exit 2) and the server asked whether each verb the run needs is allowed (RBAC: exit 2 naming
-what is missing). Everything the run makes hangs off one parent object (a Secret, ``netbench-<id>``):
-the launches' Secrets and every pod point at it (ownerReferences), so deleting it removes them all;
-``close`` does that, and waits for the pods to be gone, at the end of the run however it ends
-(``--k8s-keep``: the pods stay, for ``kubectl logs``).
+nvidia.com/gpu; less, with ``--k8s-idle-only`` and ``--k8s-skip-tested-within``, the nodes another pod's
+GPUs are on and those that passed lately, each group named (``selection``). Before anything is made, the
+credentials are checked (a wrong kubeconfig, context or server: exit 2) and the server asked whether
+each verb the run needs is allowed (RBAC: exit 2 naming what is missing). Everything the run makes hangs
+off one parent object (a Secret, ``netbench-<id>``): the launches' Secrets and every pod point at it
+(ownerReferences), so deleting it removes them all; ``close`` does that, and waits for the pods to be
+gone, at the end of the run however it ends (``--k8s-keep``: the pods stay, for ``kubectl logs``).
 
 Inventory: the same ``inventory/probe.sh`` as over SSH, as one pod per node (its log is the probe's
 output, split and assembled exactly as the SSH collector's). Switches: ``--topology`` when given,
@@ -15,7 +16,8 @@ and after the run, a counters-only probe pod on each node (as the SSH site's sec
 the report, ``--k8s-label`` writes each node's verdict, when, the run id and its busbw class against
 the fleet as labels, ``--k8s-taint`` taints suspect nodes PreferNoSchedule and the nodes the findings
 would drain NoSchedule, and lifts the taint from nodes measured clean (``remedy``): both
-read-modify-write with the node's resourceVersion, and never without the flag. The namespace:
+read-modify-write with the node's resourceVersion, and never without the flag; then
+``--k8s-metrics-configmap`` replaces a ConfigMap with the run's metrics (``metrics``). The namespace:
 ``--k8s-namespace``, else the kubeconfig context's (in a pod, its own), else ``default``.
 """
 
@@ -196,9 +198,9 @@ class K8sSite:
         return sorted(chosen, key=lambda n: natural_key(n.name))
 
     def _select(self, chosen: list[NodeInfo]) -> list[NodeInfo]:
-        """The chosen nodes less the busy ones and those that passed lately, when asked (``select``);
+        """The chosen nodes less the busy ones and those passed lately, when asked (``selection``);
         each group left out said in a line; none left is exit 3 (nothing measured)."""
-        from netbench.sites.k8s.select import lines, nothing_left, select
+        from netbench.sites.k8s.selection import lines, nothing_left, select
 
         k8s = self.opts.site.k8s
         within = k8s.k8s_skip_tested_within
