@@ -105,6 +105,7 @@ class FakeApiServer:
             "nodes": {},
             "pods": {},
             "secrets": {},
+            "configmaps": {},  # --k8s-metrics-configmap
         }
         self.namespaces = set(namespaces)
         self.events: list[tuple[int, str, str, dict[str, Any]]] = []  # rv, resource, type, object
@@ -209,6 +210,37 @@ class FakeApiServer:
     def secrets(self) -> list[dict[str, Any]]:
         with self.cond:
             return [copy.deepcopy(s) for s in self.store["secrets"].values()]
+
+    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self.cond:
+            return copy.deepcopy(self.store["configmaps"].get((namespace, name)))
+
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str | None,
+        requests: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+        phase: str = "Running",
+    ) -> None:
+        """Someone else's pod, as the API has it (no kubelet runs it): bound to ``node`` (None:
+        not scheduled), asking for ``requests`` (= limits)."""
+        container: dict[str, Any] = {"name": "c", "image": "other:1"}
+        if requests:
+            container["resources"] = {"requests": dict(requests), "limits": dict(requests)}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
+                         "labels": dict(labels or {})},
+            "spec": {"containers": [container], **({"nodeName": node} if node else {})},
+            "status": {"phase": phase},
+        }
+        with self.cond:
+            self.namespaces.add(namespace)
+            self.store["pods"][(namespace, name)] = pod
+            self._bump("pods", "ADDED", pod)
 
     def wait_for(self, check, timeout: float = 30.0) -> bool:  # noqa: ANN001 - a predicate of the server
         """Wait (on the server's own changes, no polling) until ``check(self)`` is true."""
@@ -318,7 +350,7 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 
 
 _PATH = re.compile(
-    r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>nodes|pods|secrets|namespaces)(?:/(?P<name>[^/]+))?"
+    r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>nodes|pods|secrets|namespaces|configmaps)(?:/(?P<name>[^/]+))?"
     r"(?:/(?P<sub>status|log|eviction))?$"
 )
 
@@ -463,7 +495,8 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     rv = str(api.rv)
             except ValueError as exc:
                 return self._send(400, _status(400, "BadRequest", str(exc)))
-            kind = {"nodes": "NodeList", "pods": "PodList", "secrets": "SecretList"}[res]
+            kind = {"nodes": "NodeList", "pods": "PodList", "secrets": "SecretList",
+                    "configmaps": "ConfigMapList"}[res]
             self._send(
                 200, {"apiVersion": "v1", "kind": kind, "metadata": {"resourceVersion": rv}, "items": items}
             )

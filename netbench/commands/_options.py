@@ -347,12 +347,24 @@ _K8S_REMEDY = [
                  "run and report in the netbench.io/taint-reason annotation; lift it from nodes measured "
                  "clean. Never without this flag."),
 ]
+_K8S_FLEET = [  # a fleet's routine (docs/k8s/README.md): which nodes a run takes, where its metrics go
+    click.option("--k8s-idle-only", is_flag=True,
+                 help="--launcher k8s: leave out (and name) the nodes where another pod requests "
+                 "nvidia.com/gpu: only idle nodes are tested."),
+    click.option("--k8s-skip-tested-within", type=DURATION, default=None, metavar="DURATION",
+                 help="--launcher k8s: leave out (and name) the nodes netbench.io/verdict=pass whose "
+                 "netbench.io/last-run (--k8s-label) is within DURATION, e.g. 24h; suspect and fail nodes "
+                 "are re-tested. Nothing left to test: exit 3."),
+    click.option("--k8s-metrics-configmap", default=None, metavar="NAME",
+                 help="--launcher k8s: after the report, replace ConfigMap NAME in the run's namespace with "
+                 "the run's Prometheus text (netbench.prom), each node's verdict and the report's path."),
+]
 
 
 def k8s_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Where the pods of ``--launcher k8s`` go and what they ask for, and what the verdict does to the
-    nodes (sweep, preflight)."""
-    return _apply(_K8S + _K8S_REMEDY, f)
+    """Where the pods of ``--launcher k8s`` go and what they ask for, which nodes a run takes, and what
+    the verdict does to the nodes and the metrics (sweep, preflight)."""
+    return _apply(_K8S + _K8S_REMEDY + _K8S_FLEET, f)
 
 
 def k8s_pod_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -105,6 +105,12 @@ class K8sOptions:
     """Write netbench.io/verdict, run id and busbw class on the nodes."""
     k8s_taint: bool = False
     """NoSchedule taint on the nodes the findings would drain."""
+    k8s_idle_only: bool = False
+    """Only nodes no other pod requests a GPU of (``sites.k8s.selection``)."""
+    k8s_skip_tested_within: float | None = None
+    """Seconds: leave out nodes that passed within it (their netbench.io/last-run)."""
+    k8s_metrics_configmap: str | None = None
+    """The ConfigMap the run's Prometheus text and report reference go to (``sites.k8s.metrics``)."""
 
 
 @dataclass

@@ -25,6 +25,7 @@ SITE_OPTIONS = (
     "advertise", "topology", "launcher",
     "kubeconfig", "k8s_context", "k8s_namespace", "k8s_nodes", "k8s_image", "k8s_resources",
     "k8s_tolerations", "k8s_keep", "k8s_label", "k8s_taint",
+    "k8s_idle_only", "k8s_skip_tested_within", "k8s_metrics_configmap",
 )
 """The options that say where and how to reach the hosts; every other option is the pipeline's."""
 

@@ -331,6 +331,37 @@ class Kube:
         items = doc.get("items") if isinstance(doc, dict) else None
         return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
+    def list_all_pods(self) -> list[dict[str, Any]]:
+        """Every pod of the cluster, every namespace (``selection``: whose GPUs are held where)."""
+        doc = self.call("listing the cluster's pods", self.core.list_pod_for_all_namespaces)
+        items = doc.get("items") if isinstance(doc, dict) else None
+        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+    def put_configmap(self, manifest: dict[str, Any], attempts: int = 5) -> None:
+        """Make the ConfigMap or replace the one there whole (its every key: nothing of an older run
+        stays), with the resourceVersion read, again on a conflict."""
+        name = manifest["metadata"]["name"]
+        for _ in range(attempts):
+            try:
+                have = self.call(f"reading configmap {name}", self.core.read_namespaced_config_map,
+                                 name, self.namespace)
+            except NotFound:
+                try:
+                    self.call(f"creating configmap {name}", self.core.create_namespaced_config_map,
+                              self.namespace, manifest)
+                    return
+                except Conflict:
+                    continue  # made meanwhile (another run): read it and replace it
+            version = (have.get("metadata") or {}).get("resourceVersion") if isinstance(have, dict) else None
+            body = {**manifest, "metadata": {**manifest["metadata"], "resourceVersion": version}}
+            try:
+                self.call(f"replacing configmap {name}", self.core.replace_namespaced_config_map,
+                          name, self.namespace, body)
+                return
+            except Conflict:
+                continue
+        raise KubeError(f"kubernetes: configmap {name}: it kept changing ({attempts} conflicts)")
+
     def pod_log(self, name: str, follow: bool) -> Any:
         """The pod's log as a stream (urllib3's response: iterate its lines; ``close()`` it)."""
         try:

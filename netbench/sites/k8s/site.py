@@ -1,12 +1,13 @@
 """``--launcher k8s``: the nodes of a Kubernetes cluster, a pod per node (``netbench.sites.k8s.launcher``).
 
 Hosts: ``--k8s-nodes`` (names, or a label selector), else every schedulable, Ready node with
-nvidia.com/gpu. Before anything is made, the credentials are checked (a wrong kubeconfig, context or
-server: exit 2) and the server asked whether each verb the run needs is allowed (RBAC: exit 2 naming
-what is missing). Everything the run makes hangs off one parent object (a Secret, ``netbench-<id>``):
-the launches' Secrets and every pod point at it (ownerReferences), so deleting it removes them all;
-``close`` does that, and waits for the pods to be gone, at the end of the run however it ends
-(``--k8s-keep``: the pods stay, for ``kubectl logs``).
+nvidia.com/gpu; less, with ``--k8s-idle-only`` and ``--k8s-skip-tested-within``, the nodes another pod's
+GPUs are on and those that passed lately, each group named (``selection``). Before anything is made, the
+credentials are checked (a wrong kubeconfig, context or server: exit 2) and the server asked whether
+each verb the run needs is allowed (RBAC: exit 2 naming what is missing). Everything the run makes hangs
+off one parent object (a Secret, ``netbench-<id>``): the launches' Secrets and every pod point at it
+(ownerReferences), so deleting it removes them all; ``close`` does that, and waits for the pods to be
+gone, at the end of the run however it ends (``--k8s-keep``: the pods stay, for ``kubectl logs``).
 
 Inventory: the same ``inventory/probe.sh`` as over SSH, as one pod per node (its log is the probe's
 output, split and assembled exactly as the SSH collector's). Switches: ``--topology`` when given,
@@ -15,7 +16,8 @@ and after the run, a counters-only probe pod on each node (as the SSH site's sec
 the report, ``--k8s-label`` writes each node's verdict, when, the run id and its busbw class against
 the fleet as labels, ``--k8s-taint`` taints suspect nodes PreferNoSchedule and the nodes the findings
 would drain NoSchedule, and lifts the taint from nodes measured clean (``remedy``): both
-read-modify-write with the node's resourceVersion, and never without the flag. The namespace:
+read-modify-write with the node's resourceVersion, and never without the flag; then
+``--k8s-metrics-configmap`` replaces a ConfigMap with the run's metrics (``metrics``). The namespace:
 ``--k8s-namespace``, else the kubeconfig context's (in a pod, its own), else ``default``.
 """
 
@@ -69,6 +71,9 @@ NEEDS = [
     ("delete", "secrets", "", True),
 ]
 REMEDIATE = [("update", "nodes", "", False)]
+SELECT_IDLE = [("list", "pods", "", False)]  # --k8s-idle-only: every namespace's pods, whose GPUs are held
+PUBLISH = [("get", "configmaps", "", True), ("create", "configmaps", "", True),
+           ("update", "configmaps", "", True)]  # --k8s-metrics-configmap
 
 
 @dataclass
@@ -92,6 +97,9 @@ class K8sSite:
             "k8s_keep",
             "k8s_label",
             "k8s_taint",
+            "k8s_idle_only",
+            "k8s_skip_tested_within",
+            "k8s_metrics_configmap",
         }
     )
     one_machine: bool = False
@@ -121,10 +129,15 @@ class K8sSite:
                 "torch in it; docs/k8s/Dockerfile builds one (docs/recipes.md)"
             )
         self.image = self.opts.site.k8s.k8s_image
+        if k8s.k8s_metrics_configmap is not None:
+            from netbench.sites.k8s.metrics import check_name
+
+            check_name(k8s.k8s_metrics_configmap)
         if not self.image.strip() or any(c.isspace() for c in self.image):
             raise UsageError(f"--k8s-image {self.image!r}: not an image reference")
         self.kube: Kube | None = None
         self.nodes: dict[str, NodeInfo] = {}
+        self.fleet: list[str] = []  # the nodes chosen, before --k8s-idle-only and --k8s-skip-tested-within
         self.run_id = new_run_id()  # the run's (pipeline, preflight): every pod is labelled with it
         self.owner: dict[str, Any] | None = None
         self.watch: Any = None
@@ -144,13 +157,17 @@ class K8sSite:
             self.kube = connect(self.target)
             self.kube.check_namespace()
             k8s = self.opts.site.k8s
-            denied = self.kube.may(NEEDS + (REMEDIATE if k8s.k8s_label or k8s.k8s_taint else []))
+            denied = self.kube.may(NEEDS + (REMEDIATE if k8s.k8s_label or k8s.k8s_taint else [])
+                                   + (SELECT_IDLE if k8s.k8s_idle_only else [])
+                                   + (PUBLISH if k8s.k8s_metrics_configmap else []))
             if denied:
                 raise KubeError(
                     f"kubernetes: the credentials ({self.kube.where}) may not "
                     f"{'; '.join(denied)}: nothing was started (docs/recipes.md has the Role)"
                 )
-            self.nodes = {n.name: n for n in self._choose_nodes()}
+            chosen = self._choose_nodes()
+            self.fleet = [n.name for n in chosen]
+            self.nodes = {n.name: n for n in self._select(chosen)}
         return [HostEntry(name=n, source=f"node {n}") for n in self.nodes]
 
     def _choose_nodes(self) -> list[NodeInfo]:
@@ -179,6 +196,24 @@ class K8sSite:
         from netbench.common.naming import natural_key
 
         return sorted(chosen, key=lambda n: natural_key(n.name))
+
+    def _select(self, chosen: list[NodeInfo]) -> list[NodeInfo]:
+        """The chosen nodes less the busy ones and those passed lately, when asked (``selection``);
+        each group left out said in a line; none left is exit 3 (nothing measured)."""
+        from netbench.sites.k8s.selection import lines, nothing_left, select
+
+        k8s = self.opts.site.k8s
+        within = k8s.k8s_skip_tested_within
+        if not k8s.k8s_idle_only and within is None:
+            return chosen
+        assert self.kube is not None
+        pods = self.kube.list_all_pods() if k8s.k8s_idle_only else None
+        sel = select(chosen, pods, within, time.time())
+        for line in lines(sel, within):
+            self.echo(line)
+        if not sel.take:
+            raise nothing_left(sel, len(chosen), within)
+        return sel.take
 
     # -- the run's objects ---------------------------------------------------------------------------------
     def _template(self) -> PodTemplate:
@@ -296,19 +331,31 @@ class K8sSite:
     # -- after the report: labels and taints, when asked ----------------------------------------------------
     def judged(self, rundir: RunDir, findings: list[Any] | None, drain: list[str] | None, echo: Echo) -> None:
         k8s = self.opts.site.k8s
-        if not (k8s.k8s_label or k8s.k8s_taint) or findings is None or self.kube is None:
+        if findings is None or self.kube is None:
             return
-        from netbench.sites.k8s.remedy import remediate
+        if k8s.k8s_label or k8s.k8s_taint:
+            from netbench.sites.k8s.remedy import remediate
 
-        for line in remediate(
-            self.kube,
-            rundir,
-            findings,
-            drain,
-            list(self.nodes),
-            label=self.opts.site.k8s.k8s_label,
-            taint=self.opts.site.k8s.k8s_taint,
-        ):
+            for line in remediate(self.kube, rundir, findings, drain, list(self.nodes),
+                                  label=k8s.k8s_label, taint=k8s.k8s_taint):
+                echo(line)
+        if k8s.k8s_metrics_configmap:
+            self._publish(k8s.k8s_metrics_configmap, rundir, findings, echo)
+
+    def _publish(self, name: str, rundir: RunDir, findings: list[Any], echo: Echo) -> None:
+        """The run's metrics into ConfigMap ``name``, with the fleet's verdicts as its nodes' labels
+        say now (after ``remediate``): the run's node choice, re-read."""
+        from netbench.sites.k8s.metrics import publish
+
+        assert self.kube is not None
+        try:
+            listed = self.kube.list_nodes(self.choice.selector)
+        except KubeError as exc:
+            echo(f"netbench: could not write configmap {name}: {exc}")
+            return
+        read = [i for i in (NodeInfo.of(o) for o in listed) if isinstance(i, NodeInfo)]
+        fleet = [n for n in read if n.name in set(self.fleet)]
+        for line in publish(self.kube, name, rundir, findings, fleet, time.time()):
             echo(line)
 
     # -- the end, however the run ends -------------------------------------------------------------------
