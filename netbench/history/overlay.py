@@ -15,10 +15,12 @@ from netbench.history.store import CATALOG, HistoryStore
 
 
 class WithRun:
-    """``store`` with ``run`` (None: the store alone) as one of its runs."""
+    """``store`` with ``run`` (None: the store alone) as one of its runs, or without the run
+    ``without`` (its past: what a change before it is searched in)."""
 
-    def __init__(self, store: HistoryStore, run: RunTables | None):
+    def __init__(self, store: HistoryStore, run: RunTables | None, without: str | None = None):
         self.store, self.run = store, run
+        self.without = run.run_id if run is not None else without
         self.root: Path = store.root
 
     def exists(self) -> bool:
@@ -32,17 +34,19 @@ class WithRun:
         return table.sort_by([("started", "ascending"), ("run_id", "ascending")])
 
     def run_ids(self) -> list[str]:
-        ids = set(self.store.run_ids()) if self.store.exists() else set()
+        ids = set(self.store.run_ids()) - {self.without} if self.store.exists() else set()
         return sorted(ids | ({self.run.run_id} if self.run is not None else set()))
 
     def table(self, name: str, columns: list[str] | None = None, where: ds.Expression | None = None
               ) -> pa.Table:
         """The store's rows of table ``name`` but this run's, then this run's own."""
+        kept = where
+        if self.without is not None:
+            others = pc.field("run_id") != self.without
+            kept = others if where is None else others & where
+        stored = self.store.table(name, columns, kept) if self.store.exists() else pa.table({})
         if self.run is None:
-            return self.store.table(name, columns, where) if self.store.exists() else pa.table({})
-        others = pc.field("run_id") != self.run.run_id
-        stored = self.store.table(name, columns, others if where is None else others & where) \
-            if self.store.exists() else pa.table({})
+            return stored
         mine = self.run.tables()[name]
         if where is not None:
             mine = mine.filter(where)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,19 @@ MAX_MARKS = 20  # environment changes listed (those that cost the most hosts fir
 MAX_PAST = 30  # findings' entities told
 
 
+@dataclass(frozen=True)
+class _Runs:
+    """The runs a section tells: ``days`` those up to this one (oldest first, their start); ``past``
+    the history without this run (where changes are searched: this run, one measurement, is told
+    against them) and ``order`` its runs (a change's ``split`` indexes it)."""
+
+    days: dict[str, str]
+    this: str | None
+    size: int | None  # the largest size of this run's pair model: the figures' size
+    past: WithRun
+    order: list[str]
+
+
 def build_section(view: WithRun, this: str | None, findings: Sequence[Finding]) -> HistorySection | None:
     """The section for the run ``this`` (None: not in the history) and its ``findings``; None when
     the history holds no run at all."""
@@ -42,20 +55,23 @@ def build_section(view: WithRun, this: str | None, findings: Sequence[Finding]) 
     if runs.num_rows == 0:
         return None
     ids: list[str] = runs.column("run_id").to_pylist()
+    started: list[str] = runs.column("started").to_pylist()
     store = str(view.root)
     if runs.num_rows == 1 and this in ids:
         return HistorySection(store, 1, note="it holds only this run: nothing to compare with yet")
     upto = ids.index(this) + 1 if this in ids else len(ids)
     later = len(ids) - upto
-    node_changes = [c for c in changes(view, ("node",)) if c.split < upto]
-    sizes = runs.column("sizes").to_pylist()
-    size = _largest(sizes[upto - 1]) if this in ids else None
+    past = WithRun(view.store, None, without=this)
+    before = set(ids[:upto]) - {this}
+    node_changes = [c for c in changes(past, ("node",)) if c.first_bad in before]  # type: ignore[arg-type]
+    at = _Runs(dict(zip(ids[:upto], started[:upto], strict=True)), this,
+               _largest(runs.column("sizes")[upto - 1].as_py()) if this in ids else None,
+               past, past.runs().column("run_id").to_pylist() if past.exists() else [])
     return HistorySection(
         store, upto,
         series=_headlines(view, ids[:upto], this),
-        marks=_marks(view, ids[:upto], runs.column("started").to_pylist(), node_changes),
-        past=_past(view, findings, dict(zip(ids[:upto], runs.column("started").to_pylist(), strict=False)),
-                   this, size, node_changes),
+        marks=_marks(view, list(at.days), started, node_changes),
+        past=_past(view, findings, at, node_changes),
         note=f"{later} later run{'s' * (later != 1)} left out" if later else "",
     )
 
@@ -108,15 +124,15 @@ def _marks(view: WithRun, ids: list[str], started: list[str], node_changes: list
     moved = env_changes(view, ids)
     if not len(moved):
         return ()
-    causes: dict[tuple[int, str, str | None, str | None], list[Change]] = {}
+    causes: dict[tuple[str, str, str | None, str | None], list[Change]] = {}
     for c in node_changes:
         if c.cause is not None:
-            causes.setdefault((c.split, c.cause.field, c.cause.old, c.cause.new), []).append(c)
+            causes.setdefault((c.first_bad, c.cause.field, c.cause.old, c.cause.new), []).append(c)
     marks = []
     for (order, fld, old, new), hosts in moved.groupby(["order", "field", "old", "value"])["host"]:
         k = int(order)
         text = f"{fld} {old} -> {new} on {hosts.nunique()} host{'s' * (hosts.nunique() != 1)}"
-        hit = causes.get((k, fld, old, new), [])
+        hit = causes.get((ids[k], fld, old, new), [])
         if hit:
             lost = sorted(-c.shift_pct for c in hit)
             text += (f": the likely cause of {len(hit)} node{'s' * (len(hit) != 1)}' loss of "
@@ -143,26 +159,23 @@ def _subjects(findings: Sequence[Finding]) -> dict[tuple[str, str], str]:
     return dict(list(out.items())[:MAX_PAST])
 
 
-def _past(view: WithRun, findings: Sequence[Finding], days: dict[str, str], this: str | None,
-          size: int | None, node_changes: list[Change]) -> tuple[PastLine, ...]:
-    """``days``: the runs up to this one, oldest first, and their start."""
+def _past(view: WithRun, findings: Sequence[Finding], at: _Runs, node_changes: list[Change]
+          ) -> tuple[PastLine, ...]:
     wanted = _subjects(findings)
-    ids = list(days)
     if not wanted:
         return ()
     nodes = [e for k, e in wanted if k == "node"]
     links = [e for k, e in wanted if k == "link"]
-    figures = _busbw(view, nodes, links, size) if size else {}
-    found = {(c.kind, c.entity): c for c in node_changes}  # the latest of each: oldest first
-    for c in _link_changes(view, links, node_changes) + _switch_changes(view, [e for k, e in wanted
-                                                                                if k == "switch"]):
-        if c.split < len(ids):
+    switches = [e for k, e in wanted if k == "switch"]
+    figures = _busbw(view, nodes, links, at.size) if at.size else {}
+    figures |= _switch_effects(view, switches)
+    found = {(c.kind, c.entity): c for c in node_changes}  # oldest first: the latest of each kept
+    for c in _link_changes(at.past, links, node_changes) + _switch_changes(at.past, switches):
+        if c.first_bad in at.days:
             found[(c.kind, c.entity)] = c
-    switch_fig = _switch_effects(view, [e for k, e in wanted if k == "switch"])
     lines = []
     for (kind, entity), severity in wanted.items():
-        fig = switch_fig.get(entity, {}) if kind == "switch" else figures.get(entity, {})
-        text = _line(kind, entity, fig, days, this, size, found.get((kind, entity)), view)
+        text = _line(kind, entity, figures.get(entity, {}), at, found.get((kind, entity)), view)
         lines.append(PastLine(entity.replace(",", " - "), severity, text))
     return tuple(lines)
 
@@ -229,19 +242,19 @@ def _switch_effects(view: WithRun, switches: list[str]) -> dict[str, dict[str, f
     return out
 
 
-def _line(kind: str, entity: str, fig: dict[str, float], days: dict[str, str], this: str | None,
-          size: int | None, change: Change | None, view: WithRun) -> str:
+def _line(kind: str, entity: str, fig: dict[str, float], at: _Runs, change: Change | None,
+          view: WithRun) -> str:
     """One entity's past in words (module docstring)."""
-    ids = list(days)
     name = entity.replace(",", " - ")
     unit = (lambda v: f"{v:+.1f}% against its class") if kind == "switch" else (lambda v: f"{v:.3g} GB/s")
-    at = f" at {format_size(size)}" if size and kind != "switch" else ""
-    before_this = [r for r in ids if r != this]
+    at_size = f" at {format_size(at.size)}" if at.size and kind != "switch" else ""
+    earlier = [r for r in at.days if r != at.this and r in fig]
+    now = fig.get(at.this) if at.this is not None else None
     if change is not None:
         k = change.split
-        before = [fig[r] for r in ids[max(0, k - WINDOW):k] if r in fig]
-        after = [fig[r] for r in ids[k:] if r in fig]
-        moved = (f"{unit(float(np.median(before)))} -> {unit(float(np.median(after)))}{at}"
+        before = [fig[r] for r in at.order[max(0, k - WINDOW):k] if r in fig]
+        after = [fig[r] for r in at.order[k:] if r in fig and r in at.days]
+        moved = (f"{unit(float(np.median(before)))} -> {unit(float(np.median(after)))}{at_size}"
                  if before and after else f"{change.shift_pct:+.1f}%")
         head = (f"{name} was fine until {change.last_good_at[:10]}" if change.shift_pct < 0
                 else f"{name} got faster from {change.first_bad_at[:10]}")
@@ -250,19 +263,21 @@ def _line(kind: str, entity: str, fig: dict[str, float], days: dict[str, str], t
         if kind == "node":
             said += ("; then " + "; ".join(e.text() for e in change.env[:3])) if change.env else \
                 "; no environment change recorded then"
+        if now is not None and after:
+            level = float(np.median(after))
+            rel = f" ({100 * (now / level - 1):+.0f}% against its level since)" if kind != "switch" else ""
+            said += f"; this run {unit(now)}{rel}"
         return said
-    seen = [r for r in before_this if r in fig]
-    if not seen:
-        return f"{name}: no figure of it in the history before this run{at}"
-    med = float(np.median([fig[r] for r in seen]))
-    said = (f"{name}: no persistent change in its {len(seen)} earlier run{'s' * (len(seen) != 1)} "
-            f"({days[seen[0]][:10]} to {days[seen[-1]][:10]}, median {unit(med)}{at})")
-    if this in fig:
-        now = fig[this]
-        rel = (f" ({100 * (now / med - 1):+.0f}%)" if kind != "switch" and med > 0 else "")
+    if not earlier:
+        return f"{name}: no figure of it in the history before this run{at_size}"
+    med = float(np.median([fig[r] for r in earlier]))
+    said = (f"{name}: no persistent change in its {len(earlier)} earlier run{'s' * (len(earlier) != 1)} "
+            f"({at.days[earlier[0]][:10]} to {at.days[earlier[-1]][:10]}, median {unit(med)}{at_size})")
+    if now is not None:
+        rel = f" ({100 * (now / med - 1):+.0f}%)" if kind != "switch" and med > 0 else ""
         said += f"; this run {unit(now)}{rel}"
-    if kind == "node" and this is not None:
-        said += _env_since(view, entity, seen[-1], this, days[seen[-1]][:10])
+    if kind == "node" and at.this is not None:
+        said += _env_since(view, entity, earlier[-1], at.this, at.days[earlier[-1]][:10])
     return said
 
 

@@ -69,7 +69,7 @@ HistoryHook = Callable[[Any, list[Finding], bool], "HistorySection | None"]
 report.html is written) -> the section (None: no history to show)."""
 
 WIDTH, HEIGHT = 760, 230
-LEFT, RIGHT, TOP, BOTTOM = 58, 16, 14, 34
+LEFT, RIGHT, TOP, BOTTOM = 58, 44, 14, 34  # room for the axis' numbers and the last date
 SERIES_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"]
 #: the section's own look, kept beside its markup (report.css is every page's)
 _STYLE = """<style>
@@ -81,7 +81,6 @@ _STYLE = """<style>
 .history-chart .env-mark.cause line { stroke: #d62728; stroke-width: 1.5; }
 .history-chart .env-mark text { fill: #555; font-weight: 600; }
 .history-chart .env-mark.cause text, .history-marks li.cause { color: #b00; fill: #b00; }
-.history-marks .mark-no { font-weight: 600; }
 </style>"""
 
 
@@ -97,7 +96,7 @@ def history_html(section: HistorySection | None) -> str:
     charts = "".join(_chart(s, section.marks, k) for k, s in enumerate(section.series))
     marks = "".join(
         f'<li class="{"cause" if m.cause else ""}"><span class="mono">{e(_day(m.started))}</span> '
-        f'<span class="mark-no">{k + 1}</span> {e(m.text)}</li>' for k, m in enumerate(section.marks))
+        f"{e(m.text)}</li>" for m in section.marks)  # numbered as the charts' dashed lines
     past = "".join(f'<li><span class="sev {e(p.severity)}">{e(p.severity)}</span> {e(p.text)}</li>'
                    for p in section.past)
     return (
