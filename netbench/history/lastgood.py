@@ -50,10 +50,6 @@ class LastGood:
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {"change_pct": round(self.change_pct, 2), "size": format_size(self.bytes)}
 
-    def text(self) -> str:
-        return (f"{self.host}: last good run {self.started[:10]} ({self.run_id}): {self.then_GBps:.3g} GB/s "
-                f"at {format_size(self.bytes)}; now {self.now_GBps:.3g} GB/s ({self.change_pct:+.0f}%)")
-
 
 def flagged(findings: list[Finding]) -> set[str]:
     """The nodes a warning or failure names (its subject, or its hosts for a node or a component)."""
