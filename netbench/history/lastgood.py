@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow.compute as pc
 
 from netbench.collectives.sizes import format_size
@@ -77,19 +78,23 @@ def compare(store: HistoryStore, ctx: Any, this: str | None) -> list[LastGood]:
     good, sigma = _last_good(store, order, hosts)
     if not good:
         return []
-    where = pc.field("run_id").isin(sorted(set(good.values()))) & (
-        pc.field("a").isin(hosts) | pc.field("b").isin(hosts))
-    links = store.table("links", columns=["run_id", "a", "b", "bytes", "busbw_GBps"], where=where).to_pandas()
+    where = pc.field("a").isin(hosts) | pc.field("b").isin(hosts)
+    links = store.table("links", columns=["run_id", "a", "b", "bytes", "busbw_GBps"], where=where,
+                        runs=set(good.values())).to_pandas()
+    ends = pd.concat([links.rename(columns={end: "host"})[["run_id", "host", "bytes", "busbw_GBps"]]
+                      for end in ("a", "b")])  # each pair once a node at either end
+    then: dict[tuple[str, str], dict[int, float]] = {}
+    for (host, run, size), v in ends.groupby(["host", "run_id", "bytes"])["busbw_GBps"].median().items():
+        then.setdefault((str(host), str(run)), {})[int(size)] = float(v)
     days = dict(zip(runs.column("run_id").to_pylist(), runs.column("started").to_pylist(), strict=True))
     out = []
     for host, run in good.items():
-        mine = links[(links["run_id"] == run) & ((links["a"] == host) | (links["b"] == host))]
-        then = mine.groupby("bytes")["busbw_GBps"].median()
-        common = [s for s in then.index if int(s) in now[host]]
+        mine = then.get((host, run), {})
+        common = [s for s in mine if s in now[host]]
         if not common:
             continue
-        size = int(max(common))
-        out.append(LastGood(host, run, str(days[run]), size, float(then[size]), now[host][size],
+        size = max(common)
+        out.append(LastGood(host, run, str(days[run]), size, mine[size], now[host][size],
                             100 * (math.exp(sigma.get(host, NOISE_FLOOR["node"])) - 1)))
     return out
 
