@@ -21,6 +21,7 @@ Examples:
   netbench report RUN --baseline nightly --policy policy.toml
   netbench report RUN --baseline netbench-runs/last-good --fail-on warn
   netbench report RUN --format markdown --plotlyjs cdn > summary.md
+  netbench report RUN --history /shared/netbench-history   # report.html's history section from it
 """,
 )
 @click.argument("run_dir", type=click.Path(file_okay=False))
@@ -65,6 +66,10 @@ Examples:
     "compressed (a large fleet's report stays attachable; results.jsonl holds every row), yes up to "
     "10 MB, no never.",
 )
+@click.option("--history", type=click.Path(file_okay=False), default=None,
+              help="The fleet history whose past report.html shows (default $NETBENCH_HISTORY, else "
+              "~/.local/share/netbench/history); only read: `netbench history add` adds a run.")
+@click.option("--no-history", "history", flag_value="off", help="No history section in report.html.")
 @FAIL_ON
 def command(
     run_dir: str,
@@ -76,6 +81,7 @@ def command(
     top: int,
     no_html: bool,
     embed_rows: str,
+    history: str | None,
     fail_on: str,
 ) -> None:
     """Analyse RUN_DIR (``latest``: the newest run under netbench-runs/): slow pairs and nodes,
@@ -84,6 +90,7 @@ def command(
 
     from netbench.common.errors import NetbenchError, UsageError
     from netbench.common.rundir import INVENTORY_JSONL, resolve_run
+    from netbench.history.hook import HistoryStage
     from netbench.inventory.topology import load_topology
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
@@ -115,6 +122,7 @@ def command(
             topology=uplinks,
             html=not no_html,
             embed_rows=embed_rows,
+            history=HistoryStage(history, adds=False).section,
         )
     except PolicyError as exc:
         raise UsageError(str(exc)) from None

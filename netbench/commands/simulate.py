@@ -178,10 +178,11 @@ def command(
     click.echo(f"# run directory: {res.rundir.path} (truth.json: what was planted)")
     if report:
         progress.stage("analysing the run: findings.json and report.html")
-    findings = finish_report(res.rundir, click.echo) if report else None
-    from netbench.history.hook import record
+    from netbench.history.hook import HistoryStage
 
-    record(res.rundir.path, history)  # the fleet history (netbench history): one warning line at worst
+    stage = HistoryStage(history)  # the report's history section, then the run added: a warning at worst
+    findings = finish_report(res.rundir, click.echo, history=stage) if report else None
+    stage.add(res.rundir.path)
     raise SystemExit(exit_status(res.outcome, res.rundir, findings, judged=report, fail_on=fail_on))
 
 

@@ -16,7 +16,7 @@ history is only as good as what went in.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,15 @@ class RunTables:
         return {"nodes": self.nodes, "links": self.links, "switches": self.switches, "fleet": self.fleet,
                 "findings": self.findings, "env": self.env, "runs": self.runs}
 
+    def finished(self, run: dict[str, Any]) -> RunTables:
+        """These tables with the catalog's row as run.json says now (``run``): a run made its tables
+        at its report, and its status and end are written after it."""
+        runs = self.runs
+        for name in ("ended", "command", "status"):
+            runs = runs.set_column(runs.schema.get_field_index(name), name,
+                                   pa.array([str(run.get(name) or "")], pa.string()))
+        return replace(self, runs=runs)
+
 
 def read_run(path: str | Path) -> RunTables:
     """The tables of the run directory at ``path``; ``RefusedRun`` for one that is damaged or foreign."""
@@ -75,14 +84,20 @@ def read_run(path: str | Path) -> RunTables:
         ctx = AnalysisContext.load(path)
     except (OSError, ValueError) as exc:
         raise RefusedRun(f"{path}: cannot be read: {exc}") from None
+    check_whole(ctx, path)
+    return tables_of(ctx, _findings(path))
+
+
+def check_whole(ctx: AnalysisContext, path: Path) -> None:
+    """``RefusedRun`` for an analysed run the history will not take: rows or files that could not be
+    read, data in doubt, nothing measured."""
     problems = [f"{u.file}{f':{u.line}' if u.line else ''}: {u.reason}" for u in ctx.unreadable]
     problems += [f"{d.file}: {d.reason}" for d in ctx.doubts]
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise RefusedRun(f"{path}: damaged run, not added to the history: {problems[0]}{more}")
-    if not len(ctx.rows):
+    if not ctx.row_count:
         raise RefusedRun(f"{path}: no measured rows: nothing to add to the history")
-    return tables_of(ctx, _findings(path))
 
 
 def tables_of(ctx: AnalysisContext, findings: list[dict[str, Any]] | None = None) -> RunTables:
@@ -104,7 +119,7 @@ def tables_of(ctx: AnalysisContext, findings: list[dict[str, Any]] | None = None
     runs = pa.table({
         "run_id": [run_id], "started": [started], "ended": [str(ctx.run.get("ended") or "")],
         "command": [str(ctx.run.get("command") or "")], "status": [str(ctx.run.get("status") or "")],
-        "hosts": pa.array([len(ctx.hosts)], pa.int32()), "rows": pa.array([len(ctx.rows)], pa.int64()),
+        "hosts": pa.array([len(ctx.hosts)], pa.int32()), "rows": pa.array([ctx.row_count], pa.int64()),
         "collective": [model.collective if model else ""],
         "sizes": [",".join(str(s) for s in model.sizes) if model else ""],
         "path": [str(ctx.run_dir or "")],
@@ -181,14 +196,26 @@ def _switch_table(model: Any, switches: dict[str, str], ia: np.ndarray, ib: np.n
 
 
 def _fleet(ctx: AnalysisContext) -> pa.Table:
-    """The median busbw per collective, pattern and size of the run's measured rows."""
+    """The median busbw per collective, pattern and size of the run's measured rows: the frame's,
+    and the plain pair rows' from their columns (the frame leaves those out, ``reports.pairstore``)."""
+    import pandas as pd
+
     rows = ctx.ok_rows
     cols = ["collective", "pattern", "bytes", "busbw_GBps"]
-    if not len(rows) or any(c not in rows.columns for c in cols):
+    parts = [rows[cols]] if len(rows) and all(c in rows.columns for c in cols) else []
+    pairs = ctx.pairs
+    keep = ctx.judged_pairs & np.isfinite(pairs.busbw) & (pairs.collective >= 0)
+    if keep.any():
+        names = np.array(pairs.collectives, dtype=object)
+        parts.append(pd.DataFrame({"collective": names[pairs.collective[keep]], "pattern": "pair",
+                                   "bytes": pairs.nbytes[keep], "busbw_GBps": pairs.busbw[keep]}))
+    frame = pd.concat([p.astype({"collective": str, "pattern": str}) for p in parts], ignore_index=True) \
+        if parts else None
+    if frame is None or not len(frame):
         return pa.table({"collective": pa.array([], pa.string()), "pattern": pa.array([], pa.string()),
                          "bytes": pa.array([], pa.int64()), "busbw_GBps": pa.array([], pa.float32()),
                          "n": pa.array([], pa.int32())})
-    g = rows[cols].groupby(["collective", "pattern", "bytes"], observed=True)["busbw_GBps"]
+    g = frame.dropna(subset=["busbw_GBps"]).groupby(["collective", "pattern", "bytes"])["busbw_GBps"]
     med = g.median().reset_index()
     med["n"] = g.size().to_numpy()
     return pa.table({"collective": pa.array(med["collective"].astype(str), pa.string()),

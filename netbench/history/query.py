@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from netbench.history.changes import WINDOW, Change, EnvChange, Shift, find_shifts
 from netbench.history.store import HistoryStore
@@ -46,13 +47,14 @@ class Series:
     values: np.ndarray  # (entities, runs) log figure, NaN: not measured
 
 
-def series(store: HistoryStore, kind: str) -> Series:
-    """Every entity of ``kind`` over the catalog's runs."""
+def series(store: HistoryStore, kind: str, where: ds.Expression | None = None) -> Series:
+    """Every entity of ``kind`` (``where``: those its rows pass) over the catalog's runs."""
     runs = store.runs()
     ids = runs.column("run_id").to_pylist() if runs.num_rows else []
     started = runs.column("started").to_pylist() if runs.num_rows else []
     name, keys, value = SERIES[kind]
-    table = store.table(name, columns=["run_id", *keys, value, *(["bytes"] if kind == "link" else [])])
+    table = store.table(name, columns=["run_id", *keys, value, *(["bytes"] if kind == "link" else [])],
+                        where=where)
     if not table.num_rows:
         return Series(kind, [], ids, started, np.zeros((0, len(ids))))
     # columns, never a Python object a row: a 90-night history of 256 nodes is 2.9 M link rows

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -99,15 +99,16 @@ class HistoryStore:
             return table
         return table.sort_by([("started", "ascending"), ("run_id", "ascending")])
 
-    def table(self, name: str, columns: list[str] | None = None, where: ds.Expression | None = None
-              ) -> pa.Table:
+    def table(self, name: str, columns: list[str] | None = None, where: ds.Expression | None = None,
+              runs: Collection[str] | None = None) -> pa.Table:
         """Every listed run's rows of table ``name`` (runs half added left out), ``where`` applied
-        while reading (only the row groups and columns it needs are read)."""
+        while reading (only the row groups and columns it needs are read); ``runs``: only these
+        runs' files are opened."""
         folder = self._folder(name)
         files = sorted(str(p) for p in folder.glob("*.parquet") if not p.name.startswith(".")) \
             if folder.is_dir() else []
         if name != CATALOG:
-            listed = {f"{r}.parquet" for r in self.run_ids()}
+            listed = {f"{r}.parquet" for r in self.run_ids() if runs is None or r in runs}
             files = [f for f in files if Path(f).name in listed]
         if not files:
             return pa.table({})

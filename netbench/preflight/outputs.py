@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from netbench.common.rundir import atomic_write
 from netbench.preflight.options import PreflightResult
+
+if TYPE_CHECKING:
+    from netbench.history.hook import HistoryStage
 
 
 def _size(n: int) -> str:
@@ -16,11 +19,32 @@ def _size(n: int) -> str:
     return format_size(n)
 
 
-def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool) -> Path | None:
-    """findings.json and report.html of the final analysis (re-test verdicts already in its findings)."""
+def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool, history: HistoryStage | None = None
+                  ) -> Path | None:
+    """findings.json and report.html of the final analysis (re-test verdicts already in its findings;
+    ``history``: the run's history stage, for report.html's history section)."""
     from netbench.reports.report import write_outputs as write_report_files
 
-    return write_report_files(rundir.path, ctx, findings, html=html)
+    return write_report_files(rundir.path, ctx, findings, html=html,
+                              history=history.section if history is not None else None)
+
+
+def with_history(history: HistoryStage, ctx: Any, findings: list[Any], info: dict[str, Any]) -> list[Any]:
+    """``findings`` with those of the nodes now below their last good run in the history
+    (``history.lastgood``: information or warnings, never a drain), worst first; ``info["history"]``
+    (run.json's and the JSON report's ``preflight`` block) says, for each node a warning or failure
+    names, how it measured in its last good run."""
+    from netbench.common.findings import SEVERITY_RANK
+    from netbench.history.lastgood import flagged
+
+    found, more = history.last_good(ctx, findings)
+    if not found:
+        return findings
+    every = sorted([*findings, *more], key=lambda f: -SEVERITY_RANK[f.severity])  # stable: the rules' order
+    named = flagged(every)
+    info["history"] = {"store": str(history.root), "compared": len(found),
+                       "nodes": {g.host: g.to_json() for g in found if g.host in named}}
+    return every
 
 
 def _checks() -> list[str]:
@@ -155,6 +179,11 @@ def _summary(result: PreflightResult) -> str:
         return (f"preflight INTERRUPTED ({stop['error']}) after {result.info['elapsed_s']:.1f} s: no verdict "
                 f"on what was not measured; {drained}; run directory {result.rundir.path}")
     lines = [summary(result.findings, "text", result.rundir.read_run(), 10)]
+    past = result.info.get("history", {}).get("nodes", {})
+    for host, g in list(past.items())[:10]:  # each node drained or warned about, in its last good run
+        lines.append(f"history: {host} last good run {str(g['started'])[:10]} ({g['run_id']}): "
+                     f"{g['then_GBps']:.3g} GB/s at {g['size']}; now {g['now_GBps']:.3g} GB/s "
+                     f"({g['change_pct']:+.0f}%)")
     if result.check:
         lines.append(
             "check (links/switches, not drained): " + ", ".join(c.replace("|", " - ") for c in result.check)

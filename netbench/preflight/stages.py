@@ -24,6 +24,7 @@ from netbench.confirm import (
     unusable_hosts,
 )
 from netbench.defaults import INVENTORY_TIMEOUT_S, PREFLIGHT_PAIR_SIZES
+from netbench.history.hook import HistoryStage
 from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import shared_runs
 from netbench.preflight.judging import quick_rounds
@@ -33,7 +34,7 @@ from netbench.preflight.options import (
     PreflightOptions,
     PreflightResult,
 )
-from netbench.preflight.outputs import _size, _write_report
+from netbench.preflight.outputs import _size, _write_report, with_history
 from netbench.preflight.sequential import SequentialSetup, run_sequential
 from netbench.reports.analyses import RetestEvidence
 from netbench.reports.verdict import drain_and_check
@@ -273,7 +274,7 @@ class PreflightStages:
             raise PreflightError(str(exc)) from None
         self.sofar = SoFar("inventory", started=utc_now(), rundir=rundir)
         return Opened(site, rundir, self.sofar, echo, clock=self.budget.clock,
-                      history=self.opts.report.history)
+                      history=HistoryStage(self.opts.report.history))
 
     def inventory(self, run: Opened) -> None:
         """Switches, run.json, then every host probed and the rules that need no traffic: the nodes
@@ -475,9 +476,10 @@ class PreflightStages:
         self.sofar.enter("report")
         rundir.write_run(status="completed")
         ctx, findings = analyse(rundir, self.policy, self.topology, self.baseline, evidence)
+        findings = with_history(run.history, ctx, findings, info)  # findings only: the drain rule's below
         said = judge(findings, len(self.entries), command="preflight")  # the one rule (reports.verdict)
         drain, check = list(said.drain), list(said.check)
-        html = _write_report(rundir, ctx, findings, self.opts.html)
+        html = _write_report(rundir, ctx, findings, self.opts.html, run.history)
         judged(run.site, rundir, findings, drain, run.echo)  # Kubernetes' --k8s-label / --k8s-taint
         self._mark("report")
         info.update(elapsed_s=round(self.budget.elapsed(), 3), drain=drain, check=check)

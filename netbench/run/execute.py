@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netbench import __version__
 from netbench.agents.coordinator import Coordinator, Outcome
@@ -27,6 +27,9 @@ from netbench.defaults import START_TIMEOUT_S
 from netbench.reports.rowstore import RowWriter
 from netbench.run.progress import Progress, phase_counts
 from netbench.run.table import TablePrinter, avg_busbw_lines
+
+if TYPE_CHECKING:
+    from netbench.history.hook import HistoryStage
 
 
 @dataclass
@@ -287,15 +290,18 @@ def finish_report(
     baseline: str | None = None,
     policy: str | None = None,
     topology: str | None = None,
+    history: HistoryStage | None = None,
 ) -> list[Any] | None:
     """Write findings.json and report.html and print the summary; the findings, or None when the
     report could not be made: that never costs the measurements (they are on disk already), it only
-    warns, and the run gets no verdict (``exit_status``)."""
+    warns, and the run gets no verdict (``exit_status``). ``history``: the run's history stage (the
+    report's history section, the run's tables kept for it)."""
     try:
         from netbench.reports.report import report_run
         from netbench.reports.summary import format_summary
 
-        done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology)
+        done = report_run(rundir.path, baseline=baseline, policy=policy, topology=topology,
+                          history=history.section if history is not None else None)
         findings, html = Judged(done.findings), done.html
         findings.row_counts = done.row_counts
         said = format_summary(findings, "text", rundir.read_run(), 10, verdict=done.verdict())

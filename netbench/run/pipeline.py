@@ -31,6 +31,7 @@ from netbench.common.errors import NetbenchError, UsageError
 from netbench.common.interrupts import Interrupted, StageMark, as_interrupted
 from netbench.common.rundir import RunDir, new_run_id, utc_now
 from netbench.common.text import terminal_safe
+from netbench.history.hook import HistoryStage
 from netbench.inventory.hosts import HostEntry
 from netbench.inventory.model import NodeInventory, shared_runs
 from netbench.reports.pairrows import GrowingRows
@@ -183,7 +184,7 @@ class SweepStages:
         rundir = RunDir.create(opts.report.out, run_id=run_id)
         counted = live if self.records else []  # the counters go where the inventory went
         return Opened(site, rundir, Stage("measuring", rundir), echo, progress=self.progress, counted=counted,
-                      history=self.opts.report.history)
+                      history=HistoryStage(self.opts.report.history))
 
     def _live(self, echo: Callable[[str], None]) -> list[HostEntry]:
         """The hosts the inventory found able to run ranks (all of them without one), the others said."""
@@ -246,7 +247,7 @@ class SweepStages:
             raise as_interrupted(KeyboardInterrupt())
         findings = None
         if self.opts.report.report:
-            findings = finish_report(run.rundir, run.echo, policy=self.opts.report.rules)
+            findings = finish_report(run.rundir, run.echo, policy=self.opts.report.rules, history=run.history)
             judged(run.site, run.rundir, findings, None, run.echo)  # Kubernetes' --k8s-label / --k8s-taint
         fail_on = self.opts.report.fail_on
         return exit_status(outcome, run.rundir, findings, judged=self.opts.report.report, fail_on=fail_on)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from netbench.common.interrupts import DiskFull, Interrupted, as_interrupted, on_exit_now, stopped
 from netbench.defaults import START_TIMEOUT_S
+from netbench.history.hook import HistoryStage
 from netbench.run.launch import Launch
 
 if TYPE_CHECKING:
@@ -60,8 +61,9 @@ class Opened:
     progress: Progress | None = None
     counted: list[HostEntry] = field(default_factory=list)
     """Hosts whose port counters are read before the first launch and after the re-tests."""
-    history: str | None = None
-    """``--history`` / ``--no-history`` (``ReportOptions.history``): where the run adds itself."""
+    history: HistoryStage = field(default_factory=lambda: HistoryStage(None))
+    """``--history`` / ``--no-history`` (``ReportOptions.history``): the report's history section, and
+    where the run adds itself."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,5 @@ def _stages(policy: StagePolicy[R], run: Opened) -> R:
         if run.counted and not isinstance(stopped(), DiskFull):
             run.site.counters("after", run.counted, run.rundir)
     judged = policy.report(run, outcome, confirmed)
-    from netbench.history.hook import record
-
-    record(run.rundir.path, run.history)  # after the verdict, which it never changes (a warning at worst)
+    run.history.add(run.rundir.path)  # after the verdict, which it never changes (a warning at worst)
     return judged

@@ -14,7 +14,9 @@ page's script only ever sets ``textContent``. Plotly text is escaped too (it und
 The page is assembled in ``page`` (``render_html``) from one module per part: ``findings`` (the
 verdict banner, the findings table, the glossary, ``findings_record``), ``curves`` (busbw against
 size), ``heatmap`` (the pair heatmap and its drill-down), ``fleet`` (topology, inventory, ceilings,
-counters, environment, engines), ``rows`` (the embedded raw rows) and ``text`` (escaping, JSON).
+counters, environment, engines), ``history`` (the fleet history's section, inline SVG, from the
+``HistorySection`` the application hands it), ``rows`` (the embedded raw rows) and ``text`` (escaping,
+JSON).
 Each module's limits (``HEATMAP_FULL_MAX``, ``EMBED_AUTO_BYTES``, ...) live beside the code that reads
 them, and only there: lowering one (a test does) means setting it on that module.
 """

@@ -10,6 +10,7 @@ from netbench.reports.html.curves import _curve_figures
 from netbench.reports.html.findings import _findings_table, _glossary, _verdict, findings_record
 from netbench.reports.html.fleet import _ceilings, _counters, _engines, _environment, _inventory, _topology
 from netbench.reports.html.heatmap import _drill_figure, _drill_note, _heat_note, _heatmap_figure
+from netbench.reports.html.history import HistorySection, history_html
 from netbench.reports.html.rows import (
     _ROW_BUTTONS,
     EMBED_ROWS,
@@ -30,10 +31,11 @@ ASSETS = Path(__file__).parent.parent / "assets"  # reports/assets: shared with 
 
 
 def render_html(
-    ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline", embed_rows: str = "auto"
+    ctx: AnalysisContext, findings: list[Finding], plotlyjs: str = "inline", embed_rows: str = "auto",
+    history: HistorySection | None = None,
 ) -> str:
     """The whole report as one HTML string. ``plotlyjs``: "inline" (offline, ~4.6 MB) or "cdn";
-    ``embed_rows``: ``EMBED_ROWS``."""
+    ``embed_rows``: ``EMBED_ROWS``; ``history``: the fleet history's section (None: none)."""
     import plotly
     import plotly.offline
 
@@ -104,7 +106,7 @@ def render_html(
 <div class="meta">{n_hosts} hosts &middot; {e(_rows_line(ctx))}{baseline_note}
 &middot; generated {generated}</div>
 <nav class="toc no-print"><a href="#findings">Findings</a><a href="#ceilings">Ceilings</a>
-<a href="#curves">Bandwidth</a>
+<a href="#curves">Bandwidth</a>{'<a href="#history">History</a>' if history else ""}
 <a href="#heatmap">Pairs</a><a href="#stragglers">Stragglers</a>
 <a href="#topology">Topology</a><a href="#counters">Port counters</a><a href="#inventory">Inventory</a>
 <a href="#environment">Environment</a>
@@ -117,6 +119,7 @@ def render_html(
 nccl-tests conventions
 (GB/s = 1e9 B/s, busbw = algbw x the collective's bus factor).</p>
 <div class="grid2">{curves or "<p class='note'>No bandwidth measurements.</p>"}</div></section>
+{history_html(history)}
 <section id="heatmap"><h2>Pair bandwidth by switch</h2>{heat_html}</section>
 <section id="stragglers"><h2>Who arrives last</h2>{stragglers_html}</section>
 {_engines(ctx)}
