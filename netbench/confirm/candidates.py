@@ -83,7 +83,8 @@ def find_suspects(
     done: set[str],
     retests: Mapping[str, Retest] | None = None,
 ) -> tuple[list[str], list[Pair]]:
-    """Nodes flagged slow and links flagged slow that were not re-tested yet (``done``: subjects).
+    """Nodes flagged slow (or not cleared) and links flagged slow that were not re-tested yet (``done``:
+    subjects).
     A node of ``slow_partners`` (several slow links share it, or a link's re-run confirmed it slow)
     is a suspect node, and its links are not re-run: re-testing it against known-good partners says
     whether it is the node or the link. A link with an end re-tested and confirmed slow is that
@@ -95,6 +96,9 @@ def find_suspects(
     from_links |= {h for rt in (retests or {}).values() if rt.kind == "link" and rt.verdict == "confirmed"
                    for h in rt.subject.split("|")}
     flagged = {f.subject for f in findings if f.rule == "slow_node"}
+    # a node that read far below its peers where the noise hid it from every bar (``not_cleared``):
+    # a re-test against controls is what can decide it
+    flagged |= {h for f in findings if f.rule == "not_cleared" for h in f.hosts}
     nodes = sorted((flagged | from_links) - exclude - done)
     links = sorted(
         {
