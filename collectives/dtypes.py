@@ -7,30 +7,40 @@ canonical nccl-tests name so logs from both tools line up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
 class DType:
     name: str  # nccl-tests name
-    torch_dtype: torch.dtype
+    torch_name: str  # the attribute of ``torch``: resolved in the ranks only (see torch_dtype)
     size: int  # bytes per element
     is_float: bool
     max_exact: float  # largest integer the type holds exactly (for the correctness check)
 
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        """The torch dtype. Imported here, not at the module's top: the coordinator and the planner
+        read names and sizes and must not pay torch's 1.5-2.5 s import for them."""
+        import torch
+
+        return getattr(torch, self.torch_name)
+
 
 _DTYPES = [
-    DType("int8", torch.int8, 1, False, 127),
-    DType("uint8", torch.uint8, 1, False, 255),
-    DType("int32", torch.int32, 4, False, 2**31 - 1),
-    DType("uint32", torch.uint32, 4, False, 2**32 - 1),
-    DType("int64", torch.int64, 8, False, 2**63 - 1),
-    DType("uint64", torch.uint64, 8, False, 2**64 - 1),
-    DType("half", torch.float16, 2, True, 2048),
-    DType("float", torch.float32, 4, True, 2**24),
-    DType("double", torch.float64, 8, True, 2**53),
-    DType("bfloat16", torch.bfloat16, 2, True, 256),
+    DType("int8", "int8", 1, False, 127),
+    DType("uint8", "uint8", 1, False, 255),
+    DType("int32", "int32", 4, False, 2**31 - 1),
+    DType("uint32", "uint32", 4, False, 2**32 - 1),
+    DType("int64", "int64", 8, False, 2**63 - 1),
+    DType("uint64", "uint64", 8, False, 2**64 - 1),
+    DType("half", "float16", 2, True, 2048),
+    DType("float", "float32", 4, True, 2**24),
+    DType("double", "float64", 8, True, 2**53),
+    DType("bfloat16", "bfloat16", 2, True, 256),
 ]
 DTYPES: dict[str, DType] = {d.name: d for d in _DTYPES}
 _ALIASES = {

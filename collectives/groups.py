@@ -35,8 +35,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 #: releases running at once; the next one waits for a slot (see the module's docstring)
 IN_FLIGHT = 2
 _SLOTS = threading.BoundedSemaphore(IN_FLIGHT)
@@ -78,6 +76,7 @@ def make(
 def _make(
     backend: str, store: Any, grank: int, size: int, timeout_s: float, gloo_device: dict[str, str] | None
 ) -> Any:
+    import torch
     import torch.distributed as dist
 
     timeout = _dt.timedelta(seconds=timeout_s)

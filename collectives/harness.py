@@ -326,7 +326,7 @@ def measure(
             stream=stream or 0,
             rank=rank,
             nranks=nranks,
-            dtype=NCCL_DTYPES[dtype],
+            dtype=NCCL_DTYPES[str(dtype).removeprefix("torch.")],
             op=NCCL_OPS[op_name or "sum"],
             root=root,
         )

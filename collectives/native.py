@@ -23,23 +23,22 @@ import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from netbench.common.text import quote_untrusted
 
 if TYPE_CHECKING:
     from netbench.collectives.plan import WorkerPlan
 
-# ncclDataType_t and ncclRedOp_t (nccl.h): fixed by the NCCL ABI
+# ncclDataType_t and ncclRedOp_t (nccl.h): fixed by the NCCL ABI. Keyed by torch's dtype names (str of
+# the dtype without ``torch.``): the planner reads this module and never imports torch.
 NCCL_DTYPES = {
-    torch.int8: 0,
-    torch.uint8: 1,
-    torch.int32: 2,
-    torch.int64: 4,
-    torch.float16: 6,
-    torch.float32: 7,
-    torch.float64: 8,
-    torch.bfloat16: 9,
+    "int8": 0,
+    "uint8": 1,
+    "int32": 2,
+    "int64": 4,
+    "float16": 6,
+    "float32": 7,
+    "float64": 8,
+    "bfloat16": 9,
 }
 NCCL_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 

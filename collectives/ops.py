@@ -20,9 +20,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
 from netbench.collectives.names import measured
+
+if TYPE_CHECKING:
+    import torch
+# torch is imported where a rank uses it, not here: the coordinator, the planner and the simulator
+# read these records (sizes, bus factors, what runs), and a sweep refusing a bad --dtype must not
+# pay torch's 1.5-2.5 s import first.
 
 Work = object  # torch.distributed Work handle
 
@@ -76,12 +82,16 @@ class NativeCall:
 
 def _fill(rank: torch.Tensor | int, idx: torch.Tensor, n: int, op: str | None) -> torch.Tensor:
     """The value rank ``rank`` puts at position ``idx`` of its send buffer (float64)."""
+    import torch
+
     if op == "prod":
         return 1.0 + (idx % n == rank).to(torch.float64)
     return ((idx + rank) % 4 + 1).to(torch.float64)
 
 
 def _reduce_over_ranks(n: int, idx: torch.Tensor, op: str | None) -> torch.Tensor:
+    import torch
+
     acc = _fill(0, idx, n, op)
     for r in range(1, n):
         v = _fill(r, idx, n, op)
@@ -136,6 +146,7 @@ def _opts(c: Call, cls_name: str, tensor: torch.Tensor, **fields: object) -> obj
     opts = c.cache.get(cls_name)
     if opts is not None:
         return opts
+    import torch
     import torch.distributed as dist
 
     cls = getattr(dist, cls_name, None) or getattr(torch._C._distributed_c10d, cls_name)
@@ -277,7 +288,7 @@ def _n_sendrecv(c: NativeCall, b: Buffers) -> NativeOp:
 
 
 # --- expected results: value of recv[j] on `rank` ---------------------------------------------------
-Expected = Callable[[torch.Tensor, int, int, int, str | None, int], torch.Tensor | None]
+Expected = Callable[["torch.Tensor", int, int, int, str | None, int], "torch.Tensor | None"]
 
 
 def _exp_all_reduce(j, rank, n, chunk, op, root):  # noqa: ANN001, ANN202
@@ -357,6 +368,8 @@ class Collective:
         """``slots`` buffer sets for one point, laid out as nccl-tests lays its offsets out: one send
         and one receive allocation, slot i at offset i x the slot's size in each (the collective's
         in-place views apply within a slot)."""
+        import torch
+
         def whole(numel: int) -> torch.Tensor:
             return torch.empty(numel * slots, dtype=dtype, device=device)
 
@@ -475,6 +488,8 @@ def fill_send(coll: Collective, buf: Buffers, lay: Layout, rank: int, n: int, op
     fill() is periodic in i (period 4 * n), so one period is computed and tiled on the device:
     filling a multi-GiB buffer costs a copy, not a host-side arange over every element.
     """
+    import torch
+
     numel = buf.send.numel()
     if numel == 0:
         return

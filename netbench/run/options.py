@@ -78,6 +78,21 @@ class MeasureOptions:
     groups_ahead: int | None = None
     """Groups a rank makes ahead of their turn; None: ``planner.groups_ahead``."""
 
+    def __post_init__(self) -> None:
+        """The dtype, the op and the size range checked as they are given (the collectives are, by the
+        command line): a mistyped --dtype is refused before anything starts, not after the hosts'
+        inventory and a torch import (the plan builder checks them again for other plans' makers)."""
+        from netbench.collectives.dtypes import get_dtype, get_op
+        from netbench.common.errors import UsageError
+
+        try:
+            get_dtype(self.dtype)
+            get_op(self.op)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if self.min_bytes is not None and self.max_bytes is not None and self.min_bytes > self.max_bytes:
+            raise UsageError(f"min size {self.min_bytes} is larger than max size {self.max_bytes}")
+
     def modes(self) -> list[bool]:
         return {"both": [False, True], "out": [False], "in": [True]}[self.in_place]
 
