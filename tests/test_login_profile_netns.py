@@ -1,0 +1,73 @@
+"""Issue 45 (11): a login profile that never returns leaves nothing on its host. h1's ~/.bashrc sleeps
+before any command can start (bash reads it for every SSH command), so netbench's probe, or its
+agent, never runs there: h1 is "could not test", as before, and once netbench has exited no process
+of those sessions (the login shell, its `sleep`) is left on h1: closing the channel hangs up its pty.
+The other hosts are measured and left clean too. The same with --no-inventory, where the agent's
+start is the first command on h1 (its ranks did not start: the host is named as now)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.netns
+
+QUICK = ["--pattern", "pairwise", "--pair-sizes", "64K", "-k", "all_reduce", "-n", "2", "-w", "1",
+         "--timeout", "10", "--confirm-budget", "0"]
+SLEEP = "sleep 297"  # a length of its own, to name the profile's process among the host's
+
+
+def sleeping_profile(net, host: str) -> None:  # noqa: ANN001
+    """Every test host binds one ~/.bashrc (netns.py's fresh_rc): ``host``'s now sleeps first."""
+    rc = net.workdir / "root.bashrc"
+    rc.write_text(f'[ "$(cat /etc/hostname)" = {host} ] && {SLEEP}\n' + rc.read_text())
+
+
+def leftovers(net, host: str) -> list[str]:  # noqa: ANN001
+    """Command lines of every process in ``host``'s namespace but its sshd listener."""
+    out = []
+    for pid in net.pids(host):
+        if pid == net.host(host).pid:
+            continue
+        try:
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip())
+        except OSError:  # ended meanwhile
+            continue
+    return [x for x in out if x]
+
+
+def settled(net, host: str, wait_s: float = 5.0) -> list[str]:  # noqa: ANN001
+    """``leftovers`` once they are gone, or after ``wait_s`` (a hang-up's signals take a moment)."""
+    end = time.monotonic() + wait_s
+    while (left := leftovers(net, host)) and time.monotonic() < end:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.mark.parametrize("stage", ["inventory", "agent"])
+def test_a_profile_that_never_returns_leaves_nothing_behind(netns_factory, tmp_path: Path, stage: str) -> None:
+    net = netns_factory(["h0", "h1", "h2", "h3"])
+    sleeping_profile(net, "h1")
+    argv = net.netbench_argv(tmp_path)
+    out = tmp_path / "run"
+    # the inventory's probe is the first command on h1; without it, the agent's start is
+    waits = ["--inventory-timeout", "5s"] if stage == "inventory" else ["--no-inventory", "--start-timeout", "15s"]
+    proc = subprocess.Popen([*argv, "--out", str(out), *QUICK, *waits], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60  # while netbench waits on h1, the profile's sleep is there
+    while not any(x.startswith(SLEEP) for x in leftovers(net, "h1")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert any(x.startswith(SLEEP) for x in leftovers(net, "h1")), leftovers(net, "h1")
+    stdout, stderr = proc.communicate(timeout=400)
+    said = stdout + stderr
+    head = next((line for line in said.splitlines() if line.startswith(("PASS", "WARN", "FAIL"))), said[-3000:])
+    if stage == "inventory":  # left out before launch: its own set-up, never a drain
+        assert "Could not test h1" in head and "Drain" not in head, said[-3000:]
+    else:  # its ranks never started: the host is named (down during the run), no one else
+        assert "h1" in head and not {"h0", "h2", "h3"} & set(head.replace(",", " ").replace(".", " ").split())
+    assert settled(net, "h1") == []  # neither the login shell nor its sleep outlives netbench
+    for h in ("h0", "h2", "h3"):
+        assert settled(net, h) == [], h
