@@ -1,6 +1,7 @@
 """Issue 47 (3): a host's own faults are the host's. h1 behind a firewall (every inbound TCP connection
 but to port 22 dropped: its SSH works, its ranks' ports do not) is "could not test h1: it refuses
-connections", a warning that drains nobody and sends no one to check its links (it was "Check links
+connections on TCP port N", N the port of h1's agent that the coordinator's own connection went
+unanswered on, a warning that drains nobody and sends no one to check its links (it was "Check links
 h1-h2, h3-h1")."""
 
 from __future__ import annotations
@@ -54,8 +55,14 @@ def test_a_firewalled_host_is_its_own_fault_never_links(netns_factory, tmp_path:
     assert res.returncode == 2, said[-3000:]
     (named,) = [f for f in found if f["rule"] == "host_refuses"]
     assert named["subject"] == "h1" and named["severity"] == "warn"
-    assert named["title"].startswith("Could not test h1: it refuses connections (its pairs with h2, h3"), \
-        named["title"]
+    # the port the coordinator's own connection went unanswered on (this firewall drops, not rejects),
+    # in the finding and on the terminal
+    (port,) = named["evidence"]["ports"]
+    assert 1024 <= port < 65536, named
+    said_port = (f"Could not test h1: it refuses connections on TCP port {port} (the coordinator's "
+                 "connection: unanswered within 2 s; a firewall that drops them?); its pairs with h2, h3")
+    assert named["title"].startswith(said_port), named["title"]
+    assert any(said_port in line for line in said.splitlines()), said[-3000:]
     assert not [f for f in found if f["severity"] == "fail" and f["subject_kind"] == "node"], found
 
 

@@ -8,6 +8,8 @@
 - ``host_refuses``: a host whose pairs with two or more partners failed before a byte moved while
   those partners measured with others: it takes no connection in (a firewall that lets only SSH
   in). "could not test HOST", a warning: its pairs are not links to check, and it is not drained.
+  Where the coordinator's connection to the port the host's agent listens on was refused or went
+  unanswered (its rows say so: reports/refusals.py), the port and how are named.
 - ``pairs_not_judged``: hosts the pair model had too few measured partners to judge, and pairs it
   has no measurement of (a pairwise sweep's; preflight samples pairs by design): a warning,
   so that a run that could not judge a host never says PASS about it.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from netbench.inventory.model import CANNOT_RUN, shared_runs
 from netbench.reports.context import AnalysisContext
+from netbench.reports.refusals import Refusal, read
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 
@@ -86,18 +89,42 @@ def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
                 len(failed.get(p, ())) < len(ps) and measured_without(p, x) for p in ps)}
 
 
+def _refused_ports(ctx: AnalysisContext, host: str) -> list[Refusal]:
+    """How ``host`` turned the coordinator's connection away, as its stalled pairs' rows say
+    (reports/refusals.py): one per port and way, in port order."""
+    rest = ctx.rest
+    if "error" not in rest.columns:
+        return []
+    timed_out = (rest["status"] == "timeout").to_numpy() & ctx.in_pairs
+    found: dict[tuple[int, str], Refusal] = {}
+    for text, hosts in zip(rest.loc[timed_out, "error"], rest.loc[timed_out, "hosts"], strict=True):
+        if isinstance(text, str) and host in set(map(str, hosts)):
+            found.update(((r.port, r.how), r) for r in read(text) if r.host == host)
+    return [found[k] for k in sorted(found)]
+
+
 def _refuses(ctx: AnalysisContext) -> list[Finding]:
     out = []
     for host, partners in sorted(refusing_hosts(ctx).items()):
         with_ = ", ".join(partners)
+        pairs = f"its pairs with {with_} failed before a byte moved, while {with_} measured with other hosts"
+        seen = _refused_ports(ctx, host)
+        ports = sorted({r.port for r in seen})
+        if seen:  # the coordinator's own connection to the host's port: the port, and how it failed
+            first = next((r for r in seen if not r.dropped), seen[0])  # a refusal says the most
+            how = (f"the coordinator's connection: {first.how}; "
+                   f"{'a firewall that drops them?' if first.dropped else 'its firewall?'}")
+            title = (f"Could not test {host}: it refuses connections on TCP port{'s' * (len(ports) > 1)} "
+                     f"{', '.join(map(str, ports))} ({how}); {pairs}")
+        else:
+            title = f"Could not test {host}: it refuses connections ({pairs})"
         out.append(Finding(
             rule="host_refuses",
             severity="warn",
             subject_kind="node",
             subject=host,
-            title=f"Could not test {host}: it refuses connections (its pairs with {with_} failed before a "
-            f"byte moved, while {with_} measured with other hosts)",
-            evidence={"partners": partners},
+            title=title,
+            evidence={"partners": partners, "ports": ports, "connect": [r.how for r in seen]},
             action=f"A firewall on {host} or a port it refuses, not its links: open the ranks' TCP ports on "
             f"{host} (NCCL's and the coordinator's; SSH alone is not enough), then measure it again.",
             hosts=[host],
