@@ -1,6 +1,7 @@
 """Commands over an SSH connection: ``remote_command`` (argv shlex-quoted, run under ``setsid`` in
 the wrapper that prints its process group and arms the stdin watchdog), ``SSHConnection.run`` (to
-completion, output bounded) and ``start`` (a ``RemoteProcess`` read line by line), and the kill of
+completion, output bounded) and ``start`` (a ``RemoteProcess`` read line by line), each on a raw
+pty so that closing its channel also ends a login shell that never got to start it, and the kill of
 a remote process group and its session. ``netbench.sites.ssh.transport`` re-exports every name here."""
 
 from __future__ import annotations
@@ -122,8 +123,9 @@ def remote_command(
 
 
 def _raw_pty(chan: paramiko.Channel) -> None:
-    """Ask for a pty with a raw line discipline: paramiko's ``get_pty`` sends no terminal modes (its
-    request, with ``_RAW_MODES``); raises paramiko.SSHException when refused (the channel is closed)."""
+    """Ask for a pty with a raw line discipline: the request paramiko's ``get_pty`` sends, with the
+    terminal modes (``_RAW_MODES``) it has no way to pass; raises paramiko.SSHException when refused
+    (paramiko then closes the channel)."""
     import struct
 
     from paramiko.common import cMSG_CHANNEL_REQUEST
