@@ -3,7 +3,8 @@ before any command can start (bash reads it for every SSH command), so netbench'
 agent, never runs there: h1 is "could not test", as before, and once netbench has exited no process
 of those sessions (the login shell, its `sleep`) is left on h1: closing the channel hangs up its pty.
 The other hosts are measured and left clean too. The same with --no-inventory, where the agent's
-start is the first command on h1 (its ranks did not start: the host is named as now)."""
+start is the first command on h1 (its ranks did not start: the host is named as now), and when
+netbench is killed (SIGKILL) while it waits on h1: its connection's end is enough."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def settled(net, host: str, wait_s: float = 5.0) -> list[str]:  # noqa: ANN001
     return left
 
 
-@pytest.mark.parametrize("stage", ["inventory", "agent"])
+@pytest.mark.parametrize("stage", ["inventory", "agent", "killed"])
 def test_a_profile_that_never_returns_leaves_nothing_behind(netns_factory, tmp_path: Path,
                                                             stage: str) -> None:
     net = netns_factory(["h0", "h1", "h2", "h3"])
@@ -55,20 +56,26 @@ def test_a_profile_that_never_returns_leaves_nothing_behind(netns_factory, tmp_p
     argv = net.netbench_argv(tmp_path)
     out = tmp_path / "run"
     # the inventory's probe is the first command on h1; without it, the agent's start is
-    waits = (["--inventory-timeout", "5s"] if stage == "inventory"
-             else ["--no-inventory", "--start-timeout", "15s"])
+    waits = {"inventory": ["--inventory-timeout", "5s"], "killed": ["--inventory-timeout", "60s"],
+             "agent": ["--no-inventory", "--start-timeout", "15s"]}[stage]
     proc = subprocess.Popen([*argv, "--out", str(out), *QUICK, *waits], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60  # while netbench waits on h1, the profile's sleep is there
     while not any(x.startswith(SLEEP) for x in leftovers(net, "h1")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert any(x.startswith(SLEEP) for x in leftovers(net, "h1")), leftovers(net, "h1")
+    if stage == "killed":  # no netbench left to close anything: its connection's end hangs h1 up
+        proc.kill()
+        proc.communicate(timeout=60)
+        assert settled(net, "h1") == []
+        return
     stdout, stderr = proc.communicate(timeout=400)
     said = stdout + stderr
     verdicts = [line for line in said.splitlines() if line.startswith(("PASS", "WARN", "FAIL"))]
     head = verdicts[0] if verdicts else said[-3000:]
-    if stage == "inventory":  # left out before launch: its own set-up, never a drain
+    if stage == "inventory":  # left out before launch: its own set-up, never a drain, and why
         assert "Could not test h1" in head and "Drain" not in head, said[-3000:]
+        assert "did not start within 5 s (a login profile that waits?)" in said, said[-3000:]
     else:  # its ranks never started: the host is named (down during the run), no one else
         assert "h1" in head and not {"h0", "h2", "h3"} & set(head.replace(",", " ").replace(".", " ").split())
     assert settled(net, "h1") == []  # neither the login shell nor its sleep outlives netbench

@@ -230,8 +230,11 @@ class SSHConnection:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self._kill_group(pgid if pgid and pgid > 0 else None, chan, grace=1.0)
-                    raise SSHError("timeout", f"{shlex.join(map(str, argv))[:80]} did not finish within "
-                                   f"{timeout:g} s; killed", self.target.name)
+                    # no id line: the login shell never ran the wrapper (closing the channel ends it)
+                    what = (f"did not finish within {timeout:g} s" if pgid is not None else
+                            f"did not start within {timeout:g} s (a login profile that waits?)")
+                    raise SSHError("timeout", f"{shlex.join(map(str, argv))[:80]} {what}; killed",
+                                   self.target.name)
                 select.select([chan], [], [], min(left, 0.01 if sending else 0.2))
             if pgid is None:
                 _take_marker(out)
