@@ -81,3 +81,23 @@ def test_a_profile_that_never_returns_leaves_nothing_behind(netns_factory, tmp_p
     assert settled(net, "h1") == []  # neither the login shell nor its sleep outlives netbench
     for h in ("h0", "h2", "h3"):
         assert settled(net, h) == [], h
+
+
+def test_a_profile_that_prints_or_resets_the_terminal_changes_no_output(netns_factory) -> None:
+    """A profile's own output (with or without a newline) and its `stty sane` (echo and CR/NL back on)
+    reach neither a command's output nor its input: what a command reads and prints is its own, byte
+    for byte, and its stderr stays apart."""
+    from netbench.sites.ssh.transport import SSHOptions, connect, resolve
+
+    net = netns_factory(["h0"])
+    rc = net.workdir / "root.bashrc"
+    noisy = "echo 'motd line'; printf 'no newline'; echo oops >&2; stty sane 2>/dev/null\n"
+    rc.write_text(noisy + rc.read_text())
+    opts = SSHOptions(ssh_config=net.write_ssh_config(net.workdir / "ssh_config"), connect_timeout=3)
+    payload = bytes(range(256)) * 64 + b"\r\n\n\x03\x04\x1a"  # every byte value, the control characters
+    with connect(resolve("h0", opts), opts) as c:
+        assert c.run(["cat"], stdin=payload) == (0, payload, b"")
+        assert c.run(["sh", "-c", "printf 'a\\nb'; echo err >&2; exit 4"]) == (4, b"a\nb", b"err\n")
+        p = c.start(["sh", "-c", 'read -r x; echo "got $x"; echo warn >&2; echo done'], stdin=b"line\n")
+        assert [p.readline(10), p.readline(10), p.readline(10)] == ["got line", "done", None]
+        assert p.wait(10) == 0 and "warn" in p.stderr
