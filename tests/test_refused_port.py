@@ -34,6 +34,8 @@ def test_a_refusal_is_said_with_its_port_and_read_back() -> None:
     reach.heard("node04", {"type": "alive", "host": "node04", "addr": "127.0.0.1", "port": port})
     up = listen("127.0.0.1")
     reach.heard("node05", {"type": "alive", "host": "node05", **up})
+    # each port is tried once, when its first heartbeat names it: a stall reads the answers
+    assert [reach.answer[h].result(10) for h in ("node04", "node05")] == ["refused", None]
     said = reach.refusing(["node04", "node05"])
     assert said == f"; node04's TCP port {port}: the coordinator's connection refused", said
     (seen,) = read("timed out: no progress for 13 s, every rank alive (...)" + said)

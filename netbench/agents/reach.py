@@ -1,7 +1,7 @@
 """Whether a host takes TCP connections in: each agent listens on a port of its own (``listen``, which
-takes a connection and closes it) and names it in its heartbeat; when a group of its host stalls
-with every rank alive, the coordinator connects to that port (``connect_error``). A refusal or a
-connection that goes unanswered is the host's own (a firewall that lets only SSH in), said with the
+takes a connection and closes it) and names it in its heartbeat; the coordinator connects to it once
+(``connect_error``), and when a group of the host stalls with every rank alive, a refusal or a
+connection that went unanswered is the host's own (a firewall that lets only SSH in), said with the
 port and the error the coordinator saw (reports/refusals.py's words, in the failed rows' error,
 which the report's ``host_refuses`` rule reads back); ranks that were only slow leave it answering."""
 
@@ -12,7 +12,7 @@ import ipaddress
 import socket
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from netbench.reports.refusals import said
@@ -20,6 +20,8 @@ from netbench.reports.refusals import said
 #: how long the coordinator waits for a host's port to answer: a host on the same fabric answers in
 #: milliseconds, so one that has not after this drops connections
 CONNECT_S = 2.0
+#: connections tried at once (each a thread of the coordinator's, most over in a millisecond)
+PROBERS = 32
 #: errors of a connect that mean the host (or its firewall) turned it away: anything else (no route
 #: from here, say) is no evidence about the host, and is not said
 REFUSALS = {errno.ECONNREFUSED: "refused", errno.EHOSTUNREACH: "refused (host unreachable)",
@@ -62,30 +64,40 @@ def connect_error(addr: str, port: int, timeout: float = CONNECT_S) -> str | Non
 
 
 class Reach:
-    """The port each host's agent listens on (from its heartbeats) and what a connection to it met."""
+    """The port each host's agent listens on (from its heartbeats) and what a connection to it met.
+
+    Each host's port is tried once, as soon as its first heartbeat names it, on threads of their own:
+    a stall reads the answer, long in (a stall takes the operation timeout), and never waits on a
+    host that drops connections, however many of them a stalled round has."""
 
     def __init__(self) -> None:
         self.port: dict[str, tuple[str, int]] = {}
-        self.error: dict[str, str | None] = {}  # host -> its port's answer, once tried
+        self.answer: dict[str, Future[str | None]] = {}  # host -> what the connection to its port met
+        self._pool: ThreadPoolExecutor | None = None
 
     def heard(self, host: str, beat: dict[str, Any]) -> None:
-        """Note the address and port a heartbeat names, when they are an IP address and a port."""
+        """Note the address and port a heartbeat names, when they are an IP address and a port, and
+        try that port (the first time)."""
         addr, port = beat.get("addr"), beat.get("port")
-        if not isinstance(addr, str) or not isinstance(port, int) or not 0 < port < 65536:
+        if host in self.port or not isinstance(addr, str) or not isinstance(port, int):
+            return
+        if not 0 < port < 65536:
             return
         try:
             ipaddress.ip_address(addr)  # untrusted: the coordinator connects to nothing but an address
         except ValueError:
             return
         self.port[host] = (addr, port)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=PROBERS, thread_name_prefix="reach")
+        self.answer[host] = self._pool.submit(connect_error, addr, port)
 
     def refusing(self, hosts: Iterable[str]) -> str:
-        """``; HOST refused ...`` for each of ``hosts`` whose port turned the coordinator away (tried
-        once a host, in parallel), "" when each took the connection or names no port."""
-        todo = [h for h in dict.fromkeys(hosts) if h in self.port and h not in self.error]
-        if todo:
-            with ThreadPoolExecutor(max_workers=min(16, len(todo))) as pool:
-                for h, e in zip(todo, pool.map(lambda h: connect_error(*self.port[h]), todo), strict=True):
-                    self.error[h] = e
-        return "".join(f"; {said(h, self.port[h][1], e, CONNECT_S)}" for h in dict.fromkeys(hosts)
-                       if (e := self.error.get(h)) is not None)
+        """``; HOST's TCP port N: ...`` for each of ``hosts`` whose port turned the coordinator away,
+        "" when each took the connection, names no port or has not answered yet."""
+        out = []
+        for h in dict.fromkeys(hosts):
+            f = self.answer.get(h)
+            if f is not None and f.done() and (e := f.result()) is not None:
+                out.append(f"; {said(h, self.port[h][1], e, CONNECT_S)}")
+        return "".join(out)
