@@ -101,3 +101,22 @@ def test_a_profile_that_prints_or_resets_the_terminal_changes_no_output(netns_fa
         p = c.start(["sh", "-c", 'read -r x; echo "got $x"; echo warn >&2; echo done'], stdin=b"line\n")
         assert [p.readline(10), p.readline(10), p.readline(10)] == ["got line", "done", None]
         assert p.wait(10) == 0 and "warn" in p.stderr
+
+
+def test_a_server_that_refuses_a_pty_still_runs_every_command(netns_factory) -> None:
+    """``PermitTTY no``: the pty is refused, and the commands run on channels without one, the same."""
+    from netbench.sites.ssh.transport import SSHOptions, connect, resolve
+
+    net = netns_factory(["h0"])
+    h = net.host("h0")
+    h.sshd_config.write_text(h.sshd_config.read_text() + "PermitTTY no\n")
+    net.stop_sshd("h0")
+    net.start_sshd("h0")
+    opts = SSHOptions(ssh_config=net.write_ssh_config(net.workdir / "ssh_config"), connect_timeout=3)
+    with connect(resolve("h0", opts), opts) as c:
+        assert c.run(["sh", "-c", "test -t 0 || test -t 1 || echo no-tty; cat; echo e >&2"], stdin=b"in\n") \
+            == (0, b"no-tty\nin\n", b"e\n")
+        p = c.start(["sh", "-c", 'echo "$NETBENCH_STORE_SECRET"; sleep 300'], secret="s3cret")
+        assert p.readline(10) == "s3cret" and p.pgid and p.pgid > 1
+        p.terminate(grace=0.5)
+        assert p.readline(5) is None
