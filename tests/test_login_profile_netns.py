@@ -86,7 +86,7 @@ def test_a_profile_that_never_returns_leaves_nothing_behind(netns_factory, tmp_p
 def test_a_profile_that_prints_or_resets_the_terminal_changes_no_output(netns_factory) -> None:
     """A profile's own output (with or without a newline) and its `stty sane` (echo and CR/NL back on)
     reach neither a command's output nor its input: what a command reads and prints is its own, byte
-    for byte, and its stderr stays apart."""
+    for byte, its stderr stays apart, and none of its streams is a terminal."""
     from netbench.sites.ssh.transport import SSHOptions, connect, resolve
 
     net = netns_factory(["h0"])
@@ -98,6 +98,10 @@ def test_a_profile_that_prints_or_resets_the_terminal_changes_no_output(netns_fa
     with connect(resolve("h0", opts), opts) as c:
         assert c.run(["cat"], stdin=payload) == (0, payload, b"")
         assert c.run(["sh", "-c", "printf 'a\\nb'; echo err >&2; exit 4"]) == (4, b"a\nb", b"err\n")
+        # the pty is the channel's alone: a command's own streams are pipes (on a terminal a tool
+        # may page or prompt), as they were without one
+        assert c.run(["sh", "-c", "test -t 1 || echo out; test -t 2 || echo err >&2; test -t 0 || echo in"]) \
+            == (0, b"out\nin\n", b"err\n")
         p = c.start(["sh", "-c", 'read -r x; echo "got $x"; echo warn >&2; echo done'], stdin=b"line\n")
         assert [p.readline(10), p.readline(10), p.readline(10)] == ["got line", "done", None]
         assert p.wait(10) == 0 and "warn" in p.stderr

@@ -63,12 +63,18 @@ _WRAPPER = (
     "exec 3<&- </dev/null; fi; "
     'if [ "$s" = - ]; then exec "$@"; fi; '
     'nb_in() { if [ "$n" -gt 0 ]; then head -c "$n" | "$@"; else "$@" </dev/null; fi; }; '
+    # the command's own stdout and stderr are pipes, as without a pty (on a terminal a tool may page,
+    # prompt or colour): `cat` copies its stdout to the pty, its exit status comes back on fd 5
     "exec 4>&1; "
-    'if [ "$s" = t ]; then r=$( { { nb_in "$@" 4>&- 5>&-; echo $? >&5; } 2>&1 >&4 | '
+    'if [ "$s" = t ]; then r=$( { { { nb_in "$@" 4>&- 5>&- 6>&-; echo $? >&5; } 2>&6 | cat >&4; } 6>&1 | '
     'while IFS= read -r l || [ -n "$l" ]; do printf "%s %s\\n" "$t" "$l"; done >&4; } 5>&1 ); '
     'exit "${r:-1}"; fi; '
-    'e=$(nb_in "$@" 2>&1 >&4 4>&-; r=$?; printf x; exit $r); r=$?; '
-    'printf "\\n%s\\n%s" "$t" "${e%x}"; exit $r'
+    # S=c: stderr gathered in $e (its status after a newline: a command substitution keeps no
+    # trailing newline of its own), sent once the command has ended
+    "nl='\n'; "
+    'e=$( { r=$( { { nb_in "$@" 2>&3 3>&- 4>&- 5>&-; echo $? >&5; } | cat >&4; } 5>&1 ); '
+    'printf "\\n%s" "$r"; } 3>&1 ); r=${e##*"$nl"}; e=${e%"$nl"*}; '
+    'printf "\\n%s\\n%s" "$t" "$e"; exit "${r:-1}"'
 )
 
 # RFC 4254 section 8 terminal modes of the pty-req (opcode, value): a raw line discipline, as
