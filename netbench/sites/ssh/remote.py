@@ -89,8 +89,10 @@ _RAW_MODES = ((53, 0), (54, 0), (55, 0), (56, 0), (51, 0), (50, 0), (62, 0), (38
 # in the session; the session's members are found in /proc rather than with procps' pkill, which
 # minimal images lack: there `kill -- -PG` alone left a hung probe's tool running after its timeout.
 # Field 4 after the command name's closing parenthesis in /proc/PID/stat is the session id.
+# It runs on a pty too (``_exec``), and ignores the hang-up once it runs: the group's end ends the
+# run() it kills, whose caller may close the connection before the loop has reached every member.
 _KILL_SESSION = (
-    "kill -s {sig} -- -{pg} 2>/dev/null; "
+    "trap '' HUP; kill -s {sig} -- -{pg} 2>/dev/null; "
     "for f in /proc/[0-9]*/stat; do "
     'read -r l 2>/dev/null < "$f" || continue; set -- ${{l##*) }}; '
     'if [ "$4" = {pg} ]; then p=${{f#/proc/}}; kill -s {sig} "${{p%/stat}}" 2>/dev/null; fi; '
