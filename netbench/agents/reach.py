@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import queue
 import socket
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from netbench.reports.refusals import said
@@ -68,12 +68,14 @@ class Reach:
 
     Each host's port is tried once, as soon as its first heartbeat names it, on threads of their own:
     a stall reads the answer, long in (a stall takes the operation timeout), and never waits on a
-    host that drops connections, however many of them a stalled round has."""
+    host that drops connections, however many of them a stalled round has. The threads are daemons
+    that end with the coordinator (an interrupted run joins every other thread before it exits)."""
 
     def __init__(self) -> None:
         self.port: dict[str, tuple[str, int]] = {}
-        self.answer: dict[str, Future[str | None]] = {}  # host -> what the connection to its port met
-        self._pool: ThreadPoolExecutor | None = None
+        self.answers: dict[str, str | None] = {}  # host -> what the connection to its port met
+        self._todo: queue.SimpleQueue[tuple[str, str, int]] = queue.SimpleQueue()
+        self._probers = 0
 
     def heard(self, host: str, beat: dict[str, Any]) -> None:
         """Note the address and port a heartbeat names, when they are an IP address and a port, and
@@ -88,16 +90,18 @@ class Reach:
         except ValueError:
             return
         self.port[host] = (addr, port)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=PROBERS, thread_name_prefix="reach")
-        self.answer[host] = self._pool.submit(connect_error, addr, port)
+        self._todo.put((host, addr, port))
+        if self._probers < PROBERS:
+            self._probers += 1
+            threading.Thread(target=self._probe, daemon=True, name="reach").start()
+
+    def _probe(self) -> None:
+        while True:
+            host, addr, port = self._todo.get()
+            self.answers[host] = connect_error(addr, port)
 
     def refusing(self, hosts: Iterable[str]) -> str:
         """``; HOST's TCP port N: ...`` for each of ``hosts`` whose port turned the coordinator away,
         "" when each took the connection, names no port or has not answered yet."""
-        out = []
-        for h in dict.fromkeys(hosts):
-            f = self.answer.get(h)
-            if f is not None and f.done() and (e := f.result()) is not None:
-                out.append(f"; {said(h, self.port[h][1], e, CONNECT_S)}")
-        return "".join(out)
+        return "".join(f"; {said(h, self.port[h][1], e, CONNECT_S)}" for h in dict.fromkeys(hosts)
+                       if (e := self.answers.get(h)) is not None)
