@@ -580,7 +580,7 @@ class Coordinator:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
         else:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
-            why = f"rank {errors[0].get('rank')}: {errors[0].get('error')}"
+            why = f"rank {errors[0]['rank']}: {errors[0].get('error')}" + self.beats.reach.refusing(g.hosts)
         if self.fail_fast and not self.outcome.faults:
             # buffers too large for the host's memory are the sizes asked for, not the host's fault
             memory = bool(errors) and not lost and all(m.get("kind") == "memory" for m in errors)

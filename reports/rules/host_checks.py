@@ -44,7 +44,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
     """Hosts whose pairs with two or more partners never moved a byte (the group stalled in its
-    set-up, every rank alive: no row of it measured, no host lost) while each of those partners
+    set-up, every rank alive, or failed with a refusal of the coordinator's connection said: no row
+    of it measured, no host lost) while each of those partners
     measured with another host: the
     host takes no connection in (a firewall that lets only SSH in, a port it refuses), its own
     fault, not its links'. host -> those partners, sorted."""
@@ -58,6 +59,14 @@ def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
     timed_out = (rest["status"] == "timeout").to_numpy() & ctx.in_pairs
     for hosts in rest.loc[timed_out, "hosts"]:
         stalled.setdefault(frozenset(map(str, hosts)), None)
+    # a pair that failed with an error naming a host of it that refused the coordinator's connection:
+    # a firewall that rejects connections (one that drops them lets the set-up stall, as above)
+    if "error" in rest.columns:
+        errored = (rest["status"] == "error").to_numpy() & ctx.in_pairs
+        for text, hosts in zip(rest.loc[errored, "error"], rest.loc[errored, "hosts"], strict=True):
+            pair = frozenset(map(str, hosts))
+            if isinstance(text, str) and any(r.host in pair for r in read(text)):
+                stalled.setdefault(pair, None)
     if not stalled:
         return {}
     code = {h: i for i, h in enumerate(pairs.names)}
@@ -95,9 +104,9 @@ def _refused_ports(ctx: AnalysisContext, host: str) -> list[Refusal]:
     rest = ctx.rest
     if "error" not in rest.columns:
         return []
-    timed_out = (rest["status"] == "timeout").to_numpy() & ctx.in_pairs
+    failed = rest["status"].isin(("timeout", "error")).to_numpy() & ctx.in_pairs
     found: dict[tuple[int, str], Refusal] = {}
-    for text, hosts in zip(rest.loc[timed_out, "error"], rest.loc[timed_out, "hosts"], strict=True):
+    for text, hosts in zip(rest.loc[failed, "error"], rest.loc[failed, "hosts"], strict=True):
         if isinstance(text, str) and host in set(map(str, hosts)):
             found.update(((r.port, r.how), r) for r in read(text) if r.host == host)
     return [found[k] for k in sorted(found)]
