@@ -66,9 +66,12 @@ _WRAPPER = (
     # the command's own stdout and stderr are pipes, as without a pty (on a terminal a tool may page,
     # prompt or colour): `cat` copies its stdout to the pty, its exit status comes back on fd 5
     "exec 4>&1; "
+    # S=t: each stderr line tagged, a write each (awk reads a block at a time where the shell's own
+    # `read` takes a byte a syscall: a chatty stderr, NCCL_DEBUG's, must not hold the ranks up)
+    'if command -v awk >/dev/null 2>&1; then nb_tag() { awk -v t="$t" \'{ print t " " $0; fflush() }\'; }; '
+    'else nb_tag() { while IFS= read -r l || [ -n "$l" ]; do printf "%s %s\\n" "$t" "$l"; done; }; fi; '
     'if [ "$s" = t ]; then r=$( { { { nb_in "$@" 4>&- 5>&- 6>&-; echo $? >&5; } 2>&6 | cat >&4; } 6>&1 | '
-    'while IFS= read -r l || [ -n "$l" ]; do printf "%s %s\\n" "$t" "$l"; done >&4; } 5>&1 ); '
-    'exit "${r:-1}"; fi; '
+    'nb_tag >&4; } 5>&1 ); exit "${r:-1}"; fi; '
     # S=c: stderr gathered in $e (its status after a newline: a command substitution keeps no
     # trailing newline of its own), sent once the command has ended
     "nl='\n'; "
