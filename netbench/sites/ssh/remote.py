@@ -181,7 +181,6 @@ class SSHConnection:
         """A channel running ``command`` on a raw pty (``_WRAPPER`` says why), or without one where the
         server refuses a pty (``PermitTTY no``): the command runs the same, only a login profile that
         never returns is then left to itself."""
-
         chan = self._open(timeout)
         try:
             _raw_pty(chan)
