@@ -1,15 +1,18 @@
 """Issue 47 (3): a host's own faults are the host's. h1 behind a firewall (every inbound TCP connection
 but to port 22 dropped: its SSH works, its ranks' ports do not) is "could not test h1: it refuses
-connections", a warning that drains nobody and sends no one to check its links (it was "Check links
+connections on TCP port N", N the port of h1's agent that the coordinator's own connection went
+unanswered on, a warning that drains nobody and sends no one to check its links (it was "Check links
 h1-h2, h3-h1")."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from rowfiles import as_jsonl_layout
 
 pytestmark = pytest.mark.netns
 
@@ -54,9 +57,41 @@ def test_a_firewalled_host_is_its_own_fault_never_links(netns_factory, tmp_path:
     assert res.returncode == 2, said[-3000:]
     (named,) = [f for f in found if f["rule"] == "host_refuses"]
     assert named["subject"] == "h1" and named["severity"] == "warn"
-    assert named["title"].startswith("Could not test h1: it refuses connections (its pairs with h2, h3"), \
-        named["title"]
+    # the port the coordinator's own connection went unanswered on (this firewall drops, not rejects),
+    # in the finding and on the terminal
+    (port,) = named["evidence"]["ports"]
+    assert 1024 <= port < 65536, named
+    said_port = (f"Could not test h1: it refuses connections on TCP port {port} (the coordinator's "
+                 "connection: unanswered within 2 s; a firewall that drops them?); its pairs with h2, h3")
+    assert named["title"].startswith(said_port), named["title"]
+    assert any(said_port in line for line in said.splitlines()), said[-3000:]
     assert not [f for f in found if f["severity"] == "fail" and f["subject_kind"] == "node"], found
+    rejecting_report(out, tmp_path / "rejected", port)
+
+
+def rejecting_report(out: Path, copy: Path, port: int) -> None:
+    """The same run as a firewall that rejects would have left it: gloo's connect refused at once (the
+    pairs errored, not stalled) and the coordinator's connection to h1's port refused. Its report
+    names the port and the refusal, still "could not test h1", never a link, never a drain."""
+    import shutil
+
+    shutil.copytree(out, copy)
+    path = as_jsonl_layout(copy)  # rows a line each, edited as JSON
+    refused = (f"rank 1: RuntimeError: Gloo connectFullMesh failed with connect: Connection refused; "
+               f"h1's TCP port {port}: the coordinator's connection refused")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in rows:
+        if r["status"] == "timeout" and "h1" in r["hosts"]:
+            r.update(status="error", error=refused)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rep = subprocess.run([sys.executable, "-m", "netbench", "report", str(copy)], capture_output=True,
+                         text=True, timeout=300)
+    said = rep.stdout + rep.stderr
+    head = next(line for line in said.splitlines() if line.startswith(("PASS", "WARN", "FAIL")))
+    assert "Could not test" in head and "h1" in head, head
+    assert "Check link" not in head and "Drain" not in head, head
+    assert (f"Could not test h1: it refuses connections on TCP port {port} (the coordinator's connection: "
+            "refused; its firewall?); its pairs with h2, h3") in said, said[-3000:]
 
 
 def test_a_mistyped_host_is_could_not_test_and_its_pairs_are_said(netns_factory, tmp_path: Path) -> None:

@@ -181,7 +181,7 @@ class Coordinator:
                 self.restart_acked.discard(msg["rank"])
             self._check_caps(host, msg)
         elif kind == "alive":
-            self.beats.heard(host, msg.get("stopped") or (), now)
+            self.beats.heard(host, msg, now)
         elif kind == "restarted":
             if self.restarts.get(msg["rank"]) == msg["phase"]:
                 self.restart_acked.add(msg["rank"])
@@ -506,7 +506,7 @@ class Coordinator:
             why += f" ({reasons[0]})" if reasons else ""
         else:
             why = (f"timed out: no progress for {limit:.0f} s, every rank alive (the group was abandoned; "
-                   "its hosts' other pairs say which one is slow)")
+                   "its hosts' other pairs say which one is slow)" + self.beats.reach.refusing(g.hosts))
             blame = []
         if waiting:
             self.on_note(f"{phase.name}: group {gid} stalled; restarting rank(s) {sorted(waiting)} on "
@@ -580,7 +580,7 @@ class Coordinator:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
         else:
             status = "timeout" if any(m.get("kind") == "timeout" for m in errors) else "error"
-            why = f"rank {errors[0].get('rank')}: {errors[0].get('error')}"
+            why = f"rank {errors[0]['rank']}: {errors[0].get('error')}" + self.beats.reach.refusing(g.hosts)
         if self.fail_fast and not self.outcome.faults:
             # buffers too large for the host's memory are the sizes asked for, not the host's fault
             memory = bool(errors) and not lost and all(m.get("kind") == "memory" for m in errors)

@@ -5,8 +5,9 @@ from (ranks an external launcher started: no agent) is judged by silence alone."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Any
 
+from netbench.agents.reach import Reach
 from netbench.collectives import messages
 
 AGENT_SILENT_S = 5 * messages.HEARTBEAT_S
@@ -16,15 +17,19 @@ can miss one or two."""
 
 
 class Heartbeats:
-    """When each host's agent was last heard, and which of its ranks it saw stopped."""
+    """When each host's agent was last heard, which of its ranks it saw stopped, and the port it
+    listens on (``reach``: whether the host takes connections in)."""
 
     def __init__(self) -> None:
         self.alive_at: dict[str, float] = {}
         self.stopped: dict[str, set[int]] = {}
+        self.reach = Reach()
 
-    def heard(self, host: str, stopped: Iterable[int], now: float) -> None:
+    def heard(self, host: str, beat: dict[str, Any], now: float) -> None:
+        """An ``alive`` message of ``host``'s agent."""
         self.alive_at[host] = now
-        self.stopped[host] = set(stopped)
+        self.stopped[host] = set(beat.get("stopped") or ())
+        self.reach.heard(host, beat)
 
     def stalls(self, host: str, rank: int, now: float) -> bool:
         """Whether a silent rank of ``host`` is the cause of a stall: its agent was never heard from or

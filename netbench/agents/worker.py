@@ -224,6 +224,7 @@ class _Agent:
 
     def __init__(self, args: argparse.Namespace, secret: str, zygote: Zygote) -> None:
         from netbench.agents.marker import RunMarker
+        from netbench.agents.reach import listen
 
         self.args, self.secret, self.zygote = args, secret, zygote
         self.procs: dict[int, Forked] = {}
@@ -234,6 +235,8 @@ class _Agent:
         self.fetched = _PlanFetch(args.store_addr, args.store_port, secret, args.host)
         # held for the run's life: another run's inventory on this host finds it (launch/marker.py)
         self.marker = RunMarker.hold(f"{args.store_addr}:{args.store_port}")
+        # named in each heartbeat: the coordinator connects to it when a group of this host's stalls
+        self.reach = listen(args.store_addr)
 
     def start_rank(self, local: int, first_phase: int = 0) -> None:
         rank = self.args.rank_base + local
@@ -278,7 +281,7 @@ class _Agent:
         while not self.stopping.wait(messages.HEARTBEAT_S):
             with self.lock:
                 stopped = [r for r, p in self.procs.items() if p.poll() is None and _stopped(p.pid)]
-                messages.emit("alive", host=self.args.host, stopped=stopped)
+                messages.emit("alive", host=self.args.host, stopped=stopped, **self.reach)
             if store is None:
                 continue
             try:

@@ -8,6 +8,8 @@
 - ``host_refuses``: a host whose pairs with two or more partners failed before a byte moved while
   those partners measured with others: it takes no connection in (a firewall that lets only SSH
   in). "could not test HOST", a warning: its pairs are not links to check, and it is not drained.
+  Where the coordinator's connection to the port the host's agent listens on was refused or went
+  unanswered (its rows say so: reports/refusals.py), the port and how are named.
 - ``pairs_not_judged``: hosts the pair model had too few measured partners to judge, and pairs it
   has no measurement of (a pairwise sweep's; preflight samples pairs by design): a warning,
   so that a run that could not judge a host never says PASS about it.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from netbench.inventory.model import CANNOT_RUN, shared_runs
 from netbench.reports.context import AnalysisContext
+from netbench.reports.refusals import Refusal, read
 from netbench.reports.rule_ids import ids
 from netbench.reports.rules.base import Rule
 
@@ -41,7 +44,8 @@ def check(ctx: AnalysisContext) -> list[Finding]:
 
 def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
     """Hosts whose pairs with two or more partners never moved a byte (the group stalled in its
-    set-up, every rank alive: no row of it measured, no host lost) while each of those partners
+    set-up, every rank alive, or failed with a refusal of the coordinator's connection said: no row
+    of it measured, no host lost) while each of those partners
     measured with another host: the
     host takes no connection in (a firewall that lets only SSH in, a port it refuses), its own
     fault, not its links'. host -> those partners, sorted."""
@@ -55,6 +59,14 @@ def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
     timed_out = (rest["status"] == "timeout").to_numpy() & ctx.in_pairs
     for hosts in rest.loc[timed_out, "hosts"]:
         stalled.setdefault(frozenset(map(str, hosts)), None)
+    # a pair that failed with an error naming a host of it that refused the coordinator's connection:
+    # a firewall that rejects connections (one that drops them lets the set-up stall, as above)
+    if "error" in rest.columns:
+        errored = (rest["status"] == "error").to_numpy() & ctx.in_pairs
+        for text, hosts in zip(rest.loc[errored, "error"], rest.loc[errored, "hosts"], strict=True):
+            pair = frozenset(map(str, hosts))
+            if isinstance(text, str) and any(r.host in pair for r in read(text)):
+                stalled.setdefault(pair, None)
     if not stalled:
         return {}
     code = {h: i for i, h in enumerate(pairs.names)}
@@ -86,18 +98,42 @@ def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
                 len(failed.get(p, ())) < len(ps) and measured_without(p, x) for p in ps)}
 
 
+def _refused_ports(ctx: AnalysisContext, host: str) -> list[Refusal]:
+    """How ``host`` turned the coordinator's connection away, as its stalled pairs' rows say
+    (reports/refusals.py): one per port and way, in port order."""
+    rest = ctx.rest
+    if "error" not in rest.columns:
+        return []
+    failed = rest["status"].isin(("timeout", "error")).to_numpy() & ctx.in_pairs
+    found: dict[tuple[int, str], Refusal] = {}
+    for text, hosts in zip(rest.loc[failed, "error"], rest.loc[failed, "hosts"], strict=True):
+        if isinstance(text, str) and host in set(map(str, hosts)):
+            found.update(((r.port, r.how), r) for r in read(text) if r.host == host)
+    return [found[k] for k in sorted(found)]
+
+
 def _refuses(ctx: AnalysisContext) -> list[Finding]:
     out = []
     for host, partners in sorted(refusing_hosts(ctx).items()):
         with_ = ", ".join(partners)
+        pairs = f"its pairs with {with_} failed before a byte moved, while {with_} measured with other hosts"
+        seen = _refused_ports(ctx, host)
+        ports = sorted({r.port for r in seen})
+        if seen:  # the coordinator's own connection to the host's port: the port, and how it failed
+            first = next((r for r in seen if not r.dropped), seen[0])  # a refusal says the most
+            how = (f"the coordinator's connection: {first.how}; "
+                   f"{'a firewall that drops them?' if first.dropped else 'its firewall?'}")
+            title = (f"Could not test {host}: it refuses connections on TCP port{'s' * (len(ports) > 1)} "
+                     f"{', '.join(map(str, ports))} ({how}); {pairs}")
+        else:
+            title = f"Could not test {host}: it refuses connections ({pairs})"
         out.append(Finding(
             rule="host_refuses",
             severity="warn",
             subject_kind="node",
             subject=host,
-            title=f"Could not test {host}: it refuses connections (its pairs with {with_} failed before a "
-            f"byte moved, while {with_} measured with other hosts)",
-            evidence={"partners": partners},
+            title=title,
+            evidence={"partners": partners, "ports": ports, "connect": [r.how for r in seen]},
             action=f"A firewall on {host} or a port it refuses, not its links: open the ranks' TCP ports on "
             f"{host} (NCCL's and the coordinator's; SSH alone is not enough), then measure it again.",
             hosts=[host],

@@ -4,7 +4,8 @@ No shared filesystem is needed: the plan travels through the rendezvous store, r
 JSON lines on the channel. The remote command is built from an argv list with shlex quoting (in
 netbench.sites.ssh.transport), never from anything a host reported. Ending the channel kills the remote
 process group (netbench.sites.ssh.transport's watchdog), so Ctrl-C or a dead coordinator leaves nothing
-running on any host.
+running on any host; it hangs up the channel's pty too, which ends a login shell whose profile never
+let the agent start.
 """
 
 from __future__ import annotations

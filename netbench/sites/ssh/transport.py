@@ -16,7 +16,10 @@
 * Remote commands are argv lists joined with ``shlex.quote``: nothing a caller passes is ever
   interpreted by the remote shell. Each command runs in its own process group (``setsid``) whose id
   is printed first, so a timeout or :meth:`RemoteProcess.terminate` kills the whole remote process
-  tree through a second exec channel, not just the SSH channel.
+  tree through a second exec channel, not just the SSH channel. Each channel has a pty (raw: stdin
+  and stdout pass byte for byte; stderr is carried on stdout and split off again): a login profile
+  that never returns (``sleep`` in ~/.bashrc) keeps the command from starting, and closing the
+  channel then hangs its login shell up, where a channel without a pty left it running.
 * Key material, passphrases and stdin never reach logs or error messages (fingerprints only).
 
 This module connects (sockets, ProxyJump hops, handshake, authentication) and re-exports the
