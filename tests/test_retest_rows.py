@@ -126,3 +126,17 @@ def test_joined_rows_renumber_hosts_and_codes_as_met():
     assert [both.classes[c] if c >= 0 else None for c in both.hop.tolist()] == ["leaf", "spine", None]
     assert list(both.failed) == [1] and both.failed[1].why == "error: x"
     assert PairRows.joined([one]) is one and len(PairRows.joined([])) == 0
+
+
+def test_a_subset_keeps_the_rows_in_order_and_its_failed_rows_renumbered():
+    rows = PairRows.from_records([
+        {"pattern": "pair", "hosts": [f"h{i}", f"h{i + 1}"], "status": "ok" if i % 3 else "error",
+         "error": f"e{i}", "round": i, "bytes": 8 << (i % 2), "busbw_GBps": float(i)}
+        for i in range(9)
+    ])
+    keep = rows.nbytes == 16
+    some = rows.subset(keep | ~rows.ok)
+    assert some.round.tolist() == [0, 1, 3, 5, 6, 7]
+    failed = {int(some.round[i]): f.why for i, f in some.failed.items()}
+    assert failed == {0: "error: e0", 3: "error: e3", 6: "error: e6"}
+    assert some.names == rows.names and some.pairs()[1] == ("h1", "h2")
