@@ -27,36 +27,62 @@ def class_medians(
     when: np.ndarray, klass: np.ndarray, load: np.ndarray, busbw: np.ndarray
 ) -> dict[tuple[int, int, int], float]:
     """The median busbw of the rows of each (phase, class, load) and each (phase, class) (load
-    ANY_LOAD); NaN (no measure) left out, a group of NaN alone NaN. The rows sorted by one int64
-    key, each group's median of its run of them: pandas' group-by of three columns held ~1 GB
-    over the 8 M rows of 4,096 nodes at one size."""
-    out: dict[tuple[int, int, int], float] = {}
-    if not len(busbw):
+    ANY_LOAD); NaN (no measure) left out, a group of NaN alone NaN."""
+    return _Groups(when, klass, load, busbw).medians()
+
+
+class _Groups:
+    """Rows grouped by (phase, class, load): sorted once by one integer key, so that each group,
+    and each (phase, class), is a run of the sorted values. pandas' group-by of the three columns
+    held ~1 GB over the 8 M rows of 4,096 nodes at one size; this, a key, an order and the values."""
+
+    def __init__(self, when: np.ndarray, klass: np.ndarray, load: np.ndarray, values: np.ndarray):
+        cols = [np.asarray(c) for c in (when, klass, load)]
+        self.n = len(values)
+        self.lows = [int(c.min()) if self.n else 0 for c in cols]
+        self.spans = [int(c.max()) - low + 1 if self.n else 1 for c, low in zip(cols, self.lows, strict=True)]
+        wide = self.spans[0] * self.spans[1] * self.spans[2] > np.iinfo(np.int32).max
+        key = np.zeros(self.n, dtype=np.int64 if wide else np.int32)
+        for c, low, span in zip(cols, self.lows, self.spans, strict=True):
+            key *= span
+            key += c
+            key -= low
+        self.order = np.argsort(key)
+        self.keys = key[self.order]
+        del key
+        self.values = np.asarray(values, dtype=np.float64)[self.order]
+        cut = np.flatnonzero(self.keys[1:] != self.keys[:-1]) + 1
+        self.starts, self.ends = np.r_[0, cut], np.r_[cut, self.n]
+
+    def _median(self, lo: int, hi: int) -> float:
+        group = self.values[lo:hi]
+        group = group[~np.isnan(group)]
+        return float(np.median(group)) if len(group) else float("nan")
+
+    def medians(self) -> dict[tuple[int, int, int], float]:
+        out: dict[tuple[int, int, int], float] = {}
+        if not self.n:
+            return out
+        (w0, k0, n0), (_, classes, loads) = self.lows, self.spans
+        firsts = self.keys[self.starts].tolist()
+        for q, lo, hi in zip(firsts, self.starts.tolist(), self.ends.tolist(), strict=True):
+            w, k = divmod(q // loads, classes)
+            out[(w + w0, k + k0, q % loads + n0)] = self._median(lo, hi)
+        # a (phase, class) is the runs of its loads, one after the other in the key's order
+        pair = np.asarray(firsts) // loads
+        cut = np.flatnonzero(pair[1:] != pair[:-1]) + 1
+        for lo, hi in zip(np.r_[0, cut].tolist(), np.r_[cut, len(pair)].tolist(), strict=True):
+            w, k = divmod(int(pair[lo]), classes)
+            out[(w + w0, k + k0, ANY_LOAD)] = self._median(int(self.starts[lo]),
+                                                                                int(self.ends[hi - 1]))
         return out
-    cols = [np.asarray(c) for c in (when, klass, load)]
-    lows = [int(c.min()) for c in cols]
-    spans = [int(c.max()) - low + 1 for c, low in zip(cols, lows, strict=True)]
-    key = np.zeros(len(busbw), dtype=np.int64)
-    for c, low, span in zip(cols, lows, spans, strict=True):
-        key *= span
-        key += c
-        key -= low
-    values = np.asarray(busbw, dtype=np.float64)
-    for by_load in (True, False):
-        keys = key if by_load else key // spans[2]
-        order = np.argsort(keys, kind="stable")
-        ordered, sorted_values = keys[order], values[order]
-        del order
-        starts = np.r_[0, np.flatnonzero(np.diff(ordered)) + 1]
-        for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(ordered)], strict=True):
-            group = sorted_values[lo:hi]
-            group = group[~np.isnan(group)]
-            q = int(ordered[lo])
-            n = q % spans[2] + lows[2] if by_load else ANY_LOAD
-            q = q // spans[2] if by_load else q
-            w, k = q // spans[1] + lows[0], q % spans[1] + lows[1]
-            out[(w, k, n)] = float(np.median(group)) if len(group) else float("nan")
-    return out
+
+    def own(self) -> np.ndarray:
+        """Each row's group median (NaN for a group of NaN alone), in the rows' order."""
+        out = np.empty(self.n)
+        for lo, hi in zip(self.starts.tolist(), self.ends.tolist(), strict=True):
+            out[self.order[lo:hi]] = self._median(lo, hi)
+        return out
 
 
 @dataclass(frozen=True)
@@ -93,29 +119,21 @@ class RoundChances:
         load: np.ndarray,
         is_slow: Callable[[np.ndarray], np.ndarray],
     ) -> RoundChances:
-        idx = np.flatnonzero(usable)
-        span = np.where(when[idx] == BEFORE, np.int8(BEFORE), np.int8(RETESTS))  # 8 M rows at 4,096 nodes
-        medians = class_medians(span, klass[idx], load[idx], rows.busbw[idx])
-        refs = np.full(len(idx), np.nan)
-        if len(idx):
-            # (phase, class, load) as one int64 key (codes and loads from -1 up, two phases): the
-            # rows' triples sorted as a 2-D unique took ~1 GB over 8 M rows at 4,096 nodes
-            k, n = klass[idx].astype(np.int64) + 1, load[idx].astype(np.int64) + 1
-            classes, width = int(k.max()) + 1, int(n.max()) + 1
-            keys = ((span == BEFORE) * classes + k) * width + n
-            uniq, inverse = np.unique(keys, return_inverse=True)
-            triples = [(BEFORE if q // width >= classes else RETESTS, q // width % classes - 1, q % width - 1)
-                       for q in uniq.tolist()]
-            per_key = [
-                next((medians[key] for key in ((w, c, m), (w, c, ANY_LOAD)) if key in medians), np.nan)
-                for w, c, m in triples
-            ]
-            refs = np.asarray(per_key, dtype=float)[inverse.reshape(-1)]
+        # each row's reference: the median of its (span, class, load), which its own rows make;
+        # a mask, not positions, and the ratios in place: 8 M rows of 8 bytes at 4,096 nodes
+        span = np.where(when[usable] == BEFORE, np.int8(BEFORE), np.int8(RETESTS))
+        refs = _Groups(span, klass[usable], load[usable], rows.busbw[usable]).own()
+        del span
         fine = np.isfinite(refs) & (refs > 0)
-        idx, refs = idx[fine], refs[fine]
+        ratios = rows.busbw[usable]
+        ratios /= refs
+        del refs
+        ratios = ratios[fine]
+        blocks = range(0, len(ratios), SLOW_BLOCK)
+        slow = np.concatenate([is_slow(ratios[lo:lo + SLOW_BLOCK]) for lo in blocks] or [np.zeros(0, bool)])
         disturbed = frozenset(int(rows.round[i]) for i, failure in rows.failed.items() if failure.ran)
-        return cls(rows.round[idx], is_slow(rows.busbw[idx] / refs), rows.a[idx], rows.b[idx],
-                   rows.names, disturbed)
+        return cls(rows.round[usable][fine], slow, rows.a[usable][fine], rows.b[usable][fine], rows.names,
+                   disturbed)
 
     def of_host(self, host: str) -> Mapping[int, float]:
         """Each round's chance for ``host``, from the rows of that round without it (its own slow
@@ -139,6 +157,8 @@ class RoundChances:
         return out
 
 
+SLOW_BLOCK = 1 << 20
+"""Ratios ``RoundChances.of`` asks ``is_slow`` about at a time (its logs are temporaries)."""
 PRIOR_CONTROLS = 2.0
 """The weight, in rows, of every round's rate in one round's chance (``RoundChances.of_host``)."""
 ANY_ROUND = -(1 << 40)
