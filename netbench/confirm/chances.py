@@ -6,6 +6,7 @@ phase, hop class and load (``class_medians``)."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,33 +25,40 @@ ANY_LOAD = -1
 
 
 def class_medians(
-    when: np.ndarray, klass: np.ndarray, load: np.ndarray, busbw: np.ndarray
+    when: np.ndarray, klass: np.ndarray, load: np.ndarray, busbw: np.ndarray, rows: np.ndarray | None = None
 ) -> dict[tuple[int, int, int], float]:
-    """The median busbw of the rows of each (phase, class, load) and each (phase, class) (load
-    ANY_LOAD); NaN (no measure) left out, a group of NaN alone NaN."""
-    return _Groups(when, klass, load, busbw).medians()
+    """The median busbw of the rows (``rows``: a mask of them; all by default) of each (phase,
+    class, load) and each (phase, class) (load ANY_LOAD); NaN (no measure) left out, a group of
+    NaN alone NaN."""
+    return _Groups((when, klass, load), busbw, rows).medians()
 
 
 class _Groups:
     """Rows grouped by (phase, class, load): sorted once by one integer key, so that each group,
     and each (phase, class), is a run of the sorted values. pandas' group-by of the three columns
-    held ~1 GB over the 8 M rows of 4,096 nodes at one size; this, a key, an order and the values."""
+    held ~1 GB over the 8 M rows of 4,096 nodes at one size; this, a key made a column at a time
+    (``rows``: the mask of the rows, taken from each column as it is added), an order and the values."""
 
-    def __init__(self, when: np.ndarray, klass: np.ndarray, load: np.ndarray, values: np.ndarray):
-        cols = [np.asarray(c) for c in (when, klass, load)]
-        self.n = len(values)
-        self.lows = [int(c.min()) if self.n else 0 for c in cols]
-        self.spans = [int(c.max()) - low + 1 if self.n else 1 for c, low in zip(cols, self.lows, strict=True)]
-        wide = self.spans[0] * self.spans[1] * self.spans[2] > np.iinfo(np.int32).max
-        key = np.zeros(self.n, dtype=np.int64 if wide else np.int32)
-        for c, low, span in zip(cols, self.lows, self.spans, strict=True):
+    def __init__(self, cols: tuple[np.ndarray, ...], values: np.ndarray, rows: np.ndarray | None = None):
+        def picked(c: np.ndarray) -> np.ndarray:
+            return np.asarray(c) if rows is None else np.asarray(c)[rows]
+
+        self.n = len(values) if rows is None else int(np.count_nonzero(rows))
+        self.lows, self.spans = [], []
+        for col in cols:  # the key's digits first, so that it is made in the type that holds it
+            c = picked(col)
+            self.lows.append(int(c.min()) if self.n else 0)
+            self.spans.append(int(c.max()) - self.lows[-1] + 1 if self.n else 1)
+        narrow = math.prod(self.spans) <= np.iinfo(np.int32).max  # the sort's order: half the bytes
+        key = np.zeros(self.n, dtype=np.int32 if narrow else np.int64)
+        for col, low, span in zip(cols, self.lows, self.spans, strict=True):
             key *= span
-            key += c
+            key += picked(col)
             key -= low
         self.order = np.argsort(key)
         self.keys = key[self.order]
         del key
-        self.values = np.asarray(values, dtype=np.float64)[self.order]
+        self.values = picked(np.asarray(values, dtype=np.float64))[self.order]
         cut = np.flatnonzero(self.keys[1:] != self.keys[:-1]) + 1
         self.starts, self.ends = np.r_[0, cut], np.r_[cut, self.n]
 
@@ -121,8 +129,8 @@ class RoundChances:
     ) -> RoundChances:
         # each row's reference: the median of its (span, class, load), which its own rows make;
         # a mask, not positions, and the ratios in place: 8 M rows of 8 bytes at 4,096 nodes
-        span = np.where(when[usable] == BEFORE, np.int8(BEFORE), np.int8(RETESTS))
-        refs = _Groups(span, klass[usable], load[usable], rows.busbw[usable]).own()
+        span = np.where(when == BEFORE, np.int8(BEFORE), np.int8(RETESTS))
+        refs = _Groups((span, klass, load), rows.busbw, usable).own()
         del span
         fine = np.isfinite(refs) & (refs > 0)
         ratios = rows.busbw[usable]

@@ -205,7 +205,7 @@ class RetestFrame:
         control = at_top & ~bad_code[rows.a] & ~bad_code[rows.b] & ~is_link
         # refs' phase: its own, or before (of the rounds' type: at 4,096 nodes int64 took 200 MB a column)
         when = np.where(esc, rnd, np.where(rnd < rounds.start, rnd.dtype.type(BEFORE), rnd.dtype.type(AFTER)))
-        medians = class_medians(when[control], klass[control], load[control], rows.busbw[control])
+        medians = class_medians(when, klass, load, rows.busbw, control)
         return cls(rows, esc, at_top, load, klass, class_names, bad, one_bad, is_link, when, medians)
 
     def ref(self, i: int) -> float | None:
