@@ -480,11 +480,11 @@ class GrowingRows:
     results.jsonl from where the last read ended. The first read may be the analysis' own
     (``take``).
 
-    What was read is held as the first read and the parts added since, and joined once after each
-    addition, the previous join let go first: at 4,096 nodes the first read is 25 M rows (760 MB),
-    the analysis' own, and a re-test launch adds a few thousand, so one join is held beside it,
-    not a join per part nor two at once (a part joined at a time held 73 B a row, and each join
-    beside the one before: 5.8 GB with the analysis, issue 48)."""
+    What was read is held as the first read and the parts added since (``pieces``), joined only
+    when the whole is asked for, once after each addition, the previous join let go first: at
+    4,096 nodes the first read is 25 M rows (760 MB), the analysis' own, and a re-test launch adds
+    a few thousand (each part appended to the whole as it was read held 73 B a row, and each
+    concatenation beside the one before: 5.8 GB with the analysis, issue 48)."""
 
     def __init__(self, rundir: RunDir):
         self.rundir = rundir
