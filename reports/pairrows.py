@@ -172,27 +172,47 @@ class PairRows:
     def __len__(self) -> int:
         return len(self.a)
 
-    def extend(self, more: PairRows) -> None:
-        """Append ``more``'s rows (its hosts renumbered into these names)."""
-        if not len(more):
-            return
-        code = {h: i for i, h in enumerate(self.names)}
-        lut = np.array([code.setdefault(h, len(code)) for h in more.names], dtype=np.int64)
-        self.names = list(code)
-        self.failed |= {len(self) + i: failure for i, failure in more.failed.items()}
-        self.a = np.concatenate([self.a, lut[more.a]])
-        self.b = np.concatenate([self.b, lut[more.b]])
+    @classmethod
+    def joined(cls, parts: Sequence[PairRows]) -> PairRows:
+        """The rows of ``parts`` one after the other, hosts and codes renumbered as met (the first
+        part's numbering kept); a part alone is returned itself. Each column is one array of the
+        type its parts have (int32 codes, int8 classes: the reader's), wider only where the names
+        no longer fit it: at 4,096 nodes the rows are 25 M, and int64 throughout took 73 B a row."""
+        parts = [p for p in parts if len(p)]
+        if len(parts) <= 1:
+            return parts[0] if parts else cls.empty()
+        hosts: dict[str, int] = {}
+        a, b, failed, at = [], [], {}, 0
+        for p in parts:
+            lut = _renumber(hosts, p.names)
+            a.append(p.a if lut is None else lut[p.a])
+            b.append(p.b if lut is None else lut[p.b])
+            failed |= {at + i: failure for i, failure in p.failed.items()}
+            at += len(p)
+        out: dict[str, Any] = {"names": list(hosts), "failed": failed, "plain": sum(p.plain for p in parts)}
+        out |= {"a": _joined(a, parts, "a", len(hosts)), "b": _joined(b, parts, "b", len(hosts))}
         for codes, names in (("hop", "classes"), ("engine", "engines"), ("collective", "collectives")):
-            mine, theirs = getattr(self, codes), getattr(more, codes)
-            known = {c: i for i, c in enumerate(getattr(self, names))}
-            lut = np.array([known.setdefault(c, len(known)) for c in getattr(more, names)] or [0],
-                           dtype=np.int64)
-            setattr(self, names, list(known))
-            setattr(self, codes, np.concatenate([mine, np.where(theirs >= 0, lut[np.maximum(theirs, 0)],
-                                                                NOT_RECORDED)]))
+            known: dict[str, int] = {}
+            coded = []
+            for p in parts:
+                lut, theirs = _renumber(known, getattr(p, names)), getattr(p, codes)
+                coded.append(theirs if lut is None else np.where(theirs >= 0, lut[np.maximum(theirs, 0)],
+                                                                 NOT_RECORDED))
+            out[names] = list(known)
+            out[codes] = _joined(coded, parts, codes, len(known))
         for name in ("round", "nbytes", "busbw", "ok", "load"):
-            setattr(self, name, np.concatenate([getattr(self, name), getattr(more, name)]))
-        self.plain += more.plain
+            out[name] = _joined([getattr(p, name) for p in parts], parts, name, 0)
+        return cls(**out)
+
+    def subset(self, keep: np.ndarray) -> PairRows:
+        """The rows ``keep`` (a mask) in order, named and coded as here (``plain``: 0, not counted)."""
+        at = np.flatnonzero(keep)
+        failed = np.array(sorted(self.failed), dtype=np.int64)
+        kept = failed[np.isin(failed, at)]
+        columns = ("a", "b", "round", "nbytes", "busbw", "ok", "load", "hop", "engine", "collective")
+        moved = zip(np.searchsorted(at, kept).tolist(), kept.tolist(), strict=True)
+        return replace(self, **{c: getattr(self, c)[at] for c in columns}, plain=0,
+                       failed={new: self.failed[old] for new, old in moved})
 
     def facts(
         self, switches: Mapping[str, str], usable: np.ndarray
@@ -324,6 +344,22 @@ def codes_of(column: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, list[str]
     return np.where(codes >= 0, codes, NOT_RECORDED), [str(c) for c in cat.cat.categories]
 
 
+def _renumber(known: dict[str, int], names: Sequence[str]) -> np.ndarray | None:
+    """The codes of ``names`` in ``known`` (added as met) as a lookup table; None where each keeps
+    its own (no copy of a part's codes to make)."""
+    lut = [known.setdefault(name, len(known)) for name in names]
+    return None if lut == list(range(len(lut))) else np.array(lut or [0], dtype=np.int64)
+
+
+def _joined(arrays: list[np.ndarray], parts: Sequence[PairRows], name: str, codes: int) -> np.ndarray:
+    """``arrays`` (each part's column ``name``) as one, of the type the parts' columns have, wider
+    where it does not hold ``codes`` values."""
+    dtype = np.result_type(*(getattr(p, name).dtype for p in parts))
+    if dtype.kind == "i" and codes > np.iinfo(dtype).max:
+        dtype = np.dtype(np.int64)
+    return np.concatenate(arrays, dtype=dtype, casting="unsafe")  # each value fits ``dtype``: checked above
+
+
 def pair_facts(
     names: Sequence[str],
     a: np.ndarray,
@@ -389,6 +425,10 @@ def _why(status: Any, error: Any) -> str:
     return f"{status}: {error}" if isinstance(error, str) and error else str(status)
 
 
+MET_BLOCK = 1 << 20
+"""Rows ``MetPairs.add_rows`` takes at a time."""
+
+
 class MetPairs:
     """Pairs of hosts measured together, over a fixed list of hosts (a pair naming another host is
     not kept, and is never met): a symmetric boolean matrix."""
@@ -408,11 +448,13 @@ class MetPairs:
     def add_rows(self, rows: PairRows, keep: np.ndarray | None = None) -> None:
         """The pairs of ``rows`` (``keep``: a mask of them)."""
         lut = np.array([self.pos.get(h, -1) for h in rows.names] or [-1], dtype=np.int64)
-        a, b = (rows.a, rows.b) if keep is None else (rows.a[keep], rows.b[keep])
-        a, b = lut[a], lut[b]
-        known = (a >= 0) & (b >= 0)
-        self.met[a[known], b[known]] = True
-        self.met[b[known], a[known]] = True
+        for lo in range(0, len(rows), MET_BLOCK):  # a block at a time: 25 M rows' int64 codes are 400 MB
+            at = slice(lo, lo + MET_BLOCK)
+            a, b = (rows.a[at], rows.b[at]) if keep is None else (rows.a[at][keep[at]], rows.b[at][keep[at]])
+            a, b = lut[a], lut[b]
+            known = (a >= 0) & (b >= 0)
+            self.met[a[known], b[known]] = True
+            self.met[b[known], a[known]] = True
 
     def copy(self) -> MetPairs:
         out = MetPairs([])
@@ -431,52 +473,98 @@ class MetPairs:
 
 class GrowingRows:
     """A run's pair rows as they grow (``PairRows``): each call reads only what was written since
-    the last and returns all of them (the same table, grown; not to be changed by the caller). The
-    re-test loop reads the run after each launch. results.parquet's parts are whole once named, so
-    each is read once, column by column (``reports.rowtable``; a part it cannot vouch for, and the
-    tail of the part being filled, line by line); an older run's results.jsonl from where the last
-    read ended."""
+    the last and returns all of them (the same table while nothing was added; not to be changed by
+    the caller). The re-test loop reads the run after each launch. results.parquet's parts are
+    whole once named, so each is read once, column by column (``reports.rowtable``; a part it
+    cannot vouch for, and the tail of the part being filled, line by line); an older run's
+    results.jsonl from where the last read ended. The first read may be the analysis' own
+    (``take``).
+
+    What was read is held as the first read and the parts added since (``pieces``), joined only
+    when the whole is asked for, once after each addition, the previous join let go first: at
+    4,096 nodes the first read is 25 M rows (760 MB), the analysis' own, and a re-test launch adds
+    a few thousand (each part appended to the whole as it was read held 73 B a row, and each
+    concatenation beside the one before: 5.8 GB with the analysis, issue 48)."""
 
     def __init__(self, rundir: RunDir):
         self.rundir = rundir
-        self.rows = PairRows.empty()
+        self.first = PairRows.empty()
+        self.added: list[PairRows] = []
+        self.rows = self.first  # the first read and ``added`` joined (``PairRows.joined``), once asked for
         self.read: set[str] = set()  # the parts (and tails of finished parts) read into ``rows``
         self.end = 0
         self.lines = 0
 
     def __call__(self) -> PairRows:
+        pieces = self.pieces()
+        if len(pieces) > 1 + len(self.added):  # the tail being filled: read again each time, never kept
+            return PairRows.joined([self._joined(), pieces[-1]])
+        return self._joined()
+
+    def pieces(self) -> list[PairRows]:
+        """What was written until now as read, without joining it: the first read, each part read
+        since, and the tail of the part being filled (read again each time). What weighs a few
+        of the rows takes them from each (``PairRows.subset``) instead of from the join, which at
+        4,096 nodes is 760 MB."""
         files = self.rundir.row_files()
         if files == [self.rundir.results_path]:
-            return self._jsonl()
+            self._jsonl()
+            return [self.first, *self.added]
         last = files[-1].suffix != ".parquet" if files else False  # the tail being filled
         for path in files[:-1] if last else files:
             if path.name not in self.read:
-                self.rows.extend(_pair_rows(path))
+                self._add(_pair_rows(path))
                 self.read.add(path.name)
-        if not last:
-            return self.rows
-        grown = PairRows.empty()
-        grown.extend(self.rows)
-        grown.extend(_pair_rows(files[-1]))
-        return grown
+        return [self.first, *self.added, *([_pair_rows(files[-1])] if last else [])]
 
-    def _jsonl(self) -> PairRows:
+    def _add(self, new: PairRows) -> None:
+        if len(new):
+            self.added.append(new)
+            self.rows = self.first  # the previous join let go before the next is made
+
+    def _joined(self) -> PairRows:
+        if self.added and self.rows is self.first:
+            self.rows = PairRows.joined([self.first, *self.added])
+        return self.rows
+
+    def _jsonl(self) -> None:
         if not self.lines and self.rundir.results_path.is_file() and self._columns():
-            return self.rows
+            return
         from netbench.common.jsonread import read_jsonl
         from netbench.common.rows import row_problem
 
         got = read_jsonl(self.rundir.results_path, row_problem, self.end, self.lines)
-        self.rows.extend(PairRows.from_records(got.records))
+        self._add(PairRows.from_records(got.records))
         self.end, self.lines = got.end, got.lines
-        return self.rows
 
-    def start_from(self, rows: PairRows, lines: int, size: int) -> None:
-        """Take ``rows``, the pair rows of an older run's results.jsonl's first ``size`` bytes
-        (``lines`` rows) as the analysis read them already (at 4,096 nodes each read of the file is
-        a minute), as the first read; later calls read what was appended after them."""
-        self.rows = replace(rows, failed=dict(rows.failed))  # grown here, never the analysis' own
-        self.end, self.lines = size, lines
+    def files_now(self) -> list[tuple[str, int]]:
+        """The row files and their sizes now: ``take`` compares them after the analysis read them."""
+        out = []
+        for path in self.rundir.row_files():
+            try:
+                out.append((path.name, path.stat().st_size))
+            except OSError:
+                out.append((path.name, -1))
+        return out
+
+    def take(self, rows: PairRows, lines: int, before: list[tuple[str, int]]) -> None:
+        """Take ``rows``, the pair rows the analysis read (``lines`` rows in all) of the row files
+        that were ``before`` (``files_now`` before it read them), as the first read, where they are
+        still so: at 4,096 nodes a read of them is a minute, and a copy 760 MB. Not where the tail
+        of a part being filled was among them (it is read again each time) or before anything was
+        read; later calls read what was added after them."""
+        if not before or self.read or self.lines or before != self.files_now():
+            return
+        names = [name for name, _ in before]
+        jsonl = names == [self.rundir.results_path.name]
+        if not jsonl and not all(name.endswith(".parquet") for name in names):
+            return
+        self.first = self.rows = replace(rows, failed=dict(rows.failed))  # never the analysis' own dict
+        self.added = []
+        if jsonl:
+            self.end, self.lines = before[0][1], lines
+        else:
+            self.read = set(names)
 
     def _columns(self) -> bool:
         from netbench.reports.rowtable import read_files_builder
@@ -487,7 +575,7 @@ class GrowingRows:
         if got is None or path.stat().st_size != size:
             return False
         rest, built = got
-        self.rows = built.finish()
+        self.first = self.rows = built.finish()
         self.end, self.lines = size, len(rest) + built.plain
         return True
 

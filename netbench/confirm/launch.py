@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from netbench.confirm.budget import Budget, Measure, PhaseGate
 from netbench.confirm.candidates import Suspects, pairs_in
 from netbench.confirm.judging import LINK_RUNS, judge
@@ -25,7 +27,7 @@ from netbench.confirm.schedule import (
     shift_phases,
 )
 from netbench.reports.analyses import Retest, RetestEvidence
-from netbench.reports.pairrows import MetPairs, PairRows
+from netbench.reports.pairrows import GrowingRows, MetPairs, PairRows
 
 if TYPE_CHECKING:
     from netbench.common.findings import Finding
@@ -147,7 +149,7 @@ def retest_suspects(setup: RetestSetup, measure: Measure) -> Retested:
         for key, rt in new.items():  # a later launch's "not run" never undoes an earlier verdict
             if rt.verdict != "not_run" or out.retests.get(key, rt).verdict == "not_run":
                 out.retests[key] = rt
-        tested.add(pairs_in(setup.read_rows(), info["rounds"]))
+        tested.add(_launch_pairs(setup, info["rounds"]))
         first_round = info["rounds"][1] + 1
         if info["skipped"]:
             out.untested_reason = f"not re-tested: {setup.words.budget} ran out"
@@ -301,7 +303,7 @@ def _verdicts(
     m = ctx.pair_model
     sigma = m.sigma if m is not None else 0.0
     n_tests = max(ctx.analyses.nodes.tests, len(setup.live))  # the analysis' family of node tests
-    rows, thresholds = setup.read_rows(), ctx.policy.thresholds
+    rows, thresholds = _judged_rows(setup, rounds), ctx.policy.thresholds
     verdicts = ctx.analyses.nodes
     found_slow = {v.host for v in verdicts.slow}
     below = [set(sv.below) for sv in verdicts.switches]
@@ -326,6 +328,43 @@ def _verdicts(
             rt = replace(rt, reason="not re-run: the budget ended the re-test first")
         retests[rt.subject] = rt
     return retests
+
+
+def _pieces(setup: RetestSetup) -> list[PairRows]:
+    """The run's pair rows as read, unjoined where the reader keeps them so (``GrowingRows.pieces``)."""
+    read = setup.read_rows
+    return read.pieces() if isinstance(read, GrowingRows) else [read()]
+
+
+def _rows_where(setup: RetestSetup, keep: Callable[[PairRows], np.ndarray]) -> PairRows:
+    """The rows ``keep`` picks of each piece of the run's rows, joined: a few of 25 M at 4,096 nodes."""
+    return PairRows.joined([p.subset(keep(p)) for p in _pieces(setup)])
+
+
+def _in(rows: PairRows, start: int, stop: int) -> np.ndarray:
+    return (rows.round >= start) & (rows.round < stop)
+
+
+def _launch_pairs(setup: RetestSetup, rounds: list[int]) -> set[Pair]:
+    """The pairs a launch measured (its first and last round, ``rounds``)."""
+    return pairs_in(_rows_where(setup, lambda p: _in(p, rounds[0], rounds[1] + 1)), rounds)
+
+
+def _judged_rows(setup: RetestSetup, rounds: range) -> PairRows:
+    """The rows ``judge`` weighs for the launch's ``rounds``: those at the re-test's largest size
+    (every reference, draw and round's chance is of that size) and the failed ones (the rounds a
+    host was lost in), where every row carries its load; else all of them (a load worked out
+    counts the pairs of a round at every size). At 4,096 nodes, a third of the 25 M rows, and no
+    join of them all."""
+    pieces = _pieces(setup)
+    if not all((p.load >= 0).all() for p in pieces):
+        return PairRows.joined(pieces)
+    esc = [p.ok & (p.busbw > 0) & _in(p, rounds.start, rounds.stop) for p in pieces]
+    tops = [p.nbytes[e].max() for p, e in zip(pieces, esc, strict=True) if e.any()]
+    if not tops:
+        return PairRows.empty()
+    top = max(tops)
+    return _rows_where(setup, lambda p: (p.nbytes == top) | ~p.ok)
 
 
 def _say(echo: Callable[[str], None], retests: dict[str, Retest]) -> None:

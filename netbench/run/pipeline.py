@@ -330,11 +330,10 @@ def confirm(
 
     rundir = launch.rundir
     launch.echo(f"# re-tests within {budget_s:g} s (--confirm-budget)")
-    size = rundir.results_path.stat().st_size if rundir.results_path.is_file() else -1
+    files = read_rows.files_now()
     ctx = load_context(rundir.path, policy=policy)  # before the budget: all of it is for measuring
     findings = run_rules(ctx)
-    if size >= 0 and rundir.results_path.stat().st_size == size:  # the rows the analysis read: not again
-        read_rows.start_from(ctx.pairs, ctx.row_count, size)
+    read_rows.take(ctx.pairs, ctx.row_count, files)  # the rows the analysis read: not again
     budget = Budget(budget_s, reserve_s=0.0, clock=launch.clock)
     rows = read_rows()
     rounds = rows.round[rows.round != NO_ROUND]
