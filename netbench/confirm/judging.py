@@ -181,6 +181,11 @@ class RetestFrame:
     """Each row's phase as a reference: its own round in the re-test, else ``BEFORE`` or ``AFTER``."""
     medians: dict[tuple[int, int, int], float]
     """The controls' median busbw per (phase, class, load) and (phase, class, ``ANY_LOAD``)."""
+    paths: dict[tuple[int, int, int], float]
+    """The re-test's controls' median busbw per (round, leaf, leaf): what a re-run link's own path
+    carried in its round (``schedule._control`` puts two good nodes on its leaves beside it)."""
+    leaf: np.ndarray
+    """Each host's leaf as a code (``-1``: not placed), by the rows' host codes."""
 
     @classmethod
     def of(
@@ -215,12 +220,31 @@ class RetestFrame:
         # refs' phase: its own, or before (of the rounds' type: at 4,096 nodes int64 took 200 MB a column)
         when = np.where(esc, rnd, np.where(rnd < rounds.start, rnd.dtype.type(BEFORE), rnd.dtype.type(AFTER)))
         medians = class_medians(when, klass, load, rows.busbw, control)
-        return cls(rows, esc, at_top, load, klass, class_names, bad, one_bad, is_link, when, medians)
+        codes: dict[str, int] = {}
+        leaf = np.array([codes.setdefault(switches[h], len(codes)) if h in switches else -1
+                         for h in rows.names], dtype=np.int64)
+        paths = _path_medians(rows, control & esc, leaf)
+        return cls(rows, esc, at_top, load, klass, class_names, bad, one_bad, is_link, when, medians, paths,
+                   leaf)
 
     def ref(self, i: int) -> float | None:
-        """Row ``i``'s reference: the median of the controls of its phase, class and load, else of its
-        phase and class, else of the earlier pairs of that class and load, else of that class."""
+        """Row ``i``'s reference: for a re-run link, the controls on its own two leaves in its round
+        (the same uplinks under the same round's load), where the re-test placed any; else the median
+        of the controls of its phase, class and load, else of its phase and class, else of the earlier
+        pairs of that class and load, else of that class.
+
+        Why a link's own path first: "same class and load" (the most pairs of the round through one
+        uplink of its path) does not make two paths alike. On 1,024-node 3-tier 2:1 fabrics the
+        near-slow candidates of one leaf, re-run together beside their controls, ran at 0.71-0.73x of
+        the round's other core pairs of the same load, in both re-runs, and 1-12 healthy links a fabric
+        were confirmed (33 of 48 fabrics, t3/t4/congestion); the pairs beside them on the same leaves
+        ran as slow."""
         k, n, r = int(self.klass[i]), int(self.load[i]), int(self.rows.round[i])
+        if self.is_link[i] and self.esc[i]:
+            la, lb = int(self.leaf[self.rows.a[i]]), int(self.leaf[self.rows.b[i]])
+            own = self.paths.get((r, min(la, lb), max(la, lb)))
+            if own is not None:
+                return own
         for key in ((r, k, n), (r, k, ANY_LOAD), (BEFORE, k, n), (BEFORE, k, ANY_LOAD)):
             if key in self.medians:
                 return self.medians[key]
@@ -464,6 +488,19 @@ def _past_floor(own: tuple[float, float, float], known: tuple[float, float] | No
     None: the re-test's alone)."""
     pooled = pooled_interval(known, own[1:])
     return pooled is not None and pooled[1] <= floor
+
+
+def _path_medians(rows: PairRows, control: np.ndarray, leaf: np.ndarray) -> dict[tuple[int, int, int], float]:
+    """The median busbw of the ``control`` rows per (round, leaf, leaf) of placed hosts across leaves
+    (a path through uplinks; pairs within one leaf are the leftover controls, of no link's path)."""
+    idx = np.flatnonzero(control)
+    la, lb = leaf[rows.a[idx]], leaf[rows.b[idx]]
+    keep = (la >= 0) & (lb >= 0) & (la != lb)
+    idx, la, lb = idx[keep], la[keep], lb[keep]
+    groups: dict[tuple[int, int, int], list[float]] = defaultdict(list)
+    for i, x, y in zip(idx.tolist(), np.minimum(la, lb).tolist(), np.maximum(la, lb).tolist(), strict=True):
+        groups[(int(rows.round[i]), x, y)].append(float(rows.busbw[i]))
+    return {key: statistics.median(v) for key, v in groups.items()}
 
 
 def _rows_of(rows: PairRows, pairs: set[frozenset]) -> np.ndarray:
