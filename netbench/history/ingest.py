@@ -16,6 +16,7 @@ history is only as good as what went in.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: env.json keys that say nothing about what a host was measured with
 _NOT_ENV = {"schema", "simulated", "hostname", "netbench"}
 #: NodeInventory fields whose change can explain a slowdown
+ROWS = 512  # rows of the pair matrix taken at a time for the partner levels
 _INV_FIELDS = ("driver_version", "ofed_version", "kernel", "os", "nccl_version_torch", "cuda_version")
 
 
@@ -137,7 +139,8 @@ def _stamped(table: pa.Table, run_id: str, started: str) -> pa.Table:
 
 def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) -> tuple[pa.Table, ...]:
     empty_nodes = pa.table({"host": pa.array([], pa.string()), "switch": pa.array([], pa.string()),
-                            "effect": pa.array([], pa.float32()), "judged": pa.array([], pa.bool_()),
+                            "effect": pa.array([], pa.float32()), "level": pa.array([], pa.float32()),
+                            "judged": pa.array([], pa.bool_()),
                             "partners": pa.array([], pa.int32())})
     empty_links = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.string()),
                             "hop_class": pa.array([], pa.string()), "bytes": pa.array([], pa.int64()),
@@ -150,6 +153,7 @@ def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) ->
     nodes = pa.table({
         "host": hosts, "switch": [switches.get(h, "") for h in hosts],
         "effect": pa.array(np.where(model.judged, model.node_effect, np.nan), pa.float32()),
+        "level": pa.array(np.where(model.judged, partner_level(model), np.nan), pa.float32()),
         "judged": pa.array(model.judged), "partners": pa.array(model.partners.astype(np.int32)),
     })
     ia, ib = np.nonzero(np.triu(np.isfinite(model.y), 1))
@@ -172,6 +176,37 @@ def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) ->
         "resid": pa.array(np.concatenate(cols["resid"]) if ia.size else [], pa.float32()),
     })
     return nodes, links, _switch_table(model, switches, ia, ib, names)
+
+
+def partner_level(model: Any) -> np.ndarray:
+    """Each node's median over its measured pairs of (log busbw - its pair's hop class median): what
+    its pairs got against the fleet's, the figure its history is searched on. The model's node effect
+    subtracts each partner's own effect, which assumes the two ends add up; a pair is bounded by its
+    slower end, so where half a leaf slowed at once (a rollout) the leaf's pairs fit no sum and its
+    healthy nodes' leaf effects jumped 4-7% for a night while slowed ones read healthy (2 of 20
+    simulated histories, benchmarks/README.md "Fleet history"). A partner median moves only with the
+    node's own pairs: a slow node's all, a healthy node's few with slow partners."""
+    n = len(model.hosts)
+    out = np.full(n, np.nan)
+    level = np.array([*_class_medians(model), np.nan], dtype=np.float32)  # cls -1 (not measured): NaN
+    for lo in range(0, n, ROWS):  # a block of rows at a time: at 4,096 hosts the matrix is 128 MB
+        y, cls = model.y[lo:lo + ROWS].astype(np.float32), model.cls[lo:lo + ROWS]
+        dev = np.where(np.isfinite(y), y - level[cls], np.nan)
+        np.fill_diagonal(dev[:, lo:], np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a node without pairs: NaN
+            out[lo:lo + ROWS] = np.nanmedian(dev, axis=1)
+    return out
+
+
+def _class_medians(model: Any) -> list[float]:
+    """Each hop class's median log busbw over its measured pairs (each pair once)."""
+    upper = np.triu(np.isfinite(model.y), 1)
+    out = []
+    for k in range(len(model.classes)):
+        v = model.y[upper & (model.cls == k)]
+        out.append(float(np.median(v)) if v.size else np.nan)
+    return out
 
 
 def _switch_table(model: Any, switches: dict[str, str], ia: np.ndarray, ib: np.ndarray,

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from netbench.common.errors import NetbenchError
 from netbench.history.changes import WINDOW, Change, EnvChange, Shift, find_shifts
 from netbench.history.store import HistoryStore
 
@@ -31,7 +32,7 @@ _STAYED_SHARE = 0.1  # of those that did not, at most this share lost
 
 #: per kind: the table, its entity's columns, the figure searched
 SERIES = {
-    "node": ("nodes", ("host",), "effect"),
+    "node": ("nodes", ("host",), "level"),  # a store written before it had only "effect": that one read
     "link": ("links", ("a", "b"), "resid"),
     "switch": ("switches", ("switch",), "effect"),
     "fleet": ("fleet", ("collective", "pattern", "bytes"), "busbw_GBps"),
@@ -53,8 +54,14 @@ def series(store: HistoryStore, kind: str, where: ds.Expression | None = None) -
     ids = runs.column("run_id").to_pylist() if runs.num_rows else []
     started = runs.column("started").to_pylist() if runs.num_rows else []
     name, keys, value = SERIES[kind]
-    table = store.table(name, columns=["run_id", *keys, value, *(["bytes"] if kind == "link" else [])],
-                        where=where)
+    try:
+        table = store.table(name, columns=["run_id", *keys, value, *(["bytes"] if kind == "link" else [])],
+                            where=where)
+    except NetbenchError:
+        if kind != "node":
+            raise
+        value = "effect"  # a store made before the partner levels (history.ingest.partner_level)
+        table = store.table(name, columns=["run_id", *keys, value], where=where)
     if not table.num_rows:
         return Series(kind, [], ids, started, np.zeros((0, len(ids))))
     # columns, never a Python object a row: a 90-night history of 256 nodes is 2.9 M link rows
