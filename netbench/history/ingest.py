@@ -185,23 +185,25 @@ def partner_level(model: Any) -> np.ndarray:
     slower end, so where half a leaf slowed at once (a rollout) the leaf's pairs fit no sum and its
     healthy nodes' leaf effects jumped 4-7% for a night while slowed ones read healthy (2 of 20
     simulated histories, benchmarks/README.md "Fleet history"). A partner median moves only with the
-    node's own pairs: a slow node's all, a healthy node's few with slow partners."""
+    node's own pairs: a slow node's all, a healthy node's few with slow partners. Only the pairs
+    the model fitted count (a residual): those through a slow uplink are the switch's
+    (``reports.analyses``' refit leaves them out), its leaf's nodes did not change."""
     n = len(model.hosts)
     out = np.full(n, np.nan)
     level = np.array([*_class_medians(model), np.nan], dtype=np.float32)  # cls -1 (not measured): NaN
     for lo in range(0, n, ROWS):  # a block of rows at a time: at 4,096 hosts the matrix is 128 MB
         y, cls = model.y[lo:lo + ROWS].astype(np.float32), model.cls[lo:lo + ROWS]
-        dev = np.where(np.isfinite(y), y - level[cls], np.nan)
+        dev = np.where(np.isfinite(model.resid[lo:lo + ROWS]), y - level[cls], np.nan)
         np.fill_diagonal(dev[:, lo:], np.nan)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a node without pairs: NaN
             out[lo:lo + ROWS] = np.nanmedian(dev, axis=1)
-    return out
+    return out  # the history refers it to the run's middle node (``history.query.series``)
 
 
 def _class_medians(model: Any) -> list[float]:
-    """Each hop class's median log busbw over its measured pairs (each pair once)."""
-    upper = np.triu(np.isfinite(model.y), 1)
+    """Each hop class's median log busbw over its fitted pairs (each pair once)."""
+    upper = np.triu(np.isfinite(model.resid), 1)
     out = []
     for k in range(len(model.classes)):
         v = model.y[upper & (model.cls == k)]
