@@ -243,4 +243,16 @@ def _shape(series: np.ndarray, s: int) -> tuple[str, int]:
     line = np.sum((y[ok] - (slope * idx[ok] + icpt)) ** 2)
     if line >= _DRIFT_FIT * step:
         return "step", s
-    return "drift", lo  # the window it was seen in starts no later than it did
+    return "drift", _drift_start(idx[ok], y[ok], lo, s)
+
+
+def _drift_start(idx: np.ndarray, y: np.ndarray, lo: int, s: int) -> int:
+    """Where a drift seen in the window from ``lo`` began: the knee of a level then a line (the best
+    fit of ``y = c + b * max(0, run - k + 1)`` over ``k`` from ``lo`` to ``s``). The window's start
+    alone dated an optic degrading from night 10 at night 7, once a node's figure showed it whole."""
+    def misfit(k: int) -> float:
+        a = np.column_stack([np.ones(idx.size), np.fmax(0, idx - k + 1)])
+        coef = np.linalg.lstsq(a, y, rcond=None)[0]
+        return float(np.sum((y - a @ coef) ** 2))
+
+    return min(range(lo, s + 1), key=lambda k: (misfit(k), k))
