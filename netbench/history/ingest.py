@@ -30,12 +30,14 @@ from netbench.common.rundir import FINDINGS_JSON, RUN_JSON, RUN_SCHEMA
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
+    from netbench.reports.pairmodel import PairModel
 
 #: a run id becomes a file name in the store: netbench's own shape, nothing that could climb out
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: env.json keys that say nothing about what a host was measured with
 _NOT_ENV = {"schema", "simulated", "hostname", "netbench"}
 #: NodeInventory fields whose change can explain a slowdown
+ANALYSED = object()  # tables_of's model: the context's own analysis's
 ROWS = 512  # rows of the pair matrix taken at a time for the partner levels
 _INV_FIELDS = ("driver_version", "ofed_version", "kernel", "os", "nccl_version_torch", "cuda_version")
 
@@ -87,7 +89,12 @@ def read_run(path: str | Path) -> RunTables:
     except (OSError, ValueError) as exc:
         raise RefusedRun(f"{path}: cannot be read: {exc}") from None
     check_whole(ctx, path)
-    return tables_of(ctx, _findings(path))
+    from netbench.reports.analyses import pair_analysis
+
+    # the pair model alone, not the report's whole analysis: its headlines read every row again as
+    # a frame (at 4,096 nodes 8.4 M rows of every field), and the history keeps none of them
+    model, _ = pair_analysis(ctx)
+    return tables_of(ctx, _findings(path), model)
 
 
 def check_whole(ctx: AnalysisContext, path: Path) -> None:
@@ -102,16 +109,18 @@ def check_whole(ctx: AnalysisContext, path: Path) -> None:
         raise RefusedRun(f"{path}: no measured rows: nothing to add to the history")
 
 
-def tables_of(ctx: AnalysisContext, findings: list[dict[str, Any]] | None = None) -> RunTables:
+def tables_of(ctx: AnalysisContext, findings: list[dict[str, Any]] | None = None,
+              model: PairModel | None | object = ANALYSED) -> RunTables:
     """The tables of an analysed run (``ctx``): what ``read_run`` reads and the nightly generator
-    (``netbench.sim.nightly``) makes through the same analysis."""
+    (``netbench.sim.nightly``) makes through the same analysis. ``model``: the run's pair model where
+    the caller fitted it (None: the run has none), ``ANALYSED``: the context's analysis gives it."""
     run_id = str(ctx.run.get("run_id") or "")
     if not RUN_ID.match(run_id):
         raise RefusedRun(f"run.json's run_id {run_id[:40]!r} is not one netbench makes")
     started = str(ctx.run.get("started") or "")
     if not _is_time(started):
         raise RefusedRun(f"run {run_id}: run.json has no start time (started) to place it in the history")
-    model = ctx.pair_model
+    model = ctx.pair_model if model is ANALYSED else model
     switches = ctx.switches
     nodes, links, sw = _model_tables(ctx, model, switches)
     fleet = _fleet(ctx)
