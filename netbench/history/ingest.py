@@ -169,7 +169,8 @@ def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) ->
     # columns taken from the names by index in Arrow, never a Python string a pair (8.4 M at 4,096)
     names = pa.array(hosts, pa.string())
     cls = model.cls[ia, ib]
-    klass = pa.array([*model.classes, ""], pa.string()).take(pa.array(np.where(cls < 0, len(model.classes), cls)))
+    cls = np.where(cls < 0, len(model.classes), cls)  # not measured: the ""
+    klass = pa.array([*model.classes, ""], pa.string()).take(pa.array(cls))
     at_a, at_b = pa.array(ia), pa.array(ib)
     per_size = [pa.table({
         "a": names.take(at_a), "b": names.take(at_b), "hop_class": klass,
@@ -178,7 +179,7 @@ def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) ->
         "resid": pa.array(model.resid[ia, ib].astype(np.float32)),
     }) for k, size in enumerate(model.sizes)]  # a pair a size: the store's only per-pair figure
     links = pa.concat_tables(per_size).combine_chunks() if ia.size else empty_links
-    return nodes, links, _switch_table(model, switches, ia, ib)
+    return nodes, links, _switch_table(model, switches)
 
 
 def partner_level(model: Any) -> np.ndarray:
@@ -214,28 +215,23 @@ def _class_medians(model: Any) -> list[float]:
     return out
 
 
-def _switch_table(model: Any, switches: dict[str, str], ia: np.ndarray, ib: np.ndarray) -> pa.Table:
+def _switch_table(model: Any, switches: dict[str, str]) -> pa.Table:
     """Each leaf's cross-switch pairs: their median log busbw against their class's level. An
-    uplink that is slow slows every one of them; one slow node, a few."""
+    uplink that is slow slows every one of them; one slow node, a few. Read as the leaf's rows of
+    the pair matrix against the columns of the other leaves' hosts: each such pair once, and no
+    gather of all 8.4 M pairs at 4,096 hosts."""
     level = np.array([model.class_level.get(c, np.nan) for c in model.classes] + [np.nan])
-    dev = model.y[ia, ib] - level[model.cls[ia, ib]]
-    leaves = sorted({switches.get(h, "") for h in model.hosts} - {""})
-    code = {leaf: k for k, leaf in enumerate(leaves)}
-    host_leaf = np.array([code.get(switches.get(h, ""), -1) for h in model.hosts], dtype=np.int64)
-    leaf_a, leaf_b = host_leaf[ia], host_leaf[ib]
-    cross = (leaf_a != leaf_b) & (leaf_a >= 0) & (leaf_b >= 0) & np.isfinite(dev)
-    # each cross pair once under each of its two leaves, grouped by leaf: one sort, no mask a leaf
-    leaf = np.concatenate([leaf_a[cross], leaf_b[cross]])
-    vals = np.concatenate([dev[cross], dev[cross]])
-    order = np.argsort(leaf, kind="stable")
-    leaf, vals = leaf[order], vals[order]
-    found, first, counts = np.unique(leaf, return_index=True, return_counts=True)
+    host_leaf = np.array([switches.get(h, "") for h in model.hosts], dtype=object)
     out: dict[str, list[Any]] = {"switch": [], "effect": [], "pairs": []}
-    for k, start, m in zip(found.tolist(), first.tolist(), counts.tolist(), strict=True):
-        if m >= 3:
-            out["switch"].append(leaves[k])
-            out["effect"].append(float(np.median(vals[start:start + m])))
-            out["pairs"].append(int(m))
+    placed = host_leaf != ""
+    for leaf in sorted(set(host_leaf[placed].tolist())):
+        rows, cols = np.nonzero(host_leaf == leaf)[0], np.nonzero(placed & (host_leaf != leaf))[0]
+        dev = (model.y[rows[:, None], cols] - level[model.cls[rows[:, None], cols]]).ravel()
+        dev = dev[np.isfinite(dev)]
+        if dev.size >= 3:
+            out["switch"].append(str(leaf))
+            out["effect"].append(float(np.median(dev)))
+            out["pairs"].append(int(dev.size))
     return pa.table({"switch": pa.array(out["switch"], pa.string()),
                      "effect": pa.array(out["effect"], pa.float32()),
                      "pairs": pa.array(out["pairs"], pa.int32())})
