@@ -55,9 +55,9 @@ def series(store: HistoryStore, kind: str, where: ds.Expression | None = None) -
     ids = runs.column("run_id").to_pylist() if runs.num_rows else []
     started = runs.column("started").to_pylist() if runs.num_rows else []
     name, keys, value = SERIES[kind]
+    extra = {"link": ["bytes"], "node": ["effect"]}.get(kind, [])
     try:
-        table = store.table(name, columns=["run_id", *keys, value, *(["bytes"] if kind == "link" else [])],
-                            where=where)
+        table = store.table(name, columns=["run_id", *keys, value, *extra], where=where)
     except NetbenchError:
         if kind != "node":
             raise
@@ -80,14 +80,28 @@ def series(store: HistoryStore, kind: str, where: ds.Expression | None = None) -
         largest = np.array([int(str(z).rsplit(",", 1)[-1]) if z else 0 for z in sizes] + [0], dtype=np.int64)
         keep &= table.column("bytes").to_numpy(zero_copy_only=False) == largest[col]
     x[inv[keep], col[keep]] = vals[keep]
-    if kind == "node":
-        # against the run's middle node: a class median moves where many of its pairs slowed (half
-        # of one of two leaves: 3 points of an 8% loss), the middle node only where half the nodes did
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a run without nodes: NaN stays
-            x -= np.nan_to_num(np.nanmedian(x, axis=0))
+    if kind == "node" and value == "level":
+        x = _node_figure(x, table.column("effect").to_numpy(zero_copy_only=False).astype(float), inv, col)
     order = sorted(range(len(names)), key=names.__getitem__)
     return Series(kind, [str(names[i]) for i in order], ids, started, x[order])
+
+
+def _node_figure(level: np.ndarray, effect: np.ndarray, inv: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """A node's figure a run: the lower of its partner level, against the run's middle node, and
+    the pair model's node effect (its worst hop class). The level alone misses a node slow only
+    where it bounds its pairs (inside its leaf, where the uplinks bound the others); the effect
+    alone jumps up where half a leaf slowed at once (the model's sum of two ends fits no such leaf:
+    healthy leaf-mates +4-7%, slowed ones read healthy, 2 of 20 simulated t3 histories). Both err
+    upwards there, so the lower is the one that holds."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a run without nodes: NaN stays
+        # a class median moves where many of its pairs slowed (half of one of two leaves: 3 points
+        # of an 8% loss), the run's middle node only where half the nodes did
+        level = level - np.nan_to_num(np.nanmedian(level, axis=0))
+    eff = np.full(level.shape, np.nan)
+    keep = col >= 0
+    eff[inv[keep], col[keep]] = effect[keep]
+    return np.fmin(level, eff)
 
 
 def _entity_names(table: pa.Table, kind: str) -> pa.ChunkedArray:
