@@ -76,3 +76,16 @@ def test_two_wild_nights_at_the_end_are_no_link_change_and_a_real_step_is(tmp_pa
     _set_link(store, "node0002", "node0009", [*quiet[:24], *(q - 0.357 for q in quiet[24:])])
     found = changes(store, "link")
     assert [(c["entity"], c["first_bad"][-4:]) for c in found] == [("node0002,node0009", "n024")], found
+
+
+def test_a_store_written_before_the_partner_levels_is_still_read(tmp_path: Path) -> None:
+    """A store whose nodes files have no ``level`` column (written before it existed): its nodes are
+    searched on their effects, and a part that went bad is found as before."""
+    store = tmp_path / "store"
+    h = History(nodes=16, nights=20, noise=0.03, shape="normal", seed=4,
+                events=[Event("untied", 12, ("node0007",), 0.10)])
+    write_history(h, HistoryStore(store))
+    for f in (store / "nodes").glob("*.parquet"):
+        pq.write_table(pq.read_table(f).drop_columns(["level"]), f)
+    found = changes(store, "node")
+    assert [(c["entity"], c["first_bad"][-4:]) for c in found] == [("node0007", "n012")], found

@@ -33,7 +33,7 @@ _STAYED_SHARE = 0.1  # of those that did not, at most this share lost
 
 #: per kind: the table, its entity's columns, the figure searched
 SERIES = {
-    "node": ("nodes", ("host",), "level"),  # a store written before it had only "effect": that one read
+    "node": ("nodes", ("host",), "level"),  # with "effect" (_node_figure); a store made before: "effect"
     "link": ("links", ("a", "b"), "resid"),
     "switch": ("switches", ("switch",), "effect"),
     "fleet": ("fleet", ("collective", "pattern", "bytes"), "busbw_GBps"),
