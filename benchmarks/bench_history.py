@@ -3,6 +3,10 @@ planted cause, on simulated nightly histories (``netbench.sim.nightly``)?
 
     python benchmarks/bench_history.py --nodes 256 --nights 90 --histories 20 --noise 0.05
     python benchmarks/bench_history.py --nodes 256 --nights 90 --histories 5 --shape t3
+    python benchmarks/bench_history.py --histories 20 --shape t3 --seed 300 --keep /tmp/keep  # write once
+
+``--keep DIR`` keeps each written history (by law, noise, size and seed) and scores a kept one again
+without writing it: ``changes`` is a few seconds a history, writing one a minute or more.
 
 Each history's events are drawn from its seed (``plan_events``): 3 firmware/driver/NCCL rollouts to
 nodes/16 nodes each that cost 5-15%, 3 untied node losses of 5-15% (one on a node of a benign
