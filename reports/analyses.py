@@ -123,17 +123,24 @@ class Analyses:
 def analyse(ctx: AnalysisContext) -> Analyses:
     """Every shared analysis of the context's inputs (rows, switches, policy, re-tests)."""
 
+    model, nodes = pair_analysis(ctx)
+    # without an inventory no pair has a ceiling and pairs get no headline: the frame's rows suffice
+    lines = headlines(ctx.whole_ok_rows if ctx.inventory else ctx.ok_rows, ctx.inventory,
+                      references(ctx.policy.references))
+    return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
+                    counters=counter_deltas(ctx.counters), stragglers=tuple(analyse_arrivals(ctx.arrivals)))
+
+
+def pair_analysis(ctx: AnalysisContext) -> tuple[PairModel | None, NodeVerdicts]:
+    """The pair model and the node verdicts alone (what the history keeps of a run: no headline,
+    which reads every row again as a frame)."""
     model = fit_pair_model(ctx)
     nodes = NodeVerdicts()
     if model is not None:
         nodes = judge_nodes(model, ctx.hop_class, ctx.policy.thresholds, ctx.switches)
     if model is not None and nodes.switches:
         model, nodes = _refit_without_slow_uplinks(ctx, model, nodes)
-    # without an inventory no pair has a ceiling and pairs get no headline: the frame's rows suffice
-    lines = headlines(ctx.whole_ok_rows if ctx.inventory else ctx.ok_rows, ctx.inventory,
-                      references(ctx.policy.references))
-    return Analyses(pair_model=model, nodes=nodes, retests=ctx.retests, headlines=tuple(lines),
-                    counters=counter_deltas(ctx.counters), stragglers=tuple(analyse_arrivals(ctx.arrivals)))
+    return model, nodes
 
 
 def _refit_without_slow_uplinks(

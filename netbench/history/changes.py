@@ -9,7 +9,9 @@ it; it is reported when
 - it is certain: ``|shift| / se >= Z_MIN`` (a link ``Z_LINK``), ``se`` from the series' own noise
   (the median absolute first difference: one step does not inflate it, heavy tails barely do);
 - it persists: the first two runs from ``s`` (a link's three) are past half the shift (one noisy
-  night moves a window's median by nothing and fails this).
+  night moves a window's median by nothing and fails this), and for a link most runs of both windows
+  lie on their own side of the midpoint (``MAJORITY``: a heavy tail parts two medians of 7 single
+  measurements by chance; a real step moves nearly every night).
 
 Of the splits that pass, each entity keeps the strongest within a window (the rest are the same
 shift seen from nearby splits). A shift is a ``drift`` when a straight line fits its window better
@@ -35,6 +37,12 @@ Z_LINK = 7.5
 #: runs a shift must last: a link's 3 (under a Student-t law two nights past half, at the edge of a
 #: history where a window is short, happened 8 times over 5 simulated histories of 32,640 links)
 LASTING = {"link": 3}
+#: share of each window's runs that must lie on its own side of the midpoint between the medians: a
+#: link's (single measurements under a Student-t law parted by chance 6 times over 20 simulated
+#: histories with the medians alone; benchmarks/README.md, "Fleet history")
+#: and the least number of the later window's runs that must (two wild nights of 32,640 links' 90
+#: happen: at a history's end, 3 runs of 4 past the midpoint was a false -18%)
+MAJORITY = {"link": (0.75, 4)}
 #: per kind: the least shift reported (log) and the least noise a series is assumed to have
 MIN_EFFECT = {"node": 0.03, "switch": 0.05, "fleet": 0.03, "link": 0.10}
 NOISE_FLOOR = {"node": 0.002, "switch": 0.003, "fleet": 0.003, "link": 0.01}
@@ -139,7 +147,7 @@ def find_shifts(x: np.ndarray, kind: str) -> list[Shift]:
             err = sigma * 1.2533 * np.sqrt(1 / np.fmax(nb, 1) + 1 / np.fmax(na, 1))  # a median's se
             half = np.abs(d) / 2
             past = np.sign(d)[:, None] * (x[:, s:s + lasting] - mb[:, None]) >= half[:, None]
-            persists = past.all(axis=1)
+            persists = past.all(axis=1) & _parted(before, after, mb + d / 2, np.sign(d), kind)
             ok = (nb >= MIN_BEFORE) & (na >= lasting) & persists & (np.abs(d) >= MIN_EFFECT[kind])
             z[:, s] = np.where(ok, np.nan_to_num(d / err), 0.0)
             shift[:, s], se[:, s] = d, err
@@ -147,6 +155,22 @@ def find_shifts(x: np.ndarray, kind: str) -> list[Shift]:
     for row in np.nonzero((np.abs(z) >= z_min).any(axis=1))[0]:
         found += _kept(x[row], row, z[row], shift[row], se[row], z_min)
     return found
+
+
+def _parted(before: np.ndarray, after: np.ndarray, mid: np.ndarray, sign: np.ndarray, kind: str
+            ) -> np.ndarray:
+    """Whether a ``MAJORITY`` share of each window's runs (of the later one, at least its count) lie
+    on their own side of the midpoint between the two medians (every row passes for the kinds it
+    does not name). Two window medians of single measurements part by chance under a heavy tail (a
+    Student-t law's 3-4 wild nights in a window of 7 move its median); a real step moves nearly every
+    night of the window."""
+    if kind not in MAJORITY:
+        return np.ones(before.shape[0], dtype=bool)
+    share, least = MAJORITY[kind]
+    side_b = (sign[:, None] * (mid[:, None] - before) > 0).sum(axis=1)
+    side_a = (sign[:, None] * (after - mid[:, None]) > 0).sum(axis=1)
+    nb, na = np.isfinite(before).sum(axis=1), np.isfinite(after).sum(axis=1)
+    return (side_b >= share * nb) & (side_a >= np.fmax(share * na, least))
 
 
 def _kept(series: np.ndarray, row: int, z: np.ndarray, shift: np.ndarray, se: np.ndarray, z_min: float
@@ -219,4 +243,16 @@ def _shape(series: np.ndarray, s: int) -> tuple[str, int]:
     line = np.sum((y[ok] - (slope * idx[ok] + icpt)) ** 2)
     if line >= _DRIFT_FIT * step:
         return "step", s
-    return "drift", lo  # the window it was seen in starts no later than it did
+    return "drift", _drift_start(idx[ok], y[ok], lo, s)
+
+
+def _drift_start(idx: np.ndarray, y: np.ndarray, lo: int, s: int) -> int:
+    """Where a drift seen in the window from ``lo`` began: the knee of a level then a line (the best
+    fit of ``y = c + b * max(0, run - k + 1)`` over ``k`` from ``lo`` to ``s``). The window's start
+    alone dated an optic degrading from night 10 at night 7, once a node's figure showed it whole."""
+    def misfit(k: int) -> float:
+        a = np.column_stack([np.ones(idx.size), np.fmax(0, idx - k + 1)])
+        coef = np.linalg.lstsq(a, y, rcond=None)[0]
+        return float(np.sum((y - a @ coef) ** 2))
+
+    return min(range(lo, s + 1), key=lambda k: (misfit(k), k))

@@ -16,6 +16,7 @@ history is only as good as what went in.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,12 +30,15 @@ from netbench.common.rundir import FINDINGS_JSON, RUN_JSON, RUN_SCHEMA
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
+    from netbench.reports.pairmodel import PairModel
 
 #: a run id becomes a file name in the store: netbench's own shape, nothing that could climb out
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: env.json keys that say nothing about what a host was measured with
 _NOT_ENV = {"schema", "simulated", "hostname", "netbench"}
 #: NodeInventory fields whose change can explain a slowdown
+ANALYSED = object()  # tables_of's model: the context's own analysis's
+ROWS = 512  # rows of the pair matrix taken at a time for the partner levels
 _INV_FIELDS = ("driver_version", "ofed_version", "kernel", "os", "nccl_version_torch", "cuda_version")
 
 
@@ -85,7 +89,12 @@ def read_run(path: str | Path) -> RunTables:
     except (OSError, ValueError) as exc:
         raise RefusedRun(f"{path}: cannot be read: {exc}") from None
     check_whole(ctx, path)
-    return tables_of(ctx, _findings(path))
+    from netbench.reports.analyses import pair_analysis
+
+    # the pair model alone, not the report's whole analysis: its headlines read every row again as
+    # a frame (at 4,096 nodes 8.4 M rows of every field), and the history keeps none of them
+    model, _ = pair_analysis(ctx)
+    return tables_of(ctx, _findings(path), model)
 
 
 def check_whole(ctx: AnalysisContext, path: Path) -> None:
@@ -100,16 +109,18 @@ def check_whole(ctx: AnalysisContext, path: Path) -> None:
         raise RefusedRun(f"{path}: no measured rows: nothing to add to the history")
 
 
-def tables_of(ctx: AnalysisContext, findings: list[dict[str, Any]] | None = None) -> RunTables:
+def tables_of(ctx: AnalysisContext, findings: list[dict[str, Any]] | None = None,
+              model: PairModel | None | object = ANALYSED) -> RunTables:
     """The tables of an analysed run (``ctx``): what ``read_run`` reads and the nightly generator
-    (``netbench.sim.nightly``) makes through the same analysis."""
+    (``netbench.sim.nightly``) makes through the same analysis. ``model``: the run's pair model where
+    the caller fitted it (None: the run has none), ``ANALYSED``: the context's analysis gives it."""
     run_id = str(ctx.run.get("run_id") or "")
     if not RUN_ID.match(run_id):
         raise RefusedRun(f"run.json's run_id {run_id[:40]!r} is not one netbench makes")
     started = str(ctx.run.get("started") or "")
     if not _is_time(started):
         raise RefusedRun(f"run {run_id}: run.json has no start time (started) to place it in the history")
-    model = ctx.pair_model
+    model = ctx.pair_model if model is ANALYSED else model
     switches = ctx.switches
     nodes, links, sw = _model_tables(ctx, model, switches)
     fleet = _fleet(ctx)
@@ -137,7 +148,8 @@ def _stamped(table: pa.Table, run_id: str, started: str) -> pa.Table:
 
 def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) -> tuple[pa.Table, ...]:
     empty_nodes = pa.table({"host": pa.array([], pa.string()), "switch": pa.array([], pa.string()),
-                            "effect": pa.array([], pa.float32()), "judged": pa.array([], pa.bool_()),
+                            "effect": pa.array([], pa.float32()), "level": pa.array([], pa.float32()),
+                            "judged": pa.array([], pa.bool_()),
                             "partners": pa.array([], pa.int32())})
     empty_links = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.string()),
                             "hop_class": pa.array([], pa.string()), "bytes": pa.array([], pa.int64()),
@@ -150,46 +162,76 @@ def _model_tables(ctx: AnalysisContext, model: Any, switches: dict[str, str]) ->
     nodes = pa.table({
         "host": hosts, "switch": [switches.get(h, "") for h in hosts],
         "effect": pa.array(np.where(model.judged, model.node_effect, np.nan), pa.float32()),
+        "level": pa.array(np.where(model.judged, partner_level(model), np.nan), pa.float32()),
         "judged": pa.array(model.judged), "partners": pa.array(model.partners.astype(np.int32)),
     })
     ia, ib = np.nonzero(np.triu(np.isfinite(model.y), 1))
-    cols: dict[str, list[Any]] = {k: [] for k in empty_links.column_names}
-    names = np.array(hosts, dtype=object)
-    klass = np.array([*model.classes, ""], dtype=object)[model.cls[ia, ib]]
-    for k, size in enumerate(model.sizes):  # a pair a size: the store's only per-pair figure
-        cols["a"].append(names[ia])
-        cols["b"].append(names[ib])
-        cols["hop_class"].append(klass)
-        cols["bytes"].append(np.full(ia.size, size, np.int64))
-        cols["busbw_GBps"].append(model.bw[k, ia, ib].astype(np.float32))
-        cols["resid"].append(model.resid[ia, ib].astype(np.float32))
-    links = pa.table({
-        "a": pa.array(np.concatenate(cols["a"]) if ia.size else [], pa.string()),
-        "b": pa.array(np.concatenate(cols["b"]) if ia.size else [], pa.string()),
-        "hop_class": pa.array(np.concatenate(cols["hop_class"]) if ia.size else [], pa.string()),
-        "bytes": pa.array(np.concatenate(cols["bytes"]) if ia.size else [], pa.int64()),
-        "busbw_GBps": pa.array(np.concatenate(cols["busbw_GBps"]) if ia.size else [], pa.float32()),
-        "resid": pa.array(np.concatenate(cols["resid"]) if ia.size else [], pa.float32()),
-    })
-    return nodes, links, _switch_table(model, switches, ia, ib, names)
+    # columns taken from the names by index in Arrow, never a Python string a pair (8.4 M at 4,096)
+    names = pa.array(hosts, pa.string())
+    cls = model.cls[ia, ib]
+    cls = np.where(cls < 0, len(model.classes), cls)  # not measured: the ""
+    klass = pa.array([*model.classes, ""], pa.string()).take(pa.array(cls))
+    at_a, at_b = pa.array(ia), pa.array(ib)
+    per_size = [pa.table({
+        "a": names.take(at_a), "b": names.take(at_b), "hop_class": klass,
+        "bytes": pa.array(np.full(ia.size, size, np.int64)),
+        "busbw_GBps": pa.array(model.bw[k, ia, ib].astype(np.float32)),
+        "resid": pa.array(model.resid[ia, ib].astype(np.float32)),
+    }) for k, size in enumerate(model.sizes)]  # a pair a size: the store's only per-pair figure
+    links = pa.concat_tables(per_size).combine_chunks() if ia.size else empty_links
+    return nodes, links, _switch_table(model, switches)
 
 
-def _switch_table(model: Any, switches: dict[str, str], ia: np.ndarray, ib: np.ndarray,
-                  names: np.ndarray) -> pa.Table:
+def partner_level(model: Any) -> np.ndarray:
+    """Each node's median over its measured pairs of (log busbw - its pair's hop class median): what
+    its pairs got against the fleet's, the figure its history is searched on. The model's node effect
+    subtracts each partner's own effect, which assumes the two ends add up; a pair is bounded by its
+    slower end, so where half a leaf slowed at once (a rollout) the leaf's pairs fit no sum and its
+    healthy nodes' leaf effects jumped 4-7% for a night while slowed ones read healthy (2 of 20
+    simulated histories, benchmarks/README.md "Fleet history"). A partner median moves only with the
+    node's own pairs: a slow node's all, a healthy node's few with slow partners. Only the pairs
+    the model fitted count (a residual): those through a slow uplink are the switch's
+    (``reports.analyses``' refit leaves them out), its leaf's nodes did not change."""
+    n = len(model.hosts)
+    out = np.full(n, np.nan)
+    level = np.array([*_class_medians(model), np.nan], dtype=np.float32)  # cls -1 (not measured): NaN
+    for lo in range(0, n, ROWS):  # a block of rows at a time: at 4,096 hosts the matrix is 128 MB
+        y, cls = model.y[lo:lo + ROWS].astype(np.float32), model.cls[lo:lo + ROWS]
+        dev = np.where(np.isfinite(model.resid[lo:lo + ROWS]), y - level[cls], np.nan)
+        np.fill_diagonal(dev[:, lo:], np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a node without pairs: NaN
+            out[lo:lo + ROWS] = np.nanmedian(dev, axis=1)
+    return out  # the history refers it to the run's middle node (``history.query.series``)
+
+
+def _class_medians(model: Any) -> list[float]:
+    """Each hop class's median log busbw over its fitted pairs (each pair once)."""
+    upper = np.triu(np.isfinite(model.resid), 1)
+    out = []
+    for k in range(len(model.classes)):
+        v = model.y[upper & (model.cls == k)]
+        out.append(float(np.median(v)) if v.size else np.nan)
+    return out
+
+
+def _switch_table(model: Any, switches: dict[str, str]) -> pa.Table:
     """Each leaf's cross-switch pairs: their median log busbw against their class's level. An
-    uplink that is slow slows every one of them; one slow node, a few."""
+    uplink that is slow slows every one of them; one slow node, a few. Read as the leaf's rows of
+    the pair matrix against the columns of the other leaves' hosts: each such pair once, and no
+    gather of all 8.4 M pairs at 4,096 hosts."""
     level = np.array([model.class_level.get(c, np.nan) for c in model.classes] + [np.nan])
-    dev = model.y[ia, ib] - level[model.cls[ia, ib]]
-    leaf_a = np.array([switches.get(h, "") for h in names[ia]], dtype=object)
-    leaf_b = np.array([switches.get(h, "") for h in names[ib]], dtype=object)
-    cross = (leaf_a != leaf_b) & (leaf_a != "") & (leaf_b != "")
+    host_leaf = np.array([switches.get(h, "") for h in model.hosts], dtype=object)
     out: dict[str, list[Any]] = {"switch": [], "effect": [], "pairs": []}
-    for leaf in sorted(set(leaf_a[cross]) | set(leaf_b[cross])):
-        mine = cross & ((leaf_a == leaf) | (leaf_b == leaf)) & np.isfinite(dev)
-        if mine.sum() >= 3:
+    placed = host_leaf != ""
+    for leaf in sorted(set(host_leaf[placed].tolist())):
+        rows, cols = np.nonzero(host_leaf == leaf)[0], np.nonzero(placed & (host_leaf != leaf))[0]
+        dev = (model.y[rows[:, None], cols] - level[model.cls[rows[:, None], cols]]).ravel()
+        dev = dev[np.isfinite(dev)]
+        if dev.size >= 3:
             out["switch"].append(str(leaf))
-            out["effect"].append(float(np.median(dev[mine])))
-            out["pairs"].append(int(mine.sum()))
+            out["effect"].append(float(np.median(dev)))
+            out["pairs"].append(int(dev.size))
     return pa.table({"switch": pa.array(out["switch"], pa.string()),
                      "effect": pa.array(out["effect"], pa.float32()),
                      "pairs": pa.array(out["pairs"], pa.int32())})
