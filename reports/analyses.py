@@ -88,7 +88,11 @@ class NodeVerdicts:
     judged class (the bar x its typical node's error, exp of it); None without judged nodes. A node
     slower than its peers but above this is neither found nor cleared (``rules.resolution``)."""
     noise_sigma: float | None = None
-    """The noise of one pair measurement (log sigma) in that class: what made the resolution."""
+    """The noise of one pair measurement (log sigma) in that class."""
+    noise_bound: bool = False
+    """Whether that resolution is the pair noise's (a typical node's own error at least half what the
+    bar scales: the spread of a few nodes' noisy effects is noise too), not the nodes' differing among
+    themselves far beyond it (a fault's partners: 14x the noise's error after a rank was killed)."""
 
     def level(self, host: str) -> float | None:
         """A slow node's capacity: what it manages at best, else its median with its partners (None
@@ -211,6 +215,7 @@ def judge_nodes(
     spreads = []
     sigma_k = [m.noise.tail(c).sigma if c in m.noise.tails else m.sigma for c in m.classes]
     error_k = np.full(n_cls, np.nan)  # a typical judged node's error in class k (what the bar scales)
+    own_k = np.full(n_cls, np.nan)  # of it, the pair noise's part (its estimate's error alone)
     for k in range(n_cls):
         judged = m.class_judged[k]
         if not judged.any():
@@ -221,6 +226,7 @@ def judge_nodes(
         se = sigma_k[k] * 1.2533 / np.sqrt(np.maximum(m.class_partners[k], 1))  # a median's error
         se_k[k] = se
         error_k[k] = float(np.median(np.maximum(np.maximum(spread, se[judged]), SIGMA_FLOOR)))
+        own_k[k] = float(np.median(se[judged]))
         z[k] = np.where(judged, eff / np.maximum(np.maximum(spread, se), SIGMA_FLOOR), np.nan)
     practical = m.class_judged & (m.class_effect <= np.log1p(-t.warn_floor))
     cand = np.where(practical, z, np.nan)
@@ -281,6 +287,7 @@ def judge_nodes(
         tests=n_tests,
         seen_below=None if best is None else float(np.exp(-z_bar * error_k[best])),
         noise_sigma=None if best is None else float(sigma_k[best]),
+        noise_bound=best is not None and bool(2 * own_k[best] >= error_k[best]),
     )
 
 

@@ -89,3 +89,19 @@ def test_a_store_written_before_the_partner_levels_is_still_read(tmp_path: Path)
         pq.write_table(pq.read_table(f).drop_columns(["level"]), f)
     found = changes(store, "node")
     assert [(c["entity"], c["first_bad"][-4:]) for c in found] == [("node0007", "n012")], found
+
+
+def test_show_tells_a_node_s_loss_on_the_figure_its_change_was_found_on(half_a_leaf: Path) -> None:
+    """``history show node`` reads each run's figure as ``changes`` does (the lower of the partner level
+    and the model's effect): node0005's 8% loss, not the effect's mixture of half a leaf."""
+    env = os.environ | {"NETBENCH_HISTORY": str(half_a_leaf)}
+    res = subprocess.run([sys.executable, "-m", "netbench", "history", "show", "node", "node0005", "--format",
+                          "json"], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    runs = sorted(json.loads(res.stdout)["runs"], key=lambda r: r["run_id"])
+    before = np.median([r["figure"] for r in runs[8:14]])
+    after = np.median([r["figure"] for r in runs[16:]])
+    assert abs(100 * (np.exp(after - before) - 1) + 8) < 2.5, (before, after)
+    shown = subprocess.run([sys.executable, "-m", "netbench", "history", "show", "node", "node0005"],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert shown.returncode == 0 and "not judged" not in shown.stdout, shown.stdout[-2000:]

@@ -239,6 +239,14 @@ def timeline(store: HistoryStore, kind: str, entity: str) -> tuple[list[dict[str
     rows = store.table(name, where=where).to_pylist()
     if kind == "link" and rows:
         entity = f"{rows[0]['a']},{rows[0]['b']}"
+    if kind == "node" and rows:
+        # the figure the changes are found on (``_node_figure``: it needs every node of a run, for the
+        # run's middle node), so a shown level and a found change never disagree
+        s = series(store, "node")
+        if entity in s.entities:
+            by_run = dict(zip(s.runs, s.values[s.entities.index(entity)].tolist(), strict=True))
+            for r in rows:
+                r["figure"] = by_run.get(str(r["run_id"]))
     return rows, [c for c in changes(store, (kind,)) if c.entity == entity]
 
 

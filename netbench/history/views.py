@@ -115,5 +115,5 @@ def _value(kind: str, r: dict[str, Any]) -> str:
         resid, size = r["resid"], format_size(int(r["bytes"]))
         own = pct(100 * (math.exp(resid) - 1) if resid == resid else None)
         return f"{r['busbw_GBps']:.1f} at {size} ({own})"
-    v = r.get("effect")
+    v = r.get("figure", r.get("effect"))  # the figure the changes are found on (query.timeline)
     return "not judged" if v is None or v != v else pct(100 * (math.exp(v) - 1))
