@@ -258,6 +258,16 @@ class AnalysisContext:
             seen.setdefault(h, None)
         return list(seen)
 
+    @cached_property
+    def lost_hosts(self) -> frozenset[str]:
+        """Hosts the run lost (run.json's ``down_hosts`` and its faults' hosts): their pairs say what
+        happened to them, never anything about their partners or the links between."""
+        run = self.run
+        faults = run.get("faults") if isinstance(run.get("faults"), list) else []
+        down = run.get("down_hosts") if isinstance(run.get("down_hosts"), list) else []
+        return frozenset({f["host"] for f in faults if isinstance(f, dict) and isinstance(f.get("host"), str)}
+                         | {h for h in down if isinstance(h, str)})
+
     @property
     def pairs(self) -> PairRows:
         """Every pair row of two hosts, as columns (the plain ones are nowhere else)."""

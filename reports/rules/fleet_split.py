@@ -42,7 +42,7 @@ split; two leaves of a 6-host gloo fleet on a loaded machine, one of them short 
 
 def check(ctx: AnalysisContext) -> list[Finding]:
     rows = replace(ctx.pairs)  # ``ok`` is changed below: on a copy, not the context's own
-    lost = _lost(ctx)
+    lost = ctx.lost_hosts
     if lost:  # a host the run lost, and its pairs, say nothing about the fleet's speeds
         gone = rows.mask_of(lost)
         rows.ok = rows.ok & ~gone[rows.a] & ~gone[rows.b]
@@ -90,13 +90,6 @@ def check(ctx: AnalysisContext) -> list[Finding]:
         "healthy: compare both with the links' rate (netbench inventory) or the last baseline (netbench "
         "compare), then drain the group that is off. Nobody is drained for this finding.",
     )]
-
-
-def _lost(ctx: AnalysisContext) -> set[str]:
-    faults = ctx.run.get("faults") if isinstance(ctx.run.get("faults"), list) else []
-    down = ctx.run.get("down_hosts") if isinstance(ctx.run.get("down_hosts"), list) else []
-    return {f["host"] for f in faults if isinstance(f, dict) and isinstance(f.get("host"), str)} | {
-        h for h in down if isinstance(h, str)}
 
 
 def _names(hosts: list[str]) -> str:

@@ -45,8 +45,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     nodes, m, retests = ctx.analyses.nodes, ctx.pair_model, ctx.analyses.retests
     if m is None or m.class_effect is None or m.class_judged is None or nodes.seen_below is None:
         return []
-    failed = ctx.run.get("down_hosts") or ctx.run.get("faults")
-    if not nodes.noise_bound or int(m.judged.sum()) < MIN_NODES or failed:
+    if not nodes.noise_bound or int(m.judged.sum()) < MIN_NODES or ctx.lost_hosts:
         # the bar stood far out for another reason than the noise: nodes that differ among themselves
         # (a lost host's partners, a fault's pairs: a rank killed in the ring left its partner at 0.61x
         # under 3% noise, and four hosts judged give a spread of three numbers), which the run's

@@ -88,6 +88,9 @@ def _explained_elsewhere(ctx: AnalysisContext, m: PairModel, i: int, j: int) -> 
     retests = ctx.analyses.retests
     a, b = m.hosts[i], m.hosts[j]
     bw_now = m.pair_bw(i, j)[-1]
+    if {a, b} & ctx.lost_hosts:
+        return True  # an end the run lost (killed, dead, unreachable): its own finding; its partner is
+        # no suspect for the pairs it measured while it went (issue 45: a dead a2 named b2 by a2-b2)
     if nodes.uplink_of(a, b) is not None:
         return True  # through a slow uplink: the switch's finding explains it
     if any(nodes.intermittent(h) for h in (a, b)):
