@@ -79,7 +79,7 @@ def refusing_hosts(ctx: AnalysisContext) -> dict[str, list[str]]:
     near = np.isin(ok_a, ends) | np.isin(ok_b, ends)
     got = np.minimum(ok_a[near], ok_b[near]).astype(np.int64) * n + np.maximum(ok_a[near], ok_b[near])
     good = set(np.intersect1d(wanted, got).tolist())
-    lost = {str(h) for h in ctx.run.get("down_hosts") or [] if isinstance(h, str)}
+    lost = ctx.lost_hosts
     failed: dict[str, set[str]] = {}
     for key in stalled:
         if len(key) != 2 or key & lost:
@@ -154,7 +154,7 @@ def _not_judged(ctx: AnalysisContext) -> list[Finding]:
     n = len(m.hosts)
     # said by another finding already: left out by the inventory, lost during the run, refusing
     said_else = {str(x.get("host")) for x in ctx.inventory if x.get("status") not in (None, "ok", "partial")}
-    said_else |= {str(h) for h in ctx.run.get("down_hosts") or [] if isinstance(h, str)}
+    said_else |= ctx.lost_hosts
     said_else |= set(refusing_hosts(ctx))
     measured = (m.cls >= 0) | (m.cls >= 0).T
     missing_ij = [(i, j) for i, j in zip(*np.triu_indices(n, 1), strict=True)
