@@ -88,3 +88,21 @@ def test_quiet_keeps_stderr_free_of_rounds(netns4, tmp_path: Path) -> None:
     assert res.returncode in (0, 1, 2) and res.stdout.startswith(("PASS", "WARN", "FAIL")), res.stdout[-3000:]
     assert res.stderr == ""
     assert len(json.loads((tmp_path / "run" / "plan.json").read_text())["phases"]) == 3  # three rounds ran
+
+
+def test_a_terminal_hung_up_under_the_status_line_never_fails_its_launch() -> None:
+    """The terminal hung up (its master closed) while a status line sat in the launch's own handle
+    on it: writing it and closing that handle meet EIO, and neither may end the run (it was exit 1,
+    run.json left ``running``, where SIGHUP's 129 and ``interrupted`` are due)."""
+    from netbench.run.progress import PhaseCount, Progress
+
+    master, slave = os.openpty()
+    with os.fdopen(slave, "w") as stream:
+        progress = Progress(enabled=True, stream=stream, own_terminal=True)
+        progress.begin([PhaseCount("pairwise round 1 of 2", 2), PhaseCount("pairwise round 2 of 2", 2)])
+        progress.phase(0)
+        os.close(master)  # hung up: every later write to the slave is EIO
+        progress.update(1, 4, "a row")
+        progress.phase(1)
+        progress.end(completed=False)  # the buffered line is refused on close: no error
+        assert not progress.enabled  # the status line stopped; the run goes on to its end

@@ -9,6 +9,7 @@ mislead."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -151,7 +152,8 @@ class Progress:
         self._close(self.clock(), say=completed)
         self.clear()
         if self._tty is not None:
-            self._tty.close()
+            with contextlib.suppress(OSError):  # a hung-up terminal refuses the buffered rest (EIO)
+                self._tty.close()  # the descriptor is closed all the same
             self._tty = None
 
     def _round_line(self, k: int, now: float, since: float) -> str:
