@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from netbench.common.findings import Finding
     from netbench.history.ingest import RunTables
-    from netbench.history.lastgood import LastGood
     from netbench.reports.html.history import HistorySection
+    from netbench.reports.lastgood import LastGood
 
 OFF = ("off", "no", "0", "none", "")
 
@@ -95,20 +95,19 @@ class HistoryStage:
             return None
         return build_section(WithRun(store, tables), tables.run_id if tables else None, findings)
 
-    def last_good(self, ctx: Any, findings: list[Finding]) -> tuple[list[LastGood], list[Finding]]:
-        """Each node of the run against its last good run in the history, and the findings of those
-        below it (``history.lastgood``); none without a history."""
+    def last_good(self, ctx: Any) -> tuple[LastGood, ...]:
+        """Each node of the run against its last good run in the history (``history.lastgood``), for
+        the analysis (``AnalysisContext.last_good``); none without a history."""
         if self.root is None:
-            return [], []
+            return ()
         try:
-            from netbench.history.lastgood import compare, findings_for
+            from netbench.history.lastgood import compare
             from netbench.history.store import HistoryStore
 
-            found = compare(HistoryStore(self.root), ctx, str(ctx.run.get("run_id") or "") or None)
-            return found, findings_for(found, findings)
+            return tuple(compare(HistoryStore(self.root), ctx, str(ctx.run.get("run_id") or "") or None))
         except Exception as exc:  # noqa: BLE001 - the verdict is whole without the history
             _warn("not compared with the history at", self.root, exc)
-            return [], []
+            return ()
 
     def add(self, run_dir: Path) -> None:
         """Add the run at ``run_dir``: the tables its report made, else read from the directory."""
