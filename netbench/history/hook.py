@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from netbench.reports.lastgood import LastGood
 
 OFF = ("off", "no", "0", "none", "")
+#: click's ``meta`` key (shared by a command and the commands it invokes) under which a command that
+#: adds its run after invoking ``netbench report`` on it (``netbench import``) hands the report its
+#: stage: the report's tables are kept for the add, so the run is not read a second time
+META_KEY = "netbench.history.stage"
 
 
 def chosen_root(choice: str | None = None) -> Path | None:
@@ -29,12 +33,6 @@ def chosen_root(choice: str | None = None) -> Path | None:
     if value is not None and value.strip().lower() in OFF:
         return None
     return default_root()
-
-
-def record(run_dir: Path, choice: str | None = None) -> None:
-    """Add the run at ``run_dir`` to the history (``choice``: ``--history``/``--no-history``);
-    anything that goes wrong is one warning line."""
-    HistoryStage(choice).add(run_dir)
 
 
 def _warn(what: str, root: Path, exc: Exception) -> None:
