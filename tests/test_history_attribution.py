@@ -81,7 +81,8 @@ def test_links_and_switches_are_tied_to_what_changed_on_their_hosts(store: Path)
         c = found[link]
         assert c["kind"] == "link" and c["first_bad"].endswith("n008") and c["likely_cause"] == "nic_firmware"
         (e,) = c["env"]
-        assert e["at"] == "at both ends" and (e["changed"], e["lost_changed"], e["lost_unchanged"]) == (4, 4, 0)
+        assert e["at"] == "at both ends"
+        assert (e["changed"], e["lost_changed"], e["lost_unchanged"]) == (4, 4, 0)
     (sw,) = found["leaf02"]["env"]
     assert found["leaf02"]["likely_cause"] == "nccl" and found["leaf02"]["first_bad"].endswith("n010")
     assert sw["at"] == "12 of 16 hosts behind it" and (sw["old"], sw["new"]) == ("2.27.3", "2.28.3")
@@ -93,10 +94,10 @@ def test_no_change_is_blamed_for_an_untied_loss(store: Path) -> None:
     assert [found[e]["likely_cause"] for e in untied] == [None] * 4
     assert not [e for name in untied for e in found[name]["env"] if e["likely_cause"]]
     (driver,) = found[COINCIDENT]["env"]  # said where it was made, and that it is not tied
-    assert driver["field"] == "driver_version" and driver["at"] == "at node0005" and driver["lost_changed"] == 1
+    assert (driver["field"], driver["at"], driver["lost_changed"]) == ("driver_version", "at node0005", 1)
     assert found[LONE]["env"] == [] and found["leaf03"]["env"] == []  # 4 of 16 hosts: not the switch's
     (kernel,) = found["leaf04"]["env"]
-    assert kernel["field"] == "kernel" and kernel["at"] == "12 of 16 hosts behind it" and kernel["changed"] == 28
+    assert (kernel["field"], kernel["at"], kernel["changed"]) == ("kernel", "12 of 16 hosts behind it", 28)
 
 
 def test_the_terminal_and_markdown_say_it(store: Path) -> None:
