@@ -57,8 +57,9 @@ def main() -> None:
     section = stage.section(ctx, findings)
     t_section = time.perf_counter() - t0
     t0 = time.perf_counter()
-    found, said = stage.last_good(ctx, findings)
+    ctx.last_good = found = stage.last_good(ctx)
     t_last = time.perf_counter() - t0
+    said = [f for f in run_rules(ctx) if f.rule == "slower_than_last_good"]
     assert section is not None
     print(f"section: {t_section:.2f} s ({len(section.series)} series, {len(section.marks)} marks, "
           f"{len(section.past)} findings' pasts); last good runs: {t_last:.2f} s ({len(found)} nodes, "

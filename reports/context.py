@@ -38,6 +38,7 @@ from netbench.common.rundir import (
 if TYPE_CHECKING:
     import pandas as pd
     from netbench.reports.analyses import Analyses, RetestEvidence
+    from netbench.reports.lastgood import LastGood
     from netbench.reports.pairmodel import PairModel
 
     from netbench.common.rundir import JsonlRead, JsonRead
@@ -123,6 +124,9 @@ class AnalysisContext:
     given_rows: pd.DataFrame | None = field(default=None, repr=False)
     """Every row as a frame, where they were given as one (``from_data``, or read line by line)."""
     retests: RetestEvidence | None = None  # re-tests of the suspects, an input (else run.json's)
+    last_good: tuple[LastGood, ...] = ()
+    """Each node against its last good run in the fleet history, an input (preflight's history stage,
+    ``netbench.history.lastgood``): none without a history."""
     given_analyses: Analyses | None = field(default=None, repr=False)  # see ``analyses``
     counters: list[dict[str, Any]] = field(default_factory=list)
     """counters.jsonl: port counter snapshots before and after the run (``reports.counters``)."""

@@ -59,7 +59,8 @@ def run_rules(ctx: AnalysisContext, rules: list[Rule] | None = None) -> list[Fin
     order = {}
     overrides = ctx.policy.severity
     findings: list[Finding] = []
-    for pos, rule in enumerate(rules if rules is not None else RULES):
+    chosen = rules if rules is not None else RULES
+    for pos, rule in enumerate(chosen):
         try:
             found = rule.check(ctx)
         except Exception as exc:  # one rule's bug must not cost the whole report
@@ -81,9 +82,30 @@ def run_rules(ctx: AnalysisContext, rules: list[Rule] | None = None) -> list[Fin
             if f.rule in overrides and not (rule.own_severity and f.rule in rule.ids):
                 f.severity = overrides[f.rule]
         findings.extend(found)
+    _defer(findings, {rid for rule in chosen if rule.defers for rid in rule.ids})
     findings = _cap(findings, ctx.policy.thresholds.max_findings_per_rule)
     findings.sort(key=lambda f: (-SEVERITY_RANK[f.severity], order.get(f.rule, 99)))
     return findings
+
+
+def named_nodes(findings: list[Finding]) -> set[str]:
+    """The nodes a warning or failure names (its subject, or its hosts for a node or a component)."""
+    out: set[str] = set()
+    for f in findings:
+        if f.severity in ("warn", "fail") and f.subject_kind in ("node", "component"):
+            out.update(f.hosts or ([f.subject] if f.subject_kind == "node" else []))
+    return out
+
+
+def _defer(findings: list[Finding], deferring: set[str]) -> None:
+    """The findings of a deferring rule (``Rule.defers``, its ids ``deferring``) about a node another
+    rule's warning or failure names become information: the other finding is the alarm."""
+    if not deferring:
+        return
+    named = named_nodes([f for f in findings if f.rule not in deferring])
+    for f in findings:
+        if f.rule in deferring and f.severity != "info" and named.intersection(f.hosts or [f.subject]):
+            f.severity = "info"
 
 
 def _cap(findings: list[Finding], limit: int) -> list[Finding]:

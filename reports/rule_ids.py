@@ -88,6 +88,8 @@ FINDING_IDS: dict[str, str] = {
     # imported (never below warn: a log not fully read, or whose run failed, never gives a PASS)
     "import_incomplete": "warn",
     "imported_run_failed": "fail",
+    # last_good (preflight against the history: at most a warning, never a drain)
+    "slower_than_last_good": "warn",
 }
 
 #: ids the engine itself emits: a rule that crashed on this data (reported, not fatal), and more

@@ -2,9 +2,10 @@
 simulated fabric whose 8 earlier nights are in the history, a node now at half its NIC is drained as
 before (the drain rule is the verdict's alone) and its JSON/run.json block and an information
 finding say how it measured in its last good run, naming that run; ``--no-history`` compares
-nothing. The judgement itself (``history.lastgood.findings_for``): a node's own loss of 10% or more
-beyond its noise is a warning unless a warning already names it, a loss the whole fleet shares is
-one information line, a loss within a noisy node's spread is nothing."""
+nothing. The judgement itself (the registry's rule ``reports/rules/last_good.py``, run by the engine
+with the run's other rules): a node's own loss of 10% or more beyond its noise is a warning unless
+another rule's warning already names it, a loss the whole fleet shares is one information line, a
+loss within a noisy node's spread is nothing."""
 
 from __future__ import annotations
 
@@ -13,15 +14,22 @@ from pathlib import Path
 
 import pytest
 from history_builder import nightly
+from netbench.reports.context import AnalysisContext
+from netbench.reports.engine import run_rules
+from netbench.reports.lastgood import LastGood
+from netbench.reports.rule_ids import ids
+from netbench.reports.rules import last_good
+from netbench.reports.rules.base import Rule
 
 from netbench.common.findings import Finding
-from netbench.history.lastgood import RULE, LastGood, findings_for
 from netbench.history.store import HistoryStore
 from netbench.preflight import PreflightOptions, json_report
 from netbench.run.options import ReportOptions
 from netbench.sim.fabric import FabricSpec, Fault
 from netbench.sim.options import SimOptions
 from netbench.sim.preflight import simulate_preflight
+
+RULE = last_good.ID
 
 
 def preflight(out: Path, history: str):  # noqa: ANN201 - sim.preflight.SimPreflight
@@ -66,6 +74,14 @@ def test_no_history_compares_nothing(tmp_path: Path) -> None:
 def good(host: str, then: float, now: float, noise_pct: float = 1.0) -> LastGood:
     return LastGood(host, "20261206T020000Z-a1b2c3", "2026-12-06T02:00:00+00:00", 1 << 30, then, now,
                     noise_pct)
+
+
+def findings_for(found: list[LastGood], already: list[Finding]) -> list[Finding]:
+    """The rule's findings on ``found``, run by the engine beside a rule that says ``already``."""
+    ctx = AnalysisContext.from_data([])
+    ctx.last_good = tuple(found)
+    said = Rule("said", ids("slow_node"), lambda _: [Finding(**vars(f)) for f in already])
+    return [f for f in run_rules(ctx, [said, last_good.RULE]) if f.rule == RULE]
 
 
 def test_whose_loss_it_is_decides_what_is_said() -> None:

@@ -1,7 +1,7 @@
 """``--history DIR`` / ``--no-history`` (sweep, preflight, simulate): where the run adds itself.
 
 Both set one value, ``history`` (``ReportOptions.history``; ``--no-history`` is ``off``), which the
-run's history stage reads (``netbench.history.hook.record``)."""
+run's history stage reads (``netbench.history.hook.HistoryStage``)."""
 
 from __future__ import annotations
 

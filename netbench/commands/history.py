@@ -136,9 +136,9 @@ _EXAMPLE = {"node": "node0042", "link": "node0003,node0012", "switch": "leaf03"}
 def changes(ctx: click.Context, since: timedelta | None, kinds: tuple[str, ...], fmt: str) -> None:
     """Every entity's persistent shifts (a node, a link, a switch, a collective at a size): not one
     noisy night, but a step or a drift of 3% or more (a switch 5%, a link 10%) lasting two runs or more; for a
-    node's loss, each environment field that changed between its last good and first bad run, and
-    how many of the hosts that got the same change lost (the likely cause only when most did and
-    few others did)."""
+    loss, each environment field that changed between its last good and first bad run on its hosts (a
+    node's own, a link's ends, most of the hosts behind a switch), and how many of the hosts that got
+    the same change lost (the likely cause only when most did and few others did)."""
     from netbench.history.query import changes as find
     from netbench.history.views import changes_view
 

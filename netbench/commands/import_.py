@@ -4,11 +4,14 @@ click asks, so adding an importer never touches this file."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from netbench.importers.base import Importer
+
+if TYPE_CHECKING:
+    from netbench.history.hook import HistoryStage
 
 #: problems of the logs said one a line on stderr; the rest are counted (all are in run.json)
 MAX_PROBLEM_LINES = 20
@@ -59,17 +62,18 @@ def _command(imp: Importer) -> click.Command:
 
     def run(**kwargs: Any) -> None:
         paths, out, report = kwargs.pop(imp.paths), kwargs.pop("out"), kwargs.pop("report")
+        from netbench.history.hook import HistoryStage
+
         done = imp.load(list(paths), out, **kwargs)
         _say(done.said, done.warnings, done.path)
+        stage = HistoryStage()  # the report hands it its tables, as a sweep's does
         try:
             if report:
-                _report(click.get_current_context(), done.path)
+                _report(click.get_current_context(), done.path, stage)
             elif imp.unreported is not None:
                 _say(imp.unreported(done.path), (), done.path)
         finally:  # after the report's findings (its verdict exits): the fleet history, a warning at worst
-            from netbench.history.hook import record
-
-            record(done.path)
+            stage.add(done.path)
 
     params = [
         click.argument(imp.paths, nargs=-1, required=True, type=click.Path(dir_okay=imp.folders)),
@@ -96,7 +100,11 @@ def _say(said: tuple[str, ...] | list[str], warnings: tuple[str, ...], path: obj
                                  f"see {path}/run.json (imported[].problems)"), err=True)
 
 
-def _report(ctx: click.Context, path: object) -> None:
+def _report(ctx: click.Context, path: object, stage: HistoryStage) -> None:
+    """``netbench report PATH``, its history section made by ``stage``, which keeps the run's tables
+    (``history.hook.META_KEY``): the run is added from the report's own analysis."""
+    from netbench.history.hook import META_KEY
+
     root = ctx.find_root()
     group = root.command
     report_cmd = group.get_command(root, "report") if isinstance(group, click.Group) else None
@@ -104,4 +112,5 @@ def _report(ctx: click.Context, path: object) -> None:
         click.echo(f"(no `netbench report` command here; run it later on {path})", err=True)
         return
     with report_cmd.make_context("report", [str(path)], parent=ctx) as sub:  # not main(): it makes a
+        sub.meta[META_KEY] = stage
         report_cmd.invoke(sub)  # full disk (a KeyboardInterrupt) click's Abort, a Ctrl-C's status

@@ -90,7 +90,7 @@ def command(
 
     from netbench.common.errors import NetbenchError, UsageError
     from netbench.common.rundir import INVENTORY_JSONL, resolve_run
-    from netbench.history.hook import HistoryStage
+    from netbench.history.hook import META_KEY, HistoryStage
     from netbench.inventory.topology import load_topology
     from netbench.reports.ceilings import TERMINAL_PATTERNS, headline_lines
     from netbench.reports.policy import PolicyError
@@ -122,7 +122,8 @@ def command(
             topology=uplinks,
             html=not no_html,
             embed_rows=embed_rows,
-            history=HistoryStage(history, adds=False).section,
+            history=(click.get_current_context().meta.get(META_KEY)  # an import's: it adds the run
+                     or HistoryStage(history, adds=False)).section,
         )
     except PolicyError as exc:
         raise UsageError(str(exc)) from None

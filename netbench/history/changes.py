@@ -52,7 +52,8 @@ _DRIFT_FIT = 0.8  # a line's squared error below this share of the best two leve
 @dataclass(frozen=True)
 class EnvChange:
     """A field that changed on the entity between its last good and first bad run, and how the
-    fleet's other hosts that got the same change (``changed``) or not (``unchanged``) fared."""
+    fleet's other hosts that got the same change (``changed``) or not (``unchanged``) fared. ``at``:
+    where on the entity, for one of several hosts (a link's end, most of a switch's hosts)."""
 
     field: str
     old: str | None
@@ -64,9 +65,11 @@ class EnvChange:
     p_value: float
     likely_cause: bool
     lost_range_pct: tuple[float, float] | None = None
+    at: str = ""
 
     def text(self) -> str:
-        said = (f"{self.field} {self.old or '-'} -> {self.new or '-'} on {self.changed} "
+        where = f" ({self.at})" if self.at else ""
+        said = (f"{self.field} {self.old or '-'} -> {self.new or '-'}{where} on {self.changed} "
                 f"host{'s' if self.changed != 1 else ''}, {self.lost_changed} of them lost")
         if self.lost_range_pct is not None and self.lost_changed:
             lo, hi = self.lost_range_pct

@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from netbench.common.findings import Finding
     from netbench.history.ingest import RunTables
-    from netbench.history.lastgood import LastGood
     from netbench.reports.html.history import HistorySection
+    from netbench.reports.lastgood import LastGood
 
 OFF = ("off", "no", "0", "none", "")
+#: click's ``meta`` key (shared by a command and the commands it invokes) under which a command that
+#: adds its run after invoking ``netbench report`` on it (``netbench import``) hands the report its
+#: stage: the report's tables are kept for the add, so the run is not read a second time
+META_KEY = "netbench.history.stage"
 
 
 def chosen_root(choice: str | None = None) -> Path | None:
@@ -29,12 +33,6 @@ def chosen_root(choice: str | None = None) -> Path | None:
     if value is not None and value.strip().lower() in OFF:
         return None
     return default_root()
-
-
-def record(run_dir: Path, choice: str | None = None) -> None:
-    """Add the run at ``run_dir`` to the history (``choice``: ``--history``/``--no-history``);
-    anything that goes wrong is one warning line."""
-    HistoryStage(choice).add(run_dir)
 
 
 def _warn(what: str, root: Path, exc: Exception) -> None:
@@ -95,20 +93,19 @@ class HistoryStage:
             return None
         return build_section(WithRun(store, tables), tables.run_id if tables else None, findings)
 
-    def last_good(self, ctx: Any, findings: list[Finding]) -> tuple[list[LastGood], list[Finding]]:
-        """Each node of the run against its last good run in the history, and the findings of those
-        below it (``history.lastgood``); none without a history."""
+    def last_good(self, ctx: Any) -> tuple[LastGood, ...]:
+        """Each node of the run against its last good run in the history (``history.lastgood``), for
+        the analysis (``AnalysisContext.last_good``); none without a history."""
         if self.root is None:
-            return [], []
+            return ()
         try:
-            from netbench.history.lastgood import compare, findings_for
+            from netbench.history.lastgood import compare
             from netbench.history.store import HistoryStore
 
-            found = compare(HistoryStore(self.root), ctx, str(ctx.run.get("run_id") or "") or None)
-            return found, findings_for(found, findings)
+            return tuple(compare(HistoryStore(self.root), ctx, str(ctx.run.get("run_id") or "") or None))
         except Exception as exc:  # noqa: BLE001 - the verdict is whole without the history
             _warn("not compared with the history at", self.root, exc)
-            return [], []
+            return ()
 
     def add(self, run_dir: Path) -> None:
         """Add the run at ``run_dir``: the tables its report made, else read from the directory."""

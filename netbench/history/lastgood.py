@@ -2,63 +2,26 @@
 
 A node's last good run is the latest earlier run in the history that judged it (its effect in the
 pair model) with no warning or failure about it. Its figure there and now is the median busbw of its
-pairs at the largest size both runs measured (the store's ``links``; the run's own pair model).
-
-A node is *below its last good run* when it measured at least ``LOSS`` less now, by more than its
-own noise: ``Z`` times the run-to-run spread of its effect over the history (``changes.noise``, as
-``netbench history changes`` judges a series), for a difference of two runs. One run cannot show
-that a loss persists; it is said as measured in this run, against that run, and never drains
-(``reports.verdict`` alone decides that). Its finding is a warning when the loss is the node's own
-(it lost against the fleet as well, by ``LOSS``) and no warning or failure of this run already names
-the node, else information: the fleet as a whole measuring lower is no node's fault.
+pairs at the largest size both runs measured (the store's ``links``; the run's own pair model), and
+its noise the run-to-run spread of its effect over the history (``changes.noise``, as ``netbench
+history changes`` judges a series). The records (``reports.lastgood.LastGood``) are an input of the
+run's analysis (``AnalysisContext.last_good``): the rule ``reports/rules/last_good.py`` judges them
+with the run's other findings, so the verdict and every output read one list.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from netbench.collectives.sizes import format_size
-from netbench.common.findings import Finding
 from netbench.history.changes import NOISE_FLOOR, noise
 from netbench.history.store import HistoryStore
-
-RULE = "slower_than_last_good"
-LOSS = 0.10
-Z = 3.0
-
-
-@dataclass(frozen=True)
-class LastGood:
-    host: str
-    run_id: str  # the last good run
-    started: str
-    bytes: int
-    then_GBps: float
-    now_GBps: float
-    noise_pct: float  # the node's run-to-run spread (one sigma of its effect), in percent
-
-    @property
-    def change_pct(self) -> float:
-        return 100 * (self.now_GBps / self.then_GBps - 1)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self) | {"change_pct": round(self.change_pct, 2), "size": format_size(self.bytes)}
-
-
-def flagged(findings: list[Finding]) -> set[str]:
-    """The nodes a warning or failure names (its subject, or its hosts for a node or a component)."""
-    out: set[str] = set()
-    for f in findings:
-        if f.severity in ("warn", "fail") and f.subject_kind in ("node", "component"):
-            out.update(f.hosts or ([f.subject] if f.subject_kind == "node" else []))
-    return out
+from netbench.reports.lastgood import LastGood
 
 
 def compare(store: HistoryStore, ctx: Any, this: str | None) -> list[LastGood]:
@@ -136,41 +99,3 @@ def _last_good(store: HistoryStore, order: list[str], hosts: list[str]
         x = np.array([[v for _, v in sorted(pts)]])
         sigma[host] = float(noise(x, NOISE_FLOOR["node"])[0])
     return {h: r for h, (_, r) in good.items()}, sigma
-
-
-def findings_for(found: list[LastGood], findings: list[Finding]) -> list[Finding]:
-    """The findings of the nodes below their last good run (module docstring): one a node whose loss
-    is its own, one for those that only lost with the fleet."""
-    lower = [g for g in found if g.now_GBps <= (1 - LOSS) * g.then_GBps
-             and math.log(g.then_GBps / g.now_GBps) >= Z * math.sqrt(2) * math.log1p(g.noise_pct / 100)]
-    if not lower:
-        return []
-    fleet = float(np.median([g.now_GBps / g.then_GBps for g in found]))
-    named = flagged(findings)
-    whole = f"; the fleet as a whole measured {100 * (fleet - 1):+.0f}%" if abs(fleet - 1) >= 0.05 else ""
-    out, with_fleet = [], []
-    for g in lower:
-        if g.now_GBps / g.then_GBps / fleet > 1 - LOSS:
-            with_fleet.append(g)
-            continue
-        severity = "info" if g.host in named else "warn"
-        out.append(Finding(
-            rule=RULE, severity=severity, subject_kind="node", subject=g.host, hosts=[g.host],
-            title=(f"{g.host} measured {g.change_pct:+.0f}% against its last good run "
-                   f"({g.started[:10]}, run {g.run_id}): {g.now_GBps:.3g} GB/s against "
-                   f"{g.then_GBps:.3g} GB/s at {format_size(g.bytes)}{whole}"),
-            evidence=g.to_json() | {"fleet_change_pct": round(100 * (fleet - 1), 2)},
-            action=(f"See what changed on it since that run: netbench history show node {g.host}"
-                    if severity == "warn" else ""),
-        ))
-    if with_fleet:
-        names = ", ".join(g.host for g in with_fleet[:8]) + (" ..." if len(with_fleet) > 8 else "")
-        out.append(Finding(
-            rule=RULE, severity="info", subject_kind="run", subject="fleet",
-            title=(f"{len(with_fleet)} of {len(found)} nodes measured {LOSS:.0%} or more below their last "
-                   f"good run, as the fleet did ({100 * (fleet - 1):+.0f}%): {names}"),
-            evidence={"nodes": [g.to_json() for g in with_fleet],
-                      "fleet_change_pct": round(100 * (fleet - 1), 2)},
-            action="netbench history show fleet: when the fleet's headline moved, and what changed then",
-        ))
-    return out

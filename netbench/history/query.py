@@ -1,13 +1,17 @@
 """What ``netbench history`` asks the store: an entity's series, and the changes of every entity with
 the environment changes between its last good and first bad run, tested across the fleet.
 
-Attribution: a node that lost at run ``b`` (``g`` its last good run) is looked up in the env table of
-both runs; every field whose value differs is a candidate. For a candidate ``field: old -> new`` the
-fleet splits into the hosts that made the same change between ``g`` and ``b`` and those that did
-not, and each side counts its hosts that lost within a run of ``b``. The change is named the likely
-cause only when the contrast is strong: at least ``MIN_CHANGED`` hosts changed, most of them lost,
-few that stayed did, and the one-sided Fisher exact test of the 2 x 2 table is below ``P_CAUSE``.
-One host that changed and lost is said, not blamed: a part going bad looks the same.
+Attribution: an entity that lost at run ``b`` (``g`` its last good run) is looked up in the env table
+of both runs, on its hosts: a node's own, a link's two ends, a switch's hosts (those behind it in
+``b``); every field whose value differs on one of them is a candidate, for a switch only a change
+that hit most of its hosts (one host's change says nothing of a switch). For a candidate ``field:
+old -> new`` the fleet splits into the hosts that made the same change between ``g`` and ``b`` and
+those that did not, and each side counts its hosts that lost within a run of ``b`` as the entity
+did: a node that lost, an end of a link that lost, a host behind a switch that lost. The change is
+named the likely cause only when the contrast is strong: at least ``MIN_CHANGED`` hosts changed,
+most of them lost, few that stayed did, and the one-sided Fisher exact test of the 2 x 2 table is
+below ``P_CAUSE``. One host that changed and lost is said, not blamed: a part going bad looks the
+same.
 """
 
 from __future__ import annotations
@@ -120,17 +124,17 @@ def _entity_names(table: pa.Table, kind: str) -> pa.ChunkedArray:
 
 def changes(store: HistoryStore, kinds: tuple[str, ...] = ("node", "link", "switch", "fleet"),
             since: timedelta | None = None, now: datetime | None = None) -> list[Change]:
-    """Every persistent shift of ``kinds``, oldest first; the nodes' losses attributed; ``since``:
-    only those whose first bad run started within that long before ``now``."""
+    """Every persistent shift of ``kinds``, oldest first; the losses of nodes, links and switches
+    attributed; ``since``: only those whose first bad run started within that long before ``now``."""
     found: list[Change] = []
     for kind in kinds:
         s = series(store, kind)
         shifts = find_shifts(s.values, kind)
         dated = [_dated(s, sh) for sh in shifts]
-        if kind == "node" and dated:
-            dated = attribute(store, s, dated)
         if kind == "link":
             dated = [c for c in dated if not _moved_with_an_end(c, found)]
+        if kind != "fleet" and dated:
+            dated = attribute(store, s, dated)
         found += dated
     if since is not None:
         cut = (now or datetime.now(UTC)) - since
@@ -167,25 +171,70 @@ def _dated(s: Series, sh: Shift) -> Change:
 
 
 def attribute(store: HistoryStore, s: Series, found: list[Change]) -> list[Change]:
-    """``found`` (node changes) with the environment changes of each loss, tested across the fleet."""
+    """``found`` (the changes of ``s``'s kind: nodes, links or switches) with the environment changes
+    of each loss on its hosts, tested across the fleet (module docstring)."""
     env = store.table("env", columns=["run_id", "host", "field", "value"])
     if not env.num_rows:
         return found
     per_run = _env_by_run(env)
-    losses: dict[int, dict[str, float]] = {}  # first bad run -> host -> shift (%)
+    behind = _behind(store, {s.runs[c.split] for c in found if c.shift_pct < 0}) if s.kind == "switch" else {}
+
+    def hosts(c: Change) -> list[str]:
+        if s.kind == "switch":
+            return behind.get((s.runs[c.split], c.entity), [])
+        return c.entity.split(",") if s.kind == "link" else [c.entity]
+
+    losses: dict[int, dict[str, float]] = {}  # first bad run -> host -> its entity's shift (%)
     for c in found:
         if c.shift_pct < 0:
-            losses.setdefault(c.split, {})[c.entity] = c.shift_pct
+            at = losses.setdefault(c.split, {})
+            for h in hosts(c):
+                at[h] = min(at.get(h, 0.0), c.shift_pct)
     out = []
     for c in found:
         if c.shift_pct >= 0 or c.split == 0:
             out.append(c)
             continue
         good, bad = per_run.get(s.runs[c.split - 1], {}), per_run.get(s.runs[c.split], {})
-        mine_g, mine_b = good.get(c.entity, {}), bad.get(c.entity, {})
-        diffs = sorted(f for f in set(mine_g) | set(mine_b) if mine_g.get(f) != mine_b.get(f))
         lost = {h: v for k in (c.split - 1, c.split, c.split + 1) for h, v in losses.get(k, {}).items()}
-        out.append(replace(c, env=[_tested(f, mine_g.get(f), mine_b.get(f), good, bad, lost) for f in diffs]))
+        mine = hosts(c)
+        out.append(replace(c, env=[
+            replace(_tested(fld, old, new, good, bad, lost), at=_where(s.kind, made, len(mine)))
+            for (fld, old, new), made in _candidates(mine, good, bad, s.kind)]))
+    return out
+
+
+def _candidates(mine: list[str], good: dict[str, dict[str, str]], bad: dict[str, dict[str, str]], kind: str
+                ) -> list[tuple[tuple[str, str | None, str | None], list[str]]]:
+    """Each ``(field, old, new)`` that changed on the entity's hosts ``mine`` between ``good`` and
+    ``bad``, with the hosts that made it; for a switch only those most of its hosts made."""
+    made: dict[tuple[str, str | None, str | None], list[str]] = {}
+    for h in mine:
+        g, b = good.get(h, {}), bad.get(h, {})
+        for fld in set(g) | set(b):
+            if g.get(fld) != b.get(fld):
+                made.setdefault((fld, g.get(fld), b.get(fld)), []).append(h)
+    if kind == "switch":
+        made = {k: v for k, v in made.items() if len(v) > len(mine) / 2}
+    return sorted(made.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2] or ""))
+
+
+def _where(kind: str, made: list[str], hosts: int) -> str:
+    """Where on the entity a change was made: a link's end (or both), a switch's share of its hosts."""
+    if kind == "link":
+        return f"at {made[0]}" if len(made) == 1 else "at both ends"
+    return f"{len(made)} of {hosts} hosts behind it" if kind == "switch" else ""
+
+
+def _behind(store: HistoryStore, runs: set[str]) -> dict[tuple[str, str], list[str]]:
+    """(run, switch) -> the hosts behind it in that run (the nodes table's ``switch``)."""
+    nodes = store.table("nodes", columns=["run_id", "host", "switch"],
+                        where=pc.field("run_id").isin(sorted(runs)))
+    out: dict[tuple[str, str], list[str]] = {}
+    cols = [nodes.column(k).to_pylist() for k in ("run_id", "host", "switch")] if nodes.num_rows else [[]] * 3
+    for run, host, switch in zip(*cols, strict=True):
+        if switch:
+            out.setdefault((run, switch), []).append(host)
     return out
 
 

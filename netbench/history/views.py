@@ -52,21 +52,22 @@ def changes_view(found: list[Change], fmt: str) -> str:
 
 def summary(found: list[Change]) -> str:
     """One line per environment change named as a cause, with the hosts it took down."""
-    causes: dict[tuple[str, str | None, str | None, str], list[Change]] = {}
+    causes: dict[tuple[str, str | None, str | None, str, str], list[Change]] = {}
     for c in found:
         if c.cause is not None:
-            key = (c.cause.field, c.cause.old, c.cause.new, day(c.first_bad_at)[:10])
+            key = (c.cause.field, c.cause.old, c.cause.new, day(c.first_bad_at)[:10], c.kind)
             causes.setdefault(key, []).append(c)
     lines = []
-    for (fld, old, new, when), hit in causes.items():
+    for (fld, old, new, when, kind), hit in causes.items():
         e = hit[0].cause
         assert e is not None
         lo, hi = e.lost_range_pct or (0.0, 0.0)
         lost = f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}%"
-        names = ", ".join(c.entity for c in hit[:6]) + (" ..." if len(hit) > 6 else "")
+        names = ", ".join(c.entity.replace(",", "-") for c in hit[:6]) + (" ..." if len(hit) > 6 else "")
+        through = "" if kind == "node" else f" through their {kind}{'s' * (len(hit) != 1)}"
         lines.append(f"{when}: {e.changed} hosts moved {fld} {old} -> {new} and {e.lost_changed} of them "
-                     f"lost {lost} ({names}); {e.lost_unchanged} of {e.unchanged} that stayed lost anything: "
-                     f"the {fld} change is the likely cause")
+                     f"lost {lost}{through} ({names}); {e.lost_unchanged} of {e.unchanged} that stayed lost "
+                     f"anything: the {fld} change is the likely cause")
     return terminal_safe("\n".join(x for x in lines if x))
 
 

@@ -29,22 +29,17 @@ def _write_report(rundir: Any, ctx: Any, findings: list[Any], html: bool, histor
                               history=history.section if history is not None else None)
 
 
-def with_history(history: HistoryStage, ctx: Any, findings: list[Any], info: dict[str, Any]) -> list[Any]:
-    """``findings`` with those of the nodes now below their last good run in the history
-    (``history.lastgood``: information or warnings, never a drain), worst first; ``info["history"]``
-    (run.json's and the JSON report's ``preflight`` block) says, for each node a warning or failure
-    names, how it measured in its last good run."""
-    from netbench.common.findings import SEVERITY_RANK
-    from netbench.history.lastgood import flagged
+def with_history(history: HistoryStage, ctx: Any, findings: list[Any], info: dict[str, Any]) -> None:
+    """``info["history"]`` (run.json's and the JSON report's ``preflight`` block): for each node a
+    warning or failure names, how it measured in its last good run (``ctx.last_good``, which the
+    analysis judged: ``reports/rules/last_good.py``, information or warnings, never a drain)."""
+    from netbench.reports.engine import named_nodes
 
-    found, more = history.last_good(ctx, findings)
-    if not found:
-        return findings
-    every = sorted([*findings, *more], key=lambda f: -SEVERITY_RANK[f.severity])  # stable: the rules' order
-    named = flagged(every)
-    info["history"] = {"store": str(history.root), "compared": len(found),
-                       "nodes": {g.host: g.to_json() for g in found if g.host in named}}
-    return every
+    if not ctx.last_good:
+        return
+    named = named_nodes(findings)
+    info["history"] = {"store": str(history.root), "compared": len(ctx.last_good),
+                       "nodes": {g.host: g.to_json() for g in ctx.last_good if g.host in named}}
 
 
 def _checks() -> list[str]:

@@ -103,12 +103,15 @@ def analyse(
     topology: dict[str, str] | None,
     baseline: Path | None = None,
     retests: RetestEvidence | None = None,
+    history: HistoryStage | None = None,
 ) -> tuple[Any, list[Any]]:
-    """The standard analysis of the run directory as it is now, with the re-test evidence so far:
-    (context, findings worst first)."""
+    """The standard analysis of the run directory as it is now, with the re-test evidence so far
+    (and ``history``: each node against its last good run there): (context, findings worst first)."""
     from netbench.reports.engine import load_context, run_rules
 
     ctx = load_context(rundir.path, baseline, policy, topology or None, retests)
+    if history is not None:
+        ctx.last_good = history.last_good(ctx)
     return ctx, run_rules(ctx)
 
 
@@ -475,8 +478,8 @@ class PreflightStages:
         evidence = evidence or RetestEvidence({}, PREFLIGHT_WORDS.not_suspect)
         self.sofar.enter("report")
         rundir.write_run(status="completed")
-        ctx, findings = analyse(rundir, self.policy, self.topology, self.baseline, evidence)
-        findings = with_history(run.history, ctx, findings, info)  # findings only: the drain rule's below
+        ctx, findings = analyse(rundir, self.policy, self.topology, self.baseline, evidence, run.history)
+        with_history(run.history, ctx, findings, info)
         said = judge(findings, len(self.entries), command="preflight")  # the one rule (reports.verdict)
         drain, check = list(said.drain), list(said.check)
         html = _write_report(rundir, ctx, findings, self.opts.html, run.history)

@@ -15,6 +15,7 @@ from netbench.reports.rules import (
     fleet_split,
     host_checks,
     imported,
+    last_good,
     link_health,
     mtu,
     port_counters,
@@ -55,6 +56,7 @@ RULES: list[Rule] = [
     unreadable.RULE,
     rundir.RULE,
     imported.RULE,
+    last_good.RULE,
 ]
 
 #: every finding id the registry and the engine emit -> its default severity, in the registry's order

@@ -29,6 +29,10 @@ class Rule:
     own_severity: bool = False
     """The rule applies the policy's severity overrides itself (``policy_severity``), because its
     evidence may lower them: a suspect cleared by a re-test is info whatever the policy says."""
+    defers: bool = False
+    """Its warnings and failures about a node that a warning or failure of another rule names are
+    information (the engine's ``named_nodes``): context for that finding, never a second alarm. The
+    rule cannot tell itself: a rule never reads another's findings."""
 
 
 def policy_severity(ctx: AnalysisContext, rule_id: str, cap: str = "fail", floor: str = "info") -> str:
