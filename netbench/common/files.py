@@ -15,6 +15,7 @@ import os
 import secrets
 import stat
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -97,9 +98,10 @@ def parse_toml(text: str, where: str, error: type[Exception] = UsageError) -> di
         raise error(f"{where}: not valid TOML: nested too deeply") from None
 
 
-def write_files(folder: str | Path, texts: dict[str, str], option: str = "--out") -> list[Path]:
-    """Write each ``name -> text`` into ``folder`` (made if missing; the user's ``option``), each
-    atomically (a reader never sees half a file), and return the paths written.
+def write_files(folder: str | Path, texts: dict[str, str | Iterable[str]], option: str = "--out"
+                ) -> list[Path]:
+    """Write each ``name -> text`` (its pieces, made as written) into ``folder`` (made if missing; the
+    user's ``option``), each atomically (a reader never sees half a file), and return the paths written.
 
     Never through a link: a name that is a symbolic link in the folder, dangling or not, was put
     there by someone else; writing through it would write outside the folder, and replacing it would
@@ -158,12 +160,12 @@ def _check_target(dfd: int, where: Path, name: str, option: str) -> None:
                          "written")
 
 
-def _write_at(dfd: int, where: Path, name: str, text: str) -> None:
+def _write_at(dfd: int, where: Path, name: str, text: str | Iterable[str]) -> None:
     tmp = f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.writelines([text] if isinstance(text, str) else text)
             fh.flush()
             os.fsync(fh.fileno())  # the data is on disk before the name points at it
         os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)

@@ -467,26 +467,27 @@ def read_parquet(fh: IO[bytes], columns: list[str] | None = None) -> Any:
 
 
 def read_part(path: Path, check: Callable[[Any], str | None]) -> JsonlRead:
-    """A Parquet part's rows as records (``extra`` kept as JSON text); a part that is no Parquet
-    file is left out and named, a row ``check`` refuses with its number."""
+    """A Parquet part's rows as records (``part_records``); a part that is no Parquet file is named."""
     import pyarrow as pa
 
-    got = JsonlRead([], [])
     try:
         with open_regular(path) as fh:
             table = read_parquet(fh)
     except (pa.ArrowException, OSError) as exc:
         return JsonlRead([], [Unreadable(str(path), None, f"not a Parquet part of rows ({exc}); left out")])
-    for number, rec in enumerate(table.to_pylist(), start=1):
+    return part_records(path, table.to_pylist(), 0, check)
+
+
+def part_records(path: Path, records: list[Any], at: int, check: Callable[[Any], str | None]) -> JsonlRead:
+    """A part's records from row ``at + 1`` on (``extra`` decoded), those ``check`` refuses named."""
+    got = JsonlRead([], [])
+    for number, rec in enumerate(records, start=at + 1):
         try:
             rec["extra"] = decode_json(rec["extra"].encode()) if isinstance(rec.get("extra"), str) else {}
             why = check(rec)
         except ValueError as exc:
             why = f"field 'extra': {exc}"
-        if why:
-            got.unreadable.append(Unreadable(str(path), number, why))
-        else:
-            got.records.append(rec)
+        got.unreadable.append(Unreadable(str(path), number, why)) if why else got.records.append(rec)
     return got
 
 

@@ -7,7 +7,7 @@ asks the exporter for its files and writes every one through ``netbench.common.f
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # numpy, through findings and arrivals: loaded only when an export runs
     import numpy as np
     from netbench.collectives.arrivals import ArrivalRecord
+    from netbench.reports.pairstore import Split
 
     from netbench.common.findings import Finding
     from netbench.common.jsonread import JsonlRead, JsonRead
@@ -28,7 +29,8 @@ MAX_SAID = 5
 class ExportFile:
     name: str
     """A file name inside the export folder (no directory part)."""
-    text: str
+    text: str | Iterable[str]
+    """The file's text, or its pieces in order, made as it is written (``RunData.row_batches``)."""
     about: str = ""
     """What the file holds, a few words for the command's line about it ("3 size(s)")."""
 
@@ -50,6 +52,32 @@ class RunData:
         return self._loaded.records
 
     @cached_property
+    def _split(self) -> Split | None:
+        """The rows read column by column, as the report reads them (``reports.pairstore``), where
+        every one is plainly good; None for the line reader's turn (``rows``)."""
+        from netbench.reports.pairstore import read_split
+
+        files = self.run.row_files()
+        return read_split(files) if files and all(p.is_file() and not p.is_symlink() for p in files) else None
+
+    @cached_property
+    def row_count(self) -> int:
+        """How many usable rows, without holding them as records where the columns say so."""
+        split = self._split
+        return len(split.rest) + split.pairs.plain if split is not None else len(self.rows)
+
+    def row_batches(self) -> Iterator[list[dict[str, Any]]]:
+        """``rows``, a batch at a time and in their order (``reports.rowstore.iter_rows``): what a
+        format of one line a row writes, in memory bounded by a batch, not by the run."""
+        from netbench.reports.rowstore import iter_rows
+
+        if self._split is None:
+            yield self.rows
+            return
+        for got in iter_rows(self.run):
+            yield got.records
+
+    @cached_property
     def _run_json(self) -> JsonRead:
         return self.run.load_run()
 
@@ -66,6 +94,7 @@ class RunData:
         not read as a whole run's. The checks are the report's (``reports.runcheck``)."""
         import pandas as pd
         from netbench.reports.pairstore import split_frame
+        from netbench.reports.rowtable import listed_hosts
         from netbench.reports.runcheck import ENDED_EARLY, run_doubts
 
         said = []
@@ -74,15 +103,21 @@ class RunData:
             why = self.meta.get("error") or self.meta.get("signal")
             said.append(f"{self.run.path / 'run.json'}: the run is {status}{f' ({why})' if why else ''}: it "
                         "ended early or never recorded its end; exported what it measured")
-        left = self._loaded.unreadable + self._run_json.unreadable
+        split = self._split  # every row good (none left out), or the lines read one by one
+        left = (self._loaded.unreadable if split is None else []) + self._run_json.unreadable
         for u in left[:MAX_SAID]:
             said.append(f"{u.file}{f':{u.line}' if u.line else ''}: {u.reason}; left out")
         if len(left) > MAX_SAID:
             said.append(f"{len(left) - MAX_SAID} more unreadable line(s) or file(s) left out")
-        named = frozenset(h for r in self.rows for h in (r.get("hosts") or ()) if isinstance(h, str))
-        frame = pd.DataFrame(self.rows, columns=["run_id", "ranks"]) if self.rows else pd.DataFrame()
-        split = split_frame(frame)  # no plain pair rows: the frame holds every row here
-        for d in run_doubts(self.run.path, self.meta, split, len(self._loaded.unreadable), named):
+        if split is None:
+            named = frozenset(h for r in self.rows for h in (r.get("hosts") or ()) if isinstance(h, str))
+            frame = pd.DataFrame(self.rows, columns=["run_id", "ranks"]) if self.rows else pd.DataFrame()
+            split = split_frame(frame)  # no plain pair rows: the frame holds every row here
+        else:
+            named = frozenset(listed_hosts(split.rest["hosts"])[0] if len(split.rest) else ()) | frozenset(
+                split.pairs.names)
+        lines_out = len(left) - len(self._run_json.unreadable)
+        for d in run_doubts(self.run.path, self.meta, split, lines_out, named):
             said.append(f"{d.file}: {d.reason} ({d.kind})")
         return said
 

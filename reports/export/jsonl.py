@@ -4,15 +4,22 @@ line is what the run writes in a part's tail, the ``ResultRow``'s fields in thei
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from netbench.reports.export.base import Exporter, ExportFile, RunData
 
 from netbench.common.jsontext import dumps
 
 
 def export(data: RunData) -> list[ExportFile]:
-    rows = data.rows
-    text = "".join(dumps(r, default=str) + "\n" for r in rows)
-    return [ExportFile("results.jsonl", text, f"{len(rows)} row(s)")] if rows else []
+    count = data.row_count
+    return [ExportFile("results.jsonl", _lines(data), f"{count} row(s)")] if count else []
+
+
+def _lines(data: RunData) -> Iterator[str]:
+    """The lines a batch of rows at a time, made as the file is written (25 M rows at 4,096 nodes)."""
+    for rows in data.row_batches():
+        yield "".join(dumps(r, default=str) + "\n" for r in rows)
 
 
 EXPORTER = Exporter(
