@@ -25,7 +25,7 @@ nanmedian over rows is what makes the fit take about a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -213,63 +213,71 @@ def _matrices(ctx: AnalysisContext) -> _Matrices | None:
     rnd = pairs.round[keep]
     rounds = _round_matrix(rnd, ia, ib, n)
     load, classes, cls = _fact_matrices(ctx, keep, hosts, ia, ib, rnd)
-    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)  # each pair's lower index first
     del rnd, ia, ib
-    kept = nbytes[keep]
-    ks = np.zeros(len(kept), dtype=np.int8)  # each row's size's index in ``sizes``
-    for k, size in enumerate(sizes[1:], start=1):
-        ks[kept == size] = k
-    del kept
-    bw = _busbw_matrix(ks, lo, hi, bus[keep], n, len(sizes))
-    del keep, ks, lo, hi  # a number per row of the run: gone before the N x N work starts
+    # each host code's matrix index (-1: not in the matrix); the busbw matrix one size at a time,
+    # from that size's rows alone: a third of the rows' indices and values at once, not all
+    index = np.full(len(names), -1, dtype=np.int32)
+    code = {h: c for c, h in enumerate(names)}
+    index[[code[h] for h in hosts]] = np.arange(n, dtype=np.int32)
+    bw = np.full((len(sizes), n, n), np.nan)
+    for k, size in enumerate(sizes):
+        at = keep & (nbytes == size)
+        ia, ib = index[pairs.a[at]], index[pairs.b[at]]
+        _busbw_into(bw[k], np.minimum(ia, ib), np.maximum(ia, ib), bus[at])
+        del at, ia, ib
+    del keep  # a number per row of the run: gone before the N x N work starts
     return _Matrices(coll, sizes, hosts, bw, _log_levels(bw), rounds, classes, cls, load)
 
 
-def _busbw_matrix(ks: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarray, n: int,
-                  n_sizes: int) -> np.ndarray:
-    """(n_sizes, N, N) busbw from the rows' size indices ``ks``, pairs ``lo`` < ``hi`` and busbw
-    ``bwv``: the median over repeats of the same pair and size (rounds re-run, or both directions
-    listed), both ways. A run measures each pair once a size: then the rows go straight in."""
-    bw = np.full((n_sizes, n, n), np.nan)
-    bw[ks, lo, hi] = bwv
+def _busbw_into(bw: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarray) -> None:
+    """(N, N) ``bw`` (NaN) of one size from its rows' pairs ``lo`` < ``hi`` and busbw ``bwv``: the
+    median over repeats of the same pair (rounds re-run, or both directions listed), both ways. A
+    run measures each pair once a size: then the rows go straight in."""
+    n = bw.shape[0]
+    bw[lo, hi] = bwv
     # every row its cell's value: no cell had two rows of different busbw, whose median it would be
-    if bool((bw[ks, lo, hi] == bwv).all()):
-        bw[ks, hi, lo] = bwv
-        return bw
-    key = (ks.astype(np.int64) * n + lo) * n + hi  # size and pair
+    if bool((bw[lo, hi] == bwv).all()):
+        bw[hi, lo] = bwv
+        return
+    key = lo.astype(np.int64) * n + hi
     order = np.argsort(key, kind="stable")
     key, bwv = key[order], bwv[order]
     start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
     med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
-    key = key[start]
-    k_u, rem = np.divmod(key, n * n)
-    lo_u, hi_u = np.divmod(rem, n)
-    bw[k_u, lo_u, hi_u] = med
-    bw[k_u, hi_u, lo_u] = med
-    return bw
+    lo_u, hi_u = np.divmod(key[start], n)
+    bw[lo_u, hi_u] = med
+    bw[hi_u, lo_u] = med
 
 
 def _log_levels(bw: np.ndarray) -> np.ndarray:
     """(N, N) y: each pair's log busbw relative to its size's median over pairs, the median over sizes."""
     n_sizes, n = bw.shape[0], bw.shape[1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.log(bw)
     # each size's median over its pairs: the upper triangle holds each pair once, the matrix twice,
-    # and a list of values each taken twice has the same median
+    # and a list of values each taken twice has the same median. The logs a size, then a block of
+    # rows, at a time: the whole stack's logs were 0.4 GB more at 4,096 hosts
     top = np.triu(np.ones((n, n), dtype=bool), 1)
-    centre = np.array([_finite_median(v[top]) for v in rel], dtype=float)
+    centre = np.array([_finite_median(_log(v[top])) for v in bw], dtype=float)
     del top
-    rel -= centre[:, None, None]
     if n_sizes == 1:
-        return rel[0]
+        y = _log(bw[0])
+        y -= centre[0]
+        return y
     # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks),
     # ROW_BLOCK rows of the matrix at a time: its sort copies only those
     y = np.empty((n, n))
     for lo in range(0, n, ROW_BLOCK):
-        per_pair = rel[:, lo : lo + ROW_BLOCK].reshape(n_sizes, -1).T
+        rel = _log(bw[:, lo : lo + ROW_BLOCK])
+        rel -= centre[:, None, None]
+        per_pair = rel.reshape(n_sizes, -1).T
         some = np.isfinite(per_pair).any(axis=1)
         y[lo : lo + ROW_BLOCK] = np.where(some, nanmedian_rows(per_pair), np.nan).reshape(-1, n)
     return y
+
+
+def _log(v: np.ndarray) -> np.ndarray:
+    """log of busbw (NaN where not measured, -inf at 0), a new array."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(v)
 
 
 def fit_pair_model(
@@ -317,6 +325,7 @@ def fit_pair_model(
         judged_k[k] = partners_k[k] >= min_partners
         if n < 4:  # with 3 nodes every pair is explained exactly by node effects: nothing to tell apart
             judged_k[k] = False
+        pairs = None  # the previous class's lists go before this one's are made
         pairs = _ClassPairs.of(y, in_k, partners_k[k], cell)
         del in_k
         a_k[k], lvl = _polish(pairs, judged_k[k], len(cell_class), iterations)
@@ -336,8 +345,11 @@ def fit_pair_model(
     # one number per node for callers that want one (preflight's known-good partners): its worst class
     a = np.where(judged_k, a_k, np.inf).min(axis=0)
     a = np.where(judged, a, 0.0)
-    sigma = max(residual_sigma(resid[upper]), SIGMA_FLOOR)
-    noise = learn(resid[upper], cls[upper], classes, sigma)
+    pairs = None
+    resid_up = resid[upper]  # each pair once, taken once for both
+    sigma = max(residual_sigma(resid_up), SIGMA_FLOOR)
+    noise = learn(resid_up, cls[upper], classes, sigma)
+    del resid_up
     return PairModel(
         collective=coll,
         sizes=sizes,
@@ -428,14 +440,22 @@ class _ClassPairs:
     def row_medians(self, level: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Each node's median over its partners j of y - c_cell - a_j (0 for a node without any)."""
         out = np.zeros(len(a))
-        for rows, cols, cells, ys in self.by_count:
+        for rows, cols, cells, ys in self._blocks():
             out[rows] = _middle(ys - level[cells] - a[cols])
         return out
 
     def residuals_into(self, resid: np.ndarray, level: np.ndarray, a: np.ndarray) -> None:
         """resid[i, j] = y - c_cell - a_i - a_j for every pair of the class (both triangles)."""
-        for rows, cols, cells, ys in self.by_count:
+        for rows, cols, cells, ys in self._blocks():
             resid[rows[:, None], cols] = ys - level[cells] - a[rows][:, None] - a[cols]
+
+    def _blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | np.intp, np.ndarray]]:
+        """``by_count`` ROW_BLOCK nodes at a time: each node's numbers are its own, and the temporaries
+        of a block are a few MB where a class's whole were 0.1 GB each at 4,096 hosts."""
+        for rows, cols, cells, ys in self.by_count:
+            for lo in range(0, len(rows), ROW_BLOCK):
+                part = slice(lo, lo + ROW_BLOCK)
+                yield rows[part], cols[part], cells if np.ndim(cells) == 0 else cells[part], ys[part]
 
 
 def _polish(
