@@ -15,7 +15,7 @@ importable from here as well.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -468,15 +468,17 @@ class LinkTests:
         test's), most sigmas below first: where a re-test has budget left after the worst, a link at
         0.7 that noise lifted to 0.84, 4.4 sigmas below (one fabric in thirty under Student-t, 3
         degrees of freedom, at 256 nodes), is among them; a healthy pair is seldom slow in every re-run."""
-        sigma = np.maximum(m.class_sigma(), 1e-12)
-        near = (
-            np.triu(np.isfinite(m.resid), 1)
-            & np.isnan(self.p)
-            & (m.resid <= np.log(factor))
-            & (m.resid <= -t.mad_k * sigma)
-        )
-        ii, jj = np.nonzero(near)
-        z = m.resid[ii, jj] / sigma[ii, jj]
+        sigma = np.maximum(m.sigma_by_class(), 1e-12)  # per class: indexed by cls a block at a time
+        bar = -t.mad_k * sigma
+        found = [(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))]
+        for lo, rows in _row_blocks(m.resid):
+            r = m.resid[rows]
+            near = np.triu(np.isfinite(r), 1 + lo) & np.isnan(self.p[rows]) & (r <= np.log(factor))
+            near &= r <= bar[m.cls[rows]]
+            ii, jj = np.nonzero(near)
+            found.append((ii + lo, jj))
+        ii, jj = (np.concatenate(v) for v in zip(*found, strict=True))
+        z = m.resid[ii, jj] / sigma[m.cls[ii, jj]]
         order = np.argsort(z, kind="stable")[:limit]
         return [(int(ii[k]), int(jj[k])) for k in order]
 
@@ -515,10 +517,24 @@ def link_tests(m: PairModel, t: Thresholds, explained: np.ndarray | None = None)
     n_pairs = int(upper.sum())
     p = np.full(m.resid.shape, np.nan)
     if n_pairs >= 3:  # one or two pairs have no peers to be judged against
-        cand = upper & (m.resid <= np.log(t.slow_pair_factor)) & (m.resid <= -t.mad_k * m.class_sigma())
+        bar = -t.mad_k * m.sigma_by_class()  # per class: indexed by cls a block of rows at a time
+        cand = upper  # upper's last use: narrowed in place to the candidates
+        for _, rows in _row_blocks(m.resid):
+            r = m.resid[rows]
+            cand[rows] &= (r <= np.log(t.slow_pair_factor)) & (r <= bar[m.cls[rows]])
         p[cand] = m.noise.p_values(m.resid[cand], m.cls[cand], m.classes)
     warn = holm_mask(p, n_pairs, t.fwer)
     return LinkTests(p, warn, bh_mask(p, n_pairs, t.fdr) & ~warn, n_pairs)
+
+
+ROW_BLOCK = 256
+"""Rows of the (N, N) matrices a test takes at a time: its temporaries a few MB, not 0.1 GB each."""
+
+
+def _row_blocks(matrix: np.ndarray) -> Iterator[tuple[int, slice]]:
+    """(first row, rows) of ``matrix``, ROW_BLOCK rows at a time."""
+    for lo in range(0, matrix.shape[0], ROW_BLOCK):
+        yield lo, slice(lo, lo + ROW_BLOCK)
 
 
 def _interval(effect: float, se: float) -> tuple[float, float]:

@@ -81,7 +81,11 @@ def pair_rates(rows: PairRows) -> tuple[np.ndarray, np.ndarray]:
     for m in np.unique(count[count > 1]).tolist():
         at = np.flatnonzero(count == m)
         rate[at] = np.median(values[start[at, None] + np.arange(m)], axis=1)
-    return np.stack([keys // n, keys % n], axis=1), rate
+    del values, start, count
+    out = np.empty((len(keys), 2), dtype=rows.a.dtype)  # the hosts' codes' type, written in place
+    np.floor_divide(keys, n, out=out[:, 0], casting="unsafe")
+    np.remainder(keys, n, out=out[:, 1], casting="unsafe")
+    return out, rate
 
 
 def fast_pairs(logs: np.ndarray) -> np.ndarray | None:
