@@ -379,7 +379,10 @@ def _intermittent(
     owns its low pairs: its partners in its slow rounds each show one low pair with it, which is
     its, not theirs. Without that, a node slow now and then made the end of a slow link beside it
     look intermittent too (the link and one slow round: two slow links on one node)."""
-    z = np.where(explained, np.nan, m.resid / m.class_sigma())
+    z = np.empty(m.resid.shape)
+    sigma = m.sigma_by_class()
+    for _, rows in _row_blocks(z):  # a block of rows at a time: no (N, N) sigma and quotient beside z
+        z[rows] = np.where(explained[rows], np.nan, m.resid[rows] / sigma[m.cls[rows]])
     low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
     measured = np.isfinite(z)
     count = low.sum(axis=1)
@@ -429,7 +432,7 @@ def _intermittent(
         ratio = float(np.exp(np.median(m.resid[i, js])))
         if ratio > t.slow_node_factor:
             continue
-        se = 1.2533 * float(np.median(m.class_sigma()[i, js])) / np.sqrt(js.size)
+        se = 1.2533 * float(np.median(sigma[m.cls[i, js]])) / np.sqrt(js.size)
         seen = m.rounds[i, js] if m.rounds is not None else np.zeros(0, dtype=int)
         rounds = tuple(sorted({int(r) for r in seen if r >= 0}))
         k = int(np.argmax(np.bincount(m.cls[i, js], minlength=len(m.classes))))

@@ -64,24 +64,28 @@ def pair_rates(rows: PairRows) -> tuple[np.ndarray, np.ndarray]:
     size = sizes[count >= count.max() / 2].max()
     sel = ok & (rows.nbytes == size)
     n = max(len(rows.names), 1)
-    lo, hi = np.minimum(rows.a[sel], rows.b[sel]), np.maximum(rows.a[sel], rows.b[sel])
-    key = lo.astype(np.int64) * n + hi
-    del lo, hi
+    a, b = rows.a[sel], rows.b[sel]
+    # each pair's key (lower code first) in the codes' own type where n * n fits it: 8.4 M rows
+    key = np.minimum(a, b).astype(np.int64 if n * n > np.iinfo(a.dtype).max else a.dtype, copy=False)
+    key *= n
+    key += np.maximum(a, b)
+    del a, b
     order = np.argsort(key, kind="stable")
     key = key[order]
-    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # where each pair's rows start
-    keys = key[start]
-    del key
     values = rows.busbw[sel][order]
     del order
-    rate = values[start]  # a pair of one row (all but the re-tested ones): its value
-    count = np.diff(np.r_[start, len(values)])
-    # pairs of several rows, grouped by how many: their medians a 2-D block at a time, the same
-    # numbers as one median a pair (a pandas group-by of 8.4 M rows at 4,096 nodes held ~0.45 GB)
-    for m in np.unique(count[count > 1]).tolist():
-        at = np.flatnonzero(count == m)
-        rate[at] = np.median(values[start[at, None] + np.arange(m)], axis=1)
-    del values, start, count
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # where each pair's rows start
+    if len(start) == len(key):  # a row a pair: its value
+        keys, rate = key, values
+    else:
+        keys, rate = key[start], values[start]  # a pair of one row (all but the re-tested ones): its value
+        count = np.diff(np.r_[start, len(values)])
+        # pairs of several rows, grouped by how many: their medians a 2-D block at a time, the same
+        # numbers as one median a pair (a pandas group-by of 8.4 M rows held ~0.45 GB at 4,096 nodes)
+        for m in np.unique(count[count > 1]).tolist():
+            at = np.flatnonzero(count == m)
+            rate[at] = np.median(values[start[at, None] + np.arange(m)], axis=1)
+    del key, values, start
     out = np.empty((len(keys), 2), dtype=rows.a.dtype)  # the hosts' codes' type, written in place
     np.floor_divide(keys, n, out=out[:, 0], casting="unsafe")
     np.remainder(keys, n, out=out[:, 1], casting="unsafe")

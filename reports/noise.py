@@ -173,6 +173,7 @@ def learn(resid: np.ndarray, cls: np.ndarray, classes: list[str], sigma: float) 
         part /= sigmas[name]
         at += v.size
     pooled = fit_tail(pooled_x, 1.0) if pooled_x.size >= MIN_LEARN else None
+    del pooled_x  # before each class's own copy
     tails = {}
     for name, v in per_class.items():
         own = fit_tail(-v / sigmas[name], sigmas[name]) if v.size >= MIN_LEARN else None
