@@ -379,6 +379,8 @@ def _intermittent(
     owns its low pairs: its partners in its slow rounds each show one low pair with it, which is
     its, not theirs. Without that, a node slow now and then made the end of a slow link beside it
     look intermittent too (the link and one slow round: two slow links on one node)."""
+    sig = link_tests(m, t, explained).warn  # first: its (N, N) chances go before z is made
+    bar = sig | sig.T
     z = np.empty(m.resid.shape)
     sigma = m.sigma_by_class()
     for _, rows in _row_blocks(z):  # a block of rows at a time: no (N, N) sigma and quotient beside z
@@ -399,8 +401,6 @@ def _intermittent(
     out: dict[int, NodeVerdict] = {}
     pvals: dict[int, float] = {}
     lows: dict[int, np.ndarray] = {}
-    sig = link_tests(m, t, explained).warn
-    bar = sig | sig.T
     owned = np.zeros_like(low)  # [j, i]: j's pair with i is i's, found intermittent before j
     candidates = np.nonzero((count >= INTERMITTENT_MIN_PAIRS) | (bar.sum(axis=1) >= 2))[0].tolist()
     for i in sorted(candidates, key=lambda i: (-int(count[i]), i)):

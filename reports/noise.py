@@ -176,7 +176,10 @@ def learn(resid: np.ndarray, cls: np.ndarray, classes: list[str], sigma: float) 
     del pooled_x  # before each class's own copy
     tails = {}
     for name, v in per_class.items():
-        own = fit_tail(-v / sigmas[name], sigmas[name]) if v.size >= MIN_LEARN else None
+        if v.size >= MIN_LEARN:  # v is this function's copy: -v / sigma written over it
+            np.negative(v, out=v)
+            v /= sigmas[name]
+        own = fit_tail(v, sigmas[name]) if v.size >= MIN_LEARN else None
         if own is not None:
             tails[name] = own
         elif pooled is not None:
@@ -199,19 +202,20 @@ def fit_tail(x: np.ndarray, sigma: float) -> LowerTail:
     if not pilot.learned:
         return pilot
     kept = x[x < pilot.bar(GROSS_CHANCE / x.size)]  # past the pilot's bar: faults (GROSS_CHANCE)
-    tail = _moments_fit(kept, sigma, CENSOR_SHARE)
+    tail = _moments_fit(kept, sigma, CENSOR_SHARE, own=True)
     return replace(tail, residuals=int(x.size), gross=int(x.size - kept.size))
 
 
-def _moments_fit(x: np.ndarray, sigma: float, censor: float, margin: float = SHAPE_MARGIN) -> LowerTail:
+def _moments_fit(x: np.ndarray, sigma: float, censor: float, margin: float = SHAPE_MARGIN,
+                 own: bool = False) -> LowerTail:
     """The tail of ``x`` (finite) from its exceedances' moments (the worst TAIL_SHARE), the top
     ``censor`` of them censored, the shape ``margin`` standard errors (SHAPE_BIAS at least, with a
-    margin at all) heavier than fitted."""
+    margin at all) heavier than fitted. ``own``: ``x`` is the caller's scratch, overwritten."""
     m = int(x.size * TAIL_SHARE)  # exceedances: the m largest over the (m+1)-th
     if m < 20:
         return LowerTail(sigma=sigma, residuals=int(x.size))
-    top = -x
-    top.partition(m)  # in place: its own copy (8.4 M residuals at 4,096 hosts)
+    top = np.negative(x, out=x if own else None)
+    top.partition(m)  # in place: a copy of its own, or the caller's scratch (8.4 M residuals at 4,096 hosts)
     top = -top[: m + 1]
     top.sort()
     threshold, y = float(top[0]), top[1:] - top[0]
