@@ -393,8 +393,10 @@ def _intermittent(
     # INTERMITTENT_Z itself: the tail fitted over the worst 5% read 0.72% there under 1% congestion
     # bursts where 0.88% were, and at 1,024 nodes three healthy fabrics in twenty had a node "slow
     # in 24 of 1,023 pairs" (the pooled share counts a slow node's pairs too: conservative)
-    pairs_k = np.bincount(m.cls[measured], minlength=len(m.classes))  # both triangles: twice each
-    low_k = np.bincount(m.cls[low], minlength=len(m.classes))
+    # counted a class at a time (a bincount casts the (N, N) classes to a 0.13 GB int64 copy at 4,096);
+    # pairs_k counts both triangles: twice each
+    pairs_k = np.array([np.count_nonzero(measured & (m.cls == k)) for k in range(len(m.classes))])
+    low_k = np.array([np.count_nonzero(low & (m.cls == k)) for k in range(len(m.classes))])
     p0 = np.array([max(noise_tail(), float(m.noise.tail(c).p_below(np.array([INTERMITTENT_Z]))[0]),
                        low_k[k] / pairs_k[k] if pairs_k[k] >= 2 * MIN_LEARN else 0.0)
                    for k, c in enumerate(m.classes)])
