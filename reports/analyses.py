@@ -297,8 +297,10 @@ def _capacity(m: PairModel) -> np.ndarray:
     best = np.full(len(m.hosts), np.nan)
     bw = m.bw[-1]
     for k in range(len(m.classes)):
-        in_k = np.where(m.cls == k, bw, np.nan)
-        med = np.where(np.isfinite(in_k).any(axis=1), nanmedian_rows(in_k), np.nan)
+        med = np.full(len(m.hosts), np.nan)
+        for _, rows in _row_blocks(bw):  # each node's median its own: a block of rows at a time
+            in_k = np.where(m.cls[rows] == k, bw[rows], np.nan)
+            med[rows] = np.where(np.isfinite(in_k).any(axis=1), nanmedian_rows(in_k), np.nan)
         best = np.fmax(best, med)
     return best
 
