@@ -161,7 +161,17 @@ class NoiseModel:
 def learn(resid: np.ndarray, cls: np.ndarray, classes: list[str], sigma: float) -> NoiseModel:
     """The lower tail of each class's residuals (one value per pair: pass the upper triangle);
     ``sigma``: the fleet's residual sigma, the unit of a class without enough residuals of its own."""
-    per_class = {name: resid[(cls == k) & np.isfinite(resid)] for k, name in enumerate(classes)}
+    return learn_classes(by_class(resid, cls, classes), sigma)
+
+
+def by_class(resid: np.ndarray, cls: np.ndarray, classes: list[str]) -> dict[str, np.ndarray]:
+    """Each class's finite residuals, copies (``learn_classes`` writes over them)."""
+    return {name: resid[(cls == k) & np.isfinite(resid)] for k, name in enumerate(classes)}
+
+
+def learn_classes(per_class: dict[str, np.ndarray], sigma: float) -> NoiseModel:
+    """``learn`` from each class's residuals (``by_class``: taken apart first, the caller can let the
+    whole go: 8.4 M residuals at 4,096 hosts); ``per_class``' arrays are overwritten."""
     sigmas = {name: max(residual_sigma(v), SIGMA_FLOOR) if v.size >= MIN_LEARN else sigma
               for name, v in per_class.items()}
     # -v / sigma of every class, written into one array (no list of copies beside the whole)

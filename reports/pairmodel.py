@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from netbench.reports.noise import NoiseModel, learn
+from netbench.reports.noise import NoiseModel, by_class, learn_classes
 from netbench.reports.pairmatrix import (  # noqa: F401 - nanmedian_rows: imported from here too
     ROW_BLOCK,
     Matrices,
@@ -188,8 +188,10 @@ def fit_pair_model(
     pairs = None
     resid_up = resid[upper]  # each pair once, taken once for both
     sigma = max(residual_sigma(resid_up), SIGMA_FLOOR)
-    noise = learn(resid_up, cls[upper], classes, sigma)
-    del resid_up
+    per_class = by_class(resid_up, cls[upper], classes)
+    del resid_up  # before the tails are fitted
+    noise = learn_classes(per_class, sigma)
+    del per_class
     return PairModel(
         collective=coll,
         sizes=sizes,
