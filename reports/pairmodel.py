@@ -277,8 +277,14 @@ class _ClassPairs:
         return cls(y, up_i, up_j, y[up_i, up_j], cells, by_count)
 
     def centred(self, a: np.ndarray) -> np.ndarray:
-        """y - a_i - a_j of each pair (upper triangle), in ``up_*`` order."""
-        return self.up_y - a[self.up_i] - a[self.up_j]
+        """y - a_i - a_j of each pair (upper triangle), in ``up_*`` order: a block of pairs at a time
+        into one array (the gathers a block's: 8.3 M spine pairs at 4,096 hosts)."""
+        out = np.empty(self.up_y.size)
+        for lo in range(0, out.size, ROW_BLOCK * ROW_BLOCK * 16):
+            part = slice(lo, lo + ROW_BLOCK * ROW_BLOCK * 16)
+            np.subtract(self.up_y[part], a[self.up_i[part]], out=out[part])
+            out[part] -= a[self.up_j[part]]
+        return out
 
     def row_medians(self, level: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Each node's median over its partners j of y - c_cell - a_j (0 for a node without any)."""
