@@ -15,7 +15,7 @@ importable from here as well.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -297,8 +297,10 @@ def _capacity(m: PairModel) -> np.ndarray:
     best = np.full(len(m.hosts), np.nan)
     bw = m.bw[-1]
     for k in range(len(m.classes)):
-        in_k = np.where(m.cls == k, bw, np.nan)
-        med = np.where(np.isfinite(in_k).any(axis=1), nanmedian_rows(in_k), np.nan)
+        med = np.full(len(m.hosts), np.nan)
+        for _, rows in _row_blocks(bw):  # each node's median its own: a block of rows at a time
+            in_k = np.where(m.cls[rows] == k, bw[rows], np.nan)
+            med[rows] = np.where(np.isfinite(in_k).any(axis=1), nanmedian_rows(in_k), np.nan)
         best = np.fmax(best, med)
     return best
 
@@ -379,7 +381,12 @@ def _intermittent(
     owns its low pairs: its partners in its slow rounds each show one low pair with it, which is
     its, not theirs. Without that, a node slow now and then made the end of a slow link beside it
     look intermittent too (the link and one slow round: two slow links on one node)."""
-    z = np.where(explained, np.nan, m.resid / m.class_sigma())
+    sig = link_tests(m, t, explained).warn  # first: its (N, N) chances go before z is made
+    bar = sig | sig.T
+    z = np.empty(m.resid.shape)
+    sigma = m.sigma_by_class()
+    for _, rows in _row_blocks(z):  # a block of rows at a time: no (N, N) sigma and quotient beside z
+        z[rows] = np.where(explained[rows], np.nan, m.resid[rows] / sigma[m.cls[rows]])
     low = np.isfinite(z) & (z <= -INTERMITTENT_Z)
     measured = np.isfinite(z)
     count = low.sum(axis=1)
@@ -388,16 +395,16 @@ def _intermittent(
     # INTERMITTENT_Z itself: the tail fitted over the worst 5% read 0.72% there under 1% congestion
     # bursts where 0.88% were, and at 1,024 nodes three healthy fabrics in twenty had a node "slow
     # in 24 of 1,023 pairs" (the pooled share counts a slow node's pairs too: conservative)
-    pairs_k = np.bincount(m.cls[measured], minlength=len(m.classes))  # both triangles: twice each
-    low_k = np.bincount(m.cls[low], minlength=len(m.classes))
+    # counted a class at a time (a bincount casts the (N, N) classes to a 0.13 GB int64 copy at 4,096);
+    # pairs_k counts both triangles: twice each
+    pairs_k = np.array([np.count_nonzero(measured & (m.cls == k)) for k in range(len(m.classes))])
+    low_k = np.array([np.count_nonzero(low & (m.cls == k)) for k in range(len(m.classes))])
     p0 = np.array([max(noise_tail(), float(m.noise.tail(c).p_below(np.array([INTERMITTENT_Z]))[0]),
                        low_k[k] / pairs_k[k] if pairs_k[k] >= 2 * MIN_LEARN else 0.0)
                    for k, c in enumerate(m.classes)])
     out: dict[int, NodeVerdict] = {}
     pvals: dict[int, float] = {}
     lows: dict[int, np.ndarray] = {}
-    sig = link_tests(m, t, explained).warn
-    bar = sig | sig.T
     owned = np.zeros_like(low)  # [j, i]: j's pair with i is i's, found intermittent before j
     candidates = np.nonzero((count >= INTERMITTENT_MIN_PAIRS) | (bar.sum(axis=1) >= 2))[0].tolist()
     for i in sorted(candidates, key=lambda i: (-int(count[i]), i)):
@@ -429,7 +436,7 @@ def _intermittent(
         ratio = float(np.exp(np.median(m.resid[i, js])))
         if ratio > t.slow_node_factor:
             continue
-        se = 1.2533 * float(np.median(m.class_sigma()[i, js])) / np.sqrt(js.size)
+        se = 1.2533 * float(np.median(sigma[m.cls[i, js]])) / np.sqrt(js.size)
         seen = m.rounds[i, js] if m.rounds is not None else np.zeros(0, dtype=int)
         rounds = tuple(sorted({int(r) for r in seen if r >= 0}))
         k = int(np.argmax(np.bincount(m.cls[i, js], minlength=len(m.classes))))
@@ -468,15 +475,17 @@ class LinkTests:
         test's), most sigmas below first: where a re-test has budget left after the worst, a link at
         0.7 that noise lifted to 0.84, 4.4 sigmas below (one fabric in thirty under Student-t, 3
         degrees of freedom, at 256 nodes), is among them; a healthy pair is seldom slow in every re-run."""
-        sigma = np.maximum(m.class_sigma(), 1e-12)
-        near = (
-            np.triu(np.isfinite(m.resid), 1)
-            & np.isnan(self.p)
-            & (m.resid <= np.log(factor))
-            & (m.resid <= -t.mad_k * sigma)
-        )
-        ii, jj = np.nonzero(near)
-        z = m.resid[ii, jj] / sigma[ii, jj]
+        sigma = np.maximum(m.sigma_by_class(), 1e-12)  # per class: indexed by cls a block at a time
+        bar = -t.mad_k * sigma
+        found = [(np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))]
+        for lo, rows in _row_blocks(m.resid):
+            r = m.resid[rows]
+            near = np.triu(np.isfinite(r), 1 + lo) & np.isnan(self.p[rows]) & (r <= np.log(factor))
+            near &= r <= bar[m.cls[rows]]
+            ii, jj = np.nonzero(near)
+            found.append((ii + lo, jj))
+        ii, jj = (np.concatenate(v) for v in zip(*found, strict=True))
+        z = m.resid[ii, jj] / sigma[m.cls[ii, jj]]
         order = np.argsort(z, kind="stable")[:limit]
         return [(int(ii[k]), int(jj[k])) for k in order]
 
@@ -515,10 +524,24 @@ def link_tests(m: PairModel, t: Thresholds, explained: np.ndarray | None = None)
     n_pairs = int(upper.sum())
     p = np.full(m.resid.shape, np.nan)
     if n_pairs >= 3:  # one or two pairs have no peers to be judged against
-        cand = upper & (m.resid <= np.log(t.slow_pair_factor)) & (m.resid <= -t.mad_k * m.class_sigma())
+        bar = -t.mad_k * m.sigma_by_class()  # per class: indexed by cls a block of rows at a time
+        cand = upper  # upper's last use: narrowed in place to the candidates
+        for _, rows in _row_blocks(m.resid):
+            r = m.resid[rows]
+            cand[rows] &= (r <= np.log(t.slow_pair_factor)) & (r <= bar[m.cls[rows]])
         p[cand] = m.noise.p_values(m.resid[cand], m.cls[cand], m.classes)
     warn = holm_mask(p, n_pairs, t.fwer)
     return LinkTests(p, warn, bh_mask(p, n_pairs, t.fdr) & ~warn, n_pairs)
+
+
+ROW_BLOCK = 256
+"""Rows of the (N, N) matrices a test takes at a time: its temporaries a few MB, not 0.1 GB each."""
+
+
+def _row_blocks(matrix: np.ndarray) -> Iterator[tuple[int, slice]]:
+    """(first row, rows) of ``matrix``, ROW_BLOCK rows at a time."""
+    for lo in range(0, matrix.shape[0], ROW_BLOCK):
+        yield lo, slice(lo, lo + ROW_BLOCK)
 
 
 def _interval(effect: float, se: float) -> tuple[float, float]:

@@ -161,14 +161,35 @@ class NoiseModel:
 def learn(resid: np.ndarray, cls: np.ndarray, classes: list[str], sigma: float) -> NoiseModel:
     """The lower tail of each class's residuals (one value per pair: pass the upper triangle);
     ``sigma``: the fleet's residual sigma, the unit of a class without enough residuals of its own."""
-    per_class = {name: resid[(cls == k) & np.isfinite(resid)] for k, name in enumerate(classes)}
+    return learn_classes(by_class(resid, cls, classes), sigma)
+
+
+def by_class(resid: np.ndarray, cls: np.ndarray, classes: list[str]) -> dict[str, np.ndarray]:
+    """Each class's finite residuals, copies (``learn_classes`` writes over them)."""
+    return {name: resid[(cls == k) & np.isfinite(resid)] for k, name in enumerate(classes)}
+
+
+def learn_classes(per_class: dict[str, np.ndarray], sigma: float) -> NoiseModel:
+    """``learn`` from each class's residuals (``by_class``: taken apart first, the caller can let the
+    whole go: 8.4 M residuals at 4,096 hosts); ``per_class``' arrays are overwritten."""
     sigmas = {name: max(residual_sigma(v), SIGMA_FLOOR) if v.size >= MIN_LEARN else sigma
               for name, v in per_class.items()}
-    pooled_x = np.concatenate([-v / sigmas[name] for name, v in per_class.items()] or [np.zeros(0)])
+    # -v / sigma of every class, written into one array (no list of copies beside the whole)
+    pooled_x = np.empty(sum(v.size for v in per_class.values()))
+    at = 0
+    for name, v in per_class.items():
+        part = pooled_x[at : at + v.size]
+        np.negative(v, out=part)
+        part /= sigmas[name]
+        at += v.size
     pooled = fit_tail(pooled_x, 1.0) if pooled_x.size >= MIN_LEARN else None
+    del pooled_x  # before each class's own copy
     tails = {}
     for name, v in per_class.items():
-        own = fit_tail(-v / sigmas[name], sigmas[name]) if v.size >= MIN_LEARN else None
+        if v.size >= MIN_LEARN:  # v is this function's copy: -v / sigma written over it
+            np.negative(v, out=v)
+            v /= sigmas[name]
+        own = fit_tail(v, sigmas[name]) if v.size >= MIN_LEARN else None
         if own is not None:
             tails[name] = own
         elif pooled is not None:
@@ -184,23 +205,28 @@ def fit_tail(x: np.ndarray, sigma: float) -> LowerTail:
     the exceedances' first two probability-weighted moments with the top CENSOR_SHARE of them
     censored (``_moments_fit``), the shape taken SHAPE_MARGIN of its standard errors heavier and the
     scale that keeps the first moment at that shape."""
-    x = x[np.isfinite(x)]
+    finite = np.isfinite(x)
+    x = x if finite.all() else x[finite]  # a copy only where some are not
+    del finite
     pilot = _moments_fit(x, sigma, PILOT_CENSOR, PILOT_MARGIN)
     if not pilot.learned:
         return pilot
     kept = x[x < pilot.bar(GROSS_CHANCE / x.size)]  # past the pilot's bar: faults (GROSS_CHANCE)
-    tail = _moments_fit(kept, sigma, CENSOR_SHARE)
+    tail = _moments_fit(kept, sigma, CENSOR_SHARE, own=True)
     return replace(tail, residuals=int(x.size), gross=int(x.size - kept.size))
 
 
-def _moments_fit(x: np.ndarray, sigma: float, censor: float, margin: float = SHAPE_MARGIN) -> LowerTail:
+def _moments_fit(x: np.ndarray, sigma: float, censor: float, margin: float = SHAPE_MARGIN,
+                 own: bool = False) -> LowerTail:
     """The tail of ``x`` (finite) from its exceedances' moments (the worst TAIL_SHARE), the top
     ``censor`` of them censored, the shape ``margin`` standard errors (SHAPE_BIAS at least, with a
-    margin at all) heavier than fitted."""
+    margin at all) heavier than fitted. ``own``: ``x`` is the caller's scratch, overwritten."""
     m = int(x.size * TAIL_SHARE)  # exceedances: the m largest over the (m+1)-th
     if m < 20:
         return LowerTail(sigma=sigma, residuals=int(x.size))
-    top = -np.partition(-x, m)[: m + 1]
+    top = np.negative(x, out=x if own else None)
+    top.partition(m)  # in place: a copy of its own, or the caller's scratch (8.4 M residuals at 4,096 hosts)
+    top = -top[: m + 1]
     top.sort()
     threshold, y = float(top[0]), top[1:] - top[0]
     fc = 1.0 - int(m * censor) / m  # the share of the exceedances read by value

@@ -25,16 +25,21 @@ nanmedian over rows is what makes the fit take about a second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from netbench.reports.noise import NoiseModel, learn
-from netbench.reports.pairrows import NO_ROUND, PairRows, pair_facts
+from netbench.reports.noise import NoiseModel, by_class, learn_classes
+from netbench.reports.pairmatrix import (  # noqa: F401 - nanmedian_rows: imported from here too
+    ROW_BLOCK,
+    Matrices,
+    build_matrices,
+    finite_median,
+    int_type,
+    nanmedian_rows,
+)
 from netbench.reports.stats import SIGMA_FLOOR, residual_sigma
-
-from netbench.common.naming import natural_key
 
 if TYPE_CHECKING:
     from netbench.reports.context import AnalysisContext
@@ -70,9 +75,13 @@ class PairModel:
 
     def class_sigma(self) -> np.ndarray:
         """(N, N) the noise sigma of each pair's hop class (its tail's unit; ``sigma`` elsewhere)."""
+        return self.sigma_by_class()[self.cls]  # cls -1 (not measured) takes the last: the fleet's sigma
+
+    def sigma_by_class(self) -> np.ndarray:
+        """The noise sigma of each hop class, then the fleet's: ``class_sigma`` is it indexed by ``cls``
+        (a block of rows can take theirs from it: the whole matrix is 0.13 GB at 4,096 hosts)."""
         own = [self.noise.tail(c).sigma if c in self.noise.tails else self.sigma for c in self.classes]
-        per = np.array([*own, self.sigma])
-        return per[self.cls]  # cls -1 (not measured) takes the last: the fleet's sigma
+        return np.array([*own, self.sigma])
 
     @property
     def index(self) -> dict[str, int]:
@@ -105,171 +114,10 @@ def _two_hosts(col) -> tuple[list[str], np.ndarray, np.ndarray]:  # noqa: ANN001
     return names, a, b
 
 
-def _pick_collective(pairs: PairRows, keep: np.ndarray) -> str:
-    """The collective of the most rows kept, all_reduce first among the tied."""
-    codes, counts = np.unique(pairs.collective[keep], return_counts=True)
-    named = {pairs.collectives[c]: int(m)
-             for c, m in zip(codes.tolist(), counts.tolist(), strict=True) if c >= 0}
-    best = max(named.values())
-    tied = sorted(c for c, m in named.items() if m == best)
-    return "all_reduce" if "all_reduce" in tied else tied[0]
-
-
-@dataclass(frozen=True, eq=False)
-class _Matrices:
-    """What a fit starts from, built from the rows: the pairs' busbw, y, rounds, hop classes and loads."""
-
-    collective: str
-    sizes: list[int]
-    hosts: list[str]
-    bw: np.ndarray
-    y: np.ndarray
-    rounds: np.ndarray
-    classes: list[str]
-    cls: np.ndarray
-    load: np.ndarray
-
-    @classmethod
-    def of(cls, m: PairModel) -> _Matrices:
-        assert m.rounds is not None and m.load is not None
-        return cls(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls, m.load)
-
-
-def _disturbed_by_a_loss(ctx: AnalysisContext, keep: np.ndarray) -> np.ndarray:
-    """Which of ``ctx.pairs``' rows in ``keep`` (a mask of them) ran beside a loss: in a round in
-    which a pair failed other than "not run" (a host died, hung or was cut off; a group timed out),
-    the pairs with an end on a leaf of the failed pair's hosts it names (both ends where it names
-    none; every pair of the round without switches). Not evidence about those hosts: a leaf peer of
-    a host lost mid-round shares its switch and the moment (a partner left waiting, a burst of
-    retransmits), and its pairs of that round alone made it look slow."""
-    from netbench.common.rows import blamed_hosts, never_ran
-
-    out = np.zeros(len(keep), dtype=bool)
-    rest = ctx.rest
-    bad = rest[(rest["status"] != "ok") & (rest["pattern"] == "pair")]
-    if bad.empty or "round" not in rest.columns:
-        return out
-    switches = ctx.switches
-    near: dict[int, set[str | None]] = {}  # round -> the leaves (a host where none is known) it disturbed
-    for row in bad.to_dict("records"):  # the failed rows: few
-        hosts, rnd = row.get("hosts"), row.get("round")
-        if not isinstance(hosts, (list, tuple)) or rnd != rnd or rnd is None:
-            continue
-        if never_ran(row):
-            continue  # never ran: it disturbed nothing
-        culprits = blamed_hosts(row) or set(hosts)
-        near.setdefault(int(rnd), set()).update(switches.get(h, h) if switches else None for h in culprits)
-    if not near:
-        return out
-    pairs = ctx.pairs
-    leaf = [switches.get(h, h) for h in pairs.names]
-    for i in np.flatnonzero(keep & np.isin(pairs.round, list(near))).tolist():
-        leaves = near[int(pairs.round[i])]
-        out[i] = None in leaves or leaf[pairs.a[i]] in leaves or leaf[pairs.b[i]] in leaves
-    return out
-
-
-def _matrices(ctx: AnalysisContext) -> _Matrices | None:
-    """The matrices of the large-message pair rows of the judged engine (None without any)."""
-    import pandas as pd
-
-    pairs = ctx.pairs
-    bus = pairs.busbw
-    keep = ctx.judged_pairs & (bus > 0)
-    start = ctx.retests.from_round if ctx.retests is not None else None
-    if start is not None:  # the re-tests' rows: judged against their own controls, not fitted here
-        keep &= ~((pairs.round != NO_ROUND) & (pairs.round >= start))
-    keep &= ~_disturbed_by_a_loss(ctx, keep)
-    if not keep.any():
-        return None
-    coll = _pick_collective(pairs, keep)
-    nbytes = pairs.nbytes
-    in_coll = pairs.collective_is(coll)
-    sizes = ctx.large_sizes(sorted(pd.unique(nbytes[keep & in_coll]).tolist()))  # hashed: 25 M rows
-    keep &= in_coll & np.isin(nbytes, sizes)
-    del in_coll
-    # the rows kept as a mask, not positions: every array taken from it is a number a row (25 M)
-    names = pairs.names
-    host_key = _host_order(ctx)
-    order = sorted(range(len(names)), key=lambda c: host_key(names[c]))
-    hosts = [names[c] for c in order]
-    n = len(hosts)
-    pos = np.empty(n, dtype=np.int32)  # int32 indices: a number per row, 25 M at 4,096 hosts
-    pos[order] = np.arange(n, dtype=np.int32)
-    ia, ib = pos[pairs.a[keep]], pos[pairs.b[keep]]
-    distinct = ia != ib
-    if not distinct.all():
-        ia, ib = ia[distinct], ib[distinct]
-        keep[keep] = distinct
-    del distinct
-    if not ia.size:
-        return None
-    used = np.zeros(n, dtype=bool)  # the matrix holds the hosts of the rows kept, no other
-    used[ia] = used[ib] = True
-    if not used.all():
-        hosts = [h for h, u in zip(hosts, used.tolist(), strict=True) if u]
-        shift = (np.cumsum(used) - 1).astype(np.int32)
-        ia, ib, n = shift[ia], shift[ib], len(hosts)
-    rnd = pairs.round[keep]
-    rounds = _round_matrix(rnd, ia, ib, n)
-    load, classes, cls = _fact_matrices(ctx, keep, hosts, ia, ib, rnd)
-    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)  # each pair's lower index first
-    del rnd, ia, ib
-    kept = nbytes[keep]
-    ks = np.zeros(len(kept), dtype=np.int8)  # each row's size's index in ``sizes``
-    for k, size in enumerate(sizes[1:], start=1):
-        ks[kept == size] = k
-    del kept
-    bw = _busbw_matrix(ks, lo, hi, bus[keep], n, len(sizes))
-    del keep, ks, lo, hi  # a number per row of the run: gone before the N x N work starts
-    return _Matrices(coll, sizes, hosts, bw, _log_levels(bw), rounds, classes, cls, load)
-
-
-def _busbw_matrix(ks: np.ndarray, lo: np.ndarray, hi: np.ndarray, bwv: np.ndarray, n: int,
-                  n_sizes: int) -> np.ndarray:
-    """(n_sizes, N, N) busbw from the rows' size indices ``ks``, pairs ``lo`` < ``hi`` and busbw
-    ``bwv``: the median over repeats of the same pair and size (rounds re-run, or both directions
-    listed), both ways. A run measures each pair once a size: then the rows go straight in."""
-    bw = np.full((n_sizes, n, n), np.nan)
-    bw[ks, lo, hi] = bwv
-    # every row its cell's value: no cell had two rows of different busbw, whose median it would be
-    if bool((bw[ks, lo, hi] == bwv).all()):
-        bw[ks, hi, lo] = bwv
-        return bw
-    key = (ks.astype(np.int64) * n + lo) * n + hi  # size and pair
-    order = np.argsort(key, kind="stable")
-    key, bwv = key[order], bwv[order]
-    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # key is sorted: where each pair starts
-    med = np.array([np.median(seg) for seg in np.split(bwv, start[1:])])
-    key = key[start]
-    k_u, rem = np.divmod(key, n * n)
-    lo_u, hi_u = np.divmod(rem, n)
-    bw[k_u, lo_u, hi_u] = med
-    bw[k_u, hi_u, lo_u] = med
-    return bw
-
-
-def _log_levels(bw: np.ndarray) -> np.ndarray:
-    """(N, N) y: each pair's log busbw relative to its size's median over pairs, the median over sizes."""
-    n_sizes, n = bw.shape[0], bw.shape[1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.log(bw)
-    # each size's median over its pairs: the upper triangle holds each pair once, the matrix twice,
-    # and a list of values each taken twice has the same median
-    top = np.triu(np.ones((n, n), dtype=bool), 1)
-    centre = np.array([_finite_median(v[top]) for v in rel], dtype=float)
-    del top
-    rel -= centre[:, None, None]
-    if n_sizes == 1:
-        return rel[0]
-    # the median over sizes of each pair (numpy's nanmedian would copy the stack through masks),
-    # ROW_BLOCK rows of the matrix at a time: its sort copies only those
-    y = np.empty((n, n))
-    for lo in range(0, n, ROW_BLOCK):
-        per_pair = rel[:, lo : lo + ROW_BLOCK].reshape(n_sizes, -1).T
-        some = np.isfinite(per_pair).any(axis=1)
-        y[lo : lo + ROW_BLOCK] = np.where(some, nanmedian_rows(per_pair), np.nan).reshape(-1, n)
-    return y
+def _measured(m: PairModel) -> Matrices:
+    """The matrices a model was fitted from, as they are."""
+    assert m.rounds is not None and m.load is not None
+    return Matrices(m.collective, m.sizes, m.hosts, m.bw, m.y, m.rounds, m.classes, m.cls, m.load)
 
 
 def fit_pair_model(
@@ -284,7 +132,7 @@ def fit_pair_model(
     node effect of the other pairs. ``like``: a model of the same rows, whose measured matrices
     (busbw, y, rounds, classes) are taken as they are instead of built again: a refit that leaves
     pairs out changes only which pairs are fitted (at 4,096 hosts the matrices are ~0.5 GB)."""
-    mx = _Matrices.of(like) if like is not None else _matrices(ctx)
+    mx = _measured(like) if like is not None else build_matrices(ctx)
     if mx is None:
         return None
     coll, sizes, hosts, bw, y, rounds, classes, cls, load = (
@@ -317,6 +165,7 @@ def fit_pair_model(
         judged_k[k] = partners_k[k] >= min_partners
         if n < 4:  # with 3 nodes every pair is explained exactly by node effects: nothing to tell apart
             judged_k[k] = False
+        pairs = None  # the previous class's lists go before this one's are made
         pairs = _ClassPairs.of(y, in_k, partners_k[k], cell)
         del in_k
         a_k[k], lvl = _polish(pairs, judged_k[k], len(cell_class), iterations)
@@ -328,16 +177,21 @@ def fit_pair_model(
         # the class's level, pairs and medians, and its cells', from its pairs (upper triangle)
         class_level[classes[k]] = float(np.median(pairs.centred(a_k[k])))
         class_pairs[classes[k]] = int(pairs.up_i.size)
-        class_median_bw[classes[k]] = [_finite_median(b[pairs.up_i, pairs.up_j]) for b in bw]
+        class_median_bw[classes[k]] = [finite_median(b[pairs.up_i, pairs.up_j]) for b in bw]
         for c, part in pairs.cells.items():
-            cell_median_bw[c] = _finite_median(bw[-1][pairs.up_i[part], pairs.up_j[part]])
+            cell_median_bw[c] = finite_median(bw[-1][pairs.up_i[part], pairs.up_j[part]])
             cell_pairs[c] = part.stop - part.start
     judged = judged_k.any(axis=0)
     # one number per node for callers that want one (preflight's known-good partners): its worst class
     a = np.where(judged_k, a_k, np.inf).min(axis=0)
     a = np.where(judged, a, 0.0)
-    sigma = max(residual_sigma(resid[upper]), SIGMA_FLOOR)
-    noise = learn(resid[upper], cls[upper], classes, sigma)
+    pairs = None
+    resid_up = resid[upper]  # each pair once, taken once for both
+    sigma = max(residual_sigma(resid_up), SIGMA_FLOOR)
+    per_class = by_class(resid_up, cls[upper], classes)
+    del resid_up  # before the tails are fitted
+    noise = learn_classes(per_class, sigma)
+    del per_class
     return PairModel(
         collective=coll,
         sizes=sizes,
@@ -369,7 +223,6 @@ def fit_pair_model(
 MIN_CELL_PAIRS = 12
 """A cell's median needs peers: a load seen on fewer pairs is pooled with the next load up."""
 
-ROW_BLOCK = 256
 """Rows of the N x N matrices taken at a time when listing a class's pairs (bounds the temporaries)."""
 
 
@@ -381,14 +234,16 @@ class _ClassPairs:
 
     ``up_i``/``up_j``/``up_y``: each pair once (i < j), grouped by cell (``cells``: cell -> slice).
     ``by_count``: per number of partners, (the nodes with that many, their partners, the pairs'
-    cells (one number when they share one), the pairs' y), so each node's median over its partners
-    is a row of one 2-D array."""
+    cells (one number when they share one)), so each node's median over its partners is a row of
+    one 2-D array; the pairs' y are taken from ``y`` a block at a time (``_blocks``), not kept (the
+    spine class's were 0.13 GB at 4,096 hosts)."""
 
+    y: np.ndarray
     up_i: np.ndarray
     up_j: np.ndarray
     up_y: np.ndarray
     cells: dict[int, slice]
-    by_count: list[tuple[np.ndarray, np.ndarray, np.ndarray | np.intp, np.ndarray]]
+    by_count: list[tuple[np.ndarray, np.ndarray, np.ndarray | np.intp]]
 
     @classmethod
     def of(cls, y: np.ndarray, in_k: np.ndarray, partners: np.ndarray, cell: np.ndarray) -> _ClassPairs:
@@ -418,24 +273,39 @@ class _ClassPairs:
             in_cell = cell[rows[:, None], cols]
             if (in_cell == in_cell.flat[0]).all():  # one load for all (a 2-tier fabric's spine pairs)
                 in_cell = np.intp(in_cell.flat[0])  # level[c] a number: no gather over 16 M pairs
-            by_count.append((rows, cols, in_cell, y[rows[:, None], cols]))
-        return cls(up_i, up_j, y[up_i, up_j], cells, by_count)
+            by_count.append((rows, cols, in_cell))
+        return cls(y, up_i, up_j, y[up_i, up_j], cells, by_count)
 
     def centred(self, a: np.ndarray) -> np.ndarray:
-        """y - a_i - a_j of each pair (upper triangle), in ``up_*`` order."""
-        return self.up_y - a[self.up_i] - a[self.up_j]
+        """y - a_i - a_j of each pair (upper triangle), in ``up_*`` order: a block of pairs at a time
+        into one array (the gathers a block's: 8.3 M spine pairs at 4,096 hosts)."""
+        out = np.empty(self.up_y.size)
+        for lo in range(0, out.size, ROW_BLOCK * ROW_BLOCK * 16):
+            part = slice(lo, lo + ROW_BLOCK * ROW_BLOCK * 16)
+            np.subtract(self.up_y[part], a[self.up_i[part]], out=out[part])
+            out[part] -= a[self.up_j[part]]
+        return out
 
     def row_medians(self, level: np.ndarray, a: np.ndarray) -> np.ndarray:
         """Each node's median over its partners j of y - c_cell - a_j (0 for a node without any)."""
         out = np.zeros(len(a))
-        for rows, cols, cells, ys in self.by_count:
+        for rows, cols, cells, ys in self._blocks():
             out[rows] = _middle(ys - level[cells] - a[cols])
         return out
 
     def residuals_into(self, resid: np.ndarray, level: np.ndarray, a: np.ndarray) -> None:
         """resid[i, j] = y - c_cell - a_i - a_j for every pair of the class (both triangles)."""
-        for rows, cols, cells, ys in self.by_count:
+        for rows, cols, cells, ys in self._blocks():
             resid[rows[:, None], cols] = ys - level[cells] - a[rows][:, None] - a[cols]
+
+    def _blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | np.intp, np.ndarray]]:
+        """``by_count`` ROW_BLOCK nodes at a time: each node's numbers are its own, and the temporaries
+        of a block are a few MB where a class's whole were 0.1 GB each at 4,096 hosts."""
+        for rows, cols, cells in self.by_count:
+            for lo in range(0, len(rows), ROW_BLOCK):
+                part = slice(lo, lo + ROW_BLOCK)
+                r, c = rows[part], cols[part]
+                yield r, c, cells if np.ndim(cells) == 0 else cells[part], self.y[r[:, None], c]
 
 
 def _polish(
@@ -484,48 +354,6 @@ def _middle(r: np.ndarray) -> np.ndarray | float:
     return 0.5 * (r[..., :hi].max(axis=-1) + upper)
 
 
-def _round_matrix(rnd: np.ndarray, ia: np.ndarray, ib: np.ndarray, n: int) -> np.ndarray:
-    """(N, N) the round each pair was measured in (its first row's), -1 where rows carry none.
-    ``rnd``: each row's round (NO_ROUND: none), ``ia``/``ib``: its hosts' matrix indices."""
-    ok = rnd != NO_ROUND
-    if not ok.any():
-        return np.full((n, n), -1, dtype=np.int8)
-    if not ok.all():  # copies only where some row has no round
-        ia, ib, rnd = ia[ok], ib[ok], rnd[ok]
-    del ok
-    out = np.full((n, n), -1, dtype=_int_type(int(rnd.max())))
-    out[ia[::-1], ib[::-1]] = rnd[::-1]  # reversed: the first row of a pair wins
-    out[ib[::-1], ia[::-1]] = rnd[::-1]
-    np.fill_diagonal(out, -1)
-    return out
-
-
-def _fact_matrices(
-    ctx: AnalysisContext, keep: np.ndarray, hosts: list[str], ia: np.ndarray, ib: np.ndarray, rnd: np.ndarray
-) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """((N, N) load of each measured pair, the hop classes of the measured pairs, (N, N) index of each
-    pair's class, -1 where not measured), each pair's from its first row. ``keep``: the rows (a mask
-    of ``ctx.pairs``), ``ia``/``ib`` their hosts' matrix indices, ``rnd`` their rounds (NO_ROUND: none).
-
-    The rows' own ``load`` and ``hop_class`` (the plan's, recorded when the row was stored); worked
-    out (``common.pairrows.pair_facts``) only for rows without them."""
-    pairs = ctx.pairs
-    n = len(hosts)
-    # every row here is usable: ok, busbw > 0, the judged collective's large sizes
-    load, hop, names = pair_facts(hosts, ia, ib, rnd, pairs.load[keep], pairs.hop[keep], pairs.classes,
-                                  ctx.switches, np.ones(len(rnd), dtype=bool))
-    used = np.unique(hop)
-    classes = sorted(names[k] for k in used.tolist())
-    lut = np.full(len(names), -1, dtype=_int_type(len(classes)))
-    lut[used] = [classes.index(names[k]) for k in used.tolist()]
-    cls = np.full((n, n), -1, dtype=_int_type(len(classes)))
-    load_m = np.zeros((n, n), dtype=_int_type(int(load.max(initial=0))))
-    for matrix, value in ((cls, lut[hop]), (load_m, load)):
-        matrix[ia[::-1], ib[::-1]] = value[::-1]  # reversed: the first row of a pair wins
-        matrix[ib[::-1], ia[::-1]] = value[::-1]
-    return load_m, classes, cls
-
-
 def _cells(
     cls: np.ndarray, load: np.ndarray, upper: np.ndarray, n_classes: int
 ) -> tuple[np.ndarray, list[int]]:
@@ -556,44 +384,7 @@ def _cells(
             lut[g] = len(cell_class)
             cell_class.append(k)
         cell[in_k] = lut[load[in_k]]
-    cell = np.where(cell >= 0, cell, cell.T).astype(_int_type(len(cell_class)), copy=False)
+    cell = np.where(cell >= 0, cell, cell.T).astype(int_type(len(cell_class)), copy=False)
     return cell, cell_class
 
 
-def _int_type(largest: int) -> np.dtype:
-    """The narrowest signed integer type for -1..largest: the N x N matrices of classes, cells,
-    rounds and loads are 16.8 M cells at 4,096 hosts, 134 MB each as int64."""
-    for t in (np.int8, np.int16, np.int32):
-        if largest <= np.iinfo(t).max:
-            return np.dtype(t)
-    return np.dtype(np.int64)
-
-
-def _finite_median(v: np.ndarray) -> float | None:
-    v = v[np.isfinite(v)]
-    return float(np.median(v)) if v.size else None
-
-
-def nanmedian_rows(r: np.ndarray) -> np.ndarray:
-    """Median of each row ignoring NaN (0 for an all-NaN row).
-
-    numpy's nanmedian loops over rows in Python when NaNs are present (~50 ms for 1024 rows);
-    sorting once (NaN sorts last) and picking the middle of the valid part is ~10x faster.
-    """
-    k = np.isfinite(r).sum(axis=1)
-    srt = np.sort(r, axis=1)
-    lo = np.maximum((k - 1) // 2, 0)
-    hi = np.maximum(k // 2, 0)
-    rows = np.arange(r.shape[0])
-    med = 0.5 * (srt[rows, lo] + srt[rows, hi])
-    return np.where(k > 0, med, 0.0)
-
-
-def _host_order(ctx: AnalysisContext):  # noqa: ANN202
-    """Hosts grouped by switch, switches and hosts in natural order (leaf2 before leaf10)."""
-
-    def key(h: str) -> tuple:
-        sw = ctx.switches.get(h)
-        return (sw is None, natural_key(sw or ""), natural_key(h))
-
-    return key

@@ -173,11 +173,12 @@ class PairRows:
         return len(self.a)
 
     @classmethod
-    def joined(cls, parts: Sequence[PairRows]) -> PairRows:
+    def joined(cls, parts: Sequence[PairRows], consume: bool = False) -> PairRows:
         """The rows of ``parts`` one after the other, hosts and codes renumbered as met (the first
         part's numbering kept); a part alone is returned itself. Each column is one array of the
         type its parts have (int32 codes, int8 classes: the reader's), wider only where the names
-        no longer fit it: at 4,096 nodes the rows are 25 M, and int64 throughout took 73 B a row."""
+        no longer fit it: at 4,096 nodes the rows are 25 M, and int64 throughout took 73 B a row.
+        ``consume``: the parts are the caller's temporaries, each column let go once joined."""
         parts = [p for p in parts if len(p)]
         if len(parts) <= 1:
             return parts[0] if parts else cls.empty()
@@ -190,7 +191,8 @@ class PairRows:
             failed |= {at + i: failure for i, failure in p.failed.items()}
             at += len(p)
         out: dict[str, Any] = {"names": list(hosts), "failed": failed, "plain": sum(p.plain for p in parts)}
-        out |= {"a": _joined(a, parts, "a", len(hosts)), "b": _joined(b, parts, "b", len(hosts))}
+        for name, column in (("a", a), ("b", b)):
+            out[name] = _joined(column, parts, name, len(hosts), consume)
         for codes, names in (("hop", "classes"), ("engine", "engines"), ("collective", "collectives")):
             known: dict[str, int] = {}
             coded = []
@@ -199,9 +201,9 @@ class PairRows:
                 coded.append(theirs if lut is None else np.where(theirs >= 0, lut[np.maximum(theirs, 0)],
                                                                  NOT_RECORDED))
             out[names] = list(known)
-            out[codes] = _joined(coded, parts, codes, len(known))
+            out[codes] = _joined(coded, parts, codes, len(known), consume)
         for name in ("round", "nbytes", "busbw", "ok", "load"):
-            out[name] = _joined([getattr(p, name) for p in parts], parts, name, 0)
+            out[name] = _joined([getattr(p, name) for p in parts], parts, name, 0, consume)
         return cls(**out)
 
     def subset(self, keep: np.ndarray) -> PairRows:
@@ -351,13 +353,17 @@ def _renumber(known: dict[str, int], names: Sequence[str]) -> np.ndarray | None:
     return None if lut == list(range(len(lut))) else np.array(lut or [0], dtype=np.int64)
 
 
-def _joined(arrays: list[np.ndarray], parts: Sequence[PairRows], name: str, codes: int) -> np.ndarray:
+def _joined(arrays: list, parts: Sequence[PairRows], name: str, codes: int, drop: bool = False) -> np.ndarray:
     """``arrays`` (each part's column ``name``) as one, of the type the parts' columns have, wider
-    where it does not hold ``codes`` values."""
+    where it does not hold ``codes`` values; ``arrays`` emptied, ``drop``: the parts' let go."""
     dtype = np.result_type(*(getattr(p, name).dtype for p in parts))
     if dtype.kind == "i" and codes > np.iinfo(dtype).max:
         dtype = np.dtype(np.int64)
-    return np.concatenate(arrays, dtype=dtype, casting="unsafe")  # each value fits ``dtype``: checked above
+    out = np.concatenate(arrays, dtype=dtype, casting="unsafe")  # each value fits ``dtype``: checked above
+    arrays.clear()
+    for p in parts if drop else ():
+        setattr(p, name, None)  # the caller's temporaries (``PairRows.joined``)
+    return out
 
 
 def pair_facts(

@@ -48,12 +48,18 @@ def residual_sigma(values: np.ndarray) -> float:
     v = values[np.isfinite(values)]
     if v.size == 0:
         return 0.0
-    dev = np.abs(v - np.median(v))
-    mad = float(MAD_TO_SIGMA * np.median(dev))
+    # v, dev and kept are this function's own copies, and a median or quantile does not depend on
+    # the order: each is reordered and overwritten in place (8.4 M residuals at 4,096 hosts: a
+    # copy each was ~0.2 GB more at once)
+    dev = v
+    dev -= np.median(v, overwrite_input=True)
+    np.abs(dev, out=dev)
+    mad = float(MAD_TO_SIGMA * np.median(dev, overwrite_input=True))
     kept = dev[dev <= GROSS_SIGMAS * mad]
     if kept.size == 0:
         return mad
-    band = float(np.quantile(kept, RESIDUAL_QUANTILE)) / NormalDist().inv_cdf(0.5 + RESIDUAL_QUANTILE / 2)
+    band = float(np.quantile(kept, RESIDUAL_QUANTILE, overwrite_input=True)) / NormalDist().inv_cdf(
+        0.5 + RESIDUAL_QUANTILE / 2)
     return max(mad, band)
 
 

@@ -338,7 +338,7 @@ def _pieces(setup: RetestSetup) -> list[PairRows]:
 
 def _rows_where(setup: RetestSetup, keep: Callable[[PairRows], np.ndarray]) -> PairRows:
     """The rows ``keep`` picks of each piece of the run's rows, joined: a few of 25 M at 4,096 nodes."""
-    return PairRows.joined([p.subset(keep(p)) for p in _pieces(setup)])
+    return PairRows.joined([p.subset(keep(p)) for p in _pieces(setup)], consume=True)  # subsets: ours
 
 
 def _in(rows: PairRows, start: int, stop: int) -> np.ndarray:

@@ -54,7 +54,7 @@ def check(ctx: AnalysisContext) -> list[Finding]:
     if m is None:
         return []
     tests = link_tests(m, ctx.policy.thresholds)
-    sigma = m.class_sigma()  # (N, N): taken once, each finding reads its pair's
+    sigma = m.sigma_by_class()  # per hop class (an (N, N) of them is 0.13 GB at 4,096): a pair's by its class
     retests = ctx.analyses.retests
     out = []
     ii, jj = np.nonzero(tests.warn | tests.suspect)
@@ -127,7 +127,7 @@ def _link_finding(
     if cell_med is not None:
         expected = cell_med * float(np.exp(effects[i] + effects[j]))
     suspect = not bool(tests.warn[i, j])
-    half = 1.96 * float(sigma[i, j])  # one measurement: its noise is the class's
+    half = 1.96 * float(sigma[m.cls[i, j]])  # one measurement: its noise is the class's
     ci = (float(np.exp(m.resid[i, j] - half)), float(np.exp(m.resid[i, j] + half)))
     evidence = {
         "collective": m.collective,
@@ -143,10 +143,10 @@ def _link_finding(
         "cell_pairs_compared": m.cell_pairs[cell] if cell >= 0 else None,
         "expected_busbw_GBps": sig3(expected),
         "ratio_to_expected": sig3(ratio),
-        "robust_z": sig3(float(m.resid[i, j] / sigma[i, j])),
+        "robust_z": sig3(float(m.resid[i, j] / sigma[m.cls[i, j]])),
         "z_threshold": sig3(tests.bar(m, klass, t.fwer, t.mad_k)),
         "p_value": sig3(float(tests.p[i, j])),
-        "noise_sigma_pct": sig3(100 * float(sigma[i, j])),
+        "noise_sigma_pct": sig3(100 * float(sigma[m.cls[i, j]])),
         "noise_tail": m.noise.tail(klass).describe(),
         "effect_ci_ratio": [sig3(ci[0]), sig3(ci[1])],
         "node_effect": {
