@@ -12,6 +12,7 @@ import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -78,12 +79,17 @@ def _columns(rows: PairRows) -> tuple:
             rows.load.tolist(), [rows.classes[c] for c in rows.hop.tolist()], len(rows.failed))
 
 
-def test_rows_taken_from_the_analysis_are_its_columns_and_grow_as_a_fresh_read(run16, tmp_path):
+def _analysed_copy(run16: Path, tmp_path: Path) -> tuple[Path, GrowingRows, Any, AnalysisContext]:
+    """A copy of the run, its growing rows, the row files before, and its analysis."""
     run = tmp_path / "run"
     shutil.copytree(run16, run)
     grow = GrowingRows(RunDir.open(run))
     before = grow.files_now()
-    ctx = AnalysisContext.load(run)
+    return run, grow, before, AnalysisContext.load(run)
+
+
+def test_rows_taken_from_the_analysis_are_its_columns_and_grow_as_a_fresh_read(run16, tmp_path):
+    run, grow, before, ctx = _analysed_copy(run16, tmp_path)
     grow.take(ctx.pairs, ctx.row_count, before)
     rows = grow()
     assert np.shares_memory(rows.busbw, ctx.pairs.busbw) and grow() is rows  # not read, not copied
@@ -97,11 +103,7 @@ def test_rows_taken_from_the_analysis_are_its_columns_and_grow_as_a_fresh_read(r
 
 
 def test_rows_that_changed_after_the_analysis_read_them_are_read_again(run16, tmp_path):
-    run = tmp_path / "run"
-    shutil.copytree(run16, run)
-    grow = GrowingRows(RunDir.open(run))
-    before = grow.files_now()
-    ctx = AnalysisContext.load(run)
+    run, grow, before, ctx = _analysed_copy(run16, tmp_path)
     part = sorted((run / "results.parquet").glob("part-*.parquet"))[0]
     shutil.copy(part, run / "results.parquet" / "part-000099.parquet")  # written after the analysis read
     grow.take(ctx.pairs, ctx.row_count, before)

@@ -103,7 +103,8 @@ class RunData:
             why = self.meta.get("error") or self.meta.get("signal")
             said.append(f"{self.run.path / 'run.json'}: the run is {status}{f' ({why})' if why else ''}: it "
                         "ended early or never recorded its end; exported what it measured")
-        split = self._split  # every row good (none left out), or the lines read one by one
+        # the columns where every row is good, unless an exporter read the rows as records already
+        split = None if "rows" in self.__dict__ else self._split
         left = (self._loaded.unreadable if split is None else []) + self._run_json.unreadable
         for u in left[:MAX_SAID]:
             said.append(f"{u.file}{f':{u.line}' if u.line else ''}: {u.reason}; left out")
